@@ -1,0 +1,30 @@
+# Set-up and entry points. Each target creates .venv on first use (Python 3.11, pip, no GPU needed).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## Run every reference policy on the embedded default scenario and print a result table.
+demo: $(STAMP)
+	$(BIN)/gpucluster run --scenario tiny --policy all --seed 0
+
+## Run the test suite (two workers).
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+
+bench: $(STAMP)
+	$(BIN)/gpucluster bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,63 @@
+"""The ``gpucluster`` console script: one parser, one module per subcommand.
+
+Each subcommand module defines ``register(subparsers)``, which adds its parser and sets ``func`` to a handler
+``(args) -> int``. Handlers import heavy libraries themselves, so ``gpucluster --help`` stays fast. Errors a user
+can cause (bad arguments, bad files) end as one line on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+SUBCOMMAND_MODULES = (
+    "run_cmd",
+    "scenarios_cmd",
+    "policies_cmd",
+    "bench_cmd",
+    "traces_cmd",
+    "catalog_cmd",
+)
+
+
+class UserError(Exception):
+    """An error caused by the user's input; printed as one line."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gpucluster",
+        description="Simulate, schedule and benchmark deep-learning training jobs on GPU clusters.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMAND_MODULES:
+        try:
+            mod = importlib.import_module(f"gpucluster_env.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"gpucluster_env.cli.{name}":
+                continue
+            raise
+        mod.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("gpucluster: interrupted", file=sys.stderr)
+        return 130
+    except (UserError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError, OSError) as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        print(f"gpucluster {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

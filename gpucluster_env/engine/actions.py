@@ -1,0 +1,82 @@
+"""The typed action vocabulary every agent speaks (DESIGN.md, "The action vocabulary").
+
+Jobs are named by their engine index (the row of the episode's job table, sorted by submit time). GPU sets are
+tuples of global GPU indices. ``accumulation=None`` lets the engine pick the smallest power-of-two gradient
+accumulation factor whose memory fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class ActionError(ValueError):
+    """An action the engine cannot apply now; the message names the action and the reason."""
+
+
+class StalledError(RuntimeError):
+    """The episode cannot make progress: unfinished jobs, nothing running, and the agent keeps waiting."""
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Let time run to the next decision point."""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Start a pending job exclusively on free GPUs (gang). ``gpus`` names an exact set; otherwise the engine
+    picks by its placement rule (fewest nodes first) among GPUs of ``gpu_type`` (``None``: the fastest type
+    that fits, mixed types only if no single type has room)."""
+
+    job: int
+    gpu_type: str | None = None
+    gpus: tuple[int, ...] | None = None
+    accumulation: int | None = None
+
+
+@dataclass(frozen=True)
+class Colocate:
+    """Start a pending job on GPUs already running one job (MPS sharing). Without ``gpus`` the engine takes the
+    partner's GPUs (and free GPUs, if the partner has fewer than the job needs)."""
+
+    job: int
+    partner: int
+    accumulation: int | None = None
+    gpus: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Squeeze:
+    """Lower a running job's MPS active-thread share by one 10% step (on ``gpus``, or all its GPUs)."""
+
+    job: int
+    gpus: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Swell:
+    """Raise a running job's MPS active-thread share by one 10% step (on ``gpus``, or all its GPUs)."""
+
+    job: int
+    gpus: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Preempt:
+    """Checkpoint a running job and return it to the queue; its next start pays the restart overhead."""
+
+    job: int
+
+
+@dataclass(frozen=True)
+class Fork:
+    """HadarE: start ``copies`` more copies of a running job on free GPUs of other nodes; progress adds up and
+    every round boundary pays the consolidation overhead. ``gpus`` names the exact set of one copy."""
+
+    job: int
+    copies: int = 1
+    gpus: tuple[int, ...] | None = None
+
+
+Action = Wait | Place | Colocate | Squeeze | Swell | Preempt | Fork

@@ -1,0 +1,90 @@
+"""Metrics of an episode: JCT statistics, makespan, queueing, utilization, sharing, deadlines.
+
+Definitions follow Castor §9.2: JCT = finish - submit; makespan = last finish - first submit; queueing delay =
+time a job spends pending (before its first start and after each preemption); GPU utilization = busy GPU-time
+over available GPU-time (all GPUs over the makespan); sharing utilization = GPU-time with two jobs over the
+same; sharing benefit = t_solo / t_colocated per colocation decision.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from .simulator import ClusterEngine
+
+
+def episode_metrics(eng: ClusterEngine) -> dict[str, float]:
+    """Metrics over the jobs finished so far (all of them once the episode is done)."""
+    done = ~np.isnan(eng.finish_t)
+    jct = eng.finish_t[done] - eng.submit[done]
+    nan = float("nan")
+    if done.any():
+        makespan = float(eng.finish_t[done].max() - eng.submit.min())
+    else:
+        makespan = nan
+    eng._accumulate_util(eng.now)
+    avail = eng.num_gpus * makespan if done.any() and makespan > 0 else nan
+    benefits = [s / c for _, s, c in eng.sharing_benefits if c > 0]
+    has_dl = ~np.isnan(eng.deadline)
+    met = done & has_dl & (eng.finish_t <= eng.deadline + 1e-9)
+    out = {
+        "jobs": int(eng.n_jobs),
+        "jobs_done": int(done.sum()),
+        "avg_jct_s": float(jct.mean()) if len(jct) else nan,
+        "median_jct_s": float(np.median(jct)) if len(jct) else nan,
+        "p95_jct_s": float(np.percentile(jct, 95)) if len(jct) else nan,
+        "makespan_s": makespan,
+        "avg_queue_s": float(eng.queue_s[done].mean()) if len(jct) else nan,
+        "gpu_utilization": float(eng.busy_gpu_s / avail) if avail == avail else nan,
+        "sharing_utilization": float(eng.shared_gpu_s / avail) if avail == avail else nan,
+        "avg_slowdown": float((jct / eng.solo_time[done]).mean()) if len(jct) else nan,
+        "colocations": int(eng.counts["colocations"]),
+        "preemptions": int(eng.counts["preemptions"]),
+        "forks": int(eng.counts["forks"]),
+        "squeezes": int(eng.counts["squeezes"]),
+        "swells": int(eng.counts["swells"]),
+        "decisions": int(eng.counts["decisions"]),
+        "sharing_benefit": float(np.mean(benefits)) if benefits else nan,
+        "deadline_satisfaction": float(met.sum() / has_dl.sum()) if has_dl.any() else nan,
+    }
+    return out
+
+
+def job_table(eng: ClusterEngine) -> pd.DataFrame:
+    """Per-job results as a DataFrame (one row per job of the episode, in submit order)."""
+    sharers: dict[int, set[int]] = {}
+    gpus: dict[int, set[int]] = {}
+    holders: dict[int, set[int]] = {}
+    for t, kind, j, extra in eng.log.records:
+        if kind in ("start", "fork") and extra:
+            for g in extra["gpus"]:
+                gpus.setdefault(j, set()).add(g)
+                for other in holders.get(g, ()):
+                    sharers.setdefault(j, set()).add(other)
+                    sharers.setdefault(other, set()).add(j)
+                holders.setdefault(g, set()).add(j)
+        elif kind in ("finish", "preempt"):
+            for g in gpus.get(j, ()):
+                holders.get(g, set()).discard(j)
+    return pd.DataFrame(
+        {
+            "job_id": eng.job_ids,
+            "model": [eng.model_names[m] for m in eng.job_model],
+            "num_gpus": eng.req_gpus,
+            "submit_s": eng.submit,
+            "start_s": eng.first_start,
+            "finish_s": eng.finish_t,
+            "jct_s": eng.finish_t - eng.submit,
+            "queue_s": eng.queue_s,
+            "solo_s": eng.solo_time,
+            "deadline_s": eng.deadline,
+            "preemptions": eng.n_preempt,
+            "max_copies": eng.max_copies,
+            "gpus": [sorted(gpus.get(j, ())) for j in range(eng.n_jobs)],
+            "sharers": [sorted(eng.job_ids[k] for k in sharers.get(j, ())) for j in range(eng.n_jobs)],
+        }
+    )

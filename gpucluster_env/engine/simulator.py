@@ -1,0 +1,913 @@
+"""The discrete-event simulator of a heterogeneous GPU cluster running deep-learning training jobs.
+
+State lives in numpy arrays (one entry per GPU, per node, per job); events live in a heap. Each running job has
+a piecewise-constant rate (iterations per second); progress is settled lazily, only for the jobs whose rate
+changes, and a job's completion time is computed exactly and pushed as an event with a version number so that a
+rate change invalidates the old prediction. Nothing steps through time in fixed ticks.
+
+Each GPU has two slots (at most two jobs per GPU, MPS sharing); each slot holds a job index and that worker's MPS
+active-thread share in tenths (10 = 100%). A job runs as one or more *copies* (more than one only when forked,
+HadarE), each a gang of GPUs; its rate is the sum of its copies' rates.
+
+The engine knows nothing of Gymnasium: it exposes decision points (:meth:`ClusterEngine.advance`) and applies
+typed actions (:meth:`ClusterEngine.apply`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..catalog import Catalog, default_catalog
+from ..hardware import ClusterSpec
+from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
+from ..jobs import validate_jobs
+from ..workloads import comm_time, iteration_time
+from .actions import (
+    Action,
+    ActionError,
+    Colocate,
+    Fork,
+    Place,
+    Preempt,
+    Squeeze,
+    StalledError,
+    Swell,
+    Wait,
+)
+from .eventlog import EventLog
+
+FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
+STATUS_NAMES = ("future", "pending", "running", "done")
+
+_FINISH, _ROUND, _TICK, _IDLE = 1, 2, 3, 4
+_TENTHS_MIN = round(MIN_SHARE / SHARE_STEP)
+_TENTHS_MAX = round(MAX_SHARE / SHARE_STEP)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Per-scenario settings of the simulation.
+
+    ``round_s``: length of scheduling rounds (a decision point at each boundary; forking needs rounds).
+    ``restart_s``: overhead a preempted job pays when it starts again. ``consolidation_s``: overhead a forked
+    job pays at every round boundary. ``tick_s``: period of calibration ticks (decision points for Gimbal-style
+    coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is due.
+    ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
+    slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
+    ``max_idle_ticks``: consecutive idle ticks, with nothing running, after which the episode is stalled.
+    """
+
+    round_s: float | None = None
+    restart_s: float = 0.0
+    consolidation_s: float = 0.0
+    tick_s: float | None = None
+    idle_tick_s: float = 60.0
+    sample_stealing: bool = False
+    calibration_overhead_s: float = 0.0
+    max_idle_ticks: int = 100_000
+
+    def __post_init__(self) -> None:
+        for name in ("round_s", "tick_s"):
+            v = getattr(self, name)
+            if v is not None and not (v > 0):
+                raise ValueError(f"EngineConfig.{name} must be positive or None, got {v!r}")
+        for name in ("restart_s", "consolidation_s", "calibration_overhead_s"):
+            if not (getattr(self, name) >= 0):
+                raise ValueError(f"EngineConfig.{name} must be >= 0")
+        if not (self.idle_tick_s > 0):
+            raise ValueError("EngineConfig.idle_tick_s must be positive")
+
+
+class ClusterEngine:
+    """Simulates one episode: a cluster, a job table, a catalog, a config.
+
+    Typical use::
+
+        eng = ClusterEngine(cluster, jobs, catalog, config)
+        eng.advance()                      # to the first decision point
+        while not eng.done:
+            eng.apply(Place(job))          # any number of actions, applied at once
+            eng.advance()                  # = Wait
+        eng.metrics()
+    """
+
+    def __init__(
+        self,
+        cluster: ClusterSpec,
+        jobs: pd.DataFrame,
+        catalog: Catalog | None = None,
+        config: EngineConfig | None = None,
+        source: str = "job table",
+        skip_bad_rows: bool = False,
+    ) -> None:
+        self.catalog = catalog or default_catalog()
+        self.cluster = cluster
+        self.config = config or EngineConfig()
+        self.jobs, self.skip_report = validate_jobs(jobs, self.catalog, cluster, source, skip_bad_rows)
+        self._build_static()
+        self._reset_state()
+
+    # ------------------------------------------------------------------ static tables
+    def _build_static(self) -> None:
+        cat, cl = self.catalog, self.cluster
+        self.type_names: tuple[str, ...] = cl.gpu_types
+        type_idx = {t: i for i, t in enumerate(self.type_names)}
+        gtypes = [cat.gpu_type(t) for t in self.type_names]
+        self.type_mem = np.array([g.memory_gb for g in gtypes])
+        self.type_intra_bw = np.array([g.intra_node_bw_gbps for g in gtypes])
+        self.num_nodes = len(cl.nodes)
+        self.node_size = np.array([n.count for n in cl.nodes], dtype=np.int64)
+        self.node_start = np.concatenate([[0], np.cumsum(self.node_size)[:-1]]).astype(np.int64)
+        self.node_type = np.array([type_idx[n.gpu_type] for n in cl.nodes], dtype=np.int64)
+        self.num_gpus = int(self.node_size.sum())
+        self.gpu_node = np.repeat(np.arange(self.num_nodes), self.node_size)
+        self.gpu_type = self.node_type[self.gpu_node]
+        self.type_total = np.bincount(self.gpu_type, minlength=len(self.type_names))
+
+        jobs = self.jobs
+        self.model_names: tuple[str, ...] = tuple(sorted(set(jobs["model"])))
+        model_idx = {m: i for i, m in enumerate(self.model_names)}
+        self.profiles = [cat.model(m) for m in self.model_names]
+        nm, nt = len(self.model_names), len(self.type_names)
+        self.speed_mt = np.array(
+            [[cat.model_speed(p, t) for t in self.type_names] for p in self.profiles], dtype=float
+        ).reshape(nm, nt)
+        self.demand_m = np.array([p.gpu_demand for p in self.profiles])
+        self.alpha_m = np.array([p.alpha_s for p in self.profiles])
+        self.beta_m = np.array([p.beta_s for p in self.profiles])
+        self.xi_free = np.ones((nt, nm, nm))
+        for ti, t in enumerate(self.type_names):
+            for a, pa in enumerate(self.profiles):
+                for b, pb in enumerate(self.profiles):
+                    xa, _ = cat.interference.pair_xi(pa, pb, t)
+                    if not (xa >= 1.0 and math.isfinite(xa)):
+                        raise ValueError(f"interference model gave xi={xa!r} < 1 for {pa.name}+{pb.name} on {t}")
+                    self.xi_free[ti, a, b] = xa
+
+        self.n_jobs = len(jobs)
+        self.job_ids = jobs["job_id"].to_numpy()
+        self.submit = jobs["submit_s"].to_numpy(float)
+        self.req_gpus = jobs["num_gpus"].to_numpy(np.int64)
+        self.job_model = np.array([model_idx[m] for m in jobs["model"]], dtype=np.int64)
+        self.batch = jobs["batch_size"].to_numpy(np.int64)
+        self.iterations = jobs["iterations"].to_numpy(float)
+        self.deadline = jobs["deadline_s"].to_numpy(float)
+        self.solo_time = self._solo_times()
+
+    def _solo_times(self) -> np.ndarray:
+        """Each job's run time alone on the fastest type it fits, packed on the fewest nodes, no sharing."""
+        out = np.empty(self.n_jobs)
+        cache: dict[tuple[int, int, int], float] = {}
+        for j in range(self.n_jobs):
+            key = (int(self.job_model[j]), int(self.batch[j]), int(self.req_gpus[j]))
+            if key not in cache:
+                best = math.inf
+                for t in range(len(self.type_names)):
+                    s = self._fit_accumulation(key[0], key[1], t, 0.0)
+                    if s is None:
+                        continue
+                    per_node = int(self.node_size[self.node_type == t].max())
+                    n_nodes = -(-key[2] // per_node)
+                    best = min(best, self._copy_iter_time_homog(key[0], key[1], s, t, key[2], n_nodes))
+                cache[key] = best
+            out[j] = self.iterations[j] * cache[key]
+        return out
+
+    # ------------------------------------------------------------------ dynamic state
+    def _reset_state(self) -> None:
+        G, J = self.num_gpus, self.n_jobs
+        self.now = 0.0
+        self.slot_job = np.full((G, 2), -1, dtype=np.int64)
+        self.slot_share = np.full((G, 2), _TENTHS_MAX, dtype=np.int64)
+        self.free_nt = np.zeros((self.num_nodes, len(self.type_names)), dtype=np.int64)
+        np.add.at(self.free_nt, (self.gpu_node, self.gpu_type), 1)
+        self.status = np.zeros(J, dtype=np.int8)
+        self.remaining = self.iterations.copy()
+        self.rate = np.zeros(J)
+        self.last_t = np.zeros(J)
+        self.active_from = np.zeros(J)
+        self.version = np.zeros(J, dtype=np.int64)
+        self.accum = np.ones(J, dtype=np.int64)
+        self.footprint = np.zeros(J)
+        self.first_start = np.full(J, np.nan)
+        self.finish_t = np.full(J, np.nan)
+        self.queue_s = np.zeros(J)
+        self.pending_since = np.zeros(J)
+        self.n_preempt = np.zeros(J, dtype=np.int64)
+        self.n_colocated = np.zeros(J, dtype=np.int64)
+        self.max_copies = np.ones(J, dtype=np.int64)
+        self.copies: dict[int, list[np.ndarray]] = {}
+        self._pending: dict[int, None] = {}
+        self._running: dict[int, None] = {}
+        self._forked: set[int] = set()
+        self._heap: list[tuple[float, int, int, int, int]] = []
+        self._seq = 0
+        self._next_arrival = 0
+        self.n_done = 0
+        self.busy_gpus = 0
+        self.shared_gpus = 0
+        self.busy_gpu_s = 0.0
+        self.shared_gpu_s = 0.0
+        self._acc_t = 0.0
+        self._idle_ticks = 0
+        self.counts = {"colocations": 0, "preemptions": 0, "forks": 0, "squeezes": 0, "swells": 0,
+                       "decisions": 0, "actions": 0}
+        self.sharing_benefits: list[tuple[int, float, float]] = []
+        self.log = EventLog()
+        self._next_round = self.config.round_s
+        self._next_tick = self.config.tick_s
+        if self._next_round is not None:
+            self._push(self._next_round, _ROUND, -1, 0)
+        if self._next_tick is not None:
+            self._push(self._next_tick, _TICK, -1, 0)
+        self.last_reasons: tuple[str, ...] = ()
+
+    def reset(self) -> None:
+        """Start the episode again from time 0 (same jobs)."""
+        self._reset_state()
+
+    # ------------------------------------------------------------------ events
+    def _push(self, t: float, kind: int, job: int, version: int) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, job, version))
+
+    @property
+    def done(self) -> bool:
+        return self.n_done == self.n_jobs
+
+    def _next_time(self) -> float:
+        t = self._heap[0][0] if self._heap else math.inf
+        if self._next_arrival < self.n_jobs:
+            t = min(t, self.submit[self._next_arrival])
+        return t
+
+    def _accumulate_util(self, t: float) -> None:
+        dt = t - self._acc_t
+        if dt > 0:
+            self.busy_gpu_s += dt * self.busy_gpus
+            self.shared_gpu_s += dt * self.shared_gpus
+            self._acc_t = t
+
+    def advance(self) -> tuple[str, ...]:
+        """Run time forward to the next decision point (the ``wait`` action) and return its reasons:
+        some of ``arrival``, ``completion``, ``round``, ``tick``, ``idle``. Returns ``()`` when done."""
+        self.counts["decisions"] += 1
+        while not self.done:
+            t = self._next_time()
+            if t == math.inf:
+                if self._running:
+                    raise RuntimeError("engine invariant broken: running jobs but no completion event")
+                self._push(self.now + self.config.idle_tick_s, _IDLE, -1, 0)
+                continue
+            reasons = self._process_time(t)
+            if reasons:
+                self.last_reasons = tuple(reasons)
+                return self.last_reasons
+        self.last_reasons = ()
+        return ()
+
+    def _process_time(self, t: float) -> list[str]:
+        self._accumulate_util(t)
+        self.now = t
+        reasons: list[str] = []
+        while self._next_arrival < self.n_jobs and self.submit[self._next_arrival] <= t:
+            j = self._next_arrival
+            self._next_arrival += 1
+            self.status[j] = PENDING
+            self._pending[j] = None
+            self.pending_since[j] = self.submit[j]
+            self.log.add(t, "arrive", j)
+            if "arrival" not in reasons:
+                reasons.append("arrival")
+        while self._heap and self._heap[0][0] <= t:
+            _, _, kind, j, ver = heapq.heappop(self._heap)
+            if kind == _FINISH:
+                if self.version[j] != ver or self.status[j] != RUNNING:
+                    continue
+                self._finish(j, t)
+                if "completion" not in reasons:
+                    reasons.append("completion")
+            elif kind == _ROUND:
+                self._round_boundary(t)
+                reasons.append("round")
+            elif kind == _TICK:
+                if not self.done:
+                    self._next_tick = t + self.config.tick_s  # type: ignore[operator]
+                    self._push(self._next_tick, _TICK, -1, 0)
+                reasons.append("tick")
+            elif kind == _IDLE:
+                reasons.append("idle")
+        if reasons and reasons != ["idle"]:
+            self._idle_ticks = 0
+        elif reasons == ["idle"] and not self._running:
+            self._idle_ticks += 1
+            if self._idle_ticks > self.config.max_idle_ticks:
+                raise StalledError(
+                    f"episode stalled at t={t:.0f}s: {len(self._pending)} pending jobs, nothing running, "
+                    f"and {self.config.max_idle_ticks} consecutive waits"
+                )
+        return reasons
+
+    def _round_boundary(self, t: float) -> None:
+        if not self.done:
+            self._next_round = t + self.config.round_s  # type: ignore[operator]
+            self._push(self._next_round, _ROUND, -1, 0)
+        self.log.add(t, "round", -1)
+        c = self.config.consolidation_s
+        for j in sorted(self._forked):
+            if len(self.copies[j]) > 1 and c > 0:
+                self._settle(j, t)
+                self.active_from[j] = max(self.active_from[j], t + c)
+                self._reschedule(j, t)
+
+    # ------------------------------------------------------------------ progress
+    def _settle(self, j: int, t: float) -> None:
+        start = max(self.last_t[j], self.active_from[j])
+        if t > start and self.rate[j] > 0:
+            self.remaining[j] = max(0.0, self.remaining[j] - self.rate[j] * (t - start))
+        self.last_t[j] = max(self.last_t[j], t)
+
+    def _reschedule(self, j: int, t: float) -> None:
+        """Recompute job ``j``'s rate (its progress already settled to ``t``) and its completion event."""
+        self.version[j] += 1
+        r = self._job_rate(j)
+        self.rate[j] = r
+        if r > 0:
+            finish = max(t, self.active_from[j]) + self.remaining[j] / r
+            self._push(finish, _FINISH, j, int(self.version[j]))
+
+    def _update_rates(self, jobs: set[int] | list[int], t: float) -> None:
+        for j in sorted(jobs):
+            if self.status[j] == RUNNING:
+                self._settle(j, t)
+                self._reschedule(j, t)
+
+    def remaining_now(self) -> np.ndarray:
+        """Remaining iterations of every job at the current time (settled view, nothing mutated)."""
+        start = np.maximum(self.last_t, self.active_from)
+        elapsed = np.maximum(0.0, self.now - start)
+        return np.maximum(0.0, self.remaining - self.rate * elapsed)
+
+    # ------------------------------------------------------------------ performance model
+    def _fit_accumulation(self, m: int, batch: int, t: int, other_gb: float) -> int | None:
+        """Smallest power-of-two accumulation s <= batch with footprint(B/s) + other_gb <= memory of type t."""
+        p = self.profiles[m]
+        cap = self.type_mem[t] - other_gb
+        s = 1
+        while s <= batch:
+            if p.memory_gb(batch / s) <= cap + 1e-9:
+                return s
+            s *= 2
+        return None
+
+    def _copy_iter_time_homog(self, m: int, batch: int, s: int, t: int, n: int, n_nodes: int) -> float:
+        p = self.profiles[m]
+        tc = p.t_comp(batch / s, self.speed_mt[m, t])
+        comm = comm_time(p, n, n_nodes, self.type_intra_bw[t], self.cluster.inter_node_bw_gbps)
+        return iteration_time(tc, s, comm, p.delta)
+
+    def _worker_xi(self, j: int, gpus: np.ndarray) -> np.ndarray:
+        """True interference ratio of each of job ``j``'s workers on ``gpus`` under the current shares."""
+        sj = self.slot_job[gpus]
+        own = (sj[:, 1] == j).astype(np.int64)
+        rows = np.arange(len(gpus))
+        partner = sj[rows, 1 - own]
+        has = partner >= 0
+        m = self.job_model[j]
+        share_self = self.slot_share[gpus, own] * SHARE_STEP
+        share_p = self.slot_share[gpus, 1 - own] * SHARE_STEP
+        pm = np.where(has, self.job_model[np.maximum(partner, 0)], 0)
+        xi0 = self.xi_free[self.gpu_type[gpus], m, pm]
+        pressure = 1.0 + (xi0 - 1.0) * share_p * has
+        cap = np.minimum(1.0, share_self / self.demand_m[m])
+        return pressure / cap
+
+    def copy_iter_time(self, j: int, gpus: np.ndarray, xi: np.ndarray | None = None) -> float:
+        """True iteration time of one copy of job ``j`` running on ``gpus`` in the current state (or under the
+        per-worker interference ratios ``xi``, e.g. all ones for the job alone)."""
+        m = int(self.job_model[j])
+        p = self.profiles[m]
+        s = int(self.accum[j])
+        b = self.batch[j] / s
+        types = self.gpu_type[gpus]
+        v = self.speed_mt[m, types] / (self._worker_xi(j, gpus) if xi is None else xi)
+        n = len(gpus)
+        if n == 1:
+            return s * (p.alpha_s + p.beta_s * b) / float(v[0])
+        if self.config.sample_stealing:
+            # LISS: per-worker batches b_i with (alpha + beta b_i)/v_i equal and sum b_i = n b.
+            tc = (n * p.alpha_s + p.beta_s * b * n) / float(v.sum())
+        else:
+            tc = (p.alpha_s + p.beta_s * b) / float(v.min())
+        n_nodes = len(np.unique(self.gpu_node[gpus]))
+        comm = comm_time(p, n, n_nodes, float(self.type_intra_bw[types].min()), self.cluster.inter_node_bw_gbps)
+        return iteration_time(tc, s, comm, p.delta)
+
+    def _job_rate(self, j: int) -> float:
+        return sum(1.0 / self.copy_iter_time(j, g) for g in self.copies.get(j, ()))
+
+    # ------------------------------------------------------------------ GPU bookkeeping
+    def _occupy(self, j: int, gpus: np.ndarray) -> set[int]:
+        """Put job j on ``gpus``; return the partners it now shares with."""
+        partners: set[int] = set()
+        empty = self.slot_job[gpus, 0] < 0
+        eg = gpus[empty]
+        self.slot_job[eg, 0] = j
+        self.slot_share[eg, 0] = _TENTHS_MAX
+        np.subtract.at(self.free_nt, (self.gpu_node[eg], self.gpu_type[eg]), 1)
+        sg = gpus[~empty]
+        if len(sg):
+            partners.update(int(x) for x in np.unique(self.slot_job[sg, 0]))
+            self.slot_job[sg, 1] = j
+            self.slot_share[sg, 1] = _TENTHS_MAX
+        self.busy_gpus += len(eg)
+        self.shared_gpus += len(sg)
+        return partners
+
+    def _vacate(self, j: int, gpus: np.ndarray) -> set[int]:
+        """Take job j off ``gpus``; return the partners it shared with. A partner left alone moves to slot 0
+        and keeps its share."""
+        sj = self.slot_job[gpus]
+        in0 = sj[:, 0] == j
+        other = np.where(in0, sj[:, 1], sj[:, 0])
+        other_share = np.where(in0, self.slot_share[gpus, 1], self.slot_share[gpus, 0])
+        shared = other >= 0
+        partners = {int(x) for x in np.unique(other[shared])}
+        self.slot_job[gpus, 0] = np.where(shared, other, -1)
+        self.slot_share[gpus, 0] = np.where(shared, other_share, _TENTHS_MAX)
+        self.slot_job[gpus, 1] = -1
+        self.slot_share[gpus, 1] = _TENTHS_MAX
+        fg = gpus[~shared]
+        np.add.at(self.free_nt, (self.gpu_node[fg], self.gpu_type[fg]), 1)
+        self.busy_gpus -= len(fg)
+        self.shared_gpus -= int(shared.sum())
+        return partners
+
+    def free_mask(self) -> np.ndarray:
+        """Boolean per GPU: holds no job."""
+        return self.slot_job[:, 0] < 0
+
+    def single_mask(self) -> np.ndarray:
+        """Boolean per GPU: holds exactly one job."""
+        return (self.slot_job[:, 0] >= 0) & (self.slot_job[:, 1] < 0)
+
+    def free_by_type(self) -> np.ndarray:
+        """Free GPUs per GPU type (in ``type_names`` order)."""
+        return self.free_nt.sum(axis=0)
+
+    def gpus_of(self, j: int) -> np.ndarray:
+        """All GPUs job ``j`` holds (every copy)."""
+        cs = self.copies.get(j)
+        if not cs:
+            return np.empty(0, dtype=np.int64)
+        return cs[0] if len(cs) == 1 else np.concatenate(cs)
+
+    def partners_of(self, j: int) -> list[int]:
+        """Jobs sharing a GPU with job ``j``."""
+        g = self.gpus_of(j)
+        if len(g) == 0:
+            return []
+        sj = self.slot_job[g].ravel()
+        return sorted({int(x) for x in sj if x >= 0 and x != j})
+
+    # ------------------------------------------------------------------ placement rule
+    def _pick_on_nodes(self, need: int, free_per_node: np.ndarray, exclude_nodes: np.ndarray | None) -> list[int]:
+        """Nodes and counts, fewest nodes first: best fit on one node, else the fullest nodes first."""
+        f = free_per_node.copy()
+        if exclude_nodes is not None and len(exclude_nodes):
+            f[exclude_nodes] = 0
+        if f.sum() < need:
+            return []
+        fits = np.flatnonzero(f >= need)
+        if len(fits):
+            best = fits[np.argmin(f[fits])]
+            return [int(best)] * need
+        order = np.argsort(-f, kind="stable")
+        out: list[int] = []
+        for node in order:
+            take = min(int(f[node]), need - len(out))
+            out.extend([int(node)] * take)
+            if len(out) == need:
+                break
+        return out
+
+    def _gpus_from_nodes(self, nodes: list[int], type_idx: int | None) -> np.ndarray:
+        out: list[int] = []
+        for node in dict.fromkeys(nodes):
+            k = nodes.count(node)
+            lo = self.node_start[node]
+            g = np.arange(lo, lo + self.node_size[node])
+            ok = self.slot_job[g, 0] < 0
+            if type_idx is not None:
+                ok &= self.gpu_type[g] == type_idx
+            out.extend(int(x) for x in g[ok][:k])
+        return np.array(out, dtype=np.int64)
+
+    def type_order(self, j: int) -> list[int]:
+        """GPU types by this job's speed on them, fastest first."""
+        return [int(t) for t in np.argsort(-self.speed_mt[self.job_model[j]], kind="stable")]
+
+    def plan_place(
+        self, j: int, gpu_type: str | None = None, exclude_nodes: np.ndarray | None = None
+    ) -> np.ndarray | None:
+        """The free GPUs the placement rule would give job ``j`` now, or None if there are too few.
+
+        With a type: fewest nodes of that type (best fit). Without: the fastest type that can host the whole
+        gang and fits its memory; if none alone can, a mixed set over all types, fullest nodes first.
+        """
+        need = int(self.req_gpus[j])
+        m = int(self.job_model[j])
+        if gpu_type is not None:
+            t = self._type_index(gpu_type)
+            if self._fit_accumulation(m, int(self.batch[j]), t, 0.0) is None:
+                return None
+            nodes = self._pick_on_nodes(need, self.free_nt[:, t], exclude_nodes)
+            return self._gpus_from_nodes(nodes, t) if nodes else None
+        fitting = [t for t in self.type_order(j) if self._fit_accumulation(m, int(self.batch[j]), t, 0.0)]
+        for t in fitting:
+            nodes = self._pick_on_nodes(need, self.free_nt[:, t], exclude_nodes)
+            if nodes:
+                return self._gpus_from_nodes(nodes, t)
+        if len(fitting) > 1:
+            nodes = self._pick_on_nodes(need, self.free_nt[:, fitting].sum(axis=1), exclude_nodes)
+            if nodes:
+                return self._gpus_from_nodes(nodes, None) if len(fitting) == len(self.type_names) else \
+                    self._gpus_from_nodes_types(nodes, fitting)
+        return None
+
+    def _gpus_from_nodes_types(self, nodes: list[int], types: list[int]) -> np.ndarray:
+        out: list[int] = []
+        allowed = np.isin(self.gpu_type, types)
+        for node in dict.fromkeys(nodes):
+            k = nodes.count(node)
+            lo = self.node_start[node]
+            g = np.arange(lo, lo + self.node_size[node])
+            ok = (self.slot_job[g, 0] < 0) & allowed[g]
+            out.extend(int(x) for x in g[ok][:k])
+        return np.array(out, dtype=np.int64)
+
+    def plan_colocate(self, j: int, partner: int) -> np.ndarray | None:
+        """GPUs for job ``j`` sharing with running job ``partner``: the partner's singly-held GPUs (fewest nodes
+        first), topped up with free GPUs on the same nodes, then elsewhere. None if that cannot be done."""
+        if self.status[partner] != RUNNING or partner == j:
+            return None
+        need = int(self.req_gpus[j])
+        pg = self.gpus_of(partner)
+        pg = pg[self.slot_job[pg, 1] < 0]
+        if len(pg) == 0:
+            return None
+        if len(pg) >= need:
+            nodes, counts = np.unique(self.gpu_node[pg], return_counts=True)
+            order = nodes[np.argsort(-counts, kind="stable")]
+            rank = {int(n): i for i, n in enumerate(order)}
+            key = np.array([rank[int(n)] for n in self.gpu_node[pg]])
+            return pg[np.argsort(key, kind="stable")][:need]
+        extra_need = need - len(pg)
+        pnodes = np.unique(self.gpu_node[pg])
+        free = self.free_nt.sum(axis=1)
+        near = min(int(free[pnodes].sum()), extra_need)
+        chosen: list[int] = []
+        if near:
+            f = np.zeros_like(free)
+            f[pnodes] = free[pnodes]
+            chosen = self._pick_on_nodes(near, f, None)
+        rest = extra_need - len(chosen)
+        if rest:
+            f = free.copy()
+            f[pnodes] = 0
+            more = self._pick_on_nodes(rest, f, None)
+            if not more:
+                return None
+            chosen += more
+        extra = self._gpus_from_nodes(chosen, None)
+        return np.concatenate([pg, extra])
+
+    def _type_index(self, name: str) -> int:
+        try:
+            return self.type_names.index(name)
+        except ValueError:
+            raise ActionError(
+                f"unknown GPU type {name!r} for this cluster; it has {', '.join(self.type_names)}"
+            ) from None
+
+    # ------------------------------------------------------------------ validation helpers
+    def _check_job(self, action: Action, j: int) -> None:
+        if not (isinstance(j, int | np.integer) and 0 <= j < self.n_jobs):
+            raise ActionError(f"{action}: no job with index {j!r} (episode has {self.n_jobs} jobs)")
+
+    def _check_gpus(self, action: Action, gpus: tuple[int, ...] | np.ndarray) -> np.ndarray:
+        g = np.asarray(gpus, dtype=np.int64).ravel()
+        if len(g) == 0 or g.min() < 0 or g.max() >= self.num_gpus:
+            raise ActionError(f"{action}: GPU indices must lie in [0, {self.num_gpus})")
+        if len(np.unique(g)) != len(g):
+            raise ActionError(f"{action}: GPU set repeats a GPU")
+        return g
+
+    def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
+        """Smallest power-of-two accumulation under which job ``j`` fits in memory on every GPU of ``gpus``
+        beside their current tenants."""
+        m, batch = int(self.job_model[j]), int(self.batch[j])
+        sj = self.slot_job[gpus, 0]
+        other = np.where(sj >= 0, self.footprint[np.maximum(sj, 0)], 0.0)
+        best = 1
+        for t in np.unique(self.gpu_type[gpus]):
+            sel = self.gpu_type[gpus] == t
+            s = self._fit_accumulation(m, batch, int(t), float(other[sel].max()))
+            if s is None:
+                return None
+            best = max(best, s)
+        return best
+
+    def _check_start(self, action: Action, j: int, g: np.ndarray, accumulation: int | None) -> int:
+        if self.status[j] != PENDING:
+            raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
+        if len(g) != self.req_gpus[j]:
+            raise ActionError(f"{action}: job {j} needs {self.req_gpus[j]} GPUs, got {len(g)}")
+        if (self.slot_job[g, 1] >= 0).any():
+            raise ActionError(f"{action}: a GPU of the set already holds two jobs")
+        batch = int(self.batch[j])
+        if accumulation is None:
+            s = self.accumulation_for(j, g)
+            if s is None:
+                raise ActionError(f"{action}: job {j} does not fit in GPU memory there at any accumulation")
+            return s
+        s = int(accumulation)
+        if s < 1 or s & (s - 1) or s > batch:
+            raise ActionError(f"{action}: accumulation must be a power of two in [1, {batch}], got {accumulation}")
+        fp = self.profiles[self.job_model[j]].memory_gb(batch / s)
+        sj = self.slot_job[g, 0]
+        other = np.where(sj >= 0, self.footprint[np.maximum(sj, 0)], 0.0)
+        over = fp + other > self.type_mem[self.gpu_type[g]] + 1e-9
+        if over.any():
+            gi = int(g[np.argmax(over)])
+            raise ActionError(
+                f"{action}: memory does not fit on GPU {gi}: {fp:.1f} GB + {other[np.argmax(over)]:.1f} GB > "
+                f"{self.type_mem[self.gpu_type[gi]]:.0f} GB"
+            )
+        return s
+
+    # ------------------------------------------------------------------ actions
+    def apply(self, action: Action) -> None:
+        """Apply one typed action at the current time (``Wait`` advances to the next decision point)."""
+        self.counts["actions"] += 1
+        if isinstance(action, Wait):
+            self.advance()
+        elif isinstance(action, Place):
+            self._check_job(action, action.job)
+            j = int(action.job)
+            if action.gpus is not None:
+                g = self._check_gpus(action, action.gpus)
+                if (self.slot_job[g, 0] >= 0).any():
+                    raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
+            else:
+                if self.status[j] != PENDING:
+                    raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
+                planned = self.plan_place(j, action.gpu_type)
+                if planned is None:
+                    where = action.gpu_type or "any type"
+                    raise ActionError(f"{action}: not enough free GPUs ({where}) for job {j}")
+                g = planned
+            self._start(j, g, self._check_start(action, j, g, action.accumulation))
+        elif isinstance(action, Colocate):
+            self._check_job(action, action.job)
+            self._check_job(action, action.partner)
+            j, p = int(action.job), int(action.partner)
+            if self.status[p] != RUNNING:
+                raise ActionError(f"{action}: partner {p} is {STATUS_NAMES[self.status[p]]}, not running")
+            if action.gpus is not None:
+                g = self._check_gpus(action, action.gpus)
+                if not (self.slot_job[g, 0] == p).any() and not (self.slot_job[g, 1] == p).any():
+                    raise ActionError(f"{action}: the GPU set shares no GPU with partner {p}")
+            else:
+                if self.status[j] != PENDING:
+                    raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
+                planned = self.plan_colocate(j, p)
+                if planned is None:
+                    raise ActionError(f"{action}: partner {p} has no room for job {j}")
+                g = planned
+            self._start(j, g, self._check_start(action, j, g, action.accumulation))
+        elif isinstance(action, Squeeze | Swell):
+            self._calibrate(action, -1 if isinstance(action, Squeeze) else 1)
+        elif isinstance(action, Preempt):
+            self._check_job(action, action.job)
+            j = int(action.job)
+            if self.status[j] != RUNNING:
+                raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
+            self._preempt(j)
+        elif isinstance(action, Fork):
+            self._fork(action)
+        else:
+            raise ActionError(f"unknown action {action!r}")
+
+    def _start(self, j: int, g: np.ndarray, s: int) -> None:
+        t = self.now
+        self._pending.pop(j, None)
+        self._running[j] = None
+        self.status[j] = RUNNING
+        self.accum[j] = s
+        self.footprint[j] = self.profiles[self.job_model[j]].memory_gb(self.batch[j] / s)
+        self.queue_s[j] += t - self.pending_since[j]
+        if np.isnan(self.first_start[j]):
+            self.first_start[j] = t
+        self.last_t[j] = t
+        self.active_from[j] = t + (self.config.restart_s if self.n_preempt[j] > 0 else 0.0)
+        self.copies[j] = [g]
+        partners = self._occupy(j, g)
+        if partners:
+            self.counts["colocations"] += 1
+            self.n_colocated[j] += 1
+            before = {p: self.rate[p] for p in partners}
+        self.log.add(t, "start", j, gpus=g.tolist(), accumulation=s)
+        self._update_rates(partners | {j}, t)
+        if partners:
+            self._record_sharing_benefit(j, partners, before)
+
+    def _record_sharing_benefit(self, j: int, partners: set[int], rate_before: dict[int, float]) -> None:
+        """Castor §9.2: JCT of job j if it had waited for its partners to finish and then run alone, over its
+        JCT colocated, both assuming no further arrivals."""
+        t = self.now
+        wait = max(self.remaining[p] / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
+        g = self.copies[j][0]
+        solo_iter = self.copy_iter_time(j, g, np.ones(len(g)))
+        t_solo = (t - self.submit[j]) + wait + self.remaining[j] * solo_iter
+        # Colocated: shared rate until the partners finish at their shared rates, then solo rate.
+        shared_rate = self.rate[j]
+        p_done = max(self.remaining[p] / self.rate[p] if self.rate[p] > 0 else 0.0 for p in partners)
+        if self.remaining[j] / shared_rate <= p_done:
+            t_co = self.remaining[j] / shared_rate
+        else:
+            t_co = p_done + (self.remaining[j] - shared_rate * p_done) * solo_iter
+        t_co += t - self.submit[j]
+        self.sharing_benefits.append((j, t_solo, t_co))
+
+    def _finish(self, j: int, t: float) -> None:
+        self._running.pop(j, None)
+        self._forked.discard(j)
+        self.status[j] = DONE
+        self.remaining[j] = 0.0
+        self.rate[j] = 0.0
+        self.finish_t[j] = t
+        self.n_done += 1
+        partners: set[int] = set()
+        for g in self.copies.pop(j, []):
+            partners |= self._vacate(j, g)
+        self.log.add(t, "finish", j)
+        self._update_rates(partners, t)
+
+    def _preempt(self, j: int) -> None:
+        t = self.now
+        self._settle(j, t)
+        self._running.pop(j, None)
+        self._forked.discard(j)
+        self._pending[j] = None
+        self.status[j] = PENDING
+        self.rate[j] = 0.0
+        self.version[j] += 1
+        self.pending_since[j] = t
+        self.n_preempt[j] += 1
+        self.counts["preemptions"] += 1
+        partners: set[int] = set()
+        for g in self.copies.pop(j, []):
+            partners |= self._vacate(j, g)
+        self.log.add(t, "preempt", j)
+        self._update_rates(partners, t)
+
+    def _calibrate(self, action: Squeeze | Swell, step: int) -> None:
+        self._check_job(action, action.job)
+        j = int(action.job)
+        if self.status[j] != RUNNING:
+            raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
+        mine = self.gpus_of(j)
+        g = mine if action.gpus is None else self._check_gpus(action, action.gpus)
+        if not np.isin(g, mine).all():
+            raise ActionError(f"{action}: job {j} does not run on every GPU named")
+        slot = (self.slot_job[g, 1] == j).astype(np.int64)
+        cur = self.slot_share[g, slot]
+        new = np.clip(cur + step, _TENTHS_MIN, _TENTHS_MAX)
+        if (new == cur).all():
+            bound = "minimum" if step < 0 else "maximum"
+            raise ActionError(f"{action}: job {j}'s share is already at the {bound} on those GPUs")
+        self.slot_share[g, slot] = new
+        self.counts["squeezes" if step < 0 else "swells"] += 1
+        t = self.now
+        if self.config.calibration_overhead_s > 0:
+            self._settle(j, t)
+            self.active_from[j] = max(self.active_from[j], t + self.config.calibration_overhead_s)
+        self.log.add(t, "squeeze" if step < 0 else "swell", j, gpus=g.tolist())
+        self._update_rates({j} | set(self.partners_of(j)), t)
+
+    def share_of(self, j: int) -> float:
+        """Mean MPS share of job ``j`` over its GPUs (1.0 = 100%); 0 when not running."""
+        g = self.gpus_of(j)
+        if len(g) == 0:
+            return 0.0
+        slot = (self.slot_job[g, 1] == j).astype(np.int64)
+        return float(self.slot_share[g, slot].mean() * SHARE_STEP)
+
+    def plan_fork(self, j: int) -> np.ndarray | None:
+        """Free GPUs for one more copy of running job ``j`` on nodes none of its copies use, or None."""
+        if self.config.round_s is None or self.status[j] != RUNNING:
+            return None
+        used = np.unique(self.gpu_node[self.gpus_of(j)])
+        g = self.plan_place(j, None, exclude_nodes=used)
+        if g is None:
+            return None
+        if self._fit_accumulation(int(self.job_model[j]), int(self.batch[j] // self.accum[j]),
+                                  int(self.gpu_type[g].min()), 0.0) is None:
+            return None
+        return g
+
+    def _fork(self, action: Fork) -> None:
+        self._check_job(action, action.job)
+        j = int(action.job)
+        if self.config.round_s is None:
+            raise ActionError(f"{action}: forking needs a round-based scenario (round_s is not set)")
+        if self.status[j] != RUNNING:
+            raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
+        if action.copies < 1:
+            raise ActionError(f"{action}: copies must be >= 1")
+        if action.gpus is not None and action.copies != 1:
+            raise ActionError(f"{action}: an exact GPU set names one copy; use copies=1")
+        plans: list[np.ndarray] = []
+        for _ in range(action.copies):
+            if action.gpus is not None:
+                g = self._check_gpus(action, action.gpus)
+                if len(g) != self.req_gpus[j]:
+                    raise ActionError(f"{action}: a copy of job {j} needs {self.req_gpus[j]} GPUs")
+                if (self.slot_job[g, 0] >= 0).any():
+                    raise ActionError(f"{action}: a copy needs free GPUs")
+                if np.isin(self.gpu_node[g], self.gpu_node[self.gpus_of(j)]).any():
+                    raise ActionError(f"{action}: a copy must run on nodes the job does not use")
+            else:
+                g = self.plan_fork(j)
+                if g is None:
+                    raise ActionError(f"{action}: no free node for another copy of job {j}")
+            fp = self.footprint[j]
+            if (fp > self.type_mem[self.gpu_type[g]] + 1e-9).any():
+                raise ActionError(f"{action}: job {j} does not fit in memory on those GPUs")
+            self._occupy(j, g)
+            self.copies[j].append(g)
+            plans.append(g)
+        t = self.now
+        self._forked.add(j)
+        self.max_copies[j] = max(self.max_copies[j], len(self.copies[j]))
+        self.counts["forks"] += len(plans)
+        for g in plans:
+            self.log.add(t, "fork", j, gpus=g.tolist())
+        self._update_rates({j}, t)
+
+    # ------------------------------------------------------------------ queries for agents
+    def pending_jobs(self) -> np.ndarray:
+        """Indices of pending jobs, in submit order."""
+        return np.array(sorted(self._pending), dtype=np.int64)
+
+    def running_jobs(self) -> np.ndarray:
+        """Indices of running jobs, in submit order."""
+        return np.array(sorted(self._running), dtype=np.int64)
+
+    @property
+    def num_pending(self) -> int:
+        return len(self._pending)
+
+    @property
+    def num_running(self) -> int:
+        return len(self._running)
+
+    def solo_iter_time(self, j: int, gpu_type: str | None = None) -> float:
+        """Iteration time of job ``j`` alone on ``gpu_type`` (default: its fastest type), packed on the fewest
+        nodes, at the smallest accumulation that fits."""
+        types = [self._type_index(gpu_type)] if gpu_type else self.type_order(j)
+        m, b, n = int(self.job_model[j]), int(self.batch[j]), int(self.req_gpus[j])
+        best = math.inf
+        for t in types:
+            s = self._fit_accumulation(m, b, t, 0.0)
+            if s is None:
+                continue
+            per_node = int(self.node_size[self.node_type == t].max())
+            best = min(best, self._copy_iter_time_homog(m, b, s, t, n, -(-n // per_node)))
+        return best
+
+    def true_pair_xi(self, a: int, b: int, gpu_type: str) -> tuple[float, float]:
+        """Ground-truth free-competition interference ratios of jobs ``a`` and ``b`` sharing a ``gpu_type`` GPU
+        (for oracle agents and evaluation; learned and heuristic agents should predict it instead)."""
+        t = self._type_index(gpu_type)
+        ma, mb = self.job_model[a], self.job_model[b]
+        return float(self.xi_free[t, ma, mb]), float(self.xi_free[t, mb, ma])
+
+    # ------------------------------------------------------------------ results
+    def metrics(self) -> dict[str, float]:
+        """Episode metrics (see :func:`gpucluster_env.engine.metrics.episode_metrics`)."""
+        from .metrics import episode_metrics
+
+        return episode_metrics(self)
+
+    def job_table(self) -> pd.DataFrame:
+        """One row per job: arrival, start, finish, JCT, queueing, GPUs, sharers, preemptions."""
+        from .metrics import job_table
+
+        return job_table(self)

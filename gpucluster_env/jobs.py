@@ -1,0 +1,134 @@
+"""The job table an episode runs: one row per training job, checked before the engine sees it.
+
+Columns (a pandas DataFrame):
+
+=============  =======  ============================================================================
+``job_id``     str      unique name
+``submit_s``   float    arrival time, seconds from the episode start (>= 0)
+``num_gpus``   int      GPUs requested, all started at once (gang)
+``model``      str      a model of the catalog
+``batch_size`` int      per-GPU batch size the user asked for
+``iterations`` float    training iterations to run (> 0)
+``deadline_s`` float    absolute deadline in seconds, NaN when none (optional column)
+=============  =======  ============================================================================
+
+Trace loaders (:mod:`gpucluster_env.traces`) produce raw traces; annotation turns them into this table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .catalog import Catalog
+from .hardware import ClusterSpec
+
+JOB_COLUMNS = ("job_id", "submit_s", "num_gpus", "model", "batch_size", "iterations")
+OPTIONAL_COLUMNS = ("deadline_s",)
+
+
+class JobTableError(ValueError):
+    """A job table that cannot be simulated; the message names the source, row and field."""
+
+
+@dataclass
+class SkipReport:
+    """Rows dropped by ``skip_bad_rows=True``, with the reason for each."""
+
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.skipped)
+
+
+def _row_problems(df: pd.DataFrame, catalog: Catalog, cluster: ClusterSpec) -> list[tuple[int, str]]:
+    """Every bad row of ``df`` with the reason, found with vectorized checks (tables have 10^5 rows)."""
+    checks: list[tuple[np.ndarray, object]] = []
+    submit = df["submit_s"].to_numpy(float)
+    n = df["num_gpus"].to_numpy(float)
+    it = df["iterations"].to_numpy(float)
+    b = df["batch_size"].to_numpy(float)
+    dl = df["deadline_s"].to_numpy(float)
+    max_gpus = cluster.num_gpus
+    with np.errstate(invalid="ignore"):
+        checks.append((~(np.isfinite(submit) & (submit >= 0)),
+                       lambda i: f"field 'submit_s': must be a finite number >= 0, got {submit[i]!r}"))
+        checks.append((~((n >= 1) & (np.mod(n, 1) == 0)),
+                       lambda i: f"field 'num_gpus': must be a positive integer, got {n[i]!r}"))
+        checks.append((n > max_gpus,
+                       lambda i: f"field 'num_gpus': asks for {int(n[i])} GPUs but the cluster has {max_gpus}"))
+        checks.append((~(np.isfinite(it) & (it > 0)),
+                       lambda i: f"field 'iterations': must be a finite number > 0, got {it[i]!r}"))
+        checks.append((~((b >= 1) & (np.mod(b, 1) == 0)),
+                       lambda i: f"field 'batch_size': must be a positive integer, got {b[i]!r}"))
+        checks.append((~(np.isnan(dl) | (np.isfinite(dl) & (dl >= submit))),
+                       lambda i: f"field 'deadline_s': must be NaN or >= submit_s, got {dl[i]!r}"))
+    models = df["model"].to_numpy()
+    known = np.isin(models, list(catalog.models))
+    checks.append((~known, lambda i: f"field 'model': unknown model {models[i]!r}"))
+    # A job must fit, alone and with full gradient accumulation, on some GPU type of the cluster.
+    biggest = max(catalog.gpu_type(t).memory_gb for t in cluster.gpu_types)
+    too_big = {name for name, m in catalog.models.items() if m.memory_gb(1.0) > biggest}
+    if too_big:
+        checks.append((np.isin(models, list(too_big)),
+                       lambda i: f"field 'model': {models[i]!r} does not fit in any GPU of the cluster"))
+    out: dict[int, str] = {}
+    for mask, message in checks:
+        for i in np.flatnonzero(mask):
+            out.setdefault(int(i), message(int(i)))  # type: ignore[operator]
+    return sorted(out.items())
+
+
+def validate_jobs(
+    jobs: pd.DataFrame,
+    catalog: Catalog,
+    cluster: ClusterSpec,
+    source: str = "job table",
+    skip_bad_rows: bool = False,
+) -> tuple[pd.DataFrame, SkipReport]:
+    """Check a job table against a catalog and a cluster; return it normalized (sorted by submit time,
+    stable) and the report of skipped rows.
+
+    Without ``skip_bad_rows`` the first bad row raises :class:`JobTableError` naming ``source``, the row and
+    the field.
+    """
+    missing = [c for c in JOB_COLUMNS if c not in jobs.columns]
+    if missing:
+        raise JobTableError(f"{source}: missing column(s) {', '.join(missing)}")
+    if len(jobs) == 0:
+        raise JobTableError(f"{source}: no jobs")
+    df = jobs.reset_index(drop=True).copy()
+    for col in ("submit_s", "num_gpus", "batch_size", "iterations"):
+        converted = pd.to_numeric(df[col], errors="coerce")
+        bad = converted.isna() & df[col].notna()
+        if bad.any() and not skip_bad_rows:
+            i = int(np.flatnonzero(bad.to_numpy())[0])
+            raise JobTableError(f"{source}: row {i}: field {col!r}: not a number: {df[col].iloc[i]!r}")
+        df[col] = converted.astype(float)
+    if "deadline_s" not in df.columns:
+        df["deadline_s"] = np.nan
+    df["deadline_s"] = pd.to_numeric(df["deadline_s"], errors="coerce").astype(float)
+    df["job_id"] = df["job_id"].astype(str)
+    df["model"] = df["model"].astype(str)
+    dup = df["job_id"].duplicated()
+    if dup.any():
+        i = int(np.flatnonzero(dup.to_numpy())[0])
+        raise JobTableError(f"{source}: row {i}: field 'job_id': duplicate id {df['job_id'].iloc[i]!r}")
+
+    report = SkipReport()
+    keep = np.ones(len(df), dtype=bool)
+    for i, problem in _row_problems(df, catalog, cluster):
+        if not skip_bad_rows:
+            raise JobTableError(f"{source}: row {i} (job {df['job_id'].iloc[i]}): {problem}")
+        report.skipped.append((i, problem))
+        keep[i] = False
+    df = df[keep]
+    if len(df) == 0:
+        raise JobTableError(f"{source}: every row was skipped as bad ({report.count} rows)")
+    df = df.sort_values("submit_s", kind="stable").reset_index(drop=True)
+    df["num_gpus"] = df["num_gpus"].astype(np.int64)
+    df["batch_size"] = df["batch_size"].astype(np.int64)
+    return df, report
