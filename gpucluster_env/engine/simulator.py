@@ -16,6 +16,7 @@ typed actions (:meth:`ClusterEngine.apply`).
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -157,6 +158,10 @@ class ClusterEngine:
         self.batch = jobs["batch_size"].to_numpy(np.int64)
         self.iterations = jobs["iterations"].to_numpy(float)
         self.deadline = jobs["deadline_s"].to_numpy(float)
+        self.fits_type = np.array(
+            [[self._fit_accumulation(int(m), int(b), t, 0.0) is not None for t in range(nt)]
+             for m, b in zip(self.job_model, self.batch, strict=True)], dtype=bool
+        ).reshape(self.n_jobs, nt)
         self.solo_time = self._solo_times()
 
     def _solo_times(self) -> np.ndarray:
@@ -211,6 +216,15 @@ class ClusterEngine:
         self.n_done = 0
         self.busy_gpus = 0
         self.shared_gpus = 0
+        nt = len(self.type_names)
+        self.busy_t = np.zeros(nt, dtype=np.int64)  # GPUs of each type holding at least one job
+        self.shared_t = np.zeros(nt, dtype=np.int64)  # GPUs of each type holding two jobs
+        self.held = np.zeros(J, dtype=np.int64)  # GPUs each job holds (all copies)
+        self.held_shared = np.zeros(J, dtype=np.int64)  # of those, GPUs shared with a partner
+        self.job_min_mem = np.zeros(J)  # smallest GPU memory among the job's GPUs
+        self.share_lo = np.full(J, _TENTHS_MAX, dtype=np.int64)  # min / max MPS share over its GPUs (tenths)
+        self.share_hi = np.full(J, _TENTHS_MAX, dtype=np.int64)
+        self.solo_rate = np.zeros(J)  # rate the job would have with no partners, at its current shares of 100%
         self.busy_gpu_s = 0.0
         self.shared_gpu_s = 0.0
         self._acc_t = 0.0
@@ -427,6 +441,12 @@ class ClusterEngine:
             self.slot_share[sg, 1] = _TENTHS_MAX
         self.busy_gpus += len(eg)
         self.shared_gpus += len(sg)
+        np.add.at(self.busy_t, self.gpu_type[eg], 1)
+        np.add.at(self.shared_t, self.gpu_type[sg], 1)
+        self.held[j] += len(gpus)
+        self.held_shared[j] += len(sg)
+        if len(sg):
+            np.add.at(self.held_shared, self.slot_job[sg, 0], 1)
         return partners
 
     def _vacate(self, j: int, gpus: np.ndarray) -> set[int]:
@@ -446,6 +466,12 @@ class ClusterEngine:
         np.add.at(self.free_nt, (self.gpu_node[fg], self.gpu_type[fg]), 1)
         self.busy_gpus -= len(fg)
         self.shared_gpus -= int(shared.sum())
+        np.subtract.at(self.busy_t, self.gpu_type[fg], 1)
+        np.subtract.at(self.shared_t, self.gpu_type[gpus[shared]], 1)
+        self.held[j] -= len(gpus)
+        self.held_shared[j] -= int(shared.sum())
+        if shared.any():
+            np.subtract.at(self.held_shared, other[shared], 1)
         return partners
 
     def free_mask(self) -> np.ndarray:
@@ -717,6 +743,9 @@ class ClusterEngine:
         self.last_t[j] = t
         self.active_from[j] = t + (self.config.restart_s if self.n_preempt[j] > 0 else 0.0)
         self.copies[j] = [g]
+        self.job_min_mem[j] = float(self.type_mem[self.gpu_type[g]].min())
+        self.share_lo[j] = self.share_hi[j] = _TENTHS_MAX
+        self.solo_rate[j] = 1.0 / self.copy_iter_time(j, g, np.ones(len(g)))
         partners = self._occupy(j, g)
         if partners:
             self.counts["colocations"] += 1
@@ -793,6 +822,9 @@ class ClusterEngine:
             bound = "minimum" if step < 0 else "maximum"
             raise ActionError(f"{action}: job {j}'s share is already at the {bound} on those GPUs")
         self.slot_share[g, slot] = new
+        allg = self.gpus_of(j)
+        all_shares = self.slot_share[allg, (self.slot_job[allg, 1] == j).astype(np.int64)]
+        self.share_lo[j], self.share_hi[j] = int(all_shares.min()), int(all_shares.max())
         self.counts["squeezes" if step < 0 else "swells"] += 1
         t = self.now
         if self.config.calibration_overhead_s > 0:
@@ -815,10 +847,7 @@ class ClusterEngine:
             return None
         used = np.unique(self.gpu_node[self.gpus_of(j)])
         g = self.plan_place(j, None, exclude_nodes=used)
-        if g is None:
-            return None
-        if self._fit_accumulation(int(self.job_model[j]), int(self.batch[j] // self.accum[j]),
-                                  int(self.gpu_type[g].min()), 0.0) is None:
+        if g is None or self.footprint[j] > self.type_mem[self.gpu_type[g]].min() + 1e-9:
             return None
         return g
 
@@ -852,6 +881,8 @@ class ClusterEngine:
                 raise ActionError(f"{action}: job {j} does not fit in memory on those GPUs")
             self._occupy(j, g)
             self.copies[j].append(g)
+            self.job_min_mem[j] = min(self.job_min_mem[j], float(self.type_mem[self.gpu_type[g]].min()))
+            self.solo_rate[j] += 1.0 / self.copy_iter_time(j, g, np.ones(len(g)))
             plans.append(g)
         t = self.now
         self._forked.add(j)
@@ -863,8 +894,16 @@ class ClusterEngine:
 
     # ------------------------------------------------------------------ queries for agents
     def pending_jobs(self) -> np.ndarray:
-        """Indices of pending jobs, in submit order."""
-        return np.array(sorted(self._pending), dtype=np.int64)
+        """Indices of pending jobs in queue order: by arrival, a preempted job rejoining at the back."""
+        return np.fromiter(self._pending, dtype=np.int64, count=len(self._pending))
+
+    def pending_head(self, n: int) -> np.ndarray:
+        """The first ``n`` pending jobs in queue order (cheap for long queues)."""
+        return np.fromiter(itertools.islice(self._pending, n), dtype=np.int64)
+
+    def running_head(self, n: int) -> np.ndarray:
+        """The first ``n`` running jobs in start order."""
+        return np.fromiter(itertools.islice(self._running, n), dtype=np.int64)
 
     def running_jobs(self) -> np.ndarray:
         """Indices of running jobs, in submit order."""

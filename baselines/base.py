@@ -1,0 +1,89 @@
+"""The policy interface every agent implements, and the registry the CLI and leaderboard read.
+
+A policy is an object with ``act(observation, env) -> action``: an int of the env's action space, or a typed
+action (:mod:`gpucluster_env.engine.actions`) for white-box agents that need an exact GPU set. White-box agents
+read ``env.unwrapped.engine`` but change the world only through the actions they return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from ..engine import Action, Place, Wait
+
+POLICIES: dict[str, type[Policy]] = {}
+
+
+class Policy:
+    """Base class of scheduling policies."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    needs_observation: ClassVar[bool] = False
+    """False for white-box agents: the runner then builds the env with ``observation="none"`` (faster)."""
+
+    def reset(self, env: Any) -> None:
+        """Called after ``env.reset()``, before the first ``act``."""
+
+    def act(self, observation: Any, env: Any) -> Action | int:
+        raise NotImplementedError
+
+
+def register_policy(cls: type[Policy]) -> type[Policy]:
+    """Class decorator adding a policy to :data:`POLICIES` under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__qualname__} has no name")
+    POLICIES[cls.name] = cls
+    return cls
+
+
+def make_policy(name: str, **kwargs: Any) -> Policy:
+    """A new policy by registered name."""
+    _load_all()
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    return cls(**kwargs)
+
+
+def policy_names() -> list[str]:
+    """Registered policy names, in registration order."""
+    _load_all()
+    return list(POLICIES)
+
+
+def _load_all() -> None:
+    # Importing the package registers every reference policy.
+    from .. import baselines  # noqa: F401
+
+
+class QueuePolicy(Policy):
+    """Exclusive-GPU list scheduling: walk the queue in priority order and start the first job that fits on
+    free GPUs; with ``strict`` only the head may start (no backfilling, head-of-line blocking as in FIFO)."""
+
+    strict: ClassVar[bool] = False
+
+    def priority(self, env: Any) -> Callable[[Any], Any] | None:
+        """A key over job indices (lower runs first), or None for queue order."""
+        return None
+
+    def act(self, observation: Any, env: Any) -> Action | int:
+        eng = env.unwrapped.engine
+        if eng.num_pending == 0:
+            return Wait()
+        key = self.priority(env)
+        if self.strict and key is None:
+            order = eng.pending_head(1)
+        else:
+            order = eng.pending_jobs()
+            if key is not None:
+                order = sorted(order.tolist(), key=key)
+            if self.strict:
+                order = order[:1]
+        for j in order:
+            if eng.plan_place(int(j)) is not None:
+                return Place(int(j))
+        return Wait()

@@ -1,0 +1,289 @@
+"""The Gymnasium environment: a scheduler's view of a GPU cluster running deep-learning training jobs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..catalog import Catalog
+from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
+from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
+from ..scenarios import Scenario, get_scenario
+from .codec import ActionCodec, ActionLayout
+from .observation import ObservationBuilder
+
+OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
+ACTION_KINDS = ("place", "colocate", "squeeze", "swell", "preempt", "fork")
+_TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork)
+
+
+class GPUClusterEnv(gym.Env):
+    """Schedule deep-learning training jobs on a heterogeneous, multi-tenant GPU cluster.
+
+    ## Description
+    Jobs of a trace (Philly, Venus, Alibaba, or a synthetic one fitted to them) arrive at a cluster of GPU
+    servers of one or more types. The agent decides, at each decision point (a job arrives, a job finishes, a
+    round boundary, a calibration tick), which pending job to start where, whether to share GPUs between two
+    jobs through NVIDIA MPS (they slow each other down by an interference ratio xi), how to split a shared GPU
+    (squeeze/swell the MPS share), whether to preempt, and whether to fork a job across nodes (HadarE). A
+    discrete-event engine computes exact progress between decision points with Castor's iteration-time model.
+
+    ## Action Space
+    ``Discrete(n)``: ``wait`` (0), then ``place(i, type|any)``, ``colocate(i, r, s)``, ``squeeze(r)``,
+    ``swell(r)``, ``preempt(r)``, ``fork(r)`` over a window of the first ``n_pending`` queued jobs (``i``) and
+    the first ``n_running`` running jobs (``r``); see :mod:`gpucluster_env.env.codec`. Every action but
+    ``wait`` applies at once and returns at the same simulated instant; ``wait`` runs time to the next decision
+    point. ``action_masks()`` gives the valid actions (sb3-contrib's MaskablePPO reads it). The env also accepts
+    typed actions (:mod:`gpucluster_env.engine.actions`) with exact GPU sets, for white-box agents.
+
+    ## Observation Space
+    A ``Dict`` of float32 arrays in [0, 1]: ``pending`` (n_pending x 10), ``running`` (n_running x 12),
+    ``cluster`` (GPU types x 4), ``clock`` (6); documented feature by feature in
+    :mod:`gpucluster_env.env.observation`. ``observation="box"`` gives them as one flat ``Box``;
+    ``observation="none"`` a constant 1-element ``Box`` for white-box agents that read ``env.unwrapped.engine``.
+
+    ## Rewards
+    ``objective="jct"`` (default): ``-(jobs in system) x dt / reward_scale`` per step, so the return is minus the
+    total JCT over ``reward_scale``. ``"makespan"``: ``-dt / reward_scale`` while jobs remain. ``"deadlines"``:
+    +1 per job finished by its deadline and -1 per job finished late, over the number of jobs with deadlines.
+    ``"utilization"``: busy GPU-seconds over ``num_gpus x reward_scale``. All terms are in ``info["rewards"]``.
+
+    ## Starting State
+    ``reset(seed=s)`` draws the episode's job table from the scenario's trace recipe with a generator seeded by
+    ``s`` and returns the first decision point (the first arrival).
+
+    ## Episode End
+    ``terminated`` when every job of the trace has finished (``info["metrics"]`` then holds the episode
+    metrics). ``truncated`` when ``max_sim_time_s`` is passed, when the episode stalls (the agent keeps
+    waiting with nothing running), or by ``max_episode_steps`` when made through ``gym.make``.
+
+    ## Arguments
+    ``scenario`` (name or :class:`~gpucluster_env.scenarios.Scenario`), ``scenario_options`` (dict of
+    overrides, e.g. ``{"num_jobs": 480}``), ``catalog``, ``n_pending=16``, ``n_running=16``, ``n_accum=4``,
+    ``observation="dict"|"box"|"none"``, ``objective``, ``reward_scale=3600``, ``invalid_action="raise"|"wait"``,
+    ``actions`` (the action kinds exposed, default all the scenario supports), ``max_sim_time_s``,
+    ``render_mode="ansi"|"human"``.
+
+    ## Registered Configurations
+    ``gpucluster_env/GPUCluster-v0`` (generic, ``scenario=`` keyword) and one id per scenario:
+    ``Tiny-v0``, ``CastorPhilly-v0``, ``CastorVenus-v0``, ``SjfbsbfPhilly-v0``, ``GimbalPhilly-v0``,
+    ``GimbalAlibaba-v0``, ``HadarPhilly-v0``, ``HadareTestbed-v0``, ``HadareAws-v0``, ``AlibabaHetero-v0``
+    (all under the ``gpucluster_env/`` namespace).
+    """
+
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+
+    def __init__(
+        self,
+        scenario: str | Scenario = "tiny",
+        scenario_options: dict[str, Any] | None = None,
+        catalog: Catalog | None = None,
+        n_pending: int = 16,
+        n_running: int = 16,
+        n_accum: int = 4,
+        observation: str = "dict",
+        objective: str = "jct",
+        reward_scale: float = 3600.0,
+        invalid_action: str = "raise",
+        actions: tuple[str, ...] | None = None,
+        max_sim_time_s: float | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__()
+        sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
+        if scenario_options:
+            sc = sc.with_options(**scenario_options)
+        self.scenario = sc
+        self.catalog = catalog
+        if observation not in ("dict", "box", "none"):
+            raise ValueError(f"observation must be 'dict', 'box' or 'none', got {observation!r}")
+        if objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        if invalid_action not in ("raise", "wait"):
+            raise ValueError(f"invalid_action must be 'raise' or 'wait', got {invalid_action!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if not (reward_scale > 0):
+            raise ValueError("reward_scale must be positive")
+        for name, v in (("n_pending", n_pending), ("n_running", n_running), ("n_accum", n_accum)):
+            if not (isinstance(v, int) and v >= 1):
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        kinds = tuple(actions) if actions is not None else tuple(
+            k for k in ACTION_KINDS if k != "fork" or sc.config.round_s is not None
+        )
+        unknown = set(kinds) - set(ACTION_KINDS)
+        if unknown:
+            raise ValueError(f"unknown action kind(s) {', '.join(sorted(unknown))}; known: {', '.join(ACTION_KINDS)}")
+        self.allowed = frozenset(kinds)
+        self.observation_mode = observation
+        self.objective = objective
+        self.reward_scale = float(reward_scale)
+        self.invalid_action = invalid_action
+        self.max_sim_time_s = max_sim_time_s
+        self.render_mode = render_mode
+
+        # A first engine fixes the spaces (GPU types of the cluster); reset() builds each episode's own.
+        self.engine: ClusterEngine = sc.make_engine(0, catalog)
+        self.trace_note: str = getattr(self.engine, "trace_note", "")
+        self.layout = ActionLayout(n_pending, n_running, len(self.engine.type_names), n_accum)
+        self.codec = ActionCodec(self.layout, self.engine.type_names)
+        self.action_space = spaces.Discrete(self.layout.size)
+        self.obs_builder = ObservationBuilder(self.engine, n_pending, n_running)
+        if observation == "none":
+            self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+        else:
+            self.observation_space = self.obs_builder.space(flat=observation == "box")
+        self._pending = np.empty(0, dtype=np.int64)
+        self._running = np.empty(0, dtype=np.int64)
+        self._mask = np.zeros(self.layout.size, dtype=bool)
+        self._mask[0] = True
+        self._invalid = 0
+        self._steps = 0
+        self._met = 0
+        self._late = 0
+
+    # ------------------------------------------------------------------ gym API
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        trace_seed = int(self.np_random.integers(0, 2**31 - 1))
+        self.engine = self.scenario.make_engine(trace_seed, self.catalog)
+        self.trace_note = getattr(self.engine, "trace_note", "")
+        if tuple(self.engine.type_names) != tuple(self.codec.type_names):
+            raise RuntimeError("scenario produced a cluster with different GPU types than the action space")
+        self.obs_builder.bind(self.engine)
+        self._invalid = 0
+        self._steps = 0
+        self._met = 0
+        self._late = 0
+        self.engine.advance()
+        obs = self._observe()
+        return obs, self._info({})
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        eng = self.engine
+        typed = action if isinstance(action, _TYPED) else None
+        desc = None
+        if typed is None:
+            a = self._as_int(action)
+            desc = self.codec.describe(a)
+            if not self._mask[a]:
+                if self.invalid_action == "raise":
+                    raise ValueError(f"invalid action {a} ({desc}) at t={eng.now:.1f}s: masked out")
+                self._invalid += 1
+                typed = Wait()
+            else:
+                typed = self.codec.decode(a, self._pending, self._running)
+        self._steps += 1
+        terms = {k: 0.0 for k in OBJECTIVES}
+        truncated = False
+        stalled = False
+        if isinstance(typed, Wait):
+            t0 = eng.now
+            in_system = eng.num_pending + eng.num_running
+            busy = eng.busy_gpus
+            done0 = eng.n_done
+            try:
+                eng.advance()
+            except StalledError:
+                stalled = truncated = True
+            dt = eng.now - t0
+            terms["jct"] = -in_system * dt / self.reward_scale
+            terms["makespan"] = -dt / self.reward_scale if in_system or not eng.done else 0.0
+            terms["utilization"] = busy * dt / (eng.num_gpus * self.reward_scale)
+            if eng.n_done > done0:
+                terms["deadlines"] = self._deadline_term()
+        else:
+            try:
+                eng.apply(typed)
+            except ActionError as e:
+                if self.invalid_action == "raise":
+                    raise
+                self._invalid += 1
+                desc = f"{desc or typed} (rejected: {e})"
+        terminated = eng.done
+        if self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s and not terminated:
+            truncated = True
+        obs = self._observe()
+        info = self._info(terms)
+        info["action"] = desc or repr(typed)
+        if stalled:
+            info["stalled"] = True
+        if terminated or truncated:
+            info["metrics"] = eng.metrics()
+        if self.render_mode == "human":
+            self.render()
+        return obs, float(terms[self.objective]), terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """Valid actions at the current decision point (for sb3-contrib's MaskablePPO)."""
+        return self._mask.copy()
+
+    def decode_action(self, action: int) -> Action:
+        """The typed action the int ``action`` stands for now (for logging and white-box agents)."""
+        return self.codec.decode(self._as_int(action), self._pending, self._running)
+
+    def describe_action(self, action: int) -> str:
+        """A readable name of action ``action`` (state-independent)."""
+        return self.codec.describe(self._as_int(action))
+
+    def render(self) -> str | None:
+        from .render import render_text
+
+        text = render_text(self)
+        if self.render_mode == "human":
+            print(text)
+            return None
+        return text
+
+    # ------------------------------------------------------------------ internals
+    def _as_int(self, action: Any) -> int:
+        try:
+            a = int(np.asarray(action).item())
+        except (TypeError, ValueError):
+            raise ValueError(f"action must be an int of the action space or a typed action, got {action!r}") from None
+        if not (0 <= a < self.layout.size):
+            raise ValueError(f"action {a} is outside the action space [0, {self.layout.size})")
+        return a
+
+    def _deadline_term(self) -> float:
+        eng = self.engine
+        has = ~np.isnan(eng.deadline)
+        n = int(has.sum())
+        if n == 0:
+            return 0.0
+        fin = ~np.isnan(eng.finish_t) & has
+        met = int((eng.finish_t[fin] <= eng.deadline[fin] + 1e-9).sum())
+        late = int(fin.sum()) - met
+        term = ((met - self._met) - (late - self._late)) / n
+        self._met, self._late = met, late
+        return float(term)
+
+    def _observe(self) -> Any:
+        eng = self.engine
+        self._pending = eng.pending_head(self.layout.n_pending)
+        self._running = eng.running_head(self.layout.n_running)
+        self._mask = self.codec.mask(eng, self._pending, self._running, self.allowed)
+        if self.observation_mode == "none":
+            return np.zeros(1, dtype=np.float32)
+        L = self.layout
+        n_p = len(self._pending)
+        placeable = self._mask[L.place_off:L.place_off + n_p * (L.n_types + 1)].reshape(n_p, L.n_types + 1)
+        placeable = placeable.any(axis=1)
+        obs = self.obs_builder.build(self._pending, self._running, placeable)
+        return ObservationBuilder.flatten(obs) if self.observation_mode == "box" else obs
+
+    def _info(self, terms: dict[str, float]) -> dict[str, Any]:
+        eng = self.engine
+        return {
+            "time_s": eng.now,
+            "rewards": terms,
+            "invalid_actions": self._invalid,
+            "pending": eng.num_pending,
+            "running": eng.num_running,
+            "done": eng.n_done,
+            "decision_reasons": eng.last_reasons,
+            "trace": self.trace_note,
+        }

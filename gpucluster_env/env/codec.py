@@ -1,0 +1,167 @@
+"""The flat ``Discrete`` encoding of the action vocabulary, and its mask.
+
+Layout (``N`` = pending window, ``M`` = running window, ``T`` = GPU types of the cluster, ``K`` = accumulation
+choices ``s = 1, 2, 4, ...``), in this order::
+
+    0                                    wait
+    place(i, t)        N x (T + 1)       pending slot i on GPU type t, or t = T for "any" (mixed types allowed)
+    colocate(i, r, k)  N x M x K         pending slot i shares running slot r's GPUs, accumulation 2**k
+    squeeze(r)         M
+    swell(r)           M
+    preempt(r)         M
+    fork(r)            M                 one more copy on free GPUs of other nodes (round-based scenarios)
+
+Window slots map to jobs: pending slot i is the i-th job of the queue, running slot r the r-th running job in
+start order. The mask is exact: every action it allows, the engine accepts, and the environment rejects
+every action it does not allow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..engine import (
+    Action,
+    ClusterEngine,
+    Colocate,
+    Fork,
+    Place,
+    Preempt,
+    Squeeze,
+    Swell,
+    Wait,
+)
+from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
+
+_MIN_T = round(MIN_SHARE / SHARE_STEP)
+_MAX_T = round(MAX_SHARE / SHARE_STEP)
+
+
+@dataclass(frozen=True)
+class ActionLayout:
+    """Sizes and offsets of the flat action space."""
+
+    n_pending: int
+    n_running: int
+    n_types: int
+    n_accum: int
+
+    @property
+    def place_off(self) -> int:
+        return 1
+
+    @property
+    def colocate_off(self) -> int:
+        return self.place_off + self.n_pending * (self.n_types + 1)
+
+    @property
+    def squeeze_off(self) -> int:
+        return self.colocate_off + self.n_pending * self.n_running * self.n_accum
+
+    @property
+    def swell_off(self) -> int:
+        return self.squeeze_off + self.n_running
+
+    @property
+    def preempt_off(self) -> int:
+        return self.swell_off + self.n_running
+
+    @property
+    def fork_off(self) -> int:
+        return self.preempt_off + self.n_running
+
+    @property
+    def size(self) -> int:
+        return self.fork_off + self.n_running
+
+
+class ActionCodec:
+    """Decodes flat action ints to typed actions for the current windows, and computes the mask."""
+
+    def __init__(self, layout: ActionLayout, type_names: tuple[str, ...]) -> None:
+        self.layout = layout
+        self.type_names = type_names
+        self.accum_choices = 2 ** np.arange(layout.n_accum)
+
+    def describe(self, a: int) -> str:
+        """A stable human-readable name of action int ``a`` (independent of the current state)."""
+        L = self.layout
+        if a == 0:
+            return "wait"
+        if a < L.colocate_off:
+            i, t = divmod(a - L.place_off, L.n_types + 1)
+            return f"place(pending[{i}], {'any' if t == L.n_types else self.type_names[t]})"
+        if a < L.squeeze_off:
+            i, rest = divmod(a - L.colocate_off, L.n_running * L.n_accum)
+            r, k = divmod(rest, L.n_accum)
+            return f"colocate(pending[{i}], running[{r}], s={self.accum_choices[k]})"
+        for name, off in (("squeeze", L.squeeze_off), ("swell", L.swell_off), ("preempt", L.preempt_off),
+                          ("fork", L.fork_off)):
+            if off <= a < off + L.n_running:
+                return f"{name}(running[{a - off}])"
+        raise ValueError(f"action {a} is outside the action space [0, {L.size})")
+
+    def decode(self, a: int, pending: np.ndarray, running: np.ndarray) -> Action:
+        """The typed action int ``a`` stands for, given the current pending and running windows."""
+        L = self.layout
+        if not (0 <= a < L.size):
+            raise ValueError(f"action {a} is outside the action space [0, {L.size})")
+        if a == 0:
+            return Wait()
+        try:
+            if a < L.colocate_off:
+                i, t = divmod(a - L.place_off, L.n_types + 1)
+                return Place(int(pending[i]), None if t == L.n_types else self.type_names[t])
+            if a < L.squeeze_off:
+                i, rest = divmod(a - L.colocate_off, L.n_running * L.n_accum)
+                r, k = divmod(rest, L.n_accum)
+                return Colocate(int(pending[i]), int(running[r]), int(self.accum_choices[k]))
+            r = (a - L.squeeze_off) % L.n_running
+            kind = (a - L.squeeze_off) // L.n_running
+            job = int(running[r])
+        except IndexError:
+            raise ValueError(f"action {a} ({self.describe(a)}) names an empty window slot") from None
+        return (Squeeze(job), Swell(job), Preempt(job), Fork(job))[kind]
+
+    def mask(self, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str]) -> np.ndarray:
+        """Boolean mask of valid actions (``allow`` names the action kinds the env exposes)."""
+        L = self.layout
+        m = np.zeros(L.size, dtype=bool)
+        m[0] = True
+        n_p, n_r = len(pending), len(running)
+        if n_p and "place" in allow:
+            need = eng.req_gpus[pending]
+            fits = eng.fits_type[pending]  # (n_p, T)
+            free_t = eng.free_by_type()
+            ok_t = fits & (free_t[None, :] >= need[:, None])
+            any_ok = (fits * free_t[None, :]).sum(axis=1) >= need
+            block = np.concatenate([ok_t, any_ok[:, None]], axis=1)
+            m[L.place_off:L.place_off + n_p * (L.n_types + 1)] = block.ravel()
+        if n_p and n_r and "colocate" in allow:
+            need = eng.req_gpus[pending]
+            single = eng.held[running] - eng.held_shared[running]  # GPUs of r holding r alone
+            room = eng.job_min_mem[running] - eng.footprint[running]  # memory left beside r
+            prof_base = np.array([p.mem_base_gb for p in eng.profiles])[eng.job_model[pending]]
+            prof_slope = np.array([p.mem_per_sample_gb for p in eng.profiles])[eng.job_model[pending]]
+            s = self.accum_choices[None, :]
+            b = eng.batch[pending][:, None]
+            fp = prof_base[:, None] + prof_slope[:, None] * (b / s)  # (n_p, K)
+            s_ok = s <= b
+            gpu_ok = (single[None, :] >= need[:, None]) & (eng.status[running] == 2)[None, :]  # (n_p, n_r)
+            mem_ok = fp[:, None, :] <= room[None, :, None] + 1e-9  # (n_p, n_r, K)
+            ok = gpu_ok[:, :, None] & mem_ok & s_ok[:, None, :]
+            full = np.zeros((L.n_pending, L.n_running, L.n_accum), dtype=bool)
+            full[:n_p, :n_r] = ok
+            m[L.colocate_off:L.squeeze_off] = full.ravel()
+        if n_r:
+            if "squeeze" in allow:
+                m[L.squeeze_off:L.squeeze_off + n_r] = eng.share_hi[running] > _MIN_T
+            if "swell" in allow:
+                m[L.swell_off:L.swell_off + n_r] = eng.share_lo[running] < _MAX_T
+            if "preempt" in allow:
+                m[L.preempt_off:L.preempt_off + n_r] = True
+            if "fork" in allow and eng.config.round_s is not None:
+                m[L.fork_off:L.fork_off + n_r] = [eng.plan_fork(int(j)) is not None for j in running]
+        return m

@@ -1,0 +1,128 @@
+"""Observations built from engine state: a single-level ``Dict`` of bounded float32 arrays (or one flat ``Box``).
+
+Every feature lies in [0, 1]; durations are squashed as ``x / (x + scale)``; padding rows are all zero and
+flagged by feature 0 (``valid``).
+
+``pending`` (N x 10), the first N jobs of the queue:
+    0 valid, 1 GPUs asked (log-scaled by cluster size), 2 time waited, 3 estimated remaining work (solo time on
+    the fastest type), 4-6 model features (compute intensity, memory intensity, communication share),
+    7 speed on its best GPU type (relative to the cluster's fastest), 8 can be placed now on free GPUs,
+    9 was preempted before.
+``running`` (M x 12), the first M running jobs in start order:
+    0 valid, 1 GPUs held, 2 MPS share (mean), 3 observed slowdown 1 - 1/xi (0 alone), 4 progress,
+    5 remaining time at the current rate, 6 fraction of its GPUs shared, 7 forked copies beyond the first,
+    8 fraction of its GPUs that could host a partner, 9-11 model features.
+``cluster`` (T x 4), per GPU type: free, holding one job, holding two jobs (each over the type's GPUs), the
+    type's share of all GPUs.
+``clock`` (6): time (squashed by a day), queue length, running count, fraction of jobs done, fraction
+    arrived, phase within the current round (0 without rounds).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gymnasium import spaces
+
+from ..engine import ClusterEngine
+
+PENDING_FEATURES = 10
+RUNNING_FEATURES = 12
+CLUSTER_FEATURES = 4
+CLOCK_FEATURES = 6
+_HOUR = 3600.0
+_DAY = 86400.0
+
+
+def _squash(x: np.ndarray | float, scale: float) -> np.ndarray | float:
+    x = np.maximum(x, 0.0)
+    return x / (x + scale)
+
+
+class ObservationBuilder:
+    """Builds observations for one engine; fixed window sizes."""
+
+    def __init__(self, eng: ClusterEngine, n_pending: int, n_running: int) -> None:
+        self.n_pending = n_pending
+        self.n_running = n_running
+        self.n_types = len(eng.type_names)
+        self.bind(eng)
+
+    def bind(self, eng: ClusterEngine) -> None:
+        """Attach to a (new) engine of the same scenario."""
+        self.eng = eng
+        self.model_feat = np.array([p.features for p in eng.profiles], dtype=np.float64).reshape(-1, 3)
+        top = eng.speed_mt.max()
+        self.best_speed = eng.speed_mt.max(axis=1) / top if top > 0 else np.zeros(len(eng.profiles))
+        self.log_g = np.log2(eng.num_gpus + 1.0)
+        self.type_total = np.maximum(eng.type_total, 1).astype(np.float64)
+        self.type_frac = eng.type_total / eng.num_gpus
+
+    def space(self, flat: bool) -> spaces.Space:
+        shapes = {
+            "pending": (self.n_pending, PENDING_FEATURES),
+            "running": (self.n_running, RUNNING_FEATURES),
+            "cluster": (self.n_types, CLUSTER_FEATURES),
+            "clock": (CLOCK_FEATURES,),
+        }
+        if flat:
+            size = sum(int(np.prod(s)) for s in shapes.values())
+            return spaces.Box(0.0, 1.0, (size,), np.float32)
+        return spaces.Dict({k: spaces.Box(0.0, 1.0, s, np.float32) for k, s in shapes.items()})
+
+    def build(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> dict[str, np.ndarray]:
+        eng = self.eng
+        now = eng.now
+        pend = np.zeros((self.n_pending, PENDING_FEATURES), dtype=np.float32)
+        if len(pending):
+            j = pending
+            mi = eng.job_model[j]
+            n = len(j)
+            solo_iter = eng.solo_time[j] / eng.iterations[j]
+            pend[:n, 0] = 1.0
+            pend[:n, 1] = np.log2(eng.req_gpus[j] + 1.0) / self.log_g
+            pend[:n, 2] = _squash(now - eng.submit[j], _HOUR)
+            pend[:n, 3] = _squash(eng.remaining[j] * solo_iter, _HOUR)
+            pend[:n, 4:7] = self.model_feat[mi]
+            pend[:n, 7] = self.best_speed[mi]
+            pend[:n, 8] = placeable
+            pend[:n, 9] = eng.n_preempt[j] > 0
+        run = np.zeros((self.n_running, RUNNING_FEATURES), dtype=np.float32)
+        if len(running):
+            j = running
+            n = len(j)
+            rate = eng.rate[j]
+            start = np.maximum(eng.last_t[j], eng.active_from[j])
+            rem = np.maximum(0.0, eng.remaining[j] - rate * np.maximum(0.0, now - start))
+            held = np.maximum(eng.held[j], 1)
+            run[:n, 0] = 1.0
+            run[:n, 1] = np.log2(eng.held[j] + 1.0) / self.log_g
+            run[:n, 2] = (eng.share_lo[j] + eng.share_hi[j]) * 0.05
+            with np.errstate(divide="ignore", invalid="ignore"):
+                xi = np.where(rate > 0, eng.solo_rate[j] / np.where(rate > 0, rate, 1.0), 1.0)
+                run[:n, 3] = np.clip(1.0 - 1.0 / np.maximum(xi, 1.0), 0.0, 1.0)
+                run[:n, 5] = np.where(rate > 0, _squash(rem / np.where(rate > 0, rate, 1.0), _HOUR), 1.0)
+            run[:n, 4] = 1.0 - rem / eng.iterations[j]
+            run[:n, 6] = eng.held_shared[j] / held
+            run[:n, 7] = np.minimum(eng.held[j] // np.maximum(eng.req_gpus[j], 1) - 1, 7) / 7.0
+            run[:n, 8] = (eng.held[j] - eng.held_shared[j]) / held
+            run[:n, 9:12] = self.model_feat[eng.job_model[j]]
+        clus = np.zeros((self.n_types, CLUSTER_FEATURES), dtype=np.float32)
+        free = eng.free_by_type()
+        clus[:, 0] = free / self.type_total
+        clus[:, 1] = (eng.busy_t - eng.shared_t) / self.type_total
+        clus[:, 2] = eng.shared_t / self.type_total
+        clus[:, 3] = self.type_frac
+        clock = np.zeros(CLOCK_FEATURES, dtype=np.float32)
+        clock[0] = _squash(now, _DAY)
+        clock[1] = eng.num_pending / (eng.num_pending + self.n_pending)
+        clock[2] = eng.num_running / (eng.num_running + self.n_running)
+        clock[3] = eng.n_done / eng.n_jobs
+        clock[4] = eng._next_arrival / eng.n_jobs
+        if eng.config.round_s:
+            clock[5] = (now % eng.config.round_s) / eng.config.round_s
+        return {"pending": pend, "running": run, "cluster": clus, "clock": np.clip(clock, 0.0, 1.0)}
+
+    @staticmethod
+    def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
+        return np.concatenate([obs["pending"].ravel(), obs["running"].ravel(), obs["cluster"].ravel(),
+                               obs["clock"]]).astype(np.float32)

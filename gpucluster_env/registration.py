@@ -1,0 +1,29 @@
+"""Registration of the environment ids with Gymnasium (idempotent)."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+
+from .scenarios import SCENARIOS
+
+NAMESPACE = "gpucluster_env"
+ENTRY_POINT = "gpucluster_env.env.cluster_env:GPUClusterEnv"
+
+
+def env_id(scenario: str) -> str:
+    """``castor-philly`` -> ``gpucluster_env/CastorPhilly-v0``."""
+    camel = "".join(part.capitalize() for part in scenario.replace("_", "-").split("-"))
+    return f"{NAMESPACE}/{camel}-v0"
+
+
+def register_envs() -> list[str]:
+    """Register the generic id and one id per scenario; return the ids."""
+    ids = [f"{NAMESPACE}/GPUCluster-v0"]
+    if ids[0] not in gym.registry:
+        gym.register(id=ids[0], entry_point=ENTRY_POINT, disable_env_checker=False)
+    for name in SCENARIOS:
+        i = env_id(name)
+        ids.append(i)
+        if i not in gym.registry:
+            gym.register(id=i, entry_point=ENTRY_POINT, kwargs={"scenario": name})
+    return ids
