@@ -142,6 +142,13 @@ SCENARIOS: dict[str, Scenario] = {
             config=EngineConfig(round_s=360.0, restart_s=10.0, consolidation_s=10.0),
         ),
         Scenario(
+            "philly-scale", "Philly-scale: 552 servers (321 x 2 + 231 x 8 = 2,490 P100 GPUs), the whole Philly "
+            "trace (80,000 jobs) as submitted; for benchmarks", "",
+            ClusterSpec.from_groups([("P100", 321, 2), ("P100", 231, 8)], inter_node_bw_gbps=12.5,
+                                    name="philly-2490"),
+            POLLUX_MODELS, "philly", 80_000, window="all",
+        ),
+        Scenario(
             "alibaba-hetero", "P100, T4 and V100 nodes in Alibaba PAI's inventory proportions (1/20 scale), "
             "300 real Alibaba GPU tasks", "",
             ClusterSpec.from_groups(_ALIBABA_GROUPS, inter_node_bw_gbps=3.0, name="alibaba-1/20"),

@@ -1,28 +1,45 @@
-"""Build a scenario's job table for a seed: pick the trace source, sample, annotate.
+"""Build a scenario's job table for a seed: pick the trace source, sample, fit to the cluster, annotate.
 
-Each source returns a raw table (``job_id``, ``submit_s``, ``num_gpus``, ``duration_s``) and a note saying
-which trace was used (a real file, or a synthetic trace fitted to the real one's statistics).
+Sources, by the scenario's ``trace``: ``philly``, ``venus``, ``alibaba`` (PAI 2020) and ``alibaba-gpu`` (GPU
+2023) use the real file when one is found (``$GPUCLUSTER_DATA``, the user cache, ``../shared/data`` beside a
+checkout; see :mod:`.registry`) and otherwise the shipped synthetic trace fitted to it (:mod:`.shipped`);
+``mix`` is a HadarE workload mix; ``tiny`` is a small generated trace. ``$GPUCLUSTER_TRACE_SOURCE`` =
+``synthetic`` forces the shipped traces, ``real`` requires the real file. The returned note names the trace
+used
+and what sampling did to it.
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from ..catalog import Catalog
-from .annotate import gimbal_deadlines, to_job_table
+from .annotate import assign_models, gimbal_deadlines, mix_raw, to_job_table
+from .registry import load_trace
+from .samplers import fit_to_cluster, sample
+from .shipped import load_embedded
 
 if TYPE_CHECKING:
     from ..scenarios import Scenario
+
+SCENARIO_TRACES = {
+    "philly": ("philly", "philly"),
+    "venus": ("venus", "venus"),
+    "alibaba": ("alibaba", "alibaba"),
+    "alibaba-gpu": ("alibaba-gpu", "alibaba"),
+}
+"""Scenario trace -> (registered real trace, shipped synthetic stand-in)."""
 
 
 def _tiny_raw(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
     """The tiny scenario's own small synthetic trace: Poisson arrivals (mean gap 90 s), mostly 1-GPU jobs,
     log-normal durations with median 15 minutes."""
     n = sc.num_jobs
-    gaps = rng.exponential(90.0 / sc.load, n)
+    gaps = rng.exponential(90.0, n)
     gaps[0] = 0.0
     return pd.DataFrame(
         {
@@ -34,15 +51,52 @@ def _tiny_raw(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
     )
 
 
+def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
+    """The full normalized trace behind a scenario ``trace`` name and a note naming it (real or synthetic)."""
+    if trace not in SCENARIO_TRACES:
+        raise ValueError(
+            f"trace source {trace!r} has no loader; known: {', '.join(SCENARIO_TRACES)}, mix, tiny"
+        )
+    real_name, synthetic = SCENARIO_TRACES[trace]
+    mode = os.environ.get("GPUCLUSTER_TRACE_SOURCE", "auto")
+    if mode not in ("auto", "real", "synthetic"):
+        raise ValueError(f"$GPUCLUSTER_TRACE_SOURCE must be auto, real or synthetic, got {mode!r}")
+    loaded = None if mode == "synthetic" else load_trace(real_name)
+    if loaded is not None:
+        df, _ = loaded
+        return df, f"real {real_name} trace ({df.attrs['source']})"
+    if mode == "real":
+        raise FileNotFoundError(
+            f"real trace {real_name!r} not found; run 'gpucluster traces fetch {real_name}' "
+            "or set $GPUCLUSTER_DATA"
+        )
+    return (
+        load_embedded(synthetic),
+        f"synthetic {synthetic} trace (shipped, fitted to the real {real_name} "
+        "statistics; real file not found)",
+    )
+
+
 def build_jobs(sc: Scenario, seed: int, catalog: Catalog) -> tuple[pd.DataFrame, str]:
     """The engine job table for scenario ``sc`` and ``seed``, and a note naming the trace used."""
     rng = np.random.default_rng(seed)
+    models: np.ndarray | None = None
     if sc.trace == "tiny":
         raw, note = _tiny_raw(sc, rng), "synthetic tiny trace (embedded generator)"
+    elif sc.trace == "mix":
+        raw = mix_raw(sc.mix or "M-5")
+        models = raw["model"].to_numpy(object)
+        note = f"HadarE workload mix {sc.mix or 'M-5'} ({len(raw)} jobs)"
     else:
-        raise ValueError(f"scenario {sc.name!r}: trace source {sc.trace!r} is not available yet")
+        full, note = trace_source(sc.trace)
+        raw, rep = sample(full, sc.num_jobs, sc.window, rng)
+        raw = fit_to_cluster(raw, sc.cluster.num_gpus, "cap", rep)
+        note = f"{note}; {rep.summary()}"
+    if sc.load != 1.0:
+        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
     if sc.all_at_zero:
         raw = raw.assign(submit_s=0.0)
-    models = rng.choice(np.array(sc.models, dtype=object), len(raw))
+    if models is None:
+        models = assign_models(raw, sc.models, sc.annotate, rng)
     deadlines = gimbal_deadlines(raw, rng) if sc.deadlines else None
     return to_job_table(raw, models, catalog, deadlines), note

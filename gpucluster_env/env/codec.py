@@ -18,7 +18,7 @@ every action it does not allow.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -47,34 +47,24 @@ class ActionLayout:
     n_running: int
     n_types: int
     n_accum: int
+    place_off: int = field(init=False)
+    colocate_off: int = field(init=False)
+    squeeze_off: int = field(init=False)
+    swell_off: int = field(init=False)
+    preempt_off: int = field(init=False)
+    fork_off: int = field(init=False)
+    size: int = field(init=False)
 
-    @property
-    def place_off(self) -> int:
-        return 1
-
-    @property
-    def colocate_off(self) -> int:
-        return self.place_off + self.n_pending * (self.n_types + 1)
-
-    @property
-    def squeeze_off(self) -> int:
-        return self.colocate_off + self.n_pending * self.n_running * self.n_accum
-
-    @property
-    def swell_off(self) -> int:
-        return self.squeeze_off + self.n_running
-
-    @property
-    def preempt_off(self) -> int:
-        return self.swell_off + self.n_running
-
-    @property
-    def fork_off(self) -> int:
-        return self.preempt_off + self.n_running
-
-    @property
-    def size(self) -> int:
-        return self.fork_off + self.n_running
+    def __post_init__(self) -> None:
+        offs = {"place_off": 1}
+        offs["colocate_off"] = offs["place_off"] + self.n_pending * (self.n_types + 1)
+        offs["squeeze_off"] = offs["colocate_off"] + self.n_pending * self.n_running * self.n_accum
+        offs["swell_off"] = offs["squeeze_off"] + self.n_running
+        offs["preempt_off"] = offs["swell_off"] + self.n_running
+        offs["fork_off"] = offs["preempt_off"] + self.n_running
+        offs["size"] = offs["fork_off"] + self.n_running
+        for k, v in offs.items():
+            object.__setattr__(self, k, v)
 
 
 class ActionCodec:
@@ -125,6 +115,17 @@ class ActionCodec:
             raise ValueError(f"action {a} ({self.describe(a)}) names an empty window slot") from None
         return (Squeeze(job), Swell(job), Preempt(job), Fork(job))[kind]
 
+    def _footprints(self, eng: ClusterEngine) -> np.ndarray:
+        """Per job and accumulation choice, the job's per-GPU memory footprint (inf where s > batch)."""
+        if getattr(self, "_fp_engine", None) is not eng:
+            base = np.array([p.mem_base_gb for p in eng.profiles])[eng.job_model]
+            slope = np.array([p.mem_per_sample_gb for p in eng.profiles])[eng.job_model]
+            b = eng.batch[:, None].astype(float)
+            s = self.accum_choices[None, :]
+            self._fp = np.where(s <= b, base[:, None] + slope[:, None] * (b / s), np.inf)
+            self._fp_engine = eng
+        return self._fp
+
     def mask(self, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str]) -> np.ndarray:
         """Boolean mask of valid actions (``allow`` names the action kinds the env exposes)."""
         L = self.layout
@@ -143,18 +144,11 @@ class ActionCodec:
             need = eng.req_gpus[pending]
             single = eng.held[running] - eng.held_shared[running]  # GPUs of r holding r alone
             room = eng.job_min_mem[running] - eng.footprint[running]  # memory left beside r
-            prof_base = np.array([p.mem_base_gb for p in eng.profiles])[eng.job_model[pending]]
-            prof_slope = np.array([p.mem_per_sample_gb for p in eng.profiles])[eng.job_model[pending]]
-            s = self.accum_choices[None, :]
-            b = eng.batch[pending][:, None]
-            fp = prof_base[:, None] + prof_slope[:, None] * (b / s)  # (n_p, K)
-            s_ok = s <= b
-            gpu_ok = (single[None, :] >= need[:, None]) & (eng.status[running] == 2)[None, :]  # (n_p, n_r)
-            mem_ok = fp[:, None, :] <= room[None, :, None] + 1e-9  # (n_p, n_r, K)
-            ok = gpu_ok[:, :, None] & mem_ok & s_ok[:, None, :]
-            full = np.zeros((L.n_pending, L.n_running, L.n_accum), dtype=bool)
-            full[:n_p, :n_r] = ok
-            m[L.colocate_off:L.squeeze_off] = full.ravel()
+            fp = self._footprints(eng)[pending]  # (n_p, K), inf where s > batch
+            gpu_ok = single[None, :] >= need[:, None]  # (n_p, n_r)
+            ok = gpu_ok[:, :, None] & (fp[:, None, :] <= room[None, :, None] + 1e-9)
+            block = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)
+            block[:n_p, :n_r] = ok
         if n_r:
             if "squeeze" in allow:
                 m[L.squeeze_off:L.squeeze_off + n_r] = eng.share_hi[running] > _MIN_T

@@ -34,6 +34,7 @@ _DAY = 86400.0
 
 
 def _squash(x: np.ndarray | float, scale: float) -> np.ndarray | float:
+    """Map [0, inf) onto [0, 1): x / (x + scale)."""
     x = np.maximum(x, 0.0)
     return x / (x + scale)
 
@@ -56,6 +57,17 @@ class ObservationBuilder:
         self.log_g = np.log2(eng.num_gpus + 1.0)
         self.type_total = np.maximum(eng.type_total, 1).astype(np.float64)
         self.type_frac = eng.type_total / eng.num_gpus
+        # Per-job features that never change during an episode.
+        mi = eng.job_model
+        self.static_pending = np.zeros((eng.n_jobs, PENDING_FEATURES), dtype=np.float32)
+        self.static_pending[:, 0] = 1.0
+        self.static_pending[:, 1] = np.log2(eng.req_gpus + 1.0) / self.log_g
+        self.static_pending[:, 4:7] = self.model_feat[mi]
+        self.static_pending[:, 7] = self.best_speed[mi]
+        self.static_running = np.zeros((eng.n_jobs, RUNNING_FEATURES), dtype=np.float32)
+        self.static_running[:, 0] = 1.0
+        self.static_running[:, 9:12] = self.model_feat[mi]
+        self.solo_iter = eng.solo_time / eng.iterations
 
     def space(self, flat: bool) -> spaces.Space:
         shapes = {
@@ -75,37 +87,32 @@ class ObservationBuilder:
         pend = np.zeros((self.n_pending, PENDING_FEATURES), dtype=np.float32)
         if len(pending):
             j = pending
-            mi = eng.job_model[j]
             n = len(j)
-            solo_iter = eng.solo_time[j] / eng.iterations[j]
-            pend[:n, 0] = 1.0
-            pend[:n, 1] = np.log2(eng.req_gpus[j] + 1.0) / self.log_g
+            pend[:n] = self.static_pending[j]
             pend[:n, 2] = _squash(now - eng.submit[j], _HOUR)
-            pend[:n, 3] = _squash(eng.remaining[j] * solo_iter, _HOUR)
-            pend[:n, 4:7] = self.model_feat[mi]
-            pend[:n, 7] = self.best_speed[mi]
+            pend[:n, 3] = _squash(eng.remaining[j] * self.solo_iter[j], _HOUR)
             pend[:n, 8] = placeable
             pend[:n, 9] = eng.n_preempt[j] > 0
         run = np.zeros((self.n_running, RUNNING_FEATURES), dtype=np.float32)
         if len(running):
             j = running
             n = len(j)
+            run[:n] = self.static_running[j]
             rate = eng.rate[j]
+            safe = np.where(rate > 0, rate, 1.0)
             start = np.maximum(eng.last_t[j], eng.active_from[j])
             rem = np.maximum(0.0, eng.remaining[j] - rate * np.maximum(0.0, now - start))
-            held = np.maximum(eng.held[j], 1)
-            run[:n, 0] = 1.0
-            run[:n, 1] = np.log2(eng.held[j] + 1.0) / self.log_g
+            held = eng.held[j]
+            inv_held = 1.0 / np.maximum(held, 1)
+            xi = np.maximum(eng.solo_rate[j] / safe, 1.0)
+            run[:n, 1] = np.log2(held + 1.0) / self.log_g
             run[:n, 2] = (eng.share_lo[j] + eng.share_hi[j]) * 0.05
-            with np.errstate(divide="ignore", invalid="ignore"):
-                xi = np.where(rate > 0, eng.solo_rate[j] / np.where(rate > 0, rate, 1.0), 1.0)
-                run[:n, 3] = np.clip(1.0 - 1.0 / np.maximum(xi, 1.0), 0.0, 1.0)
-                run[:n, 5] = np.where(rate > 0, _squash(rem / np.where(rate > 0, rate, 1.0), _HOUR), 1.0)
+            run[:n, 3] = np.where(rate > 0, 1.0 - 1.0 / xi, 0.0)
             run[:n, 4] = 1.0 - rem / eng.iterations[j]
-            run[:n, 6] = eng.held_shared[j] / held
-            run[:n, 7] = np.minimum(eng.held[j] // np.maximum(eng.req_gpus[j], 1) - 1, 7) / 7.0
-            run[:n, 8] = (eng.held[j] - eng.held_shared[j]) / held
-            run[:n, 9:12] = self.model_feat[eng.job_model[j]]
+            run[:n, 5] = np.where(rate > 0, _squash(rem / safe, _HOUR), 1.0)
+            run[:n, 6] = eng.held_shared[j] * inv_held
+            run[:n, 7] = np.minimum(held // eng.req_gpus[j] - 1, 7) / 7.0
+            run[:n, 8] = (held - eng.held_shared[j]) * inv_held
         clus = np.zeros((self.n_types, CLUSTER_FEATURES), dtype=np.float32)
         free = eng.free_by_type()
         clus[:, 0] = free / self.type_total

@@ -1,0 +1,101 @@
+"""``gpucluster bench``: speed and memory of the engine and the environment, measured here and now.
+
+* FIFO through the standard runner on ``philly-scale`` (80,000 jobs on 2,490 GPUs by default): jobs simulated
+  per second, wall time, engine decision points per second.
+* Env steps per second of one environment under uniformly random masked actions on ``castor-philly``,
+  observation and mask included.
+* Peak resident memory of the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="measure simulator and environment speed",
+                       description="Measure engine and environment speed and peak memory; prints figures.")
+    p.add_argument("--jobs", type=int, default=80_000, help="jobs in the FIFO run (default 80000)")
+    p.add_argument("--fifo-scenario", default="philly-scale")
+    p.add_argument("--env-scenario", default="castor-philly")
+    p.add_argument("--env-steps", type=int, default=20_000, help="random-action env steps to time")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def bench_fifo(scenario: str, jobs: int, seed: int) -> dict[str, float]:
+    """FIFO through :func:`run_episode` (exactly how policies are scored)."""
+    from gpucluster_env.leaderboard.runner import run_episode
+
+    if jobs < 1:
+        raise ValueError(f"--jobs must be positive, got {jobs}")
+    t0 = time.perf_counter()
+    r = run_episode(scenario, "fifo", seed, scenario_options={"num_jobs": jobs})
+    wall = time.perf_counter() - t0
+    return {
+        "fifo_scenario": scenario,
+        "fifo_trace": r["trace"],
+        "fifo_jobs": r["jobs"],
+        "fifo_wall_s": wall,
+        "fifo_sim_wall_s": r["wall_s"],
+        "fifo_jobs_per_s": r["jobs"] / wall,
+        "fifo_80k_wall_s": wall if r["jobs"] >= 80_000 else None,
+        "engine_decisions_per_s": r["decisions"] / r["wall_s"],
+        "fifo_avg_jct_s": r["avg_jct_s"],
+    }
+
+
+def bench_env(scenario: str, steps: int, seed: int) -> dict[str, float]:
+    """Steps per second of one env under uniformly random masked actions (resets included when episodes end)."""
+    import numpy as np
+
+    from gpucluster_env.env import GPUClusterEnv
+
+    if steps < 1:
+        raise ValueError(f"--env-steps must be positive, got {steps}")
+    env = GPUClusterEnv(scenario)
+    env.reset(seed=seed)
+    rng = np.random.default_rng(seed)
+    done = 0
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        valid = np.flatnonzero(env.action_masks())
+        _, _, term, trunc, _ = env.step(int(valid[rng.integers(len(valid))]))
+        if term or trunc:
+            done += 1
+            env.reset()
+    wall = time.perf_counter() - t0
+    return {"env_scenario": scenario, "env_steps": steps, "env_steps_per_s": steps / wall, "env_episodes": done}
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpucluster_env.cli.jsonout import dumps
+
+    console = Console(stderr=True)
+    out: dict[str, object] = {}
+    with console.status(f"FIFO on {args.fifo_scenario}, {args.jobs} jobs …", spinner="dots"):
+        out.update(bench_fifo(args.fifo_scenario, args.jobs, args.seed))
+    with console.status(f"random actions on {args.env_scenario}, {args.env_steps} steps …", spinner="dots"):
+        out.update(bench_env(args.env_scenario, args.env_steps, args.seed))
+    out["peak_rss_mb"] = _peak_rss_mb()
+    if args.json:
+        print(dumps(out))
+        return 0
+    from rich.table import Table
+
+    t = Table(title="gpucluster bench")
+    t.add_column("figure")
+    t.add_column("value", justify="right")
+    for k, v in out.items():
+        t.add_row(k, f"{v:,.2f}" if isinstance(v, float) else str(v))
+    Console().print(t)
+    return 0

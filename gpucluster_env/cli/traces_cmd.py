@@ -1,0 +1,203 @@
+"""``gpucluster traces list | info NAME | fetch NAME | sample NAME | compare NAME``: the real traces and their
+synthetic stand-ins."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "traces",
+        help="list, fetch, sample and compare job traces",
+        description="Real job traces (Philly, Venus, Alibaba) and synthetic stand-ins.",
+    )
+    sub = p.add_subparsers(dest="traces_command", metavar="ACTION")
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+    q = sub.add_parser("list", help="the known traces and where each is found")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    q.set_defaults(func=cmd_list)
+
+    q = sub.add_parser("info", help="one trace: files, source, citation, statistics when present")
+    q.add_argument("name")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_info)
+
+    q = sub.add_parser("fetch", help="download a trace into the user cache (checksummed, resumable)")
+    q.add_argument("name")
+    q.add_argument("--from", dest="from_path", metavar="PATH", help="import a copy already on disk")
+    q.add_argument("--base-url", help="download from this mirror (BASE/<file name>) instead of upstream")
+    q.add_argument("--no-progress", action="store_true")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_fetch)
+
+    q = sub.add_parser("sample", help="sample jobs from a trace (real file, or synthetic) into a CSV")
+    q.add_argument("name", help="a trace name, or synthetic:philly|venus|alibaba")
+    q.add_argument("--jobs", type=int, default=240)
+    q.add_argument("--window", default="busiest", help="busiest, random, all, hours:A-B")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--file", help="load this file instead of the registered one (format from its name)")
+    q.add_argument("--max-gpus", type=int, help="cluster size: jobs above it are capped (or dropped)")
+    q.add_argument(
+        "--drop-oversize", action="store_true", help="drop jobs above --max-gpus instead of capping"
+    )
+    q.add_argument("--downscale", type=int, default=1, help="divide GPU counts by this factor")
+    q.add_argument("--skip-bad-rows", action="store_true", help="skip bad rows and report them")
+    q.add_argument("--out", required=True, help="output CSV (normalized columns)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_sample)
+
+    q = sub.add_parser("compare", help="real versus synthetic statistics side by side")
+    q.add_argument("name", choices=("philly", "venus", "alibaba"))
+    q.add_argument("--jobs", type=int, default=20000, help="synthetic jobs to draw")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=cmd_compare)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from gpucluster_env.traces.registry import TRACES, locate
+
+    rows = [
+        {
+            "name": t.name,
+            "found": str(locate(t.name) or ""),
+            "synthetic": t.synthetic,
+            "description": t.description,
+        }
+        for t in TRACES.values()
+    ]
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table("name", "available at", "synthetic stand-in", "description")
+    for r in rows:
+        table.add_row(
+            r["name"], r["found"] or "(not found: shipped synthetic used)", r["synthetic"], r["description"]
+        )
+    Console().print(table)
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from gpucluster_env.traces.registry import get_trace, load_trace, locate
+
+    spec = get_trace(args.name)
+    info: dict = {
+        "name": spec.name,
+        "description": spec.description,
+        "format": spec.loader,
+        "citation": spec.citation,
+        "license": spec.license,
+        "synthetic": spec.synthetic,
+        "found": str(locate(spec.name) or ""),
+        "files": [{"path": f.relpath, "url": f.url, "sha256": f.sha256} for f in spec.files],
+    }
+    loaded = load_trace(spec.name) if info["found"] else None
+    if loaded is not None:
+        from gpucluster_env.traces.comparison import trace_stats
+
+        info["stats"] = trace_stats(loaded[0])
+        info["load_report"] = loaded[1].summary()
+    if args.json:
+        print(json.dumps(info, indent=2))
+        return 0
+    for k, v in info.items():
+        if k == "files":
+            for f in v:
+                print(f"file:        {f['path']}  <- {f['url']}  sha256={f['sha256'] or 'not pinned'}")
+        elif k == "stats":
+            print("stats:       " + ", ".join(f"{s}={x:.4g}" for s, x in v.items()))
+        else:
+            print(f"{k + ':':12} {v or '-'}")
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from gpucluster_env.traces.fetch import fetch_trace
+
+    got = fetch_trace(
+        args.name,
+        from_path=args.from_path,
+        base_url=args.base_url,
+        progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    if args.json:
+        print(json.dumps([{"path": str(p), "sha256": h} for p, h in got], indent=2))
+    else:
+        for p, h in got:
+            print(f"{p}  sha256={h or '(folder)'}")
+    return 0
+
+
+def cmd_sample(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from gpucluster_env.traces.registry import get_trace, load_file, locate
+    from gpucluster_env.traces.samplers import downscale_gpus, fit_to_cluster, sample
+
+    report_load = None
+    if args.file:
+        df, report_load = load_file(args.file, skip_bad_rows=args.skip_bad_rows)
+    elif args.name.startswith("synthetic:"):
+        from gpucluster_env.traces.shipped import load_embedded
+
+        df = load_embedded(args.name.split(":", 1)[1])
+    else:
+        path = locate(args.name)
+        if path is None:
+            raise FileNotFoundError(
+                f"trace {args.name!r} not found; 'gpucluster traces fetch {args.name}', "
+                f"--file PATH, or synthetic:{get_trace(args.name).synthetic}"
+            )
+        df, report_load = load_file(path, get_trace(args.name).loader, skip_bad_rows=args.skip_bad_rows)
+    out, rep = sample(df, args.jobs, args.window, np.random.default_rng(args.seed))
+    if args.downscale > 1:
+        out = downscale_gpus(out, args.downscale, rep)
+    if args.max_gpus:
+        out = fit_to_cluster(out, args.max_gpus, "drop" if args.drop_oversize else "cap", rep)
+    out.to_csv(args.out, index=False)
+    result = {
+        "source": df.attrs.get("source", ""),
+        "out": args.out,
+        "sample": rep.summary(),
+        "load": report_load.summary() if report_load else "",
+        "skipped_bad_rows": report_load.skipped_count if report_load else 0,
+    }
+    print(
+        json.dumps(result, indent=2)
+        if args.json
+        else "\n".join(f"{k}: {v}" for k, v in result.items() if v != "")
+    )
+    return 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from gpucluster_env.traces.comparison import compare
+
+    table, note = compare(args.name, args.jobs, args.seed)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "note": note,
+                    "stats": {
+                        k: dict(zip(table.columns, map(float, row), strict=True))
+                        for k, row in table.iterrows()
+                    },
+                },
+                indent=2,
+            )
+        )
+        return 0
+    print(f"{args.name}: {note}")
+    print(f"{'statistic':24} {'real':>14} {'synthetic':>14}")
+    for k, row in table.iterrows():
+        print(f"{k:24} {row['real']:>14.4g} {row['synthetic']:>14.4g}")
+    return 0

@@ -1,0 +1,195 @@
+"""Samplers, annotation, synthetic generators (statistics within stated tolerances of the real traces), the
+shipped traces, every scenario's job table, and one round trip loader -> sampler -> scenario -> engine run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from gpucluster_env.traces.annotate import assign_models, gimbal_deadlines, hadar_class, mix_raw
+from gpucluster_env.traces.comparison import trace_stats
+from gpucluster_env.traces.profiles import PROFILES, VENUS_MEAN_GPUS, VENUS_MEDIAN_RUN_S
+from gpucluster_env.traces.registry import load_trace
+from gpucluster_env.traces.samplers import downscale_gpus, fit_to_cluster, sample
+from gpucluster_env.traces.shipped import EMBEDDED_JOBS, embedded_path, load_embedded, write_embedded
+from gpucluster_env.traces.synthetic import generate
+
+from gpucluster_env.catalog import default_catalog
+from gpucluster_env.engine.actions import Place
+from gpucluster_env.scenarios import SCENARIOS, get_scenario
+
+
+def toy(n: int = 500) -> pd.DataFrame:
+    rng = np.random.default_rng(1)
+    t = np.sort(rng.uniform(0, 48 * 3600, n))
+    t[200:260] = 30 * 3600 + np.arange(60)  # a burst
+    df = pd.DataFrame(
+        {
+            "job_id": [f"j{i}" for i in range(n)],
+            "submit_s": np.sort(t),
+            "num_gpus": rng.choice([1, 2, 8, 64], n),
+            "duration_s": rng.uniform(10, 1e4, n),
+            "vc": "",
+            "user": "",
+            "status": "",
+        }
+    )
+    df.attrs["start_hour"] = 0.0
+    return df
+
+
+def test_samplers_windows_deterministic_and_reported() -> None:
+    df = toy()
+    a, rep = sample(df, 50, "busiest", np.random.default_rng(3))
+    b, _ = sample(df, 50, "busiest", np.random.default_rng(3))
+    pd.testing.assert_frame_equal(a, b)
+    assert len(a) == 50 and a["submit_s"].min() == 0 and a["submit_s"].max() <= 8 * 3600
+    r, _ = sample(df, 40, "random", np.random.default_rng(0))
+    assert len(r) == 40
+    h, _ = sample(df, 30, "hours:3-10", np.random.default_rng(0))
+    hours = (df.set_index("job_id").loc[h["job_id"], "submit_s"] / 3600) % 24
+    assert len(h) == 30 and ((hours >= 3) & (hours < 10)).all()
+    capped = fit_to_cluster(a, 8, "cap", rep)
+    assert capped["num_gpus"].max() <= 8 and rep.capped == int((a["num_gpus"] > 8).sum())
+    dropped = fit_to_cluster(a, 8, "drop", rep)
+    assert len(dropped) == 50 - rep.capped and "dropped (more than 8 GPUs)" in rep.summary()
+    assert downscale_gpus(a, 4)["num_gpus"].max() == 16
+    with pytest.raises(ValueError, match="unknown window"):
+        sample(df, 5, "weekly", np.random.default_rng(0))
+
+
+def test_annotation_hadar_classes_gimbal_deadlines_and_mixes() -> None:
+    assert hadar_class(np.array([0.5, 1.0, 9.9, 10, 49, 60, 150])).tolist() == [0, 1, 1, 2, 2, 3, 3]
+    raw = pd.DataFrame(
+        {
+            "num_gpus": [1, 1, 8, 16],
+            "duration_s": [600, 7200, 7200, 18000],
+            "submit_s": [0.0, 1, 2, 3],
+            "job_id": list("abcd"),
+        }
+    )
+    m = assign_models(
+        raw,
+        ("resnet50", "lm", "transformer", "recommendation", "mima"),
+        "hadar-class",
+        np.random.default_rng(0),
+    )
+    assert m[0] == "mima" and m[1] == "mima" and m[2] in ("lm", "transformer")
+    assert m[3] in ("resnet50", "recommendation")
+    d = gimbal_deadlines(raw, np.random.default_rng(0))
+    lam = (d - raw["submit_s"]) / raw["duration_s"]
+    assert ((lam >= 1.5) & (lam <= 2.5)).all()
+    assert (
+        mix_raw("M-8")["model"].tolist() == ["resnet50", "lm", "transformer", "recommendation"] + ["mima"] * 4
+    )
+
+
+def _log_q(df: pd.DataFrame, q: float) -> float:
+    return float(np.log10(df.loc[df["duration_s"] > 0, "duration_s"].quantile(q)))
+
+
+@pytest.mark.parametrize("name, real", [("philly", "philly"), ("alibaba", "alibaba-gpu")])
+def test_synthetic_matches_real_within_tolerance(name: str, real: str) -> None:
+    """Tolerances: GPU-count fractions within 0.01 absolute; duration p25/p50/p75/p90 within 0.1 in log10
+    (26%); arrival rate within 5%."""
+    loaded = load_trace(real)
+    if loaded is None:
+        pytest.skip(f"real trace {real!r} not found under $GPUCLUSTER_DATA, the cache or ../shared/data")
+    real_df = loaded[0]
+    syn = generate(PROFILES[name], 20000, np.random.default_rng(7))
+    rs, ss = trace_stats(real_df), trace_stats(syn)
+    for k in rs:
+        if k.startswith("gpus") and k != "gpus other":
+            assert abs(rs[k] - ss[k]) < 0.01, k
+    for q in (0.25, 0.5, 0.75, 0.9):
+        assert abs(_log_q(real_df, q) - _log_q(syn, q)) < 0.1, q
+    assert ss["arrivals per hour"] == pytest.approx(rs["arrivals per hour"], rel=0.05)
+
+
+def test_synthetic_venus_matches_published_aggregates() -> None:
+    """Median run time within 10%, mean GPUs within 5%, GPU-job arrival rate within 5% (Helios summary)."""
+    syn = generate(PROFILES["venus"], 20000, np.random.default_rng(7))
+    assert syn["duration_s"].median() == pytest.approx(VENUS_MEDIAN_RUN_S, rel=0.1)
+    assert syn["num_gpus"].mean() == pytest.approx(VENUS_MEAN_GPUS, rel=0.05)
+    assert (syn["num_gpus"] == 1).mean() == pytest.approx(0.6, abs=0.02)
+    assert trace_stats(syn)["arrivals per hour"] == pytest.approx(125303 / (181 * 24), rel=0.05)
+    assert set(syn["status"]) == {"COMPLETED", "CANCELLED", "FAILED"}
+
+
+def test_synthetic_is_seeded() -> None:
+    a = generate(PROFILES["alibaba"], 300, np.random.default_rng(5))
+    pd.testing.assert_frame_equal(a, generate(PROFILES["alibaba"], 300, np.random.default_rng(5)))
+    assert (a["gpu_milli"] < 1000).any()
+
+
+def test_shipped_traces_regenerate_bit_for_bit(tmp_path: Path) -> None:
+    for name in EMBEDDED_JOBS:
+        assert write_embedded(name, tmp_path).read_bytes() == embedded_path(name).read_bytes(), name
+        df = load_embedded(name)
+        assert len(df) == EMBEDDED_JOBS[name] and df["submit_s"].iloc[0] == 0
+
+
+def _models_known(sc) -> bool:  # noqa: ANN001
+    return set(sc.models) <= set(default_catalog().models) and (
+        sc.trace != "mix" or set(mix_raw(sc.mix or "M-5")["model"]) <= set(default_catalog().models)
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+@pytest.mark.parametrize("source", ["auto", "synthetic"])
+def test_every_scenario_builds_and_names_its_trace(name: str, source: str, monkeypatch) -> None:  # noqa: ANN001
+    sc = SCENARIOS[name]
+    if not _models_known(sc):
+        pytest.skip(f"scenario {name}: models {sc.models} not all in the catalog yet")
+    monkeypatch.setenv("GPUCLUSTER_TRACE_SOURCE", source)
+    jobs, note = sc.build_jobs(0)
+    jobs2, _ = sc.build_jobs(0)
+    pd.testing.assert_frame_equal(jobs, jobs2)
+    expected = sc.num_jobs if sc.trace != "mix" else len(mix_raw(sc.mix or "M-5"))
+    assert 0 < len(jobs) <= expected and (len(jobs) == expected or sc.window == "all")
+    assert jobs["num_gpus"].max() <= sc.cluster.num_gpus
+    assert "real" in note or "synthetic" in note or "mix" in note
+    if source == "synthetic" and sc.trace not in ("tiny", "mix"):
+        assert note.startswith("synthetic")
+    if sc.all_at_zero:
+        assert (jobs["submit_s"] == 0).all()
+    if sc.deadlines:
+        assert (jobs["deadline_s"] > jobs["submit_s"]).all()
+
+
+def test_round_trip_loader_sampler_scenario_run(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A Philly CSV in $GPUCLUSTER_DATA -> busiest window -> castor-philly (30 jobs) -> engine to
+    completion."""
+    rng = np.random.default_rng(0)
+    n = 120
+    ts = pd.Timestamp("2017-10-01 00:00:00") + pd.to_timedelta(
+        np.sort(rng.uniform(0, 20 * 3600, n)), unit="s"
+    )
+    csv = pd.DataFrame(
+        {
+            "timestamp": ts.strftime("%Y-%m-%d %H:%M:%S"),
+            "duration": rng.uniform(60, 3600, n).round(),
+            "num_gpus": rng.choice([1, 2, 4, 8, 256], n),
+            "gpu_time": 0,
+            "cluster": "vc1",
+        }
+    )
+    path = tmp_path / "traces" / "philly" / "philly_jobs.csv"
+    path.parent.mkdir(parents=True)
+    csv.to_csv(path, index=False)
+    monkeypatch.setenv("GPUCLUSTER_DATA", str(tmp_path))
+    sc = get_scenario("castor-philly", num_jobs=30)
+    eng = sc.make_engine(seed=1)
+    assert str(path) in eng.trace_note and "window busiest" in eng.trace_note
+    eng.advance()
+    steps = 0
+    while not eng.done:
+        for j in eng.pending_jobs():
+            if eng.plan_place(int(j)) is not None:
+                eng.apply(Place(int(j)))
+        eng.advance()
+        steps += 1
+        assert steps < 10000
+    assert len(eng.job_table()) == 30

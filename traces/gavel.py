@@ -1,0 +1,132 @@
+"""Gavel's ``.trace`` files (per virtual cluster, derived from Philly): tab-separated, no header,
+``job_type, command, num_steps_arg, needs_data_dir, total_steps, arrival_time_s, scale_factor``.
+
+(The column order is Gavel's ``parse_trace``; ``../shared/data/README.md`` lists ``scale_factor`` fourth, but
+the real files hold ``needs_data_dir`` (0/1) there and the GPU count last, e.g. A3C rows with 0 in column 4.)
+
+The job type (e.g. ``ResNet-50 (batch size 64)``) is kept and mapped to the catalog's model name and batch
+size. Durations are not in the file: with a Gavel throughput table (``simulation_throughputs.json``) they are
+``total_steps / steps_per_s`` on the reference GPU type, otherwise NaN.
+
+Cite: Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning Workloads",
+OSDI'20.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .files import numbers, read_csv
+from .tables import LoadReport, RowChecker, finish
+
+GAVEL_COLUMNS = (
+    "job_type",
+    "command",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "arrival_time_s",
+    "scale_factor",
+)
+
+GAVEL_MODEL_NAMES = {
+    "ResNet-18": "resnet18",
+    "ResNet-50": "resnet50",
+    "Transformer": "transformer",
+    "LM": "lm",
+    "Recommendation": "recommendation",
+    "CycleGAN": "cyclegan",
+    "A3C": "a3c",
+}
+"""Gavel job-type family -> catalog model name (scenarios.GAVEL_MODELS)."""
+
+_JOB_TYPE = re.compile(r"^(?P<family>.+?)\s*\(batch size (?P<batch>\d+)\)\s*$")
+
+
+def parse_job_type(job_type: str) -> tuple[str, int | None]:
+    """``'ResNet-50 (batch size 64)'`` -> ``('resnet50', 64)``; unknown families are lower-cased."""
+    m = _JOB_TYPE.match(job_type)
+    family, batch = (m.group("family"), int(m.group("batch"))) if m else (job_type.strip(), None)
+    return GAVEL_MODEL_NAMES.get(family, family.lower().replace("-", "")), batch
+
+
+def load_gavel_throughputs(path: str | Path, gpu_type: str = "v100") -> dict[tuple[str, int], float]:
+    """Solo steps/s per ``(job_type, scale_factor)`` on ``gpu_type`` from Gavel's throughput JSON."""
+    raw = json.loads(Path(path).read_text())
+    out: dict[tuple[str, int], float] = {}
+    for key, val in raw[gpu_type].items():
+        m = re.match(r"^\('(.+)', (\d+)\)$", key)
+        if m and isinstance(val, dict) and val.get("null"):
+            out[(m.group(1), int(m.group(2)))] = float(val["null"])
+    return out
+
+
+def load_gavel_trace(
+    path: str | Path, skip_bad_rows: bool = False, throughputs: dict[tuple[str, int], float] | None = None
+) -> tuple[pd.DataFrame, LoadReport]:
+    """Load one Gavel ``.trace`` file; ``vc`` is the file's stem, ``model``/``batch_size`` come from the job
+    type, ``iterations`` is ``total_steps``."""
+    df = read_csv(path, GAVEL_COLUMNS, names=GAVEL_COLUMNS, sep="\t")
+    report = LoadReport(str(path), rows_read=len(df))
+    chk = RowChecker(path, len(df), report, skip_bad_rows)
+    chk.check(df["job_type"].isna().to_numpy(), "job_type", "empty")
+    gpus, bad = numbers(df, "scale_factor")
+    chk.check(
+        bad.to_numpy() | ~((gpus >= 1) & (gpus % 1 == 0)).to_numpy(),
+        "scale_factor",
+        "not a positive integer",
+        df["scale_factor"],
+    )
+    steps, bad = numbers(df, "total_steps")
+    chk.check(
+        bad.to_numpy() | ~(steps > 0).to_numpy(), "total_steps", "not a positive number", df["total_steps"]
+    )
+    arr, bad = numbers(df, "arrival_time_s")
+    chk.check(bad.to_numpy() | arr.isna().to_numpy(), "arrival_time_s", "not a number", df["arrival_time_s"])
+    chk.check((arr < 0).to_numpy(), "arrival_time_s", "negative arrival time", df["arrival_time_s"])
+    k = chk.keep
+    jt = df["job_type"][k].astype(str).to_numpy()
+    parsed = [parse_job_type(t) for t in jt]
+    g = gpus[k].to_numpy().astype(np.int64)
+    st = steps[k].to_numpy(float)
+    if throughputs:
+        rate = np.array([throughputs.get((t, int(n)), np.nan) for t, n in zip(jt, g, strict=True)])
+        dur = st / rate
+    else:
+        dur = np.full(len(st), np.nan)
+    stem = Path(path).name.split(".")[0]
+    out = pd.DataFrame(
+        {
+            "job_id": [f"{stem}-{i}" for i in np.flatnonzero(k) + 1],
+            "submit_s": arr[k].to_numpy(float),
+            "num_gpus": g,
+            "duration_s": dur,
+            "vc": stem,
+            "job_type": jt,
+            "model": [p[0] for p in parsed],
+            "batch_size": [p[1] if p[1] is not None else -1 for p in parsed],
+            "iterations": st,
+        }
+    )
+    return finish(out, path), report
+
+
+def load_gavel_dir(
+    path: str | Path, skip_bad_rows: bool = False, throughputs: dict[tuple[str, int], float] | None = None
+) -> tuple[pd.DataFrame, LoadReport]:
+    """All ``*.trace`` files of a folder (one per VC) as one table; arrival times are per file from 0."""
+    files = sorted(Path(path).glob("*.trace"))
+    if not files:
+        raise FileNotFoundError(f"{path}: no *.trace files")
+    parts, report = [], LoadReport(str(path))
+    for f in files:
+        df, rep = load_gavel_trace(f, skip_bad_rows, throughputs)
+        parts.append(df)
+        report.rows_read += rep.rows_read
+        report.skipped += rep.skipped
+    return finish(pd.concat(parts, ignore_index=True), path), report

@@ -1,0 +1,80 @@
+"""SenseTime Helios loader (Venus, Earth, Saturn, Uranus): the per-job ``cluster_log.csv`` of HeliosData,
+``job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue``
+with times as ``YYYY-MM-DD HH:MM:SS`` and ``duration`` in seconds. CPU-only jobs (``gpu_num`` 0) are dropped
+and counted unless ``gpu_only=False``.
+
+Cite: Hu et al., "Characterization and Prediction of Deep Learning Workloads in Large-Scale GPU Datacenters",
+SC'21.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from .files import numbers, read_csv, timestamps
+from .tables import LoadReport, RowChecker, finish
+
+HELIOS_COLUMNS = (
+    "job_id",
+    "user",
+    "vc",
+    "gpu_num",
+    "cpu_num",
+    "node_num",
+    "state",
+    "submit_time",
+    "start_time",
+    "end_time",
+    "duration",
+    "queue",
+)
+REQUIRED = ("job_id", "user", "vc", "gpu_num", "state", "submit_time", "duration")
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def load_helios(
+    path: str | Path, skip_bad_rows: bool = False, gpu_only: bool = True
+) -> tuple[pd.DataFrame, LoadReport]:
+    """Load a Helios ``cluster_log.csv`` into the normalized table (``status`` = ``state``)."""
+    df = read_csv(path, REQUIRED)
+    report = LoadReport(str(path), rows_read=len(df))
+    chk = RowChecker(path, len(df), report, skip_bad_rows)
+    ts, bad = timestamps(df, "submit_time", TIME_FORMAT)
+    chk.check(
+        bad.to_numpy() | ts.isna().to_numpy(),
+        "submit_time",
+        f"not a timestamp {TIME_FORMAT!r}",
+        df["submit_time"],
+    )
+    dur, bad = numbers(df, "duration")
+    chk.check(bad.to_numpy() | dur.isna().to_numpy(), "duration", "not a number", df["duration"])
+    chk.check((dur < 0).to_numpy(), "duration", "negative duration", df["duration"])
+    gpus, bad = numbers(df, "gpu_num")
+    chk.check(
+        bad.to_numpy() | ~((gpus >= 0) & (gpus % 1 == 0)).to_numpy(),
+        "gpu_num",
+        "not a non-negative integer",
+        df["gpu_num"],
+    )
+    keep = chk.keep.copy()
+    if gpu_only:
+        cpu = keep & (gpus == 0).to_numpy()
+        report.dropped["CPU-only"] = int(cpu.sum())
+        keep &= ~cpu
+    t = ts[keep]
+    out = pd.DataFrame(
+        {
+            "job_id": df["job_id"][keep].to_numpy(),
+            "submit_s": (t - t.min()).dt.total_seconds().to_numpy(),
+            "num_gpus": gpus[keep].to_numpy(),
+            "duration_s": dur[keep].to_numpy(),
+            "vc": df["vc"][keep].to_numpy(),
+            "user": df["user"][keep].to_numpy(),
+            "status": df["state"][keep].to_numpy(),
+        }
+    )
+    t0 = t.min()
+    start_hour = 0.0 if pd.isna(t0) else t0.hour + t0.minute / 60
+    return finish(out, path, start_hour), report

@@ -1,0 +1,134 @@
+"""Microsoft Philly loaders: the official ``cluster_job_log`` JSON (msr-fiddle/philly-traces) and the Pollux
+authors' preprocessed ``philly_jobs.csv`` (``timestamp,duration,num_gpus,gpu_time,cluster``).
+
+Cite: Jeon et al., "Analysis of Large-Scale Multi-Tenant GPU Clusters for DNN Training Workloads", ATC'19.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .files import numbers, open_text, read_csv, timestamps
+from .tables import LoadReport, RowChecker, TraceFormatError, finish, row_error
+
+PHILLY_CSV_COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
+TIME_FORMAT = "%Y-%m-%d %H:%M:%S"
+
+
+def _start_hour(ts: pd.Series) -> float:
+    t0 = ts.min()
+    return 0.0 if pd.isna(t0) else t0.hour + t0.minute / 60 + t0.second / 3600
+
+
+def load_philly_csv(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.DataFrame, LoadReport]:
+    """Load the preprocessed Philly CSV into the normalized table (``vc`` = the ``cluster`` column)."""
+    df = read_csv(path, PHILLY_CSV_COLUMNS)
+    report = LoadReport(str(path), rows_read=len(df))
+    chk = RowChecker(path, len(df), report, skip_bad_rows)
+    ts, bad_ts = timestamps(df, "timestamp", TIME_FORMAT)
+    chk.check(
+        bad_ts.to_numpy() | df["timestamp"].isna().to_numpy(),
+        "timestamp",
+        f"not a timestamp {TIME_FORMAT!r}",
+        df["timestamp"],
+    )
+    dur, bad_dur = numbers(df, "duration")
+    chk.check(bad_dur.to_numpy() | dur.isna().to_numpy(), "duration", "not a number", df["duration"])
+    chk.check((dur < 0).to_numpy(), "duration", "negative duration", df["duration"])
+    gpus, bad_g = numbers(df, "num_gpus")
+    chk.check(
+        bad_g.to_numpy() | ~((gpus >= 0) & (gpus % 1 == 0)).to_numpy(),
+        "num_gpus",
+        "not a non-negative integer",
+        df["num_gpus"],
+    )
+    keep = chk.keep
+    ids = np.char.add("philly-", np.arange(1, len(df) + 1).astype(str))
+    out = pd.DataFrame(
+        {
+            "job_id": ids[keep],
+            "submit_s": ((ts[keep] - ts[keep].min()).dt.total_seconds()).to_numpy(),
+            "num_gpus": gpus[keep].to_numpy(),
+            "duration_s": dur[keep].to_numpy(),
+            "vc": df["cluster"][keep].to_numpy(),
+        }
+    )
+    return finish(out, path, _start_hour(ts[keep])), report
+
+
+def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.DataFrame, LoadReport]:
+    """Load the official ``cluster_job_log`` (a JSON list of jobs with ``jobid``, ``vc``, ``user``,
+    ``status``,
+    ``submitted_time`` and ``attempts``, each attempt with ``start_time``, ``end_time`` and ``detail``, a
+    list of
+    ``{"ip", "gpus"}``). GPUs = the GPUs of the last attempt; duration = last attempt end - first attempt
+    start. Jobs that never started (no attempt with both times) are dropped and counted."""
+    try:
+        jobs = json.load(open_text(path))
+    except json.JSONDecodeError as e:
+        raise TraceFormatError(
+            f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
+        ) from None
+    if not isinstance(jobs, list):
+        raise TraceFormatError(f"{path}: expected a JSON list of jobs, got {type(jobs).__name__}")
+    report = LoadReport(str(path), rows_read=len(jobs))
+    rows: list[tuple[str, str, str, str, str, str, str, int]] = []
+    row_nums: list[int] = []
+    not_started = 0
+    for r, job in enumerate(jobs, start=1):
+        try:
+            if not isinstance(job, dict):
+                raise row_error(path, r, "jobid", "expected a JSON object")
+            for fld in ("jobid", "submitted_time", "attempts"):
+                if fld not in job:
+                    raise row_error(path, r, fld, "missing")
+            attempts = [a for a in job["attempts"] or [] if a.get("start_time") and a.get("end_time")]
+            if not attempts:
+                not_started += 1
+                continue
+            last = attempts[-1]
+            gpus = sum(len(d.get("gpus", [])) for d in last.get("detail", []) or [])
+            rows.append(
+                (
+                    str(job["jobid"]),
+                    str(job["submitted_time"]),
+                    str(attempts[0]["start_time"]),
+                    str(last["end_time"]),
+                    str(job.get("vc") or ""),
+                    str(job.get("user") or ""),
+                    str(job.get("status") or ""),
+                    gpus,
+                )
+            )
+            row_nums.append(r)
+        except TraceFormatError as e:
+            if not skip_bad_rows:
+                raise
+            report.skipped.append((r, str(e).split("field ")[-1].split(":")[0].strip("'"), str(e)))
+    report.dropped["never started"] = not_started
+    df = pd.DataFrame(
+        rows, columns=["job_id", "submitted", "start", "end", "vc", "user", "status", "num_gpus"]
+    )
+    if len(df) == 0:
+        raise TraceFormatError(f"{path}: no job with a started attempt")
+    chk = RowChecker(path, len(df), report, skip_bad_rows, np.asarray(row_nums))
+    sub, bad_sub = timestamps(df, "submitted", TIME_FORMAT)
+    chk.check(bad_sub.to_numpy(), "submitted_time", f"not a timestamp {TIME_FORMAT!r}", df["submitted"])
+    st, bad_st = timestamps(df, "start", TIME_FORMAT)
+    chk.check(bad_st.to_numpy(), "attempts.start_time", f"not a timestamp {TIME_FORMAT!r}", df["start"])
+    en, bad_en = timestamps(df, "end", TIME_FORMAT)
+    chk.check(bad_en.to_numpy(), "attempts.end_time", f"not a timestamp {TIME_FORMAT!r}", df["end"])
+    dur = (en - st).dt.total_seconds()
+    chk.check(
+        (dur < 0).to_numpy(), "attempts.end_time", "ends before it starts (negative duration)", df["end"]
+    )
+    keep = chk.keep
+    out = df[keep].copy()
+    out["submit_s"] = (sub[keep] - sub[keep].min()).dt.total_seconds()
+    out["duration_s"] = dur[keep]
+    out = out.drop(columns=["submitted", "start", "end"])
+    return finish(out, path, _start_hour(sub[keep])), report
