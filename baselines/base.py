@@ -1,8 +1,8 @@
 """The policy interface every agent implements, and the registry the CLI and leaderboard read.
 
 A policy is an object with ``act(observation, env) -> action``: an int of the env's action space, or a typed
-action (:mod:`gpucluster_env.engine.actions`) for white-box agents that need an exact GPU set. White-box agents
-read ``env.unwrapped.engine`` but change the world only through the actions they return.
+action (:mod:`gpucluster_env.engine.actions`) for white-box agents that need an exact GPU set. White-box
+agents read ``env.unwrapped.engine`` but change the world only through the actions they return.
 """
 
 from __future__ import annotations
@@ -84,6 +84,7 @@ class QueuePolicy(Policy):
             if self.strict:
                 order = order[:1]
         for j in order:
-            if eng.plan_place(int(j)) is not None:
-                return Place(int(j))
+            g = eng.plan_place(int(j))
+            if g is not None:
+                return Place(int(j), gpus=tuple(g.tolist()))
         return Wait()

@@ -1,13 +1,13 @@
 """The discrete-event simulator of a heterogeneous GPU cluster running deep-learning training jobs.
 
-State lives in numpy arrays (one entry per GPU, per node, per job); events live in a heap. Each running job has
-a piecewise-constant rate (iterations per second); progress is settled lazily, only for the jobs whose rate
-changes, and a job's completion time is computed exactly and pushed as an event with a version number so that a
-rate change invalidates the old prediction. Nothing steps through time in fixed ticks.
+State lives in numpy arrays (one entry per GPU, per node, per job); events live in a heap. Each running job
+has a piecewise-constant rate (iterations per second); progress is settled lazily, only for the jobs whose
+rate changes, and a job's completion time is computed exactly and pushed as an event with a version number so
+that a rate change invalidates the old prediction. Nothing steps through time in fixed ticks.
 
-Each GPU has two slots (at most two jobs per GPU, MPS sharing); each slot holds a job index and that worker's MPS
-active-thread share in tenths (10 = 100%). A job runs as one or more *copies* (more than one only when forked,
-HadarE), each a gang of GPUs; its rate is the sum of its copies' rates.
+Each GPU has two slots (at most two jobs per GPU, MPS sharing); each slot holds a job index and that worker's
+MPS active-thread share in tenths (10 = 100%). A job runs as one or more *copies* (more than one only when
+forked, HadarE), each a gang of GPUs; its rate is the sum of its copies' rates.
 
 The engine knows nothing of Gymnasium: it exposes decision points (:meth:`ClusterEngine.advance`) and applies
 typed actions (:meth:`ClusterEngine.apply`).
@@ -56,8 +56,9 @@ class EngineConfig:
 
     ``round_s``: length of scheduling rounds (a decision point at each boundary; forking needs rounds).
     ``restart_s``: overhead a preempted job pays when it starts again. ``consolidation_s``: overhead a forked
-    job pays at every round boundary. ``tick_s``: period of calibration ticks (decision points for Gimbal-style
-    coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is due.
+    job pays at every round boundary. ``tick_s``: period of calibration ticks (decision points for
+    Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is
+    due.
     ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
     slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
     ``max_idle_ticks``: consecutive idle ticks, with nothing running, after which the episode is stalled.
@@ -147,7 +148,9 @@ class ClusterEngine:
                 for b, pb in enumerate(self.profiles):
                     xa, _ = cat.interference.pair_xi(pa, pb, t)
                     if not (xa >= 1.0 and math.isfinite(xa)):
-                        raise ValueError(f"interference model gave xi={xa!r} < 1 for {pa.name}+{pb.name} on {t}")
+                        raise ValueError(
+                            f"interference model gave xi={xa!r} < 1 for {pa.name}+{pb.name} on {t}"
+                        )
                     self.xi_free[ti, a, b] = xa
 
         self.n_jobs = len(jobs)
@@ -158,10 +161,14 @@ class ClusterEngine:
         self.batch = jobs["batch_size"].to_numpy(np.int64)
         self.iterations = jobs["iterations"].to_numpy(float)
         self.deadline = jobs["deadline_s"].to_numpy(float)
-        self.fits_type = np.array(
+        # Whether each job fits alone (at some accumulation) on each GPU type; computed per (model, batch).
+        keys, inverse = np.unique(np.stack([self.job_model, self.batch], axis=1), axis=0, return_inverse=True)
+        fits_key = np.array(
             [[self._fit_accumulation(int(m), int(b), t, 0.0) is not None for t in range(nt)]
-             for m, b in zip(self.job_model, self.batch, strict=True)], dtype=bool
-        ).reshape(self.n_jobs, nt)
+             for m, b in keys],
+            dtype=bool,
+        ).reshape(len(keys), nt)
+        self.fits_type = fits_key[inverse.ravel()]
         self.solo_time = self._solo_times()
 
     def _solo_times(self) -> np.ndarray:
@@ -224,7 +231,7 @@ class ClusterEngine:
         self.job_min_mem = np.zeros(J)  # smallest GPU memory among the job's GPUs
         self.share_lo = np.full(J, _TENTHS_MAX, dtype=np.int64)  # min / max MPS share over its GPUs (tenths)
         self.share_hi = np.full(J, _TENTHS_MAX, dtype=np.int64)
-        self.solo_rate = np.zeros(J)  # rate the job would have with no partners, at its current shares of 100%
+        self.solo_rate = np.zeros(J)  # rate the job would have with no partners, at shares of 100%
         self.busy_gpu_s = 0.0
         self.shared_gpu_s = 0.0
         self._acc_t = 0.0
@@ -248,7 +255,9 @@ class ClusterEngine:
     # ------------------------------------------------------------------ events
     def _push(self, t: float, kind: int, job: int, version: int) -> None:
         self._seq += 1
-        heapq.heappush(self._heap, (t, self._seq, kind, job, version))
+        # at equal times completions come first (then rounds, ticks, idle): a job done exactly at a round
+        # boundary must not pay that round's consolidation
+        heapq.heappush(self._heap, (t, kind, self._seq, job, version))
 
     @property
     def done(self) -> bool:
@@ -299,7 +308,7 @@ class ClusterEngine:
             if "arrival" not in reasons:
                 reasons.append("arrival")
         while self._heap and self._heap[0][0] <= t:
-            _, _, kind, j, ver = heapq.heappop(self._heap)
+            _, kind, _, j, ver = heapq.heappop(self._heap)
             if kind == _FINISH:
                 if self.version[j] != ver or self.status[j] != RUNNING:
                     continue
@@ -369,7 +378,8 @@ class ClusterEngine:
 
     # ------------------------------------------------------------------ performance model
     def _fit_accumulation(self, m: int, batch: int, t: int, other_gb: float) -> int | None:
-        """Smallest power-of-two accumulation s <= batch with footprint(B/s) + other_gb <= memory of type t."""
+        """Smallest power-of-two accumulation s <= batch with footprint(B/s) + other_gb <= memory of type
+        t."""
         p = self.profiles[m]
         cap = self.type_mem[t] - other_gb
         s = 1
@@ -408,18 +418,34 @@ class ClusterEngine:
         p = self.profiles[m]
         s = int(self.accum[j])
         b = self.batch[j] / s
+        if len(gpus) == 1:  # scalar fast path (most jobs): same formulas as _worker_xi, no array temporaries
+            g = int(gpus[0])
+            t = int(self.gpu_type[g])
+            if xi is None:
+                own = 0 if self.slot_job[g, 0] == j else 1
+                partner = int(self.slot_job[g, 1 - own])
+                x = 1.0
+                if partner >= 0:
+                    x0 = self.xi_free[t, m, self.job_model[partner]]
+                    x += (x0 - 1.0) * self.slot_share[g, 1 - own] * SHARE_STEP
+                x /= min(1.0, self.slot_share[g, own] * SHARE_STEP / self.demand_m[m])
+            else:
+                x = float(xi[0])
+            return float(s * (p.alpha_s + p.beta_s * b) * x / self.speed_mt[m, t])
         types = self.gpu_type[gpus]
         v = self.speed_mt[m, types] / (self._worker_xi(j, gpus) if xi is None else xi)
         n = len(gpus)
         if n == 1:
             return s * (p.alpha_s + p.beta_s * b) / float(v[0])
         if self.config.sample_stealing:
-            # LISS: per-worker batches b_i with (alpha + beta b_i)/v_i equal and sum b_i = n b.
-            tc = (n * p.alpha_s + p.beta_s * b * n) / float(v.sum())
+            # LISS: per-worker batches b_i with (alpha + beta b_i)/v_i equal and sum b_i = n b. No worker
+            # takes fewer than 0 samples, and even an empty one pays its fixed alpha: never below alpha/v_min.
+            tc = max((n * p.alpha_s + p.beta_s * b * n) / float(v.sum()), p.alpha_s / float(v.min()))
         else:
             tc = (p.alpha_s + p.beta_s * b) / float(v.min())
         n_nodes = len(np.unique(self.gpu_node[gpus]))
-        comm = comm_time(p, n, n_nodes, float(self.type_intra_bw[types].min()), self.cluster.inter_node_bw_gbps)
+        intra = float(self.type_intra_bw[types].min())
+        comm = comm_time(p, n, n_nodes, intra, self.cluster.inter_node_bw_gbps)
         return iteration_time(tc, s, comm, p.delta)
 
     def _job_rate(self, j: int) -> float:
@@ -429,6 +455,16 @@ class ClusterEngine:
     def _occupy(self, j: int, gpus: np.ndarray) -> set[int]:
         """Put job j on ``gpus``; return the partners it now shares with."""
         partners: set[int] = set()
+        if len(gpus) == 1 and self.slot_job[gpus[0], 0] < 0:  # fast path: one free GPU
+            g = int(gpus[0])
+            t = int(self.gpu_type[g])
+            self.slot_job[g, 0] = j
+            self.slot_share[g, 0] = _TENTHS_MAX
+            self.free_nt[self.gpu_node[g], t] -= 1
+            self.busy_gpus += 1
+            self.busy_t[t] += 1
+            self.held[j] += 1
+            return partners
         empty = self.slot_job[gpus, 0] < 0
         eg = gpus[empty]
         self.slot_job[eg, 0] = j
@@ -452,6 +488,16 @@ class ClusterEngine:
     def _vacate(self, j: int, gpus: np.ndarray) -> set[int]:
         """Take job j off ``gpus``; return the partners it shared with. A partner left alone moves to slot 0
         and keeps its share."""
+        if len(gpus) == 1 and self.slot_job[gpus[0], 1] < 0:  # fast path: one unshared GPU
+            g = int(gpus[0])
+            t = int(self.gpu_type[g])
+            self.slot_job[g, 0] = -1
+            self.slot_share[g, 0] = _TENTHS_MAX
+            self.free_nt[self.gpu_node[g], t] += 1
+            self.busy_gpus -= 1
+            self.busy_t[t] -= 1
+            self.held[j] -= 1
+            return set()
         sj = self.slot_job[gpus]
         in0 = sj[:, 0] == j
         other = np.where(in0, sj[:, 1], sj[:, 0])
@@ -502,7 +548,9 @@ class ClusterEngine:
         return sorted({int(x) for x in sj if x >= 0 and x != j})
 
     # ------------------------------------------------------------------ placement rule
-    def _pick_on_nodes(self, need: int, free_per_node: np.ndarray, exclude_nodes: np.ndarray | None) -> list[int]:
+    def _pick_on_nodes(
+        self, need: int, free_per_node: np.ndarray, exclude_nodes: np.ndarray | None
+    ) -> list[int]:
         """Nodes and counts, fewest nodes first: best fit on one node, else the fullest nodes first."""
         f = free_per_node.copy()
         if exclude_nodes is not None and len(exclude_nodes):
@@ -578,8 +626,9 @@ class ClusterEngine:
         return np.array(out, dtype=np.int64)
 
     def plan_colocate(self, j: int, partner: int) -> np.ndarray | None:
-        """GPUs for job ``j`` sharing with running job ``partner``: the partner's singly-held GPUs (fewest nodes
-        first), topped up with free GPUs on the same nodes, then elsewhere. None if that cannot be done."""
+        """GPUs for job ``j`` sharing with running job ``partner``: the partner's singly-held GPUs (fewest
+        nodes first), topped up with free GPUs on the same nodes, then elsewhere. None if that cannot be
+        done."""
         if self.status[partner] != RUNNING or partner == j:
             return None
         need = int(self.req_gpus[j])
@@ -664,7 +713,9 @@ class ClusterEngine:
             return s
         s = int(accumulation)
         if s < 1 or s & (s - 1) or s > batch:
-            raise ActionError(f"{action}: accumulation must be a power of two in [1, {batch}], got {accumulation}")
+            raise ActionError(
+                f"{action}: accumulation must be a power of two in [1, {batch}], got {accumulation}"
+            )
         fp = self.profiles[self.job_model[j]].memory_gb(batch / s)
         sj = self.slot_job[g, 0]
         other = np.where(sj >= 0, self.footprint[np.maximum(sj, 0)], 0.0)
@@ -822,9 +873,7 @@ class ClusterEngine:
             bound = "minimum" if step < 0 else "maximum"
             raise ActionError(f"{action}: job {j}'s share is already at the {bound} on those GPUs")
         self.slot_share[g, slot] = new
-        allg = self.gpus_of(j)
-        all_shares = self.slot_share[allg, (self.slot_job[allg, 1] == j).astype(np.int64)]
-        self.share_lo[j], self.share_hi[j] = int(all_shares.min()), int(all_shares.max())
+        self._refresh_share_range(j)
         self.counts["squeezes" if step < 0 else "swells"] += 1
         t = self.now
         if self.config.calibration_overhead_s > 0:
@@ -832,6 +881,11 @@ class ClusterEngine:
             self.active_from[j] = max(self.active_from[j], t + self.config.calibration_overhead_s)
         self.log.add(t, "squeeze" if step < 0 else "swell", j, gpus=g.tolist())
         self._update_rates({j} | set(self.partners_of(j)), t)
+
+    def _refresh_share_range(self, j: int) -> None:
+        allg = self.gpus_of(j)
+        all_shares = self.slot_share[allg, (self.slot_job[allg, 1] == j).astype(np.int64)]
+        self.share_lo[j], self.share_hi[j] = int(all_shares.min()), int(all_shares.max())
 
     def share_of(self, j: int) -> float:
         """Mean MPS share of job ``j`` over its GPUs (1.0 = 100%); 0 when not running."""
@@ -863,34 +917,48 @@ class ClusterEngine:
         if action.gpus is not None and action.copies != 1:
             raise ActionError(f"{action}: an exact GPU set names one copy; use copies=1")
         plans: list[np.ndarray] = []
-        for _ in range(action.copies):
-            if action.gpus is not None:
-                g = self._check_gpus(action, action.gpus)
-                if len(g) != self.req_gpus[j]:
-                    raise ActionError(f"{action}: a copy of job {j} needs {self.req_gpus[j]} GPUs")
-                if (self.slot_job[g, 0] >= 0).any():
-                    raise ActionError(f"{action}: a copy needs free GPUs")
-                if np.isin(self.gpu_node[g], self.gpu_node[self.gpus_of(j)]).any():
-                    raise ActionError(f"{action}: a copy must run on nodes the job does not use")
-            else:
-                g = self.plan_fork(j)
-                if g is None:
-                    raise ActionError(f"{action}: no free node for another copy of job {j}")
-            fp = self.footprint[j]
-            if (fp > self.type_mem[self.gpu_type[g]] + 1e-9).any():
-                raise ActionError(f"{action}: job {j} does not fit in memory on those GPUs")
-            self._occupy(j, g)
-            self.copies[j].append(g)
-            self.job_min_mem[j] = min(self.job_min_mem[j], float(self.type_mem[self.gpu_type[g]].min()))
-            self.solo_rate[j] += 1.0 / self.copy_iter_time(j, g, np.ones(len(g)))
-            plans.append(g)
+        saved = (float(self.job_min_mem[j]), float(self.solo_rate[j]))
+        try:
+            for _ in range(action.copies):
+                plans.append(self._fork_one(action, j))
+        except ActionError:
+            # all or nothing: give back the copies already placed by this action
+            for g in plans:
+                self._vacate(j, g)
+                self.copies[j].pop()
+            self.job_min_mem[j], self.solo_rate[j] = saved
+            raise
         t = self.now
+        self._refresh_share_range(j)  # the new copies start at 100% share
         self._forked.add(j)
         self.max_copies[j] = max(self.max_copies[j], len(self.copies[j]))
         self.counts["forks"] += len(plans)
         for g in plans:
             self.log.add(t, "fork", j, gpus=g.tolist())
         self._update_rates({j}, t)
+
+    def _fork_one(self, action: Fork, j: int) -> np.ndarray:
+        """Check and occupy the GPUs of one more copy of job ``j``; raise ActionError before any change."""
+        if action.gpus is not None:
+            g = self._check_gpus(action, action.gpus)
+            if len(g) != self.req_gpus[j]:
+                raise ActionError(f"{action}: a copy of job {j} needs {self.req_gpus[j]} GPUs")
+            if (self.slot_job[g, 0] >= 0).any():
+                raise ActionError(f"{action}: a copy needs free GPUs")
+            if np.isin(self.gpu_node[g], self.gpu_node[self.gpus_of(j)]).any():
+                raise ActionError(f"{action}: a copy must run on nodes the job does not use")
+        else:
+            g = self.plan_fork(j)
+            if g is None:
+                raise ActionError(f"{action}: no free node for another copy of job {j}")
+        fp = self.footprint[j]
+        if (fp > self.type_mem[self.gpu_type[g]] + 1e-9).any():
+            raise ActionError(f"{action}: job {j} does not fit in memory on those GPUs")
+        self._occupy(j, g)
+        self.copies[j].append(g)
+        self.job_min_mem[j] = min(self.job_min_mem[j], float(self.type_mem[self.gpu_type[g]].min()))
+        self.solo_rate[j] += 1.0 / self.copy_iter_time(j, g, np.ones(len(g)))
+        return g
 
     # ------------------------------------------------------------------ queries for agents
     def pending_jobs(self) -> np.ndarray:
@@ -932,8 +1000,8 @@ class ClusterEngine:
         return best
 
     def true_pair_xi(self, a: int, b: int, gpu_type: str) -> tuple[float, float]:
-        """Ground-truth free-competition interference ratios of jobs ``a`` and ``b`` sharing a ``gpu_type`` GPU
-        (for oracle agents and evaluation; learned and heuristic agents should predict it instead)."""
+        """Ground-truth free-competition interference ratios of jobs ``a`` and ``b`` sharing a ``gpu_type``
+        GPU (for oracle agents and evaluation; learned and heuristic agents should predict it instead)."""
         t = self._type_index(gpu_type)
         ma, mb = self.job_model[a], self.job_model[b]
         return float(self.xi_free[t, ma, mb]), float(self.xi_free[t, mb, ma])

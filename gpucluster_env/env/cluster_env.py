@@ -138,8 +138,7 @@ class GPUClusterEnv(gym.Env):
             self.observation_space = self.obs_builder.space(flat=observation == "box")
         self._pending = np.empty(0, dtype=np.int64)
         self._running = np.empty(0, dtype=np.int64)
-        self._mask = np.zeros(self.layout.size, dtype=bool)
-        self._mask[0] = True
+        self._mask_cache: np.ndarray | None = None
         self._invalid = 0
         self._steps = 0
         self._met = 0
@@ -154,6 +153,7 @@ class GPUClusterEnv(gym.Env):
         if tuple(self.engine.type_names) != tuple(self.codec.type_names):
             raise RuntimeError("scenario produced a cluster with different GPU types than the action space")
         self.obs_builder.bind(self.engine)
+        self._has_deadlines = bool((~np.isnan(self.engine.deadline)).any())
         self._invalid = 0
         self._steps = 0
         self._met = 0
@@ -193,7 +193,7 @@ class GPUClusterEnv(gym.Env):
             terms["jct"] = -in_system * dt / self.reward_scale
             terms["makespan"] = -dt / self.reward_scale if in_system or not eng.done else 0.0
             terms["utilization"] = busy * dt / (eng.num_gpus * self.reward_scale)
-            if eng.n_done > done0:
+            if eng.n_done > done0 and self._has_deadlines:
                 terms["deadlines"] = self._deadline_term()
         else:
             try:
@@ -216,6 +216,12 @@ class GPUClusterEnv(gym.Env):
         if self.render_mode == "human":
             self.render()
         return obs, float(terms[self.objective]), terminated, truncated, info
+
+    @property
+    def _mask(self) -> np.ndarray:
+        if self._mask_cache is None:
+            self._mask_cache = self.codec.mask(self.engine, self._pending, self._running, self.allowed)
+        return self._mask_cache
 
     def action_masks(self) -> np.ndarray:
         """Valid actions at the current decision point (for sb3-contrib's MaskablePPO)."""
@@ -265,12 +271,13 @@ class GPUClusterEnv(gym.Env):
         eng = self.engine
         self._pending = eng.pending_head(self.layout.n_pending)
         self._running = eng.running_head(self.layout.n_running)
-        self._mask = self.codec.mask(eng, self._pending, self._running, self.allowed)
         if self.observation_mode == "none":
+            self._mask_cache = None  # computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)
+        self._mask_cache = self.codec.mask(eng, self._pending, self._running, self.allowed)
         L = self.layout
         n_p = len(self._pending)
-        placeable = self._mask[L.place_off:L.place_off + n_p * (L.n_types + 1)].reshape(n_p, L.n_types + 1)
+        placeable = self._mask_cache[L.place_off:L.place_off + n_p * (L.n_types + 1)].reshape(n_p, L.n_types + 1)
         placeable = placeable.any(axis=1)
         obs = self.obs_builder.build(self._pending, self._running, placeable)
         return ObservationBuilder.flatten(obs) if self.observation_mode == "box" else obs

@@ -1,0 +1,99 @@
+"""Every CLI subcommand end to end, through the installed console script or ``main()``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpucluster_env.cli.main import SUBCOMMAND_MODULES, build_parser, main
+
+GPUCLUSTER = str(Path(sys.executable).parent / "gpucluster")
+
+
+def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="200")
+    proc = subprocess.run([GPUCLUSTER, *args], capture_output=True, text=True, env=env, timeout=300)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"gpucluster {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def test_help_lists_every_subcommand():
+    out = run_cli("--help").stdout
+    for cmd in ("run", "scenarios", "policies", "bench"):
+        assert cmd in out
+    sub = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert len(sub) >= len(SUBCOMMAND_MODULES) - 1
+    for name in sub:
+        assert run_cli(name, "--help").returncode == 0
+
+
+def test_run_json_has_the_documented_keys():
+    r = json.loads(run_cli("run", "--scenario", "tiny", "--policy", "fifo", "--seed", "0", "--json").stdout)
+    for key in ("scenario", "policy", "seed", "jobs", "avg_jct_s", "p95_jct_s", "makespan_s", "avg_queue_s",
+                "gpu_utilization", "wall_s"):
+        assert key in r, key
+    assert r["scenario"] == "tiny" and r["policy"] == "fifo" and r["jobs"] == 40
+    assert r["avg_jct_s"] > 0 and 0 < r["gpu_utilization"] <= 1
+    assert r["p95_jct_s"] >= r["median_jct_s"]
+
+
+def test_run_all_policies_table_and_same_seed_same_result():
+    out = run_cli("run", "--scenario", "tiny", "--policy", "all", "--seed", "1").stdout
+    assert "fifo" in out and "sjf" in out and "avg JCT" in out
+    a = run_cli("run", "--scenario", "tiny", "--policy", "sjf", "--seed", "1", "--json").stdout
+    b = run_cli("run", "--scenario", "tiny", "--policy", "sjf", "--seed", "1", "--json").stdout
+    strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "wall_s"}  # noqa: E731
+    assert strip(a) == strip(b)
+
+
+def test_run_with_options_and_record(tmp_path):
+    rec = tmp_path / "ep.jsonl"
+    r = json.loads(run_cli("run", "--scenario", "tiny", "--option", "num_jobs=12", "--record", str(rec),
+                           "--json").stdout)
+    assert r["jobs"] == 12
+    lines = [json.loads(x) for x in rec.read_text().splitlines()]
+    assert lines[0]["format"] == "gpucluster-replay" and len(lines[0]["jobs"]) == 12
+    kinds = [x.get("kind") for x in lines[1:]]
+    assert kinds.count("finish") == 12 and kinds.count("arrive") == 12 and kinds[-1] == "metrics"
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["run", "--scenario", "nope"], "unknown scenario 'nope'"),
+        (["run", "--policy", "nope"], "unknown policy 'nope'"),
+        (["run", "--option", "bogus"], "expected KEY=VALUE"),
+        (["run", "--option", "bogus=1"], "unknown option"),
+        (["bench", "--jobs", "0"], "--jobs must be positive"),
+    ],
+)
+def test_errors_are_one_line(args, needle):
+    proc = run_cli(*args, check=False)
+    assert proc.returncode == 2
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_scenarios_and_policies(capsys):
+    assert main(["scenarios", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    names = {r["name"] for r in rows}
+    assert {"tiny", "castor-philly", "hadar-philly", "philly-scale"} <= names
+    assert main(["policies", "--json"]) == 0
+    pols = json.loads(capsys.readouterr().out)
+    assert {"fifo", "sjf"} <= {p["name"] for p in pols}
+    assert all(p["description"] for p in pols)
+    assert "castor-philly" in run_cli("scenarios").stdout
+
+
+def test_bench_small_run_prints_figures():
+    r = json.loads(run_cli("bench", "--jobs", "500", "--env-scenario", "tiny", "--env-steps", "300",
+                           "--json").stdout)
+    assert r["fifo_jobs"] == 500 and r["fifo_jobs_per_s"] > 0 and r["fifo_80k_wall_s"] is None
+    assert r["env_steps_per_s"] > 0 and r["peak_rss_mb"] > 0 and r["engine_decisions_per_s"] > 0
