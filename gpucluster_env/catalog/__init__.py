@@ -1,7 +1,9 @@
 """Hardware and workload catalogs, and the interference model the engine treats as ground truth.
 
 A :class:`Catalog` bundles the GPU types, the models and an interference model; scenarios pick one and the
-engine reads all its numbers from it.
+engine reads all its numbers from it. The default catalog's numbers are calibrated on public measurements
+(Gavel, Pollux, ElasticFlow; see :mod:`.gpus`, :mod:`.models`, :mod:`.xi_model`); its interference model is
+:class:`.xi_model.MeasuredInterference`. Castor's XGBoost predictor of xi for agents is in :mod:`.predictor`.
 """
 
 from __future__ import annotations
@@ -10,10 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..hardware import GPUType
-from ..interference import FeatureInterference, InterferenceModel
+from ..interference import InterferenceModel
 from ..workloads import ModelProfile
 from .gpus import GPU_TYPES
 from .models import MODELS
+from .xi_model import MeasuredInterference
 
 
 @dataclass(frozen=True)
@@ -22,9 +25,10 @@ class Catalog:
 
     gpu_types: Mapping[str, GPUType] = field(default_factory=lambda: dict(GPU_TYPES))
     models: Mapping[str, ModelProfile] = field(default_factory=lambda: dict(MODELS))
-    interference: InterferenceModel = field(default_factory=FeatureInterference)
+    interference: InterferenceModel = field(default_factory=MeasuredInterference)
 
     def gpu_type(self, name: str) -> GPUType:
+        """The GPU type called ``name``; ``ValueError`` listing the known ones otherwise."""
         try:
             return self.gpu_types[name]
         except KeyError:
@@ -33,10 +37,12 @@ class Catalog:
             ) from None
 
     def model(self, name: str) -> ModelProfile:
+        """The model called ``name``; ``ValueError`` listing the known ones otherwise."""
         try:
             return self.models[name]
         except KeyError:
-            raise ValueError(f"unknown model {name!r}; known models: {', '.join(sorted(self.models))}") from None
+            known = ", ".join(sorted(self.models))
+            raise ValueError(f"unknown model {name!r}; known models: {known}") from None
 
     def model_speed(self, model: ModelProfile, gpu_type: str) -> float:
         """Throughput of ``model`` on ``gpu_type`` relative to the reference GPU (V100)."""
@@ -45,6 +51,7 @@ class Catalog:
         return float(self.gpu_type(gpu_type).speed)
 
     def with_interference(self, interference: InterferenceModel) -> Catalog:
+        """A copy of this catalog with another ground-truth interference model."""
         return Catalog(self.gpu_types, self.models, interference)
 
 
@@ -53,4 +60,4 @@ def default_catalog() -> Catalog:
     return Catalog()
 
 
-__all__ = ["Catalog", "GPU_TYPES", "MODELS", "default_catalog"]
+__all__ = ["Catalog", "GPU_TYPES", "MODELS", "MeasuredInterference", "default_catalog"]

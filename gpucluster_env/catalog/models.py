@@ -1,27 +1,126 @@
-"""The workload catalog: training models with their iteration-time constants.
+"""The workload catalog: the models of Castor/Pollux, Gavel, Gimbal and Hadar, with Castor eq. 1-3 constants.
 
-Times are seconds per micro-step on a V100. The six Pollux models (bert, cifar10, deepspeech2, imagenet, ncf,
-yolov3) are the workloads of Castor and SJF-BSBF.
+Times are seconds per micro-step on a V100 (speed 1.0). Where each number comes from:
+
+- ``alpha_s, beta_s`` (t_comp(b) = alpha + beta b):
+  * fitted (relative least squares, :func:`.fit.fit_gavel_compute`) to Gavel's V100 solo steps/s over the
+    family's batch sizes for resnet18/cifar10 (ResNet-18), resnet50/imagenet (ResNet-50), transformer, lm,
+    recommendation, cyclegan, a3c (batchless: alpha 0, beta = measured step time);
+  * fitted to Pollux's single-GPU T4 step times (:func:`.fit.fit_pollux_t4`) for bert, deepspeech2, ncf,
+    yolov3, converted to V100 seconds with the T4 speed 0.6546 (no V100 measurement exists for them);
+  * estimated for the other Gimbal models and MiMa from published forward GFLOPs relative to an anchor
+    of the same dataset (ImageNet: ResNet-50 at 4.1 GFLOPs; CIFAR-10: ResNet-18 at 0.56 GFLOPs) with
+    ``beta = beta_anchor (GF / GF_anchor)^0.75`` (small, depthwise-heavy nets run below peak) -- marked
+    "estimated" in ``source``.
+- ``speed``: measured per-model speeds relative to V100 (Gavel K80/P100; Pollux-vs-Gavel T4 for ResNet-18/50;
+  ElasticFlow A100/T4 for ResNet-50 and DeepSpeech2). Other types use the type's generic speed.
+  BERT's ElasticFlow A100/T4 ratio (x32) is left out: the two files use different batch/sequence setups.
+- ``grad_mb``: 4 bytes x published parameter count (fp32 gradients all-reduced).
+- ``mem_base_gb``: estimated as 0.5 GB CUDA context + 16 B/parameter (weights, gradients, Adam states) or
+  12 B/parameter (SGD with momentum); ``mem_per_sample_gb``: estimated activation memory per sample, set so
+  the largest allowed batch fits the GPUs the papers ran it on (LLaMA: 7B weights in fp16 with LoRA adapters).
+- ``features`` = (compute intensity, memory intensity, communication share), each in [0, 1]:
+  compute intensity is Gavel-fitted for the Gavel families (2 x median over partners and K80/P100/V100 of the
+  throughput lost when colocated, 1 - 1/xi, clipped) and estimated for the others; memory intensity is the
+  activation share of the footprint at the default batch; communication share is t_comm / t_iter for 8 GPUs on
+  one V100 node (Castor eq. 2-3), both derived from the numbers above.
+- ``gpu_demand``: Gavel-fitted for the Gavel families (2 x median throughput its partners lose, clipped to
+  [0.1, 1]); estimated for the others.
 """
 
 from __future__ import annotations
 
-from ..workloads import ModelProfile
+import math
+
+from ..workloads import ModelProfile, comm_time, iteration_time
+
+_V100_INTRA_BW = 50.0
+
+
+def _profile(
+    name: str, batch: int, sizes: tuple[int, ...], alpha: float, beta: float, grad_mb: float,
+    mem_base: float, mem_ps: float, ci: float, demand: float, speed: dict[str, float], family: str,
+    source: str,
+) -> ModelProfile:
+    """Build a profile, deriving memory intensity and communication share from the other constants."""
+    mem_int = mem_ps * batch / (mem_base + mem_ps * batch)
+    probe = ModelProfile(name, batch, sizes, alpha, beta, grad_mb)
+    t_comp = probe.t_comp(batch, 1.0)
+    t_comm = comm_time(probe, 8, 1, _V100_INTRA_BW, _V100_INTRA_BW)
+    comm_share = t_comm / iteration_time(t_comp, 1, t_comm, probe.delta)
+    feats = (round(min(1.0, ci), 3), round(float(mem_int), 3), round(min(1.0, float(comm_share)), 3))
+    return ModelProfile(name, batch, sizes, alpha, beta, grad_mb, 0.002, 2.0, mem_base, mem_ps, feats,
+                        round(min(1.0, max(0.1, demand)), 3), speed, family, source)
+
+
+def _flops_scaled(anchor: tuple[float, float], gf: float, gf_anchor: float) -> tuple[float, float]:
+    r = (gf / gf_anchor) ** 0.75
+    return anchor[0] * max(0.5, math.sqrt(r)), anchor[1] * r
+
+
+_R18 = (0.025605, 0.000258)  # Gavel V100, ResNet-18 (CIFAR-10)
+_R50 = (0.041663, 0.002821)  # Gavel V100, ResNet-50 (ImageNet)
+_R18_SPEED = {"K80": 0.1482, "P100": 0.9258, "T4": 0.6755}
+_R50_SPEED = {"K80": 0.1498, "P100": 0.6311, "T4": 0.6336, "A100": 1.3671}
+_GAVEL = ("fitted: Gavel V100 solo steps/s (compute), Gavel K80/P100 (speed); "
+          "xi features fitted on Gavel pairs")
+_POLLUX = "fitted: Pollux T4 single-GPU step times (compute, in V100 s via T4 speed 0.6546)"
+_EST = "estimated: compute from GFLOPs ratio to {}; memory, features and demand estimated"
 
 MODELS: dict[str, ModelProfile] = {
     m.name: m
     for m in (
-        ModelProfile("cifar10", 128, (32, 64, 128, 256), 0.010, 0.00030, 45.0, 0.002, 2.0, 0.9, 0.010,
-                     (0.55, 0.35, 0.25), 0.70, {}, "pollux", "initial estimate"),
-        ModelProfile("imagenet", 64, (16, 32, 64, 128), 0.020, 0.0028, 100.0, 0.002, 2.0, 2.0, 0.100,
-                     (0.85, 0.60, 0.30), 0.95, {}, "pollux", "initial estimate"),
-        ModelProfile("bert", 12, (4, 8, 12, 16, 32), 0.030, 0.022, 420.0, 0.002, 2.0, 3.0, 0.60,
-                     (0.80, 0.70, 0.45), 0.90, {}, "pollux", "initial estimate"),
-        ModelProfile("deepspeech2", 20, (5, 10, 20, 40), 0.050, 0.020, 150.0, 0.002, 2.0, 2.0, 0.35,
-                     (0.70, 0.55, 0.35), 0.85, {}, "pollux", "initial estimate"),
-        ModelProfile("ncf", 1024, (256, 512, 1024, 2048), 0.005, 0.000004, 60.0, 0.002, 2.0, 0.8, 0.001,
-                     (0.30, 0.40, 0.40), 0.45, {}, "pollux", "initial estimate"),
-        ModelProfile("yolov3", 8, (2, 4, 8, 16), 0.040, 0.045, 250.0, 0.002, 2.0, 2.0, 0.90,
-                     (0.90, 0.60, 0.30), 0.95, {}, "pollux", "initial estimate"),
+        # Castor / Pollux six
+        _profile("cifar10", 128, (32, 64, 128, 256), *_R18, 44.7, 0.7, 0.012, 0.682, 0.928, dict(_R18_SPEED),
+                 "pollux", "ResNet-18/CIFAR-10; " + _GAVEL + "; T4 speed: Pollux vs Gavel"),
+        _profile("imagenet", 64, (16, 32, 64, 128), *_R50, 102.4, 0.8, 0.09, 0.724, 1.0, dict(_R50_SPEED),
+                 "pollux", "ResNet-50/ImageNet; " + _GAVEL + "; T4: Pollux vs Gavel; A100: ElasticFlow"),
+        _profile("bert", 12, (4, 8, 12, 16, 32), 0.146151, 0.03813, 440.0, 2.3, 0.35, 0.85, 0.95, {},
+                 "pollux", "BERT-base/SQuAD; " + _POLLUX + "; memory, features, demand estimated"),
+        _profile("deepspeech2", 20, (5, 8, 10, 16, 20, 40), 0.124879, 0.016683, 105.0, 1.1, 0.35, 0.8, 0.9,
+                 {"A100": 2.0687}, "pollux",
+                 "DeepSpeech2/LibriSpeech; " + _POLLUX + "; A100: ElasticFlow A100/T4; rest estimated"),
+        _profile("ncf", 1024, (256, 512, 1024, 2048), 0.004916, 1e-7, 20.0, 0.6, 0.00005, 0.5, 0.35, {},
+                 "pollux", "NeuMF/MovieLens; " + _POLLUX + " (beta below 1e-7 s: step time flat in batch)"),
+        _profile("yolov3", 8, (2, 4, 8, 16), 0.115368, 0.017354, 248.0, 1.5, 0.8, 0.8, 1.0, {},
+                 "pollux", "YOLOv3/PASCAL VOC; " + _POLLUX + "; memory, features, demand estimated"),
+        # Gavel's seven (Gimbal's ResNet-18/50 share these profiles)
+        _profile("resnet18", 64, (16, 32, 64, 128, 256), *_R18, 44.7, 0.7, 0.012, 0.774, 0.876,
+                 dict(_R18_SPEED), "gavel", "ResNet-18/CIFAR-10; " + _GAVEL),
+        _profile("resnet50", 64, (16, 32, 64, 128), *_R50, 102.4, 0.8, 0.09, 0.724, 1.0, dict(_R50_SPEED),
+                 "gavel", "ResNet-50/ImageNet; " + _GAVEL + "; T4: Pollux; A100: ElasticFlow"),
+        _profile("transformer", 64, (16, 32, 64, 128, 256), 0.057304, 0.001203, 192.0, 1.3, 0.03, 0.828,
+                 0.876, {"K80": 0.2873, "P100": 0.7409}, "gavel", "Transformer/Multi30k; " + _GAVEL),
+        _profile("lm", 20, (5, 10, 20, 40, 80), 0.007917, 0.000355, 112.0, 1.0, 0.05, 1.0, 0.684,
+                 {"K80": 0.2542, "P100": 0.8315}, "gavel", "LSTM LM/Wikitext-2; " + _GAVEL),
+        _profile("recommendation", 2048, (512, 1024, 2048, 4096, 8192), 0.021631, 0.000048, 80.0, 0.8,
+                 0.0005, 0.8, 0.626, {"K80": 1.3978, "P100": 2.2219}, "gavel",
+                 "autoencoder/ML-20M; " + _GAVEL + " (Gavel measures it faster on K80/P100 than V100)"),
+        _profile("cyclegan", 1, (1,), 0.0, 0.225933, 113.0, 1.0, 2.0, 0.824, 1.0,
+                 {"K80": 0.1140, "P100": 0.5428}, "gavel", "CycleGAN/monet2photo; " + _GAVEL),
+        _profile("a3c", 1, (1,), 0.0, 0.139358, 4.0, 0.6, 0.1, 0.808, 0.99,
+                 {"K80": 0.4792, "P100": 0.7917}, "gavel", "A3C/Pong; " + _GAVEL),
+        # Gimbal's twelve (resnet18, resnet50, deepspeech2, bert above)
+        _profile("mobilenetv2", 64, (32, 64, 128), *_flops_scaled(_R18, 0.09, 0.56), 9.2, 0.6, 0.01, 0.7, 0.8,
+                 {}, "gimbal", _EST.format("ResNet-18 (0.09 GFLOPs)")),
+        _profile("efficientnet", 64, (32, 64, 128), *_flops_scaled(_R18, 0.39, 0.56), 16.0, 0.6, 0.02, 0.75,
+                 0.85, {}, "gimbal", _EST.format("ResNet-18 (EfficientNet-B0, 0.39 GFLOPs)")),
+        _profile("mobilenetv3", 64, (32, 64, 128), *_flops_scaled(_R50, 0.22, 4.1), 21.6, 0.6, 0.05, 0.7,
+                 0.85, {}, "gimbal", _EST.format("ResNet-50 (MobileNetV3-L, 0.22 GFLOPs)")),
+        _profile("vgg11", 64, (32, 64, 128), *_flops_scaled(_R50, 7.6, 4.1), 531.0, 2.6, 0.06, 0.75, 1.0, {},
+                 "gimbal", _EST.format("ResNet-50 (7.6 GFLOPs)")),
+        _profile("vgg16", 64, (32, 64, 128), *_flops_scaled(_R50, 15.5, 4.1), 553.0, 2.7, 0.1, 0.75, 1.0, {},
+                 "gimbal", _EST.format("ResNet-50 (15.5 GFLOPs)")),
+        _profile("pnasnet", 64, (32, 64, 128), *_flops_scaled(_R50, 0.47, 4.1), 28.4, 0.6, 0.07, 0.72, 0.9,
+                 {}, "gimbal", _EST.format("ResNet-50 (ProxylessNAS-GPU, 0.47 GFLOPs)")),
+        _profile("ofa", 64, (32, 64, 128), *_flops_scaled(_R50, 0.6, 4.1), 30.8, 0.6, 0.06, 0.72, 0.9, {},
+                 "gimbal", _EST.format("ResNet-50 (OFA, about 0.6 GFLOPs)")),
+        _profile("llama", 16, (16, 32), 0.3, 0.25, 80.0, 14.5, 0.5, 0.9, 1.0, {}, "gimbal",
+                 "estimated: LLaMA-7B LoRA fine-tuning on Alpaca (6 x 7e9 x 256 tokens per sample at about "
+                 "40% of V100 tensor peak); grad_mb of the LoRA adapters"),
+        # Hadar's fifth
+        _profile("mima", 32, (16, 32, 64), 0.03, 0.002, 40.0, 0.8, 0.02, 0.8, 0.8, {}, "hadar",
+                 "estimated: MiMa encoder-decoder Transformer for weather (hadar-hadare Table III), as a "
+                 "small Transformer at half Gavel's Transformer compute"),
     )
 }

@@ -1,0 +1,219 @@
+"""Fitting the catalog's numbers to the public measurements (see :mod:`.measured` for the sources).
+
+These functions are what the numbers in :mod:`.models` and :mod:`.gpus` were computed with (``python -m
+gpucluster_env.catalog.fit`` prints them), and what ``gpucluster catalog validate`` re-runs to compare the
+catalog with the files. Nothing here runs when the package is imported for simulation.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from .measured import GavelData, job_batch, job_family, load_elasticflow, load_gavel, load_pollux_single
+
+GAVEL_JOB: dict[str, str] = {
+    "resnet18": "ResNet-18 (batch size 64)",
+    "cifar10": "ResNet-18 (batch size 128)",
+    "resnet50": "ResNet-50 (batch size 64)",
+    "imagenet": "ResNet-50 (batch size 64)",
+    "transformer": "Transformer (batch size 64)",
+    "lm": "LM (batch size 20)",
+    "recommendation": "Recommendation (batch size 2048)",
+    "cyclegan": "CycleGAN",
+    "a3c": "A3C",
+}
+"""Catalog models whose architecture Gavel measured, and the Gavel job type (default batch) they map to.
+``cifar10`` is Pollux's ResNet-18 on CIFAR-10 (Gavel's ResNet-18 is also CIFAR-10); ``imagenet`` is Pollux's
+ResNet-50 on ImageNet (as Gavel's ResNet-50)."""
+
+POLLUX_T4: tuple[str, ...] = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
+"""Models with Pollux T4 step times."""
+
+ELASTICFLOW_A100: dict[str, tuple[str, str]] = {
+    "bert": ("bert", "bert"),
+    "deepspeech2": ("deepspeech2", "deepspeech2"),
+    "imagenet": ("resnet50", "imagenet"),
+}
+"""Catalog model -> (ElasticFlow A100 file, ElasticFlow T4 file) for the same architecture on both types."""
+
+
+def linear_fit_rel(b: np.ndarray, t: np.ndarray) -> tuple[float, float]:
+    """Least squares ``t ~ alpha + beta*b`` in relative error (rows weighted by 1/t); alpha >= 0, beta > 0."""
+    b = np.asarray(b, float)
+    t = np.asarray(t, float)
+    w = 1.0 / t
+    a_mat = np.c_[np.ones_like(b), b] * w[:, None]
+    (alpha, beta), *_ = np.linalg.lstsq(a_mat, t * w, rcond=None)
+    if alpha < 0 or beta <= 0:  # fall back to proportional, or constant-plus-tiny-slope
+        if np.ptp(b) > 0 and beta > 0:
+            alpha, beta = 0.0, float(np.sum(w * w * t * b) / np.sum(w * w * b * b))
+        else:
+            alpha, beta = float(np.mean(t)) * 0.99, float(np.mean(t)) * 0.01 / max(float(np.mean(b)), 1.0)
+    return float(alpha), float(beta)
+
+
+def gavel_family_rows(gd: GavelData, family: str, gpu: str) -> list[tuple[int, float]]:
+    """``(batch, step_time_s)`` of a Gavel family's 1-GPU job types on ``gpu`` (batch 1 for batchless)."""
+    out = []
+    for (job, n), tput in gd.solo[gpu].items():
+        if n == 1 and job_family(job) == family and tput > 0:
+            out.append((job_batch(job) or 1, 1.0 / tput))
+    return sorted(out)
+
+
+def fit_gavel_compute(gd: GavelData, family: str) -> tuple[float, float]:
+    """Castor eq. 1 ``alpha, beta`` (s on V100) from Gavel's V100 solo steps/s over the family's
+    batch sizes."""
+    rows = gavel_family_rows(gd, family, "V100")
+    b = np.array([r[0] for r in rows], float)
+    t = np.array([r[1] for r in rows], float)
+    if len(rows) == 1:
+        return 0.0, float(t[0] / b[0])
+    return linear_fit_rel(b, t)
+
+
+def gavel_speed(gd: GavelData, family: str, gpu: str) -> float:
+    """Speed of ``family`` on ``gpu`` relative to V100: median over batch sizes of the steps/s ratio."""
+    v = dict(gavel_family_rows(gd, family, "V100"))
+    g = dict(gavel_family_rows(gd, family, gpu))
+    ratios = [v[b] / g[b] for b in v if b in g]
+    return float(np.median(ratios))
+
+
+def fit_pollux_t4(model: str, root: Path | None = None) -> tuple[float, float]:
+    """``alpha, beta`` (s on T4) from Pollux's single-GPU step times."""
+    rows = load_pollux_single(model, root)
+    b = np.array([r[0] for r in rows], float)
+    t = np.array([r[1] for r in rows], float)
+    return linear_fit_rel(b, t)
+
+
+def t4_speed_cross(gd: GavelData, model: str, root: Path | None = None) -> float:
+    """T4 speed relative to V100 for a model both Gavel (V100) and Pollux (T4) measured: median over Pollux's
+    single-GPU batch sizes inside Gavel's batch range of ``t_V100(B) / t_T4(B)``."""
+    family = job_family(GAVEL_JOB[model])
+    alpha, beta = fit_gavel_compute(gd, family)
+    bs = [r[0] for r in gavel_family_rows(gd, family, "V100")]
+    rows = [(b, t) for b, t in load_pollux_single(model, root) if min(bs) <= b <= max(bs)]
+    return float(np.median([(alpha + beta * b) / t for b, t in rows]))
+
+
+def elasticflow_samples_per_s(gpu: str, file_model: str, n_gpus: int = 1, root: Path | None = None) -> float:
+    """Median over global batch sizes of samples/s on ``n_gpus`` GPUs in an ElasticFlow file."""
+    table = load_elasticflow(gpu, file_model, root)
+    vals = [gbs * row[n_gpus] for gbs, row in table.items() if n_gpus in row]
+    return float(np.median(vals)) if vals else math.nan
+
+
+def a100_over_t4(model: str, root: Path | None = None) -> float:
+    """ElasticFlow's single-GPU samples/s on A100 over T4 for the same architecture."""
+    fa, ft = ELASTICFLOW_A100[model]
+    return elasticflow_samples_per_s("A100", fa, 1, root) / elasticflow_samples_per_s("T4", ft, 1, root)
+
+
+def summary(root: Path | None = None) -> dict[str, dict[str, float]]:
+    """Every fitted number the catalog uses, by model: alpha/beta on V100 and per-type speeds."""
+    gd = load_gavel(root / "profiles" / "gavel" / "simulation_throughputs.json" if root else None)
+    out: dict[str, dict[str, float]] = {}
+    for model, job in GAVEL_JOB.items():
+        fam = job_family(job)
+        a, b = fit_gavel_compute(gd, fam)
+        out[model] = {"alpha_s": a, "beta_s": b, "K80": gavel_speed(gd, fam, "K80"),
+                      "P100": gavel_speed(gd, fam, "P100")}
+    cross = {m: t4_speed_cross(gd, m, root) for m in ("cifar10", "imagenet")}
+    t4_generic = float(np.median(list(cross.values())))
+    for m in POLLUX_T4:
+        a4, b4 = fit_pollux_t4(m, root)
+        s4 = cross.get(m, t4_generic)
+        rec = out.setdefault(m, {})
+        rec["T4"] = s4
+        if m not in GAVEL_JOB:
+            rec["alpha_s"], rec["beta_s"] = a4 * s4, b4 * s4
+        if m in ELASTICFLOW_A100:
+            rec["A100"] = s4 * a100_over_t4(m, root)
+    return out
+
+
+if __name__ == "__main__":  # pragma: no cover - prints the fitted numbers
+    for name, rec in summary().items():
+        print(name, {k: round(v, 6) for k, v in rec.items()})
+
+
+def generic_speeds(per_model: dict[str, dict[str, float]]) -> dict[str, float]:
+    """A measured GPU type's generic speed: the median over measured model families of the per-model speeds
+    (``imagenet``/``cifar10`` count once, as the ResNet-50/ResNet-18 families; BERT's A100/T4 ratio is left
+    out, see :mod:`.models`)."""
+    skip = {"imagenet", "cifar10"}
+    out = {"V100": 1.0}
+    for gpu in ("K80", "P100", "T4", "A100"):
+        vals = [rec[gpu] for m, rec in per_model.items()
+                if gpu in rec and (m not in skip or gpu in ("T4", "A100"))
+                and not (m == "bert" and gpu == "A100")]
+        out[gpu] = float(np.median(vals))
+    return out
+
+
+def fit_hadare_constants(measured_speed: dict[str, float]) -> tuple[float, float]:
+    """Fit HadarE's initial estimate ``speed = exp(c) * PMI^gamma * pcie_scaling`` (hadar-hadare §V-A) to the
+    measured types' generic speeds; returns ``(c, gamma)``."""
+    from .gpus import GPU_TYPES, performance_memory_index
+
+    x = np.log([performance_memory_index(GPU_TYPES[g]) for g in measured_speed])
+    y = np.log(list(measured_speed.values()))
+    gamma, c = np.polyfit(x, y, 1)
+    return float(c), float(gamma)
+
+
+FAMILY_MODEL: dict[str, str] = {
+    "ResNet-18": "resnet18", "ResNet-50": "resnet50", "Transformer": "transformer", "LM": "lm",
+    "Recommendation": "recommendation", "CycleGAN": "cyclegan", "A3C": "a3c",
+}
+"""Gavel family -> the catalog model whose features describe it."""
+
+
+def build_xi_table(gd: GavelData, models: dict | None = None) -> dict:
+    """The engine's interference table (see :mod:`.xi_model`): measured ratios of Gavel-mapped catalog models,
+    their cross-type geometric means, and least-squares regressions of log xi on model features."""
+    from .models import MODELS
+    from .xi_model import REGRESSION_TERMS, regression_row
+
+    models = models or MODELS
+    measured: dict[str, dict[str, float]] = {}
+    logs: dict[str, list[float]] = {}
+    for gpu in gd.pairs:
+        xi = gd.xi(gpu)
+        table = {}
+        for ma, ja in GAVEL_JOB.items():
+            for mb, jb in GAVEL_JOB.items():
+                if (ja, jb) in xi:
+                    table[f"{ma}|{mb}"] = round(xi[(ja, jb)], 4)
+                    logs.setdefault(f"{ma}|{mb}", []).append(math.log(xi[(ja, jb)]))
+        measured[gpu] = table
+    transfer = {k: round(math.exp(float(np.mean(v))), 4) for k, v in logs.items()}
+    regression: dict[str, list[float]] = {}
+    rows_all, y_all = [], []
+    for gpu in gd.pairs:
+        rows, y = [], []
+        for (a, b), x in gd.xi(gpu).items():
+            pa, pb = models[FAMILY_MODEL[job_family(a)]], models[FAMILY_MODEL[job_family(b)]]
+            rows.append(regression_row(pa, pb, job_batch(a) or 1, job_batch(b) or 1))
+            y.append(math.log(max(x, 1.0)))
+        w, *_ = np.linalg.lstsq(np.array(rows), np.array(y), rcond=None)
+        regression[gpu] = [round(float(v), 6) for v in w]
+        rows_all += rows
+        y_all += y
+    pooled, *_ = np.linalg.lstsq(np.array(rows_all), np.array(y_all), rcond=None)
+    return {
+        "about": "Free-competition interference ratios for the catalog (gpucluster_env.catalog.xi_model). "
+                 "measured: Gavel simulation_throughputs.json (Narayanan et al., OSDI'20), solo/colocated "
+                 "steps/s; transfer: geometric mean over K80/P100/V100; regression: log xi on "
+                 "model features, least squares on all measured 1-GPU pairs.",
+        "terms": list(REGRESSION_TERMS),
+        "measured": measured,
+        "transfer": transfer,
+        "regression": regression,
+        "pooled": [round(float(v), 6) for v in pooled],
+    }

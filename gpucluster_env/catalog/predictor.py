@@ -1,0 +1,292 @@
+"""Castor's interference-ratio predictor (castor §6): an XGBoost regressor of xi for each job of a pair.
+
+Agents use it; the engine keeps the truth (:mod:`.xi_model`). Inputs are the two jobs' feature vectors and the
+GPU type's specs, never the pair's identity. A job's vector holds its hardware indicators (compute intensity,
+memory intensity, communication share, GPU demand: :class:`~gpucluster_env.workloads.ModelProfile`), its log
+solo step time on the GPU type and log batch size, and -- the analogue of Castor's profiled DCGM counters --
+a contention signature learned from the training pairs only: the job type's mean log xi suffered
+(sensitivity) and inflicted (aggressiveness) against its training partners, and the mean log xi of its family
+against the partner's family. Jobs without measurements get missing values there (XGBoost's default branch;
+the training set holds masked copies of every row so that branch is learned), and GPU types without
+measurements use the signatures pooled over K80/P100/V100.
+
+The target is log xi; predictions are clipped to >= 1. ``gpucluster catalog fit-interference`` trains it on
+every measured Gavel pair and saves it to ``gpucluster_env/data/xi_predictor.json`` with its held-out
+evaluation (80:20 by pair, several seeds). xgboost is imported inside functions only.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..workloads import ModelProfile
+from .measured import GavelData, job_batch, job_family
+
+PREDICTOR_FILE = "xi_predictor.json"
+JOB_FEATURES = ("ci", "mem", "comm", "demand", "log_step", "log_batch", "sens", "aggr")
+FEATURE_NAMES = tuple(f"{p}_{f}" for p in ("a", "b") for f in JOB_FEATURES) + (
+    "family_pair", "gpu_tflops", "gpu_mem_bw", "gpu_memory")
+XGB_PARAMS = {"max_depth": 4, "eta": 0.05, "subsample": 0.9, "nthread": 2}
+XGB_ROUNDS = 300
+WORK_RATIOS = (0.25, 0.5, 1.0, 2.0, 4.0)
+"""Work ratios ``t_B i_B / t_A i_A`` at which share/don't-share decisions are compared."""
+
+
+def share_decision(xi_a: np.ndarray, xi_b: np.ndarray, work_a: np.ndarray, work_b: np.ndarray) -> np.ndarray:
+    """Castor Theorem 1: True where running the pair concurrently gives a lower mean JCT than running it
+    sequentially (shorter first). ``work_*`` are solo run times ``t i``."""
+    xi_a, xi_b, wa, wb = (np.asarray(v, float) for v in (xi_a, xi_b, work_a, work_b))
+    lo, hi = np.minimum(wa, wb), np.maximum(wa, wb)
+    seq = (2 * lo + hi) / 2
+    ta, tb = xi_a * wa, xi_b * wb
+    a_first = ta <= tb
+    # the first to finish ends at its slowed time; the other then runs alone for the rest
+    first = np.where(a_first, ta, tb)
+    rest = np.where(a_first, wb - ta / xi_b, wa - tb / xi_a)
+    conc = (2 * first + rest) / 2
+    return conc < seq
+
+
+# ---------------------------------------------------------------- contention signatures (training split only)
+def signatures(rows: Sequence[tuple[str, str, float]]) -> dict[str, dict[str, float]]:
+    """Sensitivity, aggressiveness per job type and family-pair means, from ``(a, b, xi_a)`` training rows."""
+    sens: dict[str, list[float]] = {}
+    aggr: dict[str, list[float]] = {}
+    fam: dict[str, list[float]] = {}
+    for a, b, x in rows:
+        lx = math.log(x)
+        sens.setdefault(a, []).append(lx)
+        aggr.setdefault(b, []).append(lx)
+        fam.setdefault(f"{job_family(a)}|{job_family(b)}", []).append(lx)
+    mean = lambda d: {k: float(np.mean(v)) for k, v in d.items()}  # noqa: E731
+    return {"sens": mean(sens), "aggr": mean(aggr), "family": mean(fam)}
+
+
+def pool_signatures(per_gpu: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Signatures averaged over GPU types (for types without measurements)."""
+    out: dict[str, dict[str, float]] = {}
+    for part in ("sens", "aggr", "family"):
+        keys = {k for s in per_gpu.values() for k in s[part]}
+        out[part] = {k: float(np.mean([s[part][k] for s in per_gpu.values() if k in s[part]])) for k in keys}
+    return out
+
+
+@dataclass(frozen=True)
+class Job:
+    """A job as the predictor sees it: hardware indicators, solo step time, batch, and (if measured) the Gavel
+    job type whose signature it carries."""
+
+    ci: float
+    mem: float
+    comm: float
+    demand: float
+    step_s: float
+    batch: float
+    gavel_job: str | None
+
+
+def job_vector(j: Job, sig: dict[str, dict[str, float]] | None) -> list[float]:
+    nan = math.nan
+    s = sig["sens"].get(j.gavel_job, nan) if sig and j.gavel_job else nan
+    g = sig["aggr"].get(j.gavel_job, nan) if sig and j.gavel_job else nan
+    return [j.ci, j.mem, j.comm, j.demand, math.log(j.step_s), math.log2(max(j.batch, 1.0)), s, g]
+
+
+def pair_vector(a: Job, b: Job, sig: dict[str, dict[str, float]] | None, gpu: tuple[float, float, float]
+                ) -> list[float]:
+    fp = math.nan
+    if sig and a.gavel_job and b.gavel_job:
+        fp = sig["family"].get(f"{job_family(a.gavel_job)}|{job_family(b.gavel_job)}", math.nan)
+    return job_vector(a, sig) + job_vector(b, sig) + [fp, *gpu]
+
+
+def gpu_specs(gpu_type: str) -> tuple[float, float, float]:
+    from . import default_catalog
+
+    g = default_catalog().gpu_type(gpu_type)
+    return (g.fp32_tflops, g.mem_bw_gbps, g.memory_gb)
+
+
+def gavel_job(gd: GavelData, job_type: str, gpu: str) -> Job:
+    """A Gavel job type as a :class:`Job`: features of the catalog model of its family, measured solo time."""
+    from .fit import FAMILY_MODEL
+    from .models import MODELS
+
+    p = MODELS[FAMILY_MODEL[job_family(job_type)]]
+    bs = float(job_batch(job_type) or 1)
+    mem = p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs)
+    step = 1.0 / gd.solo[gpu][(job_type, 1)]
+    return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, job_type)
+
+
+def catalog_job(p: ModelProfile, gpu_type: str, batch: float | None = None) -> Job:
+    """A catalog model as a :class:`Job` on ``gpu_type`` (solo step time from the catalog's speed)."""
+    from . import default_catalog
+    from .fit import GAVEL_JOB
+
+    cat = default_catalog()
+    bs = float(p.batch_size if batch is None else batch)
+    mem = p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs)
+    step = max(float(p.t_comp(bs, cat.model_speed(p, gpu_type))), 1e-6)
+    return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, GAVEL_JOB.get(p.name))
+
+
+# ---------------------------------------------------------------- training and evaluation
+def _design(gd: GavelData, gpu: str, rows: Sequence[tuple[str, str, float]], sig: dict, mask_copies: bool
+            ) -> tuple[np.ndarray, np.ndarray]:
+    specs = gpu_specs(gpu)
+    jobs = {j: gavel_job(gd, j, gpu) for j in gd.job_types(gpu)}
+    x = [pair_vector(jobs[a], jobs[b], sig, specs) for a, b, _ in rows]
+    y = [math.log(max(v, 1.0)) for *_, v in rows]
+    if mask_copies:
+        x += [pair_vector(jobs[a], jobs[b], None, specs) for a, b, _ in rows]
+        y += y
+    return np.array(x, float), np.array(y, float)
+
+
+def _train(x: np.ndarray, y: np.ndarray, seed: int) -> Any:
+    import xgboost as xgb
+
+    return xgb.train({**XGB_PARAMS, "seed": seed}, xgb.DMatrix(x, y), XGB_ROUNDS)
+
+
+def _rows(gd: GavelData, gpu: str) -> list[tuple[str, str, float]]:
+    return [(a, b, x) for (a, b), x in sorted(gd.xi(gpu).items())]
+
+
+def evaluate(gd: GavelData, seeds: Sequence[int] = (0, 1, 2, 3, 4), test_frac: float = 0.2) -> dict[str, Any]:
+    """Held-out evaluation, per GPU type: unordered pairs split 80:20 (Castor §6.2) per seed; signatures and
+    trees see the training pairs only. Returns per type the RMSE, median absolute percentage error and
+    decision agreement (Theorem 1 at :data:`WORK_RATIOS`), averaged over seeds, plus each seed's values."""
+    import xgboost as xgb
+
+    out: dict[str, Any] = {}
+    for gpu in sorted(gd.pairs):
+        rows = _rows(gd, gpu)
+        xi = {(a, b): x for a, b, x in rows}
+        pairs = sorted({tuple(sorted((a, b))) for a, b, _ in rows})
+        per_seed = []
+        for seed in seeds:
+            rng = np.random.default_rng(seed)
+            perm = rng.permutation(len(pairs))
+            n_test = int(round(test_frac * len(pairs)))
+            test = {pairs[i] for i in perm[:n_test]}
+            tr = [r for r in rows if tuple(sorted(r[:2])) not in test]
+            te = [r for r in rows if tuple(sorted(r[:2])) in test]
+            sig = signatures(tr)
+            bst = _train(*_design(gd, gpu, tr, sig, True), seed)
+            x_te, _ = _design(gd, gpu, te, sig, False)
+            pred = np.maximum(1.0, np.exp(bst.predict(xgb.DMatrix(x_te))))
+            true = np.array([max(1.0, r[2]) for r in te])
+            p_of = {(a, b): p for (a, b, _), p in zip(te, pred, strict=True)}
+            agree = []
+            for a, b in {tuple(sorted(r[:2])) for r in te}:
+                ta, tb = max(1.0, xi[(a, b)]), max(1.0, xi[(b, a)])
+                pa, pb = p_of[(a, b)], p_of[(b, a)]
+                for w in WORK_RATIOS:
+                    agree.append(share_decision(ta, tb, 1.0, w) == share_decision(pa, pb, 1.0, w))
+            per_seed.append({
+                "rmse": float(np.sqrt(np.mean((pred - true) ** 2))),
+                "mape_median": float(np.median(np.abs(pred - true) / true)),
+                "decision_agreement": float(np.mean(agree)),
+                "test_pairs": len(test),
+            })
+        out[gpu] = {k: float(np.mean([s[k] for s in per_seed])) for k in ("rmse", "mape_median",
+                                                                           "decision_agreement")}
+        out[gpu]["seeds"] = per_seed
+    return out
+
+
+def fit_predictor(gd: GavelData, seed: int = 0) -> dict[str, Any]:
+    """Train on every measured pair of every GPU type; returns the JSON-able saved form."""
+    import xgboost as xgb
+
+    sigs = {gpu: signatures(_rows(gd, gpu)) for gpu in sorted(gd.pairs)}
+    xs, ys = [], []
+    for gpu in sorted(gd.pairs):
+        x, y = _design(gd, gpu, _rows(gd, gpu), sigs[gpu], True)
+        xs.append(x)
+        ys.append(y)
+    bst = _train(np.vstack(xs), np.concatenate(ys), seed)
+    del xgb
+    return {
+        "about": "Castor-style XGBoost predictor of log xi (gpucluster_env.catalog.predictor), trained on "
+                 "Gavel's measured colocated pairs (Narayanan et al., OSDI'20).",
+        "feature_names": list(FEATURE_NAMES),
+        "signatures": sigs,
+        "pooled_signatures": pool_signatures(sigs),
+        "booster": bytes(bst.save_raw("json")).decode(),
+    }
+
+
+# ---------------------------------------------------------------- the loaded predictor
+class XiPredictor:
+    """A trained predictor; :meth:`predict_pair` gives ``(xi_a, xi_b)`` for two catalog models on a GPU
+    type."""
+
+    def __init__(self, saved: dict[str, Any]) -> None:
+        import xgboost as xgb
+
+        for key in ("booster", "signatures", "pooled_signatures", "feature_names"):
+            if key not in saved:
+                raise ValueError(f"{PREDICTOR_FILE}: missing field {key!r}")
+        if list(saved["feature_names"]) != list(FEATURE_NAMES):
+            raise ValueError(f"{PREDICTOR_FILE}: field 'feature_names' does not match this version; "
+                             "refit with `gpucluster catalog fit-interference`")
+        self._xgb = xgb
+        self.booster = xgb.Booster()
+        self.booster.load_model(bytearray(saved["booster"].encode()))
+        self.signatures: dict[str, dict] = saved["signatures"]
+        self.pooled: dict = saved["pooled_signatures"]
+        self.evaluation: dict[str, Any] = saved.get("evaluation", {})
+
+    def _sig(self, gpu_type: str) -> dict:
+        return self.signatures.get(gpu_type, self.pooled)
+
+    def predict_many(self, pairs: Sequence[tuple[ModelProfile, ModelProfile]], gpu_type: str,
+                     batches: Sequence[tuple[float, float]] | None = None) -> np.ndarray:
+        """``(n, 2)`` array of predicted ``(xi_a, xi_b)`` (each >= 1) for ``n`` pairs on ``gpu_type``."""
+        specs = gpu_specs(gpu_type)
+        sig = self._sig(gpu_type)
+        rows = []
+        for i, (a, b) in enumerate(pairs):
+            ba, bb = batches[i] if batches is not None else (None, None)
+            ja, jb = catalog_job(a, gpu_type, ba), catalog_job(b, gpu_type, bb)
+            rows.append(pair_vector(ja, jb, sig, specs))
+            rows.append(pair_vector(jb, ja, sig, specs))
+        if not rows:
+            return np.ones((0, 2))
+        pred = np.exp(self.booster.predict(self._xgb.DMatrix(np.array(rows, float))))
+        return np.maximum(1.0, pred).reshape(-1, 2)
+
+    def predict_pair(
+        self, model_a: ModelProfile, model_b: ModelProfile, gpu_type: str
+    ) -> tuple[float, float]:
+        """Predicted free-competition ``(xi_a, xi_b)`` of two models sharing a ``gpu_type`` GPU."""
+        xa, xb = self.predict_many([(model_a, model_b)], gpu_type)[0]
+        return float(xa), float(xb)
+
+
+def load_predictor(path: Path | str | None = None) -> XiPredictor:
+    """The saved predictor (``gpucluster_env/data/xi_predictor.json`` unless ``path`` is given)."""
+    try:
+        if path is None:
+            text = resources.files("gpucluster_env").joinpath("data", PREDICTOR_FILE).read_text()
+        else:
+            text = Path(path).read_text()
+    except FileNotFoundError:
+        where = path or PREDICTOR_FILE
+        raise ValueError(f"{where}: not found; run `gpucluster catalog fit-interference`") from None
+    try:
+        saved = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path or PREDICTOR_FILE}: not valid JSON ({e.msg})") from None
+    return XiPredictor(saved)

@@ -1,0 +1,137 @@
+"""Compare the catalog with the public measurements (``gpucluster catalog validate``).
+
+Per GPU type: relative error of solo throughput (catalog ``speed / t_comp(B)`` vs Gavel's solo steps/s on
+K80/P100/V100 for every Gavel job type whose family is in the catalog, and vs Pollux's T4 single-GPU step
+times), relative error of multi-GPU scaling efficiency (Castor eq. 2-3 vs Gavel's 2/4/8-GPU consolidated
+steps/s and ElasticFlow's A100/T4 throughput vs GPU count), RMSE of the engine's xi against Gavel's measured
+pairs, and the saved predictor's held-out figures (stored with it by ``fit-interference``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..workloads import comm_time, iteration_time
+from . import Catalog, default_catalog
+from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4
+from .measured import (
+    job_batch,
+    job_family,
+    load_elasticflow,
+    load_gavel,
+    load_pollux_single,
+    require_data_dir,
+)
+
+
+def _rel(pred: float, true: float) -> float:
+    return abs(pred - true) / true
+
+
+def _scaling(cat: Catalog, model: str, gpu: str, batch: float, n: int) -> float:
+    """Scaling efficiency tput(n) / (n tput(1)) of the catalog model on one node of ``gpu``."""
+    p = cat.model(model)
+    g = cat.gpu_type(gpu)
+    t1 = float(p.t_comp(batch, cat.model_speed(p, gpu)))
+    tc = comm_time(p, n, 1, g.intra_node_bw_gbps, g.intra_node_bw_gbps)
+    return t1 / iteration_time(t1, 1, tc, p.delta)
+
+
+def validate(cat: Catalog | None = None) -> dict[str, Any]:
+    """The validation figures as a JSON-able dict (see the module docstring)."""
+    cat = cat or default_catalog()
+    root = require_data_dir()
+    gd = load_gavel(root / "profiles" / "gavel" / "simulation_throughputs.json")
+    solo: dict[str, list[float]] = {}
+    scaling: dict[str, list[float]] = {}
+    for gpu in gd.solo:
+        for (job, n), tput in gd.solo[gpu].items():
+            model = FAMILY_MODEL[job_family(job)]
+            p = cat.model(model)
+            bs = float(job_batch(job) or 1)
+            if n == 1:
+                pred = cat.model_speed(p, gpu) / float(p.alpha_s + p.beta_s * bs)
+                solo.setdefault(gpu, []).append(_rel(pred, tput))
+            elif (job, 1) in gd.solo[gpu] and tput > 0:
+                true = tput / (n * gd.solo[gpu][(job, 1)])
+                scaling.setdefault(gpu, []).append(_rel(_scaling(cat, model, gpu, bs, n), true))
+    for model in POLLUX_T4:
+        p = cat.model(model)
+        for b, t in load_pollux_single(model, root):
+            pred = cat.model_speed(p, "T4") / float(p.alpha_s + p.beta_s * b)
+            solo.setdefault("T4", []).append(_rel(pred, 1.0 / t))
+    for model, (fa, ft) in ELASTICFLOW_A100.items():
+        for gpu, fname in (("A100", fa), ("T4", ft)):
+            for gbs, row in load_elasticflow(gpu, fname, root).items():
+                if 1 not in row:
+                    continue
+                for n, tput in row.items():
+                    if n in (2, 4, 8) and gbs % n == 0:
+                        true = tput / row[1]  # same global batch, per-GPU batch gbs/n
+                        p = cat.model(model)
+                        g = cat.gpu_type(gpu)
+                        t_b = float(p.t_comp(gbs / n, 1.0))
+                        tc = comm_time(p, n, 1, g.intra_node_bw_gbps, g.intra_node_bw_gbps)
+                        pred = float(p.t_comp(gbs, 1.0)) / iteration_time(t_b, 1, tc, p.delta)
+                        scaling.setdefault(gpu, []).append(_rel(pred, true))
+    engine_xi: dict[str, float] = {}
+    for gpu in gd.pairs:
+        xi = gd.xi(gpu)
+        err = []
+        for ma, ja in GAVEL_JOB.items():
+            for mb, jb in GAVEL_JOB.items():
+                if (ja, jb) in xi:
+                    pred = cat.interference.pair_xi(cat.model(ma), cat.model(mb), gpu)[0]
+                    err.append(pred - max(1.0, xi[(ja, jb)]))
+        engine_xi[gpu] = float(np.sqrt(np.mean(np.square(err))))
+    ev = _predictor_eval()
+    types = sorted(set(solo) | set(scaling) | set(engine_xi))
+    stat = lambda d, f: {g: round(float(f(d[g])), 4) for g in types if g in d}  # noqa: E731
+    return {
+        "solo_tput_median_rel_err": stat(solo, np.median),
+        "solo_tput_max_rel_err": stat(solo, np.max),
+        "solo_tput_points": {g: len(v) for g, v in solo.items()},
+        "scaling_median_rel_err": stat(scaling, np.median),
+        "scaling_max_rel_err": stat(scaling, np.max),
+        "xi_rmse": {g: round(v, 4) for g, v in engine_xi.items()},
+        "predictor_rmse": {g: round(v["rmse"], 4) for g, v in ev.items()},
+        "predictor_mape_median": {g: round(v["mape_median"], 4) for g, v in ev.items()},
+        "predictor_decision_agreement": {g: round(v["decision_agreement"], 4) for g, v in ev.items()},
+        "castor_reported_rmse": [0.06, 0.07],
+    }
+
+
+def _predictor_eval() -> dict[str, dict[str, float]]:
+    import json
+    from importlib import resources
+
+    from .predictor import PREDICTOR_FILE
+
+    try:
+        saved = json.loads(resources.files("gpucluster_env").joinpath("data", PREDICTOR_FILE).read_text())
+    except FileNotFoundError:
+        return {}
+    return saved.get("evaluation", {})
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    """A plain-text table of :func:`validate`'s figures, one row per GPU type."""
+    types = sorted(set(rep["solo_tput_median_rel_err"]) | set(rep["xi_rmse"])
+                   | set(rep["scaling_median_rel_err"]))
+    head = (f"{'GPU':6} {'solo med':>9} {'solo max':>9} {'scal med':>9} {'scal max':>9} {'xi RMSE':>8} "
+            f"{'pred RMSE':>9} {'pred MdAPE':>10} {'decisions':>9}")
+    lines = [head]
+
+    def f(key: str, g: str, pct: bool = True) -> str:
+        v = rep[key].get(g)
+        return "-" if v is None else (f"{100 * v:.1f}%" if pct else f"{v:.3f}")
+
+    for g in types:
+        lines.append(f"{g:6} {f('solo_tput_median_rel_err', g):>9} {f('solo_tput_max_rel_err', g):>9} "
+                     f"{f('scaling_median_rel_err', g):>9} {f('scaling_max_rel_err', g):>9} "
+                     f"{f('xi_rmse', g, False):>8} {f('predictor_rmse', g, False):>9} "
+                     f"{f('predictor_mape_median', g):>10} {f('predictor_decision_agreement', g):>9}")
+    lines.append("Castor reports predictor RMSE 0.06 / 0.07 (job 0 / job 1) on its own testbed.")
+    return "\n".join(lines)

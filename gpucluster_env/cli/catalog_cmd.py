@@ -1,0 +1,63 @@
+"""``gpucluster catalog validate|fit-interference``: check the catalog against public measurements, and
+refit the interference table and Castor's XGBoost predictor (see :mod:`gpucluster_env.catalog`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``catalog`` command and its subcommands."""
+    p = subparsers.add_parser("catalog", help="hardware/workload catalog: validate, fit interference")
+    sub = p.add_subparsers(dest="catalog_command", metavar="SUBCOMMAND")
+    v = sub.add_parser("validate",
+                       help="compare the catalog with ../shared/data/profiles (or $GPUCLUSTER_DATA)")
+    v.add_argument("--json", action="store_true", help="print one JSON object")
+    v.set_defaults(func=validate_cmd)
+    f = sub.add_parser("fit-interference",
+                       help="refit the engine's xi table and Castor's XGBoost predictor from Gavel's pairs")
+    f.add_argument("--seeds", type=int, default=5, help="held-out splits for the evaluation (default 5)")
+    f.add_argument("--out-dir", type=Path, default=None,
+                   help="where to write xi_table.json and xi_predictor.json (default: the package data)")
+    f.add_argument("--json", action="store_true", help="print one JSON object")
+    f.set_defaults(func=fit_cmd)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def validate_cmd(args: argparse.Namespace) -> int:
+    from gpucluster_env.catalog.validate import format_report, validate
+
+    rep = validate()
+    print(json.dumps(rep, sort_keys=True) if args.json else format_report(rep))
+    return 0
+
+
+def fit_cmd(args: argparse.Namespace) -> int:
+    from gpucluster_env.catalog.fit import build_xi_table
+    from gpucluster_env.catalog.measured import load_gavel
+    from gpucluster_env.catalog.predictor import PREDICTOR_FILE, evaluate, fit_predictor
+    from gpucluster_env.catalog.xi_model import XI_TABLE_FILE
+
+    if args.seeds < 1:
+        raise ValueError("--seeds must be at least 1")
+    out_dir = args.out_dir or Path(__file__).resolve().parents[1] / "data"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    gd = load_gavel()
+    table = build_xi_table(gd)
+    (out_dir / XI_TABLE_FILE).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    ev = evaluate(gd, seeds=tuple(range(args.seeds)))
+    saved = fit_predictor(gd)
+    saved["evaluation"] = ev
+    (out_dir / PREDICTOR_FILE).write_text(json.dumps(saved) + "\n")
+    keys = ("rmse", "mape_median", "decision_agreement")
+    summary = {g: {k: round(v[k], 4) for k in keys} for g, v in ev.items()}
+    if args.json:
+        print(json.dumps({"out_dir": str(out_dir), "evaluation": summary}, sort_keys=True))
+    else:
+        print(f"wrote {out_dir / XI_TABLE_FILE} and {out_dir / PREDICTOR_FILE}")
+        for g, v in summary.items():
+            print(f"{g:5} held-out RMSE {v['rmse']:.3f}  median APE {100 * v['mape_median']:.1f}%  "
+                  f"decision agreement {100 * v['decision_agreement']:.1f}%")
+    return 0
