@@ -29,3 +29,27 @@ class SJF(QueuePolicy):
     def priority(self, env: Any) -> Callable[[int], Any]:
         eng = env.unwrapped.engine
         return lambda j: (eng.solo_time[j], j)
+
+
+@register_policy
+class SSF(QueuePolicy):
+    """Shortest (GPU-)service first: SJF weighted by the GPUs a job asks for (castor §9.1 baseline 3)."""
+
+    name: ClassVar[str] = "ssf"
+    description: ClassVar[str] = "Shortest GPU-service first (duration x GPUs), exclusive, non-preemptive"
+    paper: ClassVar[str] = "castor §9.1 baseline"
+
+    def priority(self, env: Any) -> Callable[[int], Any]:
+        eng = env.unwrapped.engine
+        return lambda j: (eng.solo_time[j] * eng.req_gpus[j], j)
+
+
+@register_policy
+class YarnCS(QueuePolicy):
+    """Apache YARN's capacity scheduler as the Philly cluster ran it (Tiresias/Lucid baseline): jobs start in
+    arrival order, exclusive and non-preemptive; unlike strict :class:`FIFO` a job that does not fit leaves
+    the capacity to later jobs that do (one queue: the traces carry no virtual-cluster quotas)."""
+
+    name: ClassVar[str] = "yarn-cs"
+    description: ClassVar[str] = "YARN capacity scheduler: FIFO with backfilling, exclusive, non-preemptive"
+    paper: ClassVar[str] = "Tiresias (NSDI'19) / Lucid baseline, used by castor §9.1's FIFO discussion"

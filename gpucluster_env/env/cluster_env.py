@@ -40,7 +40,7 @@ class GPUClusterEnv(gym.Env):
     typed actions (:mod:`gpucluster_env.engine.actions`) with exact GPU sets, for white-box agents.
 
     ## Observation Space
-    A ``Dict`` of float32 arrays in [0, 1]: ``pending`` (n_pending x 10), ``running`` (n_running x 12),
+    A ``Dict`` of 1-D float32 vectors in [0, 1]: ``pending`` (n_pending x 10), ``running`` (n_running x 12),
     ``cluster`` (GPU types x 4), ``clock`` (6); documented feature by feature in
     :mod:`gpucluster_env.env.observation`. ``observation="box"`` gives them as one flat ``Box``;
     ``observation="none"`` a constant 1-element ``Box`` for white-box agents that read ``env.unwrapped.engine``.

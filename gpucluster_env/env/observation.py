@@ -1,4 +1,6 @@
-"""Observations built from engine state: a single-level ``Dict`` of bounded float32 arrays (or one flat ``Box``).
+"""Observations built from engine state: a single-level ``Dict`` of bounded float32 vectors (or one flat ``Box``).
+
+Each key is a 1-D vector; the windows are laid out row-major (all features of the first job, then the next).
 
 Every feature lies in [0, 1]; durations are squashed as ``x / (x + scale)``; padding rows are all zero and
 flagged by feature 0 (``valid``).
@@ -79,7 +81,8 @@ class ObservationBuilder:
         if flat:
             size = sum(int(np.prod(s)) for s in shapes.values())
             return spaces.Box(0.0, 1.0, (size,), np.float32)
-        return spaces.Dict({k: spaces.Box(0.0, 1.0, s, np.float32) for k, s in shapes.items()})
+        # Each key is one flat vector (rows laid out job after job): SB3's MultiInputPolicy takes 1-D keys.
+        return spaces.Dict({k: spaces.Box(0.0, 1.0, (int(np.prod(s)),), np.float32) for k, s in shapes.items()})
 
     def build(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> dict[str, np.ndarray]:
         eng = self.eng
@@ -127,7 +130,8 @@ class ObservationBuilder:
         clock[4] = eng._next_arrival / eng.n_jobs
         if eng.config.round_s:
             clock[5] = (now % eng.config.round_s) / eng.config.round_s
-        return {"pending": pend, "running": run, "cluster": clus, "clock": np.clip(clock, 0.0, 1.0)}
+        return {"pending": pend.ravel(), "running": run.ravel(), "cluster": clus.ravel(),
+                "clock": np.clip(clock, 0.0, 1.0)}
 
     @staticmethod
     def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:

@@ -1,0 +1,106 @@
+"""Tiresias (Gu et al., NSDI'19): discretized two-dimensional least-attained-service scheduling (2D-LAS).
+
+A job's attained service is GPUs x time it has run. Jobs sit in ``len(thresholds) + 1`` priority queues by
+attained service (two by default: below / above ``thresholds[0]`` GPU-seconds); within a queue, first come
+first served. At every decision point the policy computes the set of jobs that should run (walking jobs in
+priority order and taking each that fits in the cluster's remaining GPU count) and moves the cluster toward
+it: it preempts running jobs outside the set (the engine charges each preempted job ``EngineConfig.restart_s``
+when it starts again) and starts waiting jobs inside it. Exclusive GPUs; no prior knowledge of durations.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..engine import Action, Place, Preempt, Wait
+from ..engine.simulator import PENDING, RUNNING
+from .base import Policy, register_policy
+
+
+@register_policy
+class Tiresias(Policy):
+    """2D-LAS with discretized priority queues (Tiresias), preemptive, exclusive GPUs."""
+
+    name: ClassVar[str] = "tiresias"
+    description: ClassVar[str] = (
+        "Tiresias 2D-LAS: two priority queues by attained GPU-service, FIFO within a queue, preemptive "
+        "(restart overhead), exclusive"
+    )
+    paper: ClassVar[str] = "Tiresias (NSDI'19); castor §9.1 / sjf-bsbf §VI-A3 baseline"
+
+    def __init__(self, thresholds: tuple[float, ...] = (3600.0,), starve_factor: float | None = None) -> None:
+        """``thresholds``: attained-service limits (GPU-seconds) between consecutive queues.
+        ``starve_factor``: Tiresias' STARVELIMIT; a job waiting longer than that multiple of its last run is
+        promoted back to the top queue (None: off)."""
+        self.thresholds = tuple(float(x) for x in thresholds)
+        self.starve_factor = starve_factor
+        self._attained = np.zeros(0)
+        self._last_run = np.zeros(0)
+        self._promoted = np.zeros(0, dtype=bool)
+        self._t = 0.0
+        self._running: list[int] = []
+
+    def reset(self, env: Any) -> None:
+        eng = env.unwrapped.engine
+        self._attained = np.zeros(eng.n_jobs)
+        self._last_run = np.zeros(eng.n_jobs)
+        self._promoted = np.zeros(eng.n_jobs, dtype=bool)
+        self._t = eng.now
+        self._running = []
+
+    def _account(self, eng: Any) -> None:
+        """Add the GPU-time the jobs running since the last call have attained."""
+        dt = eng.now - self._t
+        if dt > 0:
+            for j in self._running:
+                run = dt if eng.status[j] == RUNNING else max(0.0, eng.finish_t[j] - self._t)
+                self._attained[j] += eng.req_gpus[j] * run
+                self._last_run[j] += run
+            self._t = eng.now
+        self._running = [int(j) for j in eng.running_jobs()]
+
+    def queue_of(self, j: int) -> int:
+        """Index of the priority queue job ``j`` belongs to (0 = highest)."""
+        if self._promoted[j]:
+            return 0
+        return int(np.searchsorted(self.thresholds, self._attained[j], side="right"))
+
+    def act(self, observation: Any, env: Any) -> Action | int:
+        eng = env.unwrapped.engine
+        self._account(eng)
+        pending = eng.pending_jobs().tolist()
+        if not pending:
+            return Wait()
+        if self.starve_factor is not None:
+            for j in pending:
+                waited = eng.now - eng.pending_since[j]
+                if self._last_run[j] > 0 and waited > self.starve_factor * self._last_run[j]:
+                    self._promoted[j] = True
+        active = pending + self._running
+        active.sort(key=lambda j: (self.queue_of(j), eng.submit[j], j))
+        cap = eng.num_gpus
+        desired: set[int] = set()
+        for j in active:
+            if eng.req_gpus[j] <= cap:
+                desired.add(j)
+                cap -= int(eng.req_gpus[j])
+        to_start = [j for j in active if j in desired and eng.status[j] == PENDING]
+        if not to_start:
+            return Wait()
+        for j in to_start:
+            if eng.plan_place(j) is not None:
+                self._start_bookkeeping(j)
+                return Place(j)
+        victims = [j for j in active if j not in desired and eng.status[j] == RUNNING]
+        if victims:
+            v = victims[-1]  # lowest priority first
+            self._running.remove(v)
+            return Preempt(v)
+        return Wait()
+
+    def _start_bookkeeping(self, j: int) -> None:
+        self._running.append(j)
+        self._promoted[j] = False
+        self._last_run[j] = 0.0
