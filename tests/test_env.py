@@ -266,8 +266,9 @@ def test_maskable_ppo_trains_through_subproc_vec_env():
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
-    vec = make_vec_env("gpucluster_env/Tiny-v0", n_envs=2, seed=0, vec_env_cls=SubprocVecEnv,
-                       env_kwargs={"invalid_action": "raise"})
+    # The env class itself as the factory: the subprocesses need not import gpucluster_env to find the id.
+    vec = make_vec_env(GPUClusterEnv, n_envs=2, seed=0, vec_env_cls=SubprocVecEnv,
+                       env_kwargs={"scenario": "tiny", "invalid_action": "raise"})
     model = MaskablePPO("MultiInputPolicy", vec, n_steps=512, batch_size=256, n_epochs=2, seed=0, device="cpu")
     model.learn(total_timesteps=2048)
     assert model.num_timesteps >= 2048

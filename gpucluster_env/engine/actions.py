@@ -37,8 +37,8 @@ class Place:
 
 @dataclass(frozen=True)
 class Colocate:
-    """Start a pending job on GPUs already running one job (MPS sharing). Without ``gpus`` the engine takes the
-    partner's GPUs (and free GPUs, if the partner has fewer than the job needs)."""
+    """Start a pending job on GPUs already running one job (MPS sharing). Without ``gpus`` the engine takes
+    the partner's GPUs (and free GPUs, if the partner has fewer than the job needs)."""
 
     job: int
     partner: int

@@ -59,7 +59,7 @@ def job_table(eng: ClusterEngine) -> pd.DataFrame:
     sharers: dict[int, set[int]] = {}
     gpus: dict[int, set[int]] = {}
     holders: dict[int, set[int]] = {}
-    for t, kind, j, extra in eng.log.records:
+    for _t, kind, j, extra in eng.log.records:
         if kind in ("start", "fork") and extra:
             for g in extra["gpus"]:
                 gpus.setdefault(j, set()).add(g)

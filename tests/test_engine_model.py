@@ -1,0 +1,379 @@
+"""Hand-computed cases of the engine's performance model (DESIGN.md "The performance model"; Castor eq. 1-3,
+Theorem 1 eq. 16-23; Gimbal's squeeze and LISS; HadarE forking; preemption with restart overhead).
+
+Every expected value below is worked out by hand from the test catalog's own numbers (tests/conftest.py):
+model ``a``: t_comp = 0.32 s / speed (fast 2.0 -> 0.16 s, slow 1.0 -> 0.32 s); model ``b``:
+(0.04 + 0.02 b)/speed (fast 3.0 -> 0.12 s at b = 16); model ``big``: (0.01 + 0.005 b)/speed, memory
+2 + 0.5 b GB.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from conftest import PairXi
+
+from gpucluster_env.engine import ActionError, Colocate, Fork, Place, Preempt, Squeeze, Swell
+
+REL = 1e-9
+
+
+def run_to_end(eng, policy=None, max_steps=10_000):
+    """Advance to the end, calling ``policy(eng, reasons)`` at every decision point."""
+    reasons = eng.advance()
+    for _ in range(max_steps):
+        if eng.done:
+            return eng
+        if policy is not None:
+            policy(eng, reasons)
+        reasons = eng.advance()
+    raise AssertionError("episode did not finish")
+
+
+def place_fifo(eng, reasons):
+    for j in eng.pending_jobs():
+        if eng.plan_place(int(j)) is not None:
+            eng.apply(Place(int(j)))
+
+
+def jct(eng):
+    return eng.finish_t - eng.submit
+
+
+# ---------------------------------------------------------------- one job alone
+def test_one_job_alone_one_gpu(build):
+    eng = run_to_end(build([("fast", 1, 1)], [{"iterations": 625}]), place_fifo)
+    assert jct(eng)[0] == pytest.approx(625 * 0.16, rel=REL)
+    assert eng.solo_time[0] == pytest.approx(100.0, rel=REL)
+
+
+@pytest.mark.parametrize(
+    ("groups", "n_nodes"), [([("fast", 1, 4)], 1), ([("fast", 2, 2)], 2)], ids=["one-node", "two-nodes"]
+)
+def test_one_job_alone_multi_gpu_eq_1_to_3(build, groups, n_nodes):
+    eng = run_to_end(build(groups, [{"num_gpus": 4, "iterations": 300}]), place_fifo)
+    tc = 0.32 / 2.0
+    bw = 100.0 if n_nodes == 1 else 12.5  # intra-node NVLink-ish vs the cluster's inter-node network
+    comm = 0.002 * (1 + math.log2(4)) * n_nodes + 2 * 3 / 4 * (100.0 / 1000.0) / bw  # eq. 2
+    t_iter = math.sqrt(tc**2 + comm**2)  # eq. 3, delta = 2, s = 1
+    assert jct(eng)[0] == pytest.approx(300 * t_iter, rel=REL)
+    assert len(np.unique(eng.gpu_node[eng.job_table()["gpus"][0]])) == n_nodes
+
+
+def test_gradient_accumulation_eq_3(build):
+    """``big`` at batch 32 needs 18 GB > 16 GB: the engine picks s = 2 (10 GB) on fast, s = 4 (6 GB) on
+    slow."""
+    rows = [{"model": "big", "num_gpus": 2, "iterations": 1000}]
+    eng = run_to_end(build([("fast", 1, 2)], rows), place_fifo)
+    starts = [r for r in eng.log if r["kind"] == "start"]
+    assert starts[0]["accumulation"] == 2
+    tc = (0.01 + 0.005 * 16) / 2.0  # t_comp(B/s) on fast
+    comm = 0.002 * 2 * 1 + 2 * 1 / 2 * 0.4 / 100.0
+    t_iter = (2 - 1) * tc + math.sqrt(tc**2 + comm**2)
+    assert jct(eng)[0] == pytest.approx(1000 * t_iter, rel=REL)
+
+    eng = build([("slow", 1, 2)], [{"model": "big", "num_gpus": 2}])
+    eng.advance()
+    eng.apply(Place(0))
+    assert eng.accum[0] == 4
+    assert eng.footprint[0] == pytest.approx(2 + 0.5 * 8)
+    # an explicit factor that does not fit is refused with the numbers
+    eng2 = build([("slow", 1, 2)], [{"model": "big", "num_gpus": 2}])
+    eng2.advance()
+    with pytest.raises(ActionError, match="memory does not fit"):
+        eng2.apply(Place(0, accumulation=2))
+
+
+# ---------------------------------------------------------------- Castor Theorem 1
+T_A, T_B = 0.16, 0.12  # solo iteration times of a and b on one fast GPU
+
+
+def _pair(build, i_a, i_b, xi_a, xi_b, mode, kappa=0.0):
+    """A (model a) and B (model b) on one fast GPU, both submitted at 0. ``mode``: 'concurrent' (B colocated
+    at kappa via a tick), 'AB' / 'BA' (sequential, the second placed when the first finishes)."""
+    xi = PairXi({("a", "b"): xi_a, ("b", "a"): xi_b})
+    cfg = {"tick_s": kappa} if kappa > 0 else {}
+    eng = build([("fast", 1, 1)], [{"model": "a", "iterations": i_a}, {"model": "b", "iterations": i_b}], xi,
+                **cfg)
+    first = 1 if mode == "BA" else 0
+
+    def policy(e, reasons):
+        if e.status[first] == 1 and e.num_running == 0:
+            e.apply(Place(first))
+        if mode == "concurrent" and e.status[1] == 1 and e.now >= kappa and e.status[0] == 2:
+            e.apply(Colocate(1, 0))
+        elif mode != "concurrent" and e.num_running == 0 and e.num_pending:
+            e.apply(Place(int(e.pending_jobs()[0])))
+
+    run_to_end(eng, policy)
+    if mode == "concurrent":
+        assert eng.counts["colocations"] == 1
+    return jct(eng)
+
+
+@pytest.mark.parametrize(("xi_a", "xi_b"), [(1.5, 1.2), (2.0, 2.0), (1.1, 1.9)])
+def test_theorem1_case1_eq16_to_19(build, xi_a, xi_b):
+    """Case 1: hat t_A i_A >= hat t_B i_B: B finishes first, A then runs alone."""
+    i_a, i_b = 1000.0, 500.0
+    ha, hb = T_A * xi_a, T_B * xi_b
+    assert ha * i_a >= hb * i_b
+    ta, tb = _pair(build, i_a, i_b, xi_a, xi_b, "concurrent")
+    assert ta == pytest.approx(hb * i_b + T_A * (i_a - hb * i_b / ha), rel=REL)  # eq. 16
+    assert tb == pytest.approx(hb * i_b, rel=REL)  # eq. 17
+    assert (ta + tb) / 2 == pytest.approx(hb * i_b + T_A * i_a / 2 - hb * i_b / (2 * xi_a), rel=REL)  # eq. 19
+
+
+def _eq23(kappa, i_a, i_b, xi_a, xi_b):
+    return ((2 * xi_b + xi_a - 2 * xi_a * xi_b) / (2 * xi_b) * kappa + (1 - 1 / (2 * xi_b)) * T_A * xi_a * i_a
+            + T_B * i_b / 2)
+
+
+@pytest.mark.parametrize(("xi_a", "xi_b"), [(1.5, 1.2), (2.0, 2.0)])
+def test_theorem1_case2_eq20_to_23_both_orders(build, xi_a, xi_b):
+    """Case 2: hat t_A i_A < hat t_B i_B. Concurrent (kappa = 0), inserted later (0 < kappa < t_A i_A),
+    sequential A then B (kappa = t_A i_A) all match eq. 23; the better of the two extremes is the one the sign
+    of 2 xi_B + xi_A - 2 xi_A xi_B says; B then A is the plain sum."""
+    i_a, i_b = 200.0, 1000.0
+    ha, hb = T_A * xi_a, T_B * xi_b
+    assert ha * i_a < hb * i_b
+    ta, tb = _pair(build, i_a, i_b, xi_a, xi_b, "concurrent")
+    assert ta == pytest.approx(ha * i_a, rel=REL)  # eq. 20 at kappa = 0
+    assert tb == pytest.approx(ha * i_a + T_B * (i_b - ha * i_a / hb), rel=REL)  # eq. 21 at kappa = 0
+    concurrent = (ta + tb) / 2
+    assert concurrent == pytest.approx(_eq23(0.0, i_a, i_b, xi_a, xi_b), rel=REL)
+
+    kappa = 8.0
+    ta_k, tb_k = _pair(build, i_a, i_b, xi_a, xi_b, "concurrent", kappa=kappa)
+    assert ta_k == pytest.approx(kappa + xi_a * (T_A * i_a - kappa), rel=REL)
+    assert (ta_k + tb_k) / 2 == pytest.approx(_eq23(kappa, i_a, i_b, xi_a, xi_b), rel=REL)
+
+    ta_s, tb_s = _pair(build, i_a, i_b, xi_a, xi_b, "AB")
+    assert (ta_s, tb_s) == pytest.approx((T_A * i_a, T_A * i_a + T_B * i_b), rel=REL)
+    sequential = (ta_s + tb_s) / 2
+    assert sequential == pytest.approx(_eq23(T_A * i_a, i_a, i_b, xi_a, xi_b), rel=REL)
+    if 2 * xi_b + xi_a - 2 * xi_a * xi_b > 0:
+        assert concurrent < sequential
+    else:
+        assert concurrent > sequential
+
+    ta_r, tb_r = _pair(build, i_a, i_b, xi_a, xi_b, "BA")
+    assert (ta_r, tb_r) == pytest.approx((T_B * i_b + T_A * i_a, T_B * i_b), rel=REL)
+
+
+# ---------------------------------------------------------------- MPS shares (Gimbal squeeze / swell)
+def test_squeeze_speeds_partner(build):
+    """A (a, demand 0.9) and B (b, demand 0.6) share a fast GPU at xi 1.5. Squeezing B to 90%: A's xi becomes
+    1 + 0.5 * 0.9 = 1.45; B's own cap min(1, 0.9/0.6) = 1 leaves B at 1.5."""
+    rows = [{"model": "a", "iterations": 100}, {"model": "b", "iterations": 10_000}]
+
+    def run(squeeze):
+        eng = build([("fast", 1, 1)], rows, 1.5)
+
+        def policy(e, reasons):
+            if e.now == 0 and e.status[0] == 1:
+                e.apply(Place(0))
+                e.apply(Colocate(1, 0))
+                if squeeze:
+                    e.apply(Squeeze(1))
+
+        return jct(run_to_end(eng, policy))
+
+    plain, squeezed = run(False), run(True)
+    assert plain[0] == pytest.approx(100 * 0.16 * 1.5, rel=REL)
+    assert squeezed[0] == pytest.approx(100 * 0.16 * 1.45, rel=REL)
+    assert squeezed[0] < plain[0]
+    shared = 100 * 0.16 * 1.45
+    assert squeezed[1] == pytest.approx(shared + T_B * (10_000 - shared / (T_B * 1.5)), rel=REL)
+
+
+def test_squeeze_below_demand_slows_self_and_alone(build):
+    """B squeezed to 50% (< its demand 0.6) is capped: xi_B = 1.5 / (0.5/0.6) while shared, and 0.6/0.5 alone
+    after A leaves (a lone job keeps its share)."""
+    eng = build([("fast", 1, 1)], [{"model": "a", "iterations": 100}, {"model": "b", "iterations": 1000}])
+    eng.advance()
+    eng.apply(Place(0))
+    eng.apply(Colocate(1, 0))
+    for _ in range(5):
+        eng.apply(Squeeze(1))
+    assert eng.share_of(1) == pytest.approx(0.5)
+    assert 1.0 / eng.rate[1] == pytest.approx(T_B * 1.5 / (0.5 / 0.6), rel=REL)
+    assert 1.0 / eng.rate[0] == pytest.approx(T_A * (1 + 0.5 * 0.5), rel=REL)
+    run_to_end(eng)
+    t_a = 100 * T_A * 1.25
+    done_shared = t_a / (T_B * 1.8)
+    assert jct(eng)[1] == pytest.approx(t_a + (1000 - done_shared) * T_B * 1.2, rel=REL)
+
+
+def test_shares_monotone(build):
+    """Over every (own, partner) share pair: own share up never slows; partner share up never speeds."""
+    for models in (("a", "b"), ("b", "big")):
+        eng = build([("fast", 1, 1)], [{"model": models[0]}, {"model": models[1]}], 1.7)
+        eng.advance()
+        eng.apply(Place(0))
+        eng.apply(Colocate(1, 0, accumulation=None))
+        rate = np.zeros((10, 10))  # [own tenths - 1, partner tenths - 1] of job 0
+        for own in range(10, 0, -1):
+            for partner in range(10, 0, -1):
+                rate[own - 1, partner - 1] = eng.rate[0]
+                if partner > 1:
+                    eng.apply(Squeeze(1))
+            for _ in range(9):
+                eng.apply(Swell(1))
+            if own > 1:
+                eng.apply(Squeeze(0))
+        assert (np.diff(rate, axis=0) >= -1e-12).all(), "own share up slowed the job"
+        assert (np.diff(rate, axis=1) <= 1e-12).all(), "partner share up sped the job"
+        assert rate[9, 0] > rate[9, 9]  # a partner squeezed to 10% frees the GPU
+        assert rate[0, 9] < rate[9, 9]  # 10% of the GPU is below either model's demand
+
+
+# ---------------------------------------------------------------- mixed GPU types, LISS
+def _mixed(build, liss):
+    eng = build([("fast", 1, 1), ("slow", 1, 1)], [{"model": "b", "num_gpus": 2, "iterations": 100}],
+                sample_stealing=liss)
+    run_to_end(eng, place_fifo)
+    assert sorted(eng.gpu_type[eng.job_table()["gpus"][0]].tolist()) == [0, 1]  # one of each type
+    return jct(eng)[0]
+
+
+def test_mixed_types_paced_by_slowest_and_liss_balanced(build):
+    comm = 0.003 * (1 + 1) * 2 + 2 * 1 / 2 * 0.2 / 12.5
+    delta = 1.5
+    paced_tc = (0.04 + 0.02 * 16) / 1.0  # the slow worker
+    # LISS: b_fast = 25, b_slow = 7 (sum 32) finish together: (0.04 + 0.5)/3 = (0.04 + 0.14)/1 = 0.18
+    liss_tc = 0.18
+    assert (0.04 + 0.02 * 25) / 3.0 == pytest.approx(liss_tc) == pytest.approx((0.04 + 0.02 * 7) / 1.0)
+    paced, liss = _mixed(build, False), _mixed(build, True)
+    assert paced == pytest.approx(100 * (paced_tc**delta + comm**delta) ** (1 / delta), rel=REL)
+    assert liss == pytest.approx(100 * (liss_tc**delta + comm**delta) ** (1 / delta), rel=REL)
+    assert liss < paced
+
+
+def test_liss_never_below_slowest_workers_fixed_cost(build):
+    """Fixed bug: with a slow worker slowed further by interference (v_slow = 1/8) the balanced batch of that
+    worker would be negative; the iteration cannot be shorter than that worker's fixed alpha / v_slow."""
+    eng = build([("fast", 1, 1), ("slow", 1, 1)],
+                [{"model": "a", "iterations": 1e6}, {"model": "b", "num_gpus": 2, "iterations": 100}],
+                PairXi({("b", "a"): 8.0}), sample_stealing=True)
+    eng.advance()
+    eng.apply(Place(0, gpus=(1,)))
+    eng.apply(Colocate(1, 0, gpus=(0, 1)))
+    unclamped = (2 * 0.04 + 2 * 0.02 * 16) / (3.0 + 1 / 8)
+    assert unclamped < 0.04 * 8  # the naive LISS formula undercuts the slow worker's fixed cost
+    comm = 0.003 * 2 * 2 + 0.2 / 12.5
+    assert 1 / eng.rate[1] == pytest.approx(((0.04 * 8) ** 1.5 + comm**1.5) ** (1 / 1.5), rel=REL)
+
+
+# ---------------------------------------------------------------- forking (HadarE)
+def test_fork_finishes_sooner_paying_consolidation_every_round(build):
+    """625 iterations at 0.16 s: 100 s alone. Forked at 0 onto the second node (rate x2 = 12.5 it/s), rounds
+    of 20 s each costing 2 s: [0,20) 250 it, pause, [22,40) 225 it, pause, [42,54) 150 it -> JCT 54."""
+    rows = [{"iterations": 625}]
+    eng = build([("fast", 2, 1)], rows, round_s=20.0, consolidation_s=2.0)
+
+    def policy(e, reasons):
+        if e.status[0] == 1:
+            e.apply(Place(0))
+            assert e.plan_fork(0) is not None
+            e.apply(Fork(0))
+
+    run_to_end(eng, policy)
+    assert jct(eng)[0] == pytest.approx(54.0, rel=REL)
+    assert eng.max_copies[0] == 2 and eng.counts["forks"] == 1
+    forks = [r for r in eng.log if r["kind"] == "fork"]
+    assert len(forks) == 1 and forks[0]["gpus"] == [1]
+    assert [r["t"] for r in eng.log if r["kind"] == "round"][:2] == pytest.approx([20.0, 40.0])
+    alone = run_to_end(build([("fast", 2, 1)], rows, round_s=20.0, consolidation_s=2.0), place_fifo)
+    assert jct(alone)[0] == pytest.approx(100.0, rel=REL)  # no fork, no consolidation
+
+
+def test_fork_is_all_or_nothing(build):
+    """Fixed bug: Fork(copies=3) with room for one copy used to occupy that copy and then raise, leaving the
+    GPU held without a log record, a rate update or a forked mark."""
+    eng = build([("fast", 2, 1)], [{"iterations": 625}], round_s=20.0)
+    eng.advance()
+    eng.apply(Place(0))
+    before = (eng.slot_job.copy(), eng.free_nt.copy(), eng.busy_gpus, int(eng.held[0]), eng.solo_rate[0])
+    with pytest.raises(ActionError, match="no free node"):
+        eng.apply(Fork(0, copies=3))
+    after = (eng.slot_job, eng.free_nt, eng.busy_gpus, int(eng.held[0]), eng.solo_rate[0])
+    assert np.array_equal(before[0], after[0]) and np.array_equal(before[1], after[1])
+    assert before[2:] == after[2:]
+    assert len(eng.copies[0]) == 1 and eng.rate[0] == pytest.approx(1 / 0.16)
+    eng.apply(Fork(0, copies=1))  # the one copy that fits still can be made
+    assert eng.rate[0] == pytest.approx(2 / 0.16)
+
+
+def test_fork_planner_respects_memory(build):
+    """A copy of ``big`` (10 GB at s = 2 on fast) cannot go to an 8 GB slow GPU: plan_fork says no and Fork
+    refuses without changing anything."""
+    eng = build([("fast", 1, 1), ("slow", 1, 1)], [{"model": "big"}], round_s=10.0)
+    eng.advance()
+    eng.apply(Place(0))
+    assert eng.accum[0] == 2 and eng.plan_fork(0) is None
+    with pytest.raises(ActionError, match="job 0"):
+        eng.apply(Fork(0))
+    with pytest.raises(ActionError, match="memory"):
+        eng.apply(Fork(0, gpus=(1,)))
+    assert eng.slot_job[1, 0] == -1
+
+
+# ---------------------------------------------------------------- preemption
+@pytest.mark.parametrize("gap_ticks", [0, 1])
+def test_preempt_pays_restart_overhead(build, gap_ticks):
+    """100 s of work; preempted at 30 s, restarted at 30 s (or 60 s), 5 s restart: 70 s of work left."""
+    eng = build([("fast", 1, 1)], [{"iterations": 625}], tick_s=30.0, restart_s=5.0)
+    state = {"preempted_at": None}
+
+    def policy(e, reasons):
+        if e.now == 0:
+            e.apply(Place(0))
+        elif e.now == 30.0 and state["preempted_at"] is None:
+            e.apply(Preempt(0))
+            state["preempted_at"] = e.now
+            assert e.remaining_now()[0] == pytest.approx(625 - 30 / 0.16)
+        if e.status[0] == 1 and e.now >= 30.0 + 30.0 * gap_ticks:
+            e.apply(Place(0))
+
+    run_to_end(eng, policy)
+    restart = 30.0 + 30.0 * gap_ticks
+    assert jct(eng)[0] == pytest.approx(restart + 5.0 + 70.0, rel=REL)
+    assert eng.queue_s[0] == pytest.approx(30.0 * gap_ticks)
+    assert eng.n_preempt[0] == 1 and eng.counts["preemptions"] == 1
+    kinds = [r["kind"] for r in eng.log if r["job"] == 0]
+    assert kinds == ["arrive", "start", "preempt", "start", "finish"]
+
+
+def test_restart_overhead_only_after_preemption(build):
+    eng = run_to_end(build([("fast", 1, 1)], [{"iterations": 625}], restart_s=50.0), place_fifo)
+    assert jct(eng)[0] == pytest.approx(100.0, rel=REL)
+
+
+def test_fork_updates_share_range(build):
+    """Fixed bug: share_lo / share_hi (read by the env's observation and squeeze/swell masks) kept the
+    squeezed range after a fork added a copy at 100%: a job squeezed to the minimum then forked looked
+    unsqueezable."""
+    eng = build([("fast", 2, 1)], [{"iterations": 625}], round_s=20.0)
+    eng.advance()
+    eng.apply(Place(0))
+    for _ in range(9):
+        eng.apply(Squeeze(0))
+    assert (eng.share_lo[0], eng.share_hi[0]) == (1, 1)
+    eng.apply(Fork(0))
+    assert (eng.share_lo[0], eng.share_hi[0]) == (1, 10)
+    eng.apply(Squeeze(0))  # the new copy can still be squeezed
+    assert (eng.share_lo[0], eng.share_hi[0]) == (1, 9)
+
+
+@pytest.mark.parametrize(("iterations", "expected"), [(470, 39.6), (475, 40.0), (480, 42.4)])
+def test_fork_done_exactly_at_round_boundary_pays_no_consolidation(build, iterations, expected):
+    """Fixed bug: at equal times the round event was handled before the completion, so a forked job finishing
+    exactly at a boundary (475 it: 250 by 20 s, 225 more by 40 s) paid 2 s more: JCT jumped from 40 to 42."""
+    eng = build([("fast", 2, 1)], [{"iterations": iterations}], round_s=20.0, consolidation_s=2.0)
+    eng.advance()
+    eng.apply(Place(0))
+    eng.apply(Fork(0))
+    run_to_end(eng)
+    assert eng.finish_t[0] == pytest.approx(expected, rel=REL)

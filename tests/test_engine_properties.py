@@ -1,0 +1,198 @@
+"""Property tests: random small mixed clusters, random job tables, random *valid* action sequences (chosen
+among what the engine's own planners and state say is possible), checked against the engine's invariants
+after every action and every decision point."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+from conftest import make_catalog, make_jobs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gpucluster_env.engine import (
+    RUNNING,
+    ClusterEngine,
+    Colocate,
+    EngineConfig,
+    Fork,
+    Place,
+    Preempt,
+    Squeeze,
+    Swell,
+)
+from gpucluster_env.hardware import ClusterSpec
+from gpucluster_env.interference import FeatureInterference
+
+SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@st.composite
+def scenarios(draw):
+    groups = draw(st.lists(st.tuples(st.sampled_from(["fast", "slow"]), st.integers(1, 2), st.integers(1, 3)),
+                           min_size=1, max_size=3))
+    total = sum(n * per for _, n, per in groups)
+    rows = [
+        {
+            "submit_s": draw(st.sampled_from([0.0, 0.0, 3.0, 12.5, 40.0, 90.0])),
+            "num_gpus": draw(st.integers(1, min(total, 4))),
+            "model": draw(st.sampled_from(["a", "b", "big"])),
+            "iterations": draw(st.floats(5.0, 300.0)),
+            "deadline_s": draw(st.sampled_from([float("nan"), 60.0, 400.0])),
+        }
+        for _ in range(draw(st.integers(1, 6)))
+    ]
+    for r in rows:
+        r["deadline_s"] = max(r["deadline_s"], r["submit_s"])
+    config = EngineConfig(
+        round_s=draw(st.sampled_from([None, 25.0])),
+        restart_s=draw(st.sampled_from([0.0, 4.0])),
+        consolidation_s=draw(st.sampled_from([0.0, 1.5])),
+        tick_s=draw(st.sampled_from([None, 17.0])),
+        sample_stealing=draw(st.booleans()),
+        calibration_overhead_s=draw(st.sampled_from([0.0, 0.5])),
+    )
+    xi = draw(st.sampled_from([1.0, 1.6, 3.0, "feature"]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return groups, rows, config, xi, seed
+
+
+def build(groups, rows, config, xi):
+    inter = FeatureInterference(0.8) if xi == "feature" else xi
+    return ClusterEngine(ClusterSpec.from_groups(groups), make_jobs(rows), make_catalog(inter), config)
+
+
+def valid_actions(eng):
+    """Every action the engine's state and planners say is valid now (a sample of them, for speed)."""
+    out = []
+    running = [int(j) for j in eng.running_jobs()]
+    for j in (int(x) for x in eng.pending_jobs()):
+        if eng.plan_place(j) is not None:
+            out.append(Place(j))
+        for t in eng.type_names:
+            if eng.plan_place(j, t) is not None:
+                out.append(Place(j, gpu_type=t))
+        for p in running:
+            g = eng.plan_colocate(j, p)
+            if g is not None and (eng.slot_job[g, 1] < 0).all() and eng.accumulation_for(j, g) is not None:
+                out.append(Colocate(j, p))
+    for j in running:
+        g = eng.gpus_of(j)
+        share = eng.slot_share[g, (eng.slot_job[g, 1] == j).astype(np.int64)]
+        if (share > 1).any():
+            out.append(Squeeze(j))
+        if (share < 10).any():
+            out.append(Swell(j))
+        if eng.n_preempt[j] < 2:
+            out.append(Preempt(j))
+        if eng.plan_fork(j) is not None:
+            out.append(Fork(j))
+    return out
+
+
+def check_invariants(eng):
+    sj = eng.slot_job
+    used = sj[:, 0] >= 0
+    both = used & (sj[:, 1] >= 0)
+    assert not ((sj[:, 1] >= 0) & ~used).any(), "second slot used with an empty first slot"
+    assert (sj[both, 0] != sj[both, 1]).all(), "a job twice on one GPU"
+    expected = np.zeros_like(eng.free_nt)
+    np.add.at(expected, (eng.gpu_node[~used], eng.gpu_type[~used]), 1)
+    assert np.array_equal(eng.free_nt, expected), "free_nt disagrees with slot_job"
+    assert eng.busy_gpus == used.sum() and eng.shared_gpus == both.sum()
+    nt = len(eng.type_names)
+    assert np.array_equal(eng.busy_t, np.bincount(eng.gpu_type[used], minlength=nt))
+    assert np.array_equal(eng.shared_t, np.bincount(eng.gpu_type[both], minlength=nt))
+    # memory: the footprints on a GPU fit its memory
+    fp = np.where(sj >= 0, eng.footprint[np.maximum(sj, 0)], 0.0).sum(axis=1)
+    assert (fp <= eng.type_mem[eng.gpu_type] + 1e-9).all(), "GPU memory over capacity"
+    running = set(np.flatnonzero(eng.status == RUNNING).tolist())
+    assert set(eng.running_jobs().tolist()) == running
+    assert set(eng.pending_jobs().tolist()) == set(np.flatnonzero(eng.status == 1).tolist())
+    for j in range(eng.n_jobs):
+        on = np.flatnonzero((sj == j).any(axis=1))
+        if j in running:
+            copies = eng.copies[j]
+            assert all(len(c) == eng.req_gpus[j] for c in copies), "a copy is not a full gang"
+            assert 1 <= len(copies) <= eng.max_copies[j]
+            assert np.array_equal(np.sort(np.concatenate(copies)), on)
+            assert eng.held[j] == len(on) and eng.held_shared[j] == both[on].sum()
+            share = eng.slot_share[on, (sj[on, 1] == j).astype(np.int64)]
+            assert (eng.share_lo[j], eng.share_hi[j]) == (share.min(), share.max())
+            assert eng.rate[j] > 0
+        else:
+            assert len(on) == 0 and eng.held[j] == 0 and eng.rate[j] == 0
+
+
+def run_episode(groups, rows, config, xi, seed, check=True):
+    eng = build(groups, rows, config, xi)
+    rng = np.random.default_rng(seed)
+    prev = eng.remaining_now()
+    for _ in range(5000):
+        if eng.done:
+            break
+        eng.advance()
+        if check:
+            check_invariants(eng)
+            rem = eng.remaining_now()
+            assert (rem <= prev).all(), "progress went backwards"
+            prev = rem
+        for _ in range(int(rng.integers(0, 5))):
+            acts = valid_actions(eng)
+            if not acts:
+                break
+            a = acts[int(rng.integers(len(acts)))]
+            eng.apply(a)  # a valid action never raises
+            if check:
+                check_invariants(eng)
+                rem = eng.remaining_now()
+                assert (rem <= prev).all(), f"progress went backwards after {a}"
+                prev = rem
+                if isinstance(a, Place | Colocate):
+                    start = [r for r in eng.log if r["kind"] == "start"][-1]
+                    assert start["job"] == a.job and start["t"] == eng.now
+                    assert sorted(start["gpus"]) == sorted(eng.gpus_of(a.job).tolist())
+                    assert len(start["gpus"]) == eng.req_gpus[a.job]
+        if eng.num_running == 0 and eng.num_pending:
+            # keep the episode moving: start the first pending job (it always fits an empty cluster)
+            j = int(eng.pending_jobs()[0])
+            assert eng.plan_place(j) is not None
+            eng.apply(Place(j))
+    assert eng.done
+    return eng
+
+
+@SETTINGS
+@given(scenarios())
+def test_random_valid_episodes_keep_invariants(sc):
+    groups, rows, config, xi, seed = sc
+    eng = run_episode(groups, rows, config, xi, seed)
+    finishes = [r["job"] for r in eng.log if r["kind"] == "finish"]
+    assert sorted(finishes) == list(range(eng.n_jobs)), "every job finishes exactly once"
+    jct = eng.finish_t - eng.submit
+    assert np.isfinite(jct).all()
+    # a job never beats its solo time split over its most concurrent copies (exact up to float rounding)
+    assert (jct >= eng.solo_time / eng.max_copies * (1 - 1e-9)).all()
+    for r in eng.log:
+        if r["kind"] in ("start", "fork"):
+            assert len(r["gpus"]) == eng.req_gpus[r["job"]]
+    m = eng.metrics()
+    assert m["jobs_done"] == eng.n_jobs
+    assert 0 < m["gpu_utilization"] <= 1 + 1e-9 and 0 <= m["sharing_utilization"] <= m["gpu_utilization"]
+    assert m["makespan_s"] >= jct.max() - 1e-9
+    assert (eng.queue_s >= 0).all() and np.all(eng.first_start >= eng.submit)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(scenarios())
+def test_same_seed_same_actions_same_log(sc):
+    groups, rows, config, xi, seed = sc
+    a = run_episode(groups, rows, config, xi, seed, check=False)
+    b = run_episode(groups, rows, config, xi, seed, check=False)
+    assert a.log == b.log
+    assert a.log.to_jsonl() == b.log.to_jsonl()
+    assert json.dumps(a.metrics()) == json.dumps(b.metrics())
+    a.reset()
+    assert len(a.log) == 0 and a.now == 0.0 and not a.done
