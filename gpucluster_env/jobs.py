@@ -69,12 +69,25 @@ def _row_problems(df: pd.DataFrame, catalog: Catalog, cluster: ClusterSpec) -> l
     models = df["model"].to_numpy()
     known = np.isin(models, list(catalog.models))
     checks.append((~known, lambda i: f"field 'model': unknown model {models[i]!r}"))
-    # A job must fit, alone and with full gradient accumulation, on some GPU type of the cluster.
-    biggest = max(catalog.gpu_type(t).memory_gb for t in cluster.gpu_types)
-    too_big = {name for name, m in catalog.models.items() if m.memory_gb(1.0) > biggest}
-    if too_big:
-        checks.append((np.isin(models, list(too_big)),
-                       lambda i: f"field 'model': {models[i]!r} does not fit in any GPU of the cluster"))
+    # A job must fit, alone and with the most gradient accumulation it can use (a power of two s <= batch, so a
+    # micro-batch of batch / 2**floor(log2 batch), between 1 and 2 samples), on enough GPUs of the cluster.
+    if known.any():
+        types = cluster.gpus_by_type()
+        mem_t = np.array([catalog.gpu_type(t).memory_gb for t in types])
+        count_t = np.array(list(types.values()), dtype=float)
+        base = np.array([catalog.models[m].mem_base_gb if ok else 0.0 for m, ok in zip(models, known, strict=True)])
+        slope = np.array([catalog.models[m].mem_per_sample_gb if ok else 0.0
+                          for m, ok in zip(models, known, strict=True)])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            micro = np.where(b >= 1, b / np.exp2(np.floor(np.log2(np.maximum(b, 1.0)))), 1.0)
+        fp_min = base + slope * micro
+        room = (fp_min[:, None] <= mem_t[None, :] + 1e-9).astype(float) @ count_t
+        checks.append((known & (room == 0),
+                       lambda i: f"field 'model': {models[i]!r} does not fit in the memory of any GPU of the cluster "
+                                 f"even with full gradient accumulation ({fp_min[i]:.1f} GB)"))
+        checks.append((known & (room > 0) & (n > room),
+                       lambda i: f"field 'num_gpus': asks for {int(n[i])} GPUs but only {int(room[i])} GPUs of the "
+                                 f"cluster can hold {models[i]!r}"))
     out: dict[int, str] = {}
     for mask, message in checks:
         for i in np.flatnonzero(mask):

@@ -61,7 +61,8 @@ class EngineConfig:
     due.
     ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
     slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
-    ``max_idle_ticks``: consecutive idle ticks, with nothing running, after which the episode is stalled.
+    ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
+    round or calibration ticks) after which the episode is stalled.
     """
 
     round_s: float | None = None
@@ -325,9 +326,11 @@ class ClusterEngine:
                 reasons.append("tick")
             elif kind == _IDLE:
                 reasons.append("idle")
-        if reasons and reasons != ["idle"]:
+        # A decision point with no arrival or completion, nothing running and jobs waiting is an idle wait
+        # (idle ticks, and round or calibration ticks in scenarios that have them).
+        if "arrival" in reasons or "completion" in reasons or self._running or not reasons:
             self._idle_ticks = 0
-        elif reasons == ["idle"] and not self._running:
+        else:
             self._idle_ticks += 1
             if self._idle_ticks > self.config.max_idle_ticks:
                 raise StalledError(
@@ -672,7 +675,7 @@ class ClusterEngine:
 
     # ------------------------------------------------------------------ validation helpers
     def _check_job(self, action: Action, j: int) -> None:
-        if not (isinstance(j, int | np.integer) and 0 <= j < self.n_jobs):
+        if isinstance(j, bool | np.bool_) or not (isinstance(j, int | np.integer) and 0 <= j < self.n_jobs):
             raise ActionError(f"{action}: no job with index {j!r} (episode has {self.n_jobs} jobs)")
 
     def _check_gpus(self, action: Action, gpus: tuple[int, ...] | np.ndarray) -> np.ndarray:
@@ -741,6 +744,8 @@ class ClusterEngine:
                 g = self._check_gpus(action, action.gpus)
                 if (self.slot_job[g, 0] >= 0).any():
                     raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
+                if action.gpu_type is not None and (self.gpu_type[g] != self._type_index(action.gpu_type)).any():
+                    raise ActionError(f"{action}: not every GPU named is a {action.gpu_type}")
             else:
                 if self.status[j] != PENDING:
                     raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
@@ -831,6 +836,7 @@ class ClusterEngine:
         self.status[j] = DONE
         self.remaining[j] = 0.0
         self.rate[j] = 0.0
+        self.solo_rate[j] = 0.0
         self.finish_t[j] = t
         self.n_done += 1
         partners: set[int] = set()
@@ -847,6 +853,7 @@ class ClusterEngine:
         self._pending[j] = None
         self.status[j] = PENDING
         self.rate[j] = 0.0
+        self.solo_rate[j] = 0.0
         self.version[j] += 1
         self.pending_since[j] = t
         self.n_preempt[j] += 1
@@ -863,9 +870,15 @@ class ClusterEngine:
         if self.status[j] != RUNNING:
             raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
         mine = self.gpus_of(j)
-        g = mine if action.gpus is None else self._check_gpus(action, action.gpus)
-        if not np.isin(g, mine).all():
-            raise ActionError(f"{action}: job {j} does not run on every GPU named")
+        if action.gpus is None:
+            g = mine
+            if (step < 0 and self.share_hi[j] <= _TENTHS_MIN) or (step > 0 and self.share_lo[j] >= _TENTHS_MAX):
+                bound = "minimum" if step < 0 else "maximum"
+                raise ActionError(f"{action}: job {j}'s share is already at the {bound} on all its GPUs")
+        else:
+            g = self._check_gpus(action, action.gpus)
+            if not np.isin(g, mine).all():
+                raise ActionError(f"{action}: job {j} does not run on every GPU named")
         slot = (self.slot_job[g, 1] == j).astype(np.int64)
         cur = self.slot_share[g, slot]
         new = np.clip(cur + step, _TENTHS_MIN, _TENTHS_MAX)
@@ -873,7 +886,10 @@ class ClusterEngine:
             bound = "minimum" if step < 0 else "maximum"
             raise ActionError(f"{action}: job {j}'s share is already at the {bound} on those GPUs")
         self.slot_share[g, slot] = new
-        self._refresh_share_range(j)
+        if action.gpus is None:
+            self.share_lo[j], self.share_hi[j] = int(new.min()), int(new.max())
+        else:
+            self._refresh_share_range(j)
         self.counts["squeezes" if step < 0 else "swells"] += 1
         t = self.now
         if self.config.calibration_overhead_s > 0:
