@@ -273,3 +273,14 @@ def test_maskable_ppo_trains_through_subproc_vec_env():
     model.learn(total_timesteps=2048)
     assert model.num_timesteps >= 2048
     vec.close()
+
+
+def test_import_is_light():
+    """``import gpucluster_env`` registers the ids without importing torch, stable-baselines3 or xgboost."""
+    import subprocess
+    import sys
+
+    code = ("import sys, gpucluster_env, gymnasium as gym; "
+            "heavy = [m for m in ('torch', 'stable_baselines3', 'sb3_contrib', 'xgboost') if m in sys.modules]; "
+            "assert not heavy, heavy; assert 'gpucluster_env/Tiny-v0' in gym.registry")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
