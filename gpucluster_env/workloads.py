@@ -13,6 +13,7 @@ cluster's inter-node bandwidth; every extra node adds one ``alpha_comm`` of late
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -73,7 +74,7 @@ def comm_time(
         return 0.0
     bw = intra_bw_gbps if n_nodes <= 1 else min(intra_bw_gbps, inter_bw_gbps)
     ring = 2.0 * (n_gpus - 1) / n_gpus * (model.grad_mb / 1000.0) / bw
-    return model.alpha_comm_s * (1.0 + np.log2(n_gpus)) * max(1, n_nodes) + ring
+    return model.alpha_comm_s * (1.0 + math.log2(n_gpus)) * max(1, n_nodes) + ring
 
 
 def iteration_time(t_comp_micro: float, accumulation: int, t_comm: float, delta: float) -> float:

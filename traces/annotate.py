@@ -39,9 +39,11 @@ def to_job_table(
     models: np.ndarray,
     catalog: Catalog,
     deadlines: np.ndarray | None = None,
+    iterations: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Build the engine's job table from a raw trace (``job_id``, ``submit_s``, ``num_gpus``, ``duration_s``)
-    and one model name per row."""
+    and one model name per row. ``iterations`` (one per row), when given, replaces the iterations derived from
+    the durations (Pollux's recipe fixes the work per application)."""
     n = len(raw)
     gpus = raw["num_gpus"].to_numpy(np.int64)
     dur = raw["duration_s"].to_numpy(float)
@@ -54,6 +56,8 @@ def to_job_table(
             cache[key] = reference_iter_time(catalog, key[0], key[1])
         iters[i] = max(1.0, np.ceil(dur[i] / cache[key]))
         batch[i] = catalog.model(key[0]).batch_size
+    if iterations is not None:
+        iters = np.asarray(iterations, float)
     out = pd.DataFrame(
         {
             "job_id": raw["job_id"].astype(str).to_numpy(),

@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..catalog import Catalog
 from .annotate import assign_models, gimbal_deadlines, mix_raw, to_job_table
+from .pollux import pollux_applications, pollux_iterations, pollux_replicas, pollux_sample
 from .registry import load_trace
 from .samplers import fit_to_cluster, sample
 from .shipped import load_embedded
@@ -77,10 +78,32 @@ def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
     )
 
 
+def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
+    """Pollux's recipe (:mod:`.pollux`): ``num_jobs`` jobs from the busiest 8 hours of the day (2:00-10:00 on
+    Philly, as Pollux; the busiest 8-hour range of the day on other traces), application by GPU time, GPU count
+    and iterations as Pollux. ``load`` divides arrival times as for the other recipes."""
+    full, note = trace_source(sc.trace)
+    raw, start, pool = pollux_sample(full, sc.num_jobs, rng, 2.0 if sc.trace == "philly" else None)
+    apps = pollux_applications(raw, rng)
+    gpus = np.minimum(pollux_replicas(apps, rng), sc.cluster.num_gpus)
+    raw = raw.assign(num_gpus=gpus)
+    if sc.load != 1.0:
+        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
+    cache: dict[tuple[str, int], float] = {}
+    iters = np.array([cache.setdefault((str(a), int(g)), pollux_iterations(str(a), int(g), catalog))
+                      for a, g in zip(apps, gpus)])
+    jobs = to_job_table(raw, apps, catalog, iterations=iters)
+    note = (f"{note}; Pollux recipe: {len(raw)} of {pool} jobs submitted {start:g}:00-{start + 8:g}:00 "
+            "(any day), application by GPU time, GPUs and iterations as Pollux")
+    return jobs, note
+
+
 def build_jobs(sc: Scenario, seed: int, catalog: Catalog) -> tuple[pd.DataFrame, str]:
     """The engine job table for scenario ``sc`` and ``seed``, and a note naming the trace used."""
     rng = np.random.default_rng(seed)
     models: np.ndarray | None = None
+    if sc.annotate == "pollux":
+        return _pollux_jobs(sc, rng, catalog)
     if sc.trace == "tiny":
         raw, note = _tiny_raw(sc, rng), "synthetic tiny trace (embedded generator)"
     elif sc.trace == "mix":

@@ -446,7 +446,7 @@ class ClusterEngine:
             tc = max((n * p.alpha_s + p.beta_s * b * n) / float(v.sum()), p.alpha_s / float(v.min()))
         else:
             tc = (p.alpha_s + p.beta_s * b) / float(v.min())
-        n_nodes = len(np.unique(self.gpu_node[gpus]))
+        n_nodes = len(set(self.gpu_node[gpus].tolist()))
         intra = float(self.type_intra_bw[types].min())
         comm = comm_time(p, n, n_nodes, intra, self.cluster.inter_node_bw_gbps)
         return iteration_time(tc, s, comm, p.delta)
@@ -475,7 +475,7 @@ class ClusterEngine:
         np.subtract.at(self.free_nt, (self.gpu_node[eg], self.gpu_type[eg]), 1)
         sg = gpus[~empty]
         if len(sg):
-            partners.update(int(x) for x in np.unique(self.slot_job[sg, 0]))
+            partners.update(self.slot_job[sg, 0].tolist())
             self.slot_job[sg, 1] = j
             self.slot_share[sg, 1] = _TENTHS_MAX
         self.busy_gpus += len(eg)
@@ -506,7 +506,7 @@ class ClusterEngine:
         other = np.where(in0, sj[:, 1], sj[:, 0])
         other_share = np.where(in0, self.slot_share[gpus, 1], self.slot_share[gpus, 0])
         shared = other >= 0
-        partners = {int(x) for x in np.unique(other[shared])}
+        partners = set(other[shared].tolist())
         self.slot_job[gpus, 0] = np.where(shared, other, -1)
         self.slot_share[gpus, 0] = np.where(shared, other_share, _TENTHS_MAX)
         self.slot_job[gpus, 1] = -1
@@ -682,7 +682,7 @@ class ClusterEngine:
         g = np.asarray(gpus, dtype=np.int64).ravel()
         if len(g) == 0 or g.min() < 0 or g.max() >= self.num_gpus:
             raise ActionError(f"{action}: GPU indices must lie in [0, {self.num_gpus})")
-        if len(np.unique(g)) != len(g):
+        if len(set(g.tolist())) != len(g):
             raise ActionError(f"{action}: GPU set repeats a GPU")
         return g
 
