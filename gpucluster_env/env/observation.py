@@ -35,12 +35,6 @@ _HOUR = 3600.0
 _DAY = 86400.0
 
 
-def _squash(x: np.ndarray | float, scale: float) -> np.ndarray | float:
-    """Map [0, inf) onto [0, 1): x / (x + scale)."""
-    x = np.maximum(x, 0.0)
-    return x / (x + scale)
-
-
 class ObservationBuilder:
     """Builds observations for one engine; fixed window sizes."""
 
@@ -59,6 +53,8 @@ class ObservationBuilder:
         self.log_g = np.log2(eng.num_gpus + 1.0)
         self.type_total = np.maximum(eng.type_total, 1).astype(np.float64)
         self.type_frac = eng.type_total / eng.num_gpus
+        self.inv_type_total = 1.0 / self.type_total
+        self.log_held = np.log2(np.arange(eng.num_gpus + 2) + 1.0) / self.log_g
         # Per-job features that never change during an episode.
         mi = eng.job_model
         self.static_pending = np.zeros((eng.n_jobs, PENDING_FEATURES), dtype=np.float32)
@@ -85,53 +81,55 @@ class ObservationBuilder:
         return spaces.Dict({k: spaces.Box(0.0, 1.0, (int(np.prod(s)),), np.float32) for k, s in shapes.items()})
 
     def build(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> dict[str, np.ndarray]:
+        """The observation for the current engine state (hot path: few numpy calls, one clip per block)."""
         eng = self.eng
         now = eng.now
         pend = np.zeros((self.n_pending, PENDING_FEATURES), dtype=np.float32)
-        if len(pending):
+        n = len(pending)
+        if n:
             j = pending
-            n = len(j)
             pend[:n] = self.static_pending[j]
-            pend[:n, 2] = _squash(now - eng.submit[j], _HOUR)
-            pend[:n, 3] = _squash(eng.remaining[j] * self.solo_iter[j], _HOUR)
+            waited = now - eng.submit[j]
+            work = eng.remaining[j] * self.solo_iter[j]
+            pend[:n, 2] = waited / (waited + _HOUR)
+            pend[:n, 3] = work / (work + _HOUR)
             pend[:n, 8] = placeable
             pend[:n, 9] = eng.n_preempt[j] > 0
         run = np.zeros((self.n_running, RUNNING_FEATURES), dtype=np.float32)
-        if len(running):
+        n = len(running)
+        if n:
             j = running
-            n = len(j)
             run[:n] = self.static_running[j]
-            rate = eng.rate[j]
-            safe = np.where(rate > 0, rate, 1.0)
-            start = np.maximum(eng.last_t[j], eng.active_from[j])
-            rem = np.maximum(0.0, eng.remaining[j] - rate * np.maximum(0.0, now - start))
+            rate = eng.rate[j]  # > 0 for every running job
+            elapsed = now - np.maximum(eng.last_t[j], eng.active_from[j])
+            rem = eng.remaining[j] - rate * np.maximum(elapsed, 0.0)
             held = eng.held[j]
-            inv_held = 1.0 / np.maximum(held, 1)
-            xi = np.maximum(eng.solo_rate[j] / safe, 1.0)
-            run[:n, 1] = np.log2(held + 1.0) / self.log_g
+            t_left = rem / rate
+            run[:n, 1] = self.log_held[held]
             run[:n, 2] = (eng.share_lo[j] + eng.share_hi[j]) * 0.05
-            run[:n, 3] = np.where(rate > 0, 1.0 - 1.0 / xi, 0.0)
+            run[:n, 3] = 1.0 - rate / eng.solo_rate[j]  # 1 - 1/xi
             run[:n, 4] = 1.0 - rem / eng.iterations[j]
-            run[:n, 5] = np.where(rate > 0, _squash(rem / safe, _HOUR), 1.0)
-            run[:n, 6] = eng.held_shared[j] * inv_held
+            run[:n, 5] = t_left / (t_left + _HOUR)
+            run[:n, 6] = eng.held_shared[j] / held
             run[:n, 7] = np.minimum(held // eng.req_gpus[j] - 1, 7) / 7.0
-            run[:n, 8] = (held - eng.held_shared[j]) * inv_held
-        clus = np.zeros((self.n_types, CLUSTER_FEATURES), dtype=np.float32)
-        free = eng.free_by_type()
-        clus[:, 0] = free / self.type_total
-        clus[:, 1] = (eng.busy_t - eng.shared_t) / self.type_total
-        clus[:, 2] = eng.shared_t / self.type_total
+            run[:n, 8] = 1.0 - run[:n, 6]
+            np.clip(run, 0.0, 1.0, out=run)  # float rounding at the edges
+        clus = np.empty((self.n_types, CLUSTER_FEATURES), dtype=np.float32)
+        clus[:, 0] = eng.free_by_type() * self.inv_type_total
+        clus[:, 1] = (eng.busy_t - eng.shared_t) * self.inv_type_total
+        clus[:, 2] = eng.shared_t * self.inv_type_total
         clus[:, 3] = self.type_frac
-        clock = np.zeros(CLOCK_FEATURES, dtype=np.float32)
-        clock[0] = _squash(now, _DAY)
-        clock[1] = eng.num_pending / (eng.num_pending + self.n_pending)
-        clock[2] = eng.num_running / (eng.num_running + self.n_running)
-        clock[3] = eng.n_done / eng.n_jobs
-        clock[4] = eng._next_arrival / eng.n_jobs
-        if eng.config.round_s:
-            clock[5] = (now % eng.config.round_s) / eng.config.round_s
-        return {"pending": pend.ravel(), "running": run.ravel(), "cluster": clus.ravel(),
-                "clock": np.clip(clock, 0.0, 1.0)}
+        round_s = eng.config.round_s
+        clock = np.array(
+            [now / (now + _DAY),
+             eng.num_pending / (eng.num_pending + self.n_pending),
+             eng.num_running / (eng.num_running + self.n_running),
+             eng.n_done / eng.n_jobs,
+             eng._next_arrival / eng.n_jobs,
+             (now % round_s) / round_s if round_s else 0.0],
+            dtype=np.float32,
+        )
+        return {"pending": pend.ravel(), "running": run.ravel(), "cluster": clus.ravel(), "clock": clock}
 
     @staticmethod
     def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
