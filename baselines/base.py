@@ -24,6 +24,12 @@ class Policy:
     needs_observation: ClassVar[bool] = False
     """False for white-box agents: the runner then builds the env with ``observation="none"`` (faster)."""
 
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for the environment this policy needs (merged under the caller's own
+        ``env_kwargs`` by :func:`~gpucluster_env.leaderboard.runner.run_episode`). Default: none, the standard
+        world. ``castor-timeslice`` asks for the time-slicing catalog this way."""
+        return {}
+
     def reset(self, env: Any) -> None:
         """Called after ``env.reset()``, before the first ``act``."""
 

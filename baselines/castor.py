@@ -285,7 +285,8 @@ class CastorOracle(Castor):
 @register_policy
 class CastorTimeSlice(Castor):
     """Castor for a cluster that shares GPUs by time-slicing instead of MPS (castor §8): its predicted ratios
-    are scaled by the time-slicing ratio. Run it on ``baselines.timeslice.timeslice_catalog()``."""
+    are scaled by the time-slicing ratio, and it runs on ``baselines.timeslice.timeslice_catalog()`` (declared
+    by :meth:`env_kwargs`, so ``gpucluster run --policy castor-timeslice`` needs no extra wiring)."""
 
     name: ClassVar[str] = "castor-timeslice"
     description: ClassVar[str] = (
@@ -295,3 +296,9 @@ class CastorTimeSlice(Castor):
 
     def __init__(self, predictor: XiPredictor | None = None, xi_scale: float = TIMESLICE_RATIO) -> None:
         super().__init__(predictor, xi_scale)
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """The time-slicing world (castor §8 Fig. 8: xi x1.75 over MPS)."""
+        from .timeslice import timeslice_catalog
+
+        return {"catalog": timeslice_catalog()}

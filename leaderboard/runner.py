@@ -26,9 +26,14 @@ def run_episode(
     env_kwargs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Play one episode to the end and return its metrics with ``scenario``, ``policy``, ``seed``, ``trace``,
-    ``steps`` and ``wall_s``. With ``record``, write the episode as JSON lines for ``gpucluster replay``."""
+    ``steps`` and ``wall_s``. With ``record``, write the episode as JSON lines for ``gpucluster replay``.
+
+    The environment is built with the policy's own :meth:`~gpucluster_env.baselines.base.Policy.env_kwargs`
+    (e.g. ``castor-timeslice`` runs in the time-slicing world), then ``env_kwargs``, which win where both set
+    a key."""
     pol = make_policy(policy) if isinstance(policy, str) else policy
-    kwargs = {"observation": "dict" if pol.needs_observation else "none"}
+    kwargs: dict[str, Any] = {"observation": "dict" if pol.needs_observation else "none"}
+    kwargs.update(pol.env_kwargs())
     kwargs.update(env_kwargs or {})
     env = GPUClusterEnv(scenario, scenario_options=scenario_options, **kwargs)
     t0 = time.perf_counter()

@@ -267,7 +267,7 @@ def test_every_policy_completes_paper_scenarios(scenario: str) -> None:
     except Exception as e:  # pragma: no cover - trace source not available on this machine
         pytest.skip(f"{scenario}: {e}")
     for name in ALL:
-        env = GPUClusterEnv(scenario, scenario_options={"load": 2.0}, observation="none")
+        env = GPUClusterEnv(scenario, scenario_options={"num_jobs": 80}, observation="none")
         env.reset(seed=1)
         pol = make_policy(name, **({"predictor": StubPredictor(1.3)} if name == "castor" else {}))
         pol.reset(env)
@@ -287,3 +287,37 @@ def test_every_policy_completes_paper_scenarios(scenario: str) -> None:
             assert m["colocations"] == 0
         if name != "tiresias":
             assert m["preemptions"] == 0
+
+
+def test_runner_builds_the_world_a_policy_declares() -> None:
+    """``Policy.env_kwargs`` is honoured by ``run_episode``: castor-timeslice runs on the time-slicing catalog
+    by itself; the caller's ``env_kwargs`` still win."""
+    from gpucluster_env.baselines.base import Policy
+    from gpucluster_env.baselines.timeslice import TimeSliceInterference
+    from gpucluster_env.leaderboard.runner import run_episode
+
+    from gpucluster_env.catalog import default_catalog
+    from gpucluster_env.interference import ConstantInterference
+
+    assert make_policy("fifo").env_kwargs() == {}
+    assert isinstance(make_policy("castor-timeslice").env_kwargs()["catalog"].interference, TimeSliceInterference)
+    seen: list[object] = []
+
+    class Probe(Policy):
+        name = "probe"
+
+        def env_kwargs(self) -> dict[str, object]:
+            return {"catalog": default_catalog().with_interference(ConstantInterference(1.7))}
+
+        def reset(self, env: object) -> None:
+            seen.append(env.unwrapped.engine.catalog.interference)  # type: ignore[attr-defined]
+
+        def act(self, observation: object, env: object) -> object:
+            from gpucluster_env.baselines.classic import FIFO
+
+            return FIFO().act(observation, env)
+
+    run_episode("tiny", Probe(), 0)
+    assert isinstance(seen[-1], ConstantInterference) and seen[-1].xi == 1.7
+    run_episode("tiny", Probe(), 0, env_kwargs={"catalog": default_catalog()})
+    assert not isinstance(seen[-1], ConstantInterference)

@@ -182,7 +182,7 @@ def test_round_trip_loader_sampler_scenario_run(tmp_path: Path, monkeypatch) -> 
     monkeypatch.setenv("GPUCLUSTER_DATA", str(tmp_path))
     sc = get_scenario("castor-philly", num_jobs=30)
     eng = sc.make_engine(seed=1)
-    assert str(path) in eng.trace_note and "window busiest" in eng.trace_note
+    assert str(path) in eng.trace_note and "Pollux recipe" in eng.trace_note
     eng.advance()
     steps = 0
     while not eng.done:

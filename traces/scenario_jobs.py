@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..catalog import Catalog
-from .annotate import assign_models, gimbal_deadlines, mix_raw, to_job_table
+from .annotate import assign_models, gimbal_deadlines, mix_raw, reference_iter_time, to_job_table
 from .pollux import pollux_applications, pollux_iterations, pollux_replicas, pollux_sample
 from .registry import load_trace
 from .samplers import fit_to_cluster, sample
@@ -80,21 +80,31 @@ def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
 
 def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
     """Pollux's recipe (:mod:`.pollux`): ``num_jobs`` jobs from the busiest 8 hours of the day (2:00-10:00 on
-    Philly, as Pollux; the busiest 8-hour range of the day on other traces), application by GPU time, GPU count
-    and iterations as Pollux. ``load`` divides arrival times as for the other recipes."""
+    Philly, as Pollux; the busiest 8-hour range of the day on other traces), application by GPU time and GPU
+    count as Pollux. The work: ``pollux`` = Pollux's epochs x dataset per application (SJF-BSBF §VI-A follows
+    Pollux); ``pollux-lucid`` = the sampled job's own GPU time in the trace (``duration x GPUs`` on reference
+    GPUs), spread over Pollux's GPU count, as Lucid keeps the trace's durations (Castor §9.1 follows "Pollux and
+    Lucid"). ``load`` divides arrival times as for the other recipes."""
     full, note = trace_source(sc.trace)
     raw, start, pool = pollux_sample(full, sc.num_jobs, rng, 2.0 if sc.trace == "philly" else None)
     apps = pollux_applications(raw, rng)
     gpus = np.minimum(pollux_replicas(apps, rng), sc.cluster.num_gpus)
+    trace_gpus = raw["num_gpus"].to_numpy(float)
     raw = raw.assign(num_gpus=gpus)
     if sc.load != 1.0:
         raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
-    cache: dict[tuple[str, int], float] = {}
-    iters = np.array([cache.setdefault((str(a), int(g)), pollux_iterations(str(a), int(g), catalog))
-                      for a, g in zip(apps, gpus)])
+    keys = [(str(a), int(g)) for a, g in zip(apps, gpus, strict=True)]
+    ref = {k: reference_iter_time(catalog, k[0], k[1]) for k in set(keys)}
+    if sc.annotate == "pollux-lucid":  # the trace's own GPU time, spread over Pollux's GPU count (Lucid)
+        work = trace_gpus * raw["duration_s"].to_numpy(float)
+        iters = np.array([max(1.0, np.ceil(w / (k[1] * ref[k]))) for w, k in zip(work, keys, strict=True)])
+    else:
+        iters = np.array([pollux_iterations(k[0], k[1], catalog) for k in keys])
+    raw = raw.assign(duration_s=[it * ref[k] for it, k in zip(iters, keys, strict=True)])
     jobs = to_job_table(raw, apps, catalog, iterations=iters)
+    work = "the trace's GPU time (Lucid)" if sc.annotate == "pollux-lucid" else "iterations as Pollux"
     note = (f"{note}; Pollux recipe: {len(raw)} of {pool} jobs submitted {start:g}:00-{start + 8:g}:00 "
-            "(any day), application by GPU time, GPUs and iterations as Pollux")
+            f"(any day), application by GPU time, GPUs as Pollux, work {work}")
     return jobs, note
 
 
@@ -102,7 +112,7 @@ def build_jobs(sc: Scenario, seed: int, catalog: Catalog) -> tuple[pd.DataFrame,
     """The engine job table for scenario ``sc`` and ``seed``, and a note naming the trace used."""
     rng = np.random.default_rng(seed)
     models: np.ndarray | None = None
-    if sc.annotate == "pollux":
+    if sc.annotate in ("pollux", "pollux-lucid"):
         return _pollux_jobs(sc, rng, catalog)
     if sc.trace == "tiny":
         raw, note = _tiny_raw(sc, rng), "synthetic tiny trace (embedded generator)"

@@ -1,0 +1,190 @@
+"""Pollux's workload recipe, which Castor (§9.1) and SJF-BSBF (§VI-A) follow for their simulations.
+
+Both papers: "we mainly follow the settings of Pollux ... randomly sample 240 jobs from the busiest period ...
+annotate six DL tasks (BERT, CIFAR10, DeepSpeech2, ImageNet, NCF and YoloV3) used in Pollux ... The settings of
+GPU numbers and training iterations also follow those of Pollux." Pollux's generator (Qiao et al., OSDI'21,
+artifact ``petuum/adaptdl`` branch ``osdi21-artifact``, ``simulator/workloads/generate.py``; its eight outputs
+are ``pollux_workloads/workload-{1..8}.csv``, 160 jobs each) does this:
+
+1. **Jobs and arrivals.** Philly jobs with ``duration >= 60 s`` and ``gpu_time < 1000`` GPU-hours, submitted
+   between 2:00 and 10:00 (hour of day, any day: ``--start 2 --duration 8``, the busiest hours); ``n`` drawn
+   uniformly; a job arrives at its time of day minus 2:00, so all jobs arrive within 8 hours. More jobs from the
+   same period is a higher arrival rate (Pollux Fig. 8b, Castor §9.5 and SJF-BSBF Fig. 6(a): 120-480 jobs).
+2. **Application by the job's GPU time**: < 1 GPU-h cifar10 or ncf (1/2 each); 1-10 GPU-h deepspeech2 or bert
+   (1/2 each); 10-100 GPU-h yolov3; >= 100 GPU-h imagenet.
+3. **GPU count**: one of the application's configurations with 50-80 % of ideal scalability
+   (``get_configurations(0.5, 0.8)``), i.e. not the trace's own GPU count (which Pollux's generator leaves
+   commented out). Pollux is elastic and only *starts* a job there; Castor and SJF-BSBF are not elastic, and
+   their model (castor §3, sjf-bsbf §III: "each job is characterized by the number of GPUs it requires ... and
+   the total number of training iterations") makes it the job's fixed request. So here it is the fixed request.
+   The per-application distribution is :data:`POLLUX_REPLICAS`, counted on the eight published workloads.
+4. **Training length**: a fixed amount of work per application, ``max_epochs x dataset_size`` samples
+   (:data:`POLLUX_EPOCHS`, from Pollux's ``simulator/applications.py``), whatever the GPU count. Here it becomes
+   ``ceil(epochs x dataset / (GPUs x per-GPU batch))`` iterations at the catalog's per-GPU batch (the job's
+   global batch is GPUs x per-GPU batch and is kept, as Castor keeps the user's batch; Pollux's statistical-
+   efficiency scaling of progress is not modelled, because Castor and SJF-BSBF do not change batch sizes).
+
+The same recipe is applied to Venus (castor §9.1 samples Venus "the same way"): the busiest 8-hour range of the
+day on that trace (its own clock), application by GPU time, GPUs and iterations as above.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..catalog import Catalog
+
+POLLUX_START_HOUR = 2.0
+"""Pollux's ``--start 2``: the busiest period of Philly begins at 2:00 (trace clock)."""
+POLLUX_PERIOD_H = 8.0
+"""Pollux's ``--duration 8``: 8 hours of the day."""
+MIN_DURATION_S = 60.0
+MAX_GPU_TIME_S = 1000.0 * 3600.0
+
+GPU_HOUR_CLASSES: tuple[tuple[float, tuple[str, ...]], ...] = (
+    (1.0, ("cifar10", "ncf")),
+    (10.0, ("deepspeech2", "bert")),
+    (100.0, ("yolov3",)),
+    (math.inf, ("imagenet",)),
+)
+"""Pollux ``generate.py``: (upper GPU-hour bound, applications drawn uniformly in that class)."""
+
+POLLUX_REPLICAS: dict[str, dict[int, int]] = {
+    "bert": {6: 23, 8: 18, 12: 20, 16: 25},
+    "cifar10": {6: 134, 8: 119, 12: 133, 16: 109},
+    "deepspeech2": {6: 34, 8: 34, 12: 43},
+    "imagenet": {24: 9, 32: 9, 48: 8},
+    "ncf": {1: 503},
+    "yolov3": {4: 59},
+}
+"""Jobs per (application, ``num_replicas``) over Pollux's eight published workloads (``workload-{1..8}.csv``,
+1,280 jobs); :func:`fit_replicas` recounts them from the files when they are present."""
+
+POLLUX_APP_SHARE: dict[str, float] = {
+    "bert": 86 / 1280, "cifar10": 495 / 1280, "deepspeech2": 111 / 1280,
+    "imagenet": 26 / 1280, "ncf": 503 / 1280, "yolov3": 59 / 1280,
+}
+"""Share of each application in the same 1,280 jobs (for checking a sample against Pollux's)."""
+
+POLLUX_MEAN_ARRIVAL_S = 15077.8
+"""Mean arrival time (s after 2:00) over the same 1,280 jobs: arrivals spread over the 8 hours."""
+
+POLLUX_EPOCHS: dict[str, tuple[int, int]] = {
+    "bert": (2, 97_077),
+    "cifar10": (100, 50_000),
+    "deepspeech2": (80, 4_074),
+    "imagenet": (90, 1_281_167),
+    "ncf": (10, 1_000_000),
+    "yolov3": (50, 14_041),
+}
+"""(max_epochs, dataset_size) per application in Pollux's simulator (``simulator/applications.py``)."""
+
+
+def pollux_pool(df: pd.DataFrame, start_h: float | None = POLLUX_START_HOUR,
+                period_h: float = POLLUX_PERIOD_H) -> tuple[pd.DataFrame, float]:
+    """The jobs Pollux samples from: usable durations, under 1000 GPU-hours, submitted within ``period_h`` hours
+    of ``start_h`` o'clock (any day), with ``submit_s`` = seconds after ``start_h`` that day. ``start_h=None``
+    takes the busiest ``period_h``-hour range of the day on this trace (whole hours). Returns the pool and the
+    start hour used."""
+    d = df["duration_s"].to_numpy(float)
+    gt = d * df["num_gpus"].to_numpy(float)
+    ok = np.isfinite(d) & (d >= MIN_DURATION_S) & (gt < MAX_GPU_TIME_S)
+    pool = df[ok]
+    tod_h = (pool["submit_s"].to_numpy(float) / 3600.0 + float(df.attrs.get("start_hour", 0.0))) % 24.0
+    if start_h is None:
+        counts = np.bincount(tod_h.astype(int) % 24, minlength=24)
+        span = int(round(period_h))
+        start_h = float(np.argmax([sum(counts[(s + k) % 24] for k in range(span)) for s in range(24)]))
+    offset_h = (tod_h - start_h) % 24.0
+    keep = offset_h < period_h
+    out = pool[keep].copy()
+    out["submit_s"] = offset_h[keep] * 3600.0
+    out.attrs = dict(df.attrs)
+    return out.reset_index(drop=True), float(start_h)
+
+
+def pollux_sample(df: pd.DataFrame, n: int, rng: np.random.Generator,
+                  start_h: float | None = POLLUX_START_HOUR) -> tuple[pd.DataFrame, float, int]:
+    """``n`` jobs drawn uniformly without replacement (with replacement when the pool is smaller) from
+    :func:`pollux_pool`, sorted by arrival. Returns the sample, the start hour and the pool size."""
+    pool, start = pollux_pool(df, start_h)
+    if len(pool) == 0:
+        raise ValueError(f"{df.attrs.get('source', 'trace')}: no usable job in the Pollux period")
+    idx = rng.choice(len(pool), size=n, replace=len(pool) < n)
+    out = pool.iloc[idx].sort_values("submit_s", kind="stable").reset_index(drop=True)
+    out["job_id"] = [f"{j}#{i}" for i, j in enumerate(out["job_id"].astype(str))]
+    out.attrs = dict(df.attrs)
+    return out, start, len(pool)
+
+
+def pollux_applications(raw: pd.DataFrame, rng: np.random.Generator) -> np.ndarray:
+    """One Pollux application per job, by the job's GPU time (see :data:`GPU_HOUR_CLASSES`)."""
+    gh = raw["num_gpus"].to_numpy(float) * raw["duration_s"].to_numpy(float) / 3600.0
+    bounds = np.array([b for b, _ in GPU_HOUR_CLASSES[:-1]])
+    cls = np.searchsorted(bounds, gh, side="right")
+    u = rng.random(len(raw))
+    out = np.empty(len(raw), dtype=object)
+    for k, (_, apps) in enumerate(GPU_HOUR_CLASSES):
+        rows = cls == k
+        out[rows] = np.array(apps, dtype=object)[np.minimum((u[rows] * len(apps)).astype(int), len(apps) - 1)]
+    return out
+
+
+def pollux_replicas(apps: np.ndarray, rng: np.random.Generator,
+                    table: dict[str, dict[int, int]] | None = None) -> np.ndarray:
+    """One GPU count per job, drawn from its application's Pollux distribution (:data:`POLLUX_REPLICAS`)."""
+    table = table or POLLUX_REPLICAS
+    u = rng.random(len(apps))
+    out = np.empty(len(apps), dtype=np.int64)
+    for i, a in enumerate(apps):
+        counts = table[str(a)]
+        vals = np.array(sorted(counts))
+        cdf = np.cumsum([counts[v] for v in vals], dtype=float)
+        out[i] = vals[min(int(np.searchsorted(cdf / cdf[-1], u[i], side="right")), len(vals) - 1)]
+    return out
+
+
+def pollux_iterations(app: str, num_gpus: int, catalog: Catalog) -> float:
+    """Iterations for one job: Pollux's ``epochs x dataset`` samples at ``num_gpus x`` the catalog's
+    per-GPU batch."""
+    epochs, size = POLLUX_EPOCHS[app]
+    return float(max(1, math.ceil(epochs * size / (num_gpus * catalog.model(app).batch_size))))
+
+
+# ------------------------------------------------------------------------------- fitting on the files
+def find_pollux_workloads() -> list[Path]:
+    """Pollux's ``workload-*.csv`` under ``$GPUCLUSTER_DATA`` or ``../shared/data`` beside the checkout."""
+    import os
+
+    roots = [Path(os.environ["GPUCLUSTER_DATA"])] if os.environ.get("GPUCLUSTER_DATA") else []
+    roots.append(Path(__file__).resolve().parents[2] / "shared" / "data")
+    for root in roots:
+        files = sorted((root / "traces" / "philly" / "pollux_workloads").glob("workload-*.csv"))
+        if files:
+            return files
+    return []
+
+
+def fit_replicas(files: list[Path]) -> tuple[dict[str, dict[int, int]], dict[str, float], float]:
+    """Recount :data:`POLLUX_REPLICAS`, :data:`POLLUX_APP_SHARE` and :data:`POLLUX_MEAN_ARRIVAL_S` from
+    Pollux's workload files."""
+    df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    reps: dict[str, dict[int, int]] = {}
+    for (app, r), c in df.groupby(["application", "num_replicas"]).size().items():
+        reps.setdefault(str(app), {})[int(r)] = int(c)
+    share = {str(a): float(c) / len(df) for a, c in df["application"].value_counts().items()}
+    return reps, share, float(df["time"].mean())
+
+
+def workload_stats(jobs: pd.DataFrame) -> dict[str, float]:
+    """Statistics of a job table comparable with Pollux's workloads: application shares, mean GPUs, share of
+    jobs over 4 GPUs, mean arrival (s)."""
+    out = {f"share_{a}": float((jobs["model"] == a).mean()) for a in POLLUX_EPOCHS}
+    out["mean_gpus"] = float(jobs["num_gpus"].mean())
+    out["share_gt4_gpus"] = float((jobs["num_gpus"] > 4).mean())
+    out["mean_arrival_s"] = float(jobs["submit_s"].mean())
+    return out
