@@ -10,7 +10,15 @@ against the partner's family. Jobs without measurements get missing values there
 the training set holds masked copies of every row so that branch is learned), and GPU types without
 measurements use the signatures pooled over K80/P100/V100.
 
-The target is log xi; predictions are clipped to >= 1. ``gpucluster catalog fit-interference`` trains it on
+Each job also carries its solo-throughput profile across the three measured generations, log(tput_K80 /
+tput_V100) and log(tput_P100 / tput_V100) (memory-bound jobs such as Gavel's Recommendation run faster on
+K80/P100 than on V100; Castor profiles each job once, so this is job-level, never pair-level, information).
+
+Three boosted models are trained on the same inputs: log xi_a; the pair's combined normalized throughput
+log(1/xi_a + 1/xi_b); and the split log(xi_a / xi_b). The first is per job, the other two describe the pair as
+a whole, which is what Castor's share/don't-share rule (Theorem 1) turns on; they are evaluated in both orders
+and symmetrized, so ``xi_a, xi_b`` rebuilt from them satisfy the pair's symmetry exactly. The prediction is the
+geometric mean of the direct and the rebuilt xi_a, clipped to >= 1. ``gpucluster catalog fit-interference`` trains it on
 every measured Gavel pair and saves it to ``gpucluster_env/data/xi_predictor.json`` with its held-out
 evaluation (80:20 by pair, several seeds). xgboost is imported inside functions only.
 """
@@ -31,11 +39,17 @@ from ..workloads import ModelProfile
 from .measured import GavelData, job_batch, job_family
 
 PREDICTOR_FILE = "xi_predictor.json"
-JOB_FEATURES = ("ci", "mem", "comm", "demand", "log_step", "log_batch", "sens", "aggr")
+JOB_FEATURES = ("ci", "mem", "comm", "demand", "log_step", "log_batch", "sens", "aggr", "log_k80_rel",
+                "log_p100_rel")
 FEATURE_NAMES = tuple(f"{p}_{f}" for p in ("a", "b") for f in JOB_FEATURES) + (
     "family_pair", "gpu_tflops", "gpu_mem_bw", "gpu_memory")
-XGB_PARAMS = {"max_depth": 4, "eta": 0.05, "subsample": 0.9, "nthread": 2}
+XGB_PARAMS = {"max_depth": 6, "eta": 0.05, "subsample": 0.9, "colsample_bytree": 0.7, "nthread": 2}
 XGB_ROUNDS = 300
+TARGETS = ("log_xi", "log_total", "log_split")
+"""The three boosters: log xi_a; log(1/xi_a + 1/xi_b); log(xi_a / xi_b) (see the module docstring)."""
+MASK_WEIGHT = 0.25
+"""Sample weight of the signature-masked copies of the training rows (they teach XGBoost's missing-value
+branch, used for jobs without measurements, without drowning the signatures)."""
 WORK_RATIOS = (0.25, 0.5, 1.0, 2.0, 4.0)
 """Work ratios ``t_B i_B / t_A i_A`` at which share/don't-share decisions are compared."""
 
@@ -91,13 +105,16 @@ class Job:
     step_s: float
     batch: float
     gavel_job: str | None
+    k80_rel: float = math.nan
+    p100_rel: float = math.nan
 
 
 def job_vector(j: Job, sig: dict[str, dict[str, float]] | None) -> list[float]:
     nan = math.nan
     s = sig["sens"].get(j.gavel_job, nan) if sig and j.gavel_job else nan
     g = sig["aggr"].get(j.gavel_job, nan) if sig and j.gavel_job else nan
-    return [j.ci, j.mem, j.comm, j.demand, math.log(j.step_s), math.log2(max(j.batch, 1.0)), s, g]
+    return [j.ci, j.mem, j.comm, j.demand, math.log(j.step_s), math.log2(max(j.batch, 1.0)), s, g, j.k80_rel,
+            j.p100_rel]
 
 
 def pair_vector(a: Job, b: Job, sig: dict[str, dict[str, float]] | None, gpu: tuple[float, float, float]
@@ -124,7 +141,8 @@ def gavel_job(gd: GavelData, job_type: str, gpu: str) -> Job:
     bs = float(job_batch(job_type) or 1)
     mem = p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs)
     step = 1.0 / gd.solo[gpu][(job_type, 1)]
-    return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, job_type)
+    rel = [math.log(gd.solo[h][(job_type, 1)] / gd.solo["V100"][(job_type, 1)]) for h in ("K80", "P100")]
+    return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, job_type, *rel)
 
 
 def catalog_job(p: ModelProfile, gpu_type: str, batch: float | None = None) -> Job:
@@ -136,26 +154,50 @@ def catalog_job(p: ModelProfile, gpu_type: str, batch: float | None = None) -> J
     bs = float(p.batch_size if batch is None else batch)
     mem = p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs)
     step = max(float(p.t_comp(bs, cat.model_speed(p, gpu_type))), 1e-6)
-    return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, GAVEL_JOB.get(p.name))
+    rel = [math.log(cat.model_speed(p, h) / cat.model_speed(p, "V100")) for h in ("K80", "P100")]
+    return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, GAVEL_JOB.get(p.name), *rel)
 
 
 # ---------------------------------------------------------------- training and evaluation
 def _design(gd: GavelData, gpu: str, rows: Sequence[tuple[str, str, float]], sig: dict, mask_copies: bool
-            ) -> tuple[np.ndarray, np.ndarray]:
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs, the three labels (columns in :data:`TARGETS` order; the pair labels need both orders of every
+    row's pair in ``rows``, true of a split by unordered pair) and sample weights."""
     specs = gpu_specs(gpu)
     jobs = {j: gavel_job(gd, j, gpu) for j in gd.job_types(gpu)}
+    xi = {(a, b): max(v, 1.0) for a, b, v in rows}
     x = [pair_vector(jobs[a], jobs[b], sig, specs) for a, b, _ in rows]
-    y = [math.log(max(v, 1.0)) for *_, v in rows]
+    y = [[math.log(xi[(a, b)]), math.log(1 / xi[(a, b)] + 1 / xi.get((b, a), xi[(a, b)])),
+          math.log(xi[(a, b)] / xi.get((b, a), xi[(a, b)]))] for a, b, _ in rows]
+    w = [1.0] * len(rows)
     if mask_copies:
         x += [pair_vector(jobs[a], jobs[b], None, specs) for a, b, _ in rows]
         y += y
-    return np.array(x, float), np.array(y, float)
+        w += [MASK_WEIGHT] * len(rows)
+    return np.array(x, float), np.array(y, float), np.array(w, float)
 
 
-def _train(x: np.ndarray, y: np.ndarray, seed: int) -> Any:
+def _train(x: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int) -> list[Any]:
     import xgboost as xgb
 
-    return xgb.train({**XGB_PARAMS, "seed": seed}, xgb.DMatrix(x, y), XGB_ROUNDS)
+    return [xgb.train({**XGB_PARAMS, "seed": seed}, xgb.DMatrix(x, y[:, k], weight=w), XGB_ROUNDS)
+            for k in range(len(TARGETS))]
+
+
+def combine(raw: np.ndarray, mirror: np.ndarray) -> np.ndarray:
+    """Predicted xi (>= 1) per row from the boosters' raw outputs ``raw`` (n, 3); ``mirror[i]`` is the row of
+    the same pair in the other order."""
+    total = 0.5 * (np.exp(raw[:, 1]) + np.exp(raw[mirror, 1]))
+    split = 0.5 * (raw[:, 2] - raw[mirror, 2])
+    rebuilt = (1.0 + np.exp(split)) / total
+    return np.maximum(1.0, np.exp(0.5 * (np.log(np.maximum(rebuilt, 1e-9)) + raw[:, 0])))
+
+
+def _predict_raw(boosters: Sequence[Any], x: np.ndarray) -> np.ndarray:
+    import xgboost as xgb
+
+    d = xgb.DMatrix(x)
+    return np.stack([b.predict(d) for b in boosters], axis=1)
 
 
 def _rows(gd: GavelData, gpu: str) -> list[tuple[str, str, float]]:
@@ -166,8 +208,6 @@ def evaluate(gd: GavelData, seeds: Sequence[int] = (0, 1, 2, 3, 4), test_frac: f
     """Held-out evaluation, per GPU type: unordered pairs split 80:20 (Castor §6.2) per seed; signatures and
     trees see the training pairs only. Returns per type the RMSE, median absolute percentage error and
     decision agreement (Theorem 1 at :data:`WORK_RATIOS`), averaged over seeds, plus each seed's values."""
-    import xgboost as xgb
-
     out: dict[str, Any] = {}
     for gpu in sorted(gd.pairs):
         rows = _rows(gd, gpu)
@@ -183,8 +223,9 @@ def evaluate(gd: GavelData, seeds: Sequence[int] = (0, 1, 2, 3, 4), test_frac: f
             te = [r for r in rows if tuple(sorted(r[:2])) in test]
             sig = signatures(tr)
             bst = _train(*_design(gd, gpu, tr, sig, True), seed)
-            x_te, _ = _design(gd, gpu, te, sig, False)
-            pred = np.maximum(1.0, np.exp(bst.predict(xgb.DMatrix(x_te))))
+            x_te = _design(gd, gpu, te, sig, False)[0]
+            pos = {(a, b): i for i, (a, b, _) in enumerate(te)}
+            pred = combine(_predict_raw(bst, x_te), np.array([pos[(b, a)] for a, b, _ in te]))
             true = np.array([max(1.0, r[2]) for r in te])
             p_of = {(a, b): p for (a, b, _), p in zip(te, pred, strict=True)}
             agree = []
@@ -207,23 +248,22 @@ def evaluate(gd: GavelData, seeds: Sequence[int] = (0, 1, 2, 3, 4), test_frac: f
 
 def fit_predictor(gd: GavelData, seed: int = 0) -> dict[str, Any]:
     """Train on every measured pair of every GPU type; returns the JSON-able saved form."""
-    import xgboost as xgb
-
     sigs = {gpu: signatures(_rows(gd, gpu)) for gpu in sorted(gd.pairs)}
-    xs, ys = [], []
+    xs, ys, ws = [], [], []
     for gpu in sorted(gd.pairs):
-        x, y = _design(gd, gpu, _rows(gd, gpu), sigs[gpu], True)
+        x, y, w = _design(gd, gpu, _rows(gd, gpu), sigs[gpu], True)
         xs.append(x)
         ys.append(y)
-    bst = _train(np.vstack(xs), np.concatenate(ys), seed)
-    del xgb
+        ws.append(w)
+    bst = _train(np.vstack(xs), np.vstack(ys), np.concatenate(ws), seed)
     return {
         "about": "Castor-style XGBoost predictor of log xi (gpucluster_env.catalog.predictor), trained on "
                  "Gavel's measured colocated pairs (Narayanan et al., OSDI'20).",
         "feature_names": list(FEATURE_NAMES),
         "signatures": sigs,
         "pooled_signatures": pool_signatures(sigs),
-        "booster": bytes(bst.save_raw("json")).decode(),
+        "targets": list(TARGETS),
+        "boosters": [bytes(b.save_raw("json")).decode() for b in bst],
     }
 
 
@@ -235,15 +275,20 @@ class XiPredictor:
     def __init__(self, saved: dict[str, Any]) -> None:
         import xgboost as xgb
 
-        for key in ("booster", "signatures", "pooled_signatures", "feature_names"):
+        for key in ("boosters", "signatures", "pooled_signatures", "feature_names"):
             if key not in saved:
                 raise ValueError(f"{PREDICTOR_FILE}: missing field {key!r}")
         if list(saved["feature_names"]) != list(FEATURE_NAMES):
             raise ValueError(f"{PREDICTOR_FILE}: field 'feature_names' does not match this version; "
                              "refit with `gpucluster catalog fit-interference`")
-        self._xgb = xgb
-        self.booster = xgb.Booster()
-        self.booster.load_model(bytearray(saved["booster"].encode()))
+        if list(saved.get("targets", [])) != list(TARGETS) or len(saved["boosters"]) != len(TARGETS):
+            raise ValueError(f"{PREDICTOR_FILE}: field 'targets' does not match this version; "
+                             "refit with `gpucluster catalog fit-interference`")
+        self.boosters = []
+        for text in saved["boosters"]:
+            b = xgb.Booster()
+            b.load_model(bytearray(text.encode()))
+            self.boosters.append(b)
         self.signatures: dict[str, dict] = saved["signatures"]
         self.pooled: dict = saved["pooled_signatures"]
         self.evaluation: dict[str, Any] = saved.get("evaluation", {})
@@ -264,8 +309,9 @@ class XiPredictor:
             rows.append(pair_vector(jb, ja, sig, specs))
         if not rows:
             return np.ones((0, 2))
-        pred = np.exp(self.booster.predict(self._xgb.DMatrix(np.array(rows, float))))
-        return np.maximum(1.0, pred).reshape(-1, 2)
+        mirror = np.arange(len(rows)) ^ 1  # rows come in (a, b), (b, a) couples
+        pred = combine(_predict_raw(self.boosters, np.array(rows, float)), mirror)
+        return pred.reshape(-1, 2)
 
     def predict_pair(
         self, model_a: ModelProfile, model_b: ModelProfile, gpu_type: str

@@ -452,6 +452,8 @@ class ClusterEngine:
         return iteration_time(tc, s, comm, p.delta)
 
     def _job_rate(self, j: int) -> float:
+        if self.held_shared[j] == 0 and self.share_lo[j] == _TENTHS_MAX and self.solo_rate[j] > 0:
+            return float(self.solo_rate[j])  # alone at full share on every GPU: xi = 1 everywhere
         return sum(1.0 / self.copy_iter_time(j, g) for g in self.copies.get(j, ()))
 
     # ------------------------------------------------------------------ GPU bookkeeping
@@ -533,7 +535,7 @@ class ClusterEngine:
 
     def free_by_type(self) -> np.ndarray:
         """Free GPUs per GPU type (in ``type_names`` order)."""
-        return self.free_nt.sum(axis=0)
+        return self.type_total - self.busy_t
 
     def gpus_of(self, j: int) -> np.ndarray:
         """All GPUs job ``j`` holds (every copy)."""
