@@ -113,11 +113,13 @@ def test_validation_within_targets() -> None:
     from gpucluster_env.catalog.validate import validate
 
     rep = validate()
-    for g in ("P100", "V100", "T4"):
+    for g in ("K80", "P100", "V100", "T4"):
         assert rep["solo_tput_median_rel_err"][g] <= 0.10, g
-    # K80 misses the 10% target (13%): one speed ratio per model cannot follow K80's batch dependence
-    assert rep["solo_tput_median_rel_err"]["K80"] <= 0.15
     for g in ("K80", "P100", "V100"):
         assert rep["xi_rmse"][g] < 1e-3
-        assert rep["predictor_mape_median"][g] <= (0.05 if g != "V100" else 0.07), g
-        assert rep["predictor_decision_agreement"][g] >= (0.90 if g != "V100" else 0.88), g
+        # Castor-style predictor held out by pair (80:20, 5 seeds): the issue's targets on every type
+        assert rep["predictor_mape_median"][g] <= 0.05, g
+        assert rep["predictor_decision_agreement"][g] >= 0.90, g
+    # multi-GPU scaling has no hard target; the fitted communication terms reach these (docs/catalog.md)
+    for g, reached in (("K80", 0.16), ("P100", 0.10), ("V100", 0.28), ("T4", 0.05)):
+        assert rep["scaling_median_rel_err"][g] <= reached, g

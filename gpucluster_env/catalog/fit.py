@@ -64,23 +64,55 @@ def gavel_family_rows(gd: GavelData, family: str, gpu: str) -> list[tuple[int, f
     return sorted(out)
 
 
+GAVEL_GPUS = ("K80", "P100", "V100")
+
+
+def fit_gavel_joint(gd: GavelData, family: str) -> tuple[float, float, dict[str, float]]:
+    """Castor eq. 1 ``alpha, beta`` (s on V100) and per-type speeds (K80, P100; V100 = 1) of a Gavel family,
+    fitted jointly to its solo steps/s on all three types: ``tput_k(B) = speed_k / (alpha + beta B)``,
+    least absolute deviations in log space (a median fit: Gavel's K80 ResNet-18 runs faster at batch 32 than
+    at 16, which no affine step time follows, and one such point should not bend the rest). This is the
+    engine's own formula -- one ``alpha, beta`` per model and one speed per (model, type) -- so the fit is
+    what the engine can reproduce; fitting ``alpha, beta`` on V100 alone and a speed ratio per type cannot
+    follow the K80's different batch dependence (median error 13% against 4% here)."""
+    from scipy.optimize import minimize
+
+    data = {g: gavel_family_rows(gd, family, g) for g in GAVEL_GPUS}
+    v100 = data["V100"]
+    if len(v100) == 1:  # batchless: alpha 0, beta the V100 step time, speeds the measured ratios
+        beta = v100[0][1]
+        return 0.0, float(beta), {g: float(beta / data[g][0][1]) for g in ("K80", "P100")}
+    b = np.concatenate([[r[0] for r in data[g]] for g in GAVEL_GPUS]).astype(float)
+    log_t = np.log(np.concatenate([[r[1] for r in data[g]] for g in GAVEL_GPUS]))
+    which = np.concatenate([[i] * len(data[g]) for i, g in enumerate(GAVEL_GPUS)])
+
+    def loss(theta: np.ndarray) -> float:
+        alpha, beta, s_k80, s_p100 = np.exp(theta)
+        speed = np.array([s_k80, s_p100, 1.0])[which]
+        return float(np.sum(np.abs(np.log(alpha + beta * b) - np.log(speed) - log_t)))
+
+    a0, b0 = linear_fit_rel(np.array([r[0] for r in v100], float), np.array([r[1] for r in v100], float))
+    r0 = [float(np.median([t / (a0 + b0 * bb) for bb, t in data[g]])) for g in ("K80", "P100")]
+    best = None
+    for shift in (-2.0, 0.0, 1.0):  # alpha starts at a few scales: the L1 surface has flat stretches
+        th0 = np.log([max(a0, 1e-4) * math.exp(shift), b0, 1.0 / r0[0], 1.0 / r0[1]])
+        res = minimize(loss, th0, method="Nelder-Mead",
+                       options={"maxiter": 8000, "xatol": 1e-9, "fatol": 1e-12})
+        if best is None or res.fun < best.fun:
+            best = res
+    alpha, beta, s_k80, s_p100 = (float(v) for v in np.exp(best.x))
+    return alpha, beta, {"K80": s_k80, "P100": s_p100}
+
+
 def fit_gavel_compute(gd: GavelData, family: str) -> tuple[float, float]:
-    """Castor eq. 1 ``alpha, beta`` (s on V100) from Gavel's V100 solo steps/s over the family's
-    batch sizes."""
-    rows = gavel_family_rows(gd, family, "V100")
-    b = np.array([r[0] for r in rows], float)
-    t = np.array([r[1] for r in rows], float)
-    if len(rows) == 1:
-        return 0.0, float(t[0] / b[0])
-    return linear_fit_rel(b, t)
+    """Castor eq. 1 ``alpha, beta`` (s on V100) of a Gavel family (:func:`fit_gavel_joint`)."""
+    alpha, beta, _ = fit_gavel_joint(gd, family)
+    return alpha, beta
 
 
 def gavel_speed(gd: GavelData, family: str, gpu: str) -> float:
-    """Speed of ``family`` on ``gpu`` relative to V100: median over batch sizes of the steps/s ratio."""
-    v = dict(gavel_family_rows(gd, family, "V100"))
-    g = dict(gavel_family_rows(gd, family, gpu))
-    ratios = [v[b] / g[b] for b in v if b in g]
-    return float(np.median(ratios))
+    """Speed of ``family`` on ``gpu`` relative to V100 (:func:`fit_gavel_joint`)."""
+    return 1.0 if gpu == "V100" else fit_gavel_joint(gd, family)[2][gpu]
 
 
 def fit_pollux_t4(model: str, root: Path | None = None) -> tuple[float, float]:
@@ -119,10 +151,8 @@ def summary(root: Path | None = None) -> dict[str, dict[str, float]]:
     gd = load_gavel(root / "profiles" / "gavel" / "simulation_throughputs.json" if root else None)
     out: dict[str, dict[str, float]] = {}
     for model, job in GAVEL_JOB.items():
-        fam = job_family(job)
-        a, b = fit_gavel_compute(gd, fam)
-        out[model] = {"alpha_s": a, "beta_s": b, "K80": gavel_speed(gd, fam, "K80"),
-                      "P100": gavel_speed(gd, fam, "P100")}
+        a, b, speeds = fit_gavel_joint(gd, job_family(job))
+        out[model] = {"alpha_s": a, "beta_s": b, **speeds}
     cross = {m: t4_speed_cross(gd, m, root) for m in ("cifar10", "imagenet")}
     t4_generic = float(np.median(list(cross.values())))
     for m in POLLUX_T4:
@@ -217,3 +247,39 @@ def build_xi_table(gd: GavelData, models: dict | None = None) -> dict:
         "regression": regression,
         "pooled": [round(float(v), 6) for v in pooled],
     }
+
+
+def fit_gavel_comm(gd: GavelData, model: str) -> tuple[float, float]:
+    """Castor eq. 2-3 communication terms ``(alpha_comm_s, delta)`` of a Gavel-mapped catalog model, fitted
+    (least absolute deviations of log scaling efficiency, Nelder-Mead) to Gavel's consolidated 2/4/8-GPU
+    steps/s on K80/P100/V100 (efficiency ``tput_n / (n tput_1)`` at the same per-GPU batch). ``grad_mb``
+    stays the physical gradient size and the bandwidths the types' specs; returns the catalog's
+    ``(alpha_comm_s, delta)`` unchanged when Gavel has no multi-GPU rows for the family."""
+    import dataclasses
+
+    from scipy.optimize import minimize
+
+    from ..workloads import comm_time, iteration_time
+    from . import default_catalog
+
+    cat = default_catalog()
+    p = cat.model(model)
+    fam = job_family(GAVEL_JOB[model])
+    pts = [(g, float(job_batch(j) or 1), n, t / (n * gd.solo[g][(j, 1)]))
+           for g in GAVEL_GPUS for (j, n), t in gd.solo[g].items()
+           if job_family(j) == fam and n > 1 and t > 0 and (j, 1) in gd.solo[g]]
+    if not pts:
+        return p.alpha_comm_s, p.delta
+
+    def loss(theta: np.ndarray) -> float:
+        q = dataclasses.replace(p, alpha_comm_s=float(np.exp(theta[0])), delta=1.0 + float(np.exp(theta[1])))
+        err = 0.0
+        for g, b, n, true in pts:
+            t1 = float(q.t_comp(b, cat.model_speed(q, g)))
+            bw = cat.gpu_type(g).intra_node_bw_gbps
+            err += abs(math.log(t1 / iteration_time(t1, 1, comm_time(q, n, 1, bw, bw), q.delta) / true))
+        return err
+
+    best = min((minimize(loss, np.array([math.log(a), 0.0]), method="Nelder-Mead", options={"maxiter": 4000})
+                for a in (0.002, 0.02, 0.1)), key=lambda r: r.fun)
+    return float(np.exp(best.x[0])), 1.0 + float(np.exp(best.x[1]))

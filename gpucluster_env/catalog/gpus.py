@@ -17,7 +17,7 @@ Every other type gets HadarE's initial throughput estimate (hadar-hadare §V-A, 
 fashion"; the paper's text names the terms, its equation is not in our copy, so this form is our reading) and
 ``pcie_scaling = 1 + 0.05 (gen - 3)``.
 ``c`` and ``gamma`` are fitted by least squares in log space to the five measured types
-(:func:`gpucluster_env.catalog.fit.fit_hadare_constants`: c = -3.590, gamma = 0.877; correlation 0.98; PMI as
+(:func:`gpucluster_env.catalog.fit.fit_hadare_constants`: c = -3.585, gamma = 0.874; correlation 0.98; PMI as
 TFLOPS / sqrt(VRAM) fits worse, 0.88). For GA10x/Ampere workstation cards the data-sheet FP32 figure counts
 dual-issue FP32 that training rarely reaches, so their PMI uses half of it (``dual_issue_fp32``).
 """
@@ -28,12 +28,12 @@ import math
 
 from ..hardware import GPUType
 
-HADARE_C = -3.590
-HADARE_GAMMA = 0.877
+HADARE_C = -3.585
+HADARE_GAMMA = 0.874
 DUAL_ISSUE_FP32 = frozenset({"A6000", "A40", "RTX3090", "RTXA2000"})
 """Types whose data-sheet FP32 TFLOPS counts GA10x dual-issue FP32 (halved in the PMI)."""
 
-MEASURED_SPEED: dict[str, float] = {"K80": 0.2542, "P100": 0.7917, "V100": 1.0, "T4": 0.6546, "A100": 1.7179}
+MEASURED_SPEED: dict[str, float] = {"K80": 0.2521, "P100": 0.7917, "V100": 1.0, "T4": 0.6492, "A100": 1.6924}
 """Generic speeds fitted from measurements (see the module docstring)."""
 
 _SPEC = "NVIDIA data sheet"

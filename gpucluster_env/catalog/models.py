@@ -3,19 +3,25 @@
 Times are seconds per micro-step on a V100 (speed 1.0). Where each number comes from:
 
 - ``alpha_s, beta_s`` (t_comp(b) = alpha + beta b):
-  * fitted (relative least squares, :func:`.fit.fit_gavel_compute`) to Gavel's V100 solo steps/s over the
-    family's batch sizes for resnet18/cifar10 (ResNet-18), resnet50/imagenet (ResNet-50), transformer, lm,
-    recommendation, cyclegan, a3c (batchless: alpha 0, beta = measured step time);
+  * fitted jointly with the family's K80/P100 speeds (:func:`.fit.fit_gavel_joint`: least absolute deviations
+    of log steps/s over every batch size on K80, P100 and V100) for resnet18/cifar10 (ResNet-18),
+    resnet50/imagenet (ResNet-50), transformer, lm, recommendation, cyclegan, a3c (batchless: alpha 0,
+    beta = measured V100 step time);
   * fitted to Pollux's single-GPU T4 step times (:func:`.fit.fit_pollux_t4`) for bert, deepspeech2, ncf,
-    yolov3, converted to V100 seconds with the T4 speed 0.6546 (no V100 measurement exists for them);
+    yolov3, converted to V100 seconds with the T4 speed 0.6492 (no V100 measurement exists for them);
   * estimated for the other Gimbal models and MiMa from published forward GFLOPs relative to an anchor
     of the same dataset (ImageNet: ResNet-50 at 4.1 GFLOPs; CIFAR-10: ResNet-18 at 0.56 GFLOPs) with
     ``beta = beta_anchor (GF / GF_anchor)^0.75`` (small, depthwise-heavy nets run below peak) -- marked
     "estimated" in ``source``.
-- ``speed``: measured per-model speeds relative to V100 (Gavel K80/P100; Pollux-vs-Gavel T4 for ResNet-18/50;
+- ``speed``: measured per-model speeds relative to V100 (Gavel K80/P100 from the same joint fit; Pollux-vs-Gavel
+  T4 for ResNet-18/50;
   ElasticFlow A100/T4 for ResNet-50 and DeepSpeech2). Other types use the type's generic speed.
   BERT's ElasticFlow A100/T4 ratio (x32) is left out: the two files use different batch/sequence setups.
 - ``grad_mb``: 4 bytes x published parameter count (fp32 gradients all-reduced).
+- ``alpha_comm_s, delta`` (Castor eq. 2-3): fitted (:func:`.fit.fit_gavel_comm`) to Gavel's consolidated
+  2/4/8-GPU steps/s on K80/P100/V100 for resnet18/cifar10, resnet50/imagenet, transformer and lm (the fits put
+  delta near 1: Gavel's jobs barely overlap the all-reduce with compute); Castor's defaults (2 ms, 2.0) for the
+  rest, which have no multi-GPU measurement.
 - ``mem_base_gb``: estimated as 0.5 GB CUDA context + 16 B/parameter (weights, gradients, Adam states) or
   12 B/parameter (SGD with momentum); ``mem_per_sample_gb``: estimated activation memory per sample, set so
   the largest allowed batch fits the GPUs the papers ran it on (LLaMA: 7B weights in fp16 with LoRA adapters).
@@ -40,16 +46,16 @@ _V100_INTRA_BW = 50.0
 def _profile(
     name: str, batch: int, sizes: tuple[int, ...], alpha: float, beta: float, grad_mb: float,
     mem_base: float, mem_ps: float, ci: float, demand: float, speed: dict[str, float], family: str,
-    source: str,
+    source: str, comm: tuple[float, float] = (0.002, 2.0),
 ) -> ModelProfile:
     """Build a profile, deriving memory intensity and communication share from the other constants."""
     mem_int = mem_ps * batch / (mem_base + mem_ps * batch)
-    probe = ModelProfile(name, batch, sizes, alpha, beta, grad_mb)
+    probe = ModelProfile(name, batch, sizes, alpha, beta, grad_mb, *comm)
     t_comp = probe.t_comp(batch, 1.0)
     t_comm = comm_time(probe, 8, 1, _V100_INTRA_BW, _V100_INTRA_BW)
     comm_share = t_comm / iteration_time(t_comp, 1, t_comm, probe.delta)
     feats = (round(min(1.0, ci), 3), round(float(mem_int), 3), round(min(1.0, float(comm_share)), 3))
-    return ModelProfile(name, batch, sizes, alpha, beta, grad_mb, 0.002, 2.0, mem_base, mem_ps, feats,
+    return ModelProfile(name, batch, sizes, alpha, beta, grad_mb, *comm, mem_base, mem_ps, feats,
                         round(min(1.0, max(0.1, demand)), 3), speed, family, source)
 
 
@@ -58,13 +64,15 @@ def _flops_scaled(anchor: tuple[float, float], gf: float, gf_anchor: float) -> t
     return anchor[0] * max(0.5, math.sqrt(r)), anchor[1] * r
 
 
-_R18 = (0.025605, 0.000258)  # Gavel V100, ResNet-18 (CIFAR-10)
-_R50 = (0.041663, 0.002821)  # Gavel V100, ResNet-50 (ImageNet)
-_R18_SPEED = {"K80": 0.1482, "P100": 0.9258, "T4": 0.6755}
-_R50_SPEED = {"K80": 0.1498, "P100": 0.6311, "T4": 0.6336, "A100": 1.3671}
+_R18 = (0.018542, 0.000359)  # Gavel V100, ResNet-18 (CIFAR-10)
+_R50 = (0.018187, 0.003318)  # Gavel V100, ResNet-50 (ImageNet)
+_R18_SPEED = {"K80": 0.1165, "P100": 0.8718, "T4": 0.6807}
+_R50_SPEED = {"K80": 0.1538, "P100": 0.6353, "T4": 0.6177, "A100": 1.3329}
+_R18_COMM = (0.0, 1.0)  # Gavel 2/4/8-GPU steps/s, fit.fit_gavel_comm
+_R50_COMM = (0.023, 1.027)
 _GAVEL = ("fitted: Gavel V100 solo steps/s (compute), Gavel K80/P100 (speed); "
           "xi features fitted on Gavel pairs")
-_POLLUX = "fitted: Pollux T4 single-GPU step times (compute, in V100 s via T4 speed 0.6546)"
+_POLLUX = "fitted: Pollux T4 single-GPU step times (compute, in V100 s via T4 speed 0.6492)"
 _EST = "estimated: compute from GFLOPs ratio to {}; memory, features and demand estimated"
 
 MODELS: dict[str, ModelProfile] = {
@@ -72,29 +80,29 @@ MODELS: dict[str, ModelProfile] = {
     for m in (
         # Castor / Pollux six
         _profile("cifar10", 128, (32, 64, 128, 256), *_R18, 44.7, 0.7, 0.012, 0.682, 0.928, dict(_R18_SPEED),
-                 "pollux", "ResNet-18/CIFAR-10; " + _GAVEL + "; T4 speed: Pollux vs Gavel"),
+                 "pollux", "ResNet-18/CIFAR-10; " + _GAVEL + "; T4 speed: Pollux vs Gavel", _R18_COMM),
         _profile("imagenet", 64, (16, 32, 64, 128), *_R50, 102.4, 0.8, 0.09, 0.724, 1.0, dict(_R50_SPEED),
-                 "pollux", "ResNet-50/ImageNet; " + _GAVEL + "; T4: Pollux vs Gavel; A100: ElasticFlow"),
-        _profile("bert", 12, (4, 8, 12, 16, 32), 0.146151, 0.03813, 440.0, 2.3, 0.35, 0.85, 0.95, {},
+                 "pollux", "ResNet-50/ImageNet; " + _GAVEL + "; T4: Pollux vs Gavel; A100: ElasticFlow", _R50_COMM),
+        _profile("bert", 12, (4, 8, 12, 16, 32), 0.144961, 0.03782, 440.0, 2.3, 0.35, 0.85, 0.95, {},
                  "pollux", "BERT-base/SQuAD; " + _POLLUX + "; memory, features, demand estimated"),
-        _profile("deepspeech2", 20, (5, 8, 10, 16, 20, 40), 0.124879, 0.016683, 105.0, 1.1, 0.35, 0.8, 0.9,
-                 {"A100": 2.0687}, "pollux",
+        _profile("deepspeech2", 20, (5, 8, 10, 16, 20, 40), 0.123862, 0.016547, 105.0, 1.1, 0.35, 0.8, 0.9,
+                 {"A100": 2.0519}, "pollux",
                  "DeepSpeech2/LibriSpeech; " + _POLLUX + "; A100: ElasticFlow A100/T4; rest estimated"),
-        _profile("ncf", 1024, (256, 512, 1024, 2048), 0.004916, 1e-7, 20.0, 0.6, 0.00005, 0.5, 0.35, {},
+        _profile("ncf", 1024, (256, 512, 1024, 2048), 0.004876, 1e-7, 20.0, 0.6, 0.00005, 0.5, 0.35, {},
                  "pollux", "NeuMF/MovieLens; " + _POLLUX + " (beta below 1e-7 s: step time flat in batch)"),
-        _profile("yolov3", 8, (2, 4, 8, 16), 0.115368, 0.017354, 248.0, 1.5, 0.8, 0.8, 1.0, {},
+        _profile("yolov3", 8, (2, 4, 8, 16), 0.114428, 0.017213, 248.0, 1.5, 0.8, 0.8, 1.0, {},
                  "pollux", "YOLOv3/PASCAL VOC; " + _POLLUX + "; memory, features, demand estimated"),
         # Gavel's seven (Gimbal's ResNet-18/50 share these profiles)
         _profile("resnet18", 64, (16, 32, 64, 128, 256), *_R18, 44.7, 0.7, 0.012, 0.774, 0.876,
-                 dict(_R18_SPEED), "gavel", "ResNet-18/CIFAR-10; " + _GAVEL),
+                 dict(_R18_SPEED), "gavel", "ResNet-18/CIFAR-10; " + _GAVEL, _R18_COMM),
         _profile("resnet50", 64, (16, 32, 64, 128), *_R50, 102.4, 0.8, 0.09, 0.724, 1.0, dict(_R50_SPEED),
-                 "gavel", "ResNet-50/ImageNet; " + _GAVEL + "; T4: Pollux; A100: ElasticFlow"),
-        _profile("transformer", 64, (16, 32, 64, 128, 256), 0.057304, 0.001203, 192.0, 1.3, 0.03, 0.828,
-                 0.876, {"K80": 0.2873, "P100": 0.7409}, "gavel", "Transformer/Multi30k; " + _GAVEL),
-        _profile("lm", 20, (5, 10, 20, 40, 80), 0.007917, 0.000355, 112.0, 1.0, 0.05, 1.0, 0.684,
-                 {"K80": 0.2542, "P100": 0.8315}, "gavel", "LSTM LM/Wikitext-2; " + _GAVEL),
-        _profile("recommendation", 2048, (512, 1024, 2048, 4096, 8192), 0.021631, 0.000048, 80.0, 0.8,
-                 0.0005, 0.8, 0.626, {"K80": 1.3978, "P100": 2.2219}, "gavel",
+                 "gavel", "ResNet-50/ImageNet; " + _GAVEL + "; T4: Pollux; A100: ElasticFlow", _R50_COMM),
+        _profile("transformer", 64, (16, 32, 64, 128, 256), 0.044515, 0.001551, 192.0, 1.3, 0.03, 0.828,
+                 0.876, {"K80": 0.2521, "P100": 0.7409}, "gavel", "Transformer/Multi30k; " + _GAVEL, (0.0259, 1.0)),
+        _profile("lm", 20, (5, 10, 20, 40, 80), 0.007299, 0.000372, 112.0, 1.0, 0.05, 1.0, 0.684,
+                 {"K80": 0.2542, "P100": 0.8315}, "gavel", "LSTM LM/Wikitext-2; " + _GAVEL, (0.0029, 1.0)),
+        _profile("recommendation", 2048, (512, 1024, 2048, 4096, 8192), 0.012556, 0.000059, 80.0, 0.8,
+                 0.0005, 0.8, 0.626, {"K80": 1.3978, "P100": 2.2510}, "gavel",
                  "autoencoder/ML-20M; " + _GAVEL + " (Gavel measures it faster on K80/P100 than V100)"),
         _profile("cyclegan", 1, (1,), 0.0, 0.225933, 113.0, 1.0, 2.0, 0.824, 1.0,
                  {"K80": 0.1140, "P100": 0.5428}, "gavel", "CycleGAN/monet2photo; " + _GAVEL),
