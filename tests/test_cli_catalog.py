@@ -1,0 +1,49 @@
+"""``gpucluster catalog validate`` and ``fit-interference`` end to end (need ../shared/data; skipped without)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from gpucluster_env.cli.main import main
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("GPUCLUSTER_DATA", REPO.parent / "shared" / "data"))
+needs_data = pytest.mark.skipif(
+    not (DATA / "profiles" / "gavel").is_dir(),
+    reason=f"public profiles not found at {DATA} (set GPUCLUSTER_DATA to a copy of shared/data)",
+)
+
+
+@needs_data
+def test_validate_json(capsys):
+    assert main(["catalog", "validate", "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    for key in ("solo_tput_median_rel_err", "xi_rmse", "predictor_rmse", "predictor_mape_median",
+                "predictor_decision_agreement"):
+        assert key in rep, key
+    assert rep["solo_tput_median_rel_err"]["V100"] <= 0.10
+
+
+@needs_data
+def test_fit_interference_writes_loadable_files(tmp_path, capsys):
+    assert main(["catalog", "fit-interference", "--seeds", "1", "--out-dir", str(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out["evaluation"]) == {"K80", "P100", "V100"}
+    assert (tmp_path / "xi_table.json").is_file() and (tmp_path / "xi_predictor.json").is_file()
+    assert json.loads((tmp_path / "xi_predictor.json").read_text())
+
+
+def test_validate_without_data_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("GPUCLUSTER_DATA", str(tmp_path))
+    assert main(["catalog", "validate"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "simulation_throughputs.json" in err[0]
+
+
+def test_catalog_without_subcommand_prints_help(capsys):
+    assert main(["catalog"]) == 2
+    assert "validate" in capsys.readouterr().out
