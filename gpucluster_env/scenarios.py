@@ -31,7 +31,7 @@ class Scenario:
     ``trace``: which trace the jobs come from (``philly``, ``venus``, ``alibaba``, ``alibaba-gpu``, ``mix``
     for HadarE's workload mixes, ``tiny``). ``window``: how jobs are sampled (``busiest``, ``random``,
     ``hours:3-10``). ``annotate``: how models are assigned (``uniform`` over ``models``, or ``hadar-class`` by
-    GPU-time class, or ``pollux`` / ``pollux-lucid``: Pollux's recipe of
+    GPU-time class, or ``pollux`` / ``pollux-lucid`` / ``pollux-time``: Pollux's recipe of
     :mod:`gpucluster_env.traces.pollux`). ``load`` scales the arrival rate (castor §9.5 sweeps 0.5x-2x).
     ``deadlines``: Gimbal's
     submit + duration x lambda, lambda ~ U[1.5, 2.5].
@@ -108,7 +108,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "sjfbsbf-philly", "16 servers x 4 RTX 2080 Ti, 240 Philly jobs from the busiest period", "sjf-bsbf",
             ClusterSpec.homogeneous("RTX2080Ti", 16, 4, inter_node_bw_gbps=12.5, name="sjfbsbf-16x4"),
-            POLLUX_MODELS, "philly", 240, annotate="pollux",
+            POLLUX_MODELS, "philly", 240, annotate="pollux-time",
         ),
         Scenario(
             "gimbal-philly", "16 nodes x 2 A40, 150 Philly jobs, Gimbal's 12 models, deadlines", "gimbal",

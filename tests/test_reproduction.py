@@ -123,3 +123,34 @@ def test_reproduce_cells_cover_every_setting_with_seeds() -> None:
     for n in SWEEP_JOBS:
         assert any(c[0] == "castor-philly" and c[3].get("num_jobs", 240) == n for c in todo)
     assert all("catalog" not in c[3] for c in todo)  # no by-hand world wiring
+
+
+def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
+    """``annotate=pollux-time``: on the catalog's T4 (Pollux's hardware, 4-GPU nodes) a job runs as long as
+    Pollux's iterations took at Pollux's measured step time (within one iteration), and ImageNet's work is far
+    below the catalog's own count of Pollux's iterations (the reason for the recipe)."""
+    from gpucluster_env.traces.pollux import (
+        POLLUX_GPU,
+        POLLUX_INTER_NODE_GBS,
+        POLLUX_NODE_GPUS,
+        pollux_placement,
+        pollux_step_time,
+        pollux_time_iterations,
+    )
+
+    from gpucluster_env.catalog.measured import data_dir
+    from gpucluster_env.workloads import comm_time, iteration_time
+
+    if data_dir() is None:
+        pytest.skip("Pollux's placements.csv (profiles/pollux) not found")
+    assert pollux_placement(6) == "24" and pollux_placement(16) == "4444" and pollux_placement(48) == "4444"
+    assert pollux_placement(1) == "1"
+    cat = default_catalog()
+    for app, g in (("cifar10", 8), ("bert", 12), ("yolov3", 4), ("imagenet", 32)):
+        p, gt = cat.model(app), cat.gpu_type(POLLUX_GPU)
+        tc = p.t_comp(p.batch_size, cat.model_speed(p, POLLUX_GPU))
+        comm = comm_time(p, g, -(-g // POLLUX_NODE_GPUS), gt.intra_node_bw_gbps, POLLUX_INTER_NODE_GBS)
+        t_cat = iteration_time(tc, 1, comm, p.delta)
+        want = pollux_iterations(app, g, cat) * pollux_step_time(app, g, p.batch_size)
+        assert pollux_time_iterations(app, g, cat) * t_cat == pytest.approx(want, abs=t_cat + 1e-9)
+    assert pollux_time_iterations("imagenet", 32, cat) < 0.5 * pollux_iterations("imagenet", 32, cat)

@@ -23,6 +23,12 @@ are ``pollux_workloads/workload-{1..8}.csv``, 160 jobs each) does this:
    ``ceil(epochs x dataset / (GPUs x per-GPU batch))`` iterations at the catalog's per-GPU batch (the job's
    global batch is GPUs x per-GPU batch and is kept, as Castor keeps the user's batch; Pollux's statistical-
    efficiency scaling of progress is not modelled, because Castor and SJF-BSBF do not change batch sizes).
+   ``annotate="pollux-time"`` (sjfbsbf-philly) keeps Pollux's work but measures it on Pollux's own hardware:
+   those iterations times Pollux's measured T4 step time for the job's placement (``placements.csv``, 4-GPU
+   nodes), converted to iterations with the catalog's T4 on the same placement
+   (:func:`pollux_time_iterations`). The catalog's fitted communication terms make large data-parallel jobs
+   (ImageNet on 24-48 GPUs) several times slower than Pollux measured, so counting Pollux's iterations on the
+   catalog (``annotate="pollux"``) inflates the work (offered load about 7 on sjfbsbf-philly, against about 3).
 
 The same recipe is applied to Venus (castor §9.1 samples Venus "the same way"): the busiest 8-hour range of the
 day on that trace (its own clock), application by GPU time, GPUs and iterations as above.
@@ -153,6 +159,58 @@ def pollux_iterations(app: str, num_gpus: int, catalog: Catalog) -> float:
     per-GPU batch."""
     epochs, size = POLLUX_EPOCHS[app]
     return float(max(1, math.ceil(epochs * size / (num_gpus * catalog.model(app).batch_size))))
+
+
+POLLUX_NODE_GPUS = 4
+"""Pollux's testbed: g4dn.12xlarge nodes, four T4 GPUs each (Pollux §5), 16 nodes = 64 GPUs, the shape SJF-BSBF's
+simulated cluster (16 x 4 RTX 2080 Ti) keeps."""
+POLLUX_INTER_NODE_GBS = 6.25
+"""g4dn.12xlarge's 50 Gbps network, in GB/s (the unit of ``ClusterSpec.inter_node_bw_gbps``)."""
+POLLUX_GPU = "T4"
+
+
+def pollux_placement(num_gpus: int) -> str:
+    """Pollux's ``placements.csv`` key for ``num_gpus`` packed on 4-GPU nodes (GPUs per node, digits sorted).
+    Pollux measured at most four nodes; a larger job takes the four-full-node row (``4444``), i.e. the per-GPU
+    step time of 16 GPUs (weak scaling beyond 16 GPUs: an approximation, stated)."""
+    full, rest = divmod(min(int(num_gpus), 4 * POLLUX_NODE_GPUS), POLLUX_NODE_GPUS)
+    return "".join(str(d) for d in sorted([POLLUX_NODE_GPUS] * full + ([rest] if rest else [])))
+
+
+def pollux_step_time(app: str, num_gpus: int, local_bsz: float, root: Path | None = None) -> float:
+    """Pollux's measured T4 step time (s, ``step_time`` of ``profiles/pollux/<app>/placements.csv``, which
+    includes the all-reduce) for ``num_gpus`` at ``local_bsz`` per GPU, interpolated linearly in the local batch
+    (clamped to the measured range)."""
+    from ..catalog.measured import load_pollux_placements
+
+    pl = pollux_placement(num_gpus)
+    rows = sorted((float(r["local_bsz"]), float(r["step_time"])) for r in load_pollux_placements(app, root)
+                  if r["placement"] == pl)
+    if not rows:
+        raise ValueError(f"Pollux measured no placement {pl!r} for {app!r}")
+    xs, ys = zip(*rows, strict=True)
+    return float(np.interp(local_bsz, xs, ys))
+
+
+def pollux_time_iterations(app: str, num_gpus: int, catalog: Catalog, root: Path | None = None) -> float:
+    """Iterations for one job under ``annotate="pollux-time"``: Pollux's ``epochs x dataset`` samples at
+    ``num_gpus x`` the catalog's per-GPU batch take ``n x step`` seconds on Pollux's own hardware (measured T4
+    step time, :func:`pollux_step_time`); the job gets as many iterations as fill that time on the catalog's
+    T4 with the same placement (4-GPU nodes, 50 Gbps). So the job runs on Pollux's hardware in this simulator as
+    long as it ran in Pollux's measurements, whatever the catalog's fitted communication terms say."""
+    from ..workloads import comm_time, iteration_time
+
+    b = catalog.model(app).batch_size
+    n_pollux = pollux_iterations(app, num_gpus, catalog)
+    seconds = n_pollux * pollux_step_time(app, num_gpus, b, root)
+    p = catalog.model(app)
+    gt = catalog.gpu_type(POLLUX_GPU)
+    s = 1
+    while p.memory_gb(b / s) > gt.memory_gb and s < b:
+        s *= 2
+    tc = p.t_comp(b / s, catalog.model_speed(p, POLLUX_GPU))
+    comm = comm_time(p, num_gpus, -(-num_gpus // POLLUX_NODE_GPUS), gt.intra_node_bw_gbps, POLLUX_INTER_NODE_GBS)
+    return float(max(1, math.ceil(seconds / iteration_time(tc, s, comm, p.delta))))
 
 
 # ------------------------------------------------------------------------------- fitting on the files

@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 
 from ..catalog import Catalog
+from ..catalog.measured import data_dir
 from .annotate import assign_models, gimbal_deadlines, mix_raw, reference_iter_time, to_job_table
-from .pollux import pollux_applications, pollux_iterations, pollux_replicas, pollux_sample
+from .pollux import pollux_applications, pollux_iterations, pollux_replicas, pollux_sample, pollux_time_iterations
 from .registry import load_trace
 from .samplers import fit_to_cluster, sample
 from .shipped import load_embedded
@@ -98,11 +99,18 @@ def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tu
     if sc.annotate == "pollux-lucid":  # the trace's own GPU time, spread over Pollux's GPU count (Lucid)
         work = trace_gpus * raw["duration_s"].to_numpy(float)
         iters = np.array([max(1.0, np.ceil(w / (k[1] * ref[k]))) for w, k in zip(work, keys, strict=True)])
+    elif sc.annotate == "pollux-time" and data_dir() is not None:  # Pollux's work timed on Pollux's T4s
+        per = {k: pollux_time_iterations(k[0], k[1], catalog) for k in set(keys)}
+        iters = np.array([per[k] for k in keys])
     else:
         iters = np.array([pollux_iterations(k[0], k[1], catalog) for k in keys])
     raw = raw.assign(duration_s=[it * ref[k] for it, k in zip(iters, keys, strict=True)])
     jobs = to_job_table(raw, apps, catalog, iterations=iters)
-    work = "the trace's GPU time (Lucid)" if sc.annotate == "pollux-lucid" else "iterations as Pollux"
+    work = {"pollux-lucid": "the trace's GPU time (Lucid)",
+            "pollux-time": "Pollux's epochs x dataset timed on Pollux's T4s (measured step times)"}.get(
+        sc.annotate, "iterations as Pollux")
+    if sc.annotate == "pollux-time" and data_dir() is None:
+        work = "iterations as Pollux (Pollux's placements.csv not found, so not timed on Pollux's T4s)"
     note = (f"{note}; Pollux recipe: {len(raw)} of {pool} jobs submitted {start:g}:00-{start + 8:g}:00 "
             f"(any day), application by GPU time, GPUs as Pollux, work {work}")
     return jobs, note
@@ -112,7 +120,7 @@ def build_jobs(sc: Scenario, seed: int, catalog: Catalog) -> tuple[pd.DataFrame,
     """The engine job table for scenario ``sc`` and ``seed``, and a note naming the trace used."""
     rng = np.random.default_rng(seed)
     models: np.ndarray | None = None
-    if sc.annotate in ("pollux", "pollux-lucid"):
+    if sc.annotate in ("pollux", "pollux-lucid", "pollux-time"):
         return _pollux_jobs(sc, rng, catalog)
     if sc.trace == "tiny":
         raw, note = _tiny_raw(sc, rng), "synthetic tiny trace (embedded generator)"
