@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from ..workloads import comm_time, iteration_time
-
 
 def fit_accumulation(eng: Any, j: int, mem_gb: float, other_gb: float = 0.0) -> int | None:
     """Smallest power-of-two accumulation ``s <= batch`` with footprint(B/s) + ``other_gb`` <= ``mem_gb``."""
@@ -47,21 +45,7 @@ def iter_time(eng: Any, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float
     """Iteration time of job ``j`` on ``gpus`` with accumulation ``s`` when each worker's compute is slowed by
     ``xi`` (Castor eq. 1-3 and 14-15; ``xi`` = 1 alone). Mirrors the engine's model, sample stealing included.
     """
-    m = int(eng.job_model[j])
-    p = eng.profiles[m]
-    b = float(eng.batch[j]) / s
-    types = eng.gpu_type[gpus]
-    v = eng.speed_mt[m, types] / np.broadcast_to(np.asarray(xi, dtype=float), types.shape)
-    n = len(gpus)
-    if n == 1:
-        return s * (p.alpha_s + p.beta_s * b) / float(v[0])
-    if eng.config.sample_stealing:
-        tc = max((n * p.alpha_s + p.beta_s * b * n) / float(v.sum()), p.alpha_s / float(v.min()))
-    else:
-        tc = (p.alpha_s + p.beta_s * b) / float(v.min())
-    n_nodes = len(np.unique(eng.gpu_node[gpus]))
-    comm = comm_time(p, n, n_nodes, float(eng.type_intra_bw[types].min()), eng.cluster.inter_node_bw_gbps)
-    return float(iteration_time(tc, s, comm, p.delta))
+    return eng.iter_time_for(j, gpus, s, xi)
 
 
 def solo_accumulation(eng: Any, j: int, gpus: np.ndarray) -> int | None:

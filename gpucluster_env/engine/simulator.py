@@ -435,11 +435,20 @@ class ClusterEngine:
             else:
                 x = float(xi[0])
             return float(s * (p.alpha_s + p.beta_s * b) * x / self.speed_mt[m, t])
+        return self.iter_time_for(j, gpus, s, self._worker_xi(j, gpus) if xi is None else xi)
+
+    def iter_time_for(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
+        """Iteration time of one copy of job ``j`` on ``gpus`` at accumulation ``s`` with each worker's compute
+        slowed by ``xi`` (Castor eq. 1-3, slowest-worker pacing or LISS). Pure: reads no dynamic state, so
+        agents may use it to evaluate hypothetical placements with their own predicted ``xi``."""
+        m = int(self.job_model[j])
+        p = self.profiles[m]
+        b = self.batch[j] / s
         types = self.gpu_type[gpus]
-        v = self.speed_mt[m, types] / (self._worker_xi(j, gpus) if xi is None else xi)
+        v = self.speed_mt[m, types] / np.broadcast_to(np.asarray(xi, dtype=float), types.shape)
         n = len(gpus)
         if n == 1:
-            return s * (p.alpha_s + p.beta_s * b) / float(v[0])
+            return float(s * (p.alpha_s + p.beta_s * b) / float(v[0]))
         if self.config.sample_stealing:
             # LISS: per-worker batches b_i with (alpha + beta b_i)/v_i equal and sum b_i = n b. No worker
             # takes fewer than 0 samples, and even an empty one pays its fixed alpha: never below alpha/v_min.
@@ -449,7 +458,7 @@ class ClusterEngine:
         n_nodes = len(set(self.gpu_node[gpus].tolist()))
         intra = float(self.type_intra_bw[types].min())
         comm = comm_time(p, n, n_nodes, intra, self.cluster.inter_node_bw_gbps)
-        return iteration_time(tc, s, comm, p.delta)
+        return float(iteration_time(tc, s, comm, p.delta))
 
     def _job_rate(self, j: int) -> float:
         if self.held_shared[j] == 0 and self.share_lo[j] == _TENTHS_MAX and self.solo_rate[j] > 0:
