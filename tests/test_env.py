@@ -284,3 +284,35 @@ def test_import_is_light():
             "heavy = [m for m in ('torch', 'stable_baselines3', 'sb3_contrib', 'xgboost') if m in sys.modules]; "
             "assert not heavy, heavy; assert 'gpucluster_env/Tiny-v0' in gym.registry")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_human_render_in_a_real_terminal():
+    """``render_mode="human"`` draws with colours when its output is a terminal (a pseudo-terminal here)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    code = ("from gpucluster_env.env import GPUClusterEnv; "
+            "env = GPUClusterEnv('tiny', render_mode='human'); env.reset(seed=0); "
+            "[env.step(int(env.action_masks().nonzero()[0][-1])) for _ in range(12)]")
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=follower, stderr=follower, close_fds=True,
+                            env={**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"})
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    proc.wait(timeout=60)
+    os.close(leader)
+    out = b"".join(chunks).decode("utf-8", "replace")
+    assert proc.returncode == 0, out[-2000:]
+    assert "\x1b[" in out  # ANSI colour codes: rich saw a terminal
+    assert "GPUs by node" in out and "queue (" in out
+    assert out.count("gpucluster · tiny") >= 12  # one frame per step
