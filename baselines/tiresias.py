@@ -2,7 +2,9 @@
 
 A job's attained service is GPUs x time it has run. Jobs sit in ``len(thresholds) + 1`` priority queues by
 attained service (two by default: below / above ``thresholds[0]`` GPU-seconds); within a queue, first come
-first served. At every decision point the policy computes the set of jobs that should run (walking jobs in
+first served. The default threshold is the one of Pollux's Tiresias (``3600 x 16`` GPU-seconds, artifact
+``simulator/tiresias.py``): Castor and SJF-BSBF both say they follow Pollux's settings. At every
+decision point the policy computes the set of jobs that should run (walking jobs in
 priority order and taking each that fits in the cluster's remaining GPU count) and moves the cluster toward
 it: it preempts running jobs outside the set (the engine charges each preempted job ``EngineConfig.restart_s``
 when it starts again) and starts waiting jobs inside it. Exclusive GPUs; no prior knowledge of durations.
@@ -30,7 +32,7 @@ class Tiresias(Policy):
     )
     paper: ClassVar[str] = "Tiresias (NSDI'19); castor §9.1 / sjf-bsbf §VI-A3 baseline"
 
-    def __init__(self, thresholds: tuple[float, ...] = (3600.0,), starve_factor: float | None = None) -> None:
+    def __init__(self, thresholds: tuple[float, ...] = (16 * 3600.0,), starve_factor: float | None = None) -> None:
         """``thresholds``: attained-service limits (GPU-seconds) between consecutive queues.
         ``starve_factor``: Tiresias' STARVELIMIT; a job waiting longer than that multiple of its last run is
         promoted back to the top queue (None: off)."""

@@ -3,6 +3,7 @@ recalibrated), job-table and engine builders."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 
 import pandas as pd
@@ -13,6 +14,12 @@ from gpucluster_env.engine import ClusterEngine, EngineConfig
 from gpucluster_env.hardware import ClusterSpec, GPUType
 from gpucluster_env.interference import ConstantInterference, InterferenceModel
 from gpucluster_env.workloads import ModelProfile
+
+# One OpenMP thread per test worker: the suite runs two workers on two cores, and XGBoost's and torch's thread
+# pools would oversubscribe them (measured: the MaskablePPO test took 181 s instead of 9 s with another process
+# busy). ``import gpucluster_env`` loads neither library, so this is set before any test module imports them.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
 
 TEST_GPUS = {
     # intra-node bandwidth above the inter-node 12.5 GB/s, so more nodes never communicate faster

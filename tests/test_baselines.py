@@ -217,11 +217,23 @@ def test_tiresias_preempts_job_past_queue_threshold(build: Any) -> None:
     # preempted.
     rows = [{"iterations": 100_000.0}, {"submit_s": 4000.0, "iterations": 100.0}]
     eng = build([("fast", 1, 1)], rows, restart_s=30.0)
-    acts = drive(eng, Tiresias())
+    acts = drive(eng, Tiresias(thresholds=(3600.0,)))
     assert acts[1] == (4000.0, Preempt(0)) and acts[2] == (4000.0, Place(1))
     assert acts[3] == (pytest.approx(4016.0), Place(0))
     # job 0 pays the 30 s restart overhead: 4000 + 16 + 30 + (100000 - 25000) * 0.16
     assert eng.finish_t[0] == pytest.approx(4046.0 + 75_000 * 0.16)
+
+
+def test_tiresias_default_threshold_is_pollux_16_gpu_hours(build: Any) -> None:
+    # Pollux's Tiresias demotes at 3600 x 16 GPU-seconds: job 0 (4000 GPU-s attained at t = 4000) stays in the
+    # top queue and keeps its GPU; a 4-GPU job has attained 60000 GPU-s > 57600 by t = 15000: demoted, preempted.
+    assert Tiresias().thresholds == (57_600.0,)
+    rows = [{"iterations": 100_000.0}, {"submit_s": 4000.0, "iterations": 100.0}]
+    acts = drive(build([("fast", 1, 1)], rows, restart_s=30.0), Tiresias())
+    assert not any(isinstance(a, Preempt) for _, a in acts)
+    rows = [{"iterations": 400_000.0, "num_gpus": 4}, {"submit_s": 15_000.0, "num_gpus": 4, "iterations": 100.0}]
+    acts = drive(build([("fast", 1, 4)], rows, restart_s=30.0), Tiresias())
+    assert any(t == 15_000.0 and a == Preempt(0) for t, a in acts)
 
 
 def test_tiresias_does_not_preempt_within_same_queue(build: Any) -> None:

@@ -10,11 +10,14 @@ from gpucluster_env.leaderboard.runner import run_episode
 from gpucluster_env.traces.pollux import (
     GPU_HOUR_CLASSES,
     POLLUX_APP_SHARE,
+    POLLUX_BATCH,
     POLLUX_MEAN_ARRIVAL_S,
     POLLUX_REPLICAS,
     find_pollux_workloads,
+    fit_batches,
     fit_replicas,
     pollux_applications,
+    pollux_batch,
     pollux_iterations,
     pollux_pool,
     pollux_replicas,
@@ -55,9 +58,29 @@ def test_pollux_applications_follow_gpu_time_classes() -> None:
     assert apps[2] in GPU_HOUR_CLASSES[1][1] and apps[3] == "yolov3" and apps[4] == "imagenet"
     reps = pollux_replicas(np.array(["imagenet", "ncf", "yolov3"] * 50, dtype=object), np.random.default_rng(1))
     assert set(reps[0::3]) <= set(POLLUX_REPLICAS["imagenet"]) and set(reps[1::3]) == {1}
-    # fixed work per application: iterations x GPUs x batch ~ epochs x dataset
+    # fixed work per application at Pollux's batch: iterations x global batch ~ epochs x dataset
     cat = default_catalog()
-    assert pollux_iterations("cifar10", 6, cat) * 6 * cat.model("cifar10").batch_size >= 100 * 50_000
+    assert pollux_batch("cifar10", 6) == 341 and pollux_batch("imagenet", 32) == 200
+    assert pollux_batch("ncf", 1) == 32768 and pollux_batch("imagenet", 40) == 160  # nearest: 6400 on 32 / 48
+    n = pollux_iterations("cifar10", 6, cat)
+    assert n * 6 * 341 >= 100 * 50_000 > (n - 1) * 6 * 341
+
+
+def test_pollux_step_time_accumulates_above_the_measured_batch() -> None:
+    """Above the largest measured local batch, Pollux's simulator splits the batch into micro-batches and pays
+    one compute pass (step - sync) per extra micro-batch."""
+    from gpucluster_env.traces.pollux import pollux_step_time
+
+    from gpucluster_env.catalog.measured import data_dir, load_pollux_placements
+
+    if data_dir() is None:
+        pytest.skip("Pollux's placements.csv (profiles/pollux) not found")
+    rows = [r for r in load_pollux_placements("bert") if r["placement"] == "24"]
+    top = max(rows, key=lambda r: r["local_bsz"])
+    b = float(top["local_bsz"])
+    assert pollux_step_time("bert", 6, b) == pytest.approx(top["step_time"])
+    extra = top["step_time"] - top["sync_time"]
+    assert pollux_step_time("bert", 6, 3 * b) == pytest.approx(top["step_time"] + 2 * extra)
 
 
 @pytest.mark.parametrize("name", POLLUX_SCENARIOS)
@@ -81,6 +104,7 @@ def test_shipped_pollux_numbers_match_the_workload_files() -> None:
         pytest.skip("Pollux workloads (traces/philly/pollux_workloads/workload-*.csv) not found under "
                     "$GPUCLUSTER_DATA or ../shared/data")
     reps, share, mean_t = fit_replicas(files)
+    assert fit_batches(files) == POLLUX_BATCH
     assert reps == POLLUX_REPLICAS
     assert share == pytest.approx(POLLUX_APP_SHARE)
     assert mean_t == pytest.approx(POLLUX_MEAN_ARRIVAL_S)
@@ -147,10 +171,31 @@ def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
     assert pollux_placement(1) == "1"
     cat = default_catalog()
     for app, g in (("cifar10", 8), ("bert", 12), ("yolov3", 4), ("imagenet", 32)):
-        p, gt = cat.model(app), cat.gpu_type(POLLUX_GPU)
-        tc = p.t_comp(p.batch_size, cat.model_speed(p, POLLUX_GPU))
+        p, gt, b = cat.model(app), cat.gpu_type(POLLUX_GPU), pollux_batch(app, g)
+        s = 1
+        while p.memory_gb(b / s) > gt.memory_gb:
+            s *= 2
+        tc = p.t_comp(b / s, cat.model_speed(p, POLLUX_GPU))
         comm = comm_time(p, g, -(-g // POLLUX_NODE_GPUS), gt.intra_node_bw_gbps, POLLUX_INTER_NODE_GBS)
-        t_cat = iteration_time(tc, 1, comm, p.delta)
-        want = pollux_iterations(app, g, cat) * pollux_step_time(app, g, p.batch_size)
+        t_cat = iteration_time(tc, s, comm, p.delta)
+        want = pollux_iterations(app, g, cat) * pollux_step_time(app, g, b)
         assert pollux_time_iterations(app, g, cat) * t_cat == pytest.approx(want, abs=t_cat + 1e-9)
     assert pollux_time_iterations("imagenet", 32, cat) < 0.5 * pollux_iterations("imagenet", 32, cat)
+
+
+@pytest.mark.parametrize("name", ("castor-philly", "castor-venus"))
+def test_lucid_work_keeps_the_trace_gpu_time_on_the_scenario_gpus(name: str) -> None:
+    """``annotate="pollux-lucid"``: each job, alone and packed on the scenario's own GPUs, runs its sampled trace
+    job's GPU time spread over Pollux's GPU count (Lucid keeps the trace's durations), to within one
+    iteration."""
+    from gpucluster_env.traces.scenario_jobs import trace_source
+
+    sc = get_scenario(name)
+    eng = sc.make_engine(0)
+    full, _ = trace_source(sc.trace)
+    gpu_time = dict(zip(full["job_id"].astype(str), full["num_gpus"] * full["duration_s"], strict=True))
+    for j in range(0, eng.n_jobs, 7):
+        orig = str(eng.job_ids[j]).rsplit("#", 1)[0]
+        want = gpu_time[orig] / eng.req_gpus[j]
+        per_iter = eng.solo_time[j] / eng.iterations[j]
+        assert abs(eng.solo_time[j] - want) <= per_iter + 1e-6

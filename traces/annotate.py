@@ -20,17 +20,20 @@ REFERENCE_GPU = "V100"
 REFERENCE_NODE_GPUS = 8
 
 
-def reference_iter_time(catalog: Catalog, model: str, num_gpus: int, batch_size: int | None = None) -> float:
-    """Iteration time of ``model`` alone on ``num_gpus`` reference GPUs (smallest accumulation that fits)."""
+def reference_iter_time(catalog: Catalog, model: str, num_gpus: int, batch_size: int | None = None,
+                        gpu: str = REFERENCE_GPU, node_gpus: int = REFERENCE_NODE_GPUS,
+                        inter_node_gbs: float = 12.5) -> float:
+    """Iteration time of ``model`` alone on ``num_gpus`` GPUs of type ``gpu`` (the reference V100 by default)
+    packed on as few ``node_gpus``-GPU nodes as possible, at the smallest accumulation that fits."""
     p = catalog.model(model)
-    ref = catalog.gpu_type(REFERENCE_GPU)
+    ref = catalog.gpu_type(gpu)
     b = batch_size or p.batch_size
     s = 1
     while p.memory_gb(b / s) > ref.memory_gb and s < b:
         s *= 2
-    nodes = -(-num_gpus // REFERENCE_NODE_GPUS)
-    tc = p.t_comp(b / s, catalog.model_speed(p, REFERENCE_GPU))
-    comm = comm_time(p, num_gpus, nodes, ref.intra_node_bw_gbps, 12.5)
+    nodes = -(-num_gpus // node_gpus)
+    tc = p.t_comp(b / s, catalog.model_speed(p, gpu))
+    comm = comm_time(p, num_gpus, nodes, ref.intra_node_bw_gbps, inter_node_gbs)
     return iteration_time(tc, s, comm, p.delta)
 
 
@@ -40,22 +43,25 @@ def to_job_table(
     catalog: Catalog,
     deadlines: np.ndarray | None = None,
     iterations: np.ndarray | None = None,
+    batch_sizes: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Build the engine's job table from a raw trace (``job_id``, ``submit_s``, ``num_gpus``, ``duration_s``)
     and one model name per row. ``iterations`` (one per row), when given, replaces the iterations derived from
-    the durations (Pollux's recipe fixes the work per application)."""
+    the durations (Pollux's recipe fixes the work per application); ``batch_sizes`` (per-GPU, one per row)
+    replaces the catalog's batch of each model."""
     n = len(raw)
     gpus = raw["num_gpus"].to_numpy(np.int64)
     dur = raw["duration_s"].to_numpy(float)
-    cache: dict[tuple[str, int], float] = {}
+    cache: dict[tuple[str, int, int], float] = {}
     iters = np.empty(n)
     batch = np.empty(n, dtype=np.int64)
     for i in range(n):
-        key = (str(models[i]), int(gpus[i]))
+        b = int(batch_sizes[i]) if batch_sizes is not None else catalog.model(str(models[i])).batch_size
+        key = (str(models[i]), int(gpus[i]), b)
         if key not in cache:
-            cache[key] = reference_iter_time(catalog, key[0], key[1])
+            cache[key] = reference_iter_time(catalog, key[0], key[1], b)
         iters[i] = max(1.0, np.ceil(dur[i] / cache[key]))
-        batch[i] = catalog.model(key[0]).batch_size
+        batch[i] = b
     if iterations is not None:
         iters = np.asarray(iterations, float)
     out = pd.DataFrame(

@@ -18,11 +18,13 @@ are ``pollux_workloads/workload-{1..8}.csv``, 160 jobs each) does this:
    their model (castor §3, sjf-bsbf §III: "each job is characterized by the number of GPUs it requires ... and
    the total number of training iterations") makes it the job's fixed request. So here it is the fixed request.
    The per-application distribution is :data:`POLLUX_REPLICAS`, counted on the eight published workloads.
-4. **Training length**: a fixed amount of work per application, ``max_epochs x dataset_size`` samples
-   (:data:`POLLUX_EPOCHS`, from Pollux's ``simulator/applications.py``), whatever the GPU count. Here it becomes
-   ``ceil(epochs x dataset / (GPUs x per-GPU batch))`` iterations at the catalog's per-GPU batch (the job's
-   global batch is GPUs x per-GPU batch and is kept, as Castor keeps the user's batch; Pollux's statistical-
-   efficiency scaling of progress is not modelled, because Castor and SJF-BSBF do not change batch sizes).
+4. **Batch and training length**: the global batch Pollux's workloads give each (application, GPU count)
+   (:data:`POLLUX_BATCH`, the files' ``batch_size`` column), split evenly over the job's GPUs and kept fixed, as
+   Castor keeps the user's batch (the engine adds gradient accumulation where a GPU's memory needs it); a fixed
+   amount of work per application, ``max_epochs x dataset_size`` samples (:data:`POLLUX_EPOCHS`, from Pollux's
+   ``simulator/applications.py``), i.e. ``ceil(epochs x dataset / global batch)`` iterations. Pollux's
+   statistical-efficiency scaling of progress is not modelled, because Castor and SJF-BSBF do not change
+   batch sizes.
    ``annotate="pollux-time"`` (sjfbsbf-philly) keeps Pollux's work but measures it on Pollux's own hardware:
    those iterations times Pollux's measured T4 step time for the job's placement (``placements.csv``, 4-GPU
    nodes), converted to iterations with the catalog's T4 on the same placement
@@ -154,11 +156,32 @@ def pollux_replicas(apps: np.ndarray, rng: np.random.Generator,
     return out
 
 
+POLLUX_BATCH: dict[str, dict[int, int]] = {
+    "bert": {6: 384, 8: 384, 12: 384, 16: 384},
+    "cifar10": {6: 2048, 8: 2048, 12: 4096, 16: 4096},
+    "deepspeech2": {6: 320, 8: 320, 12: 640},
+    "imagenet": {24: 3200, 32: 6400, 48: 6400},
+    "ncf": {1: 32768},
+    "yolov3": {4: 64},
+}
+"""Global batch size per (application, ``num_replicas``) in Pollux's eight published workloads (the column
+``batch_size``; one value per pair: the batch ``get_configurations`` found fastest for that GPU count).
+:func:`fit_batches` recounts it from the files when they are present."""
+
+
+def pollux_batch(app: str, num_gpus: int) -> int:
+    """Per-GPU batch of a Pollux job: its global batch (:data:`POLLUX_BATCH`, the configuration with the nearest
+    GPU count when ``num_gpus`` is not one of Pollux's) split over ``num_gpus`` workers, at least 1."""
+    table = POLLUX_BATCH[app]
+    near = min(table, key=lambda g: (abs(g - num_gpus), g))
+    return max(1, int(round(table[near] / max(1, int(num_gpus)))))
+
+
 def pollux_iterations(app: str, num_gpus: int, catalog: Catalog) -> float:
-    """Iterations for one job: Pollux's ``epochs x dataset`` samples at ``num_gpus x`` the catalog's
-    per-GPU batch."""
+    """Iterations for one job: Pollux's ``epochs x dataset`` samples at ``num_gpus x`` the job's per-GPU batch
+    (:func:`pollux_batch`)."""
     epochs, size = POLLUX_EPOCHS[app]
-    return float(max(1, math.ceil(epochs * size / (num_gpus * catalog.model(app).batch_size))))
+    return float(max(1, math.ceil(epochs * size / (num_gpus * pollux_batch(app, num_gpus)))))
 
 
 POLLUX_NODE_GPUS = 4
@@ -178,29 +201,36 @@ def pollux_placement(num_gpus: int) -> str:
 
 
 def pollux_step_time(app: str, num_gpus: int, local_bsz: float, root: Path | None = None) -> float:
-    """Pollux's measured T4 step time (s, ``step_time`` of ``profiles/pollux/<app>/placements.csv``, which
-    includes the all-reduce) for ``num_gpus`` at ``local_bsz`` per GPU, interpolated linearly in the local batch
-    (clamped to the measured range)."""
+    """Pollux's measured T4 time (s) of one optimizer step of ``num_gpus`` workers at ``local_bsz`` samples per
+    GPU: ``step_time`` of ``profiles/pollux/<app>/placements.csv`` (which includes the all-reduce), interpolated
+    linearly in the local batch. A local batch above the largest measured one is split into ``k`` equal
+    micro-batches, paying ``k - 1`` extra compute passes (``step_time - sync_time``), as Pollux's simulator
+    does for gradient accumulation; one below the smallest measured is clamped to it."""
     from ..catalog.measured import load_pollux_placements
 
     pl = pollux_placement(num_gpus)
-    rows = sorted((float(r["local_bsz"]), float(r["step_time"])) for r in load_pollux_placements(app, root)
-                  if r["placement"] == pl)
+    rows = sorted((float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
+                  for r in load_pollux_placements(app, root) if r["placement"] == pl)
     if not rows:
         raise ValueError(f"Pollux measured no placement {pl!r} for {app!r}")
-    xs, ys = zip(*rows, strict=True)
-    return float(np.interp(local_bsz, xs, ys))
+    xs, steps, syncs = (np.array(c) for c in zip(*rows, strict=True))
+    k = max(1, math.ceil(float(local_bsz) / xs[-1] - 1e-9))
+    atom = float(local_bsz) / k
+    step = float(np.interp(atom, xs, steps))
+    sync = float(np.interp(atom, xs, syncs))
+    return step + (k - 1) * max(0.0, step - sync)
 
 
 def pollux_time_iterations(app: str, num_gpus: int, catalog: Catalog, root: Path | None = None) -> float:
     """Iterations for one job under ``annotate="pollux-time"``: Pollux's ``epochs x dataset`` samples at
-    ``num_gpus x`` the catalog's per-GPU batch take ``n x step`` seconds on Pollux's own hardware (measured T4
-    step time, :func:`pollux_step_time`); the job gets as many iterations as fill that time on the catalog's
-    T4 with the same placement (4-GPU nodes, 50 Gbps). So the job runs on Pollux's hardware in this simulator as
-    long as it ran in Pollux's measurements, whatever the catalog's fitted communication terms say."""
+    Pollux's batch for this GPU count (:func:`pollux_batch`) take ``n x step`` seconds on Pollux's own hardware
+    (measured T4 step time, :func:`pollux_step_time`); the job gets as many iterations as fill that time on the
+    catalog's T4 with the same placement (4-GPU nodes, 50 Gbps). So the job runs on Pollux's hardware in this
+    simulator as long as it ran in Pollux's measurements, whatever the catalog's fitted communication terms
+    say."""
     from ..workloads import comm_time, iteration_time
 
-    b = catalog.model(app).batch_size
+    b = pollux_batch(app, num_gpus)
     n_pollux = pollux_iterations(app, num_gpus, catalog)
     seconds = n_pollux * pollux_step_time(app, num_gpus, b, root)
     p = catalog.model(app)
@@ -225,6 +255,18 @@ def find_pollux_workloads() -> list[Path]:
         if files:
             return files
     return []
+
+
+def fit_batches(files: list[Path]) -> dict[str, dict[int, int]]:
+    """Recount :data:`POLLUX_BATCH` from Pollux's workload files; ``ValueError`` if an (application, GPU count)
+    pair has more than one batch size there."""
+    df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    out: dict[str, dict[int, int]] = {}
+    for (app, r), b in df.groupby(["application", "num_replicas"])["batch_size"].unique().items():
+        if len(b) != 1:
+            raise ValueError(f"Pollux workloads: {app} on {r} GPUs has several batch sizes {sorted(b)}")
+        out.setdefault(str(app), {})[int(r)] = int(b[0])
+    return out
 
 
 def fit_replicas(files: list[Path]) -> tuple[dict[str, dict[int, int]], dict[str, float], float]:

@@ -20,7 +20,14 @@ import pandas as pd
 from ..catalog import Catalog
 from ..catalog.measured import data_dir
 from .annotate import assign_models, gimbal_deadlines, mix_raw, reference_iter_time, to_job_table
-from .pollux import pollux_applications, pollux_iterations, pollux_replicas, pollux_sample, pollux_time_iterations
+from .pollux import (
+    pollux_applications,
+    pollux_batch,
+    pollux_iterations,
+    pollux_replicas,
+    pollux_sample,
+    pollux_time_iterations,
+)
 from .registry import load_trace
 from .samplers import fit_to_cluster, sample
 from .shipped import load_embedded
@@ -95,17 +102,21 @@ def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tu
     if sc.load != 1.0:
         raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
     keys = [(str(a), int(g)) for a, g in zip(apps, gpus, strict=True)]
-    ref = {k: reference_iter_time(catalog, k[0], k[1]) for k in set(keys)}
+    batch = np.array([pollux_batch(a, g) for a, g in keys], dtype=np.int64)
+    ref = {k: reference_iter_time(catalog, k[0], k[1], pollux_batch(*k)) for k in set(keys)}
     if sc.annotate == "pollux-lucid":  # the trace's own GPU time, spread over Pollux's GPU count (Lucid)
         work = trace_gpus * raw["duration_s"].to_numpy(float)
-        iters = np.array([max(1.0, np.ceil(w / (k[1] * ref[k]))) for w, k in zip(work, keys, strict=True)])
+        node = sc.cluster.nodes[0]
+        own = {k: reference_iter_time(catalog, k[0], k[1], pollux_batch(*k), node.gpu_type, node.count,
+                                      sc.cluster.inter_node_bw_gbps) for k in set(keys)}
+        iters = np.array([max(1.0, np.ceil(w / (k[1] * own[k]))) for w, k in zip(work, keys, strict=True)])
     elif sc.annotate == "pollux-time" and data_dir() is not None:  # Pollux's work timed on Pollux's T4s
         per = {k: pollux_time_iterations(k[0], k[1], catalog) for k in set(keys)}
         iters = np.array([per[k] for k in keys])
     else:
         iters = np.array([pollux_iterations(k[0], k[1], catalog) for k in keys])
     raw = raw.assign(duration_s=[it * ref[k] for it, k in zip(iters, keys, strict=True)])
-    jobs = to_job_table(raw, apps, catalog, iterations=iters)
+    jobs = to_job_table(raw, apps, catalog, iterations=iters, batch_sizes=batch)
     work = {"pollux-lucid": "the trace's GPU time (Lucid)",
             "pollux-time": "Pollux's epochs x dataset timed on Pollux's T4s (measured step times)"}.get(
         sc.annotate, "iterations as Pollux")
