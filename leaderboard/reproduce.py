@@ -43,6 +43,32 @@ PAPER = {
 }
 
 
+# sjf-bsbf Tables III (240 jobs) and IV (480 jobs) by job size, large = more than 4 GPUs:
+# policy -> (avg JCT large, avg JCT small, avg queueing large, avg queueing small), hours.
+PAPER_SIZES = {
+    "": {"fifo": (3.92, 2.13, 2.17, 1.58), "sjf": (3.50, 0.94, 1.76, 0.39), "tiresias": (3.48, 1.23, 1.73, 0.68),
+         "sjf-ffs": (4.29, 0.81, 0.98, 0.07), "castor": (3.38, 0.68, 0.89, 0.03)},
+    "num_jobs=480": {"fifo": (10.06, 7.08, 4.06, 0.21), "sjf": (7.00, 1.90, 5.35, 1.35),
+                     "tiresias": (8.25, 4.59, 6.60, 4.04), "sjf-ffs": (8.12, 0.99, 4.06, 0.21),
+                     "castor": (6.13, 0.88, 3.62, 0.21)},
+}
+LARGE_GPUS = 4
+"""sjf-bsbf §VI-C: jobs asking for more than 4 GPUs are large, the others small."""
+
+
+def size_split(env: Any) -> dict[str, float]:
+    """Average JCT and queueing (s) of large (more than :data:`LARGE_GPUS` GPUs) and small jobs, and the share
+    of large jobs, from a finished episode (``run_episode(..., extra=size_split)``)."""
+    eng = env.unwrapped.engine
+    large = eng.req_gpus > LARGE_GPUS
+    jct = eng.finish_t - eng.submit
+    out = {"frac_large": float(large.mean())}
+    for name, rows in (("large", large), ("small", ~large)):
+        out[f"avg_jct_{name}_s"] = float(jct[rows].mean()) if rows.any() else float("nan")
+        out[f"avg_queue_{name}_s"] = float(eng.queue_s[rows].mean()) if rows.any() else float("nan")
+    return out
+
+
 def _opts_label(opts: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(opts.items()) if k != "restart_s")
 
@@ -63,7 +89,7 @@ def run_cell(cell: tuple[str, str, int, dict[str, Any], float | None]) -> dict[s
         env_kwargs["catalog"] = default_catalog().with_interference(ConstantInterference(xi))
     pol = make_policy(policy)
     r = run_episode(scenario, pol, seed, scenario_options={"restart_s": RESTART_S, **opts},
-                    env_kwargs=env_kwargs)
+                    env_kwargs=env_kwargs, extra=size_split)
     eng = getattr(pol, "engine", None)
     if eng is not None and eng.sharing_benefits:
         b = [s / c for _, s, c in eng.sharing_benefits if c > 0]
@@ -224,6 +250,43 @@ def _trace_name(note: str) -> str:
             return note[:i]
     return note
 
+def implied_large_share(paper: dict[str, tuple[float, ...]], all_jobs: dict[str, tuple[float, float]]) -> float:
+    """The share f of large jobs a paper's table implies, from All = f x Large + (1 - f) x Small over its rows
+    (least squares on average JCT and queueing)."""
+    num = den = 0.0
+    for p, (jl, js, ql, qs) in paper.items():
+        if p not in all_jobs:
+            continue
+        for tot, lg, sm in ((all_jobs[p][0], jl, js), (all_jobs[p][1], ql, qs)):
+            num += (tot - sm) * (lg - sm)
+            den += (lg - sm) ** 2
+    return num / den if den else float("nan")
+
+
+def _size_section(res: Results) -> list[str]:
+    """Large (more than 4 GPUs) versus small jobs on sjfbsbf-philly beside sjf-bsbf Tables III-IV."""
+    out = ["## Large and small jobs (sjf-bsbf Tables III–IV: large = more than 4 GPUs)\n",
+           "Average JCT and queueing (h) of each class, ours / paper.\n"]
+    for ol, paper in PAPER_SIZES.items():
+        ours_frac = res.m("sjfbsbf-philly", "fifo", "frac_large", ol)
+        f = implied_large_share(paper, PAPER[("sjfbsbf-philly", ol)])
+        out.append(f"### sjfbsbf-philly{' (' + ol + ')' if ol else ''}: large jobs are {100 * ours_frac:.0f}% of "
+                   f"ours; the paper's columns imply {100 * f:.0f}%\n")
+        out.append("| policy | large JCT | small JCT | large queueing | small queueing |")
+        out.append("|---|---|---|---|---|")
+        for p in ("fifo", "sjf", "tiresias", "sjf-ffs", "castor"):
+            vals = [res.m("sjfbsbf-philly", p, k, ol) / 3600 for k in
+                    ("avg_jct_large_s", "avg_jct_small_s", "avg_queue_large_s", "avg_queue_small_s")]
+            out.append(f"| {p} | " + " | ".join(f"{_f(v)} / {_f(w)}" for v, w in zip(vals, paper[p], strict=True))
+                       + " |")
+        out.append("")
+    out.append("The implied share solves All = f x Large + (1 - f) x Small over the paper's rows (least squares on "
+               "JCT and queueing). Pollux's recipe, which both papers name, gives more than half of the jobs more "
+               "than 4 GPUs (CIFAR-10, BERT and DeepSpeech2 jobs run on 6-16 GPUs in Pollux's workloads); the "
+               "paper's own GPU counts are not published.\n")
+    return out
+
+
 def render(res: Results, seeds: int, wall_s: float) -> str:
     out: list[str] = []
     a = out.append
@@ -247,6 +310,7 @@ def render(res: Results, seeds: int, wall_s: float) -> str:
         a("")
         out.extend(_orderings(res, sc, ol))
         a("")
+    out.extend(_size_section(res))
     a("## Load sweep (castor §9.5, sjf-bsbf Fig. 6(a)): 0.5×–2× jobs (120–480) from the same period\n")
     a("More jobs sampled from the same 8 hours, i.e. a higher arrival rate (as Pollux Fig. 8b).\n")
     for sc in SWEEP_SCENARIOS:

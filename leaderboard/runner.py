@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +25,15 @@ def run_episode(
     scenario_options: dict[str, Any] | None = None,
     record: str | Path | None = None,
     env_kwargs: dict[str, Any] | None = None,
+    extra: Callable[[GPUClusterEnv], dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Play one episode to the end and return its metrics with ``scenario``, ``policy``, ``seed``, ``trace``,
     ``steps`` and ``wall_s``. With ``record``, write the episode as JSON lines for ``gpucluster replay``.
 
     The environment is built with the policy's own :meth:`~gpucluster_env.baselines.base.Policy.env_kwargs`
     (e.g. ``castor-timeslice`` runs in the time-slicing world), then ``env_kwargs``, which win where both set
-    a key."""
+    a key. ``extra``, when given, is called on the finished environment and its entries are added to the
+    result (e.g. per-class statistics a harness wants beside the standard metrics)."""
     pol = make_policy(policy) if isinstance(policy, str) else policy
     kwargs: dict[str, Any] = {"observation": "dict" if pol.needs_observation else "none"}
     kwargs.update(pol.env_kwargs())
@@ -56,6 +59,8 @@ def run_episode(
         "truncated": bool(truncated),
         "wall_s": wall,
     }
+    if extra is not None:
+        result.update(extra(env))
     if record is not None:
         write_record(Path(record), env, result, scenario_options)
     env.close()

@@ -199,3 +199,19 @@ def test_lucid_work_keeps_the_trace_gpu_time_on_the_scenario_gpus(name: str) -> 
         want = gpu_time[orig] / eng.req_gpus[j]
         per_iter = eng.solo_time[j] / eng.iterations[j]
         assert abs(eng.solo_time[j] - want) <= per_iter + 1e-6
+
+
+def test_size_split_and_implied_large_share() -> None:
+    """The per-size statistics recombine into the episode's averages, and the paper's implied share of large jobs
+    is recovered exactly from a table built with a known share."""
+    from gpucluster_env.leaderboard.reproduce import implied_large_share, size_split
+
+    r = run_episode("sjfbsbf-philly", "sjf", 0, scenario_options={"num_jobs": 60}, extra=size_split)
+    f = r["frac_large"]
+    assert 0.0 < f < 1.0
+    for k in ("jct", "queue"):
+        mix = f * r[f"avg_{k}_large_s"] + (1 - f) * r[f"avg_{k}_small_s"]
+        assert mix == pytest.approx(r[f"avg_{k}_s"], rel=1e-9)
+    paper = {"a": (4.0, 1.0, 3.0, 0.5), "b": (6.0, 2.0, 2.0, 1.0)}
+    totals = {p: (0.25 * v[0] + 0.75 * v[1], 0.25 * v[2] + 0.75 * v[3]) for p, v in paper.items()}
+    assert implied_large_share(paper, totals) == pytest.approx(0.25)
