@@ -532,9 +532,13 @@ def discussion(res: Results) -> list[str]:
                 line += "; the paper's table has no figure for this pair)."
             a(line)
         a("")
+    frac = res.m("sjfbsbf-philly", "fifo", "frac_large")
+    implied = implied_large_share(PAPER_SIZES[""], PAPER[("sjfbsbf-philly", "")])
     a("Negative: the first policy's average JCT is lower. Where a direction or magnitude differs from the paper, "
-      "the measured difference in contention (the FIFO ratios above) is the one difference we can point to; a "
-      "per-pair cause beyond that has not been isolated (unknown).\n")
+      "the measured differences we can point to are the contention (the FIFO ratios above), the mix of job sizes "
+      f"(on sjfbsbf-philly {100 * frac:.0f}% of our jobs ask for more than 4 GPUs, against the {100 * implied:.0f}% "
+      "the paper's large/small columns imply), and the two mechanisms below; a per-pair cause beyond these has not "
+      "been isolated (unknown).\n")
     a("**Why Tiresias beats SJF here.** Tiresias uses Pollux's two queues split at 16 GPU-hours of attained "
       "service, FIFO within a queue, preemptive, with a 30 s checkpoint-restart per preemption (Pollux's "
       "simulator charges the same 30 s). The recipe gives each job its application *by its GPU time*, so the jobs "
