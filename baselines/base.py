@@ -52,6 +52,19 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
         cls = POLICIES[name]
     except KeyError:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    if kwargs:
+        import inspect
+
+        sig = inspect.signature(cls.__init__)
+        try:
+            if cls.__init__ is object.__init__:
+                raise TypeError
+            sig.bind(None, **kwargs)
+        except TypeError:
+            known = [] if cls.__init__ is object.__init__ else [
+                n for n in sig.parameters if n not in ("self", "args", "kwargs")]
+            raise ValueError(f"policy {name!r}: unknown option(s) {', '.join(sorted(kwargs))}; "
+                             f"its options: {', '.join(known) or 'none'}") from None
     return cls(**kwargs)
 
 

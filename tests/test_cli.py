@@ -52,6 +52,17 @@ def test_run_all_policies_table_and_same_seed_same_result():
     assert strip(a) == strip(b)
 
 
+def test_run_with_policy_options():
+    """``--policy-option`` reaches the policy's constructor: on tiny no job attains Pollux's 16 GPU-hours, so the
+    default equals an infinite threshold, while a one-GPU-hour threshold demotes jobs and changes the episode."""
+    base = ("run", "--scenario", "tiny", "--policy", "tiresias", "--json")
+    strip = lambda s: {k: v for k, v in json.loads(s).items() if k != "wall_s"}  # noqa: E731
+    low = strip(run_cli(*base, "--policy-option", "thresholds=[3600]").stdout)
+    high = strip(run_cli(*base, "--policy-option", "thresholds=[1e12]").stdout)
+    default = strip(run_cli(*base).stdout)
+    assert default == high and low["avg_jct_s"] != high["avg_jct_s"]
+
+
 def test_run_with_options_and_record(tmp_path):
     rec = tmp_path / "ep.jsonl"
     r = json.loads(run_cli("run", "--scenario", "tiny", "--option", "num_jobs=12", "--record", str(rec),
@@ -71,6 +82,10 @@ def test_run_with_options_and_record(tmp_path):
         (["run", "--option", "bogus"], "expected KEY=VALUE"),
         (["run", "--option", "bogus=1"], "unknown option"),
         (["bench", "--jobs", "0"], "--jobs must be positive"),
+        (["run", "--policy", "tiresias", "--policy-option", "bogus=1"], "policy 'tiresias': unknown option(s) bogus"),
+        (["run", "--policy", "fifo", "--policy-option", "x=1"], "its options: none"),
+        (["run", "--policy", "all", "--policy-option", "x=1"], "--policy-option needs a single --policy"),
+        (["run", "--policy-option", "oops"], "--policy-option 'oops': expected KEY=VALUE"),
     ],
 )
 def test_errors_are_one_line(args, needle):

@@ -143,10 +143,13 @@ def test_reproduce_cells_cover_every_setting_with_seeds() -> None:
     todo = cells(5)
     for sc, opts in MAIN:
         for p in POLICIES:
-            assert len([c for c in todo if c[0] == sc and c[1] == p and c[3] == opts and c[4] is None]) == 5
+            assert len([c for c in todo if c[0] == sc and c[1] == p and c[3] == opts and c[4] is None
+                        and not c[5]]) == 5
     for n in SWEEP_JOBS:
         assert any(c[0] == "castor-philly" and c[3].get("num_jobs", 240) == n for c in todo)
     assert all("catalog" not in c[3] for c in todo)  # no by-hand world wiring
+    sweep = [c for c in todo if c[1] == "tiresias" and c[5]]
+    assert len(sweep) == 3 * 4 * 5 and all(c[5]["thresholds"][0] > 0 for c in sweep)
 
 
 def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:

@@ -28,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="scenario override, e.g. num_jobs=480 or load=2.0 (repeatable)")
+    p.add_argument("--policy-option", action="append", metavar="KEY=VALUE",
+                   help="argument of the policy's constructor, e.g. thresholds=[3600] for tiresias (repeatable; "
+                        "values are JSON, else strings)")
     p.add_argument("--record", metavar="FILE", help="write the episode as a replay file (JSON lines)")
     p.add_argument("--json", action="store_true", help="print one JSON object (a list with --policy all)")
     p.set_defaults(func=run)
@@ -40,7 +43,7 @@ def _fmt(fmt: str, v: object) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_env.baselines import policy_names
+    from gpucluster_env.baselines import make_policy, policy_names
     from gpucluster_env.cli.jsonout import dumps
     from gpucluster_env.cli.options import parse_options
     from gpucluster_env.leaderboard.runner import run_episode
@@ -48,12 +51,16 @@ def run(args: argparse.Namespace) -> int:
 
     options = parse_options(args.option)
     get_scenario(args.scenario, **options)  # fail fast on a bad name or option
+    popts = parse_options(args.policy_option, "--policy-option")
     names = policy_names() if args.policy == "all" else [args.policy]
     if args.record and len(names) > 1:
         raise ValueError("--record needs a single --policy")
+    if popts and len(names) > 1:
+        raise ValueError("--policy-option needs a single --policy")
     results = []
     for name in names:
-        results.append(run_episode(args.scenario, name, args.seed, scenario_options=options, record=args.record))
+        pol = make_policy(name, **popts)
+        results.append(run_episode(args.scenario, pol, args.seed, scenario_options=options, record=args.record))
     if args.json:
         print(dumps(results[0] if len(results) == 1 else results))
         return 0
