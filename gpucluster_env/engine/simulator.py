@@ -86,6 +86,34 @@ class EngineConfig:
             raise ValueError("EngineConfig.idle_tick_s must be positive")
 
 
+class _Copy:
+    """Constants of one running copy of a job (a gang of GPUs at a fixed accumulation), computed once when the
+    copy starts and dropped when it stops: everything the copy's iteration time needs that the dynamic state
+    (partners, MPS shares) cannot change. Each field is what :meth:`ClusterEngine.iter_time_for` would compute
+    for the copy, by the same operations in the same order, so results are bit for bit the same."""
+
+    __slots__ = ("g", "n", "gpu", "t", "speed", "sab", "g2", "g2p1", "homog", "spd", "types", "xi_tm", "tcn",
+                 "steal_num", "comm", "min_mem", "solo_iter")
+
+    g: np.ndarray  # the GPUs
+    n: int
+    gpu: int  # n == 1: the GPU, its type, the job's speed there and s * (alpha + beta * B/s)
+    t: int
+    speed: float
+    sab: float
+    g2: np.ndarray  # n > 1: flat indices of slot 0 / slot 1 of each GPU in the (G, 2) slot arrays
+    g2p1: np.ndarray
+    homog: bool  # one GPU type (then ``speed`` and ``xi_tm`` are that type's)
+    spd: np.ndarray  # the job's speed on each GPU
+    types: np.ndarray
+    xi_tm: np.ndarray  # homog: the worker-xi table of this type and model, indexed [partner model + 1, own, other]
+    tcn: float  # alpha + beta * B/s (numerator of the compute time)
+    steal_num: float  # n alpha + beta (B/s) n (LISS numerator)
+    comm: float  # all-reduce time (Castor eq. 2)
+    min_mem: float  # smallest GPU memory of the copy
+    solo_iter: float  # iteration time alone at full share (xi = 1 on every worker)
+
+
 class ClusterEngine:
     """Simulates one episode: a cluster, a job table, a catalog, a config.
 
@@ -171,6 +199,31 @@ class ClusterEngine:
         ).reshape(len(keys), nt)
         self.fits_type = fits_key[inverse.ravel()]
         self.solo_time = self._solo_times()
+        self._build_fast_tables()
+
+    def _build_fast_tables(self) -> None:
+        """Static lookup tables of the hot paths (pure functions of the catalog, cluster and job table)."""
+        nt, nm = len(self.type_names), len(self.model_names)
+        # Worker interference ratio xi = pressure / cap (see _worker_xi), tabulated over every GPU type, own
+        # model + 1, partner model + 1 (0: no partner), own share and partner share in tenths, with the same
+        # numpy operations elementwise, so a lookup equals the direct computation bit for bit.
+        t_ = np.arange(nt).reshape(nt, 1, 1, 1, 1)
+        m1 = np.arange(nm + 1).reshape(1, nm + 1, 1, 1, 1)
+        pm1 = np.arange(nm + 1).reshape(1, 1, nm + 1, 1, 1)
+        tenths = np.arange(_TENTHS_MAX + 1, dtype=np.int64)
+        own_share = tenths.reshape(1, 1, 1, -1, 1) * SHARE_STEP
+        partner_share = tenths.reshape(1, 1, 1, 1, -1) * SHARE_STEP
+        m = np.maximum(m1 - 1, 0)
+        has = pm1 > 0
+        xi0 = self.xi_free[t_, m, np.where(has, pm1 - 1, 0)]
+        pressure = 1.0 + (xi0 - 1.0) * partner_share * has
+        with np.errstate(divide="ignore"):  # own share 0 never occurs
+            cap = np.minimum(1.0, own_share / self.demand_m[m])
+            self._xi_tab = pressure / cap
+        self._jm1 = np.append(self.job_model + 1, 0)  # model + 1 by job index; index -1 (no job) gives 0
+        self._gpu_nt = self.gpu_node * nt + self.gpu_type  # flat index into free_nt
+        self._type_order_m = [[int(t) for t in np.argsort(-self.speed_mt[mi], kind="stable")] for mi in range(nm)]
+        self._inter_bw = self.cluster.inter_node_bw_gbps
 
     def _solo_times(self) -> np.ndarray:
         """Each job's run time alone on the fastest type it fits, packed on the fewest nodes, no sharing."""
@@ -215,6 +268,10 @@ class ClusterEngine:
         self.n_colocated = np.zeros(J, dtype=np.int64)
         self.max_copies = np.ones(J, dtype=np.int64)
         self.copies: dict[int, list[np.ndarray]] = {}
+        self._copy_consts: dict[int, list[_Copy]] = {}  # parallel to ``copies``: each copy's constants
+        self._sj_flat = self.slot_job.reshape(-1)  # flat views of the slot arrays (index 2 g + slot)
+        self._ss_flat = self.slot_share.reshape(-1)
+        self._free_flat = self.free_nt.reshape(-1)  # index node * types + type
         self._pending: dict[int, None] = {}
         self._running: dict[int, None] = {}
         self._forked: set[int] = set()
@@ -460,10 +517,89 @@ class ClusterEngine:
         comm = comm_time(p, n, n_nodes, intra, self.cluster.inter_node_bw_gbps)
         return float(iteration_time(tc, s, comm, p.delta))
 
+    def _new_copy(self, j: int, g: np.ndarray, s: int) -> _Copy:
+        """The constants of a copy of job ``j`` on ``g`` at accumulation ``s`` (see :class:`_Copy`)."""
+        c = _Copy()
+        m = int(self.job_model[j])
+        p = self.profiles[m]
+        b = self.batch[j] / s
+        n = len(g)
+        c.g, c.n = g, n
+        if n == 1:
+            c.gpu = gpu = int(g[0])
+            c.t = t = int(self.gpu_type[gpu])
+            c.speed = self.speed_mt[m, t]
+            c.sab = s * (p.alpha_s + p.beta_s * b)
+            c.min_mem = float(self.type_mem[t])
+            c.solo_iter = float(c.sab * 1.0 / c.speed)  # copy_iter_time with xi = [1.0]
+            return c
+        c.g2 = 2 * g
+        c.g2p1 = c.g2 + 1
+        c.types = types = self.gpu_type[g]
+        c.spd = spd = self.speed_mt[m, types]
+        t0 = int(types[0])
+        c.homog = bool((types == t0).all())
+        if c.homog:
+            c.t, c.speed, c.xi_tm = t0, self.speed_mt[m, t0], self._xi_tab[t0, m + 1]
+        c.tcn = p.alpha_s + p.beta_s * b
+        c.steal_num = n * p.alpha_s + p.beta_s * b * n
+        n_nodes = len(set(self.gpu_node[g].tolist()))
+        intra = float(self.type_intra_bw[types].min())
+        c.comm = comm_time(p, n, n_nodes, intra, self._inter_bw)
+        c.min_mem = float(self.type_mem[types].min())
+        # iter_time_for with xi = 1 on every worker: v = spd / 1.0 = spd
+        if self.config.sample_stealing:
+            tc = max(c.steal_num / float(spd.sum()), p.alpha_s / float(spd.min()))
+        else:
+            tc = c.tcn / float(spd.min())
+        c.solo_iter = float(iteration_time(tc, s, c.comm, p.delta))
+        return c
+
+    def _copy_time(self, j: int, c: _Copy) -> float:
+        """``copy_iter_time(j, c.g)`` (the copy's true iteration time now) from the copy's constants: the same
+        operations on the same values, with the workers' xi read from the precomputed table."""
+        m = int(self.job_model[j])
+        if c.n == 1:  # as copy_iter_time's scalar path
+            g, t = c.gpu, c.t
+            own = 0 if self.slot_job[g, 0] == j else 1
+            partner = int(self.slot_job[g, 1 - own])
+            x = 1.0
+            if partner >= 0:
+                x0 = self.xi_free[t, m, self.job_model[partner]]
+                x += (x0 - 1.0) * self.slot_share[g, 1 - own] * SHARE_STEP
+            x /= min(1.0, self.slot_share[g, own] * SHARE_STEP / self.demand_m[m])
+            return float(c.sab * x / c.speed)
+        p = self.profiles[m]
+        s = int(self.accum[j])
+        stealing = self.config.sample_stealing
+        if c.homog and not stealing and self.held_shared[j] == 0 and self.share_lo[j] == self.share_hi[j] \
+                and len(self.copies[j]) == 1:
+            # alone on every GPU at one share: every worker has the same xi
+            vmin = float(c.speed) / float(self._xi_tab[c.t, m + 1, 0, self.share_lo[j], _TENTHS_MAX])
+        else:
+            sj, ss = self._sj_flat, self._ss_flat
+            own = sj[c.g2p1] == j  # job j sits in slot 1 of that GPU
+            mine = c.g2 + own
+            other = c.g2p1 - own
+            pm1 = self._jm1[sj[other]]
+            if c.homog:
+                xi = c.xi_tm[pm1, ss[mine], ss[other]]
+                if not stealing:  # min over workers of speed / xi = speed / max xi (division is monotonic)
+                    vmin = float(c.speed) / float(xi.max())
+            else:
+                xi = self._xi_tab[c.types, m + 1, pm1, ss[mine], ss[other]]
+            if stealing or not c.homog:
+                v = c.spd / xi
+                vmin = float(v.min())
+                if stealing:
+                    tc = max(c.steal_num / float(v.sum()), p.alpha_s / vmin)
+                    return float(iteration_time(tc, s, c.comm, p.delta))
+        return float(iteration_time(c.tcn / vmin, s, c.comm, p.delta))
+
     def _job_rate(self, j: int) -> float:
         if self.held_shared[j] == 0 and self.share_lo[j] == _TENTHS_MAX and self.solo_rate[j] > 0:
             return float(self.solo_rate[j])  # alone at full share on every GPU: xi = 1 everywhere
-        return sum(1.0 / self.copy_iter_time(j, g) for g in self.copies.get(j, ()))
+        return sum(1.0 / self._copy_time(j, c) for c in self._copy_consts.get(j, ()))
 
     # ------------------------------------------------------------------ GPU bookkeeping
     def _occupy(self, j: int, gpus: np.ndarray) -> set[int]:
@@ -805,14 +941,16 @@ class ClusterEngine:
         self.accum[j] = s
         self.footprint[j] = self.profiles[self.job_model[j]].memory_gb(self.batch[j] / s)
         self.queue_s[j] += t - self.pending_since[j]
-        if np.isnan(self.first_start[j]):
+        if math.isnan(self.first_start[j]):
             self.first_start[j] = t
         self.last_t[j] = t
         self.active_from[j] = t + (self.config.restart_s if self.n_preempt[j] > 0 else 0.0)
         self.copies[j] = [g]
-        self.job_min_mem[j] = float(self.type_mem[self.gpu_type[g]].min())
+        c = self._new_copy(j, g, s)
+        self._copy_consts[j] = [c]
+        self.job_min_mem[j] = c.min_mem
         self.share_lo[j] = self.share_hi[j] = _TENTHS_MAX
-        self.solo_rate[j] = 1.0 / self.copy_iter_time(j, g, np.ones(len(g)))
+        self.solo_rate[j] = 1.0 / c.solo_iter
         partners = self._occupy(j, g)
         if partners:
             self.counts["colocations"] += 1
@@ -821,15 +959,15 @@ class ClusterEngine:
         self.log.add(t, "start", j, gpus=g.tolist(), accumulation=s)
         self._update_rates(partners | {j}, t)
         if partners:
-            self._record_sharing_benefit(j, partners, before)
+            self._record_sharing_benefit(j, partners, before, c.solo_iter)
 
-    def _record_sharing_benefit(self, j: int, partners: set[int], rate_before: dict[int, float]) -> None:
+    def _record_sharing_benefit(
+        self, j: int, partners: set[int], rate_before: dict[int, float], solo_iter: float
+    ) -> None:
         """Castor §9.2: JCT of job j if it had waited for its partners to finish and then run alone, over its
-        JCT colocated, both assuming no further arrivals."""
+        JCT colocated, both assuming no further arrivals. ``solo_iter``: j's iteration time alone on its GPUs."""
         t = self.now
         wait = max(self.remaining[p] / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
-        g = self.copies[j][0]
-        solo_iter = self.copy_iter_time(j, g, np.ones(len(g)))
         t_solo = (t - self.submit[j]) + wait + self.remaining[j] * solo_iter
         # Colocated: shared rate until the partners finish at their shared rates, then solo rate.
         shared_rate = self.rate[j]
@@ -851,6 +989,7 @@ class ClusterEngine:
         self.finish_t[j] = t
         self.n_done += 1
         partners: set[int] = set()
+        self._copy_consts.pop(j, None)
         for g in self.copies.pop(j, []):
             partners |= self._vacate(j, g)
         self.log.add(t, "finish", j)
@@ -870,6 +1009,7 @@ class ClusterEngine:
         self.n_preempt[j] += 1
         self.counts["preemptions"] += 1
         partners: set[int] = set()
+        self._copy_consts.pop(j, None)
         for g in self.copies.pop(j, []):
             partners |= self._vacate(j, g)
         self.log.add(t, "preempt", j)
@@ -953,6 +1093,7 @@ class ClusterEngine:
             for g in plans:
                 self._vacate(j, g)
                 self.copies[j].pop()
+                self._copy_consts[j].pop()
             self.job_min_mem[j], self.solo_rate[j] = saved
             raise
         t = self.now
@@ -982,9 +1123,11 @@ class ClusterEngine:
         if (fp > self.type_mem[self.gpu_type[g]] + 1e-9).any():
             raise ActionError(f"{action}: job {j} does not fit in memory on those GPUs")
         self._occupy(j, g)
+        c = self._new_copy(j, g, int(self.accum[j]))
         self.copies[j].append(g)
-        self.job_min_mem[j] = min(self.job_min_mem[j], float(self.type_mem[self.gpu_type[g]].min()))
-        self.solo_rate[j] += 1.0 / self.copy_iter_time(j, g, np.ones(len(g)))
+        self._copy_consts[j].append(c)
+        self.job_min_mem[j] = min(self.job_min_mem[j], c.min_mem)
+        self.solo_rate[j] += 1.0 / c.solo_iter
         return g
 
     # ------------------------------------------------------------------ queries for agents
