@@ -93,7 +93,7 @@ class _Copy:
     for the copy, by the same operations in the same order, so results are bit for bit the same."""
 
     __slots__ = ("g", "n", "gpu", "t", "speed", "sab", "g2", "g2p1", "homog", "spd", "types", "xi_tm", "tcn",
-                 "steal_num", "comm", "min_mem", "solo_iter")
+                 "steal_num", "comm", "min_mem", "solo_iter", "n_nodes")
 
     g: np.ndarray  # the GPUs
     n: int
@@ -110,6 +110,7 @@ class _Copy:
     tcn: float  # alpha + beta * B/s (numerator of the compute time)
     steal_num: float  # n alpha + beta (B/s) n (LISS numerator)
     comm: float  # all-reduce time (Castor eq. 2)
+    n_nodes: int
     min_mem: float  # smallest GPU memory of the copy
     solo_iter: float  # iteration time alone at full share (xi = 1 on every worker)
 
@@ -517,8 +518,9 @@ class ClusterEngine:
         comm = comm_time(p, n, n_nodes, intra, self.cluster.inter_node_bw_gbps)
         return float(iteration_time(tc, s, comm, p.delta))
 
-    def _new_copy(self, j: int, g: np.ndarray, s: int) -> _Copy:
-        """The constants of a copy of job ``j`` on ``g`` at accumulation ``s`` (see :class:`_Copy`)."""
+    def _new_copy(self, j: int, g: np.ndarray, s: int, t: int | None = None) -> _Copy:
+        """The constants of a copy of job ``j`` on ``g`` at accumulation ``s`` (see :class:`_Copy`); ``t``: the
+        GPU type of every GPU of ``g`` when the caller knows it is one."""
         c = _Copy()
         m = int(self.job_model[j])
         p = self.profiles[m]
@@ -528,6 +530,7 @@ class ClusterEngine:
         if n == 1:
             c.gpu = gpu = int(g[0])
             c.t = t = int(self.gpu_type[gpu])
+            c.n_nodes = 1
             c.speed = self.speed_mt[m, t]
             c.sab = s * (p.alpha_s + p.beta_s * b)
             c.min_mem = float(self.type_mem[t])
@@ -535,23 +538,34 @@ class ClusterEngine:
             return c
         c.g2 = 2 * g
         c.g2p1 = c.g2 + 1
-        c.types = types = self.gpu_type[g]
-        c.spd = spd = self.speed_mt[m, types]
-        t0 = int(types[0])
-        c.homog = bool((types == t0).all())
-        if c.homog:
-            c.t, c.speed, c.xi_tm = t0, self.speed_mt[m, t0], self._xi_tab[t0, m + 1]
+        stealing = self.config.sample_stealing
+        if t is None:
+            c.types = self.gpu_type[g]
+            t = int(c.types[0])
+            c.homog = bool((c.types == t).all())
+        else:
+            c.homog = True
         c.tcn = p.alpha_s + p.beta_s * b
         c.steal_num = n * p.alpha_s + p.beta_s * b * n
-        n_nodes = len(set(self.gpu_node[g].tolist()))
-        intra = float(self.type_intra_bw[types].min())
-        c.comm = comm_time(p, n, n_nodes, intra, self._inter_bw)
-        c.min_mem = float(self.type_mem[types].min())
-        # iter_time_for with xi = 1 on every worker: v = spd / 1.0 = spd
-        if self.config.sample_stealing:
-            tc = max(c.steal_num / float(spd.sum()), p.alpha_s / float(spd.min()))
+        c.n_nodes = n_nodes = len(set(self.gpu_node[g].tolist()))
+        if c.homog:  # min over the GPUs of per-type values is that type's value
+            c.t, c.speed, c.xi_tm = t, self.speed_mt[m, t], self._xi_tab[t, m + 1]
+            intra = float(self.type_intra_bw[t])
+            c.min_mem = float(self.type_mem[t])
+            if stealing:
+                c.spd = np.full(n, c.speed)
+            spd_min = float(c.speed)
         else:
-            tc = c.tcn / float(spd.min())
+            c.spd = self.speed_mt[m, c.types]
+            intra = float(self.type_intra_bw[c.types].min())
+            c.min_mem = float(self.type_mem[c.types].min())
+            spd_min = float(c.spd.min())
+        c.comm = comm_time(p, n, n_nodes, intra, self._inter_bw)
+        # iter_time_for with xi = 1 on every worker: v = spd / 1.0 = spd
+        if stealing:
+            tc = max(c.steal_num / float(c.spd.sum()), p.alpha_s / spd_min)
+        else:
+            tc = c.tcn / spd_min
         c.solo_iter = float(iteration_time(tc, s, c.comm, p.delta))
         return c
 
@@ -615,25 +629,41 @@ class ClusterEngine:
             self.busy_t[t] += 1
             self.held[j] += 1
             return partners
-        empty = self.slot_job[gpus, 0] < 0
-        eg = gpus[empty]
-        self.slot_job[eg, 0] = j
-        self.slot_share[eg, 0] = _TENTHS_MAX
-        np.subtract.at(self.free_nt, (self.gpu_node[eg], self.gpu_type[eg]), 1)
-        sg = gpus[~empty]
-        if len(sg):
-            partners.update(self.slot_job[sg, 0].tolist())
+        sj0 = self.slot_job[gpus, 0]
+        empty = sj0 < 0
+        n_free = int(np.count_nonzero(empty))
+        eg = gpus if n_free == len(gpus) else gpus[empty]
+        sg = gpus[~empty] if n_free < len(gpus) else None
+        if n_free:
+            self.slot_job[eg, 0] = j
+            self.slot_share[eg, 0] = _TENTHS_MAX
+            self._count(self._free_flat, self._gpu_nt[eg], -1)
+            self.busy_gpus += n_free
+            self._count(self.busy_t, self.gpu_type[eg], 1)
+        if sg is not None:
+            tenants = sj0[~empty]
+            partners.update(tenants.tolist())
             self.slot_job[sg, 1] = j
             self.slot_share[sg, 1] = _TENTHS_MAX
-        self.busy_gpus += len(eg)
-        self.shared_gpus += len(sg)
-        np.add.at(self.busy_t, self.gpu_type[eg], 1)
-        np.add.at(self.shared_t, self.gpu_type[sg], 1)
+            self.shared_gpus += len(sg)
+            self._count(self.shared_t, self.gpu_type[sg], 1)
+            self.held_shared[j] += len(sg)
+            if len(partners) == 1:
+                self.held_shared[tenants[0]] += len(sg)
+            else:
+                np.add.at(self.held_shared, tenants, 1)
         self.held[j] += len(gpus)
-        self.held_shared[j] += len(sg)
-        if len(sg):
-            np.add.at(self.held_shared, self.slot_job[sg, 0], 1)
         return partners
+
+    @staticmethod
+    def _count(counts: np.ndarray, idx: np.ndarray, delta: int) -> None:
+        """``counts[i] += delta`` once per entry ``i`` of ``idx`` (repeats add up), for a short ``counts``."""
+        if len(counts) == 1:
+            counts[0] += delta * len(idx)
+        elif delta > 0:
+            counts += np.bincount(idx, minlength=len(counts))
+        else:
+            counts -= np.bincount(idx, minlength=len(counts))
 
     def _vacate(self, j: int, gpus: np.ndarray) -> set[int]:
         """Take job j off ``gpus``; return the partners it shared with. A partner left alone moves to slot 0
@@ -651,23 +681,35 @@ class ClusterEngine:
         sj = self.slot_job[gpus]
         in0 = sj[:, 0] == j
         other = np.where(in0, sj[:, 1], sj[:, 0])
-        other_share = np.where(in0, self.slot_share[gpus, 1], self.slot_share[gpus, 0])
         shared = other >= 0
-        partners = set(other[shared].tolist())
-        self.slot_job[gpus, 0] = np.where(shared, other, -1)
-        self.slot_share[gpus, 0] = np.where(shared, other_share, _TENTHS_MAX)
-        self.slot_job[gpus, 1] = -1
-        self.slot_share[gpus, 1] = _TENTHS_MAX
-        fg = gpus[~shared]
-        np.add.at(self.free_nt, (self.gpu_node[fg], self.gpu_type[fg]), 1)
-        self.busy_gpus -= len(fg)
-        self.shared_gpus -= int(shared.sum())
-        np.subtract.at(self.busy_t, self.gpu_type[fg], 1)
-        np.subtract.at(self.shared_t, self.gpu_type[gpus[shared]], 1)
+        n_shared = int(np.count_nonzero(shared))
+        if n_shared == 0:  # j alone on every GPU (so in slot 0)
+            partners: set[int] = set()
+            self.slot_job[gpus] = -1
+            self.slot_share[gpus] = _TENTHS_MAX
+            fg = gpus
+        else:
+            ss = self.slot_share[gpus]
+            other_share = np.where(in0, ss[:, 1], ss[:, 0])
+            tenants = other[shared]
+            partners = set(tenants.tolist())
+            self.slot_job[gpus, 0] = np.where(shared, other, -1)
+            self.slot_share[gpus, 0] = np.where(shared, other_share, _TENTHS_MAX)
+            self.slot_job[gpus, 1] = -1
+            self.slot_share[gpus, 1] = _TENTHS_MAX
+            fg = gpus[~shared]
+            self.shared_gpus -= n_shared
+            self._count(self.shared_t, self.gpu_type[gpus[shared]], -1)
+            self.held_shared[j] -= n_shared
+            if len(partners) == 1:
+                self.held_shared[tenants[0]] -= n_shared
+            else:
+                np.subtract.at(self.held_shared, tenants, 1)
+        if len(fg):
+            self._count(self._free_flat, self._gpu_nt[fg], 1)
+            self.busy_gpus -= len(fg)
+            self._count(self.busy_t, self.gpu_type[fg], -1)
         self.held[j] -= len(gpus)
-        self.held_shared[j] -= int(shared.sum())
-        if shared.any():
-            np.subtract.at(self.held_shared, other[shared], 1)
         return partners
 
     def free_mask(self) -> np.ndarray:
@@ -694,22 +736,25 @@ class ClusterEngine:
         g = self.gpus_of(j)
         if len(g) == 0:
             return []
-        sj = self.slot_job[g].ravel()
-        return sorted({int(x) for x in sj if x >= 0 and x != j})
+        jobs = set(self.slot_job[g].ravel().tolist())
+        jobs.discard(j)
+        jobs.discard(-1)
+        return sorted(jobs)
 
     # ------------------------------------------------------------------ placement rule
     def _pick_on_nodes(
         self, need: int, free_per_node: np.ndarray, exclude_nodes: np.ndarray | None
     ) -> list[int]:
         """Nodes and counts, fewest nodes first: best fit on one node, else the fullest nodes first."""
-        f = free_per_node.copy()
+        f = free_per_node
         if exclude_nodes is not None and len(exclude_nodes):
+            f = f.copy()
             f[exclude_nodes] = 0
         if f.sum() < need:
             return []
         fits = np.flatnonzero(f >= need)
         if len(fits):
-            best = fits[np.argmin(f[fits])]
+            best = fits[0] if len(fits) == 1 else fits[np.argmin(f[fits])]
             return [int(best)] * need
         order = np.argsort(-f, kind="stable")
         out: list[int] = []
@@ -721,20 +766,19 @@ class ClusterEngine:
         return out
 
     def _gpus_from_nodes(self, nodes: list[int], type_idx: int | None) -> np.ndarray:
-        out: list[int] = []
+        """The first free GPUs of each node in ``nodes`` (as many as the node is named); ``type_idx`` is the
+        type of every such node (a node holds one GPU type) or None."""
+        parts: list[np.ndarray] = []
         for node in dict.fromkeys(nodes):
             k = nodes.count(node)
             lo = self.node_start[node]
-            g = np.arange(lo, lo + self.node_size[node])
-            ok = self.slot_job[g, 0] < 0
-            if type_idx is not None:
-                ok &= self.gpu_type[g] == type_idx
-            out.extend(int(x) for x in g[ok][:k])
-        return np.array(out, dtype=np.int64)
+            free = np.flatnonzero(self.slot_job[lo:lo + self.node_size[node], 0] < 0)[:k]
+            parts.append(free + lo)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def type_order(self, j: int) -> list[int]:
         """GPU types by this job's speed on them, fastest first."""
-        return [int(t) for t in np.argsort(-self.speed_mt[self.job_model[j]], kind="stable")]
+        return list(self._type_order_m[self.job_model[j]])
 
     def plan_place(
         self, j: int, gpu_type: str | None = None, exclude_nodes: np.ndarray | None = None
@@ -744,25 +788,31 @@ class ClusterEngine:
         With a type: fewest nodes of that type (best fit). Without: the fastest type that can host the whole
         gang and fits its memory; if none alone can, a mixed set over all types, fullest nodes first.
         """
+        return self._plan_place(j, None if gpu_type is None else self._type_index(gpu_type), exclude_nodes)[0]
+
+    def _plan_place(
+        self, j: int, t: int | None, exclude_nodes: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, int | None]:
+        """:meth:`plan_place` with the type as an index; also returns the one GPU type of the set (None when
+        mixed or when there is no set)."""
         need = int(self.req_gpus[j])
-        m = int(self.job_model[j])
-        if gpu_type is not None:
-            t = self._type_index(gpu_type)
-            if self._fit_accumulation(m, int(self.batch[j]), t, 0.0) is None:
-                return None
+        fits = self.fits_type[j]  # fits alone (at some accumulation) on each type
+        if t is not None:
+            if not fits[t]:
+                return None, None
             nodes = self._pick_on_nodes(need, self.free_nt[:, t], exclude_nodes)
-            return self._gpus_from_nodes(nodes, t) if nodes else None
-        fitting = [t for t in self.type_order(j) if self._fit_accumulation(m, int(self.batch[j]), t, 0.0)]
+            return (self._gpus_from_nodes(nodes, t), t) if nodes else (None, None)
+        fitting = [t for t in self._type_order_m[self.job_model[j]] if fits[t]]
         for t in fitting:
             nodes = self._pick_on_nodes(need, self.free_nt[:, t], exclude_nodes)
             if nodes:
-                return self._gpus_from_nodes(nodes, t)
+                return self._gpus_from_nodes(nodes, t), t
         if len(fitting) > 1:
             nodes = self._pick_on_nodes(need, self.free_nt[:, fitting].sum(axis=1), exclude_nodes)
             if nodes:
-                return self._gpus_from_nodes(nodes, None) if len(fitting) == len(self.type_names) else \
-                    self._gpus_from_nodes_types(nodes, fitting)
-        return None
+                return (self._gpus_from_nodes(nodes, None) if len(fitting) == len(self.type_names) else
+                        self._gpus_from_nodes_types(nodes, fitting)), None
+        return None, None
 
     def _gpus_from_nodes_types(self, nodes: list[int], types: list[int]) -> np.ndarray:
         out: list[int] = []
@@ -779,13 +829,38 @@ class ClusterEngine:
         """GPUs for job ``j`` sharing with running job ``partner``: the partner's singly-held GPUs (fewest
         nodes first), topped up with free GPUs on the same nodes, then elsewhere. None if that cannot be
         done."""
+        return self._plan_colocate(j, partner)[0]
+
+    def _plan_colocate(self, j: int, partner: int) -> tuple[np.ndarray | None, int | None]:
+        """:meth:`plan_colocate`, and the GPU type of the set when every GPU of it is one of ``partner``'s,
+        held by ``partner`` alone, all of one type (else None)."""
         if self.status[partner] != RUNNING or partner == j:
-            return None
+            return None, None
         need = int(self.req_gpus[j])
+        cs = self._copy_consts[partner]
+        if len(cs) == 1 and (cs[0].n == 1 or cs[0].homog) and cs[0].n >= need:
+            # one copy, one type: its singly-held GPUs in copy order, one node first if they span several
+            c = cs[0]
+            if c.n == 1:
+                return (c.g.copy(), c.t) if self.slot_job[c.gpu, 1] < 0 else (None, None)
+            alone = self._sj_flat[c.g2p1] < 0
+            n_alone = int(np.count_nonzero(alone))
+            if n_alone >= need:
+                pg = c.g if n_alone == c.n else c.g[alone]
+                if c.n_nodes > 1:
+                    nd = self.gpu_node[pg]
+                    per_node = np.bincount(nd)
+                    # nodes by GPUs of pg on them (most first, ties by node index), GPUs in pg order within
+                    pg = pg[np.argsort(nd - per_node[nd] * self.num_nodes, kind="stable")]
+                return pg[:need].copy(), c.t
         pg = self.gpus_of(partner)
         pg = pg[self.slot_job[pg, 1] < 0]
         if len(pg) == 0:
-            return None
+            return None, None
+        return self._plan_colocate_on(pg, need), None
+
+    def _plan_colocate_on(self, pg: np.ndarray, need: int) -> np.ndarray | None:
+        """plan_colocate given the partner's singly-held GPUs ``pg`` (not empty)."""
         if len(pg) >= need:
             nodes, counts = np.unique(self.gpu_node[pg], return_counts=True)
             order = nodes[np.argsort(-counts, kind="stable")]
@@ -848,16 +923,27 @@ class ClusterEngine:
             best = max(best, s)
         return best
 
-    def _check_start(self, action: Action, j: int, g: np.ndarray, accumulation: int | None) -> int:
+    def _check_start(
+        self, action: Action, j: int, g: np.ndarray, accumulation: int | None, t: int | None = None,
+        tenant: int = -1
+    ) -> int:
+        """The accumulation job ``j`` starts with on ``g``, or ActionError. ``t`` (a GPU type) is given by the
+        planners when every GPU of ``g`` is of type ``t`` and either free (``tenant`` -1) or held by ``tenant``
+        alone; the checks then run on scalars, with the same results."""
         if self.status[j] != PENDING:
             raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
         if len(g) != self.req_gpus[j]:
             raise ActionError(f"{action}: job {j} needs {self.req_gpus[j]} GPUs, got {len(g)}")
-        if (self.slot_job[g, 1] >= 0).any():
+        if t is None and (self.slot_job[g, 1] >= 0).any():
             raise ActionError(f"{action}: a GPU of the set already holds two jobs")
         batch = int(self.batch[j])
         if accumulation is None:
-            s = self.accumulation_for(j, g)
+            if t is not None:  # accumulation_for on one type beside one tenant (or none)
+                s = self._fit_accumulation(
+                    int(self.job_model[j]), batch, t, float(self.footprint[tenant]) if tenant >= 0 else 0.0
+                )
+            else:
+                s = self.accumulation_for(j, g)
             if s is None:
                 raise ActionError(f"{action}: job {j} does not fit in GPU memory there at any accumulation")
             return s
@@ -867,6 +953,9 @@ class ClusterEngine:
                 f"{action}: accumulation must be a power of two in [1, {batch}], got {accumulation}"
             )
         fp = self.profiles[self.job_model[j]].memory_gb(batch / s)
+        if t is not None and not (fp + (self.footprint[tenant] if tenant >= 0 else 0.0)
+                                  > self.type_mem[t] + 1e-9):
+            return s
         sj = self.slot_job[g, 0]
         other = np.where(sj >= 0, self.footprint[np.maximum(sj, 0)], 0.0)
         over = fp + other > self.type_mem[self.gpu_type[g]] + 1e-9
@@ -896,11 +985,13 @@ class ClusterEngine:
             else:
                 if self.status[j] != PENDING:
                     raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
-                planned = self.plan_place(j, action.gpu_type)
+                planned, t = self._plan_place(j, None if action.gpu_type is None else
+                                              self._type_index(action.gpu_type))
                 if planned is None:
                     where = action.gpu_type or "any type"
                     raise ActionError(f"{action}: not enough free GPUs ({where}) for job {j}")
-                g = planned
+                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t), t)
+                return
             self._start(j, g, self._check_start(action, j, g, action.accumulation))
         elif isinstance(action, Colocate):
             self._check_job(action, action.job)
@@ -915,10 +1006,11 @@ class ClusterEngine:
             else:
                 if self.status[j] != PENDING:
                     raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
-                planned = self.plan_colocate(j, p)
+                planned, t = self._plan_colocate(j, p)
                 if planned is None:
                     raise ActionError(f"{action}: partner {p} has no room for job {j}")
-                g = planned
+                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t, p), t)
+                return
             self._start(j, g, self._check_start(action, j, g, action.accumulation))
         elif isinstance(action, Squeeze | Swell):
             self._calibrate(action, -1 if isinstance(action, Squeeze) else 1)
@@ -933,7 +1025,9 @@ class ClusterEngine:
         else:
             raise ActionError(f"unknown action {action!r}")
 
-    def _start(self, j: int, g: np.ndarray, s: int) -> None:
+    def _start(self, j: int, g: np.ndarray, s: int, gpu_t: int | None = None) -> None:
+        """Start pending job ``j`` on ``g`` at accumulation ``s`` (``gpu_t``: the one GPU type of ``g``, if the
+        caller knows it)."""
         t = self.now
         self._pending.pop(j, None)
         self._running[j] = None
@@ -946,7 +1040,7 @@ class ClusterEngine:
         self.last_t[j] = t
         self.active_from[j] = t + (self.config.restart_s if self.n_preempt[j] > 0 else 0.0)
         self.copies[j] = [g]
-        c = self._new_copy(j, g, s)
+        c = self._new_copy(j, g, s, gpu_t)
         self._copy_consts[j] = [c]
         self.job_min_mem[j] = c.min_mem
         self.share_lo[j] = self.share_hi[j] = _TENTHS_MAX
@@ -1021,33 +1115,39 @@ class ClusterEngine:
         if self.status[j] != RUNNING:
             raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
         mine = self.gpus_of(j)
+        lo, hi = int(self.share_lo[j]), int(self.share_hi[j])
         if action.gpus is None:
             g = mine
-            if (step < 0 and self.share_hi[j] <= _TENTHS_MIN) or (step > 0 and self.share_lo[j] >= _TENTHS_MAX):
+            if (step < 0 and hi <= _TENTHS_MIN) or (step > 0 and lo >= _TENTHS_MAX):
                 bound = "minimum" if step < 0 else "maximum"
                 raise ActionError(f"{action}: job {j}'s share is already at the {bound} on all its GPUs")
         else:
             g = self._check_gpus(action, action.gpus)
             if not np.isin(g, mine).all():
                 raise ActionError(f"{action}: job {j} does not run on every GPU named")
-        slot = (self.slot_job[g, 1] == j).astype(np.int64)
-        cur = self.slot_share[g, slot]
-        new = np.clip(cur + step, _TENTHS_MIN, _TENTHS_MAX)
-        if (new == cur).all():
-            bound = "minimum" if step < 0 else "maximum"
-            raise ActionError(f"{action}: job {j}'s share is already at the {bound} on those GPUs")
-        self.slot_share[g, slot] = new
-        if action.gpus is None:
-            self.share_lo[j], self.share_hi[j] = int(new.min()), int(new.max())
+        pos = 2 * g + (self._sj_flat[2 * g + 1] == j)  # j's slot on each GPU, as flat indices
+        if action.gpus is None and lo == hi:
+            # one share on every GPU, and the check above keeps lo + step within bounds
+            self._ss_flat[pos] = lo + step
+            self.share_lo[j] = self.share_hi[j] = lo + step
         else:
-            self._refresh_share_range(j)
+            cur = self._ss_flat[pos]
+            new = np.minimum(cur + 1, _TENTHS_MAX) if step > 0 else np.maximum(cur - 1, _TENTHS_MIN)
+            if (new == cur).all():
+                bound = "minimum" if step < 0 else "maximum"
+                raise ActionError(f"{action}: job {j}'s share is already at the {bound} on those GPUs")
+            self._ss_flat[pos] = new
+            if action.gpus is None:
+                self.share_lo[j], self.share_hi[j] = int(new.min()), int(new.max())
+            else:
+                self._refresh_share_range(j)
         self.counts["squeezes" if step < 0 else "swells"] += 1
         t = self.now
         if self.config.calibration_overhead_s > 0:
             self._settle(j, t)
             self.active_from[j] = max(self.active_from[j], t + self.config.calibration_overhead_s)
         self.log.add(t, "squeeze" if step < 0 else "swell", j, gpus=g.tolist())
-        self._update_rates({j} | set(self.partners_of(j)), t)
+        self._update_rates({j, *self.partners_of(j)}, t)
 
     def _refresh_share_range(self, j: int) -> None:
         allg = self.gpus_of(j)

@@ -139,6 +139,7 @@ class GPUClusterEnv(gym.Env):
         self._pending = np.empty(0, dtype=np.int64)
         self._running = np.empty(0, dtype=np.int64)
         self._mask_cache: np.ndarray | None = None
+        self._mask_buf = np.empty(self.layout.size, dtype=bool)  # the mask of the current state, rewritten per step
         self._invalid = 0
         self._steps = 0
         self._met = 0
@@ -274,13 +275,12 @@ class GPUClusterEnv(gym.Env):
         if self.observation_mode == "none":
             self._mask_cache = None  # computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)
-        self._mask_cache = self.codec.mask(eng, self._pending, self._running, self.allowed)
-        L = self.layout
-        n_p = len(self._pending)
-        placeable = self._mask_cache[L.place_off:L.place_off + n_p * (L.n_types + 1)].reshape(n_p, L.n_types + 1)
-        placeable = placeable.any(axis=1)
-        obs = self.obs_builder.build(self._pending, self._running, placeable)
-        return ObservationBuilder.flatten(obs) if self.observation_mode == "box" else obs
+        self._mask_cache, placeable = self.codec.mask_into(
+            self._mask_buf, eng, self._pending, self._running, self.allowed
+        )
+        if self.observation_mode == "box":
+            return self.obs_builder.build_flat(self._pending, self._running, placeable)
+        return self.obs_builder.build(self._pending, self._running, placeable)
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine

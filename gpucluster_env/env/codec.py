@@ -128,27 +128,37 @@ class ActionCodec:
 
     def mask(self, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str]) -> np.ndarray:
         """Boolean mask of valid actions (``allow`` names the action kinds the env exposes)."""
+        return self.mask_into(np.empty(self.layout.size, dtype=bool), eng, pending, running, allow)[0]
+
+    def mask_into(
+        self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`mask` written into ``m`` (a bool array of the layout's size), and whether each pending job of
+        the window can be placed now on free GPUs (some ``place`` action of its row is valid)."""
         L = self.layout
-        m = np.zeros(L.size, dtype=bool)
+        m[:] = False
         m[0] = True
         n_p, n_r = len(pending), len(running)
+        placeable = np.zeros(n_p, dtype=bool)
         if n_p and "place" in allow:
+            T = L.n_types
             need = eng.req_gpus[pending]
             fits = eng.fits_type[pending]  # (n_p, T)
             free_t = eng.free_by_type()
-            ok_t = fits & (free_t[None, :] >= need[:, None])
-            any_ok = (fits * free_t[None, :]).sum(axis=1) >= need
-            block = np.concatenate([ok_t, any_ok[:, None]], axis=1)
-            m[L.place_off:L.place_off + n_p * (L.n_types + 1)] = block.ravel()
+            block = m[L.place_off:L.place_off + n_p * (T + 1)].reshape(n_p, T + 1)
+            np.logical_and(fits, free_t >= need[:, None], out=block[:, :T])
+            # free GPUs of the types the job fits, all together (the "any" column); a row with any valid place
+            # action has this one valid too
+            placeable = fits @ free_t >= need
+            block[:, T] = placeable
         if n_p and n_r and "colocate" in allow:
             need = eng.req_gpus[pending]
             single = eng.held[running] - eng.held_shared[running]  # GPUs of r holding r alone
             room = eng.job_min_mem[running] - eng.footprint[running]  # memory left beside r
             fp = self._footprints(eng)[pending]  # (n_p, K), inf where s > batch
-            gpu_ok = single[None, :] >= need[:, None]  # (n_p, n_r)
-            ok = gpu_ok[:, :, None] & (fp[:, None, :] <= room[None, :, None] + 1e-9)
-            block = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)
-            block[:n_p, :n_r] = ok
+            block = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)[:n_p, :n_r]
+            np.less_equal(fp[:, None, :], (room + 1e-9)[None, :, None], out=block)
+            block &= (single[None, :] >= need[:, None])[:, :, None]
         if n_r:
             if "squeeze" in allow:
                 m[L.squeeze_off:L.squeeze_off + n_r] = eng.share_hi[running] > _MIN_T
@@ -158,4 +168,4 @@ class ActionCodec:
                 m[L.preempt_off:L.preempt_off + n_r] = True
             if "fork" in allow and eng.config.round_s is not None:
                 m[L.fork_off:L.fork_off + n_r] = [eng.plan_fork(int(j)) is not None for j in running]
-        return m
+        return m, placeable

@@ -66,6 +66,18 @@ class ObservationBuilder:
         self.static_running[:, 0] = 1.0
         self.static_running[:, 9:12] = self.model_feat[mi]
         self.solo_iter = eng.solo_time / eng.iterations
+        # One float32 buffer holds the four blocks back to back (the "box" layout); build() writes it in place.
+        sizes = (self.n_pending * PENDING_FEATURES, self.n_running * RUNNING_FEATURES,
+                 self.n_types * CLUSTER_FEATURES, CLOCK_FEATURES)
+        self._ends = tuple(int(x) for x in np.cumsum(sizes))
+        a, b, c, d = self._ends
+        self._buf = np.zeros(d, dtype=np.float32)
+        self._pend = self._buf[:a].reshape(self.n_pending, PENDING_FEATURES)
+        self._run = self._buf[a:b].reshape(self.n_running, RUNNING_FEATURES)
+        self._clus = self._buf[b:c].reshape(self.n_types, CLUSTER_FEATURES)
+        self._clock = self._buf[c:d]
+        self._clus[:, 3] = self.type_frac
+        self._rows = [0, 0]  # window rows filled in the buffer (pending, running); rows below them are zero
 
     def space(self, flat: bool) -> spaces.Space:
         shapes = {
@@ -82,9 +94,21 @@ class ObservationBuilder:
 
     def build(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> dict[str, np.ndarray]:
         """The observation for the current engine state (hot path: few numpy calls, one clip per block)."""
+        self.fill(pending, running, placeable)
+        out = self._buf.copy()
+        a, b, c, _ = self._ends
+        return {"pending": out[:a], "running": out[a:b], "cluster": out[b:c], "clock": out[c:]}
+
+    def build_flat(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> np.ndarray:
+        """``flatten(build(...))``, without the intermediate dict."""
+        self.fill(pending, running, placeable)
+        return self._buf.copy()
+
+    def fill(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> None:
+        """Write the observation of the current engine state into the builder's own buffer."""
         eng = self.eng
         now = eng.now
-        pend = np.zeros((self.n_pending, PENDING_FEATURES), dtype=np.float32)
+        pend = self._pend
         n = len(pending)
         if n:
             j = pending
@@ -95,41 +119,46 @@ class ObservationBuilder:
             pend[:n, 3] = work / (work + _HOUR)
             pend[:n, 8] = placeable
             pend[:n, 9] = eng.n_preempt[j] > 0
-        run = np.zeros((self.n_running, RUNNING_FEATURES), dtype=np.float32)
+        if n < self._rows[0]:
+            pend[n:self._rows[0]] = 0.0
+        self._rows[0] = n
+        run = self._run
         n = len(running)
         if n:
             j = running
-            run[:n] = self.static_running[j]
+            r = run[:n]
+            r[:] = self.static_running[j]
             rate = eng.rate[j]  # > 0 for every running job
             elapsed = now - np.maximum(eng.last_t[j], eng.active_from[j])
             rem = eng.remaining[j] - rate * np.maximum(elapsed, 0.0)
             held = eng.held[j]
             t_left = rem / rate
-            run[:n, 1] = self.log_held[held]
-            run[:n, 2] = (eng.share_lo[j] + eng.share_hi[j]) * 0.05
-            run[:n, 3] = 1.0 - rate / eng.solo_rate[j]  # 1 - 1/xi
-            run[:n, 4] = 1.0 - rem / eng.iterations[j]
-            run[:n, 5] = t_left / (t_left + _HOUR)
-            run[:n, 6] = eng.held_shared[j] / held
-            run[:n, 7] = np.minimum(held // eng.req_gpus[j] - 1, 7) / 7.0
-            run[:n, 8] = 1.0 - run[:n, 6]
-            np.clip(run, 0.0, 1.0, out=run)  # float rounding at the edges
-        clus = np.empty((self.n_types, CLUSTER_FEATURES), dtype=np.float32)
-        clus[:, 0] = eng.free_by_type() * self.inv_type_total
-        clus[:, 1] = (eng.busy_t - eng.shared_t) * self.inv_type_total
-        clus[:, 2] = eng.shared_t * self.inv_type_total
-        clus[:, 3] = self.type_frac
+            r[:, 1] = self.log_held[held]
+            r[:, 2] = (eng.share_lo[j] + eng.share_hi[j]) * 0.05
+            r[:, 3] = 1.0 - rate / eng.solo_rate[j]  # 1 - 1/xi
+            r[:, 4] = 1.0 - rem / eng.iterations[j]
+            r[:, 5] = t_left / (t_left + _HOUR)
+            r[:, 6] = eng.held_shared[j] / held
+            r[:, 7] = np.minimum(held // eng.req_gpus[j] - 1, 7) / 7.0
+            r[:, 8] = 1.0 - r[:, 6]
+            r.clip(0.0, 1.0, out=r)  # float rounding at the edges
+        if n < self._rows[1]:
+            run[n:self._rows[1]] = 0.0
+        self._rows[1] = n
+        clus = self._clus
+        inv = self.inv_type_total
+        clus[:, 0] = eng.free_by_type() * inv
+        clus[:, 1] = (eng.busy_t - eng.shared_t) * inv
+        clus[:, 2] = eng.shared_t * inv
         round_s = eng.config.round_s
-        clock = np.array(
-            [now / (now + _DAY),
-             eng.num_pending / (eng.num_pending + self.n_pending),
-             eng.num_running / (eng.num_running + self.n_running),
-             eng.n_done / eng.n_jobs,
-             eng._next_arrival / eng.n_jobs,
-             (now % round_s) / round_s if round_s else 0.0],
-            dtype=np.float32,
+        self._clock[:] = (
+            now / (now + _DAY),
+            eng.num_pending / (eng.num_pending + self.n_pending),
+            eng.num_running / (eng.num_running + self.n_running),
+            eng.n_done / eng.n_jobs,
+            eng._next_arrival / eng.n_jobs,
+            (now % round_s) / round_s if round_s else 0.0,
         )
-        return {"pending": pend.ravel(), "running": run.ravel(), "cluster": clus.ravel(), "clock": clock}
 
     @staticmethod
     def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
