@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -287,6 +288,8 @@ class ClusterEngine:
         self.shared_t = np.zeros(nt, dtype=np.int64)  # GPUs of each type holding two jobs
         self.held = np.zeros(J, dtype=np.int64)  # GPUs each job holds (all copies)
         self.held_shared = np.zeros(J, dtype=np.int64)  # of those, GPUs shared with a partner
+        # for each job sharing GPUs: its partners and how many GPUs it shares with each (sums to held_shared)
+        self._shared_with: dict[int, dict[int, int]] = {}
         self.job_min_mem = np.zeros(J)  # smallest GPU memory among the job's GPUs
         self.share_lo = np.full(J, _TENTHS_MAX, dtype=np.int64)  # min / max MPS share over its GPUs (tenths)
         self.share_hi = np.full(J, _TENTHS_MAX, dtype=np.int64)
@@ -586,10 +589,9 @@ class ClusterEngine:
         p = self.profiles[m]
         s = int(self.accum[j])
         stealing = self.config.sample_stealing
-        if c.homog and not stealing and self.held_shared[j] == 0 and self.share_lo[j] == self.share_hi[j] \
-                and len(self.copies[j]) == 1:
-            # alone on every GPU at one share: every worker has the same xi
-            vmin = float(c.speed) / float(self._xi_tab[c.t, m + 1, 0, self.share_lo[j], _TENTHS_MAX])
+        xmax = self._uniform_xi_max(j, c) if c.homog and not stealing else None
+        if xmax is not None:  # min over workers of speed / xi = speed / max xi (division is monotonic)
+            vmin = float(c.speed) / float(xmax)
         else:
             sj, ss = self._sj_flat, self._ss_flat
             own = sj[c.g2p1] == j  # job j sits in slot 1 of that GPU
@@ -609,6 +611,24 @@ class ClusterEngine:
                     tc = max(c.steal_num / float(v.sum()), p.alpha_s / vmin)
                     return float(iteration_time(tc, s, c.comm, p.delta))
         return float(iteration_time(c.tcn / vmin, s, c.comm, p.delta))
+
+    def _uniform_xi_max(self, j: int, c: _Copy) -> float | None:
+        """The largest worker xi of job ``j``'s only copy ``c`` (one GPU type) from a few table lookups, when
+        ``j`` and each of its partners has one MPS share on all its GPUs (then each worker's xi is that of its
+        partner, or of no partner); None otherwise."""
+        sh = self.share_lo[j]
+        if sh != self.share_hi[j] or len(self.copies[j]) != 1:
+            return None
+        tab = c.xi_tm
+        xmax = tab[0, sh, _TENTHS_MAX] if self.held_shared[j] < c.n else 0.0
+        for p in self._shared_with.get(j, ()):
+            sp = self.share_lo[p]
+            if sp != self.share_hi[p]:
+                return None
+            x = tab[self.job_model[p] + 1, sh, sp]
+            if x > xmax:
+                xmax = x
+        return xmax
 
     def _job_rate(self, j: int) -> float:
         if self.held_shared[j] == 0 and self.share_lo[j] == _TENTHS_MAX and self.solo_rate[j] > 0:
@@ -650,10 +670,27 @@ class ClusterEngine:
             self.held_shared[j] += len(sg)
             if len(partners) == 1:
                 self.held_shared[tenants[0]] += len(sg)
+                self._pair(j, {int(tenants[0]): len(sg)}, 1)
             else:
                 np.add.at(self.held_shared, tenants, 1)
+                self._pair(j, Counter(tenants.tolist()), 1)
         self.held[j] += len(gpus)
         return partners
+
+    def _pair(self, j: int, counts: dict[int, int], sign: int) -> None:
+        """Job ``j`` starts (+1) or stops (-1) sharing ``counts[p]`` GPUs with each partner ``p``."""
+        mine = self._shared_with.setdefault(j, {})
+        for p, k in counts.items():
+            theirs = self._shared_with.setdefault(p, {})
+            n = mine.get(p, 0) + sign * k
+            if n:
+                mine[p] = theirs[j] = n
+            else:
+                del mine[p], theirs[j]
+                if not theirs:
+                    del self._shared_with[p]
+        if not mine:
+            del self._shared_with[j]
 
     @staticmethod
     def _count(counts: np.ndarray, idx: np.ndarray, delta: int) -> None:
@@ -703,8 +740,10 @@ class ClusterEngine:
             self.held_shared[j] -= n_shared
             if len(partners) == 1:
                 self.held_shared[tenants[0]] -= n_shared
+                self._pair(j, {int(tenants[0]): n_shared}, -1)
             else:
                 np.subtract.at(self.held_shared, tenants, 1)
+                self._pair(j, Counter(tenants.tolist()), -1)
         if len(fg):
             self._count(self._free_flat, self._gpu_nt[fg], 1)
             self.busy_gpus -= len(fg)
@@ -736,10 +775,7 @@ class ClusterEngine:
         g = self.gpus_of(j)
         if len(g) == 0:
             return []
-        jobs = set(self.slot_job[g].ravel().tolist())
-        jobs.discard(j)
-        jobs.discard(-1)
-        return sorted(jobs)
+        return sorted(self._shared_with.get(j, ()))
 
     # ------------------------------------------------------------------ placement rule
     def _pick_on_nodes(
