@@ -275,12 +275,12 @@ class GPUClusterEnv(gym.Env):
         if self.observation_mode == "none":
             self._mask_cache = None  # computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)
+        ob = self.obs_builder
+        ob.refresh(self._pending, self._running)
         self._mask_cache, placeable = self.codec.mask_into(
-            self._mask_buf, eng, self._pending, self._running, self.allowed
+            self._mask_buf, eng, self._pending, self._running, self.allowed, ob.running_mask_inputs(self._running)
         )
-        if self.observation_mode == "box":
-            return self.obs_builder.build_flat(self._pending, self._running, placeable)
-        return self.obs_builder.build(self._pending, self._running, placeable)
+        return ob.emit(self._pending, self._running, placeable, flat=self.observation_mode == "box")
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine

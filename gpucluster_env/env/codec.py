@@ -131,10 +131,21 @@ class ActionCodec:
         return self.mask_into(np.empty(self.layout.size, dtype=bool), eng, pending, running, allow)[0]
 
     def mask_into(
-        self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str]
+        self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str],
+        running_inputs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`mask` written into ``m`` (a bool array of the layout's size), and whether each pending job of
-        the window can be placed now on free GPUs (some ``place`` action of its row is valid)."""
+        the window can be placed now on free GPUs (some ``place`` action of its row is valid).
+        ``running_inputs``: per running job of the window, GPUs it holds alone, memory left beside it plus
+        1e-9, whether it can be squeezed and swelled (as ``ObservationBuilder.running_mask_inputs`` gives
+        them); computed here when not given."""
+        if running_inputs is None and len(running):
+            running_inputs = (
+                eng.held[running] - eng.held_shared[running],  # GPUs of r holding r alone
+                (eng.job_min_mem[running] - eng.footprint[running]) + 1e-9,  # memory left beside r
+                eng.share_hi[running] > _MIN_T,
+                eng.share_lo[running] < _MAX_T,
+            )
         L = self.layout
         m[:] = False
         m[0] = True
@@ -153,17 +164,16 @@ class ActionCodec:
             block[:, T] = placeable
         if n_p and n_r and "colocate" in allow:
             need = eng.req_gpus[pending]
-            single = eng.held[running] - eng.held_shared[running]  # GPUs of r holding r alone
-            room = eng.job_min_mem[running] - eng.footprint[running]  # memory left beside r
+            single, room_eps = running_inputs[0], running_inputs[1]
             fp = self._footprints(eng)[pending]  # (n_p, K), inf where s > batch
             block = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)[:n_p, :n_r]
-            np.less_equal(fp[:, None, :], (room + 1e-9)[None, :, None], out=block)
+            np.less_equal(fp[:, None, :], room_eps[None, :, None], out=block)
             block &= (single[None, :] >= need[:, None])[:, :, None]
         if n_r:
             if "squeeze" in allow:
-                m[L.squeeze_off:L.squeeze_off + n_r] = eng.share_hi[running] > _MIN_T
+                m[L.squeeze_off:L.squeeze_off + n_r] = running_inputs[2]
             if "swell" in allow:
-                m[L.swell_off:L.swell_off + n_r] = eng.share_lo[running] < _MAX_T
+                m[L.swell_off:L.swell_off + n_r] = running_inputs[3]
             if "preempt" in allow:
                 m[L.preempt_off:L.preempt_off + n_r] = True
             if "fork" in allow and eng.config.round_s is not None:

@@ -26,6 +26,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..engine import ClusterEngine
+from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
 
 PENDING_FEATURES = 10
 RUNNING_FEATURES = 12
@@ -33,6 +34,10 @@ CLUSTER_FEATURES = 4
 CLOCK_FEATURES = 6
 _HOUR = 3600.0
 _DAY = 86400.0
+_ONE32 = np.float32(1.0)
+_MIN_T = round(MIN_SHARE / SHARE_STEP)
+_MAX_T = round(MAX_SHARE / SHARE_STEP)
+_SCALAR_ROWS = 4  # changed rows recomputed one by one up to this many, else the whole window at once
 
 
 class ObservationBuilder:
@@ -66,7 +71,22 @@ class ObservationBuilder:
         self.static_running[:, 0] = 1.0
         self.static_running[:, 9:12] = self.model_feat[mi]
         self.solo_iter = eng.solo_time / eng.iterations
-        # One float32 buffer holds the four blocks back to back (the "box" layout); build() writes it in place.
+        # Window rows of each job, kept between steps: a row is valid while the engine's clock and the job's
+        # change counter (``eng.version[j]``, bumped with every change of the job's dynamic state) are those
+        # it was computed at. Static columns are filled once here.
+        self._prow = self.static_pending.copy()
+        self._rrow = self.static_running.copy()
+        self._pkey: dict[int, int] = {}  # job -> version its pending row was computed at
+        self._rkey: dict[int, int] = {}
+        self._keys_now: float | None = None  # engine time the keys hold at
+        # what the action mask needs of each running job, cached with its row: GPUs it holds alone, memory
+        # left beside it (+1e-9), whether it can be squeezed / swelled
+        J = eng.n_jobs
+        self._r_single = np.zeros(J, dtype=np.int64)
+        self._r_room = np.zeros(J)
+        self._r_squeeze = np.zeros(J, dtype=bool)
+        self._r_swell = np.zeros(J, dtype=bool)
+        # One float32 buffer holds the four blocks back to back (the "box" layout); emit() writes it in place.
         sizes = (self.n_pending * PENDING_FEATURES, self.n_running * RUNNING_FEATURES,
                  self.n_types * CLUSTER_FEATURES, CLOCK_FEATURES)
         self._ends = tuple(int(x) for x in np.cumsum(sizes))
@@ -93,55 +113,124 @@ class ObservationBuilder:
         return spaces.Dict({k: spaces.Box(0.0, 1.0, (int(np.prod(s)),), np.float32) for k, s in shapes.items()})
 
     def build(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> dict[str, np.ndarray]:
-        """The observation for the current engine state (hot path: few numpy calls, one clip per block)."""
-        self.fill(pending, running, placeable)
-        out = self._buf.copy()
-        a, b, c, _ = self._ends
-        return {"pending": out[:a], "running": out[a:b], "cluster": out[b:c], "clock": out[c:]}
+        """The observation for the current engine state, given the windows and which pending jobs of the window
+        can be placed now."""
+        self.refresh(pending, running)
+        return self.emit(pending, running, placeable, flat=False)
 
-    def build_flat(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> np.ndarray:
-        """``flatten(build(...))``, without the intermediate dict."""
-        self.fill(pending, running, placeable)
-        return self._buf.copy()
+    def refresh(self, pending: np.ndarray, running: np.ndarray) -> None:
+        """Bring the cached rows of the window jobs up to date with the engine (only those whose job changed,
+        or all of them when the clock moved)."""
+        eng = self.eng
+        now = eng.now
+        if now != self._keys_now:
+            self._pkey.clear()
+            self._rkey.clear()
+            self._keys_now = now
+        for window, keys, one, many in ((pending, self._pkey, self._pending_row, self._pending_rows),
+                                        (running, self._rkey, self._running_row, self._running_rows)):
+            if not len(window):
+                continue
+            jobs = window.tolist()
+            versions = eng.version[window].tolist()
+            stale = [i for i, (j, v) in enumerate(zip(jobs, versions, strict=True)) if keys.get(j) != v]
+            if len(stale) > _SCALAR_ROWS:  # many: one vectorized pass over the window
+                many(window)
+                keys.update(zip(jobs, versions, strict=True))
+            else:
+                for i in stale:
+                    one(jobs[i])
+                    keys[jobs[i]] = versions[i]
 
-    def fill(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> None:
-        """Write the observation of the current engine state into the builder's own buffer."""
+    def running_mask_inputs(self, running: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """For the running window (after :meth:`refresh`): GPUs each job holds alone, memory left beside it
+        plus 1e-9, whether it can be squeezed, whether it can be swelled."""
+        return self._r_single[running], self._r_room[running], self._r_squeeze[running], self._r_swell[running]
+
+    def _pending_row(self, j: int) -> None:
+        """Recompute the dynamic columns of pending job ``j``'s row (the scalar twin of _pending_rows)."""
+        eng = self.eng
+        waited = eng.now - float(eng.submit[j])
+        work = float(eng.remaining[j]) * float(self.solo_iter[j])
+        row = self._prow[j]
+        row[2] = waited / (waited + _HOUR)
+        row[3] = work / (work + _HOUR)
+        row[9] = eng.n_preempt[j] > 0
+
+    def _pending_rows(self, j: np.ndarray) -> None:
+        eng = self.eng
+        waited = eng.now - eng.submit[j]
+        work = eng.remaining[j] * self.solo_iter[j]
+        rows = self._prow
+        rows[j, 2] = waited / (waited + _HOUR)
+        rows[j, 3] = work / (work + _HOUR)
+        rows[j, 9] = eng.n_preempt[j] > 0
+
+    def _running_row(self, j: int) -> None:
+        """Recompute running job ``j``'s row and mask inputs (the scalar twin of _running_rows: the same
+        float64 operations, the same float32 rounding, then the same clip)."""
+        eng = self.eng
+        rate = float(eng.rate[j])  # > 0 for every running job
+        elapsed = eng.now - max(float(eng.last_t[j]), float(eng.active_from[j]))
+        rem = float(eng.remaining[j]) - rate * max(elapsed, 0.0)
+        held = int(eng.held[j])
+        shared = int(eng.held_shared[j])
+        lo, hi = int(eng.share_lo[j]), int(eng.share_hi[j])
+        t_left = rem / rate
+        row = self._rrow[j]
+        row[1:8] = (self.log_held[held], (lo + hi) * 0.05, 1.0 - rate / float(eng.solo_rate[j]),
+                    1.0 - rem / float(eng.iterations[j]), t_left / (t_left + _HOUR), shared / held,
+                    min(held // int(eng.req_gpus[j]) - 1, 7) / 7.0)
+        row[8] = _ONE32 - row[6]  # in float32, as the vectorized 1.0 - run[:, 6]
+        row.clip(0.0, 1.0, out=row)
+        self._r_single[j] = held - shared
+        self._r_room[j] = (float(eng.job_min_mem[j]) - float(eng.footprint[j])) + 1e-9
+        self._r_squeeze[j] = hi > _MIN_T
+        self._r_swell[j] = lo < _MAX_T
+
+    def _running_rows(self, j: np.ndarray) -> None:
+        eng = self.eng
+        r = self.static_running[j]
+        rate = eng.rate[j]  # > 0 for every running job
+        elapsed = eng.now - np.maximum(eng.last_t[j], eng.active_from[j])
+        rem = eng.remaining[j] - rate * np.maximum(elapsed, 0.0)
+        held = eng.held[j]
+        shared = eng.held_shared[j]
+        lo, hi = eng.share_lo[j], eng.share_hi[j]
+        t_left = rem / rate
+        r[:, 1] = self.log_held[held]
+        r[:, 2] = (lo + hi) * 0.05
+        r[:, 3] = 1.0 - rate / eng.solo_rate[j]  # 1 - 1/xi
+        r[:, 4] = 1.0 - rem / eng.iterations[j]
+        r[:, 5] = t_left / (t_left + _HOUR)
+        r[:, 6] = shared / held
+        r[:, 7] = np.minimum(held // eng.req_gpus[j] - 1, 7) / 7.0
+        r[:, 8] = 1.0 - r[:, 6]
+        r.clip(0.0, 1.0, out=r)  # float rounding at the edges
+        self._rrow[j] = r
+        self._r_single[j] = held - shared
+        self._r_room[j] = (eng.job_min_mem[j] - eng.footprint[j]) + 1e-9
+        self._r_squeeze[j] = hi > _MIN_T
+        self._r_swell[j] = lo < _MAX_T
+
+    def emit(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray, flat: bool
+             ) -> dict[str, np.ndarray] | np.ndarray:
+        """The observation from the refreshed rows (see :meth:`refresh`): a ``Dict`` of fresh arrays, or with
+        ``flat`` one fresh flat array."""
         eng = self.eng
         now = eng.now
         pend = self._pend
         n = len(pending)
         if n:
-            j = pending
-            pend[:n] = self.static_pending[j]
-            waited = now - eng.submit[j]
-            work = eng.remaining[j] * self.solo_iter[j]
-            pend[:n, 2] = waited / (waited + _HOUR)
-            pend[:n, 3] = work / (work + _HOUR)
+            pend[:n] = self._prow[pending]
             pend[:n, 8] = placeable
-            pend[:n, 9] = eng.n_preempt[j] > 0
         if n < self._rows[0]:
             pend[n:self._rows[0]] = 0.0
         self._rows[0] = n
         run = self._run
         n = len(running)
         if n:
-            j = running
-            r = run[:n]
-            r[:] = self.static_running[j]
-            rate = eng.rate[j]  # > 0 for every running job
-            elapsed = now - np.maximum(eng.last_t[j], eng.active_from[j])
-            rem = eng.remaining[j] - rate * np.maximum(elapsed, 0.0)
-            held = eng.held[j]
-            t_left = rem / rate
-            r[:, 1] = self.log_held[held]
-            r[:, 2] = (eng.share_lo[j] + eng.share_hi[j]) * 0.05
-            r[:, 3] = 1.0 - rate / eng.solo_rate[j]  # 1 - 1/xi
-            r[:, 4] = 1.0 - rem / eng.iterations[j]
-            r[:, 5] = t_left / (t_left + _HOUR)
-            r[:, 6] = eng.held_shared[j] / held
-            r[:, 7] = np.minimum(held // eng.req_gpus[j] - 1, 7) / 7.0
-            r[:, 8] = 1.0 - r[:, 6]
-            r.clip(0.0, 1.0, out=r)  # float rounding at the edges
+            run[:n] = self._rrow[running]
         if n < self._rows[1]:
             run[n:self._rows[1]] = 0.0
         self._rows[1] = n
@@ -159,6 +248,11 @@ class ObservationBuilder:
             eng._next_arrival / eng.n_jobs,
             (now % round_s) / round_s if round_s else 0.0,
         )
+        out = self._buf.copy()
+        if flat:
+            return out
+        a, b, c, _ = self._ends
+        return {"pending": out[:a], "running": out[a:b], "cluster": out[b:c], "clock": out[c:]}
 
     @staticmethod
     def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
