@@ -281,6 +281,12 @@ class ClusterEngine:
         self._seq = 0
         self._next_arrival = 0
         self.n_done = 0
+        # Change counters for observers (the environment keeps views of the state between steps):
+        # queue_version moves whenever the pending queue or the running set changes (arrival, start, finish,
+        # preemption); gpu_version whenever a GPU's tenants change (and with them free, busy and shared
+        # counts, and the jobs' held and held_shared). A job's own dynamic state moves with version[j].
+        self.queue_version = 0
+        self.gpu_version = 0
         self.busy_gpus = 0
         self.shared_gpus = 0
         nt = len(self.type_names)
@@ -365,6 +371,7 @@ class ClusterEngine:
             self._next_arrival += 1
             self.status[j] = PENDING
             self._pending[j] = None
+            self.queue_version += 1
             self.pending_since[j] = self.submit[j]
             self.log.add(t, "arrive", j)
             if "arrival" not in reasons:
@@ -638,6 +645,7 @@ class ClusterEngine:
     # ------------------------------------------------------------------ GPU bookkeeping
     def _occupy(self, j: int, gpus: np.ndarray) -> set[int]:
         """Put job j on ``gpus``; return the partners it now shares with."""
+        self.gpu_version += 1
         partners: set[int] = set()
         if len(gpus) == 1 and self.slot_job[gpus[0], 0] < 0:  # fast path: one free GPU
             g = int(gpus[0])
@@ -705,6 +713,7 @@ class ClusterEngine:
     def _vacate(self, j: int, gpus: np.ndarray) -> set[int]:
         """Take job j off ``gpus``; return the partners it shared with. A partner left alone moves to slot 0
         and keeps its share."""
+        self.gpu_version += 1
         if len(gpus) == 1 and self.slot_job[gpus[0], 1] < 0:  # fast path: one unshared GPU
             g = int(gpus[0])
             t = int(self.gpu_type[g])
@@ -1067,6 +1076,7 @@ class ClusterEngine:
         t = self.now
         self._pending.pop(j, None)
         self._running[j] = None
+        self.queue_version += 1
         self.status[j] = RUNNING
         self.accum[j] = s
         self.footprint[j] = self.profiles[self.job_model[j]].memory_gb(self.batch[j] / s)
@@ -1111,6 +1121,7 @@ class ClusterEngine:
 
     def _finish(self, j: int, t: float) -> None:
         self._running.pop(j, None)
+        self.queue_version += 1
         self._forked.discard(j)
         self.status[j] = DONE
         self.remaining[j] = 0.0
@@ -1131,6 +1142,7 @@ class ClusterEngine:
         self._running.pop(j, None)
         self._forked.discard(j)
         self._pending[j] = None
+        self.queue_version += 1
         self.status[j] = PENDING
         self.rate[j] = 0.0
         self.solo_rate[j] = 0.0

@@ -12,7 +12,7 @@ from ..catalog import Catalog
 from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
 from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
 from ..scenarios import Scenario, get_scenario
-from .codec import ActionCodec, ActionLayout
+from .codec import ActionCodec, ActionLayout, MaskState
 from .observation import ObservationBuilder
 
 OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
@@ -139,7 +139,8 @@ class GPUClusterEnv(gym.Env):
         self._pending = np.empty(0, dtype=np.int64)
         self._running = np.empty(0, dtype=np.int64)
         self._mask_cache: np.ndarray | None = None
-        self._mask_buf = np.empty(self.layout.size, dtype=bool)  # the mask of the current state, rewritten per step
+        self._mask_state = MaskState(self.codec)  # the mask of the current state, updated per step
+        self._windows_at: tuple[ClusterEngine, int] | None = None  # (engine, queue_version) of the windows
         self._invalid = 0
         self._steps = 0
         self._met = 0
@@ -270,15 +271,17 @@ class GPUClusterEnv(gym.Env):
 
     def _observe(self) -> Any:
         eng = self.engine
-        self._pending = eng.pending_head(self.layout.n_pending)
-        self._running = eng.running_head(self.layout.n_running)
+        if self._windows_at != (eng, eng.queue_version):  # else the same jobs, in the same order
+            self._pending = eng.pending_head(self.layout.n_pending)
+            self._running = eng.running_head(self.layout.n_running)
+            self._windows_at = (eng, eng.queue_version)
         if self.observation_mode == "none":
             self._mask_cache = None  # computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)
         ob = self.obs_builder
         ob.refresh(self._pending, self._running)
-        self._mask_cache, placeable = self.codec.mask_into(
-            self._mask_buf, eng, self._pending, self._running, self.allowed, ob.running_mask_inputs(self._running)
+        self._mask_cache, placeable = self._mask_state.update(
+            eng, self._pending, self._running, self.allowed, ob.running_mask_inputs(self._running)
         )
         return ob.emit(self._pending, self._running, placeable, flat=self.observation_mode == "box")
 

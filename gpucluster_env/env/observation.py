@@ -79,6 +79,8 @@ class ObservationBuilder:
         self._pkey: dict[int, int] = {}  # job -> version its pending row was computed at
         self._rkey: dict[int, int] = {}
         self._keys_now: float | None = None  # engine time the keys hold at
+        self._pending_at: tuple[int, float] | None = None  # (queue_version, now) the pending rows were checked at
+        self._emit_at: tuple[int, int, float] | None = None  # (queue_version, gpu_version, now) of the buffer
         # what the action mask needs of each running job, cached with its row: GPUs it holds alone, memory
         # left beside it (+1e-9), whether it can be squeezed / swelled
         J = eng.n_jobs
@@ -127,9 +129,13 @@ class ObservationBuilder:
             self._pkey.clear()
             self._rkey.clear()
             self._keys_now = now
+        # a pending job's row changes only with the clock or when it is preempted (the queue changes then)
+        pending_at = (eng.queue_version, now)
+        check_pending = pending_at != self._pending_at
+        self._pending_at = pending_at
         for window, keys, one, many in ((pending, self._pkey, self._pending_row, self._pending_rows),
                                         (running, self._rkey, self._running_row, self._running_rows)):
-            if not len(window):
+            if not len(window) or (window is pending and not check_pending):
                 continue
             jobs = window.tolist()
             versions = eng.version[window].tolist()
@@ -219,6 +225,27 @@ class ObservationBuilder:
         ``flat`` one fresh flat array."""
         eng = self.eng
         now = eng.now
+        emit_at = (eng.queue_version, eng.gpu_version, now)
+        if emit_at != self._emit_at:  # else the pending, cluster and clock blocks are those of the last step
+            self._emit_at = emit_at
+            self._emit_static_blocks(pending, placeable)
+        run = self._run
+        n = len(running)
+        if n:
+            run[:n] = self._rrow[running]
+        if n < self._rows[1]:
+            run[n:self._rows[1]] = 0.0
+        self._rows[1] = n
+        out = self._buf.copy()
+        if flat:
+            return out
+        a, b, c, _ = self._ends
+        return {"pending": out[:a], "running": out[a:b], "cluster": out[b:c], "clock": out[c:]}
+
+    def _emit_static_blocks(self, pending: np.ndarray, placeable: np.ndarray) -> None:
+        """The pending, cluster and clock blocks: they change only with the clock, the queue or the GPUs."""
+        eng = self.eng
+        now = eng.now
         pend = self._pend
         n = len(pending)
         if n:
@@ -227,13 +254,6 @@ class ObservationBuilder:
         if n < self._rows[0]:
             pend[n:self._rows[0]] = 0.0
         self._rows[0] = n
-        run = self._run
-        n = len(running)
-        if n:
-            run[:n] = self._rrow[running]
-        if n < self._rows[1]:
-            run[n:self._rows[1]] = 0.0
-        self._rows[1] = n
         clus = self._clus
         inv = self.inv_type_total
         clus[:, 0] = eng.free_by_type() * inv
@@ -248,11 +268,6 @@ class ObservationBuilder:
             eng._next_arrival / eng.n_jobs,
             (now % round_s) / round_s if round_s else 0.0,
         )
-        out = self._buf.copy()
-        if flat:
-            return out
-        a, b, c, _ = self._ends
-        return {"pending": out[:a], "running": out[a:b], "cluster": out[b:c], "clock": out[c:]}
 
     @staticmethod
     def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
