@@ -148,9 +148,13 @@ class ActionCodec:
             return np.zeros(n_p, dtype=bool)
         T = L.n_types
         need = eng.req_gpus[pending]
-        fits = eng.fits_type[pending]  # (n_p, T)
         free_t = eng.free_by_type()
         block = m[L.place_off:L.place_off + n_p * (T + 1)].reshape(n_p, T + 1)
+        if T == 1:  # the type's column and the "any" column are the same (every job asks for a GPU or more)
+            ok = eng.fits_type[pending, 0] & (free_t[0] >= need)
+            block[:] = ok[:, None]
+            return ok
+        fits = eng.fits_type[pending]  # (n_p, T)
         np.logical_and(fits, free_t >= need[:, None], out=block[:, :T])
         placeable = fits @ free_t >= need  # free GPUs of the types it fits, all together: the "any" column
         block[:, T] = placeable

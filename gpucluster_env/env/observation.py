@@ -37,6 +37,20 @@ _DAY = 86400.0
 _ONE32 = np.float32(1.0)
 _MIN_T = round(MIN_SHARE / SHARE_STEP)
 _MAX_T = round(MAX_SHARE / SHARE_STEP)
+_TINY32 = 2.0**-150  # float32 rounds magnitudes up to this to zero
+
+
+def _clip_as_float32(v: float) -> float:
+    """A float outside [0, 1] (or NaN) that, stored as float32, is what ``clip(float32(v), 0, 1)`` gives:
+    NaN stays NaN, a negative tiny enough to round to -0.0 stays -0.0 (clip keeps it), other negatives give
+    0.0, values above 1 give 1.0."""
+    if v > 1.0:
+        return 1.0
+    if v < 0.0:
+        return -0.0 if v >= -_TINY32 else 0.0
+    return v
+
+
 _SCALAR_ROWS = 4  # changed rows recomputed one by one up to this many, else the whole window at once
 
 
@@ -59,6 +73,7 @@ class ObservationBuilder:
         self.type_total = np.maximum(eng.type_total, 1).astype(np.float64)
         self.type_frac = eng.type_total / eng.num_gpus
         self.inv_type_total = 1.0 / self.type_total
+        self._inv_type_total = self.inv_type_total.tolist()
         self.log_held = np.log2(np.arange(eng.num_gpus + 2) + 1.0) / self.log_g
         # Per-job features that never change during an episode.
         mi = eng.job_model
@@ -75,7 +90,7 @@ class ObservationBuilder:
         # change counter (``eng.version[j]``, bumped with every change of the job's dynamic state) are those
         # it was computed at. Static columns are filled once here.
         self._prow = self.static_pending.copy()
-        self._rrow = self.static_running.copy()
+        self._rrow = self.static_running.clip(0.0, 1.0)  # clipped as each step's block is
         self._pkey: dict[int, int] = {}  # job -> version its pending row was computed at
         self._rkey: dict[int, int] = {}
         self._keys_now: float | None = None  # engine time the keys hold at
@@ -176,19 +191,19 @@ class ObservationBuilder:
         """Recompute running job ``j``'s row and mask inputs (the scalar twin of _running_rows: the same
         float64 operations, the same float32 rounding, then the same clip)."""
         eng = self.eng
-        rate = float(eng.rate[j])  # > 0 for every running job
-        elapsed = eng.now - max(float(eng.last_t[j]), float(eng.active_from[j]))
-        rem = float(eng.remaining[j]) - rate * max(elapsed, 0.0)
-        held = int(eng.held[j])
-        shared = int(eng.held_shared[j])
-        lo, hi = int(eng.share_lo[j]), int(eng.share_hi[j])
+        rate = eng.rate.item(j)  # > 0 for every running job
+        elapsed = eng.now - max(eng.last_t.item(j), eng.active_from.item(j))
+        rem = eng.remaining.item(j) - rate * max(elapsed, 0.0)
+        held = eng.held.item(j)
+        shared = eng.held_shared.item(j)
+        lo, hi = eng.share_lo.item(j), eng.share_hi.item(j)
         t_left = rem / rate
         row = self._rrow[j]
-        row[1:8] = (self.log_held[held], (lo + hi) * 0.05, 1.0 - rate / float(eng.solo_rate[j]),
-                    1.0 - rem / float(eng.iterations[j]), t_left / (t_left + _HOUR), shared / held,
-                    min(held // int(eng.req_gpus[j]) - 1, 7) / 7.0)
-        row[8] = _ONE32 - row[6]  # in float32, as the vectorized 1.0 - run[:, 6]
-        row.clip(0.0, 1.0, out=row)
+        values = (self.log_held.item(held), (lo + hi) * 0.05, 1.0 - rate / eng.solo_rate.item(j),
+                  1.0 - rem / eng.iterations.item(j), t_left / (t_left + _HOUR), shared / held,
+                  min(held // eng.req_gpus.item(j) - 1, 7) / 7.0)
+        row[1:8] = [v if 0.0 <= v <= 1.0 else _clip_as_float32(v) for v in values]
+        row[8] = _ONE32 - row[6]  # in float32, as the vectorized 1.0 - run[:, 6]; within [0, 1]
         self._r_single[j] = held - shared
         self._r_room[j] = (float(eng.job_min_mem[j]) - float(eng.footprint[j])) + 1e-9
         self._r_squeeze[j] = hi > _MIN_T
@@ -254,11 +269,10 @@ class ObservationBuilder:
         if n < self._rows[0]:
             pend[n:self._rows[0]] = 0.0
         self._rows[0] = n
-        clus = self._clus
-        inv = self.inv_type_total
-        clus[:, 0] = eng.free_by_type() * inv
-        clus[:, 1] = (eng.busy_t - eng.shared_t) * inv
-        clus[:, 2] = eng.shared_t * inv
+        # per type: free, holding one job, holding two (over the type's GPUs), as float64 products of ints
+        total, busy, shared = eng.type_total.tolist(), eng.busy_t.tolist(), eng.shared_t.tolist()
+        self._clus[:, :3] = [((a - b) * inv, (b - c) * inv, c * inv)
+                             for a, b, c, inv in zip(total, busy, shared, self._inv_type_total, strict=True)]
         round_s = eng.config.round_s
         self._clock[:] = (
             now / (now + _DAY),
