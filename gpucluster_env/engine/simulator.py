@@ -421,10 +421,13 @@ class ClusterEngine:
 
     # ------------------------------------------------------------------ progress
     def _settle(self, j: int, t: float) -> None:
-        start = max(self.last_t[j], self.active_from[j])
-        if t > start and self.rate[j] > 0:
-            self.remaining[j] = max(0.0, self.remaining[j] - self.rate[j] * (t - start))
-        self.last_t[j] = max(self.last_t[j], t)
+        last = self.last_t.item(j)
+        start = max(last, self.active_from.item(j))
+        if t > start:
+            rate = self.rate.item(j)
+            if rate > 0:
+                self.remaining[j] = max(0.0, self.remaining.item(j) - rate * (t - start))
+        self.last_t[j] = max(last, t)
 
     def _reschedule(self, j: int, t: float) -> None:
         """Recompute job ``j``'s rate (its progress already settled to ``t``) and its completion event."""
@@ -436,8 +439,9 @@ class ClusterEngine:
             self._push(finish, _FINISH, j, int(self.version[j]))
 
     def _update_rates(self, jobs: set[int] | list[int], t: float) -> None:
+        status = self.status
         for j in sorted(jobs):
-            if self.status[j] == RUNNING:
+            if status[j] == RUNNING:
                 self._settle(j, t)
                 self._reschedule(j, t)
 
@@ -582,16 +586,17 @@ class ClusterEngine:
     def _copy_time(self, j: int, c: _Copy) -> float:
         """``copy_iter_time(j, c.g)`` (the copy's true iteration time now) from the copy's constants: the same
         operations on the same values, with the workers' xi read from the precomputed table."""
-        m = int(self.job_model[j])
+        m = self.job_model.item(j)
         if c.n == 1:  # as copy_iter_time's scalar path
-            g, t = c.gpu, c.t
-            own = 0 if self.slot_job[g, 0] == j else 1
-            partner = int(self.slot_job[g, 1 - own])
+            g2 = 2 * c.gpu
+            sj, ss = self._sj_flat, self._ss_flat
+            mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
+            partner = sj.item(other)
             x = 1.0
             if partner >= 0:
-                x0 = self.xi_free[t, m, self.job_model[partner]]
-                x += (x0 - 1.0) * self.slot_share[g, 1 - own] * SHARE_STEP
-            x /= min(1.0, self.slot_share[g, own] * SHARE_STEP / self.demand_m[m])
+                x0 = self.xi_free[c.t, m, self.job_model[partner]]
+                x += (x0 - 1.0) * ss[other] * SHARE_STEP
+            x /= min(1.0, ss[mine] * SHARE_STEP / self.demand_m[m])
             return float(c.sab * x / c.speed)
         p = self.profiles[m]
         s = int(self.accum[j])
@@ -638,15 +643,40 @@ class ClusterEngine:
         return xmax
 
     def _job_rate(self, j: int) -> float:
-        if self.held_shared[j] == 0 and self.share_lo[j] == _TENTHS_MAX and self.solo_rate[j] > 0:
-            return float(self.solo_rate[j])  # alone at full share on every GPU: xi = 1 everywhere
-        return sum(1.0 / self._copy_time(j, c) for c in self._copy_consts.get(j, ()))
+        if self.held_shared.item(j) == 0 and self.share_lo.item(j) == _TENTHS_MAX:
+            solo = self.solo_rate.item(j)
+            if solo > 0:
+                return solo  # alone at full share on every GPU: xi = 1 everywhere
+        cs = self._copy_consts.get(j, ())
+        if len(cs) == 1:
+            return 0 + 1.0 / self._copy_time(j, cs[0])  # as sum() of one term
+        return sum(1.0 / self._copy_time(j, c) for c in cs)
 
     # ------------------------------------------------------------------ GPU bookkeeping
-    def _occupy(self, j: int, gpus: np.ndarray) -> set[int]:
-        """Put job j on ``gpus``; return the partners it now shares with."""
+    def _occupy(self, j: int, gpus: np.ndarray, tenant: int | None = None) -> set[int]:
+        """Put job j on ``gpus``; return the partners it now shares with. ``tenant``, when the caller knows:
+        -1 if every GPU of ``gpus`` is free, else the one job holding each of them alone."""
         self.gpu_version += 1
         partners: set[int] = set()
+        if tenant is not None and len(gpus) > 1:
+            n = len(gpus)
+            if tenant < 0:
+                self.slot_job[gpus, 0] = j
+                self.slot_share[gpus, 0] = _TENTHS_MAX
+                self._count(self._free_flat, self._gpu_nt[gpus], -1)
+                self.busy_gpus += n
+                self._count(self.busy_t, self.gpu_type[gpus], 1)
+            else:
+                partners.add(tenant)
+                self.slot_job[gpus, 1] = j
+                self.slot_share[gpus, 1] = _TENTHS_MAX
+                self.shared_gpus += n
+                self._count(self.shared_t, self.gpu_type[gpus], 1)
+                self.held_shared[j] += n
+                self.held_shared[tenant] += n
+                self._pair(j, {tenant: n}, 1)
+            self.held[j] += n
+            return partners
         if len(gpus) == 1 and self.slot_job[gpus[0], 0] < 0:  # fast path: one free GPU
             g = int(gpus[0])
             t = int(self.gpu_type[g])
@@ -723,6 +753,14 @@ class ClusterEngine:
             self.busy_gpus -= 1
             self.busy_t[t] -= 1
             self.held[j] -= 1
+            return set()
+        if self.held_shared[j] == 0:  # alone on every GPU, so in slot 0 (slot 1 is empty, at full share)
+            self.slot_job[gpus, 0] = -1
+            self.slot_share[gpus, 0] = _TENTHS_MAX
+            self._count(self._free_flat, self._gpu_nt[gpus], 1)
+            self.busy_gpus -= len(gpus)
+            self._count(self.busy_t, self.gpu_type[gpus], -1)
+            self.held[j] -= len(gpus)
             return set()
         sj = self.slot_job[gpus]
         in0 = sj[:, 0] == j
@@ -1035,7 +1073,8 @@ class ClusterEngine:
                 if planned is None:
                     where = action.gpu_type or "any type"
                     raise ActionError(f"{action}: not enough free GPUs ({where}) for job {j}")
-                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t), t)
+                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t), t,
+                            None if t is None else -1)
                 return
             self._start(j, g, self._check_start(action, j, g, action.accumulation))
         elif isinstance(action, Colocate):
@@ -1054,7 +1093,8 @@ class ClusterEngine:
                 planned, t = self._plan_colocate(j, p)
                 if planned is None:
                     raise ActionError(f"{action}: partner {p} has no room for job {j}")
-                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t, p), t)
+                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t, p), t,
+                            None if t is None else p)
                 return
             self._start(j, g, self._check_start(action, j, g, action.accumulation))
         elif isinstance(action, Squeeze | Swell):
@@ -1070,9 +1110,9 @@ class ClusterEngine:
         else:
             raise ActionError(f"unknown action {action!r}")
 
-    def _start(self, j: int, g: np.ndarray, s: int, gpu_t: int | None = None) -> None:
-        """Start pending job ``j`` on ``g`` at accumulation ``s`` (``gpu_t``: the one GPU type of ``g``, if the
-        caller knows it)."""
+    def _start(self, j: int, g: np.ndarray, s: int, gpu_t: int | None = None, tenant: int | None = None) -> None:
+        """Start pending job ``j`` on ``g`` at accumulation ``s``. ``gpu_t`` and ``tenant``, when the caller
+        knows them: the one GPU type of ``g``, and -1 if every GPU is free or the job holding each alone."""
         t = self.now
         self._pending.pop(j, None)
         self._running[j] = None
@@ -1091,7 +1131,7 @@ class ClusterEngine:
         self.job_min_mem[j] = c.min_mem
         self.share_lo[j] = self.share_hi[j] = _TENTHS_MAX
         self.solo_rate[j] = 1.0 / c.solo_iter
-        partners = self._occupy(j, g)
+        partners = self._occupy(j, g, tenant)
         if partners:
             self.counts["colocations"] += 1
             self.n_colocated[j] += 1
@@ -1173,7 +1213,13 @@ class ClusterEngine:
             g = self._check_gpus(action, action.gpus)
             if not np.isin(g, mine).all():
                 raise ActionError(f"{action}: job {j} does not run on every GPU named")
-        pos = 2 * g + (self._sj_flat[2 * g + 1] == j)  # j's slot on each GPU, as flat indices
+        cs = self._copy_consts[j]
+        if action.gpus is None and len(cs) == 1:  # j's slot on each GPU, as flat indices into the slot arrays
+            c = cs[0]
+            pos = (2 * c.gpu + (self._sj_flat.item(2 * c.gpu + 1) == j)) if c.n == 1 else \
+                c.g2 + (self._sj_flat[c.g2p1] == j)
+        else:
+            pos = 2 * g + (self._sj_flat[2 * g + 1] == j)
         if action.gpus is None and lo == hi:
             # one share on every GPU, and the check above keeps lo + step within bounds
             self._ss_flat[pos] = lo + step

@@ -179,7 +179,7 @@ class GPUClusterEnv(gym.Env):
             else:
                 typed = self.codec.decode(a, self._pending, self._running)
         self._steps += 1
-        terms = {k: 0.0 for k in OBJECTIVES}
+        terms = dict.fromkeys(OBJECTIVES, 0.0)
         truncated = False
         stalled = False
         if isinstance(typed, Wait):
@@ -248,6 +248,8 @@ class GPUClusterEnv(gym.Env):
 
     # ------------------------------------------------------------------ internals
     def _as_int(self, action: Any) -> int:
+        if type(action) is int and 0 <= action < self.layout.size:
+            return action
         try:
             a = int(np.asarray(action).item())
         except (TypeError, ValueError):

@@ -74,9 +74,16 @@ class ActionCodec:
         self.layout = layout
         self.type_names = type_names
         self.accum_choices = 2 ** np.arange(layout.n_accum)
+        self._names: dict[int, str] = {}  # describe() of each action int asked so far (a pure function of it)
 
     def describe(self, a: int) -> str:
         """A stable human-readable name of action int ``a`` (independent of the current state)."""
+        name = self._names.get(a)
+        if name is None:
+            name = self._names[a] = self._describe(a)
+        return name
+
+    def _describe(self, a: int) -> str:
         L = self.layout
         if a == 0:
             return "wait"
