@@ -91,8 +91,8 @@ class ObservationBuilder:
         # it was computed at. Static columns are filled once here.
         self._prow = self.static_pending.copy()
         self._rrow = self.static_running.clip(0.0, 1.0)  # clipped as each step's block is
-        self._pkey: dict[int, int] = {}  # job -> version its pending row was computed at
-        self._rkey: dict[int, int] = {}
+        self._pkey = np.full(eng.n_jobs, -1, dtype=np.int64)  # per job: version its pending row was computed at
+        self._rkey = np.full(eng.n_jobs, -1, dtype=np.int64)  # (-1: not since the clock last moved)
         self._keys_now: float | None = None  # engine time the keys hold at
         self._pending_at: tuple[int, float] | None = None  # (queue_version, now) the pending rows were checked at
         self._emit_at: tuple[int, int, float] | None = None  # (queue_version, gpu_version, now) of the buffer
@@ -141,8 +141,8 @@ class ObservationBuilder:
         eng = self.eng
         now = eng.now
         if now != self._keys_now:
-            self._pkey.clear()
-            self._rkey.clear()
+            self._pkey.fill(-1)
+            self._rkey.fill(-1)
             self._keys_now = now
         # a pending job's row changes only with the clock or when it is preempted (the queue changes then)
         pending_at = (eng.queue_version, now)
@@ -152,16 +152,16 @@ class ObservationBuilder:
                                         (running, self._rkey, self._running_row, self._running_rows)):
             if not len(window) or (window is pending and not check_pending):
                 continue
-            jobs = window.tolist()
-            versions = eng.version[window].tolist()
-            stale = [i for i, (j, v) in enumerate(zip(jobs, versions, strict=True)) if keys.get(j) != v]
+            versions = eng.version[window]
+            stale = (versions != keys[window]).nonzero()[0]
             if len(stale) > _SCALAR_ROWS:  # many: one vectorized pass over the window
                 many(window)
-                keys.update(zip(jobs, versions, strict=True))
+                keys[window] = versions
             else:
-                for i in stale:
-                    one(jobs[i])
-                    keys[jobs[i]] = versions[i]
+                for i in stale.tolist():
+                    j = window.item(i)
+                    one(j)
+                    keys[j] = versions.item(i)
 
     def running_mask_inputs(self, running: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For the running window (after :meth:`refresh`): GPUs each job holds alone, memory left beside it
