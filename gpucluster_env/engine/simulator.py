@@ -94,7 +94,7 @@ class _Copy:
     for the copy, by the same operations in the same order, so results are bit for bit the same."""
 
     __slots__ = ("g", "n", "gpu", "t", "speed", "sab", "g2", "g2p1", "homog", "spd", "types", "xi_tm", "tcn",
-                 "steal_num", "comm", "min_mem", "solo_iter", "n_nodes")
+                 "steal_num", "comm", "min_mem", "solo_iter", "n_nodes", "s", "delta", "comm_pow", "inv_delta")
 
     g: np.ndarray  # the GPUs
     n: int
@@ -112,6 +112,10 @@ class _Copy:
     steal_num: float  # n alpha + beta (B/s) n (LISS numerator)
     comm: float  # all-reduce time (Castor eq. 2)
     n_nodes: int
+    s: int  # accumulation
+    delta: float  # the model's overlap exponent, comm ** delta and 1 / delta (for iteration_time)
+    comm_pow: float
+    inv_delta: float
     min_mem: float  # smallest GPU memory of the copy
     solo_iter: float  # iteration time alone at full share (xi = 1 on every worker)
 
@@ -575,6 +579,8 @@ class ClusterEngine:
             c.min_mem = float(self.type_mem[c.types].min())
             spd_min = float(c.spd.min())
         c.comm = comm_time(p, n, n_nodes, intra, self._inter_bw)
+        c.s, c.delta, c.inv_delta = s, p.delta, 1.0 / p.delta
+        c.comm_pow = c.comm**p.delta
         # iter_time_for with xi = 1 on every worker: v = spd / 1.0 = spd
         if stealing:
             tc = max(c.steal_num / float(c.spd.sum()), p.alpha_s / spd_min)
@@ -599,11 +605,15 @@ class ClusterEngine:
             x /= min(1.0, ss[mine] * SHARE_STEP / self.demand_m[m])
             return float(c.sab * x / c.speed)
         p = self.profiles[m]
-        s = int(self.accum[j])
+        s = c.s
         stealing = self.config.sample_stealing
         xmax = self._uniform_xi_max(j, c) if c.homog and not stealing else None
         if xmax is not None:  # min over workers of speed / xi = speed / max xi (division is monotonic)
-            vmin = float(c.speed) / float(xmax)
+            tc = float(c.tcn) / (float(c.speed) / xmax)
+            # iteration_time(tc, s, comm, delta) on Python floats (the same IEEE operations and libm pow)
+            if c.comm <= 0.0:
+                return float(s * tc)
+            return (s - 1) * tc + (tc**c.delta + c.comm_pow) ** c.inv_delta
         else:
             sj, ss = self._sj_flat, self._ss_flat
             own = sj[c.g2p1] == j  # job j sits in slot 1 of that GPU
@@ -628,16 +638,17 @@ class ClusterEngine:
         """The largest worker xi of job ``j``'s only copy ``c`` (one GPU type) from a few table lookups, when
         ``j`` and each of its partners has one MPS share on all its GPUs (then each worker's xi is that of its
         partner, or of no partner); None otherwise."""
-        sh = self.share_lo[j]
-        if sh != self.share_hi[j] or len(self.copies[j]) != 1:
+        lo, hi = self.share_lo, self.share_hi
+        sh = lo.item(j)
+        if sh != hi.item(j) or len(self.copies[j]) != 1:
             return None
         tab = c.xi_tm
-        xmax = tab[0, sh, _TENTHS_MAX] if self.held_shared[j] < c.n else 0.0
+        xmax = tab.item(0, sh, _TENTHS_MAX) if self.held_shared.item(j) < c.n else 0.0
         for p in self._shared_with.get(j, ()):
-            sp = self.share_lo[p]
-            if sp != self.share_hi[p]:
+            sp = lo.item(p)
+            if sp != hi.item(p):
                 return None
-            x = tab[self.job_model[p] + 1, sh, sp]
+            x = tab.item(self.job_model.item(p) + 1, sh, sp)
             if x > xmax:
                 xmax = x
         return xmax
