@@ -435,12 +435,14 @@ class ClusterEngine:
 
     def _reschedule(self, j: int, t: float) -> None:
         """Recompute job ``j``'s rate (its progress already settled to ``t``) and its completion event."""
-        self.version[j] += 1
+        v = self.version.item(j) + 1
+        self.version[j] = v
         r = self._job_rate(j)
         self.rate[j] = r
         if r > 0:
             finish = max(t, self.active_from[j]) + self.remaining[j] / r
-            self._push(finish, _FINISH, j, int(self.version[j]))
+            self._seq += 1
+            heapq.heappush(self._heap, (finish, _FINISH, self._seq, j, v))
 
     def _update_rates(self, jobs: set[int] | list[int], t: float) -> None:
         status = self.status
@@ -773,6 +775,26 @@ class ClusterEngine:
             self._count(self.busy_t, self.gpu_type[gpus], -1)
             self.held[j] -= len(gpus)
             return set()
+        n = len(gpus)
+        with_j = self._shared_with.get(j, {})
+        if len(with_j) == 1 and self.held.item(j) == n:
+            (p, k), = with_j.items()
+            if k == n:  # every GPU held with one partner p: p keeps (or moves to) slot 0 at its share
+                j_in1 = self._sj_flat[2 * gpus + 1] == j
+                n1 = int(np.count_nonzero(j_in1))
+                if n1 == 0:
+                    self.slot_job[gpus, 0] = p
+                    self.slot_share[gpus, 0] = self.slot_share[gpus, 1]
+                if n1 in (0, n):
+                    self.slot_job[gpus, 1] = -1
+                    self.slot_share[gpus, 1] = _TENTHS_MAX
+                    self.shared_gpus -= n
+                    self._count(self.shared_t, self.gpu_type[gpus], -1)
+                    self.held_shared[j] -= n
+                    self.held_shared[p] -= n
+                    self._pair(j, {p: n}, -1)
+                    self.held[j] -= n
+                    return {p}
         sj = self.slot_job[gpus]
         in0 = sj[:, 0] == j
         other = np.where(in0, sj[:, 1], sj[:, 0])
