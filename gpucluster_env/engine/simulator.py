@@ -49,6 +49,7 @@ STATUS_NAMES = ("future", "pending", "running", "done")
 _FINISH, _ROUND, _TICK, _IDLE = 1, 2, 3, 4
 _TENTHS_MIN = round(MIN_SHARE / SHARE_STEP)
 _TENTHS_MAX = round(MAX_SHARE / SHARE_STEP)
+_EPOCHS = itertools.count()  # one per engine state started (construction or reset), process-wide
 
 
 @dataclass(frozen=True)
@@ -288,7 +289,9 @@ class ClusterEngine:
         # Change counters for observers (the environment keeps views of the state between steps):
         # queue_version moves whenever the pending queue or the running set changes (arrival, start, finish,
         # preemption); gpu_version whenever a GPU's tenants change (and with them free, busy and shared
-        # counts, and the jobs' held and held_shared). A job's own dynamic state moves with version[j].
+        # counts, and the jobs' held and held_shared). A job's own dynamic state moves with version[j]. All of
+        # them start again at each reset; ``epoch`` tells the episodes (and engines) apart.
+        self.epoch = next(_EPOCHS)
         self.queue_version = 0
         self.gpu_version = 0
         self.busy_gpus = 0

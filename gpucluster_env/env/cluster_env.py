@@ -140,7 +140,7 @@ class GPUClusterEnv(gym.Env):
         self._running = np.empty(0, dtype=np.int64)
         self._mask_cache: np.ndarray | None = None
         self._mask_state = MaskState(self.codec)  # the mask of the current state, updated per step
-        self._windows_at: tuple[ClusterEngine, int] | None = None  # (engine, queue_version) of the windows
+        self._windows_at: tuple[int, int] | None = None  # (engine epoch, queue_version) of the windows
         self._invalid = 0
         self._steps = 0
         self._met = 0
@@ -273,10 +273,10 @@ class GPUClusterEnv(gym.Env):
 
     def _observe(self) -> Any:
         eng = self.engine
-        if self._windows_at != (eng, eng.queue_version):  # else the same jobs, in the same order
+        if self._windows_at != (eng.epoch, eng.queue_version):  # else the same jobs, in the same order
             self._pending = eng.pending_head(self.layout.n_pending)
             self._running = eng.running_head(self.layout.n_running)
-            self._windows_at = (eng, eng.queue_version)
+            self._windows_at = (eng.epoch, eng.queue_version)
         if self.observation_mode == "none":
             self._mask_cache = None  # computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)

@@ -225,7 +225,7 @@ class MaskState:
         self.codec = codec
         self.mask = np.zeros(codec.layout.size, dtype=bool)
         self.mask[0] = True
-        self._key: tuple[object, int, int] | None = None  # (engine, queue_version, gpu_version) of the blocks
+        self._key: tuple[int, int, int] | None = None  # (engine epoch, queue_version, gpu_version) of the blocks
         self._placeable = np.zeros(0, dtype=bool)
 
     def update(self, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str],
@@ -233,7 +233,7 @@ class MaskState:
         """The mask for the current state (this object's own array: copy it before handing it out) and whether
         each pending job of the window can be placed now."""
         codec, m, L = self.codec, self.mask, self.codec.layout
-        key = (eng, eng.queue_version, eng.gpu_version)
+        key = (eng.epoch, eng.queue_version, eng.gpu_version)
         if key != self._key:  # the windows or the GPUs changed: place, colocate and fork blocks
             m[L.place_off:L.squeeze_off] = False
             m[L.fork_off:] = False

@@ -22,6 +22,8 @@ flagged by feature 0 (``valid``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from gymnasium import spaces
 
@@ -86,6 +88,10 @@ class ObservationBuilder:
         self.static_running[:, 0] = 1.0
         self.static_running[:, 9:12] = self.model_feat[mi]
         self.solo_iter = eng.solo_time / eng.iterations
+        # static per-job values as Python lists, for the one-row path
+        self._log_held = self.log_held.tolist()
+        self._iterations = eng.iterations.tolist()
+        self._req_gpus = eng.req_gpus.tolist()
         # Window rows of each job, kept between steps: a row is valid while the engine's clock and the job's
         # change counter (``eng.version[j]``, bumped with every change of the job's dynamic state) are those
         # it was computed at. Static columns are filled once here.
@@ -93,9 +99,9 @@ class ObservationBuilder:
         self._rrow = self.static_running.clip(0.0, 1.0)  # clipped as each step's block is
         self._pkey = np.full(eng.n_jobs, -1, dtype=np.int64)  # per job: version its pending row was computed at
         self._rkey = np.full(eng.n_jobs, -1, dtype=np.int64)  # (-1: not since the clock last moved)
-        self._keys_now: float | None = None  # engine time the keys hold at
-        self._pending_at: tuple[int, float] | None = None  # (queue_version, now) the pending rows were checked at
-        self._emit_at: tuple[int, int, float] | None = None  # (queue_version, gpu_version, now) of the buffer
+        self._keys_at: tuple[int, float] | None = None  # (engine epoch, time) the keys hold at
+        self._pending_at: tuple[int, int, float] | None = None  # (epoch, queue_version, now) pending rows checked at
+        self._emit_at: tuple[int, int, int, float] | None = None  # (epoch, queue_version, gpu_version, now) of buf
         # what the action mask needs of each running job, cached with its row: GPUs it holds alone, memory
         # left beside it (+1e-9), whether it can be squeezed / swelled
         J = eng.n_jobs
@@ -140,28 +146,31 @@ class ObservationBuilder:
         or all of them when the clock moved)."""
         eng = self.eng
         now = eng.now
-        if now != self._keys_now:
+        if (eng.epoch, now) != self._keys_at:
             self._pkey.fill(-1)
             self._rkey.fill(-1)
-            self._keys_now = now
+            self._keys_at = (eng.epoch, now)
         # a pending job's row changes only with the clock or when it is preempted (the queue changes then)
-        pending_at = (eng.queue_version, now)
+        pending_at = (eng.epoch, eng.queue_version, now)
         check_pending = pending_at != self._pending_at
         self._pending_at = pending_at
-        for window, keys, one, many in ((pending, self._pkey, self._pending_row, self._pending_rows),
-                                        (running, self._rkey, self._running_row, self._running_rows)):
-            if not len(window) or (window is pending and not check_pending):
-                continue
-            versions = eng.version[window]
-            stale = (versions != keys[window]).nonzero()[0]
-            if len(stale) > _SCALAR_ROWS:  # many: one vectorized pass over the window
-                many(window)
-                keys[window] = versions
-            else:
-                for i in stale.tolist():
-                    j = window.item(i)
-                    one(j)
-                    keys[j] = versions.item(i)
+        if check_pending and len(pending):
+            self._refresh_window(pending, self._pkey, self._pending_row, self._pending_rows)
+        if len(running):
+            self._refresh_window(running, self._rkey, self._running_row, self._running_rows)
+
+    def _refresh_window(self, window: np.ndarray, keys: np.ndarray, one: Callable[[int], None],
+                        many: Callable[[np.ndarray], None]) -> None:
+        versions = self.eng.version[window]
+        stale = (versions != keys[window]).nonzero()[0]
+        if len(stale) > _SCALAR_ROWS:  # many: one vectorized pass over the window
+            many(window)
+            keys[window] = versions
+        else:
+            for i in stale.tolist():
+                j = window.item(i)
+                one(j)
+                keys[j] = versions.item(i)
 
     def running_mask_inputs(self, running: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """For the running window (after :meth:`refresh`): GPUs each job holds alone, memory left beside it
@@ -199,13 +208,16 @@ class ObservationBuilder:
         lo, hi = eng.share_lo.item(j), eng.share_hi.item(j)
         t_left = rem / rate
         row = self._rrow[j]
-        values = (self.log_held.item(held), (lo + hi) * 0.05, 1.0 - rate / eng.solo_rate.item(j),
-                  1.0 - rem / eng.iterations.item(j), t_left / (t_left + _HOUR), shared / held,
-                  min(held // eng.req_gpus.item(j) - 1, 7) / 7.0)
-        row[1:8] = [v if 0.0 <= v <= 1.0 else _clip_as_float32(v) for v in values]
+        values = [self._log_held[held], (lo + hi) * 0.05, 1.0 - rate / eng.solo_rate.item(j),
+                  1.0 - rem / self._iterations[j], t_left / (t_left + _HOUR), shared / held,
+                  min(held // self._req_gpus[j] - 1, 7) / 7.0]
+        for i, v in enumerate(values):
+            if not 0.0 <= v <= 1.0:
+                values[i] = _clip_as_float32(v)
+        row[1:8] = values
         row[8] = _ONE32 - row[6]  # in float32, as the vectorized 1.0 - run[:, 6]; within [0, 1]
         self._r_single[j] = held - shared
-        self._r_room[j] = (float(eng.job_min_mem[j]) - float(eng.footprint[j])) + 1e-9
+        self._r_room[j] = (eng.job_min_mem.item(j) - eng.footprint.item(j)) + 1e-9
         self._r_squeeze[j] = hi > _MIN_T
         self._r_swell[j] = lo < _MAX_T
 
@@ -240,7 +252,7 @@ class ObservationBuilder:
         ``flat`` one fresh flat array."""
         eng = self.eng
         now = eng.now
-        emit_at = (eng.queue_version, eng.gpu_version, now)
+        emit_at = (eng.epoch, eng.queue_version, eng.gpu_version, now)
         if emit_at != self._emit_at:  # else the pending, cluster and clock blocks are those of the last step
             self._emit_at = emit_at
             self._emit_static_blocks(pending, placeable)
