@@ -64,3 +64,24 @@ def test_engine_reset_under_the_env_is_seen() -> None:
     env._observe()
     mask, _ = _from_scratch(env)
     assert np.array_equal(env.action_masks(), mask)
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_copies_continue_identically(how: str) -> None:
+    import copy
+    import pickle
+
+    env = GPUClusterEnv("castor-philly")
+    env.reset(seed=2)
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+    clone = pickle.loads(pickle.dumps(env)) if how == "pickle" else copy.deepcopy(env)
+    for _ in range(300):
+        m1, m2 = env.action_masks(), clone.action_masks()
+        assert np.array_equal(m1, m2)
+        a = int(rng.choice(np.flatnonzero(m1)))
+        o1, r1, *_ = env.step(a)
+        o2, r2, *_ = clone.step(a)
+        assert r1 == r2 and all(o1[k].tobytes() == o2[k].tobytes() for k in o1)
+    assert env.engine.log == clone.engine.log

@@ -276,9 +276,7 @@ class ClusterEngine:
         self.max_copies = np.ones(J, dtype=np.int64)
         self.copies: dict[int, list[np.ndarray]] = {}
         self._copy_consts: dict[int, list[_Copy]] = {}  # parallel to ``copies``: each copy's constants
-        self._sj_flat = self.slot_job.reshape(-1)  # flat views of the slot arrays (index 2 g + slot)
-        self._ss_flat = self.slot_share.reshape(-1)
-        self._free_flat = self.free_nt.reshape(-1)  # index node * types + type
+        self._bind_views()
         self._pending: dict[int, None] = {}
         self._running: dict[int, None] = {}
         self._forked: set[int] = set()
@@ -326,6 +324,21 @@ class ClusterEngine:
     def reset(self) -> None:
         """Start the episode again from time 0 (same jobs)."""
         self._reset_state()
+
+    _VIEWS = ("_sj_flat", "_ss_flat", "_free_flat")
+
+    def _bind_views(self) -> None:
+        self._sj_flat = self.slot_job.reshape(-1)  # flat views of the slot arrays (index 2 g + slot)
+        self._ss_flat = self.slot_share.reshape(-1)
+        self._free_flat = self.free_nt.reshape(-1)  # index node * types + type
+
+    def __getstate__(self) -> dict:
+        # views do not survive pickling (they would come back as copies): rebuilt on unpickling
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind_views()
 
     # ------------------------------------------------------------------ events
     def _push(self, t: float, kind: int, job: int, version: int) -> None:

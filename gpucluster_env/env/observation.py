@@ -113,14 +113,27 @@ class ObservationBuilder:
         sizes = (self.n_pending * PENDING_FEATURES, self.n_running * RUNNING_FEATURES,
                  self.n_types * CLUSTER_FEATURES, CLOCK_FEATURES)
         self._ends = tuple(int(x) for x in np.cumsum(sizes))
+        self._buf = np.zeros(self._ends[-1], dtype=np.float32)
+        self._bind_views()
+        self._clus[:, 3] = self.type_frac
+        self._rows = [0, 0]  # window rows filled in the buffer (pending, running); rows below them are zero
+
+    _VIEWS = ("_pend", "_run", "_clus", "_clock")
+
+    def _bind_views(self) -> None:
         a, b, c, d = self._ends
-        self._buf = np.zeros(d, dtype=np.float32)
         self._pend = self._buf[:a].reshape(self.n_pending, PENDING_FEATURES)
         self._run = self._buf[a:b].reshape(self.n_running, RUNNING_FEATURES)
         self._clus = self._buf[b:c].reshape(self.n_types, CLUSTER_FEATURES)
         self._clock = self._buf[c:d]
-        self._clus[:, 3] = self.type_frac
-        self._rows = [0, 0]  # window rows filled in the buffer (pending, running); rows below them are zero
+
+    def __getstate__(self) -> dict:
+        # views of the buffer would come back from pickling as copies: rebuilt on unpickling
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind_views()
 
     def space(self, flat: bool) -> spaces.Space:
         shapes = {
