@@ -124,6 +124,27 @@ def check_invariants(eng):
             assert eng.rate[j] > 0
         else:
             assert len(on) == 0 and eng.held[j] == 0 and eng.rate[j] == 0
+    check_derived_state(eng)
+
+
+def check_derived_state(eng):
+    """The engine's own bookkeeping for speed agrees with its slot arrays, and its fast iteration times with the
+    reference formulas (copy_iter_time), bit for bit."""
+    sj = eng.slot_job
+    pairs: dict[int, dict[int, int]] = {}
+    for a, b in sj[(sj[:, 0] >= 0) & (sj[:, 1] >= 0)].tolist():
+        pairs.setdefault(a, {})[b] = pairs.get(a, {}).get(b, 0) + 1
+        pairs.setdefault(b, {})[a] = pairs.get(b, {}).get(a, 0) + 1
+    assert eng._shared_with == pairs, "partners per job disagree with slot_job"
+    assert set(eng._copy_consts) == set(eng.copies)
+    for j, copies in eng.copies.items():
+        consts = eng._copy_consts[j]
+        assert len(consts) == len(copies) and all(c.g is g for c, g in zip(consts, copies, strict=True))
+        for c, g in zip(consts, copies, strict=True):
+            assert c.solo_iter == eng.copy_iter_time(j, g, np.ones(len(g)))
+            assert eng._copy_time(j, c) == eng.copy_iter_time(j, g)
+        assert eng.rate[j] == sum(1.0 / eng.copy_iter_time(j, g) for g in copies) or (
+            eng.held_shared[j] == 0 and eng.share_lo[j] == 10 and eng.rate[j] == eng.solo_rate[j])
 
 
 def run_episode(groups, rows, config, xi, seed, check=True):

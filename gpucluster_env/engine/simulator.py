@@ -18,6 +18,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import math
+from collections import Counter
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,7 @@ STATUS_NAMES = ("future", "pending", "running", "done")
 _FINISH, _ROUND, _TICK, _IDLE = 1, 2, 3, 4
 _TENTHS_MIN = round(MIN_SHARE / SHARE_STEP)
 _TENTHS_MAX = round(MAX_SHARE / SHARE_STEP)
+_EPOCHS = itertools.count()  # one per engine state started (construction or reset), process-wide
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,39 @@ class EngineConfig:
                 raise ValueError(f"EngineConfig.{name} must be >= 0")
         if not (self.idle_tick_s > 0):
             raise ValueError("EngineConfig.idle_tick_s must be positive")
+
+
+class _Copy:
+    """Constants of one running copy of a job (a gang of GPUs at a fixed accumulation), computed once when the
+    copy starts and dropped when it stops: everything the copy's iteration time needs that the dynamic state
+    (partners, MPS shares) cannot change. Each field is what :meth:`ClusterEngine.iter_time_for` would compute
+    for the copy, by the same operations in the same order, so results are bit for bit the same."""
+
+    __slots__ = ("g", "n", "gpu", "t", "speed", "sab", "g2", "g2p1", "homog", "spd", "types", "xi_tm", "tcn",
+                 "steal_num", "comm", "min_mem", "solo_iter", "n_nodes", "s", "delta", "comm_pow", "inv_delta")
+
+    g: np.ndarray  # the GPUs
+    n: int
+    gpu: int  # n == 1: the GPU, its type, the job's speed there and s * (alpha + beta * B/s)
+    t: int
+    speed: float
+    sab: float
+    g2: np.ndarray  # n > 1: flat indices of slot 0 / slot 1 of each GPU in the (G, 2) slot arrays
+    g2p1: np.ndarray
+    homog: bool  # one GPU type (then ``speed`` and ``xi_tm`` are that type's)
+    spd: np.ndarray  # the job's speed on each GPU
+    types: np.ndarray
+    xi_tm: np.ndarray  # homog: the worker-xi table of this type and model, indexed [partner model + 1, own, other]
+    tcn: float  # alpha + beta * B/s (numerator of the compute time)
+    steal_num: float  # n alpha + beta (B/s) n (LISS numerator)
+    comm: float  # all-reduce time (Castor eq. 2)
+    n_nodes: int
+    s: int  # accumulation
+    delta: float  # the model's overlap exponent, comm ** delta and 1 / delta (for iteration_time)
+    comm_pow: float
+    inv_delta: float
+    min_mem: float  # smallest GPU memory of the copy
+    solo_iter: float  # iteration time alone at full share (xi = 1 on every worker)
 
 
 class ClusterEngine:
@@ -171,6 +206,31 @@ class ClusterEngine:
         ).reshape(len(keys), nt)
         self.fits_type = fits_key[inverse.ravel()]
         self.solo_time = self._solo_times()
+        self._build_fast_tables()
+
+    def _build_fast_tables(self) -> None:
+        """Static lookup tables of the hot paths (pure functions of the catalog, cluster and job table)."""
+        nt, nm = len(self.type_names), len(self.model_names)
+        # Worker interference ratio xi = pressure / cap (see _worker_xi), tabulated over every GPU type, own
+        # model + 1, partner model + 1 (0: no partner), own share and partner share in tenths, with the same
+        # numpy operations elementwise, so a lookup equals the direct computation bit for bit.
+        t_ = np.arange(nt).reshape(nt, 1, 1, 1, 1)
+        m1 = np.arange(nm + 1).reshape(1, nm + 1, 1, 1, 1)
+        pm1 = np.arange(nm + 1).reshape(1, 1, nm + 1, 1, 1)
+        tenths = np.arange(_TENTHS_MAX + 1, dtype=np.int64)
+        own_share = tenths.reshape(1, 1, 1, -1, 1) * SHARE_STEP
+        partner_share = tenths.reshape(1, 1, 1, 1, -1) * SHARE_STEP
+        m = np.maximum(m1 - 1, 0)
+        has = pm1 > 0
+        xi0 = self.xi_free[t_, m, np.where(has, pm1 - 1, 0)]
+        pressure = 1.0 + (xi0 - 1.0) * partner_share * has
+        with np.errstate(divide="ignore"):  # own share 0 never occurs
+            cap = np.minimum(1.0, own_share / self.demand_m[m])
+            self._xi_tab = pressure / cap
+        self._jm1 = np.append(self.job_model + 1, 0)  # model + 1 by job index; index -1 (no job) gives 0
+        self._gpu_nt = self.gpu_node * nt + self.gpu_type  # flat index into free_nt
+        self._type_order_m = [[int(t) for t in np.argsort(-self.speed_mt[mi], kind="stable")] for mi in range(nm)]
+        self._inter_bw = self.cluster.inter_node_bw_gbps
 
     def _solo_times(self) -> np.ndarray:
         """Each job's run time alone on the fastest type it fits, packed on the fewest nodes, no sharing."""
@@ -215,6 +275,8 @@ class ClusterEngine:
         self.n_colocated = np.zeros(J, dtype=np.int64)
         self.max_copies = np.ones(J, dtype=np.int64)
         self.copies: dict[int, list[np.ndarray]] = {}
+        self._copy_consts: dict[int, list[_Copy]] = {}  # parallel to ``copies``: each copy's constants
+        self._bind_views()
         self._pending: dict[int, None] = {}
         self._running: dict[int, None] = {}
         self._forked: set[int] = set()
@@ -222,6 +284,14 @@ class ClusterEngine:
         self._seq = 0
         self._next_arrival = 0
         self.n_done = 0
+        # Change counters for observers (the environment keeps views of the state between steps):
+        # queue_version moves whenever the pending queue or the running set changes (arrival, start, finish,
+        # preemption); gpu_version whenever a GPU's tenants change (and with them free, busy and shared
+        # counts, and the jobs' held and held_shared). A job's own dynamic state moves with version[j]. All of
+        # them start again at each reset; ``epoch`` tells the episodes (and engines) apart.
+        self.epoch = next(_EPOCHS)
+        self.queue_version = 0
+        self.gpu_version = 0
         self.busy_gpus = 0
         self.shared_gpus = 0
         nt = len(self.type_names)
@@ -229,6 +299,8 @@ class ClusterEngine:
         self.shared_t = np.zeros(nt, dtype=np.int64)  # GPUs of each type holding two jobs
         self.held = np.zeros(J, dtype=np.int64)  # GPUs each job holds (all copies)
         self.held_shared = np.zeros(J, dtype=np.int64)  # of those, GPUs shared with a partner
+        # for each job sharing GPUs: its partners and how many GPUs it shares with each (sums to held_shared)
+        self._shared_with: dict[int, dict[int, int]] = {}
         self.job_min_mem = np.zeros(J)  # smallest GPU memory among the job's GPUs
         self.share_lo = np.full(J, _TENTHS_MAX, dtype=np.int64)  # min / max MPS share over its GPUs (tenths)
         self.share_hi = np.full(J, _TENTHS_MAX, dtype=np.int64)
@@ -252,6 +324,21 @@ class ClusterEngine:
     def reset(self) -> None:
         """Start the episode again from time 0 (same jobs)."""
         self._reset_state()
+
+    _VIEWS = ("_sj_flat", "_ss_flat", "_free_flat")
+
+    def _bind_views(self) -> None:
+        self._sj_flat = self.slot_job.reshape(-1)  # flat views of the slot arrays (index 2 g + slot)
+        self._ss_flat = self.slot_share.reshape(-1)
+        self._free_flat = self.free_nt.reshape(-1)  # index node * types + type
+
+    def __getstate__(self) -> dict:
+        # views do not survive pickling (they would come back as copies): rebuilt on unpickling
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind_views()
 
     # ------------------------------------------------------------------ events
     def _push(self, t: float, kind: int, job: int, version: int) -> None:
@@ -304,6 +391,7 @@ class ClusterEngine:
             self._next_arrival += 1
             self.status[j] = PENDING
             self._pending[j] = None
+            self.queue_version += 1
             self.pending_since[j] = self.submit[j]
             self.log.add(t, "arrive", j)
             if "arrival" not in reasons:
@@ -353,23 +441,29 @@ class ClusterEngine:
 
     # ------------------------------------------------------------------ progress
     def _settle(self, j: int, t: float) -> None:
-        start = max(self.last_t[j], self.active_from[j])
-        if t > start and self.rate[j] > 0:
-            self.remaining[j] = max(0.0, self.remaining[j] - self.rate[j] * (t - start))
-        self.last_t[j] = max(self.last_t[j], t)
+        last = self.last_t.item(j)
+        start = max(last, self.active_from.item(j))
+        if t > start:
+            rate = self.rate.item(j)
+            if rate > 0:
+                self.remaining[j] = max(0.0, self.remaining.item(j) - rate * (t - start))
+        self.last_t[j] = max(last, t)
 
     def _reschedule(self, j: int, t: float) -> None:
         """Recompute job ``j``'s rate (its progress already settled to ``t``) and its completion event."""
-        self.version[j] += 1
+        v = self.version.item(j) + 1
+        self.version[j] = v
         r = self._job_rate(j)
         self.rate[j] = r
         if r > 0:
             finish = max(t, self.active_from[j]) + self.remaining[j] / r
-            self._push(finish, _FINISH, j, int(self.version[j]))
+            self._seq += 1
+            heapq.heappush(self._heap, (finish, _FINISH, self._seq, j, v))
 
     def _update_rates(self, jobs: set[int] | list[int], t: float) -> None:
+        status = self.status
         for j in sorted(jobs):
-            if self.status[j] == RUNNING:
+            if status[j] == RUNNING:
                 self._settle(j, t)
                 self._reschedule(j, t)
 
@@ -460,15 +554,158 @@ class ClusterEngine:
         comm = comm_time(p, n, n_nodes, intra, self.cluster.inter_node_bw_gbps)
         return float(iteration_time(tc, s, comm, p.delta))
 
+    def _new_copy(self, j: int, g: np.ndarray, s: int, t: int | None = None) -> _Copy:
+        """The constants of a copy of job ``j`` on ``g`` at accumulation ``s`` (see :class:`_Copy`); ``t``: the
+        GPU type of every GPU of ``g`` when the caller knows it is one."""
+        c = _Copy()
+        m = int(self.job_model[j])
+        p = self.profiles[m]
+        b = self.batch[j] / s
+        n = len(g)
+        c.g, c.n = g, n
+        if n == 1:
+            c.gpu = gpu = int(g[0])
+            c.t = t = int(self.gpu_type[gpu])
+            c.n_nodes = 1
+            c.speed = self.speed_mt[m, t]
+            c.sab = s * (p.alpha_s + p.beta_s * b)
+            c.min_mem = float(self.type_mem[t])
+            c.solo_iter = float(c.sab * 1.0 / c.speed)  # copy_iter_time with xi = [1.0]
+            return c
+        c.g2 = 2 * g
+        c.g2p1 = c.g2 + 1
+        stealing = self.config.sample_stealing
+        if t is None:
+            c.types = self.gpu_type[g]
+            t = int(c.types[0])
+            c.homog = bool((c.types == t).all())
+        else:
+            c.homog = True
+        c.tcn = p.alpha_s + p.beta_s * b
+        c.steal_num = n * p.alpha_s + p.beta_s * b * n
+        c.n_nodes = n_nodes = len(set(self.gpu_node[g].tolist()))
+        if c.homog:  # min over the GPUs of per-type values is that type's value
+            c.t, c.speed, c.xi_tm = t, self.speed_mt[m, t], self._xi_tab[t, m + 1]
+            intra = float(self.type_intra_bw[t])
+            c.min_mem = float(self.type_mem[t])
+            if stealing:
+                c.spd = np.full(n, c.speed)
+            spd_min = float(c.speed)
+        else:
+            c.spd = self.speed_mt[m, c.types]
+            intra = float(self.type_intra_bw[c.types].min())
+            c.min_mem = float(self.type_mem[c.types].min())
+            spd_min = float(c.spd.min())
+        c.comm = comm_time(p, n, n_nodes, intra, self._inter_bw)
+        c.s, c.delta, c.inv_delta = s, p.delta, 1.0 / p.delta
+        c.comm_pow = c.comm**p.delta
+        # iter_time_for with xi = 1 on every worker: v = spd / 1.0 = spd
+        if stealing:
+            tc = max(c.steal_num / float(c.spd.sum()), p.alpha_s / spd_min)
+        else:
+            tc = c.tcn / spd_min
+        c.solo_iter = float(iteration_time(tc, s, c.comm, p.delta))
+        return c
+
+    def _copy_time(self, j: int, c: _Copy) -> float:
+        """``copy_iter_time(j, c.g)`` (the copy's true iteration time now) from the copy's constants: the same
+        operations on the same values, with the workers' xi read from the precomputed table."""
+        m = self.job_model.item(j)
+        if c.n == 1:  # as copy_iter_time's scalar path
+            g2 = 2 * c.gpu
+            sj, ss = self._sj_flat, self._ss_flat
+            mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
+            partner = sj.item(other)
+            x = 1.0
+            if partner >= 0:
+                x0 = self.xi_free[c.t, m, self.job_model[partner]]
+                x += (x0 - 1.0) * ss[other] * SHARE_STEP
+            x /= min(1.0, ss[mine] * SHARE_STEP / self.demand_m[m])
+            return float(c.sab * x / c.speed)
+        p = self.profiles[m]
+        s = c.s
+        stealing = self.config.sample_stealing
+        xmax = self._uniform_xi_max(j, c) if c.homog and not stealing else None
+        if xmax is not None:  # min over workers of speed / xi = speed / max xi (division is monotonic)
+            tc = float(c.tcn) / (float(c.speed) / xmax)
+            # iteration_time(tc, s, comm, delta) on Python floats (the same IEEE operations and libm pow)
+            if c.comm <= 0.0:
+                return float(s * tc)
+            return (s - 1) * tc + (tc**c.delta + c.comm_pow) ** c.inv_delta
+        else:
+            sj, ss = self._sj_flat, self._ss_flat
+            own = sj[c.g2p1] == j  # job j sits in slot 1 of that GPU
+            mine = c.g2 + own
+            other = c.g2p1 - own
+            pm1 = self._jm1[sj[other]]
+            if c.homog:
+                xi = c.xi_tm[pm1, ss[mine], ss[other]]
+                if not stealing:  # min over workers of speed / xi = speed / max xi (division is monotonic)
+                    vmin = float(c.speed) / float(xi.max())
+            else:
+                xi = self._xi_tab[c.types, m + 1, pm1, ss[mine], ss[other]]
+            if stealing or not c.homog:
+                v = c.spd / xi
+                vmin = float(v.min())
+                if stealing:
+                    tc = max(c.steal_num / float(v.sum()), p.alpha_s / vmin)
+                    return float(iteration_time(tc, s, c.comm, p.delta))
+        return float(iteration_time(c.tcn / vmin, s, c.comm, p.delta))
+
+    def _uniform_xi_max(self, j: int, c: _Copy) -> float | None:
+        """The largest worker xi of job ``j``'s only copy ``c`` (one GPU type) from a few table lookups, when
+        ``j`` and each of its partners has one MPS share on all its GPUs (then each worker's xi is that of its
+        partner, or of no partner); None otherwise."""
+        lo, hi = self.share_lo, self.share_hi
+        sh = lo.item(j)
+        if sh != hi.item(j) or len(self.copies[j]) != 1:
+            return None
+        tab = c.xi_tm
+        xmax = tab.item(0, sh, _TENTHS_MAX) if self.held_shared.item(j) < c.n else 0.0
+        for p in self._shared_with.get(j, ()):
+            sp = lo.item(p)
+            if sp != hi.item(p):
+                return None
+            x = tab.item(self.job_model.item(p) + 1, sh, sp)
+            if x > xmax:
+                xmax = x
+        return xmax
+
     def _job_rate(self, j: int) -> float:
-        if self.held_shared[j] == 0 and self.share_lo[j] == _TENTHS_MAX and self.solo_rate[j] > 0:
-            return float(self.solo_rate[j])  # alone at full share on every GPU: xi = 1 everywhere
-        return sum(1.0 / self.copy_iter_time(j, g) for g in self.copies.get(j, ()))
+        if self.held_shared.item(j) == 0 and self.share_lo.item(j) == _TENTHS_MAX:
+            solo = self.solo_rate.item(j)
+            if solo > 0:
+                return solo  # alone at full share on every GPU: xi = 1 everywhere
+        cs = self._copy_consts.get(j, ())
+        if len(cs) == 1:
+            return 0 + 1.0 / self._copy_time(j, cs[0])  # as sum() of one term
+        return sum(1.0 / self._copy_time(j, c) for c in cs)
 
     # ------------------------------------------------------------------ GPU bookkeeping
-    def _occupy(self, j: int, gpus: np.ndarray) -> set[int]:
-        """Put job j on ``gpus``; return the partners it now shares with."""
+    def _occupy(self, j: int, gpus: np.ndarray, tenant: int | None = None) -> set[int]:
+        """Put job j on ``gpus``; return the partners it now shares with. ``tenant``, when the caller knows:
+        -1 if every GPU of ``gpus`` is free, else the one job holding each of them alone."""
+        self.gpu_version += 1
         partners: set[int] = set()
+        if tenant is not None and len(gpus) > 1:
+            n = len(gpus)
+            if tenant < 0:
+                self.slot_job[gpus, 0] = j
+                self.slot_share[gpus, 0] = _TENTHS_MAX
+                self._count(self._free_flat, self._gpu_nt[gpus], -1)
+                self.busy_gpus += n
+                self._count(self.busy_t, self.gpu_type[gpus], 1)
+            else:
+                partners.add(tenant)
+                self.slot_job[gpus, 1] = j
+                self.slot_share[gpus, 1] = _TENTHS_MAX
+                self.shared_gpus += n
+                self._count(self.shared_t, self.gpu_type[gpus], 1)
+                self.held_shared[j] += n
+                self.held_shared[tenant] += n
+                self._pair(j, {tenant: n}, 1)
+            self.held[j] += n
+            return partners
         if len(gpus) == 1 and self.slot_job[gpus[0], 0] < 0:  # fast path: one free GPU
             g = int(gpus[0])
             t = int(self.gpu_type[g])
@@ -479,29 +716,63 @@ class ClusterEngine:
             self.busy_t[t] += 1
             self.held[j] += 1
             return partners
-        empty = self.slot_job[gpus, 0] < 0
-        eg = gpus[empty]
-        self.slot_job[eg, 0] = j
-        self.slot_share[eg, 0] = _TENTHS_MAX
-        np.subtract.at(self.free_nt, (self.gpu_node[eg], self.gpu_type[eg]), 1)
-        sg = gpus[~empty]
-        if len(sg):
-            partners.update(self.slot_job[sg, 0].tolist())
+        sj0 = self.slot_job[gpus, 0]
+        empty = sj0 < 0
+        n_free = int(np.count_nonzero(empty))
+        eg = gpus if n_free == len(gpus) else gpus[empty]
+        sg = gpus[~empty] if n_free < len(gpus) else None
+        if n_free:
+            self.slot_job[eg, 0] = j
+            self.slot_share[eg, 0] = _TENTHS_MAX
+            self._count(self._free_flat, self._gpu_nt[eg], -1)
+            self.busy_gpus += n_free
+            self._count(self.busy_t, self.gpu_type[eg], 1)
+        if sg is not None:
+            tenants = sj0[~empty]
+            partners.update(tenants.tolist())
             self.slot_job[sg, 1] = j
             self.slot_share[sg, 1] = _TENTHS_MAX
-        self.busy_gpus += len(eg)
-        self.shared_gpus += len(sg)
-        np.add.at(self.busy_t, self.gpu_type[eg], 1)
-        np.add.at(self.shared_t, self.gpu_type[sg], 1)
+            self.shared_gpus += len(sg)
+            self._count(self.shared_t, self.gpu_type[sg], 1)
+            self.held_shared[j] += len(sg)
+            if len(partners) == 1:
+                self.held_shared[tenants[0]] += len(sg)
+                self._pair(j, {int(tenants[0]): len(sg)}, 1)
+            else:
+                np.add.at(self.held_shared, tenants, 1)
+                self._pair(j, Counter(tenants.tolist()), 1)
         self.held[j] += len(gpus)
-        self.held_shared[j] += len(sg)
-        if len(sg):
-            np.add.at(self.held_shared, self.slot_job[sg, 0], 1)
         return partners
+
+    def _pair(self, j: int, counts: dict[int, int], sign: int) -> None:
+        """Job ``j`` starts (+1) or stops (-1) sharing ``counts[p]`` GPUs with each partner ``p``."""
+        mine = self._shared_with.setdefault(j, {})
+        for p, k in counts.items():
+            theirs = self._shared_with.setdefault(p, {})
+            n = mine.get(p, 0) + sign * k
+            if n:
+                mine[p] = theirs[j] = n
+            else:
+                del mine[p], theirs[j]
+                if not theirs:
+                    del self._shared_with[p]
+        if not mine:
+            del self._shared_with[j]
+
+    @staticmethod
+    def _count(counts: np.ndarray, idx: np.ndarray, delta: int) -> None:
+        """``counts[i] += delta`` once per entry ``i`` of ``idx`` (repeats add up), for a short ``counts``."""
+        if len(counts) == 1:
+            counts[0] += delta * len(idx)
+        elif delta > 0:
+            counts += np.bincount(idx, minlength=len(counts))
+        else:
+            counts -= np.bincount(idx, minlength=len(counts))
 
     def _vacate(self, j: int, gpus: np.ndarray) -> set[int]:
         """Take job j off ``gpus``; return the partners it shared with. A partner left alone moves to slot 0
         and keeps its share."""
+        self.gpu_version += 1
         if len(gpus) == 1 and self.slot_job[gpus[0], 1] < 0:  # fast path: one unshared GPU
             g = int(gpus[0])
             t = int(self.gpu_type[g])
@@ -512,26 +783,68 @@ class ClusterEngine:
             self.busy_t[t] -= 1
             self.held[j] -= 1
             return set()
+        if self.held_shared[j] == 0:  # alone on every GPU, so in slot 0 (slot 1 is empty, at full share)
+            self.slot_job[gpus, 0] = -1
+            self.slot_share[gpus, 0] = _TENTHS_MAX
+            self._count(self._free_flat, self._gpu_nt[gpus], 1)
+            self.busy_gpus -= len(gpus)
+            self._count(self.busy_t, self.gpu_type[gpus], -1)
+            self.held[j] -= len(gpus)
+            return set()
+        n = len(gpus)
+        with_j = self._shared_with.get(j, {})
+        if len(with_j) == 1 and self.held.item(j) == n:
+            (p, k), = with_j.items()
+            if k == n:  # every GPU held with one partner p: p keeps (or moves to) slot 0 at its share
+                j_in1 = self._sj_flat[2 * gpus + 1] == j
+                n1 = int(np.count_nonzero(j_in1))
+                if n1 == 0:
+                    self.slot_job[gpus, 0] = p
+                    self.slot_share[gpus, 0] = self.slot_share[gpus, 1]
+                if n1 in (0, n):
+                    self.slot_job[gpus, 1] = -1
+                    self.slot_share[gpus, 1] = _TENTHS_MAX
+                    self.shared_gpus -= n
+                    self._count(self.shared_t, self.gpu_type[gpus], -1)
+                    self.held_shared[j] -= n
+                    self.held_shared[p] -= n
+                    self._pair(j, {p: n}, -1)
+                    self.held[j] -= n
+                    return {p}
         sj = self.slot_job[gpus]
         in0 = sj[:, 0] == j
         other = np.where(in0, sj[:, 1], sj[:, 0])
-        other_share = np.where(in0, self.slot_share[gpus, 1], self.slot_share[gpus, 0])
         shared = other >= 0
-        partners = set(other[shared].tolist())
-        self.slot_job[gpus, 0] = np.where(shared, other, -1)
-        self.slot_share[gpus, 0] = np.where(shared, other_share, _TENTHS_MAX)
-        self.slot_job[gpus, 1] = -1
-        self.slot_share[gpus, 1] = _TENTHS_MAX
-        fg = gpus[~shared]
-        np.add.at(self.free_nt, (self.gpu_node[fg], self.gpu_type[fg]), 1)
-        self.busy_gpus -= len(fg)
-        self.shared_gpus -= int(shared.sum())
-        np.subtract.at(self.busy_t, self.gpu_type[fg], 1)
-        np.subtract.at(self.shared_t, self.gpu_type[gpus[shared]], 1)
+        n_shared = int(np.count_nonzero(shared))
+        if n_shared == 0:  # j alone on every GPU (so in slot 0)
+            partners: set[int] = set()
+            self.slot_job[gpus] = -1
+            self.slot_share[gpus] = _TENTHS_MAX
+            fg = gpus
+        else:
+            ss = self.slot_share[gpus]
+            other_share = np.where(in0, ss[:, 1], ss[:, 0])
+            tenants = other[shared]
+            partners = set(tenants.tolist())
+            self.slot_job[gpus, 0] = np.where(shared, other, -1)
+            self.slot_share[gpus, 0] = np.where(shared, other_share, _TENTHS_MAX)
+            self.slot_job[gpus, 1] = -1
+            self.slot_share[gpus, 1] = _TENTHS_MAX
+            fg = gpus[~shared]
+            self.shared_gpus -= n_shared
+            self._count(self.shared_t, self.gpu_type[gpus[shared]], -1)
+            self.held_shared[j] -= n_shared
+            if len(partners) == 1:
+                self.held_shared[tenants[0]] -= n_shared
+                self._pair(j, {int(tenants[0]): n_shared}, -1)
+            else:
+                np.subtract.at(self.held_shared, tenants, 1)
+                self._pair(j, Counter(tenants.tolist()), -1)
+        if len(fg):
+            self._count(self._free_flat, self._gpu_nt[fg], 1)
+            self.busy_gpus -= len(fg)
+            self._count(self.busy_t, self.gpu_type[fg], -1)
         self.held[j] -= len(gpus)
-        self.held_shared[j] -= int(shared.sum())
-        if shared.any():
-            np.subtract.at(self.held_shared, other[shared], 1)
         return partners
 
     def free_mask(self) -> np.ndarray:
@@ -558,22 +871,22 @@ class ClusterEngine:
         g = self.gpus_of(j)
         if len(g) == 0:
             return []
-        sj = self.slot_job[g].ravel()
-        return sorted({int(x) for x in sj if x >= 0 and x != j})
+        return sorted(self._shared_with.get(j, ()))
 
     # ------------------------------------------------------------------ placement rule
     def _pick_on_nodes(
         self, need: int, free_per_node: np.ndarray, exclude_nodes: np.ndarray | None
     ) -> list[int]:
         """Nodes and counts, fewest nodes first: best fit on one node, else the fullest nodes first."""
-        f = free_per_node.copy()
+        f = free_per_node
         if exclude_nodes is not None and len(exclude_nodes):
+            f = f.copy()
             f[exclude_nodes] = 0
         if f.sum() < need:
             return []
         fits = np.flatnonzero(f >= need)
         if len(fits):
-            best = fits[np.argmin(f[fits])]
+            best = fits[0] if len(fits) == 1 else fits[np.argmin(f[fits])]
             return [int(best)] * need
         order = np.argsort(-f, kind="stable")
         out: list[int] = []
@@ -585,20 +898,19 @@ class ClusterEngine:
         return out
 
     def _gpus_from_nodes(self, nodes: list[int], type_idx: int | None) -> np.ndarray:
-        out: list[int] = []
+        """The first free GPUs of each node in ``nodes`` (as many as the node is named); ``type_idx`` is the
+        type of every such node (a node holds one GPU type) or None."""
+        parts: list[np.ndarray] = []
         for node in dict.fromkeys(nodes):
             k = nodes.count(node)
             lo = self.node_start[node]
-            g = np.arange(lo, lo + self.node_size[node])
-            ok = self.slot_job[g, 0] < 0
-            if type_idx is not None:
-                ok &= self.gpu_type[g] == type_idx
-            out.extend(int(x) for x in g[ok][:k])
-        return np.array(out, dtype=np.int64)
+            free = np.flatnonzero(self.slot_job[lo:lo + self.node_size[node], 0] < 0)[:k]
+            parts.append(free + lo)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def type_order(self, j: int) -> list[int]:
         """GPU types by this job's speed on them, fastest first."""
-        return [int(t) for t in np.argsort(-self.speed_mt[self.job_model[j]], kind="stable")]
+        return list(self._type_order_m[self.job_model[j]])
 
     def plan_place(
         self, j: int, gpu_type: str | None = None, exclude_nodes: np.ndarray | None = None
@@ -608,25 +920,31 @@ class ClusterEngine:
         With a type: fewest nodes of that type (best fit). Without: the fastest type that can host the whole
         gang and fits its memory; if none alone can, a mixed set over all types, fullest nodes first.
         """
+        return self._plan_place(j, None if gpu_type is None else self._type_index(gpu_type), exclude_nodes)[0]
+
+    def _plan_place(
+        self, j: int, t: int | None, exclude_nodes: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, int | None]:
+        """:meth:`plan_place` with the type as an index; also returns the one GPU type of the set (None when
+        mixed or when there is no set)."""
         need = int(self.req_gpus[j])
-        m = int(self.job_model[j])
-        if gpu_type is not None:
-            t = self._type_index(gpu_type)
-            if self._fit_accumulation(m, int(self.batch[j]), t, 0.0) is None:
-                return None
+        fits = self.fits_type[j]  # fits alone (at some accumulation) on each type
+        if t is not None:
+            if not fits[t]:
+                return None, None
             nodes = self._pick_on_nodes(need, self.free_nt[:, t], exclude_nodes)
-            return self._gpus_from_nodes(nodes, t) if nodes else None
-        fitting = [t for t in self.type_order(j) if self._fit_accumulation(m, int(self.batch[j]), t, 0.0)]
+            return (self._gpus_from_nodes(nodes, t), t) if nodes else (None, None)
+        fitting = [t for t in self._type_order_m[self.job_model[j]] if fits[t]]
         for t in fitting:
             nodes = self._pick_on_nodes(need, self.free_nt[:, t], exclude_nodes)
             if nodes:
-                return self._gpus_from_nodes(nodes, t)
+                return self._gpus_from_nodes(nodes, t), t
         if len(fitting) > 1:
             nodes = self._pick_on_nodes(need, self.free_nt[:, fitting].sum(axis=1), exclude_nodes)
             if nodes:
-                return self._gpus_from_nodes(nodes, None) if len(fitting) == len(self.type_names) else \
-                    self._gpus_from_nodes_types(nodes, fitting)
-        return None
+                return (self._gpus_from_nodes(nodes, None) if len(fitting) == len(self.type_names) else
+                        self._gpus_from_nodes_types(nodes, fitting)), None
+        return None, None
 
     def _gpus_from_nodes_types(self, nodes: list[int], types: list[int]) -> np.ndarray:
         out: list[int] = []
@@ -643,13 +961,38 @@ class ClusterEngine:
         """GPUs for job ``j`` sharing with running job ``partner``: the partner's singly-held GPUs (fewest
         nodes first), topped up with free GPUs on the same nodes, then elsewhere. None if that cannot be
         done."""
+        return self._plan_colocate(j, partner)[0]
+
+    def _plan_colocate(self, j: int, partner: int) -> tuple[np.ndarray | None, int | None]:
+        """:meth:`plan_colocate`, and the GPU type of the set when every GPU of it is one of ``partner``'s,
+        held by ``partner`` alone, all of one type (else None)."""
         if self.status[partner] != RUNNING or partner == j:
-            return None
+            return None, None
         need = int(self.req_gpus[j])
+        cs = self._copy_consts[partner]
+        if len(cs) == 1 and (cs[0].n == 1 or cs[0].homog) and cs[0].n >= need:
+            # one copy, one type: its singly-held GPUs in copy order, one node first if they span several
+            c = cs[0]
+            if c.n == 1:
+                return (c.g.copy(), c.t) if self.slot_job[c.gpu, 1] < 0 else (None, None)
+            alone = self._sj_flat[c.g2p1] < 0
+            n_alone = int(np.count_nonzero(alone))
+            if n_alone >= need:
+                pg = c.g if n_alone == c.n else c.g[alone]
+                if c.n_nodes > 1:
+                    nd = self.gpu_node[pg]
+                    per_node = np.bincount(nd)
+                    # nodes by GPUs of pg on them (most first, ties by node index), GPUs in pg order within
+                    pg = pg[np.argsort(nd - per_node[nd] * self.num_nodes, kind="stable")]
+                return pg[:need].copy(), c.t
         pg = self.gpus_of(partner)
         pg = pg[self.slot_job[pg, 1] < 0]
         if len(pg) == 0:
-            return None
+            return None, None
+        return self._plan_colocate_on(pg, need), None
+
+    def _plan_colocate_on(self, pg: np.ndarray, need: int) -> np.ndarray | None:
+        """plan_colocate given the partner's singly-held GPUs ``pg`` (not empty)."""
         if len(pg) >= need:
             nodes, counts = np.unique(self.gpu_node[pg], return_counts=True)
             order = nodes[np.argsort(-counts, kind="stable")]
@@ -712,16 +1055,27 @@ class ClusterEngine:
             best = max(best, s)
         return best
 
-    def _check_start(self, action: Action, j: int, g: np.ndarray, accumulation: int | None) -> int:
+    def _check_start(
+        self, action: Action, j: int, g: np.ndarray, accumulation: int | None, t: int | None = None,
+        tenant: int = -1
+    ) -> int:
+        """The accumulation job ``j`` starts with on ``g``, or ActionError. ``t`` (a GPU type) is given by the
+        planners when every GPU of ``g`` is of type ``t`` and either free (``tenant`` -1) or held by ``tenant``
+        alone; the checks then run on scalars, with the same results."""
         if self.status[j] != PENDING:
             raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
         if len(g) != self.req_gpus[j]:
             raise ActionError(f"{action}: job {j} needs {self.req_gpus[j]} GPUs, got {len(g)}")
-        if (self.slot_job[g, 1] >= 0).any():
+        if t is None and (self.slot_job[g, 1] >= 0).any():
             raise ActionError(f"{action}: a GPU of the set already holds two jobs")
         batch = int(self.batch[j])
         if accumulation is None:
-            s = self.accumulation_for(j, g)
+            if t is not None:  # accumulation_for on one type beside one tenant (or none)
+                s = self._fit_accumulation(
+                    int(self.job_model[j]), batch, t, float(self.footprint[tenant]) if tenant >= 0 else 0.0
+                )
+            else:
+                s = self.accumulation_for(j, g)
             if s is None:
                 raise ActionError(f"{action}: job {j} does not fit in GPU memory there at any accumulation")
             return s
@@ -731,6 +1085,9 @@ class ClusterEngine:
                 f"{action}: accumulation must be a power of two in [1, {batch}], got {accumulation}"
             )
         fp = self.profiles[self.job_model[j]].memory_gb(batch / s)
+        if t is not None and not (fp + (self.footprint[tenant] if tenant >= 0 else 0.0)
+                                  > self.type_mem[t] + 1e-9):
+            return s
         sj = self.slot_job[g, 0]
         other = np.where(sj >= 0, self.footprint[np.maximum(sj, 0)], 0.0)
         over = fp + other > self.type_mem[self.gpu_type[g]] + 1e-9
@@ -760,11 +1117,14 @@ class ClusterEngine:
             else:
                 if self.status[j] != PENDING:
                     raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
-                planned = self.plan_place(j, action.gpu_type)
+                planned, t = self._plan_place(j, None if action.gpu_type is None else
+                                              self._type_index(action.gpu_type))
                 if planned is None:
                     where = action.gpu_type or "any type"
                     raise ActionError(f"{action}: not enough free GPUs ({where}) for job {j}")
-                g = planned
+                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t), t,
+                            None if t is None else -1)
+                return
             self._start(j, g, self._check_start(action, j, g, action.accumulation))
         elif isinstance(action, Colocate):
             self._check_job(action, action.job)
@@ -779,10 +1139,12 @@ class ClusterEngine:
             else:
                 if self.status[j] != PENDING:
                     raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
-                planned = self.plan_colocate(j, p)
+                planned, t = self._plan_colocate(j, p)
                 if planned is None:
                     raise ActionError(f"{action}: partner {p} has no room for job {j}")
-                g = planned
+                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t, p), t,
+                            None if t is None else p)
+                return
             self._start(j, g, self._check_start(action, j, g, action.accumulation))
         elif isinstance(action, Squeeze | Swell):
             self._calibrate(action, -1 if isinstance(action, Squeeze) else 1)
@@ -797,23 +1159,28 @@ class ClusterEngine:
         else:
             raise ActionError(f"unknown action {action!r}")
 
-    def _start(self, j: int, g: np.ndarray, s: int) -> None:
+    def _start(self, j: int, g: np.ndarray, s: int, gpu_t: int | None = None, tenant: int | None = None) -> None:
+        """Start pending job ``j`` on ``g`` at accumulation ``s``. ``gpu_t`` and ``tenant``, when the caller
+        knows them: the one GPU type of ``g``, and -1 if every GPU is free or the job holding each alone."""
         t = self.now
         self._pending.pop(j, None)
         self._running[j] = None
+        self.queue_version += 1
         self.status[j] = RUNNING
         self.accum[j] = s
         self.footprint[j] = self.profiles[self.job_model[j]].memory_gb(self.batch[j] / s)
         self.queue_s[j] += t - self.pending_since[j]
-        if np.isnan(self.first_start[j]):
+        if math.isnan(self.first_start[j]):
             self.first_start[j] = t
         self.last_t[j] = t
         self.active_from[j] = t + (self.config.restart_s if self.n_preempt[j] > 0 else 0.0)
         self.copies[j] = [g]
-        self.job_min_mem[j] = float(self.type_mem[self.gpu_type[g]].min())
+        c = self._new_copy(j, g, s, gpu_t)
+        self._copy_consts[j] = [c]
+        self.job_min_mem[j] = c.min_mem
         self.share_lo[j] = self.share_hi[j] = _TENTHS_MAX
-        self.solo_rate[j] = 1.0 / self.copy_iter_time(j, g, np.ones(len(g)))
-        partners = self._occupy(j, g)
+        self.solo_rate[j] = 1.0 / c.solo_iter
+        partners = self._occupy(j, g, tenant)
         if partners:
             self.counts["colocations"] += 1
             self.n_colocated[j] += 1
@@ -821,15 +1188,15 @@ class ClusterEngine:
         self.log.add(t, "start", j, gpus=g.tolist(), accumulation=s)
         self._update_rates(partners | {j}, t)
         if partners:
-            self._record_sharing_benefit(j, partners, before)
+            self._record_sharing_benefit(j, partners, before, c.solo_iter)
 
-    def _record_sharing_benefit(self, j: int, partners: set[int], rate_before: dict[int, float]) -> None:
+    def _record_sharing_benefit(
+        self, j: int, partners: set[int], rate_before: dict[int, float], solo_iter: float
+    ) -> None:
         """Castor §9.2: JCT of job j if it had waited for its partners to finish and then run alone, over its
-        JCT colocated, both assuming no further arrivals."""
+        JCT colocated, both assuming no further arrivals. ``solo_iter``: j's iteration time alone on its GPUs."""
         t = self.now
         wait = max(self.remaining[p] / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
-        g = self.copies[j][0]
-        solo_iter = self.copy_iter_time(j, g, np.ones(len(g)))
         t_solo = (t - self.submit[j]) + wait + self.remaining[j] * solo_iter
         # Colocated: shared rate until the partners finish at their shared rates, then solo rate.
         shared_rate = self.rate[j]
@@ -843,6 +1210,7 @@ class ClusterEngine:
 
     def _finish(self, j: int, t: float) -> None:
         self._running.pop(j, None)
+        self.queue_version += 1
         self._forked.discard(j)
         self.status[j] = DONE
         self.remaining[j] = 0.0
@@ -851,6 +1219,7 @@ class ClusterEngine:
         self.finish_t[j] = t
         self.n_done += 1
         partners: set[int] = set()
+        self._copy_consts.pop(j, None)
         for g in self.copies.pop(j, []):
             partners |= self._vacate(j, g)
         self.log.add(t, "finish", j)
@@ -862,6 +1231,7 @@ class ClusterEngine:
         self._running.pop(j, None)
         self._forked.discard(j)
         self._pending[j] = None
+        self.queue_version += 1
         self.status[j] = PENDING
         self.rate[j] = 0.0
         self.solo_rate[j] = 0.0
@@ -870,6 +1240,7 @@ class ClusterEngine:
         self.n_preempt[j] += 1
         self.counts["preemptions"] += 1
         partners: set[int] = set()
+        self._copy_consts.pop(j, None)
         for g in self.copies.pop(j, []):
             partners |= self._vacate(j, g)
         self.log.add(t, "preempt", j)
@@ -881,33 +1252,45 @@ class ClusterEngine:
         if self.status[j] != RUNNING:
             raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
         mine = self.gpus_of(j)
+        lo, hi = int(self.share_lo[j]), int(self.share_hi[j])
         if action.gpus is None:
             g = mine
-            if (step < 0 and self.share_hi[j] <= _TENTHS_MIN) or (step > 0 and self.share_lo[j] >= _TENTHS_MAX):
+            if (step < 0 and hi <= _TENTHS_MIN) or (step > 0 and lo >= _TENTHS_MAX):
                 bound = "minimum" if step < 0 else "maximum"
                 raise ActionError(f"{action}: job {j}'s share is already at the {bound} on all its GPUs")
         else:
             g = self._check_gpus(action, action.gpus)
             if not np.isin(g, mine).all():
                 raise ActionError(f"{action}: job {j} does not run on every GPU named")
-        slot = (self.slot_job[g, 1] == j).astype(np.int64)
-        cur = self.slot_share[g, slot]
-        new = np.clip(cur + step, _TENTHS_MIN, _TENTHS_MAX)
-        if (new == cur).all():
-            bound = "minimum" if step < 0 else "maximum"
-            raise ActionError(f"{action}: job {j}'s share is already at the {bound} on those GPUs")
-        self.slot_share[g, slot] = new
-        if action.gpus is None:
-            self.share_lo[j], self.share_hi[j] = int(new.min()), int(new.max())
+        cs = self._copy_consts[j]
+        if action.gpus is None and len(cs) == 1:  # j's slot on each GPU, as flat indices into the slot arrays
+            c = cs[0]
+            pos = (2 * c.gpu + (self._sj_flat.item(2 * c.gpu + 1) == j)) if c.n == 1 else \
+                c.g2 + (self._sj_flat[c.g2p1] == j)
         else:
-            self._refresh_share_range(j)
+            pos = 2 * g + (self._sj_flat[2 * g + 1] == j)
+        if action.gpus is None and lo == hi:
+            # one share on every GPU, and the check above keeps lo + step within bounds
+            self._ss_flat[pos] = lo + step
+            self.share_lo[j] = self.share_hi[j] = lo + step
+        else:
+            cur = self._ss_flat[pos]
+            new = np.minimum(cur + 1, _TENTHS_MAX) if step > 0 else np.maximum(cur - 1, _TENTHS_MIN)
+            if (new == cur).all():
+                bound = "minimum" if step < 0 else "maximum"
+                raise ActionError(f"{action}: job {j}'s share is already at the {bound} on those GPUs")
+            self._ss_flat[pos] = new
+            if action.gpus is None:
+                self.share_lo[j], self.share_hi[j] = int(new.min()), int(new.max())
+            else:
+                self._refresh_share_range(j)
         self.counts["squeezes" if step < 0 else "swells"] += 1
         t = self.now
         if self.config.calibration_overhead_s > 0:
             self._settle(j, t)
             self.active_from[j] = max(self.active_from[j], t + self.config.calibration_overhead_s)
         self.log.add(t, "squeeze" if step < 0 else "swell", j, gpus=g.tolist())
-        self._update_rates({j} | set(self.partners_of(j)), t)
+        self._update_rates({j, *self.partners_of(j)}, t)
 
     def _refresh_share_range(self, j: int) -> None:
         allg = self.gpus_of(j)
@@ -953,6 +1336,7 @@ class ClusterEngine:
             for g in plans:
                 self._vacate(j, g)
                 self.copies[j].pop()
+                self._copy_consts[j].pop()
             self.job_min_mem[j], self.solo_rate[j] = saved
             raise
         t = self.now
@@ -982,9 +1366,11 @@ class ClusterEngine:
         if (fp > self.type_mem[self.gpu_type[g]] + 1e-9).any():
             raise ActionError(f"{action}: job {j} does not fit in memory on those GPUs")
         self._occupy(j, g)
+        c = self._new_copy(j, g, int(self.accum[j]))
         self.copies[j].append(g)
-        self.job_min_mem[j] = min(self.job_min_mem[j], float(self.type_mem[self.gpu_type[g]].min()))
-        self.solo_rate[j] += 1.0 / self.copy_iter_time(j, g, np.ones(len(g)))
+        self._copy_consts[j].append(c)
+        self.job_min_mem[j] = min(self.job_min_mem[j], c.min_mem)
+        self.solo_rate[j] += 1.0 / c.solo_iter
         return g
 
     # ------------------------------------------------------------------ queries for agents

@@ -12,7 +12,7 @@ from ..catalog import Catalog
 from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
 from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
 from ..scenarios import Scenario, get_scenario
-from .codec import ActionCodec, ActionLayout
+from .codec import ActionCodec, ActionLayout, MaskState
 from .observation import ObservationBuilder
 
 OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
@@ -139,6 +139,8 @@ class GPUClusterEnv(gym.Env):
         self._pending = np.empty(0, dtype=np.int64)
         self._running = np.empty(0, dtype=np.int64)
         self._mask_cache: np.ndarray | None = None
+        self._mask_state = MaskState(self.codec)  # the mask of the current state, updated per step
+        self._windows_at: tuple[int, int] | None = None  # (engine epoch, queue_version) of the windows
         self._invalid = 0
         self._steps = 0
         self._met = 0
@@ -177,7 +179,7 @@ class GPUClusterEnv(gym.Env):
             else:
                 typed = self.codec.decode(a, self._pending, self._running)
         self._steps += 1
-        terms = {k: 0.0 for k in OBJECTIVES}
+        terms = dict.fromkeys(OBJECTIVES, 0.0)
         truncated = False
         stalled = False
         if isinstance(typed, Wait):
@@ -246,6 +248,8 @@ class GPUClusterEnv(gym.Env):
 
     # ------------------------------------------------------------------ internals
     def _as_int(self, action: Any) -> int:
+        if type(action) is int and 0 <= action < self.layout.size:
+            return action
         try:
             a = int(np.asarray(action).item())
         except (TypeError, ValueError):
@@ -269,18 +273,19 @@ class GPUClusterEnv(gym.Env):
 
     def _observe(self) -> Any:
         eng = self.engine
-        self._pending = eng.pending_head(self.layout.n_pending)
-        self._running = eng.running_head(self.layout.n_running)
+        if self._windows_at != (eng.epoch, eng.queue_version):  # else the same jobs, in the same order
+            self._pending = eng.pending_head(self.layout.n_pending)
+            self._running = eng.running_head(self.layout.n_running)
+            self._windows_at = (eng.epoch, eng.queue_version)
         if self.observation_mode == "none":
             self._mask_cache = None  # computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)
-        self._mask_cache = self.codec.mask(eng, self._pending, self._running, self.allowed)
-        L = self.layout
-        n_p = len(self._pending)
-        placeable = self._mask_cache[L.place_off:L.place_off + n_p * (L.n_types + 1)].reshape(n_p, L.n_types + 1)
-        placeable = placeable.any(axis=1)
-        obs = self.obs_builder.build(self._pending, self._running, placeable)
-        return ObservationBuilder.flatten(obs) if self.observation_mode == "box" else obs
+        ob = self.obs_builder
+        ob.refresh(self._pending, self._running)
+        self._mask_cache, placeable = self._mask_state.update(
+            eng, self._pending, self._running, self.allowed, ob.running_mask_inputs(self._running)
+        )
+        return ob.emit(self._pending, self._running, placeable, flat=self.observation_mode == "box")
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine

@@ -74,9 +74,16 @@ class ActionCodec:
         self.layout = layout
         self.type_names = type_names
         self.accum_choices = 2 ** np.arange(layout.n_accum)
+        self._names: dict[int, str] = {}  # describe() of each action int asked so far (a pure function of it)
 
     def describe(self, a: int) -> str:
         """A stable human-readable name of action int ``a`` (independent of the current state)."""
+        name = self._names.get(a)
+        if name is None:
+            name = self._names[a] = self._describe(a)
+        return name
+
+    def _describe(self, a: int) -> str:
         L = self.layout
         if a == 0:
             return "wait"
@@ -128,34 +135,112 @@ class ActionCodec:
 
     def mask(self, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str]) -> np.ndarray:
         """Boolean mask of valid actions (``allow`` names the action kinds the env exposes)."""
-        L = self.layout
-        m = np.zeros(L.size, dtype=bool)
+        m = np.zeros(self.layout.size, dtype=bool)
         m[0] = True
-        n_p, n_r = len(pending), len(running)
-        if n_p and "place" in allow:
-            need = eng.req_gpus[pending]
-            fits = eng.fits_type[pending]  # (n_p, T)
-            free_t = eng.free_by_type()
-            ok_t = fits & (free_t[None, :] >= need[:, None])
-            any_ok = (fits * free_t[None, :]).sum(axis=1) >= need
-            block = np.concatenate([ok_t, any_ok[:, None]], axis=1)
-            m[L.place_off:L.place_off + n_p * (L.n_types + 1)] = block.ravel()
-        if n_p and n_r and "colocate" in allow:
-            need = eng.req_gpus[pending]
-            single = eng.held[running] - eng.held_shared[running]  # GPUs of r holding r alone
-            room = eng.job_min_mem[running] - eng.footprint[running]  # memory left beside r
-            fp = self._footprints(eng)[pending]  # (n_p, K), inf where s > batch
-            gpu_ok = single[None, :] >= need[:, None]  # (n_p, n_r)
-            ok = gpu_ok[:, :, None] & (fp[:, None, :] <= room[None, :, None] + 1e-9)
-            block = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)
-            block[:n_p, :n_r] = ok
-        if n_r:
-            if "squeeze" in allow:
-                m[L.squeeze_off:L.squeeze_off + n_r] = eng.share_hi[running] > _MIN_T
-            if "swell" in allow:
-                m[L.swell_off:L.swell_off + n_r] = eng.share_lo[running] < _MAX_T
-            if "preempt" in allow:
-                m[L.preempt_off:L.preempt_off + n_r] = True
-            if "fork" in allow and eng.config.round_s is not None:
-                m[L.fork_off:L.fork_off + n_r] = [eng.plan_fork(int(j)) is not None for j in running]
+        self._place_block(m, eng, pending, allow)
+        inputs = running_mask_inputs(eng, running)
+        self._colocate_block(m, eng, pending, running, allow, inputs)
+        self._running_blocks(m, running, allow, inputs)
+        self._fork_block(m, eng, running, allow)
         return m
+
+    # Each block writes its part of a mask whose part is all False on entry.
+    def _place_block(self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, allow: frozenset[str]
+                     ) -> np.ndarray:
+        """The ``place`` actions; returns whether each pending job of the window can be placed now on free GPUs
+        (some ``place`` action of its row is valid: then its "any" one is)."""
+        L = self.layout
+        n_p = len(pending)
+        if not (n_p and "place" in allow):
+            return np.zeros(n_p, dtype=bool)
+        T = L.n_types
+        need = eng.req_gpus[pending]
+        free_t = eng.free_by_type()
+        block = m[L.place_off:L.place_off + n_p * (T + 1)].reshape(n_p, T + 1)
+        if T == 1:  # the type's column and the "any" column are the same (every job asks for a GPU or more)
+            ok = eng.fits_type[pending, 0] & (free_t[0] >= need)
+            block[:] = ok[:, None]
+            return ok
+        fits = eng.fits_type[pending]  # (n_p, T)
+        np.logical_and(fits, free_t >= need[:, None], out=block[:, :T])
+        placeable = fits @ free_t >= need  # free GPUs of the types it fits, all together: the "any" column
+        block[:, T] = placeable
+        return placeable
+
+    def _colocate_block(self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray,
+                        allow: frozenset[str], inputs: RunningInputs) -> None:
+        L = self.layout
+        n_p, n_r = len(pending), len(running)
+        if not (n_p and n_r and "colocate" in allow):
+            return
+        need = eng.req_gpus[pending]
+        single, room_eps = inputs[0], inputs[1]
+        fp = self._footprints(eng)[pending]  # (n_p, K), inf where s > batch
+        block = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)[:n_p, :n_r]
+        np.less_equal(fp[:, None, :], room_eps[None, :, None], out=block)
+        block &= (single[None, :] >= need[:, None])[:, :, None]
+
+    def _running_blocks(self, m: np.ndarray, running: np.ndarray, allow: frozenset[str],
+                        inputs: RunningInputs) -> None:
+        """``squeeze``, ``swell`` and ``preempt``."""
+        L = self.layout
+        n_r = len(running)
+        if not n_r:
+            return
+        if "squeeze" in allow:
+            m[L.squeeze_off:L.squeeze_off + n_r] = inputs[2]
+        if "swell" in allow:
+            m[L.swell_off:L.swell_off + n_r] = inputs[3]
+        if "preempt" in allow:
+            m[L.preempt_off:L.preempt_off + n_r] = True
+
+    def _fork_block(self, m: np.ndarray, eng: ClusterEngine, running: np.ndarray, allow: frozenset[str]) -> None:
+        L = self.layout
+        if len(running) and "fork" in allow and eng.config.round_s is not None:
+            m[L.fork_off:L.fork_off + len(running)] = [eng.plan_fork(int(j)) is not None for j in running]
+
+
+RunningInputs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+"""Per running job of the window: GPUs it holds alone, memory left beside it plus 1e-9, whether it can be
+squeezed, whether it can be swelled."""
+
+
+def running_mask_inputs(eng: ClusterEngine, running: np.ndarray) -> RunningInputs:
+    """What the mask needs of each running job of the window, read from the engine."""
+    return (
+        eng.held[running] - eng.held_shared[running],  # GPUs of r holding r alone
+        (eng.job_min_mem[running] - eng.footprint[running]) + 1e-9,  # memory left beside r
+        eng.share_hi[running] > _MIN_T,
+        eng.share_lo[running] < _MAX_T,
+    )
+
+
+class MaskState:
+    """The mask of one environment's current state, kept between steps: each block is rewritten only when
+    what it depends on may have changed, as told by the engine's change counters (``queue_version`` for the
+    windows, ``gpu_version`` for free GPUs, GPUs held alone and memory beside a job) or, for squeeze and swell,
+    every time."""
+
+    def __init__(self, codec: ActionCodec) -> None:
+        self.codec = codec
+        self.mask = np.zeros(codec.layout.size, dtype=bool)
+        self.mask[0] = True
+        self._key: tuple[int, int, int] | None = None  # (engine epoch, queue_version, gpu_version) of the blocks
+        self._placeable = np.zeros(0, dtype=bool)
+
+    def update(self, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str],
+               inputs: RunningInputs) -> tuple[np.ndarray, np.ndarray]:
+        """The mask for the current state (this object's own array: copy it before handing it out) and whether
+        each pending job of the window can be placed now."""
+        codec, m, L = self.codec, self.mask, self.codec.layout
+        key = (eng.epoch, eng.queue_version, eng.gpu_version)
+        if key != self._key:  # the windows or the GPUs changed: place, colocate and fork blocks
+            m[L.place_off:L.squeeze_off] = False
+            m[L.fork_off:] = False
+            self._placeable = codec._place_block(m, eng, pending, allow)
+            codec._colocate_block(m, eng, pending, running, allow, inputs)
+            codec._fork_block(m, eng, running, allow)
+            self._key = key
+        m[L.squeeze_off:L.fork_off] = False
+        codec._running_blocks(m, running, allow, inputs)
+        return m, self._placeable

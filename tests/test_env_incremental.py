@@ -1,0 +1,87 @@
+"""The environment keeps its windows, action mask and observation rows between steps and rewrites only what the
+engine's change counters say may have changed: at every step they must equal a computation from scratch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpucluster_env.env import GPUClusterEnv
+from gpucluster_env.env.observation import ObservationBuilder
+
+
+def _from_scratch(env: GPUClusterEnv) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    eng = env.unwrapped.engine
+    L = env.layout
+    pending, running = eng.pending_head(L.n_pending), eng.running_head(L.n_running)
+    mask = env.codec.mask(eng, pending, running, env.allowed)
+    n_p = len(pending)
+    placeable = mask[L.place_off:L.place_off + n_p * (L.n_types + 1)].reshape(n_p, L.n_types + 1).any(axis=1)
+    obs = ObservationBuilder(eng, L.n_pending, L.n_running).build(pending, running, placeable)
+    return mask, obs
+
+
+@pytest.mark.parametrize("scenario", ["tiny", "castor-philly", "hadar-philly", "gimbal-philly", "hadare-testbed"])
+@pytest.mark.parametrize("observation", ["dict", "box"])
+def test_incremental_mask_and_observation_match_from_scratch(scenario: str, observation: str) -> None:
+    env = GPUClusterEnv(scenario, observation=observation)
+    obs, _ = env.reset(seed=3)
+    rng = np.random.default_rng(3)
+    for _ in range(400):
+        mask, fresh = _from_scratch(env)
+        got = env.action_masks()
+        assert np.array_equal(got, mask)
+        if observation == "box":
+            assert obs.tobytes() == ObservationBuilder.flatten(fresh).tobytes()
+        else:
+            assert all(obs[k].tobytes() == fresh[k].tobytes() for k in fresh)
+        valid = np.flatnonzero(got)
+        obs, _, term, trunc, _ = env.step(int(valid[rng.integers(len(valid))]))
+        if term or trunc:
+            obs, _ = env.reset()
+
+
+def test_observation_arrays_are_fresh_each_step() -> None:
+    env = GPUClusterEnv("tiny")
+    obs, _ = env.reset(seed=0)
+    before = {k: v.copy() for k, v in obs.items()}
+    for _ in range(5):
+        env.step(int(np.flatnonzero(env.action_masks())[-1]))
+    assert all(np.array_equal(obs[k], before[k]) for k in obs)
+    m = env.action_masks()
+    m[:] = False
+    assert env.action_masks().any()
+
+
+def test_engine_reset_under_the_env_is_seen() -> None:
+    env = GPUClusterEnv("tiny")
+    env.reset(seed=0)
+    for _ in range(30):
+        env.step(int(np.flatnonzero(env.action_masks())[-1]))
+    eng = env.unwrapped.engine
+    eng.reset()
+    eng.advance()
+    env._observe()
+    mask, _ = _from_scratch(env)
+    assert np.array_equal(env.action_masks(), mask)
+
+
+@pytest.mark.parametrize("how", ["pickle", "deepcopy"])
+def test_copies_continue_identically(how: str) -> None:
+    import copy
+    import pickle
+
+    env = GPUClusterEnv("castor-philly")
+    env.reset(seed=2)
+    rng = np.random.default_rng(2)
+    for _ in range(200):
+        env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+    clone = pickle.loads(pickle.dumps(env)) if how == "pickle" else copy.deepcopy(env)
+    for _ in range(300):
+        m1, m2 = env.action_masks(), clone.action_masks()
+        assert np.array_equal(m1, m2)
+        a = int(rng.choice(np.flatnonzero(m1)))
+        o1, r1, *_ = env.step(a)
+        o2, r2, *_ = clone.step(a)
+        assert r1 == r2 and all(o1[k].tobytes() == o2[k].tobytes() for k in o1)
+    assert env.engine.log == clone.engine.log
