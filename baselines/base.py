@@ -55,16 +55,12 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
     if kwargs:
         import inspect
 
-        sig = inspect.signature(cls.__init__)
-        try:
-            if cls.__init__ is object.__init__:
-                raise TypeError
-            sig.bind(None, **kwargs)
-        except TypeError:
-            known = [] if cls.__init__ is object.__init__ else [
-                n for n in sig.parameters if n not in ("self", "args", "kwargs")]
-            raise ValueError(f"policy {name!r}: unknown option(s) {', '.join(sorted(kwargs))}; "
-                             f"its options: {', '.join(known) or 'none'}") from None
+        init = cls.__init__
+        params = [] if init is object.__init__ else [n for n in inspect.signature(init).parameters if n != "self"]
+        unknown = sorted(set(kwargs) - set(params))
+        if unknown:
+            raise ValueError(f"policy {name!r}: unknown option(s) {', '.join(unknown)}; "
+                             f"its options: {', '.join(params) or 'none'}")
     return cls(**kwargs)
 
 
