@@ -24,6 +24,11 @@ class Policy:
     needs_observation: ClassVar[bool] = False
     """False for white-box agents: the runner then builds the env with ``observation="none"`` (faster)."""
 
+    @property
+    def options(self) -> dict[str, Any]:
+        """The constructor arguments :func:`make_policy` was given (recorded with each episode's result)."""
+        return dict(getattr(self, "_options", {}))
+
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for the environment this policy needs (merged under the caller's own
         ``env_kwargs`` by :func:`~gpucluster_env.leaderboard.runner.run_episode`). Default: none, the standard
@@ -61,7 +66,9 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
         if unknown:
             raise ValueError(f"policy {name!r}: unknown option(s) {', '.join(unknown)}; "
                              f"its options: {', '.join(params) or 'none'}")
-    return cls(**kwargs)
+    pol = cls(**kwargs)
+    pol._options = dict(kwargs)
+    return pol
 
 
 def policy_names() -> list[str]:

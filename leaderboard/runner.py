@@ -52,6 +52,7 @@ def run_episode(
     result: dict[str, Any] = {
         "scenario": env.scenario.name,
         "policy": pol.name,
+        "policy_options": pol.options,
         "seed": seed,
         "trace": env.trace_note,
         **info["metrics"],
@@ -84,6 +85,7 @@ def write_record(path: Path, env: GPUClusterEnv, result: dict[str, Any], options
         "scenario": env.scenario.name,
         "options": options or {},
         "policy": result["policy"],
+        "policy_options": result.get("policy_options", {}),
         "seed": result["seed"],
         "trace": env.trace_note,
         "cluster": [[eng.type_names[eng.node_type[n]], int(eng.node_size[n])] for n in range(eng.num_nodes)],

@@ -60,16 +60,20 @@ def test_run_with_policy_options():
     low = strip(run_cli(*base, "--policy-option", "thresholds=[3600]").stdout)
     high = strip(run_cli(*base, "--policy-option", "thresholds=[1e12]").stdout)
     default = strip(run_cli(*base).stdout)
-    assert default == high and low["avg_jct_s"] != high["avg_jct_s"]
+    assert {k: v for k, v in default.items() if k != "policy_options"} == {
+        k: v for k, v in high.items() if k != "policy_options"}
+    assert low["avg_jct_s"] != high["avg_jct_s"]
+    assert low["policy_options"] == {"thresholds": [3600]} and default["policy_options"] == {}
 
 
 def test_run_with_options_and_record(tmp_path):
     rec = tmp_path / "ep.jsonl"
     r = json.loads(run_cli("run", "--scenario", "tiny", "--option", "num_jobs=12", "--record", str(rec),
-                           "--json").stdout)
+                           "--policy", "tiresias", "--policy-option", "thresholds=[7200]", "--json").stdout)
     assert r["jobs"] == 12
     lines = [json.loads(x) for x in rec.read_text().splitlines()]
     assert lines[0]["format"] == "gpucluster-replay" and len(lines[0]["jobs"]) == 12
+    assert lines[0]["policy"] == "tiresias" and lines[0]["policy_options"] == {"thresholds": [7200]}
     kinds = [x.get("kind") for x in lines[1:]]
     assert kinds.count("finish") == 12 and kinds.count("arrive") == 12 and kinds[-1] == "metrics"
 
