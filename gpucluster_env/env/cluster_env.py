@@ -12,7 +12,7 @@ from ..catalog import Catalog
 from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
 from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
 from ..scenarios import Scenario, get_scenario
-from .codec import ActionCodec, ActionLayout, MaskState
+from .codec import COLOCATE, PLACE, PREEMPT, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout, MaskState
 from .observation import ObservationBuilder
 
 OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
@@ -131,6 +131,7 @@ class GPUClusterEnv(gym.Env):
         self.layout = ActionLayout(n_pending, n_running, len(self.engine.type_names), n_accum)
         self.codec = ActionCodec(self.layout, self.engine.type_names)
         self.action_space = spaces.Discrete(self.layout.size)
+        self._n_actions = self.layout.size
         self.obs_builder = ObservationBuilder(self.engine, n_pending, n_running)
         if observation == "none":
             self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
@@ -139,7 +140,7 @@ class GPUClusterEnv(gym.Env):
         self._pending = np.empty(0, dtype=np.int64)
         self._running = np.empty(0, dtype=np.int64)
         self._mask_cache: np.ndarray | None = None
-        self._mask_state = MaskState(self.codec)  # the mask of the current state, updated per step
+        self._mask_state = MaskState(self.codec, self.engine, self.allowed)  # the current mask, updated per step
         self._windows_at: tuple[int, int] | None = None  # (engine epoch, queue_version) of the windows
         self._invalid = 0
         self._steps = 0
@@ -155,6 +156,7 @@ class GPUClusterEnv(gym.Env):
         if tuple(self.engine.type_names) != tuple(self.codec.type_names):
             raise RuntimeError("scenario produced a cluster with different GPU types than the action space")
         self.obs_builder.bind(self.engine)
+        self._mask_state.bind(self.engine, self.allowed)
         self._has_deadlines = bool((~np.isnan(self.engine.deadline)).any())
         self._invalid = 0
         self._steps = 0
@@ -166,23 +168,28 @@ class GPUClusterEnv(gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         eng = self.engine
-        typed = action if isinstance(action, _TYPED) else None
-        desc = None
-        if typed is None:
-            a = self._as_int(action)
+        if type(action) is not int and isinstance(action, _TYPED):
+            typed: Action | None = action
+            kind = WAIT if isinstance(action, Wait) else -1
+            desc = None
+        else:
+            a = action if type(action) is int and 0 <= action < self._n_actions else self._as_int(action)
             desc = self.codec.describe(a)
-            if not self._mask[a]:
+            typed = None
+            kind, x, y, s = self.codec.table[a]
+            mask = self._mask_cache
+            if mask is None:
+                mask = self._mask
+            if not mask[a]:
                 if self.invalid_action == "raise":
                     raise ValueError(f"invalid action {a} ({desc}) at t={eng.now:.1f}s: masked out")
                 self._invalid += 1
-                typed = Wait()
-            else:
-                typed = self.codec.decode(a, self._pending, self._running)
+                kind = WAIT
         self._steps += 1
         terms = dict.fromkeys(OBJECTIVES, 0.0)
         truncated = False
         stalled = False
-        if isinstance(typed, Wait):
+        if kind == WAIT:
             t0 = eng.now
             in_system = eng.num_pending + eng.num_running
             busy = eng.busy_gpus
@@ -199,7 +206,20 @@ class GPUClusterEnv(gym.Env):
                 terms["deadlines"] = self._deadline_term()
         else:
             try:
-                eng.apply(typed)
+                if typed is not None:
+                    eng.apply(typed)
+                elif kind == SQUEEZE:
+                    eng.calibrate_job(self._running.item(y), -1)
+                elif kind == SWELL:
+                    eng.calibrate_job(self._running.item(y), 1)
+                elif kind == COLOCATE:
+                    eng.colocate_job(self._pending.item(x), self._running.item(y), s)
+                elif kind == PREEMPT:
+                    eng.preempt_job(self._running.item(y))
+                elif kind == PLACE:
+                    eng.place_job(self._pending.item(x), y)
+                else:
+                    eng.fork_job(self._running.item(y))
             except ActionError as e:
                 if self.invalid_action == "raise":
                     raise
@@ -273,19 +293,22 @@ class GPUClusterEnv(gym.Env):
 
     def _observe(self) -> Any:
         eng = self.engine
-        if self._windows_at != (eng.epoch, eng.queue_version):  # else the same jobs, in the same order
+        windows_changed = self._windows_at != (eng.epoch, eng.queue_version)
+        if windows_changed:  # else the same jobs, in the same order
             self._pending = eng.pending_head(self.layout.n_pending)
             self._running = eng.running_head(self.layout.n_running)
             self._windows_at = (eng.epoch, eng.queue_version)
         if self.observation_mode == "none":
+            eng.touched.clear()
             self._mask_cache = None  # computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)
         ob = self.obs_builder
-        ob.refresh(self._pending, self._running)
+        changed = ob.sync(self._pending, self._running, windows_changed)
+        eng.touched.clear()
         self._mask_cache, placeable = self._mask_state.update(
-            eng, self._pending, self._running, self.allowed, ob.running_mask_inputs(self._running)
+            eng, self._pending, self._running, self.allowed, ob._rin, changed
         )
-        return ob.emit(self._pending, self._running, placeable, flat=self.observation_mode == "box")
+        return ob.emit(self._pending, placeable, flat=self.observation_mode == "box")
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine

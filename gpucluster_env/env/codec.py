@@ -38,6 +38,9 @@ from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
 _MIN_T = round(MIN_SHARE / SHARE_STEP)
 _MAX_T = round(MAX_SHARE / SHARE_STEP)
 
+# Kinds of action ints, as ActionCodec.table gives them.
+WAIT, PLACE, COLOCATE, SQUEEZE, SWELL, PREEMPT, FORK = range(7)
+
 
 @dataclass(frozen=True)
 class ActionLayout:
@@ -75,6 +78,21 @@ class ActionCodec:
         self.type_names = type_names
         self.accum_choices = 2 ** np.arange(layout.n_accum)
         self._names: dict[int, str] = {}  # describe() of each action int asked so far (a pure function of it)
+        self.table = self._table()
+
+    def _table(self) -> list[tuple[int, int, int | None, int]]:
+        """Per action int: (kind, pending slot, running slot or GPU type index (None: any type), accumulation);
+        slots and values that a kind does not use are 0."""
+        L = self.layout
+        out: list[tuple[int, int, int | None, int]] = [(WAIT, 0, 0, 0)]
+        for i in range(L.n_pending):
+            out += [(PLACE, i, None if t == L.n_types else t, 0) for t in range(L.n_types + 1)]
+        for i in range(L.n_pending):
+            out += [(COLOCATE, i, r, int(s)) for r in range(L.n_running) for s in self.accum_choices]
+        for kind in (SQUEEZE, SWELL, PREEMPT, FORK):
+            out += [(kind, 0, r, 0) for r in range(L.n_running)]
+        assert len(out) == L.size
+        return out
 
     def describe(self, a: int) -> str:
         """A stable human-readable name of action int ``a`` (independent of the current state)."""
@@ -219,28 +237,108 @@ class MaskState:
     """The mask of one environment's current state, kept between steps: each block is rewritten only when
     what it depends on may have changed, as told by the engine's change counters (``queue_version`` for the
     windows, ``gpu_version`` for free GPUs, GPUs held alone and memory beside a job) or, for squeeze and swell,
-    every time."""
+    every time. It computes what :meth:`ActionCodec.mask` computes, with fewer and larger array operations."""
 
-    def __init__(self, codec: ActionCodec) -> None:
+    _VIEWS = ("_place", "_coloc", "_squeeze", "_swell", "_preempt", "_fork", "_ssp")
+
+    def __init__(self, codec: ActionCodec, eng: ClusterEngine, allow: frozenset[str]) -> None:
         self.codec = codec
-        self.mask = np.zeros(codec.layout.size, dtype=bool)
+        L = codec.layout
+        self.mask = np.zeros(L.size, dtype=bool)
         self.mask[0] = True
+        self._bind_views()
+        self.bind(eng, allow)
+
+    def _bind_views(self) -> None:
+        L, m = self.codec.layout, self.mask
+        self._place = m[L.place_off:L.colocate_off].reshape(L.n_pending, L.n_types + 1)
+        self._coloc = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)
+        self._squeeze = m[L.squeeze_off:L.swell_off]
+        self._swell = m[L.swell_off:L.preempt_off]
+        self._preempt = m[L.preempt_off:L.fork_off]
+        self._fork = m[L.fork_off:]
+        self._ssp = m[L.squeeze_off:L.fork_off].reshape(3, L.n_running)  # squeeze, swell, preempt rows
+
+    def __getstate__(self) -> dict:
+        # views of the mask would come back from pickling as copies: rebuilt on unpickling
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind_views()
+
+    def bind(self, eng: ClusterEngine, allow: frozenset[str]) -> None:
+        """Attach to a (new) engine of the same scenario: per-job tables it reads. ``allow``: the action kinds
+        the environment exposes."""
+        self._all_running_kinds = {"squeeze", "swell", "preempt"} <= allow
+        self._fp = self.codec._footprints(eng)
+        # GPUs each job asks for where it fits the (first) GPU type, else more than any cluster has
+        self._need_fit0 = np.where(eng.fits_type[:, 0], eng.req_gpus, np.iinfo(np.int64).max)
         self._key: tuple[int, int, int] | None = None  # (engine epoch, queue_version, gpu_version) of the blocks
         self._placeable = np.zeros(0, dtype=bool)
+        self._n_running = 0  # running rows of the squeeze, swell and preempt blocks that may be True
 
     def update(self, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str],
-               inputs: RunningInputs) -> tuple[np.ndarray, np.ndarray]:
+               rin: np.ndarray, changed: list[int] | None) -> tuple[np.ndarray, np.ndarray]:
         """The mask for the current state (this object's own array: copy it before handing it out) and whether
-        each pending job of the window can be placed now."""
-        codec, m, L = self.codec, self.mask, self.codec.layout
+        each pending job of the window can be placed now. ``rin``: per job, the four values of
+        :data:`RunningInputs` as the columns of one float array (the observation builder's, current for the
+        running window). ``changed``: the running window positions whose jobs changed since the last update, or
+        None when any may have (the windows or the clock moved)."""
+        m = self.mask
+        n_r = len(running)
+        inputs = None
         key = (eng.epoch, eng.queue_version, eng.gpu_version)
         if key != self._key:  # the windows or the GPUs changed: place, colocate and fork blocks
-            m[L.place_off:L.squeeze_off] = False
-            m[L.fork_off:] = False
-            self._placeable = codec._place_block(m, eng, pending, allow)
-            codec._colocate_block(m, eng, pending, running, allow, inputs)
-            codec._fork_block(m, eng, running, allow)
             self._key = key
-        m[L.squeeze_off:L.fork_off] = False
-        codec._running_blocks(m, running, allow, inputs)
+            L = self.codec.layout
+            m[L.place_off:L.squeeze_off] = False
+            n_p = len(pending)
+            if n_r:
+                inputs = rin.take(running, 0)
+            if n_p:
+                need = eng.req_gpus[pending]
+                if "place" in allow:
+                    if L.n_types == 1:  # the type's column and the "any" one are the same
+                        placeable = self._need_fit0.take(pending) <= eng.type_total.item(0) - eng.busy_t.item(0)
+                        self._place[:n_p] = placeable[:, None]
+                    else:
+                        placeable = self.codec._place_block(m, eng, pending, allow)
+                    self._placeable = placeable
+                else:
+                    self._placeable = np.zeros(n_p, dtype=bool)
+                if inputs is not None and "colocate" in allow:
+                    block = self._coloc[:n_p, :n_r]
+                    np.less_equal(self._fp.take(pending, 0)[:, None, :], inputs[None, :, 1, None], out=block)
+                    block &= np.less_equal.outer(need, inputs[:, 0])[:, :, None]
+            else:
+                self._placeable = np.zeros(0, dtype=bool)
+            if eng.config.round_s is not None:
+                self._fork[:] = False
+                self.codec._fork_block(m, eng, running, allow)
+        if changed is None:  # every running row
+            if n_r < self._n_running:
+                self._ssp[:, n_r:self._n_running] = False
+            self._n_running = n_r
+            if n_r:
+                if inputs is None:
+                    inputs = rin.take(running, 0)
+                if self._all_running_kinds:
+                    self._ssp[:, :n_r] = inputs[:, 2:5].T
+                    return m, self._placeable
+                if "squeeze" in allow:
+                    self._squeeze[:n_r] = inputs[:, 2]
+                if "swell" in allow:
+                    self._swell[:n_r] = inputs[:, 3]
+                if "preempt" in allow:
+                    self._preempt[:n_r] = True
+        elif changed:
+            sq = self._squeeze if "squeeze" in allow else None
+            sw = self._swell if "swell" in allow else None
+            for i in changed:
+                j = running.item(i)
+                if sq is not None:
+                    sq[i] = rin.item(j, 2)
+                if sw is not None:
+                    sw[i] = rin.item(j, 3)
         return m, self._placeable

@@ -53,7 +53,7 @@ def _clip_as_float32(v: float) -> float:
     return v
 
 
-_SCALAR_ROWS = 4  # changed rows recomputed one by one up to this many, else the whole window at once
+_SCALAR_ROWS = 8  # changed rows recomputed one by one up to this many, else the whole window at once
 
 
 class ObservationBuilder:
@@ -99,16 +99,15 @@ class ObservationBuilder:
         self._rrow = self.static_running.clip(0.0, 1.0)  # clipped as each step's block is
         self._pkey = np.full(eng.n_jobs, -1, dtype=np.int64)  # per job: version its pending row was computed at
         self._rkey = np.full(eng.n_jobs, -1, dtype=np.int64)  # (-1: not since the clock last moved)
-        self._keys_at: tuple[int, float] | None = None  # (engine epoch, time) the keys hold at
-        self._pending_at: tuple[int, int, float] | None = None  # (epoch, queue_version, now) pending rows checked at
+        self._now, self._epoch = -1.0, -1  # engine time and epoch the keys hold at
+        self._rpos: dict[int, int] = {}  # running job -> its position in the window, as of the last sync
         self._emit_at: tuple[int, int, int, float] | None = None  # (epoch, queue_version, gpu_version, now) of buf
         # what the action mask needs of each running job, cached with its row: GPUs it holds alone, memory
         # left beside it (+1e-9), whether it can be squeezed / swelled
-        J = eng.n_jobs
-        self._r_single = np.zeros(J, dtype=np.int64)
-        self._r_room = np.zeros(J)
-        self._r_squeeze = np.zeros(J, dtype=bool)
-        self._r_swell = np.zeros(J, dtype=bool)
+        # (columns of one float array, see codec.RunningInputs; a fifth column of ones: it can be preempted)
+        self._rin = np.zeros((eng.n_jobs, 5))
+        self._rin[:, 4] = 1.0
+        self._one_minus_f32: dict[int, float] = {}  # 1 - float32(shared / held) in float32, by shared * 65536 + held
         # One float32 buffer holds the four blocks back to back (the "box" layout); emit() writes it in place.
         sizes = (self.n_pending * PENDING_FEATURES, self.n_running * RUNNING_FEATURES,
                  self.n_types * CLUSTER_FEATURES, CLOCK_FEATURES)
@@ -151,26 +150,49 @@ class ObservationBuilder:
     def build(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> dict[str, np.ndarray]:
         """The observation for the current engine state, given the windows and which pending jobs of the window
         can be placed now."""
-        self.refresh(pending, running)
-        return self.emit(pending, running, placeable, flat=False)
+        self.sync(pending, running, True)
+        return self.emit(pending, placeable, flat=False)
 
-    def refresh(self, pending: np.ndarray, running: np.ndarray) -> None:
-        """Bring the cached rows of the window jobs up to date with the engine (only those whose job changed,
-        or all of them when the clock moved)."""
+    def sync(self, pending: np.ndarray, running: np.ndarray, windows_changed: bool) -> list[int] | None:
+        """Bring the cached rows of the window jobs, and the running block of the observation, up to date with
+        the engine. When the clock and the windows are those of the last call (``windows_changed`` False), only
+        the rows of the jobs the engine marked as changed (``eng.touched``, which the caller empties) are
+        recomputed, and their window positions are returned; otherwise every row whose job changed is, and
+        None is returned (the whole running block was rewritten)."""
         eng = self.eng
         now = eng.now
-        if (eng.epoch, now) != self._keys_at:
-            self._pkey.fill(-1)
-            self._rkey.fill(-1)
-            self._keys_at = (eng.epoch, now)
-        # a pending job's row changes only with the clock or when it is preempted (the queue changes then)
-        pending_at = (eng.epoch, eng.queue_version, now)
-        check_pending = pending_at != self._pending_at
-        self._pending_at = pending_at
-        if check_pending and len(pending):
-            self._refresh_window(pending, self._pkey, self._pending_row, self._pending_rows)
-        if len(running):
-            self._refresh_window(running, self._rkey, self._running_row, self._running_rows)
+        clock_moved = now != self._now or eng.epoch != self._epoch
+        if clock_moved or windows_changed:
+            if clock_moved:
+                self._pkey.fill(-1)
+                self._rkey.fill(-1)
+                self._now, self._epoch = now, eng.epoch
+            # a pending job's row changes only with the clock or when it is preempted (the queue changes then)
+            if len(pending):
+                self._refresh_window(pending, self._pkey, self._pending_row, self._pending_rows)
+            n = len(running)
+            run = self._run
+            if n:
+                self._refresh_window(running, self._rkey, self._running_row, self._running_rows)
+                self._rrow.take(running, 0, out=run[:n])
+            if n < self._rows[1]:
+                run[n:self._rows[1]] = 0.0
+            self._rows[1] = n
+            self._rpos = {j: i for i, j in enumerate(running.tolist())}
+            return None
+        pos: list[int] = []
+        if eng.touched:
+            rpos, version, rkey, run, rrow = self._rpos, eng.version, self._rkey, self._run, self._rrow
+            for j in eng.touched:
+                i = rpos.get(j)
+                if i is not None:
+                    v = version.item(j)
+                    if v != rkey.item(j):
+                        self._running_row(j)
+                        rkey[j] = v
+                        run[i] = rrow[j]
+                        pos.append(i)
+        return pos
 
     def _refresh_window(self, window: np.ndarray, keys: np.ndarray, one: Callable[[int], None],
                         many: Callable[[np.ndarray], None]) -> None:
@@ -185,16 +207,16 @@ class ObservationBuilder:
                 one(j)
                 keys[j] = versions.item(i)
 
-    def running_mask_inputs(self, running: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """For the running window (after :meth:`refresh`): GPUs each job holds alone, memory left beside it
-        plus 1e-9, whether it can be squeezed, whether it can be swelled."""
-        return self._r_single[running], self._r_room[running], self._r_squeeze[running], self._r_swell[running]
+    def running_mask_inputs(self, running: np.ndarray) -> np.ndarray:
+        """For the running window (after :meth:`refresh`), one row per job: GPUs it holds alone, memory left
+        beside it plus 1e-9, whether it can be squeezed (1.0) and whether it can be swelled."""
+        return self._rin.take(running, 0)
 
     def _pending_row(self, j: int) -> None:
         """Recompute the dynamic columns of pending job ``j``'s row (the scalar twin of _pending_rows)."""
         eng = self.eng
-        waited = eng.now - float(eng.submit[j])
-        work = float(eng.remaining[j]) * float(self.solo_iter[j])
+        waited = eng.now - eng.submit.item(j)
+        work = eng.remaining.item(j) * self.solo_iter.item(j)
         row = self._prow[j]
         row[2] = waited / (waited + _HOUR)
         row[3] = work / (work + _HOUR)
@@ -220,19 +242,27 @@ class ObservationBuilder:
         shared = eng.held_shared.item(j)
         lo, hi = eng.share_lo.item(j), eng.share_hi.item(j)
         t_left = rem / rate
-        row = self._rrow[j]
-        values = [self._log_held[held], (lo + hi) * 0.05, 1.0 - rate / eng.solo_rate.item(j),
-                  1.0 - rem / self._iterations[j], t_left / (t_left + _HOUR), shared / held,
-                  min(held // self._req_gpus[j] - 1, 7) / 7.0]
-        for i, v in enumerate(values):
-            if not 0.0 <= v <= 1.0:
-                values[i] = _clip_as_float32(v)
-        row[1:8] = values
-        row[8] = _ONE32 - row[6]  # in float32, as the vectorized 1.0 - run[:, 6]; within [0, 1]
-        self._r_single[j] = held - shared
-        self._r_room[j] = (eng.job_min_mem.item(j) - eng.footprint.item(j)) + 1e-9
-        self._r_squeeze[j] = hi > _MIN_T
-        self._r_swell[j] = lo < _MAX_T
+        v6 = shared / held
+        v2, v3 = 1.0 - rate / eng.solo_rate.item(j), 1.0 - rem / self._iterations[j]
+        v4 = t_left / (t_left + _HOUR)
+        values = [self._log_held[held], (lo + hi) * 0.05, v2, v3, v4, v6, min(held // self._req_gpus[j] - 1, 7) / 7.0]
+        # the others lie in [0, 1] by construction (held <= GPUs of the cluster, req_gpus <= held, shares <= 10)
+        if not (0.0 <= v2 <= 1.0 and 0.0 <= v3 <= 1.0 and 0.0 <= v4 <= 1.0):
+            for i, v in enumerate(values):
+                if not 0.0 <= v <= 1.0:
+                    values[i] = _clip_as_float32(v)
+        # column 8 is 1 - column 6 in float32, as the vectorized 1.0 - run[:, 6]
+        key = shared * 65536 + held
+        c8 = self._one_minus_f32.get(key)
+        if c8 is None:
+            c8 = self._one_minus_f32[key] = float(_ONE32 - np.float32(v6))
+        values.append(c8)
+        self._rrow[j, 1:9] = values
+        rin = self._rin
+        rin[j, 0] = held - shared
+        rin[j, 1] = (eng.job_min_mem.item(j) - eng.footprint.item(j)) + 1e-9
+        rin[j, 2] = hi > _MIN_T
+        rin[j, 3] = lo < _MAX_T
 
     def _running_rows(self, j: np.ndarray) -> None:
         eng = self.eng
@@ -254,28 +284,20 @@ class ObservationBuilder:
         r[:, 8] = 1.0 - r[:, 6]
         r.clip(0.0, 1.0, out=r)  # float rounding at the edges
         self._rrow[j] = r
-        self._r_single[j] = held - shared
-        self._r_room[j] = (eng.job_min_mem[j] - eng.footprint[j]) + 1e-9
-        self._r_squeeze[j] = hi > _MIN_T
-        self._r_swell[j] = lo < _MAX_T
+        rin = self._rin
+        rin[j, 0] = held - shared
+        rin[j, 1] = (eng.job_min_mem[j] - eng.footprint[j]) + 1e-9
+        rin[j, 2] = hi > _MIN_T
+        rin[j, 3] = lo < _MAX_T
 
-    def emit(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray, flat: bool
-             ) -> dict[str, np.ndarray] | np.ndarray:
-        """The observation from the refreshed rows (see :meth:`refresh`): a ``Dict`` of fresh arrays, or with
+    def emit(self, pending: np.ndarray, placeable: np.ndarray, flat: bool) -> dict[str, np.ndarray] | np.ndarray:
+        """The observation from the rows brought up to date by :meth:`sync`: a ``Dict`` of fresh arrays, or with
         ``flat`` one fresh flat array."""
         eng = self.eng
-        now = eng.now
-        emit_at = (eng.epoch, eng.queue_version, eng.gpu_version, now)
+        emit_at = (eng.epoch, eng.queue_version, eng.gpu_version, eng.now)
         if emit_at != self._emit_at:  # else the pending, cluster and clock blocks are those of the last step
             self._emit_at = emit_at
             self._emit_static_blocks(pending, placeable)
-        run = self._run
-        n = len(running)
-        if n:
-            run[:n] = self._rrow[running]
-        if n < self._rows[1]:
-            run[n:self._rows[1]] = 0.0
-        self._rows[1] = n
         out = self._buf.copy()
         if flat:
             return out
@@ -289,24 +311,31 @@ class ObservationBuilder:
         pend = self._pend
         n = len(pending)
         if n:
-            pend[:n] = self._prow[pending]
+            self._prow.take(pending, 0, out=pend[:n])
             pend[:n, 8] = placeable
         if n < self._rows[0]:
             pend[n:self._rows[0]] = 0.0
         self._rows[0] = n
-        # per type: free, holding one job, holding two (over the type's GPUs), as float64 products of ints
-        total, busy, shared = eng.type_total.tolist(), eng.busy_t.tolist(), eng.shared_t.tolist()
-        self._clus[:, :3] = [((a - b) * inv, (b - c) * inv, c * inv)
-                             for a, b, c, inv in zip(total, busy, shared, self._inv_type_total, strict=True)]
+        # per type: free, holding one job, holding two (over the type's GPUs), as float64 products of ints,
+        # written one element at a time (each rounded to float32 as an array assignment would)
+        buf = self._buf
+        k = self._ends[1]
+        total, busy_t, shared_t = eng.type_total, eng.busy_t, eng.shared_t
+        for t, inv in enumerate(self._inv_type_total):
+            a, b, c = total.item(t), busy_t.item(t), shared_t.item(t)
+            buf[k] = (a - b) * inv
+            buf[k + 1] = (b - c) * inv
+            buf[k + 2] = c * inv
+            k += CLUSTER_FEATURES
+        k = self._ends[2]
+        n_p, n_r = eng.num_pending, eng.num_running
         round_s = eng.config.round_s
-        self._clock[:] = (
-            now / (now + _DAY),
-            eng.num_pending / (eng.num_pending + self.n_pending),
-            eng.num_running / (eng.num_running + self.n_running),
-            eng.n_done / eng.n_jobs,
-            eng._next_arrival / eng.n_jobs,
-            (now % round_s) / round_s if round_s else 0.0,
-        )
+        buf[k] = now / (now + _DAY)
+        buf[k + 1] = n_p / (n_p + self.n_pending)
+        buf[k + 2] = n_r / (n_r + self.n_running)
+        buf[k + 3] = eng.n_done / eng.n_jobs
+        buf[k + 4] = eng._next_arrival / eng.n_jobs
+        buf[k + 5] = (now % round_s) / round_s if round_s else 0.0
 
     @staticmethod
     def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
