@@ -510,6 +510,7 @@ class ClusterEngine:
         of each running one, inlined (the same operations on the same values)."""
         status, last_t, active, rate, remaining, version = (
             self.status, self.last_t, self.active_from, self.rate, self.remaining, self.version)
+        held_shared, share_lo, solo_rate, consts = self.held_shared, self.share_lo, self.solo_rate, self._copy_consts
         heap = self._heap
         for j in jobs:
             if status.item(j) != RUNNING:
@@ -526,7 +527,15 @@ class ClusterEngine:
             last_t[j] = max(last, t)
             v = version.item(j) + 1
             version[j] = v
-            r = self._job_rate(j)
+            # r = self._job_rate(j)
+            if held_shared.item(j) == 0 and share_lo.item(j) == _TENTHS_MAX and (r := solo_rate.item(j)) > 0:
+                pass  # alone at full share on every GPU: xi = 1 everywhere
+            else:
+                cs = consts.get(j, ())
+                if len(cs) == 1:
+                    r = 0 + 1.0 / self._copy_time(j, cs[0])  # as sum() of one term
+                else:
+                    r = sum(1.0 / self._copy_time(j, c) for c in cs)
             rate[j] = r
             if r > 0:
                 if rem is None:
@@ -923,6 +932,8 @@ class ClusterEngine:
                 self._count(self.busy_t, self.gpu_type[gpus], -1)
             self.held[j] -= n
             return set()
+        if n <= 32:
+            return self._vacate_shared(j, gpus.tolist() if c is None else c.gl)
         with_j = self._shared_with.get(j, {})
         if len(with_j) == 1 and self.held.item(j) == n:
             (p, k), = with_j.items()
@@ -985,6 +996,59 @@ class ClusterEngine:
             self._count(self.busy_t, self.gpu_type[fg], -1)
         self.held[j] -= len(gpus)
         return partners
+
+    def _vacate_shared(self, j: int, gl: list[int]) -> set[int]:
+        """:meth:`_vacate` GPU by GPU on scalars (for a few GPUs, some shared): the same slot contents and
+        counts. On each GPU the other tenant, if any, ends in slot 0 with its share; slot 1 ends empty."""
+        sjf, ssf = self._sj_flat, self._ss_flat
+        gt, gnt = self._gpu_type_l, self._gpu_nt_l
+        tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU (as Counter)
+        shared_by_t: dict[int, int] = {}
+        freed_nt: dict[int, int] = {}
+        freed_t: dict[int, int] = {}
+        n_shared = 0
+        for x in gl:
+            i = 2 * x
+            o = sjf.item(i)
+            if o == j:  # j in slot 0: the tenant of slot 1 (if any) moves to slot 0 with its share
+                o = sjf.item(i + 1)
+                if o >= 0:
+                    sjf[i] = o
+                    ssf[i] = ssf.item(i + 1)
+                else:
+                    sjf[i] = -1
+                    ssf[i] = _TENTHS_MAX
+            if o >= 0:  # (j in slot 1: the tenant of slot 0 stays there with its share)
+                n_shared += 1
+                tenants[o] = tenants.get(o, 0) + 1
+                k = gt[x]
+                shared_by_t[k] = shared_by_t.get(k, 0) + 1
+            else:
+                k = gnt[x]
+                freed_nt[k] = freed_nt.get(k, 0) + 1
+                k = gt[x]
+                freed_t[k] = freed_t.get(k, 0) + 1
+            sjf[i + 1] = -1
+            ssf[i + 1] = _TENTHS_MAX
+        if n_shared:
+            self.shared_gpus -= n_shared
+            st = self.shared_t
+            for k, v in shared_by_t.items():
+                st[k] -= v
+            hs = self.held_shared
+            hs[j] -= n_shared
+            for p, v in tenants.items():
+                hs[p] -= v
+            self._pair(j, tenants, -1)
+        if freed_nt:
+            ff, bt = self._free_flat, self.busy_t
+            for k, v in freed_nt.items():
+                ff[k] += v
+            self.busy_gpus -= len(gl) - n_shared
+            for k, v in freed_t.items():
+                bt[k] -= v
+        self.held[j] -= len(gl)
+        return set(tenants)
 
     def free_mask(self) -> np.ndarray:
         """Boolean per GPU: holds no job."""
@@ -1109,12 +1173,9 @@ class ClusterEngine:
         f = self.free_nt[:, t].tolist()
         if sum(f) < need:
             return None
-        best = -1
-        for i, x in enumerate(f):  # best fit on one node: the first of the smallest that fit
-            if x >= need and (best < 0 or x < f[best]):
-                best = i
-        if best >= 0:
-            picks: list[tuple[int, int]] | tuple[tuple[int, int]] = ((best, need),)
+        fit = [x for x in f if x >= need]
+        if fit:  # best fit on one node: the first of the smallest that fit
+            picks: list[tuple[int, int]] | tuple[tuple[int, int]] = ((f.index(min(fit)), need),)
         else:  # the fullest nodes first (ties by index)
             picks = []
             left = need
@@ -1174,25 +1235,28 @@ class ClusterEngine:
             if n_alone >= need:
                 if n_alone == c.n:
                     if c.order is None:
-                        c.order = self._colocate_order(c.g) if c.n_nodes > 1 else c.g
-                    pg = c.order
-                else:
-                    pg = c.g[self._sj_flat[c.g2p1] < 0]
-                    if c.n_nodes > 1:
-                        pg = self._colocate_order(pg)
-                return pg[:need].copy(), c.t
+                        c.order = np.array(self._colocate_order(c.gl), dtype=np.int64) if c.n_nodes > 1 else c.g
+                    return c.order[:need].copy(), c.t
+                sj = self._sj_flat
+                pg = [x for x in c.gl if sj.item(2 * x + 1) < 0]
+                if c.n_nodes > 1:
+                    pg = self._colocate_order(pg)
+                return np.array(pg[:need], dtype=np.int64), c.t
         pg = self.gpus_of(partner)
         pg = pg[self.slot_job[pg, 1] < 0]
         if len(pg) == 0:
             return None, None
         return self._plan_colocate_on(pg, need), None
 
-    def _colocate_order(self, pg: np.ndarray) -> np.ndarray:
+    def _colocate_order(self, pg: list[int]) -> list[int]:
         """GPUs ``pg`` with their nodes by GPUs of pg on them (most first, ties by node index), GPUs in pg
-        order within."""
-        nd = self.gpu_node[pg]
-        per_node = np.bincount(nd)
-        return pg[np.argsort(nd - per_node[nd] * self.num_nodes, kind="stable")]
+        order within (the order of ``pg[argsort(node - count * num_nodes, kind="stable")]``)."""
+        gn = self._gpu_node_l
+        per_node: dict[int, int] = {}
+        for x in pg:
+            k = gn[x]
+            per_node[k] = per_node.get(k, 0) + 1
+        return sorted(pg, key=lambda x: (-per_node[gn[x]], gn[x]))
 
     def _plan_colocate_on(self, pg: np.ndarray, need: int) -> np.ndarray | None:
         """plan_colocate given the partner's singly-held GPUs ``pg`` (not empty)."""
@@ -1481,13 +1545,22 @@ class ClusterEngine:
         (On Python floats, the same operations as on numpy's; the results are numpy floats as before.)"""
         t = self.now
         rem, rate = self.remaining, self.rate
-        wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
+        if len(partners) == 1:  # max() of one value
+            p = next(iter(partners))
+            r = rate_before[p]
+            wait = rem.item(p) / r if r > 0 else 0.0
+        else:
+            wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
         since = t - self._submit_l[j]
         rj = rem.item(j)
         t_solo = since + wait + rj * solo_iter
         # Colocated: shared rate until the partners finish at their shared rates, then solo rate.
         shared_rate = rate.item(j)
-        p_done = max(rem.item(p) / r if (r := rate.item(p)) > 0 else 0.0 for p in partners)
+        if len(partners) == 1:
+            r = rate.item(p)
+            p_done = rem.item(p) / r if r > 0 else 0.0
+        else:
+            p_done = max(rem.item(p) / r if (r := rate.item(p)) > 0 else 0.0 for p in partners)
         alone = rj / shared_rate if shared_rate else self.remaining[j] / self.rate[j]
         if alone <= p_done:
             t_co = alone
