@@ -94,8 +94,9 @@ class _Copy:
     (partners, MPS shares) cannot change. Each field is what :meth:`ClusterEngine.iter_time_for` would compute
     for the copy, by the same operations in the same order, so results are bit for bit the same."""
 
-    __slots__ = ("g", "n", "gpu", "t", "speed", "sab", "g2", "g2p1", "homog", "spd", "types", "xi_tm", "tcn",
-                 "steal_num", "comm", "min_mem", "solo_iter", "n_nodes", "s", "delta", "comm_pow", "inv_delta")
+    __slots__ = ("g", "n", "gpu", "t", "speed", "sab", "_g2", "_g2p1", "homog", "spd", "types", "xi_tm", "tcn",
+                 "steal_num", "comm", "min_mem", "solo_iter", "n_nodes", "s", "delta", "comm_pow", "inv_delta",
+                 "gl", "xi_tl", "order", "frees")
 
     g: np.ndarray  # the GPUs
     n: int
@@ -103,8 +104,7 @@ class _Copy:
     t: int
     speed: float
     sab: float
-    g2: np.ndarray  # n > 1: flat indices of slot 0 / slot 1 of each GPU in the (G, 2) slot arrays
-    g2p1: np.ndarray
+    gl: list[int]  # the GPUs as a list
     homog: bool  # one GPU type (then ``speed`` and ``xi_tm`` are that type's)
     spd: np.ndarray  # the job's speed on each GPU
     types: np.ndarray
@@ -119,6 +119,27 @@ class _Copy:
     inv_delta: float
     min_mem: float  # smallest GPU memory of the copy
     solo_iter: float  # iteration time alone at full share (xi = 1 on every worker)
+    xi_tl: list  # homog: ``xi_tm`` as nested lists
+    order: np.ndarray | None  # n > 1, homog: the GPUs in plan_colocate's order (computed when first needed)
+    frees: list[tuple[int, int]] | None  # n > 1: (index into free_nt's flat view, GPUs there), when needed
+
+    def __init__(self) -> None:
+        self._g2 = self.order = self.frees = None
+
+    @property
+    def g2(self) -> np.ndarray:
+        """n > 1: flat indices of slot 0 of each GPU in the (G, 2) slot arrays (computed when first needed)."""
+        if self._g2 is None:
+            self._g2 = 2 * self.g
+            self._g2p1 = self._g2 + 1
+        return self._g2
+
+    @property
+    def g2p1(self) -> np.ndarray:
+        """n > 1: flat indices of slot 1 of each GPU."""
+        if self._g2 is None:
+            self.g2  # noqa: B018 (computes both)
+        return self._g2p1
 
 
 class ClusterEngine:
@@ -157,6 +178,7 @@ class ClusterEngine:
         type_idx = {t: i for i, t in enumerate(self.type_names)}
         gtypes = [cat.gpu_type(t) for t in self.type_names]
         self.type_mem = np.array([g.memory_gb for g in gtypes])
+        self._type_mem_l = self.type_mem.tolist()
         self.type_intra_bw = np.array([g.intra_node_bw_gbps for g in gtypes])
         self.num_nodes = len(cl.nodes)
         self.node_size = np.array([n.count for n in cl.nodes], dtype=np.int64)
@@ -231,6 +253,26 @@ class ClusterEngine:
         self._gpu_nt = self.gpu_node * nt + self.gpu_type  # flat index into free_nt
         self._type_order_m = [[int(t) for t in np.argsort(-self.speed_mt[mi], kind="stable")] for mi in range(nm)]
         self._inter_bw = self.cluster.inter_node_bw_gbps
+        # The same static values as Python lists (scalar reads from a list cost a fraction of numpy's): the
+        # list entries are the arrays' values converted exactly (int64 -> int, float64 -> float).
+        self._xi_tab_l = self._xi_tab.tolist()  # [type][own model + 1][partner model + 1][own][partner]
+        self._xi_free_l = self.xi_free.tolist()
+        self._demand_l = self.demand_m.tolist()
+        self._speed_l = self.speed_mt.tolist()
+        self._intra_bw_l = self.type_intra_bw.tolist()
+        self._req_l = self.req_gpus.tolist()
+        self._model_l = self.job_model.tolist()
+        self._batch_l = self.batch.tolist()
+        self._submit_l = self.submit.tolist()
+        self._fits_l = [tuple(r) for r in self.fits_type.tolist()]
+        self._gpu_node_l = self.gpu_node.tolist()
+        self._gpu_type_l = self.gpu_type.tolist()
+        self._gpu_nt_l = self._gpu_nt.tolist()
+        self._node_start_l = self.node_start.tolist()
+        self._node_size_l = self.node_size.tolist()
+        # placement on Python lists when the cluster has few nodes (else numpy, which scales better)
+        self._small = self.num_nodes <= 64
+        self._copy_cache: dict[tuple, tuple] = {}  # _new_copy's constants of a one-type copy, by its key
 
     def _solo_times(self) -> np.ndarray:
         """Each job's run time alone on the fastest type it fits, packed on the fewest nodes, no sharing."""
@@ -461,11 +503,46 @@ class ClusterEngine:
             heapq.heappush(self._heap, (finish, _FINISH, self._seq, j, v))
 
     def _update_rates(self, jobs: set[int] | list[int], t: float) -> None:
-        status = self.status
-        for j in sorted(jobs):
-            if status[j] == RUNNING:
-                self._settle(j, t)
-                self._reschedule(j, t)
+        self._rerate(sorted(jobs), t)
+
+    def _rerate(self, jobs: list[int], t: float) -> None:
+        """:meth:`_update_rates` on jobs already sorted and distinct: :meth:`_settle` then :meth:`_reschedule`
+        of each running one, inlined (the same operations on the same values)."""
+        status, last_t, active, rate, remaining, version = (
+            self.status, self.last_t, self.active_from, self.rate, self.remaining, self.version)
+        held_shared, share_lo, solo_rate, consts = self.held_shared, self.share_lo, self.solo_rate, self._copy_consts
+        heap = self._heap
+        for j in jobs:
+            if status.item(j) != RUNNING:
+                continue
+            last = last_t.item(j)
+            af = active.item(j)
+            start = max(last, af)
+            rem = None
+            if t > start:
+                r0 = rate.item(j)
+                if r0 > 0:
+                    rem = max(0.0, remaining.item(j) - r0 * (t - start))
+                    remaining[j] = rem
+            last_t[j] = max(last, t)
+            v = version.item(j) + 1
+            version[j] = v
+            # r = self._job_rate(j)
+            if held_shared.item(j) == 0 and share_lo.item(j) == _TENTHS_MAX and (r := solo_rate.item(j)) > 0:
+                pass  # alone at full share on every GPU: xi = 1 everywhere
+            else:
+                cs = consts.get(j, ())
+                if len(cs) == 1:
+                    r = 0 + 1.0 / self._copy_time(j, cs[0])  # as sum() of one term
+                else:
+                    r = sum(1.0 / self._copy_time(j, c) for c in cs)
+            rate[j] = r
+            if r > 0:
+                if rem is None:
+                    rem = remaining.item(j)
+                # max(t, active_from[j]) + remaining[j] / r, a numpy float as before
+                self._seq += 1
+                heapq.heappush(heap, (np.float64(max(t, af) + rem / r), _FINISH, self._seq, j, v))
 
     def remaining_now(self) -> np.ndarray:
         """Remaining iterations of every job at the current time (settled view, nothing mutated)."""
@@ -478,10 +555,11 @@ class ClusterEngine:
         """Smallest power-of-two accumulation s <= batch with footprint(B/s) + other_gb <= memory of type
         t."""
         p = self.profiles[m]
-        cap = self.type_mem[t] - other_gb
+        cap = self._type_mem_l[t] - other_gb
+        base, per = p.mem_base_gb, p.mem_per_sample_gb
         s = 1
         while s <= batch:
-            if p.memory_gb(batch / s) <= cap + 1e-9:
+            if base + per * (batch / s) <= cap + 1e-9:  # p.memory_gb(batch / s)
                 return s
             s *= 2
         return None
@@ -554,48 +632,52 @@ class ClusterEngine:
         comm = comm_time(p, n, n_nodes, intra, self.cluster.inter_node_bw_gbps)
         return float(iteration_time(tc, s, comm, p.delta))
 
-    def _new_copy(self, j: int, g: np.ndarray, s: int, t: int | None = None) -> _Copy:
+    def _new_copy(self, j: int, g: np.ndarray, s: int, t: int | None = None, gl: list[int] | None = None) -> _Copy:
         """The constants of a copy of job ``j`` on ``g`` at accumulation ``s`` (see :class:`_Copy`); ``t``: the
-        GPU type of every GPU of ``g`` when the caller knows it is one."""
+        GPU type of every GPU of ``g`` when the caller knows it is one; ``gl``: ``g.tolist()`` if at hand."""
         c = _Copy()
-        m = int(self.job_model[j])
-        p = self.profiles[m]
-        b = self.batch[j] / s
+        m = self._model_l[j]
+        batch = self._batch_l[j]
         n = len(g)
         c.g, c.n = g, n
+        c.gl = gl = g.tolist() if gl is None else gl
         if n == 1:
-            c.gpu = gpu = int(g[0])
-            c.t = t = int(self.gpu_type[gpu])
+            p = self.profiles[m]
+            b = batch / s  # = batch[j] / s (both exact integers, one correctly rounded division)
+            c.gpu = gpu = gl[0]
+            c.t = t = self._gpu_type_l[gpu]
             c.n_nodes = 1
-            c.speed = self.speed_mt[m, t]
+            c.speed = self._speed_l[m][t]
             c.sab = s * (p.alpha_s + p.beta_s * b)
-            c.min_mem = float(self.type_mem[t])
-            c.solo_iter = float(c.sab * 1.0 / c.speed)  # copy_iter_time with xi = [1.0]
+            c.min_mem = self._type_mem_l[t]
+            c.solo_iter = c.sab * 1.0 / c.speed  # copy_iter_time with xi = [1.0]
             return c
-        c.g2 = 2 * g
-        c.g2p1 = c.g2 + 1
-        stealing = self.config.sample_stealing
         if t is None:
             c.types = self.gpu_type[g]
             t = int(c.types[0])
             c.homog = bool((c.types == t).all())
         else:
             c.homog = True
+        gn = self._gpu_node_l
+        c.n_nodes = n_nodes = len({gn[x] for x in gl})
+        if c.homog:  # a pure function of (model, batch, accumulation, type, GPUs, nodes): computed once
+            key = (m, batch, s, t, n, n_nodes)
+            k = self._copy_cache.get(key)
+            if k is None:
+                k = self._copy_cache[key] = self._homog_copy(m, batch, s, t, n, n_nodes)
+            (c.tcn, c.steal_num, c.speed, c.xi_tm, c.xi_tl, c.min_mem, c.spd, c.comm, c.delta, c.inv_delta,
+             c.comm_pow, c.solo_iter) = k
+            c.t, c.s = t, s
+            return c
+        p = self.profiles[m]
+        b = self.batch[j] / s
+        stealing = self.config.sample_stealing
         c.tcn = p.alpha_s + p.beta_s * b
         c.steal_num = n * p.alpha_s + p.beta_s * b * n
-        c.n_nodes = n_nodes = len(set(self.gpu_node[g].tolist()))
-        if c.homog:  # min over the GPUs of per-type values is that type's value
-            c.t, c.speed, c.xi_tm = t, self.speed_mt[m, t], self._xi_tab[t, m + 1]
-            intra = float(self.type_intra_bw[t])
-            c.min_mem = float(self.type_mem[t])
-            if stealing:
-                c.spd = np.full(n, c.speed)
-            spd_min = float(c.speed)
-        else:
-            c.spd = self.speed_mt[m, c.types]
-            intra = float(self.type_intra_bw[c.types].min())
-            c.min_mem = float(self.type_mem[c.types].min())
-            spd_min = float(c.spd.min())
+        c.spd = self.speed_mt[m, c.types]
+        intra = float(self.type_intra_bw[c.types].min())
+        c.min_mem = float(self.type_mem[c.types].min())
+        spd_min = float(c.spd.min())
         c.comm = comm_time(p, n, n_nodes, intra, self._inter_bw)
         c.s, c.delta, c.inv_delta = s, p.delta, 1.0 / p.delta
         c.comm_pow = c.comm**p.delta
@@ -607,69 +689,88 @@ class ClusterEngine:
         c.solo_iter = float(iteration_time(tc, s, c.comm, p.delta))
         return c
 
+    def _homog_copy(self, m: int, batch: int, s: int, t: int, n: int, n_nodes: int) -> tuple:
+        """The constants of a copy on ``n`` GPUs of type ``t`` over ``n_nodes`` nodes (model ``m``, per-GPU
+        batch ``batch``, accumulation ``s``), by the same numpy operations as before the table existed."""
+        p = self.profiles[m]
+        b = np.int64(batch) / s  # as self.batch[j] / s
+        tcn = p.alpha_s + p.beta_s * b
+        steal_num = n * p.alpha_s + p.beta_s * b * n
+        speed = self.speed_mt[m, t]
+        intra = float(self.type_intra_bw[t])
+        min_mem = float(self.type_mem[t])
+        stealing = self.config.sample_stealing
+        spd = np.full(n, speed) if stealing else None
+        spd_min = float(speed)
+        comm = comm_time(p, n, n_nodes, intra, self._inter_bw)
+        comm_pow = comm**p.delta
+        # iter_time_for with xi = 1 on every worker: v = spd / 1.0 = spd
+        if stealing:
+            tc = max(steal_num / float(spd.sum()), p.alpha_s / spd_min)
+        else:
+            tc = tcn / spd_min
+        solo_iter = float(iteration_time(tc, s, comm, p.delta))
+        return (tcn, steal_num, speed, self._xi_tab[t, m + 1], self._xi_tab_l[t][m + 1], min_mem, spd, comm,
+                p.delta, 1.0 / p.delta, comm_pow, solo_iter)
+
     def _copy_time(self, j: int, c: _Copy) -> float:
         """``copy_iter_time(j, c.g)`` (the copy's true iteration time now) from the copy's constants: the same
         operations on the same values, with the workers' xi read from the precomputed table."""
-        m = self.job_model.item(j)
-        if c.n == 1:  # as copy_iter_time's scalar path
+        m = self._model_l[j]
+        if c.n == 1:  # as copy_iter_time's scalar path, on Python floats (the same IEEE operations)
             g2 = 2 * c.gpu
             sj, ss = self._sj_flat, self._ss_flat
             mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
             partner = sj.item(other)
             x = 1.0
             if partner >= 0:
-                x0 = self.xi_free[c.t, m, self.job_model[partner]]
-                x += (x0 - 1.0) * ss[other] * SHARE_STEP
-            x /= min(1.0, ss[mine] * SHARE_STEP / self.demand_m[m])
-            return float(c.sab * x / c.speed)
-        p = self.profiles[m]
+                x0 = self._xi_free_l[c.t][m][self._model_l[partner]]
+                x += (x0 - 1.0) * ss.item(other) * SHARE_STEP
+            x /= min(1.0, ss.item(mine) * SHARE_STEP / self._demand_l[m])
+            return c.sab * x / c.speed
         s = c.s
         stealing = self.config.sample_stealing
-        xmax = self._uniform_xi_max(j, c) if c.homog and not stealing else None
-        if xmax is not None:  # min over workers of speed / xi = speed / max xi (division is monotonic)
-            tc = float(c.tcn) / (float(c.speed) / xmax)
-            # iteration_time(tc, s, comm, delta) on Python floats (the same IEEE operations and libm pow)
-            if c.comm <= 0.0:
-                return float(s * tc)
-            return (s - 1) * tc + (tc**c.delta + c.comm_pow) ** c.inv_delta
+        if c.homog and not stealing:
+            # The largest worker xi from a few table lookups, when j and each of its partners has one MPS share
+            # on all its GPUs (then each worker's xi is that of its partner, or of no partner).
+            lo, hi = self.share_lo, self.share_hi
+            sh = lo.item(j)
+            if sh == hi.item(j) and len(self.copies[j]) == 1:
+                tab = c.xi_tl
+                xmax = tab[0][sh][_TENTHS_MAX] if self.held_shared.item(j) < c.n else 0.0
+                jm = self._model_l
+                for p in self._shared_with.get(j, ()):
+                    sp = lo.item(p)
+                    if sp != hi.item(p):
+                        break
+                    x = tab[jm[p] + 1][sh][sp]
+                    if x > xmax:
+                        xmax = x
+                else:  # min over workers of speed / xi = speed / max xi (division is monotonic)
+                    tc = float(c.tcn) / (float(c.speed) / xmax)
+                    # iteration_time(tc, s, comm, delta) on Python floats (the same IEEE operations and libm pow)
+                    if c.comm <= 0.0:
+                        return float(s * tc)
+                    return (s - 1) * tc + (tc**c.delta + c.comm_pow) ** c.inv_delta
+        p = self.profiles[m]
+        sj, ss = self._sj_flat, self._ss_flat
+        own = sj[c.g2p1] == j  # job j sits in slot 1 of that GPU
+        mine = c.g2 + own
+        other = c.g2p1 - own
+        pm1 = self._jm1[sj[other]]
+        if c.homog:
+            xi = c.xi_tm[pm1, ss[mine], ss[other]]
+            if not stealing:  # min over workers of speed / xi = speed / max xi (division is monotonic)
+                vmin = float(c.speed) / float(xi.max())
         else:
-            sj, ss = self._sj_flat, self._ss_flat
-            own = sj[c.g2p1] == j  # job j sits in slot 1 of that GPU
-            mine = c.g2 + own
-            other = c.g2p1 - own
-            pm1 = self._jm1[sj[other]]
-            if c.homog:
-                xi = c.xi_tm[pm1, ss[mine], ss[other]]
-                if not stealing:  # min over workers of speed / xi = speed / max xi (division is monotonic)
-                    vmin = float(c.speed) / float(xi.max())
-            else:
-                xi = self._xi_tab[c.types, m + 1, pm1, ss[mine], ss[other]]
-            if stealing or not c.homog:
-                v = c.spd / xi
-                vmin = float(v.min())
-                if stealing:
-                    tc = max(c.steal_num / float(v.sum()), p.alpha_s / vmin)
-                    return float(iteration_time(tc, s, c.comm, p.delta))
+            xi = self._xi_tab[c.types, m + 1, pm1, ss[mine], ss[other]]
+        if stealing or not c.homog:
+            v = c.spd / xi
+            vmin = float(v.min())
+            if stealing:
+                tc = max(c.steal_num / float(v.sum()), p.alpha_s / vmin)
+                return float(iteration_time(tc, s, c.comm, p.delta))
         return float(iteration_time(c.tcn / vmin, s, c.comm, p.delta))
-
-    def _uniform_xi_max(self, j: int, c: _Copy) -> float | None:
-        """The largest worker xi of job ``j``'s only copy ``c`` (one GPU type) from a few table lookups, when
-        ``j`` and each of its partners has one MPS share on all its GPUs (then each worker's xi is that of its
-        partner, or of no partner); None otherwise."""
-        lo, hi = self.share_lo, self.share_hi
-        sh = lo.item(j)
-        if sh != hi.item(j) or len(self.copies[j]) != 1:
-            return None
-        tab = c.xi_tm
-        xmax = tab.item(0, sh, _TENTHS_MAX) if self.held_shared.item(j) < c.n else 0.0
-        for p in self._shared_with.get(j, ()):
-            sp = lo.item(p)
-            if sp != hi.item(p):
-                return None
-            x = tab.item(self.job_model.item(p) + 1, sh, sp)
-            if x > xmax:
-                xmax = x
-        return xmax
 
     def _job_rate(self, j: int) -> float:
         if self.held_shared.item(j) == 0 and self.share_lo.item(j) == _TENTHS_MAX:
@@ -682,28 +783,57 @@ class ClusterEngine:
         return sum(1.0 / self._copy_time(j, c) for c in cs)
 
     # ------------------------------------------------------------------ GPU bookkeeping
-    def _occupy(self, j: int, gpus: np.ndarray, tenant: int | None = None) -> set[int]:
-        """Put job j on ``gpus``; return the partners it now shares with. ``tenant``, when the caller knows:
-        -1 if every GPU of ``gpus`` is free, else the one job holding each of them alone."""
+    def _frees(self, c: _Copy) -> list[tuple[int, int]]:
+        """The copy's GPUs counted by (node, type), as (index into ``_free_flat``, GPUs) pairs."""
+        fr = c.frees
+        if fr is None:
+            d: dict[int, int] = {}
+            gnt = self._gpu_nt_l
+            for x in c.gl:
+                k = gnt[x]
+                d[k] = d.get(k, 0) + 1
+            fr = c.frees = list(d.items())
+        return fr
+
+    def _occupy(self, j: int, gpus: np.ndarray, tenant: int | None = None, c: _Copy | None = None) -> set[int]:
+        """Put job j on ``gpus``; return the partners it now shares with. ``tenant`` and ``c``, when the caller
+        knows: -1 if every GPU of ``gpus`` is free, else the one job holding each of them alone; and the
+        constants of the copy on ``gpus``, all of one GPU type."""
         self.gpu_version += 1
         partners: set[int] = set()
-        if tenant is not None and len(gpus) > 1:
-            n = len(gpus)
+        if tenant is not None and c is not None:
+            n = c.n
+            t = c.t
             if tenant < 0:
-                self.slot_job[gpus, 0] = j
-                self.slot_share[gpus, 0] = _TENTHS_MAX
-                self._count(self._free_flat, self._gpu_nt[gpus], -1)
+                if n == 1:
+                    self._sj_flat[2 * c.gpu] = j
+                    self._ss_flat[2 * c.gpu] = _TENTHS_MAX
+                else:
+                    self.slot_job[gpus, 0] = j
+                    self.slot_share[gpus, 0] = _TENTHS_MAX
+                ff = self._free_flat
+                for k, cnt in self._frees(c):
+                    ff[k] -= cnt
                 self.busy_gpus += n
-                self._count(self.busy_t, self.gpu_type[gpus], 1)
+                self.busy_t[t] += n
             else:
                 partners.add(tenant)
-                self.slot_job[gpus, 1] = j
-                self.slot_share[gpus, 1] = _TENTHS_MAX
+                if n == 1:
+                    self._sj_flat[2 * c.gpu + 1] = j
+                    self._ss_flat[2 * c.gpu + 1] = _TENTHS_MAX
+                else:
+                    self.slot_job[gpus, 1] = j
+                    self.slot_share[gpus, 1] = _TENTHS_MAX
                 self.shared_gpus += n
-                self._count(self.shared_t, self.gpu_type[gpus], 1)
-                self.held_shared[j] += n
-                self.held_shared[tenant] += n
-                self._pair(j, {tenant: n}, 1)
+                self.shared_t[t] += n
+                hs = self.held_shared
+                hs[j] += n
+                hs[tenant] += n
+                # self._pair(j, {tenant: n}, 1)
+                sw = self._shared_with
+                mine = sw.setdefault(j, {})
+                theirs = sw.setdefault(tenant, {})
+                mine[tenant] = theirs[j] = mine.get(tenant, 0) + n
             self.held[j] += n
             return partners
         if len(gpus) == 1 and self.slot_job[gpus[0], 0] < 0:  # fast path: one free GPU
@@ -769,35 +899,46 @@ class ClusterEngine:
         else:
             counts -= np.bincount(idx, minlength=len(counts))
 
-    def _vacate(self, j: int, gpus: np.ndarray) -> set[int]:
+    def _vacate(self, j: int, gpus: np.ndarray, c: _Copy | None = None) -> set[int]:
         """Take job j off ``gpus``; return the partners it shared with. A partner left alone moves to slot 0
-        and keeps its share."""
+        and keeps its share. ``c``: the constants of the copy on ``gpus``, when the caller has them."""
         self.gpu_version += 1
-        if len(gpus) == 1 and self.slot_job[gpus[0], 1] < 0:  # fast path: one unshared GPU
-            g = int(gpus[0])
-            t = int(self.gpu_type[g])
-            self.slot_job[g, 0] = -1
-            self.slot_share[g, 0] = _TENTHS_MAX
-            self.free_nt[self.gpu_node[g], t] += 1
-            self.busy_gpus -= 1
-            self.busy_t[t] -= 1
-            self.held[j] -= 1
-            return set()
-        if self.held_shared[j] == 0:  # alone on every GPU, so in slot 0 (slot 1 is empty, at full share)
+        n = len(gpus)
+        if n == 1:
+            g = c.gpu if c is not None else int(gpus[0])
+            if self._sj_flat.item(2 * g + 1) < 0:  # fast path: one unshared GPU
+                t = self._gpu_type_l[g]
+                self._sj_flat[2 * g] = -1
+                self._ss_flat[2 * g] = _TENTHS_MAX
+                self._free_flat[self._gpu_nt_l[g]] += 1
+                self.busy_gpus -= 1
+                self.busy_t[t] -= 1
+                self.held[j] -= 1
+                return set()
+        # the one GPU type of the copy, when known
+        t1 = c.t if c is not None and (n == 1 or c.homog) else None
+        if self.held_shared.item(j) == 0:  # alone on every GPU, so in slot 0 (slot 1 is empty, at full share)
             self.slot_job[gpus, 0] = -1
             self.slot_share[gpus, 0] = _TENTHS_MAX
-            self._count(self._free_flat, self._gpu_nt[gpus], 1)
-            self.busy_gpus -= len(gpus)
-            self._count(self.busy_t, self.gpu_type[gpus], -1)
-            self.held[j] -= len(gpus)
+            if t1 is not None:
+                ff = self._free_flat
+                for k, cnt in self._frees(c):
+                    ff[k] += cnt
+                self.busy_gpus -= n
+                self.busy_t[t1] -= n
+            else:
+                self._count(self._free_flat, self._gpu_nt[gpus], 1)
+                self.busy_gpus -= n
+                self._count(self.busy_t, self.gpu_type[gpus], -1)
+            self.held[j] -= n
             return set()
-        n = len(gpus)
+        if n <= 32:
+            return self._vacate_shared(j, gpus.tolist() if c is None else c.gl)
         with_j = self._shared_with.get(j, {})
         if len(with_j) == 1 and self.held.item(j) == n:
             (p, k), = with_j.items()
             if k == n:  # every GPU held with one partner p: p keeps (or moves to) slot 0 at its share
-                j_in1 = self._sj_flat[2 * gpus + 1] == j
-                n1 = int(np.count_nonzero(j_in1))
+                n1 = self._sj_flat[2 * gpus + 1 if c is None else c.g2p1].tolist().count(j)  # j in slot 1
                 if n1 == 0:
                     self.slot_job[gpus, 0] = p
                     self.slot_share[gpus, 0] = self.slot_share[gpus, 1]
@@ -805,10 +946,19 @@ class ClusterEngine:
                     self.slot_job[gpus, 1] = -1
                     self.slot_share[gpus, 1] = _TENTHS_MAX
                     self.shared_gpus -= n
-                    self._count(self.shared_t, self.gpu_type[gpus], -1)
+                    if t1 is not None:
+                        self.shared_t[t1] -= n
+                    else:
+                        self._count(self.shared_t, self.gpu_type[gpus], -1)
                     self.held_shared[j] -= n
                     self.held_shared[p] -= n
-                    self._pair(j, {p: n}, -1)
+                    # self._pair(j, {p: n}, -1): j and p share nothing any more
+                    sw = self._shared_with
+                    theirs = sw[p]
+                    del with_j[p], theirs[j]
+                    if not theirs:
+                        del sw[p]
+                    del sw[j]
                     self.held[j] -= n
                     return {p}
         sj = self.slot_job[gpus]
@@ -846,6 +996,59 @@ class ClusterEngine:
             self._count(self.busy_t, self.gpu_type[fg], -1)
         self.held[j] -= len(gpus)
         return partners
+
+    def _vacate_shared(self, j: int, gl: list[int]) -> set[int]:
+        """:meth:`_vacate` GPU by GPU on scalars (for a few GPUs, some shared): the same slot contents and
+        counts. On each GPU the other tenant, if any, ends in slot 0 with its share; slot 1 ends empty."""
+        sjf, ssf = self._sj_flat, self._ss_flat
+        gt, gnt = self._gpu_type_l, self._gpu_nt_l
+        tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU (as Counter)
+        shared_by_t: dict[int, int] = {}
+        freed_nt: dict[int, int] = {}
+        freed_t: dict[int, int] = {}
+        n_shared = 0
+        for x in gl:
+            i = 2 * x
+            o = sjf.item(i)
+            if o == j:  # j in slot 0: the tenant of slot 1 (if any) moves to slot 0 with its share
+                o = sjf.item(i + 1)
+                if o >= 0:
+                    sjf[i] = o
+                    ssf[i] = ssf.item(i + 1)
+                else:
+                    sjf[i] = -1
+                    ssf[i] = _TENTHS_MAX
+            if o >= 0:  # (j in slot 1: the tenant of slot 0 stays there with its share)
+                n_shared += 1
+                tenants[o] = tenants.get(o, 0) + 1
+                k = gt[x]
+                shared_by_t[k] = shared_by_t.get(k, 0) + 1
+            else:
+                k = gnt[x]
+                freed_nt[k] = freed_nt.get(k, 0) + 1
+                k = gt[x]
+                freed_t[k] = freed_t.get(k, 0) + 1
+            sjf[i + 1] = -1
+            ssf[i + 1] = _TENTHS_MAX
+        if n_shared:
+            self.shared_gpus -= n_shared
+            st = self.shared_t
+            for k, v in shared_by_t.items():
+                st[k] -= v
+            hs = self.held_shared
+            hs[j] -= n_shared
+            for p, v in tenants.items():
+                hs[p] -= v
+            self._pair(j, tenants, -1)
+        if freed_nt:
+            ff, bt = self._free_flat, self.busy_t
+            for k, v in freed_nt.items():
+                ff[k] += v
+            self.busy_gpus -= len(gl) - n_shared
+            for k, v in freed_t.items():
+                bt[k] -= v
+        self.held[j] -= len(gl)
+        return set(tenants)
 
     def free_mask(self) -> np.ndarray:
         """Boolean per GPU: holds no job."""
@@ -927,8 +1130,20 @@ class ClusterEngine:
     ) -> tuple[np.ndarray | None, int | None]:
         """:meth:`plan_place` with the type as an index; also returns the one GPU type of the set (None when
         mixed or when there is no set)."""
-        need = int(self.req_gpus[j])
-        fits = self.fits_type[j]  # fits alone (at some accumulation) on each type
+        need = self._req_l[j]
+        fits = self._fits_l[j]  # fits alone (at some accumulation) on each type
+        if exclude_nodes is None and self._small:  # the same rule on Python lists
+            if t is not None:
+                if not fits[t]:
+                    return None, None
+                g = self._place_small(need, t)
+                return (g, t) if g is not None else (None, None)
+            fitting = [t for t in self._type_order_m[self._model_l[j]] if fits[t]]
+            for t in fitting:
+                g = self._place_small(need, t)
+                if g is not None:
+                    return g, t
+            return self._place_mixed(need, fitting, None)
         if t is not None:
             if not fits[t]:
                 return None, None
@@ -939,12 +1154,53 @@ class ClusterEngine:
             nodes = self._pick_on_nodes(need, self.free_nt[:, t], exclude_nodes)
             if nodes:
                 return self._gpus_from_nodes(nodes, t), t
+        return self._place_mixed(need, fitting, exclude_nodes)
+
+    def _place_mixed(
+        self, need: int, fitting: list[int], exclude_nodes: np.ndarray | None
+    ) -> tuple[np.ndarray | None, None]:
+        """_plan_place's last resort: a mixed set over the fitting types, fullest nodes first."""
         if len(fitting) > 1:
             nodes = self._pick_on_nodes(need, self.free_nt[:, fitting].sum(axis=1), exclude_nodes)
             if nodes:
                 return (self._gpus_from_nodes(nodes, None) if len(fitting) == len(self.type_names) else
                         self._gpus_from_nodes_types(nodes, fitting)), None
         return None, None
+
+    def _place_small(self, need: int, t: int) -> np.ndarray | None:
+        """``_gpus_from_nodes(_pick_on_nodes(need, free_nt[:, t], None), t)`` on Python lists (None for no
+        set): the same nodes, in the same order, and the same GPUs."""
+        f = self.free_nt[:, t].tolist()
+        if sum(f) < need:
+            return None
+        fit = [x for x in f if x >= need]
+        if fit:  # best fit on one node: the first of the smallest that fit
+            picks: list[tuple[int, int]] | tuple[tuple[int, int]] = ((f.index(min(fit)), need),)
+        else:  # the fullest nodes first (ties by index)
+            picks = []
+            left = need
+            for node in sorted(range(len(f)), key=f.__getitem__, reverse=True):  # stable, as argsort(-f)
+                take = min(f[node], left)
+                if take:
+                    picks.append((node, take))
+                    left -= take
+                    if not left:
+                        break
+        starts, sizes = self._node_start_l, self._node_size_l
+        if len(picks) == 1:
+            node, k = picks[0]
+            lo = starts[node]
+            if f[node] == sizes[node]:  # a node holds one GPU type: all of its GPUs are free
+                return np.arange(lo, lo + k, dtype=np.int64)
+        gl: list[int] = []
+        for node, k in picks:
+            lo = starts[node]
+            if f[node] == sizes[node]:
+                gl.extend(range(lo, lo + k))
+            else:
+                col = self.slot_job[lo:lo + sizes[node], 0].tolist()
+                gl.extend([lo + i for i, x in enumerate(col) if x < 0][:k])
+        return np.array(gl, dtype=np.int64)
 
     def _gpus_from_nodes_types(self, nodes: list[int], types: list[int]) -> np.ndarray:
         out: list[int] = []
@@ -966,30 +1222,41 @@ class ClusterEngine:
     def _plan_colocate(self, j: int, partner: int) -> tuple[np.ndarray | None, int | None]:
         """:meth:`plan_colocate`, and the GPU type of the set when every GPU of it is one of ``partner``'s,
         held by ``partner`` alone, all of one type (else None)."""
-        if self.status[partner] != RUNNING or partner == j:
+        if self.status.item(partner) != RUNNING or partner == j:
             return None, None
-        need = int(self.req_gpus[j])
+        need = self._req_l[j]
         cs = self._copy_consts[partner]
         if len(cs) == 1 and (cs[0].n == 1 or cs[0].homog) and cs[0].n >= need:
             # one copy, one type: its singly-held GPUs in copy order, one node first if they span several
             c = cs[0]
             if c.n == 1:
-                return (c.g.copy(), c.t) if self.slot_job[c.gpu, 1] < 0 else (None, None)
-            alone = self._sj_flat[c.g2p1] < 0
-            n_alone = int(np.count_nonzero(alone))
+                return (c.g.copy(), c.t) if self._sj_flat.item(2 * c.gpu + 1) < 0 else (None, None)
+            n_alone = c.n - self.held_shared.item(partner)  # its one copy's GPUs with an empty slot 1
             if n_alone >= need:
-                pg = c.g if n_alone == c.n else c.g[alone]
+                if n_alone == c.n:
+                    if c.order is None:
+                        c.order = np.array(self._colocate_order(c.gl), dtype=np.int64) if c.n_nodes > 1 else c.g
+                    return c.order[:need].copy(), c.t
+                sj = self._sj_flat
+                pg = [x for x in c.gl if sj.item(2 * x + 1) < 0]
                 if c.n_nodes > 1:
-                    nd = self.gpu_node[pg]
-                    per_node = np.bincount(nd)
-                    # nodes by GPUs of pg on them (most first, ties by node index), GPUs in pg order within
-                    pg = pg[np.argsort(nd - per_node[nd] * self.num_nodes, kind="stable")]
-                return pg[:need].copy(), c.t
+                    pg = self._colocate_order(pg)
+                return np.array(pg[:need], dtype=np.int64), c.t
         pg = self.gpus_of(partner)
         pg = pg[self.slot_job[pg, 1] < 0]
         if len(pg) == 0:
             return None, None
         return self._plan_colocate_on(pg, need), None
+
+    def _colocate_order(self, pg: list[int]) -> list[int]:
+        """GPUs ``pg`` with their nodes by GPUs of pg on them (most first, ties by node index), GPUs in pg
+        order within (the order of ``pg[argsort(node - count * num_nodes, kind="stable")]``)."""
+        gn = self._gpu_node_l
+        per_node: dict[int, int] = {}
+        for x in pg:
+            k = gn[x]
+            per_node[k] = per_node.get(k, 0) + 1
+        return sorted(pg, key=lambda x: (-per_node[gn[x]], gn[x]))
 
     def _plan_colocate_on(self, pg: np.ndarray, need: int) -> np.ndarray | None:
         """plan_colocate given the partner's singly-held GPUs ``pg`` (not empty)."""
@@ -1028,16 +1295,16 @@ class ClusterEngine:
             ) from None
 
     # ------------------------------------------------------------------ validation helpers
-    def _check_job(self, action: Action, j: int) -> None:
+    def _check_job(self, action: Action | tuple, j: int) -> None:
         if isinstance(j, bool | np.bool_) or not (isinstance(j, int | np.integer) and 0 <= j < self.n_jobs):
-            raise ActionError(f"{action}: no job with index {j!r} (episode has {self.n_jobs} jobs)")
+            raise ActionError(f"{self._typed(action)}: no job with index {j!r} (episode has {self.n_jobs} jobs)")
 
-    def _check_gpus(self, action: Action, gpus: tuple[int, ...] | np.ndarray) -> np.ndarray:
+    def _check_gpus(self, action: Action | tuple, gpus: tuple[int, ...] | np.ndarray) -> np.ndarray:
         g = np.asarray(gpus, dtype=np.int64).ravel()
         if len(g) == 0 or g.min() < 0 or g.max() >= self.num_gpus:
-            raise ActionError(f"{action}: GPU indices must lie in [0, {self.num_gpus})")
+            raise ActionError(f"{self._typed(action)}: GPU indices must lie in [0, {self.num_gpus})")
         if len(set(g.tolist())) != len(g):
-            raise ActionError(f"{action}: GPU set repeats a GPU")
+            raise ActionError(f"{self._typed(action)}: GPU set repeats a GPU")
         return g
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
@@ -1056,37 +1323,41 @@ class ClusterEngine:
         return best
 
     def _check_start(
-        self, action: Action, j: int, g: np.ndarray, accumulation: int | None, t: int | None = None,
+        self, action: Action | tuple, j: int, g: np.ndarray, accumulation: int | None, t: int | None = None,
         tenant: int = -1
     ) -> int:
         """The accumulation job ``j`` starts with on ``g``, or ActionError. ``t`` (a GPU type) is given by the
         planners when every GPU of ``g`` is of type ``t`` and either free (``tenant`` -1) or held by ``tenant``
-        alone; the checks then run on scalars, with the same results."""
-        if self.status[j] != PENDING:
-            raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
-        if len(g) != self.req_gpus[j]:
-            raise ActionError(f"{action}: job {j} needs {self.req_gpus[j]} GPUs, got {len(g)}")
+        alone; the checks then run on scalars, with the same results. ``action``: see :meth:`_typed`."""
+        st = self.status.item(j)
+        if st != PENDING:
+            raise ActionError(f"{self._typed(action)}: job {j} is {STATUS_NAMES[st]}, not pending")
+        if len(g) != self._req_l[j]:
+            raise ActionError(f"{self._typed(action)}: job {j} needs {self.req_gpus[j]} GPUs, got {len(g)}")
         if t is None and (self.slot_job[g, 1] >= 0).any():
-            raise ActionError(f"{action}: a GPU of the set already holds two jobs")
-        batch = int(self.batch[j])
+            raise ActionError(f"{self._typed(action)}: a GPU of the set already holds two jobs")
+        batch = self._batch_l[j]
         if accumulation is None:
             if t is not None:  # accumulation_for on one type beside one tenant (or none)
                 s = self._fit_accumulation(
-                    int(self.job_model[j]), batch, t, float(self.footprint[tenant]) if tenant >= 0 else 0.0
+                    self._model_l[j], batch, t, self.footprint.item(tenant) if tenant >= 0 else 0.0
                 )
             else:
                 s = self.accumulation_for(j, g)
             if s is None:
-                raise ActionError(f"{action}: job {j} does not fit in GPU memory there at any accumulation")
+                raise ActionError(
+                    f"{self._typed(action)}: job {j} does not fit in GPU memory there at any accumulation"
+                )
             return s
         s = int(accumulation)
         if s < 1 or s & (s - 1) or s > batch:
             raise ActionError(
-                f"{action}: accumulation must be a power of two in [1, {batch}], got {accumulation}"
+                f"{self._typed(action)}: accumulation must be a power of two in [1, {batch}], got {accumulation}"
             )
-        fp = self.profiles[self.job_model[j]].memory_gb(batch / s)
-        if t is not None and not (fp + (self.footprint[tenant] if tenant >= 0 else 0.0)
-                                  > self.type_mem[t] + 1e-9):
+        p = self.profiles[self._model_l[j]]
+        fp = p.mem_base_gb + p.mem_per_sample_gb * (batch / s)  # p.memory_gb(batch / s)
+        if t is not None and not (fp + (self.footprint.item(tenant) if tenant >= 0 else 0.0)
+                                  > self._type_mem_l[t] + 1e-9):
             return s
         sj = self.slot_job[g, 0]
         other = np.where(sj >= 0, self.footprint[np.maximum(sj, 0)], 0.0)
@@ -1094,8 +1365,8 @@ class ClusterEngine:
         if over.any():
             gi = int(g[np.argmax(over)])
             raise ActionError(
-                f"{action}: memory does not fit on GPU {gi}: {fp:.1f} GB + {other[np.argmax(over)]:.1f} GB > "
-                f"{self.type_mem[self.gpu_type[gi]]:.0f} GB"
+                f"{self._typed(action)}: memory does not fit on GPU {gi}: {fp:.1f} GB + "
+                f"{other[np.argmax(over)]:.1f} GB > {self.type_mem[self.gpu_type[gi]]:.0f} GB"
             )
         return s
 
@@ -1108,56 +1379,124 @@ class ClusterEngine:
         elif isinstance(action, Place):
             self._check_job(action, action.job)
             j = int(action.job)
-            if action.gpus is not None:
-                g = self._check_gpus(action, action.gpus)
-                if (self.slot_job[g, 0] >= 0).any():
-                    raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
-                if action.gpu_type is not None and (self.gpu_type[g] != self._type_index(action.gpu_type)).any():
-                    raise ActionError(f"{action}: not every GPU named is a {action.gpu_type}")
-            else:
-                if self.status[j] != PENDING:
-                    raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
-                planned, t = self._plan_place(j, None if action.gpu_type is None else
-                                              self._type_index(action.gpu_type))
-                if planned is None:
-                    where = action.gpu_type or "any type"
-                    raise ActionError(f"{action}: not enough free GPUs ({where}) for job {j}")
-                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t), t,
-                            None if t is None else -1)
+            if action.gpus is None:
+                self._place(action, j, action.gpu_type, action.accumulation)
                 return
+            g = self._check_gpus(action, action.gpus)
+            if (self.slot_job[g, 0] >= 0).any():
+                raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
+            if action.gpu_type is not None and (self.gpu_type[g] != self._type_index(action.gpu_type)).any():
+                raise ActionError(f"{action}: not every GPU named is a {action.gpu_type}")
             self._start(j, g, self._check_start(action, j, g, action.accumulation))
         elif isinstance(action, Colocate):
             self._check_job(action, action.job)
             self._check_job(action, action.partner)
             j, p = int(action.job), int(action.partner)
+            if action.gpus is None:
+                self._colocate(action, j, p, action.accumulation)
+                return
             if self.status[p] != RUNNING:
                 raise ActionError(f"{action}: partner {p} is {STATUS_NAMES[self.status[p]]}, not running")
-            if action.gpus is not None:
-                g = self._check_gpus(action, action.gpus)
-                if not (self.slot_job[g, 0] == p).any() and not (self.slot_job[g, 1] == p).any():
-                    raise ActionError(f"{action}: the GPU set shares no GPU with partner {p}")
-            else:
-                if self.status[j] != PENDING:
-                    raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not pending")
-                planned, t = self._plan_colocate(j, p)
-                if planned is None:
-                    raise ActionError(f"{action}: partner {p} has no room for job {j}")
-                self._start(j, planned, self._check_start(action, j, planned, action.accumulation, t, p), t,
-                            None if t is None else p)
-                return
+            g = self._check_gpus(action, action.gpus)
+            if not (self.slot_job[g, 0] == p).any() and not (self.slot_job[g, 1] == p).any():
+                raise ActionError(f"{action}: the GPU set shares no GPU with partner {p}")
             self._start(j, g, self._check_start(action, j, g, action.accumulation))
         elif isinstance(action, Squeeze | Swell):
-            self._calibrate(action, -1 if isinstance(action, Squeeze) else 1)
+            self._calibrate(action, action.job, -1 if isinstance(action, Squeeze) else 1, action.gpus)
         elif isinstance(action, Preempt):
-            self._check_job(action, action.job)
-            j = int(action.job)
-            if self.status[j] != RUNNING:
-                raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
-            self._preempt(j)
+            self._preempt_checked(action, action.job)
         elif isinstance(action, Fork):
-            self._fork(action)
+            self._fork(action, action.job, action.copies, action.gpus)
         else:
             raise ActionError(f"unknown action {action!r}")
+
+    # Fast entry points: the typed actions' work from plain ints, without building the action objects (each
+    # builds its typed action only to name it in an ActionError). ``apply`` runs the same code for those
+    # actions, so both give the same state, the same errors and the same counts.
+    def place_job(self, j: int, t: int | None) -> None:
+        """``apply(Place(j, type_names[t]))`` (``t`` None: ``Place(j)``, the fastest type that fits), with the
+        engine's placement rule and the smallest accumulation that fits. Raises the same ActionError (an
+        index ``t`` outside ``type_names`` raises ActionError too)."""
+        self.counts["actions"] += 1
+        if t is not None and not (isinstance(t, int | np.integer) and not isinstance(t, bool | np.bool_)
+                                  and 0 <= t < len(self.type_names)):
+            raise ActionError(
+                f"place(job {j!r}): no GPU type with index {t!r} (this cluster has {', '.join(self.type_names)})"
+            )
+        action = (Place, (j, None if t is None else self.type_names[t]))
+        if not (type(j) is int and 0 <= j < self.n_jobs):
+            self._check_job(action, j)
+            j = int(j)
+        self._place(action, j, None if t is None else int(t), None)
+
+    def colocate_job(self, j: int, partner: int, accumulation: int | None) -> None:
+        """``apply(Colocate(j, partner, accumulation))``: start pending job ``j`` on running ``partner``'s GPUs
+        (topped up with free ones) at that accumulation (None: the smallest that fits). Raises the same
+        ActionError."""
+        self.counts["actions"] += 1
+        action = (Colocate, (j, partner, accumulation))
+        if not (type(j) is int and 0 <= j < self.n_jobs):
+            self._check_job(action, j)
+            j = int(j)
+        if not (type(partner) is int and 0 <= partner < self.n_jobs):
+            self._check_job(action, partner)
+            partner = int(partner)
+        self._colocate(action, j, partner, accumulation)
+
+    def calibrate_job(self, j: int, step: int) -> None:
+        """``apply(Squeeze(j))`` (``step`` -1) or ``apply(Swell(j))`` (``step`` +1): one 10% share step on
+        all of running job ``j``'s GPUs. Raises the same ActionError."""
+        self.counts["actions"] += 1
+        if step not in (-1, 1):
+            raise ActionError(f"calibrate job {j!r}: step must be -1 (squeeze) or 1 (swell), got {step!r}")
+        self._calibrate((Squeeze if step < 0 else Swell, (j,)), j, step, None)
+
+    def preempt_job(self, j: int) -> None:
+        """``apply(Preempt(j))``: checkpoint running job ``j`` and queue it again. Raises the same
+        ActionError."""
+        self.counts["actions"] += 1
+        self._preempt_checked((Preempt, (j,)), j)
+
+    def fork_job(self, j: int) -> None:
+        """``apply(Fork(j))``: one more copy of running job ``j`` on free GPUs of other nodes. Raises the same
+        ActionError."""
+        self.counts["actions"] += 1
+        self._fork((Fork, (j,)), j, 1, None)
+
+    @staticmethod
+    def _typed(action: Action | tuple) -> Action:
+        """The typed action an error message names: ``action``, or ``cls(*args)`` from a ``(cls, args)`` pair
+        (the fast entry points build it only when they raise)."""
+        return action[0](*action[1]) if type(action) is tuple else action
+
+    def _place(self, action: Action | tuple, j: int, t: int | str | None, accumulation: int | None) -> None:
+        """Place of job ``j`` (a valid index) by the placement rule on type ``t`` (an index, a name, or None
+        for any)."""
+        st = self.status.item(j)
+        if st != PENDING:
+            raise ActionError(f"{self._typed(action)}: job {j} is {STATUS_NAMES[st]}, not pending")
+        if type(t) is str:
+            t = self._type_index(t)
+        planned, gt = self._plan_place(j, t)
+        if planned is None:
+            where = self._typed(action).gpu_type or "any type"
+            raise ActionError(f"{self._typed(action)}: not enough free GPUs ({where}) for job {j}")
+        self._start(j, planned, self._check_start(action, j, planned, accumulation, gt), gt,
+                    None if gt is None else -1)
+
+    def _colocate(self, action: Action | tuple, j: int, p: int, accumulation: int | None) -> None:
+        """Colocate of job ``j`` with partner ``p`` (valid indices) on the GPUs of the colocation rule."""
+        sp = self.status.item(p)
+        if sp != RUNNING:
+            raise ActionError(f"{self._typed(action)}: partner {p} is {STATUS_NAMES[sp]}, not running")
+        st = self.status.item(j)
+        if st != PENDING:
+            raise ActionError(f"{self._typed(action)}: job {j} is {STATUS_NAMES[st]}, not pending")
+        planned, t = self._plan_colocate(j, p)
+        if planned is None:
+            raise ActionError(f"{self._typed(action)}: partner {p} has no room for job {j}")
+        self._start(j, planned, self._check_start(action, j, planned, accumulation, t, p), t,
+                    None if t is None else p)
 
     def _start(self, j: int, g: np.ndarray, s: int, gpu_t: int | None = None, tenant: int | None = None) -> None:
         """Start pending job ``j`` on ``g`` at accumulation ``s``. ``gpu_t`` and ``tenant``, when the caller
@@ -1168,45 +1507,67 @@ class ClusterEngine:
         self.queue_version += 1
         self.status[j] = RUNNING
         self.accum[j] = s
-        self.footprint[j] = self.profiles[self.job_model[j]].memory_gb(self.batch[j] / s)
+        p = self.profiles[self._model_l[j]]
+        self.footprint[j] = p.mem_base_gb + p.mem_per_sample_gb * (self._batch_l[j] / s)  # memory_gb(batch / s)
         self.queue_s[j] += t - self.pending_since[j]
-        if math.isnan(self.first_start[j]):
+        if math.isnan(self.first_start.item(j)):
             self.first_start[j] = t
         self.last_t[j] = t
-        self.active_from[j] = t + (self.config.restart_s if self.n_preempt[j] > 0 else 0.0)
+        self.active_from[j] = t + (self.config.restart_s if self.n_preempt.item(j) > 0 else 0.0)
         self.copies[j] = [g]
-        c = self._new_copy(j, g, s, gpu_t)
+        gl = g.tolist()
+        c = self._new_copy(j, g, s, gpu_t, gl)
         self._copy_consts[j] = [c]
         self.job_min_mem[j] = c.min_mem
         self.share_lo[j] = self.share_hi[j] = _TENTHS_MAX
         self.solo_rate[j] = 1.0 / c.solo_iter
-        partners = self._occupy(j, g, tenant)
+        partners = self._occupy(j, g, tenant, c if gpu_t is not None else None)
+        self.log.records.append((t, "start", j, {"gpus": gl[:], "accumulation": s}))  # log.add(...)
         if partners:
             self.counts["colocations"] += 1
             self.n_colocated[j] += 1
-            before = {p: self.rate[p] for p in partners}
-        self.log.add(t, "start", j, gpus=g.tolist(), accumulation=s)
-        self._update_rates(partners | {j}, t)
-        if partners:
+            rate = self.rate
+            before = {p: rate.item(p) for p in partners}
+            if len(partners) == 1:
+                p = next(iter(partners))
+                self._rerate([p, j] if p < j else [j, p], t)
+            else:
+                self._rerate(sorted(partners | {j}), t)
             self._record_sharing_benefit(j, partners, before, c.solo_iter)
+        else:
+            self._rerate([j], t)
 
     def _record_sharing_benefit(
         self, j: int, partners: set[int], rate_before: dict[int, float], solo_iter: float
     ) -> None:
         """Castor §9.2: JCT of job j if it had waited for its partners to finish and then run alone, over its
-        JCT colocated, both assuming no further arrivals. ``solo_iter``: j's iteration time alone on its GPUs."""
+        JCT colocated, both assuming no further arrivals. ``solo_iter``: j's iteration time alone on its GPUs.
+        (On Python floats, the same operations as on numpy's; the results are numpy floats as before.)"""
         t = self.now
-        wait = max(self.remaining[p] / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
-        t_solo = (t - self.submit[j]) + wait + self.remaining[j] * solo_iter
-        # Colocated: shared rate until the partners finish at their shared rates, then solo rate.
-        shared_rate = self.rate[j]
-        p_done = max(self.remaining[p] / self.rate[p] if self.rate[p] > 0 else 0.0 for p in partners)
-        if self.remaining[j] / shared_rate <= p_done:
-            t_co = self.remaining[j] / shared_rate
+        rem, rate = self.remaining, self.rate
+        if len(partners) == 1:  # max() of one value
+            p = next(iter(partners))
+            r = rate_before[p]
+            wait = rem.item(p) / r if r > 0 else 0.0
         else:
-            t_co = p_done + (self.remaining[j] - shared_rate * p_done) * solo_iter
-        t_co += t - self.submit[j]
-        self.sharing_benefits.append((j, t_solo, t_co))
+            wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
+        since = t - self._submit_l[j]
+        rj = rem.item(j)
+        t_solo = since + wait + rj * solo_iter
+        # Colocated: shared rate until the partners finish at their shared rates, then solo rate.
+        shared_rate = rate.item(j)
+        if len(partners) == 1:
+            r = rate.item(p)
+            p_done = rem.item(p) / r if r > 0 else 0.0
+        else:
+            p_done = max(rem.item(p) / r if (r := rate.item(p)) > 0 else 0.0 for p in partners)
+        alone = rj / shared_rate if shared_rate else self.remaining[j] / self.rate[j]
+        if alone <= p_done:
+            t_co = alone
+        else:
+            t_co = p_done + (rj - shared_rate * p_done) * solo_iter
+        t_co += since
+        self.sharing_benefits.append((j, np.float64(t_solo), np.float64(t_co)))
 
     def _finish(self, j: int, t: float) -> None:
         self._running.pop(j, None)
@@ -1218,12 +1579,31 @@ class ClusterEngine:
         self.solo_rate[j] = 0.0
         self.finish_t[j] = t
         self.n_done += 1
+        partners = self._vacate_all(j)
+        self.log.records.append((t, "finish", j, None))  # log.add(t, "finish", j)
+        self._rerate(sorted(partners), t)
+
+    def _vacate_all(self, j: int) -> set[int]:
+        """Take every copy of job ``j`` off its GPUs; return the partners it shared with."""
+        cs = self._copy_consts.pop(j, None)
+        gs = self.copies.pop(j, [])
+        if cs is None:
+            cs = [None] * len(gs)
+        if len(gs) == 1:
+            return self._vacate(j, gs[0], cs[0])
         partners: set[int] = set()
-        self._copy_consts.pop(j, None)
-        for g in self.copies.pop(j, []):
-            partners |= self._vacate(j, g)
-        self.log.add(t, "finish", j)
-        self._update_rates(partners, t)
+        for g, c in zip(gs, cs, strict=True):
+            partners |= self._vacate(j, g, c)
+        return partners
+
+    def _preempt_checked(self, action: Action | tuple, j: int) -> None:
+        if not (type(j) is int and 0 <= j < self.n_jobs):
+            self._check_job(action, j)
+            j = int(j)
+        st = self.status.item(j)
+        if st != RUNNING:
+            raise ActionError(f"{self._typed(action)}: job {j} is {STATUS_NAMES[st]}, not running")
+        self._preempt(j)
 
     def _preempt(self, j: int) -> None:
         t = self.now
@@ -1239,37 +1619,43 @@ class ClusterEngine:
         self.pending_since[j] = t
         self.n_preempt[j] += 1
         self.counts["preemptions"] += 1
-        partners: set[int] = set()
-        self._copy_consts.pop(j, None)
-        for g in self.copies.pop(j, []):
-            partners |= self._vacate(j, g)
-        self.log.add(t, "preempt", j)
-        self._update_rates(partners, t)
+        partners = self._vacate_all(j)
+        self.log.records.append((t, "preempt", j, None))  # log.add(t, "preempt", j)
+        self._rerate(sorted(partners), t)
 
-    def _calibrate(self, action: Squeeze | Swell, step: int) -> None:
-        self._check_job(action, action.job)
-        j = int(action.job)
-        if self.status[j] != RUNNING:
-            raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
-        mine = self.gpus_of(j)
-        lo, hi = int(self.share_lo[j]), int(self.share_hi[j])
-        if action.gpus is None:
-            g = mine
+    def _calibrate(self, action: Action | tuple, j: int, step: int, gpus: tuple[int, ...] | None) -> None:
+        if not (type(j) is int and 0 <= j < self.n_jobs):
+            self._check_job(action, j)
+            j = int(j)
+        st = self.status.item(j)
+        if st != RUNNING:
+            raise ActionError(f"{self._typed(action)}: job {j} is {STATUS_NAMES[st]}, not running")
+        lo, hi = self.share_lo.item(j), self.share_hi.item(j)
+        cs = self._copy_consts[j]
+        if gpus is None:
             if (step < 0 and hi <= _TENTHS_MIN) or (step > 0 and lo >= _TENTHS_MAX):
                 bound = "minimum" if step < 0 else "maximum"
-                raise ActionError(f"{action}: job {j}'s share is already at the {bound} on all its GPUs")
+                raise ActionError(f"{self._typed(action)}: job {j}'s share is already at the {bound} on all its GPUs")
+            if len(cs) == 1:  # j's slot on each GPU, as flat indices into the slot arrays
+                c = cs[0]
+                gl = c.gl
+                if c.n == 1:
+                    pos = 2 * c.gpu + (self._sj_flat.item(2 * c.gpu + 1) == j)
+                elif self.held_shared.item(j) == 0:  # alone on every GPU, so in slot 0
+                    pos = c.g2
+                else:
+                    pos = c.g2 + (self._sj_flat[c.g2p1] == j)
+            else:
+                g = self.gpus_of(j)
+                gl = g.tolist()
+                pos = 2 * g + (self._sj_flat[2 * g + 1] == j)
         else:
-            g = self._check_gpus(action, action.gpus)
-            if not np.isin(g, mine).all():
-                raise ActionError(f"{action}: job {j} does not run on every GPU named")
-        cs = self._copy_consts[j]
-        if action.gpus is None and len(cs) == 1:  # j's slot on each GPU, as flat indices into the slot arrays
-            c = cs[0]
-            pos = (2 * c.gpu + (self._sj_flat.item(2 * c.gpu + 1) == j)) if c.n == 1 else \
-                c.g2 + (self._sj_flat[c.g2p1] == j)
-        else:
+            g = self._check_gpus(action, gpus)
+            if not np.isin(g, self.gpus_of(j)).all():
+                raise ActionError(f"{self._typed(action)}: job {j} does not run on every GPU named")
+            gl = g.tolist()
             pos = 2 * g + (self._sj_flat[2 * g + 1] == j)
-        if action.gpus is None and lo == hi:
+        if gpus is None and lo == hi:
             # one share on every GPU, and the check above keeps lo + step within bounds
             self._ss_flat[pos] = lo + step
             self.share_lo[j] = self.share_hi[j] = lo + step
@@ -1278,9 +1664,9 @@ class ClusterEngine:
             new = np.minimum(cur + 1, _TENTHS_MAX) if step > 0 else np.maximum(cur - 1, _TENTHS_MIN)
             if (new == cur).all():
                 bound = "minimum" if step < 0 else "maximum"
-                raise ActionError(f"{action}: job {j}'s share is already at the {bound} on those GPUs")
+                raise ActionError(f"{self._typed(action)}: job {j}'s share is already at the {bound} on those GPUs")
             self._ss_flat[pos] = new
-            if action.gpus is None:
+            if gpus is None:
                 self.share_lo[j], self.share_hi[j] = int(new.min()), int(new.max())
             else:
                 self._refresh_share_range(j)
@@ -1289,8 +1675,9 @@ class ClusterEngine:
         if self.config.calibration_overhead_s > 0:
             self._settle(j, t)
             self.active_from[j] = max(self.active_from[j], t + self.config.calibration_overhead_s)
-        self.log.add(t, "squeeze" if step < 0 else "swell", j, gpus=g.tolist())
-        self._update_rates({j, *self.partners_of(j)}, t)
+        self.log.records.append((t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]}))  # log.add(...)
+        sw = self._shared_with.get(j)
+        self._rerate(sorted({j, *sw}) if sw else [j], t)
 
     def _refresh_share_range(self, j: int) -> None:
         allg = self.gpus_of(j)
@@ -1315,22 +1702,23 @@ class ClusterEngine:
             return None
         return g
 
-    def _fork(self, action: Fork) -> None:
-        self._check_job(action, action.job)
-        j = int(action.job)
+    def _fork(self, action: Action | tuple, j: int, copies: int, gpus: tuple[int, ...] | None) -> None:
+        if not (type(j) is int and 0 <= j < self.n_jobs):
+            self._check_job(action, j)
+            j = int(j)
         if self.config.round_s is None:
-            raise ActionError(f"{action}: forking needs a round-based scenario (round_s is not set)")
+            raise ActionError(f"{self._typed(action)}: forking needs a round-based scenario (round_s is not set)")
         if self.status[j] != RUNNING:
-            raise ActionError(f"{action}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
-        if action.copies < 1:
-            raise ActionError(f"{action}: copies must be >= 1")
-        if action.gpus is not None and action.copies != 1:
-            raise ActionError(f"{action}: an exact GPU set names one copy; use copies=1")
+            raise ActionError(f"{self._typed(action)}: job {j} is {STATUS_NAMES[self.status[j]]}, not running")
+        if copies < 1:
+            raise ActionError(f"{self._typed(action)}: copies must be >= 1")
+        if gpus is not None and copies != 1:
+            raise ActionError(f"{self._typed(action)}: an exact GPU set names one copy; use copies=1")
         plans: list[np.ndarray] = []
         saved = (float(self.job_min_mem[j]), float(self.solo_rate[j]))
         try:
-            for _ in range(action.copies):
-                plans.append(self._fork_one(action, j))
+            for _ in range(copies):
+                plans.append(self._fork_one(action, j, gpus))
         except ActionError:
             # all or nothing: give back the copies already placed by this action
             for g in plans:
@@ -1348,23 +1736,23 @@ class ClusterEngine:
             self.log.add(t, "fork", j, gpus=g.tolist())
         self._update_rates({j}, t)
 
-    def _fork_one(self, action: Fork, j: int) -> np.ndarray:
+    def _fork_one(self, action: Action | tuple, j: int, gpus: tuple[int, ...] | None) -> np.ndarray:
         """Check and occupy the GPUs of one more copy of job ``j``; raise ActionError before any change."""
-        if action.gpus is not None:
-            g = self._check_gpus(action, action.gpus)
+        if gpus is not None:
+            g = self._check_gpus(action, gpus)
             if len(g) != self.req_gpus[j]:
-                raise ActionError(f"{action}: a copy of job {j} needs {self.req_gpus[j]} GPUs")
+                raise ActionError(f"{self._typed(action)}: a copy of job {j} needs {self.req_gpus[j]} GPUs")
             if (self.slot_job[g, 0] >= 0).any():
-                raise ActionError(f"{action}: a copy needs free GPUs")
+                raise ActionError(f"{self._typed(action)}: a copy needs free GPUs")
             if np.isin(self.gpu_node[g], self.gpu_node[self.gpus_of(j)]).any():
-                raise ActionError(f"{action}: a copy must run on nodes the job does not use")
+                raise ActionError(f"{self._typed(action)}: a copy must run on nodes the job does not use")
         else:
             g = self.plan_fork(j)
             if g is None:
-                raise ActionError(f"{action}: no free node for another copy of job {j}")
+                raise ActionError(f"{self._typed(action)}: no free node for another copy of job {j}")
         fp = self.footprint[j]
         if (fp > self.type_mem[self.gpu_type[g]] + 1e-9).any():
-            raise ActionError(f"{action}: job {j} does not fit in memory on those GPUs")
+            raise ActionError(f"{self._typed(action)}: job {j} does not fit in memory on those GPUs")
         self._occupy(j, g)
         c = self._new_copy(j, g, int(self.accum[j]))
         self.copies[j].append(g)
