@@ -12,7 +12,7 @@ from ..catalog import Catalog
 from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
 from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
 from ..scenarios import Scenario, get_scenario
-from .codec import COLOCATE, PLACE, PREEMPT, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout, MaskState
+from .codec import COLOCATE, PLACE, PREEMPT, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
 from .observation import ObservationBuilder
 
 OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
@@ -140,8 +140,23 @@ class GPUClusterEnv(gym.Env):
         self._pending = np.empty(0, dtype=np.int64)
         self._running = np.empty(0, dtype=np.int64)
         self._mask_cache: np.ndarray | None = None
-        self._mask_state = MaskState(self.codec, self.engine, self.allowed)  # the current mask, updated per step
         self._windows_at: tuple[int, int] | None = None  # (engine epoch, queue_version) of the windows
+        # The compiled kernel (see .kernel) writes the observation buffer and the mask each step.
+        from . import kernel
+
+        self._kernel = kernel.observe
+        L = self.layout
+        offsets = (L.place_off, L.colocate_off, L.squeeze_off, L.swell_off, L.preempt_off)
+        kinds = (L.n_pending, L.n_running, L.n_accum, L.n_types, offsets, self.allowed)
+        self._layout_obs = kernel.layout_vector(*kinds, observe=observation != "none")
+        self._layout_mask = kernel.layout_vector(*kinds, observe=False)
+        self._buf = np.zeros(self.obs_builder.ends[-1], dtype=np.float32)
+        self._mask_arr = np.zeros(L.size, dtype=bool)
+        self._mask_arr[0] = True
+        self._placeable = np.zeros(n_pending, dtype=bool)
+        self._fork_on = "fork" in self.allowed and sc.config.round_s is not None
+        self._fork_key: tuple[int, int, int] | None = None  # (epoch, queue_version, gpu_version) of the fork block
+        self._kernel_epoch = -1  # engine epoch the kernel's array arguments were read at
         self._invalid = 0
         self._steps = 0
         self._met = 0
@@ -156,7 +171,7 @@ class GPUClusterEnv(gym.Env):
         if tuple(self.engine.type_names) != tuple(self.codec.type_names):
             raise RuntimeError("scenario produced a cluster with different GPU types than the action space")
         self.obs_builder.bind(self.engine)
-        self._mask_state.bind(self.engine, self.allowed)
+        self._kernel_epoch = -1
         self._has_deadlines = bool((~np.isnan(self.engine.deadline)).any())
         self._invalid = 0
         self._steps = 0
@@ -242,7 +257,8 @@ class GPUClusterEnv(gym.Env):
     @property
     def _mask(self) -> np.ndarray:
         if self._mask_cache is None:
-            self._mask_cache = self.codec.mask(self.engine, self._pending, self._running, self.allowed)
+            self._run_kernel(self._layout_mask)
+            self._mask_cache = self._mask_arr
         return self._mask_cache
 
     def action_masks(self) -> np.ndarray:
@@ -293,22 +309,47 @@ class GPUClusterEnv(gym.Env):
 
     def _observe(self) -> Any:
         eng = self.engine
-        windows_changed = self._windows_at != (eng.epoch, eng.queue_version)
-        if windows_changed:  # else the same jobs, in the same order
+        if self._windows_at != (eng.epoch, eng.queue_version):  # else the same jobs, in the same order
             self._pending = eng.pending_head(self.layout.n_pending)
             self._running = eng.running_head(self.layout.n_running)
             self._windows_at = (eng.epoch, eng.queue_version)
         if self.observation_mode == "none":
-            eng.touched.clear()
             self._mask_cache = None  # computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)
-        ob = self.obs_builder
-        changed = ob.sync(self._pending, self._running, windows_changed)
-        eng.touched.clear()
-        self._mask_cache, placeable = self._mask_state.update(
-            eng, self._pending, self._running, self.allowed, ob._rin, changed
-        )
-        return ob.emit(self._pending, placeable, flat=self.observation_mode == "box")
+        self._run_kernel(self._layout_obs)
+        self._mask_cache = self._mask_arr
+        out = self._buf.copy()
+        return out if self.observation_mode == "box" else self.obs_builder.split(out)
+
+    def _run_kernel(self, layout: np.ndarray) -> None:
+        """Observation buffer (if ``layout`` asks for it) and mask of the current state, from the engine."""
+        eng = self.engine
+        if self._kernel_epoch != eng.epoch:  # a new engine, or the engine's arrays were rebuilt by its reset
+            ob = self.obs_builder
+
+            def static(a: np.ndarray) -> np.ndarray:  # one memory layout, so one compiled signature
+                return np.require(a, requirements=("C", "W"))
+
+            # the dynamic arrays are passed as they are: the kernel must read the engine's own
+            self._kernel_args = (
+                static(eng.submit), eng.remaining, eng.n_preempt, eng.rate, eng.last_t, eng.active_from, eng.held,
+                eng.held_shared, eng.share_lo, eng.share_hi, eng.solo_rate, static(eng.iterations),
+                static(eng.req_gpus), eng.job_min_mem, eng.footprint, static(eng.type_total), eng.busy_t,
+                eng.shared_t, static(eng.fits_type),
+                ob.static_pending, ob.static_running, ob.solo_iter, ob.log_held, self.codec._footprints(eng),
+                ob.inv_type_total, ob.type_frac, self._buf, self._mask_arr, self._placeable,
+            )
+            self._round_s = eng.config.round_s or 0.0
+            self._kernel_epoch = eng.epoch
+        self._kernel(layout, self._pending, self._running, eng.now, self._round_s, eng.num_pending,
+                     eng.num_running, eng.n_done, eng._next_arrival, *self._kernel_args)
+        if self._fork_on:
+            key = (eng.epoch, eng.queue_version, eng.gpu_version)
+            if key != self._fork_key:  # the fork block depends on the running window and the free GPUs
+                L = self.layout
+                self._mask_arr[L.fork_off:] = False
+                self.codec._fork_block(self._mask_arr, eng, self._running, self.allowed)
+                self._fork_key = key
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine

@@ -1,0 +1,183 @@
+"""The per-step observation and action mask, compiled with numba.
+
+One call computes, from the engine's arrays, everything the environment hands the agent after a step: the four
+observation blocks (:mod:`gpucluster_env.env.observation` documents every feature) into one float32 buffer, and
+the ``place``, ``colocate``, ``squeeze``, ``swell`` and ``preempt`` blocks of the action mask
+(:mod:`gpucluster_env.env.codec` documents the layout). The ``fork`` block, which needs the engine's placement
+rule, is left to the caller.
+
+Every value is computed from scratch each step with the same float64 operations as the numpy reference
+(:meth:`ObservationBuilder.build <gpucluster_env.env.observation.ObservationBuilder.build>` and
+:meth:`ActionCodec.mask <gpucluster_env.env.codec.ActionCodec.mask>`), then rounded to float32 and clipped the
+same way, so both give the same bits; the tests compare them at every step of random episodes.
+
+This module imports numba, so the environment imports it only when it is built (``import gpucluster_env`` stays
+light). Compiled code is cached on disk next to this file where that is writable.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
+from .observation import CLUSTER_FEATURES, PENDING_FEATURES, RUNNING_FEATURES
+
+MIN_T = round(MIN_SHARE / SHARE_STEP)
+MAX_T = round(MAX_SHARE / SHARE_STEP)
+
+# Fields of the int64 ``layout`` vector passed to the kernel.
+(L_N, L_M, L_K, L_T, L_PLACE, L_COLOC, L_SQUEEZE, L_SWELL, L_PREEMPT, L_ALLOW_PLACE, L_ALLOW_COLOC, L_ALLOW_SQUEEZE,
+ L_ALLOW_SWELL, L_ALLOW_PREEMPT, L_OBS, L_SIZE) = range(16)
+
+
+def layout_vector(n_pending: int, n_running: int, n_accum: int, n_types: int, offsets: tuple[int, int, int, int, int],
+                  allow: frozenset[str], observe: bool) -> np.ndarray:
+    """The kernel's ``layout`` argument: window sizes, mask offsets (place, colocate, squeeze, swell, preempt),
+    which action kinds the environment exposes, and whether to write the observation buffer."""
+    v = np.zeros(L_SIZE, dtype=np.int64)
+    v[L_N], v[L_M], v[L_K], v[L_T] = n_pending, n_running, n_accum, n_types
+    v[L_PLACE:L_PREEMPT + 1] = offsets
+    for i, kind in enumerate(("place", "colocate", "squeeze", "swell", "preempt")):
+        v[L_ALLOW_PLACE + i] = kind in allow
+    v[L_OBS] = observe
+    return v
+
+
+@numba.njit(cache=True, error_model="numpy", boundscheck=False)
+def _clip01(x: np.float32) -> np.float32:
+    # as numpy's clip of a float32 to [0, 1]: NaN and -0.0 stay as they are
+    if x < 0:
+        return np.float32(0.0)
+    if x > 1:
+        return np.float32(1.0)
+    return x
+
+
+@numba.njit(cache=True, error_model="numpy", boundscheck=False)
+def observe(layout, pending, running, now, round_s, num_pending, num_running, n_done, next_arrival,
+            submit, remaining, n_preempt, rate, last_t, active_from, held, held_shared, share_lo, share_hi,
+            solo_rate, iterations, req_gpus, job_min_mem, footprint, type_total, busy_t, shared_t, fits_type,
+            static_pending, static_running, solo_iter, log_held, footprints, inv_type_total, type_frac,
+            buf, mask, placeable):  # pragma: no cover - compiled; its twin in numpy is tested against it
+    """Write the observation into ``buf`` (when ``layout[L_OBS]``) and the mask blocks into ``mask``; fill
+    ``placeable`` (per pending window slot: some free-GPU placement is valid)."""
+    N, M, K, T = layout[L_N], layout[L_M], layout[L_K], layout[L_T]
+    n_p, n_r = pending.shape[0], running.shape[0]
+    n_jobs = submit.shape[0]
+    # ---- mask: place
+    off = layout[L_PLACE]
+    for i in range(N * (T + 1)):
+        mask[off + i] = False
+    for i in range(N):
+        placeable[i] = False
+    if layout[L_ALLOW_PLACE]:
+        for i in range(n_p):
+            j = pending[i]
+            need = req_gpus[j]
+            row = off + i * (T + 1)
+            if T == 1:
+                ok = fits_type[j, 0] and type_total[0] - busy_t[0] >= need
+                mask[row] = ok
+                mask[row + 1] = ok
+                placeable[i] = ok
+            else:
+                total = 0
+                for t in range(T):
+                    free = type_total[t] - busy_t[t]
+                    if fits_type[j, t]:
+                        total += free
+                        mask[row + t] = free >= need
+                mask[row + T] = total >= need
+                placeable[i] = total >= need
+    # ---- mask: colocate
+    off = layout[L_COLOC]
+    for i in range(N * M * K):
+        mask[off + i] = False
+    if layout[L_ALLOW_COLOC]:
+        for r in range(n_r):
+            p = running[r]
+            single = held[p] - held_shared[p]
+            room = (job_min_mem[p] - footprint[p]) + 1e-9
+            for i in range(n_p):
+                j = pending[i]
+                if req_gpus[j] <= single:
+                    base = off + (i * M + r) * K
+                    for k in range(K):
+                        mask[base + k] = footprints[j, k] <= room
+    # ---- mask: squeeze, swell, preempt
+    for kind in range(3):
+        off = layout[L_SQUEEZE + kind]
+        allowed = layout[L_ALLOW_SQUEEZE + kind]
+        for r in range(M):
+            v = False
+            if allowed and r < n_r:
+                j = running[r]
+                if kind == 0:
+                    v = share_hi[j] > MIN_T
+                elif kind == 1:
+                    v = share_lo[j] < MAX_T
+                else:
+                    v = True
+            mask[off + r] = v
+    if not layout[L_OBS]:
+        return
+    # ---- observation: pending block
+    for i in range(N):
+        base = i * PENDING_FEATURES
+        if i < n_p:
+            j = pending[i]
+            for c in range(PENDING_FEATURES):
+                buf[base + c] = static_pending[j, c]
+            waited = now - submit[j]
+            work = remaining[j] * solo_iter[j]
+            buf[base + 2] = np.float32(waited / (waited + 3600.0))
+            buf[base + 3] = np.float32(work / (work + 3600.0))
+            buf[base + 8] = np.float32(1.0) if placeable[i] else np.float32(0.0)
+            buf[base + 9] = np.float32(1.0) if n_preempt[j] > 0 else np.float32(0.0)
+        else:
+            for c in range(PENDING_FEATURES):
+                buf[base + c] = 0.0
+    # ---- running block
+    start = N * PENDING_FEATURES
+    for r in range(M):
+        base = start + r * RUNNING_FEATURES
+        if r < n_r:
+            j = running[r]
+            rt = rate[j]  # > 0 for every running job
+            elapsed = now - max(last_t[j], active_from[j])
+            rem = remaining[j] - rt * max(elapsed, 0.0)
+            h = held[j]
+            sh = held_shared[j]
+            t_left = rem / rt
+            buf[base] = static_running[j, 0]
+            buf[base + 1] = _clip01(np.float32(log_held[h]))
+            buf[base + 2] = _clip01(np.float32((share_lo[j] + share_hi[j]) * 0.05))
+            buf[base + 3] = _clip01(np.float32(1.0 - rt / solo_rate[j]))
+            buf[base + 4] = _clip01(np.float32(1.0 - rem / iterations[j]))
+            buf[base + 5] = _clip01(np.float32(t_left / (t_left + 3600.0)))
+            v6 = np.float32(sh / h)
+            buf[base + 6] = _clip01(v6)
+            buf[base + 7] = _clip01(np.float32(min(h // req_gpus[j] - 1, 7) / 7.0))
+            buf[base + 8] = _clip01(np.float32(1.0) - v6)
+            for c in range(9, RUNNING_FEATURES):
+                buf[base + c] = static_running[j, c]
+        else:
+            for c in range(RUNNING_FEATURES):
+                buf[base + c] = 0.0
+    # ---- cluster block: per type free, holding one job, holding two (over the type's GPUs), share of all GPUs
+    base = start + M * RUNNING_FEATURES
+    for t in range(T):
+        b = base + t * CLUSTER_FEATURES
+        buf[b] = np.float32((type_total[t] - busy_t[t]) * inv_type_total[t])
+        buf[b + 1] = np.float32((busy_t[t] - shared_t[t]) * inv_type_total[t])
+        buf[b + 2] = np.float32(shared_t[t] * inv_type_total[t])
+        buf[b + 3] = np.float32(type_frac[t])
+    # ---- clock block
+    b = base + T * CLUSTER_FEATURES
+    buf[b] = np.float32(now / (now + 86400.0))
+    buf[b + 1] = np.float32(num_pending / (num_pending + N))
+    buf[b + 2] = np.float32(num_running / (num_running + M))
+    buf[b + 3] = np.float32(n_done / n_jobs)
+    buf[b + 4] = np.float32(next_arrival / n_jobs)
+    buf[b + 5] = np.float32((now % round_s) / round_s) if round_s > 0 else np.float32(0.0)
