@@ -156,7 +156,8 @@ class GPUClusterEnv(gym.Env):
         self._placeable = np.zeros(n_pending, dtype=bool)
         self._fork_on = "fork" in self.allowed and sc.config.round_s is not None
         self._fork_key: tuple[int, int, int] | None = None  # (epoch, queue_version, gpu_version) of the fork block
-        self._kernel_epoch = -1  # engine epoch the kernel's array arguments were read at
+        self._kernel_epoch = -1  # engine (and its epoch) the kernel's array arguments were read from
+        self._kernel_engine: ClusterEngine | None = None
         self._invalid = 0
         self._steps = 0
         self._met = 0
@@ -324,7 +325,8 @@ class GPUClusterEnv(gym.Env):
     def _run_kernel(self, layout: np.ndarray) -> None:
         """Observation buffer (if ``layout`` asks for it) and mask of the current state, from the engine."""
         eng = self.engine
-        if self._kernel_epoch != eng.epoch:  # a new engine, or the engine's arrays were rebuilt by its reset
+        if self._kernel_epoch != eng.epoch or self._kernel_engine is not eng:
+            # a new engine, or the engine's arrays were rebuilt by its reset
             ob = self.obs_builder
 
             def static(a: np.ndarray) -> np.ndarray:  # one memory layout, so one compiled signature
@@ -340,7 +342,7 @@ class GPUClusterEnv(gym.Env):
                 ob.inv_type_total, ob.type_frac, self._buf, self._mask_arr, self._placeable,
             )
             self._round_s = eng.config.round_s or 0.0
-            self._kernel_epoch = eng.epoch
+            self._kernel_epoch, self._kernel_engine = eng.epoch, eng
         self._kernel(layout, self._pending, self._running, eng.now, self._round_s, eng.num_pending,
                      eng.num_running, eng.n_done, eng._next_arrival, *self._kernel_args)
         if self._fork_on:
