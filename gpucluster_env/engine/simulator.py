@@ -96,7 +96,7 @@ class _Copy:
 
     __slots__ = ("g", "n", "gpu", "t", "speed", "sab", "_g2", "_g2p1", "homog", "spd", "types", "xi_tm", "tcn",
                  "steal_num", "comm", "min_mem", "solo_iter", "n_nodes", "s", "delta", "comm_pow", "inv_delta",
-                 "gl", "xi_tl", "order", "frees")
+                 "gl", "xi_tl", "order", "frees", "tcnf", "speedf")
 
     g: np.ndarray  # the GPUs
     n: int
@@ -120,6 +120,8 @@ class _Copy:
     min_mem: float  # smallest GPU memory of the copy
     solo_iter: float  # iteration time alone at full share (xi = 1 on every worker)
     xi_tl: list  # homog: ``xi_tm`` as nested lists
+    tcnf: float  # homog: float(tcn), float(speed)
+    speedf: float
     order: np.ndarray | None  # n > 1, homog: the GPUs in plan_colocate's order (computed when first needed)
     frees: list[tuple[int, int]] | None  # n > 1: (index into free_nt's flat view, GPUs there), when needed
 
@@ -272,6 +274,7 @@ class ClusterEngine:
         self._node_size_l = self.node_size.tolist()
         # placement on Python lists when the cluster has few nodes (else numpy, which scales better)
         self._small = self.num_nodes <= 64
+        self._stealing = self.config.sample_stealing
         self._copy_cache: dict[tuple, tuple] = {}  # _new_copy's constants of a one-type copy, by its key
 
     def _solo_times(self) -> np.ndarray:
@@ -322,7 +325,10 @@ class ClusterEngine:
         self._pending: dict[int, None] = {}
         self._running: dict[int, None] = {}
         self._forked: set[int] = set()
-        self._heap: list[tuple[float, int, int, int, int]] = []
+        # events (time as a Python float, kind, sequence, job, version, time as given): compared by the float
+        # time, kind and sequence (unique), in the same order as the times themselves; the time as given
+        # (None for completions: a numpy float) keeps its type for the clock
+        self._heap: list[tuple[float, int, int, int, int, float | None]] = []
         self._seq = 0
         self._next_arrival = 0
         self.n_done = 0
@@ -387,14 +393,20 @@ class ClusterEngine:
         self._seq += 1
         # at equal times completions come first (then rounds, ticks, idle): a job done exactly at a round
         # boundary must not pay that round's consolidation
-        heapq.heappush(self._heap, (t, kind, self._seq, job, version))
+        heapq.heappush(self._heap, (float(t), kind, self._seq, job, version, t))
 
     @property
     def done(self) -> bool:
         return self.n_done == self.n_jobs
 
     def _next_time(self) -> float:
-        t = self._heap[0][0] if self._heap else math.inf
+        heap = self._heap
+        if heap:
+            t = heap[0][5]
+            if t is None:  # a completion: its time is a numpy float
+                t = np.float64(heap[0][0])
+        else:
+            t = math.inf
         if self._next_arrival < self.n_jobs:
             t = min(t, self.submit[self._next_arrival])
         return t
@@ -439,7 +451,7 @@ class ClusterEngine:
             if "arrival" not in reasons:
                 reasons.append("arrival")
         while self._heap and self._heap[0][0] <= t:
-            _, kind, _, j, ver = heapq.heappop(self._heap)
+            _, kind, _, j, ver, _ = heapq.heappop(self._heap)
             if kind == _FINISH:
                 if self.version[j] != ver or self.status[j] != RUNNING:
                     continue
@@ -500,7 +512,7 @@ class ClusterEngine:
         if r > 0:
             finish = max(t, self.active_from[j]) + self.remaining[j] / r
             self._seq += 1
-            heapq.heappush(self._heap, (finish, _FINISH, self._seq, j, v))
+            heapq.heappush(self._heap, (float(finish), _FINISH, self._seq, j, v, None))
 
     def _update_rates(self, jobs: set[int] | list[int], t: float) -> None:
         self._rerate(sorted(jobs), t)
@@ -512,6 +524,7 @@ class ClusterEngine:
             self.status, self.last_t, self.active_from, self.rate, self.remaining, self.version)
         held_shared, share_lo, solo_rate, consts = self.held_shared, self.share_lo, self.solo_rate, self._copy_consts
         heap = self._heap
+        tf = float(t)  # the same value
         for j in jobs:
             if status.item(j) != RUNNING:
                 continue
@@ -519,12 +532,12 @@ class ClusterEngine:
             af = active.item(j)
             start = max(last, af)
             rem = None
-            if t > start:
+            if tf > start:
                 r0 = rate.item(j)
                 if r0 > 0:
-                    rem = max(0.0, remaining.item(j) - r0 * (t - start))
+                    rem = max(0.0, remaining.item(j) - r0 * (tf - start))
                     remaining[j] = rem
-            last_t[j] = max(last, t)
+            last_t[j] = max(last, tf)
             v = version.item(j) + 1
             version[j] = v
             # r = self._job_rate(j)
@@ -540,9 +553,9 @@ class ClusterEngine:
             if r > 0:
                 if rem is None:
                     rem = remaining.item(j)
-                # max(t, active_from[j]) + remaining[j] / r, a numpy float as before
+                # at max(t, active_from[j]) + remaining[j] / r
                 self._seq += 1
-                heapq.heappush(heap, (np.float64(max(t, af) + rem / r), _FINISH, self._seq, j, v))
+                heapq.heappush(heap, (max(tf, af) + rem / r, _FINISH, self._seq, j, v, None))
 
     def remaining_now(self) -> np.ndarray:
         """Remaining iterations of every job at the current time (settled view, nothing mutated)."""
@@ -666,7 +679,7 @@ class ClusterEngine:
             if k is None:
                 k = self._copy_cache[key] = self._homog_copy(m, batch, s, t, n, n_nodes)
             (c.tcn, c.steal_num, c.speed, c.xi_tm, c.xi_tl, c.min_mem, c.spd, c.comm, c.delta, c.inv_delta,
-             c.comm_pow, c.solo_iter) = k
+             c.comm_pow, c.solo_iter, c.tcnf, c.speedf) = k
             c.t, c.s = t, s
             return c
         p = self.profiles[m]
@@ -711,7 +724,7 @@ class ClusterEngine:
             tc = tcn / spd_min
         solo_iter = float(iteration_time(tc, s, comm, p.delta))
         return (tcn, steal_num, speed, self._xi_tab[t, m + 1], self._xi_tab_l[t][m + 1], min_mem, spd, comm,
-                p.delta, 1.0 / p.delta, comm_pow, solo_iter)
+                p.delta, 1.0 / p.delta, comm_pow, solo_iter, float(tcn), float(speed))
 
     def _copy_time(self, j: int, c: _Copy) -> float:
         """``copy_iter_time(j, c.g)`` (the copy's true iteration time now) from the copy's constants: the same
@@ -729,7 +742,7 @@ class ClusterEngine:
             x /= min(1.0, ss.item(mine) * SHARE_STEP / self._demand_l[m])
             return c.sab * x / c.speed
         s = c.s
-        stealing = self.config.sample_stealing
+        stealing = self._stealing
         if c.homog and not stealing:
             # The largest worker xi from a few table lookups, when j and each of its partners has one MPS share
             # on all its GPUs (then each worker's xi is that of its partner, or of no partner).
@@ -747,7 +760,7 @@ class ClusterEngine:
                     if x > xmax:
                         xmax = x
                 else:  # min over workers of speed / xi = speed / max xi (division is monotonic)
-                    tc = float(c.tcn) / (float(c.speed) / xmax)
+                    tc = c.tcnf / (c.speedf / xmax)  # float(c.tcn) / (float(c.speed) / xmax)
                     # iteration_time(tc, s, comm, delta) on Python floats (the same IEEE operations and libm pow)
                     if c.comm <= 0.0:
                         return float(s * tc)
@@ -1639,7 +1652,14 @@ class ClusterEngine:
             if len(cs) == 1:  # j's slot on each GPU, as flat indices into the slot arrays
                 c = cs[0]
                 gl = c.gl
-                if c.n == 1:
+                if lo == hi and c.n > 1 and self.held_shared.item(j):  # one share: set GPU by GPU
+                    pos = None
+                    sjf, ssf = self._sj_flat, self._ss_flat
+                    v = lo + step
+                    for x in gl:
+                        i = 2 * x + (sjf.item(2 * x + 1) == j)
+                        ssf[i] = v
+                elif c.n == 1:
                     pos = 2 * c.gpu + (self._sj_flat.item(2 * c.gpu + 1) == j)
                 elif self.held_shared.item(j) == 0:  # alone on every GPU, so in slot 0
                     pos = c.g2
@@ -1657,7 +1677,8 @@ class ClusterEngine:
             pos = 2 * g + (self._sj_flat[2 * g + 1] == j)
         if gpus is None and lo == hi:
             # one share on every GPU, and the check above keeps lo + step within bounds
-            self._ss_flat[pos] = lo + step
+            if pos is not None:
+                self._ss_flat[pos] = lo + step
             self.share_lo[j] = self.share_hi[j] = lo + step
         else:
             cur = self._ss_flat[pos]
