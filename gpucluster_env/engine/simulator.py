@@ -125,9 +125,6 @@ class _Copy:
     order: np.ndarray | None  # n > 1, homog: the GPUs in plan_colocate's order (computed when first needed)
     frees: list[tuple[int, int]] | None  # n > 1: (index into free_nt's flat view, GPUs there), when needed
 
-    def __init__(self) -> None:
-        self._g2 = self.order = self.frees = None
-
     @property
     def g2(self) -> np.ndarray:
         """n > 1: flat indices of slot 0 of each GPU in the (G, 2) slot arrays (computed when first needed)."""
@@ -523,6 +520,8 @@ class ClusterEngine:
         status, last_t, active, rate, remaining, version = (
             self.status, self.last_t, self.active_from, self.rate, self.remaining, self.version)
         held_shared, share_lo, solo_rate, consts = self.held_shared, self.share_lo, self.solo_rate, self._copy_consts
+        share_hi, shared_with, jm = self.share_hi, self._shared_with, self._model_l
+        uniform_ok = not self._stealing
         heap = self._heap
         tf = float(t)  # the same value
         for j in jobs:
@@ -541,12 +540,33 @@ class ClusterEngine:
             v = version.item(j) + 1
             version[j] = v
             # r = self._job_rate(j)
-            if held_shared.item(j) == 0 and share_lo.item(j) == _TENTHS_MAX and (r := solo_rate.item(j)) > 0:
+            hs = held_shared.item(j)
+            sh = share_lo.item(j)
+            if hs == 0 and sh == _TENTHS_MAX and (r := solo_rate.item(j)) > 0:
                 pass  # alone at full share on every GPU: xi = 1 everywhere
             else:
                 cs = consts.get(j, ())
                 if len(cs) == 1:
-                    r = 0 + 1.0 / self._copy_time(j, cs[0])  # as sum() of one term
+                    c = cs[0]
+                    r = 0.0
+                    if c.n > 1 and uniform_ok and c.homog and sh == share_hi.item(j):
+                        # _copy_time's path for one share everywhere, inlined (the same operations)
+                        tab = c.xi_tl
+                        xmax = tab[0][sh][_TENTHS_MAX] if hs < c.n else 0.0
+                        for p in shared_with.get(j, ()):
+                            sp = share_lo.item(p)
+                            if sp != share_hi.item(p):
+                                break
+                            x = tab[jm[p] + 1][sh][sp]
+                            if x > xmax:
+                                xmax = x
+                        else:
+                            tc = c.tcnf / (c.speedf / xmax)
+                            s = c.s
+                            r = 0 + 1.0 / (float(s * tc) if c.comm <= 0.0 else
+                                           (s - 1) * tc + (tc**c.delta + c.comm_pow) ** c.inv_delta)
+                    if not r:
+                        r = 0 + 1.0 / self._copy_time(j, c)  # as sum() of one term
                 else:
                     r = sum(1.0 / self._copy_time(j, c) for c in cs)
             rate[j] = r
@@ -649,6 +669,7 @@ class ClusterEngine:
         """The constants of a copy of job ``j`` on ``g`` at accumulation ``s`` (see :class:`_Copy`); ``t``: the
         GPU type of every GPU of ``g`` when the caller knows it is one; ``gl``: ``g.tolist()`` if at hand."""
         c = _Copy()
+        c._g2 = c.order = c.frees = None
         m = self._model_l[j]
         batch = self._batch_l[j]
         n = len(g)
@@ -821,6 +842,11 @@ class ClusterEngine:
                 if n == 1:
                     self._sj_flat[2 * c.gpu] = j
                     self._ss_flat[2 * c.gpu] = _TENTHS_MAX
+                elif n <= 16:
+                    sjf, ssf = self._sj_flat, self._ss_flat
+                    for x in c.gl:
+                        sjf[2 * x] = j
+                        ssf[2 * x] = _TENTHS_MAX
                 else:
                     self.slot_job[gpus, 0] = j
                     self.slot_share[gpus, 0] = _TENTHS_MAX
@@ -834,6 +860,11 @@ class ClusterEngine:
                 if n == 1:
                     self._sj_flat[2 * c.gpu + 1] = j
                     self._ss_flat[2 * c.gpu + 1] = _TENTHS_MAX
+                elif n <= 16:
+                    sjf, ssf = self._sj_flat, self._ss_flat
+                    for x in c.gl:
+                        sjf[2 * x + 1] = j
+                        ssf[2 * x + 1] = _TENTHS_MAX
                 else:
                     self.slot_job[gpus, 1] = j
                     self.slot_share[gpus, 1] = _TENTHS_MAX
@@ -1522,7 +1553,7 @@ class ClusterEngine:
         self.accum[j] = s
         p = self.profiles[self._model_l[j]]
         self.footprint[j] = p.mem_base_gb + p.mem_per_sample_gb * (self._batch_l[j] / s)  # memory_gb(batch / s)
-        self.queue_s[j] += t - self.pending_since[j]
+        self.queue_s[j] = self.queue_s.item(j) + (t - self.pending_since.item(j))  # queue_s[j] += ...
         if math.isnan(self.first_start.item(j)):
             self.first_start[j] = t
         self.last_t[j] = t
@@ -1628,9 +1659,9 @@ class ClusterEngine:
         self.status[j] = PENDING
         self.rate[j] = 0.0
         self.solo_rate[j] = 0.0
-        self.version[j] += 1
+        self.version[j] = self.version.item(j) + 1
         self.pending_since[j] = t
-        self.n_preempt[j] += 1
+        self.n_preempt[j] = self.n_preempt.item(j) + 1
         self.counts["preemptions"] += 1
         partners = self._vacate_all(j)
         self.log.records.append((t, "preempt", j, None))  # log.add(t, "preempt", j)
