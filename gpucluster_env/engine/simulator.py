@@ -272,6 +272,7 @@ class ClusterEngine:
         # placement on Python lists when the cluster has few nodes (else numpy, which scales better)
         self._small = self.num_nodes <= 64
         self._stealing = self.config.sample_stealing
+        self._calib_overhead = self.config.calibration_overhead_s
         self._copy_cache: dict[tuple, tuple] = {}  # _new_copy's constants of a one-type copy, by its key
 
     def _solo_times(self) -> np.ndarray:
@@ -1296,11 +1297,16 @@ class ClusterEngine:
         """GPUs ``pg`` with their nodes by GPUs of pg on them (most first, ties by node index), GPUs in pg
         order within (the order of ``pg[argsort(node - count * num_nodes, kind="stable")]``)."""
         gn = self._gpu_node_l
-        per_node: dict[int, int] = {}
+        groups: dict[int, list[int]] = {}
         for x in pg:
             k = gn[x]
-            per_node[k] = per_node.get(k, 0) + 1
-        return sorted(pg, key=lambda x: (-per_node[gn[x]], gn[x]))
+            if k in groups:
+                groups[k].append(x)
+            else:
+                groups[k] = [x]
+        if len(groups) == 1:
+            return pg
+        return [x for k in sorted(groups, key=lambda k: (-len(groups[k]), k)) for x in groups[k]]
 
     def _plan_colocate_on(self, pg: np.ndarray, need: int) -> np.ndarray | None:
         """plan_colocate given the partner's singly-held GPUs ``pg`` (not empty)."""
@@ -1724,7 +1730,7 @@ class ClusterEngine:
                 self._refresh_share_range(j)
         self.counts["squeezes" if step < 0 else "swells"] += 1
         t = self.now
-        if self.config.calibration_overhead_s > 0:
+        if self._calib_overhead > 0:
             self._settle(j, t)
             self.active_from[j] = max(self.active_from[j], t + self.config.calibration_overhead_s)
         self.log.records.append((t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]}))  # log.add(...)
