@@ -405,8 +405,9 @@ class ClusterEngine:
                 t = np.float64(heap[0][0])
         else:
             t = math.inf
-        if self._next_arrival < self.n_jobs:
-            t = min(t, self.submit[self._next_arrival])
+        i = self._next_arrival
+        if i < self.n_jobs and self._submit_l[i] < t:  # min(t, submit[i])
+            t = self.submit[i]
         return t
 
     def _accumulate_util(self, t: float) -> None:
@@ -420,7 +421,7 @@ class ClusterEngine:
         """Run time forward to the next decision point (the ``wait`` action) and return its reasons:
         some of ``arrival``, ``completion``, ``round``, ``tick``, ``idle``. Returns ``()`` when done."""
         self.counts["decisions"] += 1
-        while not self.done:
+        while self.n_done != self.n_jobs:  # not self.done
             t = self._next_time()
             if t == math.inf:
                 if self._running:
@@ -438,7 +439,7 @@ class ClusterEngine:
         self._accumulate_util(t)
         self.now = t
         reasons: list[str] = []
-        while self._next_arrival < self.n_jobs and self.submit[self._next_arrival] <= t:
+        while self._next_arrival < self.n_jobs and self._submit_l[self._next_arrival] <= t:
             j = self._next_arrival
             self._next_arrival += 1
             self.status[j] = PENDING
@@ -448,10 +449,11 @@ class ClusterEngine:
             self.log.add(t, "arrive", j)
             if "arrival" not in reasons:
                 reasons.append("arrival")
-        while self._heap and self._heap[0][0] <= t:
-            _, kind, _, j, ver, _ = heapq.heappop(self._heap)
+        heap = self._heap
+        while heap and heap[0][0] <= t:
+            _, kind, _, j, ver, _ = heapq.heappop(heap)
             if kind == _FINISH:
-                if self.version[j] != ver or self.status[j] != RUNNING:
+                if self.version.item(j) != ver or self.status.item(j) != RUNNING:
                     continue
                 self._finish(j, t)
                 if "completion" not in reasons:
@@ -566,6 +568,17 @@ class ClusterEngine:
                             s = c.s
                             r = 0 + 1.0 / (float(s * tc) if c.comm <= 0.0 else
                                            (s - 1) * tc + (tc**c.delta + c.comm_pow) ** c.inv_delta)
+                    elif c.n == 1:  # _copy_time's path for one GPU, inlined (the same operations)
+                        g2 = 2 * c.gpu
+                        sj, ss = self._sj_flat, self._ss_flat
+                        mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
+                        partner = sj.item(other)
+                        m = jm[j]
+                        x = 1.0
+                        if partner >= 0:
+                            x += (self._xi_free_l[c.t][m][jm[partner]] - 1.0) * ss.item(other) * SHARE_STEP
+                        x /= min(1.0, ss.item(mine) * SHARE_STEP / self._demand_l[m])
+                        r = 0 + 1.0 / (c.sab * x / c.speed)
                     if not r:
                         r = 0 + 1.0 / self._copy_time(j, c)  # as sum() of one term
                 else:
