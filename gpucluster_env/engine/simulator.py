@@ -10,7 +10,13 @@ MPS active-thread share in tenths (10 = 100%). A job runs as one or more *copies
 forked, HadarE), each a gang of GPUs; its rate is the sum of its copies' rates.
 
 The engine knows nothing of Gymnasium: it exposes decision points (:meth:`ClusterEngine.advance`) and applies
-typed actions (:meth:`ClusterEngine.apply`).
+typed actions (:meth:`ClusterEngine.apply`), or the same actions from plain ints without building the action
+objects (:meth:`ClusterEngine.place_job`, ``colocate_job``, ``calibrate_job``, ``preempt_job``, ``fork_job``).
+
+Bit-for-bit determinism is a contract (same seed, same floats, same log): the hot paths read numpy state as
+Python scalars and static tables as Python lists, which carry the same values, and compute with the same IEEE
+operations in the same order; values that reach the event log, the clock or ``sharing_benefits`` keep the
+numpy types they had.
 """
 
 from __future__ import annotations
@@ -258,7 +264,6 @@ class ClusterEngine:
         self._xi_free_l = self.xi_free.tolist()
         self._demand_l = self.demand_m.tolist()
         self._speed_l = self.speed_mt.tolist()
-        self._intra_bw_l = self.type_intra_bw.tolist()
         self._req_l = self.req_gpus.tolist()
         self._model_l = self.job_model.tolist()
         self._batch_l = self.batch.tolist()
@@ -990,9 +995,36 @@ class ClusterEngine:
                 self._count(self.busy_t, self.gpu_type[gpus], -1)
             self.held[j] -= n
             return set()
+        with_j = self._shared_with.get(j, {})
+        if len(with_j) == 1 and self.held.item(j) == n:
+            (p, k), = with_j.items()
+            if k == n and n <= 32:  # every GPU held with one partner p: p keeps (or moves to) slot 0 at its share
+                sjf, ssf = self._sj_flat, self._ss_flat
+                for x in (gpus.tolist() if c is None else c.gl):
+                    i = 2 * x
+                    if sjf.item(i) == j:
+                        sjf[i] = p
+                        ssf[i] = ssf.item(i + 1)
+                    sjf[i + 1] = -1
+                    ssf[i + 1] = _TENTHS_MAX
+                self.shared_gpus -= n
+                if t1 is not None:
+                    self.shared_t[t1] -= n
+                else:
+                    self._count(self.shared_t, self.gpu_type[gpus], -1)
+                self.held_shared[j] -= n
+                self.held_shared[p] -= n
+                # self._pair(j, {p: n}, -1): j and p share nothing any more
+                sw = self._shared_with
+                theirs = sw[p]
+                del with_j[p], theirs[j]
+                if not theirs:
+                    del sw[p]
+                del sw[j]
+                self.held[j] -= n
+                return {p}
         if n <= 32:
             return self._vacate_shared(j, gpus.tolist() if c is None else c.gl)
-        with_j = self._shared_with.get(j, {})
         if len(with_j) == 1 and self.held.item(j) == n:
             (p, k), = with_j.items()
             if k == n:  # every GPU held with one partner p: p keeps (or moves to) slot 0 at its share
@@ -1670,7 +1702,14 @@ class ClusterEngine:
 
     def _preempt(self, j: int) -> None:
         t = self.now
-        self._settle(j, t)
+        # self._settle(j, t)
+        last = self.last_t.item(j)
+        start = max(last, self.active_from.item(j))
+        if t > start:
+            rate = self.rate.item(j)
+            if rate > 0:
+                self.remaining[j] = max(0.0, self.remaining.item(j) - rate * (t - start))
+        self.last_t[j] = max(last, t)
         self._running.pop(j, None)
         self._forked.discard(j)
         self._pending[j] = None
