@@ -1787,7 +1787,13 @@ class ClusterEngine:
             self.active_from[j] = max(self.active_from[j], t + self.config.calibration_overhead_s)
         self.log.records.append((t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]}))  # log.add(...)
         sw = self._shared_with.get(j)
-        self._rerate(sorted({j, *sw}) if sw else [j], t)
+        if not sw:
+            self._rerate([j], t)
+        elif len(sw) == 1:
+            (p,) = sw
+            self._rerate([p, j] if p < j else [j, p], t)
+        else:
+            self._rerate(sorted({j, *sw}), t)
 
     def _refresh_share_range(self, j: int) -> None:
         allg = self.gpus_of(j)
