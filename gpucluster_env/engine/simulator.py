@@ -10,7 +10,13 @@ MPS active-thread share in tenths (10 = 100%). A job runs as one or more *copies
 forked, HadarE), each a gang of GPUs; its rate is the sum of its copies' rates.
 
 The engine knows nothing of Gymnasium: it exposes decision points (:meth:`ClusterEngine.advance`) and applies
-typed actions (:meth:`ClusterEngine.apply`).
+typed actions (:meth:`ClusterEngine.apply`), or the same actions from plain ints without building the action
+objects (:meth:`ClusterEngine.place_job`, ``colocate_job``, ``calibrate_job``, ``preempt_job``, ``fork_job``).
+
+Bit-for-bit determinism is a contract (same seed, same floats, same log): the hot paths read numpy state as
+Python scalars and static tables as Python lists, which carry the same values, and compute with the same IEEE
+operations in the same order; values that reach the event log, the clock or ``sharing_benefits`` keep the
+numpy types they had.
 """
 
 from __future__ import annotations
@@ -96,7 +102,7 @@ class _Copy:
 
     __slots__ = ("g", "n", "gpu", "t", "speed", "sab", "_g2", "_g2p1", "homog", "spd", "types", "xi_tm", "tcn",
                  "steal_num", "comm", "min_mem", "solo_iter", "n_nodes", "s", "delta", "comm_pow", "inv_delta",
-                 "gl", "xi_tl", "order", "frees")
+                 "gl", "xi_tl", "order", "frees", "tcnf", "speedf")
 
     g: np.ndarray  # the GPUs
     n: int
@@ -120,11 +126,10 @@ class _Copy:
     min_mem: float  # smallest GPU memory of the copy
     solo_iter: float  # iteration time alone at full share (xi = 1 on every worker)
     xi_tl: list  # homog: ``xi_tm`` as nested lists
+    tcnf: float  # homog: float(tcn), float(speed)
+    speedf: float
     order: np.ndarray | None  # n > 1, homog: the GPUs in plan_colocate's order (computed when first needed)
     frees: list[tuple[int, int]] | None  # n > 1: (index into free_nt's flat view, GPUs there), when needed
-
-    def __init__(self) -> None:
-        self._g2 = self.order = self.frees = None
 
     @property
     def g2(self) -> np.ndarray:
@@ -259,7 +264,6 @@ class ClusterEngine:
         self._xi_free_l = self.xi_free.tolist()
         self._demand_l = self.demand_m.tolist()
         self._speed_l = self.speed_mt.tolist()
-        self._intra_bw_l = self.type_intra_bw.tolist()
         self._req_l = self.req_gpus.tolist()
         self._model_l = self.job_model.tolist()
         self._batch_l = self.batch.tolist()
@@ -272,6 +276,8 @@ class ClusterEngine:
         self._node_size_l = self.node_size.tolist()
         # placement on Python lists when the cluster has few nodes (else numpy, which scales better)
         self._small = self.num_nodes <= 64
+        self._stealing = self.config.sample_stealing
+        self._calib_overhead = self.config.calibration_overhead_s
         self._copy_cache: dict[tuple, tuple] = {}  # _new_copy's constants of a one-type copy, by its key
 
     def _solo_times(self) -> np.ndarray:
@@ -322,7 +328,10 @@ class ClusterEngine:
         self._pending: dict[int, None] = {}
         self._running: dict[int, None] = {}
         self._forked: set[int] = set()
-        self._heap: list[tuple[float, int, int, int, int]] = []
+        # events (time as a Python float, kind, sequence, job, version, time as given): compared by the float
+        # time, kind and sequence (unique), in the same order as the times themselves; the time as given
+        # (None for completions: a numpy float) keeps its type for the clock
+        self._heap: list[tuple[float, int, int, int, int, float | None]] = []
         self._seq = 0
         self._next_arrival = 0
         self.n_done = 0
@@ -387,16 +396,23 @@ class ClusterEngine:
         self._seq += 1
         # at equal times completions come first (then rounds, ticks, idle): a job done exactly at a round
         # boundary must not pay that round's consolidation
-        heapq.heappush(self._heap, (t, kind, self._seq, job, version))
+        heapq.heappush(self._heap, (float(t), kind, self._seq, job, version, t))
 
     @property
     def done(self) -> bool:
         return self.n_done == self.n_jobs
 
     def _next_time(self) -> float:
-        t = self._heap[0][0] if self._heap else math.inf
-        if self._next_arrival < self.n_jobs:
-            t = min(t, self.submit[self._next_arrival])
+        heap = self._heap
+        if heap:
+            t = heap[0][5]
+            if t is None:  # a completion: its time is a numpy float
+                t = np.float64(heap[0][0])
+        else:
+            t = math.inf
+        i = self._next_arrival
+        if i < self.n_jobs and self._submit_l[i] < t:  # min(t, submit[i])
+            t = self.submit[i]
         return t
 
     def _accumulate_util(self, t: float) -> None:
@@ -410,7 +426,7 @@ class ClusterEngine:
         """Run time forward to the next decision point (the ``wait`` action) and return its reasons:
         some of ``arrival``, ``completion``, ``round``, ``tick``, ``idle``. Returns ``()`` when done."""
         self.counts["decisions"] += 1
-        while not self.done:
+        while self.n_done != self.n_jobs:  # not self.done
             t = self._next_time()
             if t == math.inf:
                 if self._running:
@@ -428,7 +444,7 @@ class ClusterEngine:
         self._accumulate_util(t)
         self.now = t
         reasons: list[str] = []
-        while self._next_arrival < self.n_jobs and self.submit[self._next_arrival] <= t:
+        while self._next_arrival < self.n_jobs and self._submit_l[self._next_arrival] <= t:
             j = self._next_arrival
             self._next_arrival += 1
             self.status[j] = PENDING
@@ -438,10 +454,11 @@ class ClusterEngine:
             self.log.add(t, "arrive", j)
             if "arrival" not in reasons:
                 reasons.append("arrival")
-        while self._heap and self._heap[0][0] <= t:
-            _, kind, _, j, ver = heapq.heappop(self._heap)
+        heap = self._heap
+        while heap and heap[0][0] <= t:
+            _, kind, _, j, ver, _ = heapq.heappop(heap)
             if kind == _FINISH:
-                if self.version[j] != ver or self.status[j] != RUNNING:
+                if self.version.item(j) != ver or self.status.item(j) != RUNNING:
                     continue
                 self._finish(j, t)
                 if "completion" not in reasons:
@@ -500,7 +517,7 @@ class ClusterEngine:
         if r > 0:
             finish = max(t, self.active_from[j]) + self.remaining[j] / r
             self._seq += 1
-            heapq.heappush(self._heap, (finish, _FINISH, self._seq, j, v))
+            heapq.heappush(self._heap, (float(finish), _FINISH, self._seq, j, v, None))
 
     def _update_rates(self, jobs: set[int] | list[int], t: float) -> None:
         self._rerate(sorted(jobs), t)
@@ -511,7 +528,10 @@ class ClusterEngine:
         status, last_t, active, rate, remaining, version = (
             self.status, self.last_t, self.active_from, self.rate, self.remaining, self.version)
         held_shared, share_lo, solo_rate, consts = self.held_shared, self.share_lo, self.solo_rate, self._copy_consts
+        share_hi, shared_with, jm = self.share_hi, self._shared_with, self._model_l
+        uniform_ok = not self._stealing
         heap = self._heap
+        tf = float(t)  # the same value
         for j in jobs:
             if status.item(j) != RUNNING:
                 continue
@@ -519,30 +539,62 @@ class ClusterEngine:
             af = active.item(j)
             start = max(last, af)
             rem = None
-            if t > start:
+            if tf > start:
                 r0 = rate.item(j)
                 if r0 > 0:
-                    rem = max(0.0, remaining.item(j) - r0 * (t - start))
+                    rem = max(0.0, remaining.item(j) - r0 * (tf - start))
                     remaining[j] = rem
-            last_t[j] = max(last, t)
+            last_t[j] = max(last, tf)
             v = version.item(j) + 1
             version[j] = v
             # r = self._job_rate(j)
-            if held_shared.item(j) == 0 and share_lo.item(j) == _TENTHS_MAX and (r := solo_rate.item(j)) > 0:
+            hs = held_shared.item(j)
+            sh = share_lo.item(j)
+            if hs == 0 and sh == _TENTHS_MAX and (r := solo_rate.item(j)) > 0:
                 pass  # alone at full share on every GPU: xi = 1 everywhere
             else:
                 cs = consts.get(j, ())
                 if len(cs) == 1:
-                    r = 0 + 1.0 / self._copy_time(j, cs[0])  # as sum() of one term
+                    c = cs[0]
+                    r = 0.0
+                    if c.n > 1 and uniform_ok and c.homog and sh == share_hi.item(j):
+                        # _copy_time's path for one share everywhere, inlined (the same operations)
+                        tab = c.xi_tl
+                        xmax = tab[0][sh][_TENTHS_MAX] if hs < c.n else 0.0
+                        for p in shared_with.get(j, ()):
+                            sp = share_lo.item(p)
+                            if sp != share_hi.item(p):
+                                break
+                            x = tab[jm[p] + 1][sh][sp]
+                            if x > xmax:
+                                xmax = x
+                        else:
+                            tc = c.tcnf / (c.speedf / xmax)
+                            s = c.s
+                            r = 0 + 1.0 / (float(s * tc) if c.comm <= 0.0 else
+                                           (s - 1) * tc + (tc**c.delta + c.comm_pow) ** c.inv_delta)
+                    elif c.n == 1:  # _copy_time's path for one GPU, inlined (the same operations)
+                        g2 = 2 * c.gpu
+                        sj, ss = self._sj_flat, self._ss_flat
+                        mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
+                        partner = sj.item(other)
+                        m = jm[j]
+                        x = 1.0
+                        if partner >= 0:
+                            x += (self._xi_free_l[c.t][m][jm[partner]] - 1.0) * ss.item(other) * SHARE_STEP
+                        x /= min(1.0, ss.item(mine) * SHARE_STEP / self._demand_l[m])
+                        r = 0 + 1.0 / (c.sab * x / c.speed)
+                    if not r:
+                        r = 0 + 1.0 / self._copy_time(j, c)  # as sum() of one term
                 else:
                     r = sum(1.0 / self._copy_time(j, c) for c in cs)
             rate[j] = r
             if r > 0:
                 if rem is None:
                     rem = remaining.item(j)
-                # max(t, active_from[j]) + remaining[j] / r, a numpy float as before
+                # at max(t, active_from[j]) + remaining[j] / r
                 self._seq += 1
-                heapq.heappush(heap, (np.float64(max(t, af) + rem / r), _FINISH, self._seq, j, v))
+                heapq.heappush(heap, (max(tf, af) + rem / r, _FINISH, self._seq, j, v, None))
 
     def remaining_now(self) -> np.ndarray:
         """Remaining iterations of every job at the current time (settled view, nothing mutated)."""
@@ -636,6 +688,7 @@ class ClusterEngine:
         """The constants of a copy of job ``j`` on ``g`` at accumulation ``s`` (see :class:`_Copy`); ``t``: the
         GPU type of every GPU of ``g`` when the caller knows it is one; ``gl``: ``g.tolist()`` if at hand."""
         c = _Copy()
+        c._g2 = c.order = c.frees = None
         m = self._model_l[j]
         batch = self._batch_l[j]
         n = len(g)
@@ -666,7 +719,7 @@ class ClusterEngine:
             if k is None:
                 k = self._copy_cache[key] = self._homog_copy(m, batch, s, t, n, n_nodes)
             (c.tcn, c.steal_num, c.speed, c.xi_tm, c.xi_tl, c.min_mem, c.spd, c.comm, c.delta, c.inv_delta,
-             c.comm_pow, c.solo_iter) = k
+             c.comm_pow, c.solo_iter, c.tcnf, c.speedf) = k
             c.t, c.s = t, s
             return c
         p = self.profiles[m]
@@ -711,7 +764,7 @@ class ClusterEngine:
             tc = tcn / spd_min
         solo_iter = float(iteration_time(tc, s, comm, p.delta))
         return (tcn, steal_num, speed, self._xi_tab[t, m + 1], self._xi_tab_l[t][m + 1], min_mem, spd, comm,
-                p.delta, 1.0 / p.delta, comm_pow, solo_iter)
+                p.delta, 1.0 / p.delta, comm_pow, solo_iter, float(tcn), float(speed))
 
     def _copy_time(self, j: int, c: _Copy) -> float:
         """``copy_iter_time(j, c.g)`` (the copy's true iteration time now) from the copy's constants: the same
@@ -729,7 +782,7 @@ class ClusterEngine:
             x /= min(1.0, ss.item(mine) * SHARE_STEP / self._demand_l[m])
             return c.sab * x / c.speed
         s = c.s
-        stealing = self.config.sample_stealing
+        stealing = self._stealing
         if c.homog and not stealing:
             # The largest worker xi from a few table lookups, when j and each of its partners has one MPS share
             # on all its GPUs (then each worker's xi is that of its partner, or of no partner).
@@ -747,7 +800,7 @@ class ClusterEngine:
                     if x > xmax:
                         xmax = x
                 else:  # min over workers of speed / xi = speed / max xi (division is monotonic)
-                    tc = float(c.tcn) / (float(c.speed) / xmax)
+                    tc = c.tcnf / (c.speedf / xmax)  # float(c.tcn) / (float(c.speed) / xmax)
                     # iteration_time(tc, s, comm, delta) on Python floats (the same IEEE operations and libm pow)
                     if c.comm <= 0.0:
                         return float(s * tc)
@@ -808,6 +861,11 @@ class ClusterEngine:
                 if n == 1:
                     self._sj_flat[2 * c.gpu] = j
                     self._ss_flat[2 * c.gpu] = _TENTHS_MAX
+                elif n <= 16:
+                    sjf, ssf = self._sj_flat, self._ss_flat
+                    for x in c.gl:
+                        sjf[2 * x] = j
+                        ssf[2 * x] = _TENTHS_MAX
                 else:
                     self.slot_job[gpus, 0] = j
                     self.slot_share[gpus, 0] = _TENTHS_MAX
@@ -821,6 +879,11 @@ class ClusterEngine:
                 if n == 1:
                     self._sj_flat[2 * c.gpu + 1] = j
                     self._ss_flat[2 * c.gpu + 1] = _TENTHS_MAX
+                elif n <= 16:
+                    sjf, ssf = self._sj_flat, self._ss_flat
+                    for x in c.gl:
+                        sjf[2 * x + 1] = j
+                        ssf[2 * x + 1] = _TENTHS_MAX
                 else:
                     self.slot_job[gpus, 1] = j
                     self.slot_share[gpus, 1] = _TENTHS_MAX
@@ -932,9 +995,36 @@ class ClusterEngine:
                 self._count(self.busy_t, self.gpu_type[gpus], -1)
             self.held[j] -= n
             return set()
+        with_j = self._shared_with.get(j, {})
+        if len(with_j) == 1 and self.held.item(j) == n:
+            (p, k), = with_j.items()
+            if k == n and n <= 32:  # every GPU held with one partner p: p keeps (or moves to) slot 0 at its share
+                sjf, ssf = self._sj_flat, self._ss_flat
+                for x in (gpus.tolist() if c is None else c.gl):
+                    i = 2 * x
+                    if sjf.item(i) == j:
+                        sjf[i] = p
+                        ssf[i] = ssf.item(i + 1)
+                    sjf[i + 1] = -1
+                    ssf[i + 1] = _TENTHS_MAX
+                self.shared_gpus -= n
+                if t1 is not None:
+                    self.shared_t[t1] -= n
+                else:
+                    self._count(self.shared_t, self.gpu_type[gpus], -1)
+                self.held_shared[j] -= n
+                self.held_shared[p] -= n
+                # self._pair(j, {p: n}, -1): j and p share nothing any more
+                sw = self._shared_with
+                theirs = sw[p]
+                del with_j[p], theirs[j]
+                if not theirs:
+                    del sw[p]
+                del sw[j]
+                self.held[j] -= n
+                return {p}
         if n <= 32:
             return self._vacate_shared(j, gpus.tolist() if c is None else c.gl)
-        with_j = self._shared_with.get(j, {})
         if len(with_j) == 1 and self.held.item(j) == n:
             (p, k), = with_j.items()
             if k == n:  # every GPU held with one partner p: p keeps (or moves to) slot 0 at its share
@@ -1252,11 +1342,16 @@ class ClusterEngine:
         """GPUs ``pg`` with their nodes by GPUs of pg on them (most first, ties by node index), GPUs in pg
         order within (the order of ``pg[argsort(node - count * num_nodes, kind="stable")]``)."""
         gn = self._gpu_node_l
-        per_node: dict[int, int] = {}
+        groups: dict[int, list[int]] = {}
         for x in pg:
             k = gn[x]
-            per_node[k] = per_node.get(k, 0) + 1
-        return sorted(pg, key=lambda x: (-per_node[gn[x]], gn[x]))
+            if k in groups:
+                groups[k].append(x)
+            else:
+                groups[k] = [x]
+        if len(groups) == 1:
+            return pg
+        return [x for k in sorted(groups, key=lambda k: (-len(groups[k]), k)) for x in groups[k]]
 
     def _plan_colocate_on(self, pg: np.ndarray, need: int) -> np.ndarray | None:
         """plan_colocate given the partner's singly-held GPUs ``pg`` (not empty)."""
@@ -1509,7 +1604,7 @@ class ClusterEngine:
         self.accum[j] = s
         p = self.profiles[self._model_l[j]]
         self.footprint[j] = p.mem_base_gb + p.mem_per_sample_gb * (self._batch_l[j] / s)  # memory_gb(batch / s)
-        self.queue_s[j] += t - self.pending_since[j]
+        self.queue_s[j] = self.queue_s.item(j) + (t - self.pending_since.item(j))  # queue_s[j] += ...
         if math.isnan(self.first_start.item(j)):
             self.first_start[j] = t
         self.last_t[j] = t
@@ -1607,7 +1702,14 @@ class ClusterEngine:
 
     def _preempt(self, j: int) -> None:
         t = self.now
-        self._settle(j, t)
+        # self._settle(j, t)
+        last = self.last_t.item(j)
+        start = max(last, self.active_from.item(j))
+        if t > start:
+            rate = self.rate.item(j)
+            if rate > 0:
+                self.remaining[j] = max(0.0, self.remaining.item(j) - rate * (t - start))
+        self.last_t[j] = max(last, t)
         self._running.pop(j, None)
         self._forked.discard(j)
         self._pending[j] = None
@@ -1615,9 +1717,9 @@ class ClusterEngine:
         self.status[j] = PENDING
         self.rate[j] = 0.0
         self.solo_rate[j] = 0.0
-        self.version[j] += 1
+        self.version[j] = self.version.item(j) + 1
         self.pending_since[j] = t
-        self.n_preempt[j] += 1
+        self.n_preempt[j] = self.n_preempt.item(j) + 1
         self.counts["preemptions"] += 1
         partners = self._vacate_all(j)
         self.log.records.append((t, "preempt", j, None))  # log.add(t, "preempt", j)
@@ -1639,7 +1741,14 @@ class ClusterEngine:
             if len(cs) == 1:  # j's slot on each GPU, as flat indices into the slot arrays
                 c = cs[0]
                 gl = c.gl
-                if c.n == 1:
+                if lo == hi and c.n > 1 and self.held_shared.item(j):  # one share: set GPU by GPU
+                    pos = None
+                    sjf, ssf = self._sj_flat, self._ss_flat
+                    v = lo + step
+                    for x in gl:
+                        i = 2 * x + (sjf.item(2 * x + 1) == j)
+                        ssf[i] = v
+                elif c.n == 1:
                     pos = 2 * c.gpu + (self._sj_flat.item(2 * c.gpu + 1) == j)
                 elif self.held_shared.item(j) == 0:  # alone on every GPU, so in slot 0
                     pos = c.g2
@@ -1657,7 +1766,8 @@ class ClusterEngine:
             pos = 2 * g + (self._sj_flat[2 * g + 1] == j)
         if gpus is None and lo == hi:
             # one share on every GPU, and the check above keeps lo + step within bounds
-            self._ss_flat[pos] = lo + step
+            if pos is not None:
+                self._ss_flat[pos] = lo + step
             self.share_lo[j] = self.share_hi[j] = lo + step
         else:
             cur = self._ss_flat[pos]
@@ -1672,12 +1782,18 @@ class ClusterEngine:
                 self._refresh_share_range(j)
         self.counts["squeezes" if step < 0 else "swells"] += 1
         t = self.now
-        if self.config.calibration_overhead_s > 0:
+        if self._calib_overhead > 0:
             self._settle(j, t)
             self.active_from[j] = max(self.active_from[j], t + self.config.calibration_overhead_s)
         self.log.records.append((t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]}))  # log.add(...)
         sw = self._shared_with.get(j)
-        self._rerate(sorted({j, *sw}) if sw else [j], t)
+        if not sw:
+            self._rerate([j], t)
+        elif len(sw) == 1:
+            (p,) = sw
+            self._rerate([p, j] if p < j else [j, p], t)
+        else:
+            self._rerate(sorted({j, *sw}), t)
 
     def _refresh_share_range(self, j: int) -> None:
         allg = self.gpus_of(j)
