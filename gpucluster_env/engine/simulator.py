@@ -527,9 +527,6 @@ class ClusterEngine:
         of each running one, inlined (the same operations on the same values)."""
         status, last_t, active, rate, remaining, version = (
             self.status, self.last_t, self.active_from, self.rate, self.remaining, self.version)
-        held_shared, share_lo, solo_rate, consts = self.held_shared, self.share_lo, self.solo_rate, self._copy_consts
-        share_hi, shared_with, jm = self.share_hi, self._shared_with, self._model_l
-        uniform_ok = not self._stealing
         heap = self._heap
         tf = float(t)  # the same value
         for j in jobs:
@@ -547,47 +544,7 @@ class ClusterEngine:
             last_t[j] = max(last, tf)
             v = version.item(j) + 1
             version[j] = v
-            # r = self._job_rate(j)
-            hs = held_shared.item(j)
-            sh = share_lo.item(j)
-            if hs == 0 and sh == _TENTHS_MAX and (r := solo_rate.item(j)) > 0:
-                pass  # alone at full share on every GPU: xi = 1 everywhere
-            else:
-                cs = consts.get(j, ())
-                if len(cs) == 1:
-                    c = cs[0]
-                    r = 0.0
-                    if c.n > 1 and uniform_ok and c.homog and sh == share_hi.item(j):
-                        # _copy_time's path for one share everywhere, inlined (the same operations)
-                        tab = c.xi_tl
-                        xmax = tab[0][sh][_TENTHS_MAX] if hs < c.n else 0.0
-                        for p in shared_with.get(j, ()):
-                            sp = share_lo.item(p)
-                            if sp != share_hi.item(p):
-                                break
-                            x = tab[jm[p] + 1][sh][sp]
-                            if x > xmax:
-                                xmax = x
-                        else:
-                            tc = c.tcnf / (c.speedf / xmax)
-                            s = c.s
-                            r = 0 + 1.0 / (float(s * tc) if c.comm <= 0.0 else
-                                           (s - 1) * tc + (tc**c.delta + c.comm_pow) ** c.inv_delta)
-                    elif c.n == 1:  # _copy_time's path for one GPU, inlined (the same operations)
-                        g2 = 2 * c.gpu
-                        sj, ss = self._sj_flat, self._ss_flat
-                        mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
-                        partner = sj.item(other)
-                        m = jm[j]
-                        x = 1.0
-                        if partner >= 0:
-                            x += (self._xi_free_l[c.t][m][jm[partner]] - 1.0) * ss.item(other) * SHARE_STEP
-                        x /= min(1.0, ss.item(mine) * SHARE_STEP / self._demand_l[m])
-                        r = 0 + 1.0 / (c.sab * x / c.speed)
-                    if not r:
-                        r = 0 + 1.0 / self._copy_time(j, c)  # as sum() of one term
-                else:
-                    r = sum(1.0 / self._copy_time(j, c) for c in cs)
+            r = self._job_rate(j)
             rate[j] = r
             if r > 0:
                 if rem is None:
@@ -1007,22 +964,7 @@ class ClusterEngine:
                         ssf[i] = ssf.item(i + 1)
                     sjf[i + 1] = -1
                     ssf[i + 1] = _TENTHS_MAX
-                self.shared_gpus -= n
-                if t1 is not None:
-                    self.shared_t[t1] -= n
-                else:
-                    self._count(self.shared_t, self.gpu_type[gpus], -1)
-                self.held_shared[j] -= n
-                self.held_shared[p] -= n
-                # self._pair(j, {p: n}, -1): j and p share nothing any more
-                sw = self._shared_with
-                theirs = sw[p]
-                del with_j[p], theirs[j]
-                if not theirs:
-                    del sw[p]
-                del sw[j]
-                self.held[j] -= n
-                return {p}
+                return self._leave_partner(j, p, n, gpus, t1)
         if n <= 32:
             return self._vacate_shared(j, gpus.tolist() if c is None else c.gl)
         if len(with_j) == 1 and self.held.item(j) == n:
@@ -1035,22 +977,7 @@ class ClusterEngine:
                 if n1 in (0, n):
                     self.slot_job[gpus, 1] = -1
                     self.slot_share[gpus, 1] = _TENTHS_MAX
-                    self.shared_gpus -= n
-                    if t1 is not None:
-                        self.shared_t[t1] -= n
-                    else:
-                        self._count(self.shared_t, self.gpu_type[gpus], -1)
-                    self.held_shared[j] -= n
-                    self.held_shared[p] -= n
-                    # self._pair(j, {p: n}, -1): j and p share nothing any more
-                    sw = self._shared_with
-                    theirs = sw[p]
-                    del with_j[p], theirs[j]
-                    if not theirs:
-                        del sw[p]
-                    del sw[j]
-                    self.held[j] -= n
-                    return {p}
+                    return self._leave_partner(j, p, n, gpus, t1)
         sj = self.slot_job[gpus]
         in0 = sj[:, 0] == j
         other = np.where(in0, sj[:, 1], sj[:, 0])
@@ -1086,6 +1013,26 @@ class ClusterEngine:
             self._count(self.busy_t, self.gpu_type[fg], -1)
         self.held[j] -= len(gpus)
         return partners
+
+    def _leave_partner(self, j: int, p: int, n: int, gpus: np.ndarray, t1: int | None) -> set[int]:
+        """The counts of :meth:`_vacate` once job ``j`` has left the ``n`` GPUs ``gpus`` it shared, every one,
+        with its only partner ``p`` (``t1``: their one GPU type, or None): returns ``{p}``."""
+        self.shared_gpus -= n
+        if t1 is not None:
+            self.shared_t[t1] -= n
+        else:
+            self._count(self.shared_t, self.gpu_type[gpus], -1)
+        self.held_shared[j] -= n
+        self.held_shared[p] -= n
+        # self._pair(j, {p: n}, -1): j and p share nothing any more
+        sw = self._shared_with
+        theirs = sw[p]
+        del sw[j][p], theirs[j]
+        if not theirs:
+            del sw[p]
+        del sw[j]
+        self.held[j] -= n
+        return {p}
 
     def _vacate_shared(self, j: int, gl: list[int]) -> set[int]:
         """:meth:`_vacate` GPU by GPU on scalars (for a few GPUs, some shared): the same slot contents and
@@ -1702,14 +1649,7 @@ class ClusterEngine:
 
     def _preempt(self, j: int) -> None:
         t = self.now
-        # self._settle(j, t)
-        last = self.last_t.item(j)
-        start = max(last, self.active_from.item(j))
-        if t > start:
-            rate = self.rate.item(j)
-            if rate > 0:
-                self.remaining[j] = max(0.0, self.remaining.item(j) - rate * (t - start))
-        self.last_t[j] = max(last, t)
+        self._settle(j, t)
         self._running.pop(j, None)
         self._forked.discard(j)
         self._pending[j] = None
