@@ -1466,9 +1466,7 @@ class ClusterEngine:
                 f"place(job {j!r}): no GPU type with index {t!r} (this cluster has {', '.join(self.type_names)})"
             )
         action = (Place, (j, None if t is None else self.type_names[t]))
-        if not (type(j) is int and 0 <= j < self.n_jobs):
-            self._check_job(action, j)
-            j = int(j)
+        j = self._job_index(action, j)
         self._place(action, j, None if t is None else int(t), None)
 
     def colocate_job(self, j: int, partner: int, accumulation: int | None) -> None:
@@ -1477,9 +1475,7 @@ class ClusterEngine:
         ActionError."""
         self.counts["actions"] += 1
         action = (Colocate, (j, partner, accumulation))
-        if not (type(j) is int and 0 <= j < self.n_jobs):
-            self._check_job(action, j)
-            j = int(j)
+        j = self._job_index(action, j)
         if not (type(partner) is int and 0 <= partner < self.n_jobs):
             self._check_job(action, partner)
             partner = int(partner)
@@ -1638,13 +1634,23 @@ class ClusterEngine:
             partners |= self._vacate(j, g, c)
         return partners
 
-    def _preempt_checked(self, action: Action | tuple, j: int) -> None:
+    def _job_index(self, action: Action | tuple, j: int) -> int:
+        """Job ``j`` as a Python int, or the ActionError naming ``action`` when it is no job of the episode."""
         if not (type(j) is int and 0 <= j < self.n_jobs):
             self._check_job(action, j)
             j = int(j)
+        return j
+
+    def _running_index(self, action: Action | tuple, j: int) -> int:
+        """:meth:`_job_index`, and the ActionError naming ``action`` when the job is not running."""
+        j = self._job_index(action, j)
         st = self.status.item(j)
         if st != RUNNING:
             raise ActionError(f"{self._typed(action)}: job {j} is {STATUS_NAMES[st]}, not running")
+        return j
+
+    def _preempt_checked(self, action: Action | tuple, j: int) -> None:
+        j = self._running_index(action, j)
         self._preempt(j)
 
     def _preempt(self, j: int) -> None:
@@ -1666,12 +1672,7 @@ class ClusterEngine:
         self._rerate(sorted(partners), t)
 
     def _calibrate(self, action: Action | tuple, j: int, step: int, gpus: tuple[int, ...] | None) -> None:
-        if not (type(j) is int and 0 <= j < self.n_jobs):
-            self._check_job(action, j)
-            j = int(j)
-        st = self.status.item(j)
-        if st != RUNNING:
-            raise ActionError(f"{self._typed(action)}: job {j} is {STATUS_NAMES[st]}, not running")
+        j = self._running_index(action, j)
         lo, hi = self.share_lo.item(j), self.share_hi.item(j)
         cs = self._copy_consts[j]
         if gpus is None:
@@ -1759,9 +1760,7 @@ class ClusterEngine:
         return g
 
     def _fork(self, action: Action | tuple, j: int, copies: int, gpus: tuple[int, ...] | None) -> None:
-        if not (type(j) is int and 0 <= j < self.n_jobs):
-            self._check_job(action, j)
-            j = int(j)
+        j = self._job_index(action, j)
         if self.config.round_s is None:
             raise ActionError(f"{self._typed(action)}: forking needs a round-based scenario (round_s is not set)")
         if self.status[j] != RUNNING:
