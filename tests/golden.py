@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import struct
 import sys
 from pathlib import Path
@@ -42,6 +43,12 @@ POLICY_CASES = (
     + [("gimbal-philly", p, 0) for p in ("fifo", "sjf-ffs", "castor")]
     + [("alibaba-hetero", p, 0) for p in ("fifo", "sjf-ffs", "castor")]
 )
+
+
+def portable_note(note: str) -> str:
+    """The trace note without the machine's data folder (``(/any/where/data/traces/x.csv)`` becomes
+    ``($DATA/traces/x.csv)``), so a checkout anywhere with the same data gives the same hashes."""
+    return re.sub(r"\((?:[^()]*/)?data/", "($DATA/", note)
 
 
 class Hasher:
@@ -99,6 +106,10 @@ def _engine_state(h: Hasher, eng: Any) -> None:
     h.update([list(x) for x in eng.sharing_benefits])
 
 
+def _portable_info(info: dict[str, Any]) -> dict[str, Any]:
+    return {**info, "trace": portable_note(info["trace"])} if "trace" in info else info
+
+
 def env_case(scenario: str, seed: int, box: bool = False) -> tuple[str, str]:
     """Random masked actions for :data:`ENV_STEPS` steps; returns (hash, trace note)."""
     from gpucluster_env.env import GPUClusterEnv
@@ -108,18 +119,18 @@ def env_case(scenario: str, seed: int, box: bool = False) -> tuple[str, str]:
     h = Hasher()
     obs, info = env.reset(seed=seed)
     h.update(obs)
-    h.update(info)
+    h.update(_portable_info(info))
     for _ in range(ENV_STEPS):
         mask = env.action_masks()
         h.update(mask)
         valid = np.flatnonzero(mask)
         a = int(valid[int(rng.integers(len(valid)))])
         obs, r, term, trunc, info = env.step(a)
-        h.update([obs, r, term, trunc, info])
+        h.update([obs, r, term, trunc, _portable_info(info)])
         if term or trunc:
             break
     _engine_state(h, env.engine)
-    note = env.trace_note
+    note = portable_note(env.trace_note)
     env.close()
     return h.hexdigest(), note
 
@@ -142,6 +153,7 @@ def policy_case(scenario: str, policy: str, seed: int) -> tuple[str, str]:
     finally:
         GPUClusterEnv.close = orig  # type: ignore[method-assign]
     h = Hasher()
+    res["trace"] = portable_note(res["trace"])
     h.update({k: v for k, v in res.items() if k != "wall_s"})
     _engine_state(h, envs[-1].engine)
     return h.hexdigest(), res["trace"]
