@@ -92,31 +92,37 @@ class FrameView:
         return Text.assemble(("util ", "bold"), ("▕", "dim"), sparkline(self.tl.utilization_series(t, n)),
                              ("▏", "dim"), no_wrap=True)
 
-    def _cell(self, g: int, state: ClusterState, shares: bool) -> Text:
+    def _cell(self, g: int, state: ClusterState, shares: bool, width: int) -> Text:
+        """GPU ``g`` in ``width`` characters: its job's index (``a◆b`` for two jobs sharing it), or with
+        ``shares`` each job's MPS share in percent, coloured by job; ``·`` when free."""
         jobs = state.slots[g]
         if not jobs:
-            return Text("  · ", style="dim")
-        parts = Text()
-        for k, j in enumerate(jobs):
+            return Text("·".rjust(width - 1) + " ", style="dim")
+        labels = [str(state.share.get((g, j), SHARE_MAX) * 10) if shares else str(j) for j in jobs]
+        text = "◆".join(labels)
+        if len(text) > width - 1:
+            labels = [x[: max(1, (width - 2) // 2)] for x in labels]
+            text = "◆".join(labels)
+        cell = Text(" " * max(0, width - 1 - len(text)))
+        for k, (j, label) in enumerate(zip(jobs, labels, strict=True)):
             if k:
-                parts.append("◆", style="bold")
-            label = f"{j}"
-            if shares:
-                label += f":{state.share.get((g, j), SHARE_MAX) * 10}"
-            parts.append(label.rjust(3) if len(jobs) == 1 else label, style=f"bold {job_style(j)}")
-        parts.append(" ")
-        return parts
+                cell.append("◆", style="bold")
+            cell.append(label, style=f"bold {job_style(j)}")
+        cell.append(" ")
+        return cell
 
-    def node_rows(self, nodes: list[int], state: ClusterState, shares: bool) -> list[Text]:
-        """One line per node: index, GPU type, then its GPU cells."""
+    def node_rows(self, nodes: list[int], state: ClusterState, shares: bool, width: int = 80) -> list[Text]:
+        """One line per node: index, GPU type, then its GPU cells, fitted to ``width`` columns."""
         tl = self.tl
         w_type = max(len(x) for x in tl.type_names)
+        per_node = max((tl.node_sizes[n] for n in nodes), default=1)
+        cell_w = max(4, min(8, (width - w_type - 5) // max(1, per_node)))
         rows = []
         for n in nodes:
             line = Text(f"{n:>3} {tl.node_types[n]:<{w_type}} ", style="bold", no_wrap=True, overflow="ellipsis")
             lo = tl.node_start[n]
             for g in range(lo, lo + tl.node_sizes[n]):
-                line.append_text(self._cell(g, state, shares))
+                line.append_text(self._cell(g, state, shares, cell_w))
             rows.append(line)
         return rows
 
@@ -154,43 +160,60 @@ class FrameView:
         note = f"{what} ({len(nodes)})"
         if pages > 1:
             note = f"{what} {shown[0]}–{shown[-1]} of {len(nodes)} ([ ] page {page + 1}/{pages})"
-        note += " · ◆ two jobs share a GPU" + (" · job:share%" if opts.shares else "")
-        return Group(*self.node_rows(shown, state, opts.shares)), note
+        note += " · ◆ 2 jobs on a GPU" + (" · cells: MPS share %" if opts.shares else "")
+        return Group(*self.node_rows(shown, state, opts.shares, opts.width)), note
 
-    def running_table(self, t: float, state: ClusterState, rows: int) -> Table:
+    def running_lines(self, t: float, state: ClusterState, rows: int) -> list[Text]:
+        """The running jobs in start order: index, model, GPUs held, progress bar and percent, xi (solo rate
+        over rate: the slowdown from sharing and shares; – when the record has no rate samples), partners."""
         tl = self.tl
-        table = Table(title=f"running ({len(state.running)})", box=None, header_style="bold", pad_edge=False,
-                      title_justify="left", title_style="bold")
-        for col, just in (("job", "right"), ("model", "left"), ("G", "right"), ("progress", "left"),
-                          ("ξ", "right"), ("with", "left")):
-            table.add_column(col, justify=just, no_wrap=True, overflow="ellipsis")
         jobs = list(state.running)
+        out = [Text(f"running ({len(jobs)})", style="bold"),
+               Text(f"{'job':>4} {'model':<10} {'G':>3} {'progress':<11} {'ξ':>5} with", style="bold")]
         for j in jobs[:rows]:
             frac, xi = tl.progress(j, t, state)
             bar = "█" * round(frac * 6) + "░" * (6 - round(frac * 6))
             partners = sorted({p for g in state.gpus.get(j, ()) for p in state.slots[g] if p != j})
-            info = tl.jobs[j]
-            ngpu = str(len(state.gpus.get(j, ())))
-            table.add_row(Text(str(j), style=f"bold {job_style(j)}"), info["model"][:10], ngpu,
-                          f"{bar}{frac:4.0%}", "–" if xi is None else f"{xi:.2f}",
-                          ",".join(map(str, partners))[:8])
+            xi_s = "–" if xi is None else f"{xi:.2f}"
+            line = Text(f"{j:>4}", style=f"bold {job_style(j)}")
+            line.append(f" {tl.jobs[j]['model'][:10]:<10} {len(state.gpus.get(j, ())):>3} {bar}{frac:>5.0%} "
+                        f"{xi_s:>5} {','.join(map(str, partners))}")
+            out.append(line)
         if len(jobs) > rows:
-            table.add_row("", Text(f"+{len(jobs) - rows} more", style="dim"), "", "", "", "")
-        return table
+            out.append(Text(f"     +{len(jobs) - rows} more", style="dim"))
+        return out
 
-    def queue_table(self, t: float, state: ClusterState, rows: int) -> Table:
+    def queue_lines(self, t: float, state: ClusterState, rows: int) -> list[Text]:
+        """The queue in order: index, model, GPUs asked, time waited since submission."""
         tl = self.tl
-        table = Table(title=f"queue ({len(state.pending)})", box=None, header_style="bold", pad_edge=False,
-                      title_justify="left", title_style="bold")
-        for col, just in (("job", "right"), ("model", "left"), ("G", "right"), ("waited", "right")):
-            table.add_column(col, justify=just, no_wrap=True)
         jobs = list(state.pending)
+        out = [Text(f"queue ({len(jobs)})", style="bold"),
+               Text(f"{'job':>4} {'model':<10} {'G':>3} {'waited':>7}", style="bold")]
         for j in jobs[:rows]:
             info = tl.jobs[j]
-            table.add_row(str(j), info["model"][:10], str(info["gpus"]), fmt_s(t - info["submit_s"]))
+            out.append(Text(f"{j:>4} {info['model'][:10]:<10} {info['gpus']:>3} {fmt_s(t - info['submit_s']):>7}"))
         if len(jobs) > rows:
-            table.add_row("", Text(f"+{len(jobs) - rows} more", style="dim"), "", "")
-        return table
+            out.append(Text(f"     +{len(jobs) - rows} more", style="dim"))
+        return out
+
+    def job_lines(self, t: float, state: ClusterState, rows: int, width: int) -> list[Text]:
+        """Running jobs beside the queue (stacked when ``width`` is under 70 columns)."""
+        if width < 70:
+            half = max(1, rows // 2 - 1)
+            return [*self.running_lines(t, state, half), *self.queue_lines(t, state, half)]
+        run, queue = self.running_lines(t, state, rows), self.queue_lines(t, state, rows)
+        right_w = 27
+        left_w = width - right_w - 2
+        out = []
+        for k in range(max(len(run), len(queue))):
+            left = run[k].copy() if k < len(run) else Text()
+            left.truncate(left_w, overflow="ellipsis", pad=True)
+            left.append("  ")
+            if k < len(queue):
+                left.append_text(queue[k])
+            left.no_wrap = True
+            out.append(left)
+        return out
 
     # ------------------------------------------------------------------ the frame
     def frame(self, t: float, opts: ViewOptions, status: str = "", footer: str = "") -> RenderableType:
@@ -202,13 +225,10 @@ class FrameView:
         grid, note = self.grid(state, opts, grid_rows)
         used = grid.row_count + 1 if isinstance(grid, Table) else len(grid.renderables)
         table_rows = max(MIN_TABLE_ROWS, opts.height - fixed - used - 3)
-        tables = Table.grid(expand=True, padding=(0, 1))
-        tables.add_column(ratio=3)
-        tables.add_column(ratio=2)
-        tables.add_row(self.running_table(t, state, table_rows), self.queue_table(t, state, table_rows))
+        jobs = self.job_lines(t, state, table_rows, opts.width)
         parts: list[RenderableType] = [
             self.header(t, status), self.metrics_line(t, state), self.spark(t, opts.width),
-            Text(note, style="dim", no_wrap=True, overflow="ellipsis"), grid, tables,
+            Text(note, style="dim", no_wrap=True, overflow="ellipsis"), grid, *jobs,
         ]
         if footer:
             parts.append(Text(footer, style="dim", no_wrap=True, overflow="ellipsis"))
