@@ -27,7 +27,7 @@ from .view import ViewOptions
 SPEEDS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400)
 """Simulated seconds per wall second the + and − keys step through."""
 FPS = 10
-KEYS_HELP = "space play/pause  ←/→ step  +/− speed  g time  m shares  z zoom  [ ] page  q quit"
+KEYS_HELP = "space pause  ←→ step  +− speed  g go to  m shares  z zoom  [] page  q quit"
 _TIME_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([smhd]?)\s*$")
 _UNIT = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
