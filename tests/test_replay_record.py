@@ -140,23 +140,36 @@ def test_typed_actions_round_trip_through_json():
         action_from_json({"type": "teleport"})
 
 
+def _random_rollout(env, rng, seed) -> None:
+    env.reset(seed=seed)
+    done = False
+    while not done:
+        valid = np.flatnonzero(env.unwrapped.action_masks())
+        _, _, term, trunc, _ = env.step(rng.choice(valid))  # numpy ints, as RL libraries give
+        done = term or trunc
+
+
 def test_recording_wrapper_for_rl_rollouts(tmp_path):
+    """Episodes reset with a seed, then without one (as vector envs do after the first), then one cut short by
+    gymnasium's TimeLimit: all three records verify."""
     env = RecordingWrapper(gym.make("gpucluster_env/Tiny-v0", scenario_options={"num_jobs": 10}),
                            tmp_path / "ep{episode}.jsonl", policy="random")
     rng = np.random.default_rng(0)
-    for ep in range(2):
-        env.reset(seed=ep)
-        done = False
-        while not done:
-            valid = np.flatnonzero(env.unwrapped.action_masks())
-            _, _, term, trunc, _ = env.step(rng.choice(valid))  # numpy ints, as RL libraries give
-            done = term or trunc
+    _random_rollout(env, rng, 7)
+    _random_rollout(env, rng, None)
     assert [p.name for p in env.written] == ["ep0.jsonl", "ep1.jsonl"]
-    for ep, p in enumerate(env.written):
-        rec = read_record(p)
-        assert rec.header["seed"] == ep and rec.header["scenario_options"] == {"num_jobs": 10}
+    recs = [read_record(p) for p in env.written]
+    assert recs[0].header["seed"] == 7 and recs[1].header["seed"] is None and recs[1].header["rng_state"]
+    assert recs[0].header["jobs"] != recs[1].header["jobs"]
+    for rec in recs:
+        assert rec.header["scenario_options"] == {"num_jobs": 10} and rec.metrics["end"] == "terminated"
         assert rec.header["env"]["observation"] == "dict" and all(isinstance(a, int) for a in rec.actions)
-        assert verify_record(rec).ok
+        assert verify_record(rec).ok, verify_record(rec).message
+    short = RecordingWrapper(gym.make("gpucluster_env/Tiny-v0", max_episode_steps=25), tmp_path / "short.jsonl")
+    _random_rollout(short, rng, 1)
+    rec = read_record(short.written[0])
+    assert rec.metrics["end"] == "wrapper" and len(rec.actions) == 25 and rec.metrics["jobs_done"] < 40
+    assert verify_record(rec).ok
 
 
 def test_scenario_options_are_read_off_the_scenario():

@@ -56,8 +56,10 @@ def env_settings(env: GPUClusterEnv) -> dict[str, Any]:
 
 
 def header_of(env: GPUClusterEnv, seed: int | None, policy: str, policy_options: dict[str, Any],
-              scenario_options: dict[str, Any] | None, catalog: str) -> dict[str, Any]:
-    """The record's first line for the episode ``env`` has just been reset to."""
+              scenario_options: dict[str, Any] | None, catalog: str, rng_state: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
+    """The record's first line for the episode ``env`` has just been reset to. ``rng_state``: the env's random
+    generator state before a reset without a seed (what a replay needs to draw the same episode)."""
     eng = env.engine
     return {
         "format": RECORD_FORMAT,
@@ -66,6 +68,7 @@ def header_of(env: GPUClusterEnv, seed: int | None, policy: str, policy_options:
         "scenario": env.scenario.name,
         "scenario_options": scenario_options if scenario_options is not None else scenario_options_of(env.scenario),
         "seed": seed,
+        **({"rng_state": rng_state} if seed is None and rng_state is not None else {}),
         "policy": policy,
         "policy_options": policy_options,
         "env": env_settings(env),
@@ -128,11 +131,11 @@ class EpisodeCapture:
         if changed:
             self.lines.append({"kind": "rate", "t": now, "jobs": changed})
 
-    def finish(self, metrics: dict[str, Any], truncated: bool) -> list[dict[str, Any]]:
-        """All lines, ending with the metrics line."""
+    def finish(self, metrics: dict[str, Any], end: str) -> list[dict[str, Any]]:
+        """All lines, ending with the metrics line; ``end`` says how the episode ended: ``terminated``,
+        ``truncated`` (by the environment) or ``wrapper`` (by an outer wrapper such as a time limit)."""
         tail = {"kind": "metrics", **{k: jsonable(v) for k, v in metrics.items()},
-                "actions": self.n_actions, "events": self._n_events,
-                "truncated": bool(truncated)}
+                "actions": self.n_actions, "events": self._n_events, "end": end}
         return [*self.lines, tail]
 
 
@@ -170,11 +173,13 @@ class RecordingWrapper(gym.Wrapper):
         return "custom"
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
-        obs, info = self.env.reset(seed=seed, options=options)
         base: GPUClusterEnv = self.env.unwrapped  # type: ignore[assignment]
+        # without a seed the episode is drawn from the env's generator: keep its state so a replay can redraw it
+        rng_state = base.np_random.bit_generator.state if seed is None else None
+        obs, info = self.env.reset(seed=seed, options=options)
         self.episode += 1
         header = header_of(base, seed, self.policy, self.policy_options, self.scenario_options,
-                           self._catalog_kind(base))
+                           self._catalog_kind(base), rng_state)
         self._capture = EpisodeCapture(base, header)
         return obs, info
 
@@ -185,7 +190,11 @@ class RecordingWrapper(gym.Wrapper):
         self._capture.step(action)
         _, _, terminated, truncated, info = out
         if terminated or truncated:
+            if "metrics" in info:  # the env itself ended the episode
+                metrics, end = info["metrics"], "terminated" if terminated else "truncated"
+            else:  # an outer wrapper (e.g. gymnasium's TimeLimit) cut it short
+                metrics, end = self.env.unwrapped.engine.metrics(), "wrapper"
             path = self.path.format(episode=self.episode) if "{episode" in self.path else self.path
-            self.written.append(write_lines(path, self._capture.finish(info["metrics"], truncated)))
+            self.written.append(write_lines(path, self._capture.finish(metrics, end)))
             self._capture = None
         return out
