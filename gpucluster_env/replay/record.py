@@ -100,6 +100,15 @@ def action_from_json(a: Any) -> Any:
     raise ValueError(f"not an action: {a!r}")
 
 
+def event_dict(t: float, kind: str, job: int, extra: dict[str, Any] | None) -> dict[str, Any]:
+    """An engine event-log record ``(t, kind, job, extra)`` as the record's event line (as ``EventLog`` writes
+    it)."""
+    d: dict[str, Any] = {"t": t, "kind": kind, "job": job}
+    if extra:
+        d.update(extra)
+    return d
+
+
 def jsonable(v: Any) -> Any:
     """``v`` with numpy scalars as Python numbers and NaN/inf as None (JSON has neither)."""
     if hasattr(v, "item") and not isinstance(v, list | dict | str):

@@ -19,7 +19,7 @@ import gymnasium as gym
 from .. import __version__
 from ..env.cluster_env import ACTION_KINDS, GPUClusterEnv
 from ..scenarios import SCENARIOS, Scenario
-from .record import RECORD_FORMAT, RECORD_VERSION, action_to_json, jsonable, write_lines
+from .record import RECORD_FORMAT, RECORD_VERSION, action_to_json, event_dict, jsonable, write_lines
 
 _SCALARS = (int, float, str, bool, type(None))
 
@@ -103,11 +103,7 @@ class EpisodeCapture:
     def _flush(self) -> None:
         eng = self.env.engine
         recs = eng.log.records
-        for t, kind, job, extra in recs[self._n_events:]:
-            d: dict[str, Any] = {"t": t, "kind": kind, "job": job}
-            if extra:
-                d.update(extra)
-            self.lines.append(d)
+        self.lines.extend(event_dict(*r) for r in recs[self._n_events:])
         self._n_events = len(recs)
         self._sample_rates(eng)
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..env.cluster_env import GPUClusterEnv
-from .record import Record, action_from_json, jsonable
+from .record import Record, action_from_json, event_dict, jsonable
 
 
 @dataclass(frozen=True)
@@ -44,13 +44,6 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _event_dict(t: float, kind: str, job: int, extra: dict[str, Any] | None) -> dict[str, Any]:
-    d: dict[str, Any] = {"t": t, "kind": kind, "job": job}
-    if extra:
-        d.update(extra)
-    return d
-
-
 def _describe(d: dict[str, Any] | None) -> str:
     if d is None:
         return "nothing"
@@ -84,7 +77,7 @@ def verify_record(rec: Record) -> VerifyResult:
         nonlocal checked
         recs = eng.log.records
         while checked < len(recs):
-            got = _event_dict(*recs[checked])
+            got = event_dict(*recs[checked])
             want = expected[checked] if checked < len(expected) else None
             if want != got:
                 return VerifyResult(False, f"event {checked}: record has {_describe(want)}, replay has "
