@@ -4,6 +4,7 @@ side by side, the ``replay`` command's exits, and the live UI driven in a real t
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import shutil
@@ -178,6 +179,32 @@ def test_replay_command_exits(records, tmp_path):
     assert r.returncode == 2 and "same scenario and seed" in r.stderr
     frames = _cli("replay", str(records["castor"]), "--frames", "3", "--no-live", NO_COLOR="1")
     assert frames.returncode == 0 and frames.stdout.count("castor-philly · castor · seed 0  t=") == 3
+    summary = json.loads(_cli("replay", str(records["castor"]), "--json").stdout)
+    assert summary["policy"] == "castor" and summary["jobs"] == 160 and summary["gpus"] == 128
+    assert summary["metrics"]["jobs_done"] == 160 and summary["actions"] > 0
+
+
+def test_version_1_records_still_play(records, tmp_path):
+    """A record as the runner wrote it before version 2 (header, events, metrics): it plays, with progress
+    from running time, and --verify explains why it cannot check it."""
+    lines = [json.loads(x) for x in Path(records["other-seed"]).read_text().splitlines()]
+    head = {k: lines[0][k] for k in ("scenario", "policy", "seed", "cluster", "jobs")}
+    v1 = [{"format": "gpucluster-replay", "version": 1, "options": {}, **head}]
+    v1 += [x for x in lines[1:] if x.get("kind") not in ("act", "rate")]
+    path = tmp_path / "v1.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in v1) + "\n")
+    rec = read_record(path)
+    tl = Timeline(rec)
+    assert not tl.has_rates and rec.actions == []
+    t, n = _busy_instant(tl)
+    st = tl.state(n)
+    j = next(iter(st.running))
+    frac, xi = tl.progress(j, t, st)
+    assert 0.0 <= frac <= 1.0 and xi is None
+    text = _plain(FrameView(tl).frame(t, ViewOptions(width=80, height=40)))
+    assert re.search(rf"^\s*{j} \w+\s+\d+ [█░]{{6}}\s+\d+%\s+–", text, re.M)
+    r = _cli("replay", str(path), "--verify")
+    assert r.returncode == 1 and "only version 2 records can be verified" in r.stderr
 
 
 def _tmux(*args: str) -> str:

@@ -132,7 +132,7 @@ class FrameView:
         table = Table(box=None, header_style="bold", pad_edge=False, title_justify="left")
         for col in ("type", "nodes", "GPUs", "busy", "shared", "free"):
             table.add_column(col, justify="left" if col == "type" else "right")
-        table.add_column("busy", no_wrap=True)
+        table.add_column("busy share", no_wrap=True)
         for ty in tl.type_names:
             gpus = [g for g in range(tl.num_gpus) if tl.gpu_type[g] == ty]
             busy = sum(1 for g in gpus if state.slots[g])
