@@ -209,3 +209,27 @@ def test_state_from_the_record_matches_the_engine_at_every_step(scenario, option
     assert any(len(s) == 2 for s in tl.state(len(tl.events) // 2).slots) or tl.record.metrics["colocations"] > 0
     if scenario == "hadar-philly":
         assert "fork" in kinds
+
+
+def test_events_that_contradict_each_other_name_their_line(tmp_path):
+    """A record whose lines parse but whose events cannot happen in that order (a job finishing twice, a third
+    job on a GPU) is refused when its state is rebuilt, naming the line."""
+    path = tmp_path / "ep.jsonl"
+    run_episode("tiny", "fifo", 0, record=path)
+    lines = path.read_text().splitlines()
+    fin = next(i for i, x in enumerate(lines) if '"kind":"finish"' in x)
+    twice = tmp_path / "twice.jsonl"
+    twice.write_text("\n".join([*lines[:fin + 1], lines[fin], *lines[fin + 1:]]) + "\n")
+    with pytest.raises(RecordError, match=rf"twice\.jsonl: line {fin + 2}: finish of job \d+, which is done"):
+        Timeline(read_record(twice))
+    k = next(i for i, x in enumerate(lines) if '"kind":"start"' in x)
+    start = json.loads(lines[k])
+    fork = {"t": start["t"], "kind": "fork", "job": start["job"], "gpus": start["gpus"]}
+    same_gpus = tmp_path / "same.jsonl"
+    same_gpus.write_text("\n".join([*lines[:k + 1], json.dumps(fork), *lines[k + 1:]]) + "\n")
+    with pytest.raises(RecordError, match=rf"same\.jsonl: line {k + 2}: fork of job \d+ on GPU \d+, which cannot"):
+        Timeline(read_record(same_gpus))
+    outside = tmp_path / "outside.jsonl"
+    outside.write_text("\n".join([*lines[:k + 1], json.dumps(fork | {"gpus": [99]}), *lines[k + 1:]]) + "\n")
+    with pytest.raises(RecordError, match=rf"outside\.jsonl: line {k + 2}: fork event names a GPU outside"):
+        read_record(outside)

@@ -60,6 +60,17 @@ class Record:
     rates: list[dict[str, Any]] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
     path: str = ""
+    event_lines: list[int] = field(default_factory=list)
+    """The file's line number of each event (for errors found when the events are replayed)."""
+
+    @property
+    def num_gpus(self) -> int:
+        return sum(int(n[1]) for n in self.header["cluster"])
+
+    def error(self, event: int, message: str) -> RecordError:
+        """A :class:`RecordError` about event ``event``, naming its line when the record came from a file."""
+        where = f"line {self.event_lines[event]}" if event < len(self.event_lines) else f"event {event}"
+        return RecordError(f"{self.path or 'record'}: {where}: {message}")
 
     @property
     def version(self) -> int:
@@ -169,8 +180,9 @@ def read_record(path: str | Path) -> Record:
                     raise RecordError(f"{name}: line {n}: expected a JSON object, got {type(d).__name__}")
                 if rec is None:
                     rec = Record(header=_check_header(d, name), path=name)
+                    n_gpus = rec.num_gpus
                 else:
-                    _add_line(rec, d, name, n)
+                    _add_line(rec, d, name, n, n_gpus)
     except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as e:
         if isinstance(e, FileNotFoundError | IsADirectoryError | PermissionError):
             raise
@@ -201,7 +213,7 @@ def _check_header(d: dict[str, Any], name: str) -> dict[str, Any]:
     return d
 
 
-def _add_line(rec: Record, d: dict[str, Any], name: str, n: int) -> None:
+def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) -> None:
     kind = d.get("kind")
     n_jobs = len(rec.header["jobs"])
     if kind == "act":
@@ -225,8 +237,13 @@ def _add_line(rec: Record, d: dict[str, Any], name: str, n: int) -> None:
             raise RecordError(f"{name}: line {n}: {kind} event needs a time 't' and a job index 'job'")
         if rec.events and t < rec.events[-1]["t"]:
             raise RecordError(f"{name}: line {n}: event time {t} goes back in time")
-        if kind in ("start", "fork", "squeeze", "swell") and not isinstance(d.get("gpus"), list):
-            raise RecordError(f"{name}: line {n}: {kind} event without its 'gpus'")
+        if kind in ("start", "fork", "squeeze", "swell"):
+            gpus = d.get("gpus")
+            if not isinstance(gpus, list) or not gpus:
+                raise RecordError(f"{name}: line {n}: {kind} event without its 'gpus'")
+            if not all(isinstance(g, int) and 0 <= g < n_gpus for g in gpus):
+                raise RecordError(f"{name}: line {n}: {kind} event names a GPU outside the cluster's {n_gpus}")
         rec.events.append(d)
+        rec.event_lines.append(n)
     else:
         raise RecordError(f"{name}: line {n}: unknown line kind {kind!r}")

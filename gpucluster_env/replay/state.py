@@ -134,6 +134,7 @@ class Timeline:
         last_t = self.t0
         for i, e in enumerate(self.events):
             t, j, kind = e["t"], e["job"], e["kind"]
+            self._check(i, e, st)
             dt = t - last_t
             ba += busy * dt
             sa += shared * dt
@@ -157,6 +158,23 @@ class Timeline:
             self._totals.append(Totals(t, done, len(st.pending), len(st.running), busy, shared, jct, ba, sa, ia))
             if (i + 1) % CHECKPOINT_EVERY == 0:
                 self._checkpoints.append(st.copy())
+
+    def _check(self, i: int, e: dict[str, Any], st: ClusterState) -> None:
+        """:class:`~.record.RecordError` naming the line if event ``i`` cannot follow the state before it."""
+        kind, j = e["kind"], e["job"]
+        if kind == "round":
+            return
+        need = {"arrive": FUTURE, "start": PENDING}.get(kind, RUNNING)
+        if j < 0 or st.status[j] != need:
+            names = ("not arrived", "pending", "running", "done")
+            now = names[st.status[j]] if j >= 0 else "no job"
+            raise self.record.error(i, f"{kind} of job {j}, which is {now} (replayed events disagree)")
+        if kind in ("start", "fork"):
+            full = [g for g in e["gpus"] if len(st.slots[g]) >= 2 or j in st.slots[g]]
+            if full:
+                raise self.record.error(i, f"{kind} of job {j} on GPU {full[0]}, which cannot take it")
+        elif kind in ("squeeze", "swell") and not set(e["gpus"]) <= set(st.gpus.get(j, ())):
+            raise self.record.error(i, f"{kind} of job {j} on a GPU it does not hold")
 
     # ------------------------------------------------------------------ access
     def index_at(self, t: float) -> int:
