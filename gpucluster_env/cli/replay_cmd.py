@@ -96,12 +96,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _verify(recs: list[Any], as_json: bool) -> int:
+    from rich.console import Console
+
     from gpucluster_env.cli.jsonout import dumps
     from gpucluster_env.replay.verify import verify_record
 
+    console = Console(stderr=True)
     results = []
     for r in recs:
-        res = verify_record(r)
+        with console.status(f"replaying {len(r.actions)} actions of {r.path} …", spinner="dots"):
+            res = verify_record(r)
         results.append({"file": r.path, "ok": res.ok, "message": res.message, "events_checked": res.events_checked,
                         "actions_replayed": res.actions_replayed, "mismatch_event": res.mismatch_event})
         if not as_json:
