@@ -3,19 +3,13 @@ reference agents and RL policies are scored."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..baselines.base import Policy, make_policy
 from ..env import GPUClusterEnv
-
-RECORD_FORMAT = "gpucluster-replay"
-RECORD_VERSION = 1
 
 
 def run_episode(
@@ -33,18 +27,24 @@ def run_episode(
     The environment is built with the policy's own :meth:`~gpucluster_env.baselines.base.Policy.env_kwargs`
     (e.g. ``castor-timeslice`` runs in the time-slicing world), then ``env_kwargs``, which win where both set
     a key. ``extra``, when given, is called on the finished environment and its entries are added to the
-    result (e.g. per-class statistics a harness wants beside the standard metrics)."""
+    result (e.g. per-class statistics a harness wants beside the standard metrics). The record is written by
+    :class:`gpucluster_env.replay.RecordingWrapper` (format in docs/replay.md)."""
     pol = make_policy(policy) if isinstance(policy, str) else policy
     kwargs: dict[str, Any] = {"observation": "dict" if pol.needs_observation else "none"}
     kwargs.update(pol.env_kwargs())
     kwargs.update(env_kwargs or {})
     env = GPUClusterEnv(scenario, scenario_options=scenario_options, **kwargs)
+    stepper: Any = env  # the env, or a recording wrapper around it
+    if record is not None:
+        from ..replay.recorder import RecordingWrapper
+
+        stepper = RecordingWrapper(env, record, pol.name, pol.options, scenario_options or {})
     t0 = time.perf_counter()
-    obs, info = env.reset(seed=seed)
+    obs, info = stepper.reset(seed=seed)
     pol.reset(env)
     steps = 0
     while True:
-        obs, _, terminated, truncated, info = env.step(pol.act(obs, env))
+        obs, _, terminated, truncated, info = stepper.step(pol.act(obs, env))
         steps += 1
         if terminated or truncated:
             break
@@ -62,43 +62,6 @@ def run_episode(
     }
     if extra is not None:
         result.update(extra(env))
-    if record is not None:
-        write_record(Path(record), env, result, scenario_options)
     env.close()
     return result
 
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, np.integer):
-        return int(v)
-    if isinstance(v, np.floating):
-        return float(v)
-    return v
-
-
-def write_record(path: Path, env: GPUClusterEnv, result: dict[str, Any], options: dict[str, Any] | None) -> None:
-    """A replay file: a header (scenario, cluster, jobs), the event log, and the metrics, one JSON per line."""
-    eng = env.engine
-    header = {
-        "format": RECORD_FORMAT,
-        "version": RECORD_VERSION,
-        "scenario": env.scenario.name,
-        "options": options or {},
-        "policy": result["policy"],
-        "policy_options": result.get("policy_options", {}),
-        "seed": result["seed"],
-        "trace": env.trace_note,
-        "cluster": [[eng.type_names[eng.node_type[n]], int(eng.node_size[n])] for n in range(eng.num_nodes)],
-        "jobs": [
-            {"id": str(eng.job_ids[j]), "model": eng.model_names[eng.job_model[j]], "gpus": int(eng.req_gpus[j]),
-             "submit_s": float(eng.submit[j]), "iterations": float(eng.iterations[j])}
-            for j in range(eng.n_jobs)
-        ],
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as f:
-        f.write(json.dumps(header) + "\n")
-        log = eng.log.to_jsonl()
-        if log:
-            f.write(log + "\n")
-        f.write(json.dumps({"kind": "metrics", **{k: _jsonable(v) for k, v in result.items()}}) + "\n")

@@ -4,6 +4,8 @@
   observation and mask included (measured first, so the FIFO run's garbage is not in its process).
 * FIFO through the standard runner on ``philly-scale`` (80,000 jobs on 2,490 GPUs by default): jobs simulated
   per second, wall time, engine decision points per second.
+* Replay frame rendering (``replay_frame_ms``): median milliseconds to draw one frame of the replay of a
+  500-job ``castor-philly`` episode (128 GPUs); see :mod:`gpucluster_env.replay.bench`.
 * Peak resident memory of the process.
 """
 
@@ -89,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
     gc.collect()
     with console.status(f"FIFO on {args.fifo_scenario}, {args.jobs} jobs …", spinner="dots"):
         out.update(bench_fifo(args.fifo_scenario, args.jobs, args.seed))
+    from gpucluster_env.replay.bench import frame_benchmark
+
+    with console.status("replay frames of a 500-job castor-philly episode …", spinner="dots"):
+        out.update(frame_benchmark())
     out["peak_rss_mb"] = _peak_rss_mb()
     if args.json:
         print(dumps(out))

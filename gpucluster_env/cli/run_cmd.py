@@ -31,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--policy-option", action="append", metavar="KEY=VALUE",
                    help="argument of the policy's constructor, e.g. thresholds=[3600] for tiresias (repeatable; "
                         "values are JSON, else strings)")
-    p.add_argument("--record", metavar="FILE", help="write the episode as a replay file (JSON lines)")
+    p.add_argument("--record", metavar="FILE",
+                   help="write the episode as a record for `gpucluster replay` (JSON lines; .gz compresses)")
     p.add_argument("--json", action="store_true", help="print one JSON object (a list with --policy all)")
     p.set_defaults(func=run)
 

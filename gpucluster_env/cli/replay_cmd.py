@@ -1,0 +1,115 @@
+"""``gpucluster replay FILE [FILE2]``: watch a recorded episode in the terminal, check it by replay
+(``--verify``), or print frames and a summary (``--no-live``, and whenever stdin or stdout is not a terminal).
+Two files play side by side, time-aligned. Exit status: 0, 1 when ``--verify`` finds a mismatch, 2 for a bad
+file or argument."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("replay", help="watch, print or verify a recorded episode",
+                       description="Watch a recorded episode (`gpucluster run --record FILE`) in the terminal, "
+                                   "print it, or verify it by re-running its actions. Keys in the live view: "
+                                   "space pause, ←/→ step, +/− speed, g go to time, m MPS shares, z zoom, "
+                                   "[ ] page, q quit.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="a record (.jsonl or .jsonl.gz); two play side by side")
+    p.add_argument("--verify", action="store_true",
+                   help="re-run the recorded actions in a fresh env and check every event and the metrics")
+    p.add_argument("--no-live", action="store_true", help="print frames and a summary instead of the live view")
+    p.add_argument("--frames", type=int, default=1, metavar="N",
+                   help="with --no-live: frames at N evenly spaced times (default 1: the end)")
+    p.add_argument("--at", metavar="TIME",
+                   help="with --no-live: the frame at TIME (5400, 90m, 1.5h); live: start there, paused")
+    p.add_argument("--shares", action="store_true", help="show MPS shares in the GPU cells")
+    p.add_argument("--zoom", metavar="GPU_TYPE", help="show only the nodes of one GPU type")
+    p.add_argument("--json", action="store_true", help="print the summary (or --verify result) as JSON")
+    p.set_defaults(func=run)
+
+
+def _summary(rec: Any) -> dict[str, Any]:
+    h = rec.header
+    return {"file": rec.path, "scenario": h["scenario"], "scenario_options": h.get("scenario_options", {}),
+            "seed": h["seed"], "policy": h["policy"], "policy_options": h.get("policy_options", {}),
+            "version": h["version"], "package_version": h.get("package_version"), "jobs": len(h["jobs"]),
+            "gpus": sum(int(n[1]) for n in h["cluster"]), "nodes": len(h["cluster"]), "actions": len(rec.actions),
+            "events": len(rec.events), "metrics": rec.metrics}
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpucluster_env.cli.jsonout import dumps
+    from gpucluster_env.replay.record import read_record
+
+    if len(args.files) > 2:
+        raise ValueError("replay takes one record, or two to compare")
+    if args.frames < 1:
+        raise ValueError(f"--frames must be positive, got {args.frames}")
+    recs = [read_record(f) for f in args.files]
+    if args.verify:
+        return _verify(recs, args.json)
+    from gpucluster_env.replay.live import KEYS_HELP, Player, parse_time, run_live
+    from gpucluster_env.replay.state import Timeline
+    from gpucluster_env.replay.view import FrameView, ViewOptions
+
+    tls = [Timeline(r) for r in recs]
+    if args.zoom is not None and args.zoom not in tls[0].type_names:
+        raise ValueError(f"--zoom {args.zoom!r}: the cluster has {', '.join(tls[0].type_names)}")
+    if len(tls) == 2:
+        from gpucluster_env.replay.compare import CompareView, check_comparable
+
+        check_comparable(recs[0], recs[1])
+        view: Any = CompareView(tls[0], tls[1])
+        t0, t_end = view.t0, view.t_end
+    else:
+        view = FrameView(tls[0])
+        t0, t_end = tls[0].t0, tls[0].t_end
+    at = parse_time(args.at) if args.at is not None else None
+    if args.json:
+        print(dumps([_summary(r) for r in recs] if len(recs) == 2 else _summary(recs[0])))
+        return 0
+    console = Console()
+    live = not args.no_live and sys.stdin.isatty() and sys.stdout.isatty()
+    if not live:
+        opts = ViewOptions(width=console.width, height=max(24, console.height), shares=args.shares, zoom=args.zoom)
+        times = [at] if at is not None else [t0 + (t_end - t0) * (k + 1) / args.frames for k in range(args.frames)]
+        for t in times:
+            console.print(view.frame(min(t_end, max(t0, t)), opts))
+            console.rule(style="dim")
+        for r in recs:
+            m = r.metrics
+            console.print(f"{r.title}: {len(r.header['jobs'])} jobs, {len(r.events)} events, {len(r.actions)} "
+                          f"actions; avg JCT {m.get('avg_jct_s') or float('nan'):,.0f} s, makespan "
+                          f"{m.get('makespan_s') or float('nan'):,.0f} s")
+        return 0
+    times = sorted({e["t"] for tl in tls for e in tl.events})
+    player = Player(times, t0, t_end, list(tls[0].type_names))
+    player.opts.shares, player.opts.zoom = args.shares, args.zoom
+    if at is not None:
+        player.t, player.playing = min(t_end, max(t0, at)), False
+    run_live(player, lambda p: view.frame(p.t, p.opts, p.status(), KEYS_HELP), console)
+    return 0
+
+
+def _verify(recs: list[Any], as_json: bool) -> int:
+    from rich.console import Console
+
+    from gpucluster_env.cli.jsonout import dumps
+    from gpucluster_env.replay.verify import verify_record
+
+    console = Console(stderr=True)
+    results = []
+    for r in recs:
+        with console.status(f"replaying {len(r.actions)} actions of {r.path} …", spinner="dots"):
+            res = verify_record(r)
+        results.append({"file": r.path, "ok": res.ok, "message": res.message, "events_checked": res.events_checked,
+                        "actions_replayed": res.actions_replayed, "mismatch_event": res.mismatch_event})
+        if not as_json:
+            print(f"{r.path}: {res.message}", file=sys.stdout if res.ok else sys.stderr)
+    if as_json:
+        print(dumps(results[0] if len(results) == 1 else results))
+    return 0 if all(x["ok"] for x in results) else 1

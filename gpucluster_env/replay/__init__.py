@@ -1,0 +1,23 @@
+"""Episode records and terminal replays (harness layer; docs/replay.md).
+
+* :mod:`.record`: the record format, reading (with line-exact errors) and atomic writing.
+* :mod:`.recorder`: :class:`RecordingWrapper`, which records the episodes of a ``GPUClusterEnv``.
+* :mod:`.verify`: validation of a record by re-running its actions in a fresh environment.
+* :mod:`.state`: the cluster at any instant, rebuilt from the record alone.
+* :mod:`.view`, :mod:`.compare`, :mod:`.live`: frames drawn with ``rich`` and the interactive player.
+
+Only :mod:`.record` is imported here; the rest load when used.
+"""
+
+from .record import RECORD_FORMAT, RECORD_VERSION, Record, RecordError, read_record, write_lines
+
+__all__ = ["RECORD_FORMAT", "RECORD_VERSION", "Record", "RecordError", "read_record", "write_lines",
+           "RecordingWrapper"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "RecordingWrapper":
+        from .recorder import RecordingWrapper
+
+        return RecordingWrapper
+    raise AttributeError(name)

@@ -1,0 +1,249 @@
+"""The episode record: a versioned JSON Lines file that says what a scheduler did and lets anyone replay it.
+
+Format ``gpucluster-replay`` version 2 (docs/replay.md has the full description). One JSON object per line:
+
+* line 1, the **header**: ``format``, ``version``, ``package_version``, ``scenario``, ``scenario_options``,
+  ``seed``, ``policy``, ``policy_options``, ``env`` (the environment's keyword arguments that change what an
+  action does), ``catalog`` (``default``, ``policy``: the one the policy's ``env_kwargs`` builds, or
+  ``custom``), ``trace``, ``cluster`` (``[gpu_type, gpus]`` per node), ``jobs`` (per job: ``id``, ``model``,
+  ``gpus``, ``submit_s``, ``iterations``).
+* then, in the order they happened, **actions** ``{"kind": "act", "a": ...}`` (an int of the action space or a
+  typed action as ``{"type": "place", "job": 3, "gpus": [0, 1], ...}``), **events** exactly as the engine's
+  event log writes them (``{"t", "kind", "job", ...}``: arrive, start, finish, preempt, squeeze, swell, fork,
+  round), and **rate samples** ``{"kind": "rate", "t": ..., "jobs": [[job, remaining, rate, xi, active_from],
+  ...]}`` for the running jobs whose rate changed at ``t`` (what the replay's progress and xi columns show).
+* last line, the **metrics**: ``{"kind": "metrics", ...}`` (the engine's episode metrics, plus ``steps``,
+  ``actions``, ``events``). A file without it is incomplete.
+
+A record is written to a temporary name beside its target and renamed when complete, so a reader never sees
+half a file under the real name. A ``.gz`` suffix writes (and reads) gzip.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import IO, Any
+
+from ..engine import Action, Colocate, Fork, Place, Preempt, Squeeze, Swell, Wait
+
+RECORD_FORMAT = "gpucluster-replay"
+RECORD_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+EVENT_KINDS = frozenset({"arrive", "start", "finish", "preempt", "squeeze", "swell", "fork", "round"})
+
+_TYPED: dict[str, type] = {"wait": Wait, "place": Place, "colocate": Colocate, "squeeze": Squeeze,
+                           "swell": Swell, "preempt": Preempt, "fork": Fork}
+_TYPE_NAME = {cls: name for name, cls in _TYPED.items()}
+
+
+class RecordError(ValueError):
+    """A record that cannot be read: the message names the file and the line."""
+
+
+@dataclass
+class Record:
+    """An episode record in memory. ``events`` are the event log's dicts; ``actions`` the actions in the form
+    :func:`action_from_json` reads; ``steps[i]`` is how many events had been logged before action ``i`` (so
+    action ``i`` caused events ``steps[i]:steps[i + 1]``); ``rates`` the rate samples."""
+
+    header: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    actions: list[Any] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)
+    rates: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    path: str = ""
+    event_lines: list[int] = field(default_factory=list)
+    """The file's line number of each event (for errors found when the events are replayed)."""
+
+    @property
+    def num_gpus(self) -> int:
+        return sum(int(n[1]) for n in self.header["cluster"])
+
+    def error(self, event: int, message: str) -> RecordError:
+        """A :class:`RecordError` about event ``event``, naming its line when the record came from a file."""
+        where = f"line {self.event_lines[event]}" if event < len(self.event_lines) else f"event {event}"
+        return RecordError(f"{self.path or 'record'}: {where}: {message}")
+
+    @property
+    def version(self) -> int:
+        return int(self.header["version"])
+
+    @property
+    def title(self) -> str:
+        """``scenario · policy · seed N``: what the record is of, in one line."""
+        h = self.header
+        return f"{h['scenario']} · {h['policy']} · seed {h['seed']}"
+
+
+def action_to_json(action: Any) -> Any:
+    """An action as the record stores it: an int stays an int, a typed action becomes a dict with ``type``."""
+    if isinstance(action, Action.__args__):  # type: ignore[attr-defined]
+        out: dict[str, Any] = {"type": _TYPE_NAME[type(action)]}
+        for f in fields(action):
+            v = getattr(action, f.name)
+            if v is not None:
+                out[f.name] = [int(g) for g in v] if isinstance(v, tuple) else v
+        return out
+    try:
+        return int(action)
+    except (TypeError, ValueError):
+        raise ValueError(f"cannot record action {action!r}: not an int or a typed action") from None
+
+
+def action_from_json(a: Any) -> Any:
+    """The action :func:`action_to_json` stored: an int, or the typed action."""
+    if isinstance(a, int) and not isinstance(a, bool):
+        return a
+    if isinstance(a, dict) and a.get("type") in _TYPED:
+        kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items() if k != "type"}
+        try:
+            return _TYPED[a["type"]](**kw)
+        except TypeError as e:
+            raise ValueError(f"bad {a['type']} action {a}: {e}") from None
+    raise ValueError(f"not an action: {a!r}")
+
+
+def event_dict(t: float, kind: str, job: int, extra: dict[str, Any] | None) -> dict[str, Any]:
+    """An engine event-log record ``(t, kind, job, extra)`` as the record's event line (as ``EventLog`` writes
+    it)."""
+    d: dict[str, Any] = {"t": t, "kind": kind, "job": job}
+    if extra:
+        d.update(extra)
+    return d
+
+
+def jsonable(v: Any) -> Any:
+    """``v`` with numpy scalars as Python numbers and NaN/inf as None (JSON has neither)."""
+    if hasattr(v, "item") and not isinstance(v, list | dict | str):
+        v = v.item()
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _open_text(path: Path, mode: str) -> IO[str]:
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, mode + "b"), encoding="utf-8")  # type: ignore[arg-type]
+    return path.open(mode, encoding="utf-8")
+
+
+def write_lines(path: str | Path, lines: list[dict[str, Any]]) -> Path:
+    """Write ``lines`` as JSON Lines to ``path`` atomically (temporary file in the same folder, then rename);
+    gzip when ``path`` ends in ``.gz``. Returns the path."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.close(fd)
+    tmp_path = Path(tmp + (".gz" if path.suffix == ".gz" else ""))
+    os.replace(tmp, tmp_path)
+    try:
+        with _open_text(tmp_path, "w") as f:
+            for d in lines:
+                f.write(json.dumps(d, separators=(",", ":"), allow_nan=False))
+                f.write("\n")
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp_path, 0o666 & ~mask)
+        os.replace(tmp_path, path)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_record(path: str | Path) -> Record:
+    """Read and check a record; :class:`RecordError` names the file and the first bad line."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    name = str(path)
+    rec: Record | None = None
+    n = 0
+    try:
+        with _open_text(path, "r") as f:
+            for n, raw in enumerate(f, start=1):
+                if rec is not None and rec.metrics:
+                    raise RecordError(f"{name}: line {n}: content after the final metrics line")
+                try:
+                    d = json.loads(raw)
+                except json.JSONDecodeError as e:
+                    raise RecordError(f"{name}: line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
+                if not isinstance(d, dict):
+                    raise RecordError(f"{name}: line {n}: expected a JSON object, got {type(d).__name__}")
+                if rec is None:
+                    rec = Record(header=_check_header(d, name), path=name)
+                    n_gpus = rec.num_gpus
+                else:
+                    _add_line(rec, d, name, n, n_gpus)
+    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as e:
+        if isinstance(e, FileNotFoundError | IsADirectoryError | PermissionError):
+            raise
+        raise RecordError(f"{name}: line {n + 1}: unreadable ({type(e).__name__}: {e})") from None
+    if rec is None:
+        raise RecordError(f"{name}: line 1: empty file, expected a {RECORD_FORMAT} header")
+    if not rec.metrics:
+        raise RecordError(f"{name}: line {n}: file ends without its metrics line (truncated record?)")
+    return rec
+
+
+def _check_header(d: dict[str, Any], name: str) -> dict[str, Any]:
+    if d.get("format") != RECORD_FORMAT:
+        raise RecordError(f"{name}: line 1: not a {RECORD_FORMAT} record (format {d.get('format')!r})")
+    if d.get("version") not in READABLE_VERSIONS:
+        raise RecordError(f"{name}: line 1: record version {d.get('version')!r} is not one this reader knows "
+                          f"({', '.join(map(str, READABLE_VERSIONS))})")
+    missing = [k for k in ("scenario", "seed", "policy", "cluster", "jobs") if k not in d]
+    if missing:
+        raise RecordError(f"{name}: line 1: header lacks {', '.join(missing)}")
+    try:
+        for node in d["cluster"]:
+            str(node[0]), int(node[1])
+        for job in d["jobs"]:
+            int(job["gpus"]), float(job["submit_s"]), float(job["iterations"]), job["model"]
+    except (TypeError, KeyError, IndexError, ValueError) as e:
+        raise RecordError(f"{name}: line 1: malformed cluster or jobs in the header ({e!r})") from None
+    return d
+
+
+def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) -> None:
+    kind = d.get("kind")
+    n_jobs = len(rec.header["jobs"])
+    if kind == "act":
+        if "a" not in d:
+            raise RecordError(f"{name}: line {n}: action line without 'a'")
+        try:
+            action_from_json(d["a"])
+        except ValueError as e:
+            raise RecordError(f"{name}: line {n}: {e}") from None
+        rec.actions.append(d["a"])
+        rec.steps.append(len(rec.events))
+    elif kind == "rate":
+        if not isinstance(d.get("t"), int | float) or not isinstance(d.get("jobs"), list):
+            raise RecordError(f"{name}: line {n}: rate sample needs 't' and 'jobs'")
+        rec.rates.append(d)
+    elif kind == "metrics":
+        rec.metrics = {k: v for k, v in d.items() if k != "kind"}
+    elif kind in EVENT_KINDS:
+        t, job = d.get("t"), d.get("job")
+        if not isinstance(t, int | float) or not isinstance(job, int) or not -1 <= job < n_jobs:
+            raise RecordError(f"{name}: line {n}: {kind} event needs a time 't' and a job index 'job'")
+        if rec.events and t < rec.events[-1]["t"]:
+            raise RecordError(f"{name}: line {n}: event time {t} goes back in time")
+        if kind in ("start", "fork", "squeeze", "swell"):
+            gpus = d.get("gpus")
+            if not isinstance(gpus, list) or not gpus:
+                raise RecordError(f"{name}: line {n}: {kind} event without its 'gpus'")
+            if not all(isinstance(g, int) and 0 <= g < n_gpus for g in gpus):
+                raise RecordError(f"{name}: line {n}: {kind} event names a GPU outside the cluster's {n_gpus}")
+        rec.events.append(d)
+        rec.event_lines.append(n)
+    else:
+        raise RecordError(f"{name}: line {n}: unknown line kind {kind!r}")

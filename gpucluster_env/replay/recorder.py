@@ -1,0 +1,196 @@
+"""Capturing an episode as a record while it runs: :class:`RecordingWrapper`, a Gymnasium wrapper that the
+benchmark runner puts around its environment when asked to record, and that RL rollouts can use directly::
+
+    env = RecordingWrapper(gym.make("gpucluster_env/Tiny-v0"), "rollouts/ep{episode:03d}.jsonl.gz",
+                           policy="maskable-ppo")
+
+Every ``reset`` starts a new record and every episode end (terminated or truncated) writes it, atomically.
+Policies keep reading ``env.unwrapped``; the wrapper changes no observation, reward or action.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from .. import __version__
+from ..env.cluster_env import ACTION_KINDS, GPUClusterEnv
+from ..scenarios import SCENARIOS, Scenario
+from .record import RECORD_FORMAT, RECORD_VERSION, action_to_json, event_dict, jsonable, write_lines
+
+_SCALARS = (int, float, str, bool, type(None))
+
+
+def scenario_options_of(scenario: Scenario) -> dict[str, Any]:
+    """The options that turn the named scenario ``scenario.name`` into ``scenario`` (fields that differ),
+    so that ``get_scenario(name, **options)`` rebuilds it. ``ValueError`` if that cannot be said in JSON."""
+    base = SCENARIOS.get(scenario.name)
+    if base is None:
+        raise ValueError(f"cannot record scenario {scenario.name!r}: it is not a named scenario")
+    out: dict[str, Any] = {}
+    for obj, ref in ((scenario, base), (scenario.config, base.config)):
+        for f in fields(obj):
+            if f.name == "config":
+                continue
+            v, v0 = getattr(obj, f.name), getattr(ref, f.name)
+            if v == v0:
+                continue
+            if not isinstance(v, _SCALARS):
+                raise ValueError(f"cannot record scenario {scenario.name!r}: option {f.name} is not a plain value")
+            out[f.name] = v
+    return out
+
+
+def env_settings(env: GPUClusterEnv) -> dict[str, Any]:
+    """The environment's keyword arguments that matter for replaying its actions (all JSON values)."""
+    L = env.layout
+    return {
+        "n_pending": L.n_pending, "n_running": L.n_running, "n_accum": L.n_accum,
+        "observation": env.observation_mode, "objective": env.objective, "reward_scale": env.reward_scale,
+        "invalid_action": env.invalid_action, "actions": [k for k in ACTION_KINDS if k in env.allowed],
+        "max_sim_time_s": env.max_sim_time_s,
+    }
+
+
+def header_of(env: GPUClusterEnv, seed: int | None, policy: str, policy_options: dict[str, Any],
+              scenario_options: dict[str, Any] | None, catalog: str, rng_state: dict[str, Any] | None = None
+              ) -> dict[str, Any]:
+    """The record's first line for the episode ``env`` has just been reset to. ``rng_state``: the env's random
+    generator state before a reset without a seed (what a replay needs to draw the same episode)."""
+    eng = env.engine
+    return {
+        "format": RECORD_FORMAT,
+        "version": RECORD_VERSION,
+        "package_version": __version__,
+        "scenario": env.scenario.name,
+        "scenario_options": scenario_options if scenario_options is not None else scenario_options_of(env.scenario),
+        "seed": seed,
+        **({"rng_state": rng_state} if seed is None and rng_state is not None else {}),
+        "policy": policy,
+        "policy_options": policy_options,
+        "env": env_settings(env),
+        "catalog": catalog,
+        "trace": env.trace_note,
+        "cluster": [[eng.type_names[eng.node_type[n]], int(eng.node_size[n])] for n in range(eng.num_nodes)],
+        "jobs": [
+            {"id": jsonable(eng.job_ids[j]), "model": eng.model_names[eng.job_model[j]], "gpus": int(eng.req_gpus[j]),
+             "submit_s": float(eng.submit[j]), "iterations": float(eng.iterations[j])}
+            for j in range(eng.n_jobs)
+        ],
+    }
+
+
+class EpisodeCapture:
+    """The lines of one episode's record, gathered step by step from the environment's engine."""
+
+    def __init__(self, env: GPUClusterEnv, header: dict[str, Any]) -> None:
+        self.env = env
+        self.lines: list[dict[str, Any]] = [header]
+        self._n_events = 0
+        self._rates: dict[int, tuple[float, float]] = {}
+        self.n_actions = 0
+        self._flush()
+
+    def step(self, action: Any) -> None:
+        """Record ``action`` (just applied) and what followed it."""
+        self.lines.append({"kind": "act", "a": action_to_json(action)})
+        self.n_actions += 1
+        self._flush()
+
+    def _flush(self) -> None:
+        eng = self.env.engine
+        recs = eng.log.records
+        self.lines.extend(event_dict(*r) for r in recs[self._n_events:])
+        self._n_events = len(recs)
+        self._sample_rates(eng)
+
+    def _sample_rates(self, eng: Any) -> None:
+        """A rate line for the running jobs whose rate (or start of progress) changed since the last sample:
+        ``[job, remaining iterations now, iterations per second, xi = solo rate / rate, active_from]``."""
+        now = eng.now
+        changed = []
+        seen: dict[int, tuple[float, float]] = {}
+        for j in eng.running_head(eng.num_running).tolist():
+            key = (eng.rate.item(j), eng.active_from.item(j))
+            seen[j] = key
+            if self._rates.get(j) != key:
+                rate, af = key
+                rem = eng.remaining.item(j) - rate * max(0.0, now - max(eng.last_t.item(j), af))
+                solo = eng.solo_rate.item(j)
+                xi = solo / rate if rate > 0 and solo > 0 else None
+                changed.append([j, float(f"{max(rem, 0.0):.9g}"), float(f"{rate:.9g}"),
+                                None if xi is None else round(xi, 4), af])
+        self._rates = seen
+        if changed:
+            self.lines.append({"kind": "rate", "t": now, "jobs": changed})
+
+    def finish(self, metrics: dict[str, Any], end: str) -> list[dict[str, Any]]:
+        """All lines, ending with the metrics line; ``end`` says how the episode ended: ``terminated``,
+        ``truncated`` (by the environment) or ``wrapper`` (by an outer wrapper such as a time limit)."""
+        tail = {"kind": "metrics", **{k: jsonable(v) for k, v in metrics.items()},
+                "actions": self.n_actions, "events": self._n_events, "end": end}
+        return [*self.lines, tail]
+
+
+class RecordingWrapper(gym.Wrapper):
+    """Records every episode of the wrapped :class:`GPUClusterEnv` to ``path`` (``{episode}`` in it is
+    replaced by the episode number, from 0; without it each episode overwrites the last). ``policy`` and
+    ``policy_options`` name what acted (a registered policy name lets ``--verify`` rebuild the policy's own
+    environment settings, e.g. the time-slicing catalog). ``scenario_options`` default to those read off the
+    environment's scenario. The written paths are in :attr:`written`."""
+
+    def __init__(self, env: gym.Env, path: str | Path, policy: str = "agent",
+                 policy_options: dict[str, Any] | None = None, scenario_options: dict[str, Any] | None = None,
+                 catalog: str | None = None) -> None:
+        super().__init__(env)
+        if not isinstance(env.unwrapped, GPUClusterEnv):
+            raise TypeError("RecordingWrapper wraps a GPUClusterEnv (or a wrapper of one)")
+        self.path = str(path)
+        self.policy = policy
+        self.policy_options = dict(policy_options or {})
+        self.scenario_options = scenario_options
+        self.catalog = catalog
+        self.episode = -1
+        self.written: list[Path] = []
+        self._capture: EpisodeCapture | None = None
+
+    def _catalog_kind(self, base: GPUClusterEnv) -> str:
+        if self.catalog is not None:
+            return self.catalog
+        if base.catalog is None:
+            return "default"
+        from ..baselines.base import POLICIES, make_policy
+
+        if self.policy in POLICIES and make_policy(self.policy, **self.policy_options).env_kwargs().get("catalog"):
+            return "policy"
+        return "custom"
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        base: GPUClusterEnv = self.env.unwrapped  # type: ignore[assignment]
+        # without a seed the episode is drawn from the env's generator: keep its state so a replay can redraw it
+        rng_state = base.np_random.bit_generator.state if seed is None else None
+        obs, info = self.env.reset(seed=seed, options=options)
+        self.episode += 1
+        header = header_of(base, seed, self.policy, self.policy_options, self.scenario_options,
+                           self._catalog_kind(base), rng_state)
+        self._capture = EpisodeCapture(base, header)
+        return obs, info
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        if self._capture is None:
+            raise RuntimeError("call reset() before step()")
+        out = self.env.step(action)
+        self._capture.step(action)
+        _, _, terminated, truncated, info = out
+        if terminated or truncated:
+            if "metrics" in info:  # the env itself ended the episode
+                metrics, end = info["metrics"], "terminated" if terminated else "truncated"
+            else:  # an outer wrapper (e.g. gymnasium's TimeLimit) cut it short
+                metrics, end = self.env.unwrapped.engine.metrics(), "wrapper"
+            path = self.path.format(episode=self.episode) if "{episode" in self.path else self.path
+            self.written.append(write_lines(path, self._capture.finish(metrics, end)))
+            self._capture = None
+        return out
