@@ -119,7 +119,7 @@ def scenario_from_toml(text: str, source: str = "scenario file", base_dir: Path 
             if name in engine:
                 from .settings import check_value
 
-                engine[name] = check_value(setting, engine[name], where + "[engine] ")
+                engine[name] = check_value(setting, engine[name], "[engine] ")
         sc = Scenario(config=EngineConfig(**engine), **data)
     except (SettingError, ValueError) as e:
         raise SettingError(f"{where}{e}") from None

@@ -58,21 +58,21 @@ class Scenario:
     trace_format: str | None = None
 
     def __post_init__(self) -> None:
-        where = f"scenario {self.name!r}: " if isinstance(self.name, str) else "scenario: "
+        where = f"scenario {self.name!r}: option " if isinstance(self.name, str) else "scenario: option "
         for f in fields(self):
             if f.name == "config":
                 continue
             object.__setattr__(self, f.name, check_value(SCENARIO_SETTINGS[f.name], getattr(self, f.name), where))
         if not isinstance(self.config, EngineConfig):
-            raise SettingError(f"{where}option 'config': expected engine settings, got {self.config!r}; set them "
+            raise SettingError(f"{where}'config': expected engine settings, got {self.config!r}; set them "
                                f"by their names ({', '.join(CONFIG_SETTINGS)})")
         for name, setting in CONFIG_SETTINGS.items():
             value = check_value(setting, getattr(self.config, name), where)
             if value != getattr(self.config, name) or type(value) is not type(getattr(self.config, name)):
                 object.__setattr__(self, "config", replace(self.config, **{name: value}))
         if (self.trace == "file") != (self.trace_file is not None):
-            raise SettingError(f"{where}trace 'file' and trace_file go together (trace={self.trace!r}, "
-                               f"trace_file={self.trace_file!r})")
+            raise SettingError(f"scenario {self.name!r}: trace 'file' and trace_file go together "
+                               f"(trace={self.trace!r}, trace_file={self.trace_file!r})")
 
     def with_options(self, **overrides: Any) -> Scenario:
         """A copy with fields replaced (``num_jobs=480``, ``load=2.0``, engine settings by their names), each
@@ -85,7 +85,7 @@ class Scenario:
         if unknown:
             raise SettingError(f"scenario {self.name!r}: unknown option(s) {', '.join(sorted(unknown))}; known: "
                                f"{', '.join(option_names())}")
-        where = f"scenario {self.name!r}: "
+        where = f"scenario {self.name!r}: option "
         cfg = {k: check_value(CONFIG_SETTINGS[k], v, where) for k, v in cfg.items()}
         config = replace(self.config, **cfg) if cfg else self.config
         return replace(self, **overrides, config=config)

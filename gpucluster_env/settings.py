@@ -58,15 +58,19 @@ class Setting:
         return text + (" or null" if self.nullable else "")
 
     def _range_text(self) -> str:
-        lo = None if self.low is None else f"{'>' if self.low_open else '>='} {self.low:g}"
-        hi = None if self.high is None else f"<= {self.high:g}"
+        lo = None if self.low is None else f"{'>' if self.low_open else '>='} {_num(self.low)}"
+        hi = None if self.high is None else f"<= {_num(self.high)}"
         parts = [p for p in (lo, hi) if p]
         return (" " + " and ".join(parts)) if parts else ""
 
 
+def _num(v: float) -> str:
+    return f"{int(v):,}" if float(v).is_integer() and abs(v) < 1e15 else f"{v:g}"
+
+
 def _fail(setting: Setting, value: Any, where: str) -> SettingError:
     shown = value if isinstance(value, str) else repr(value)
-    return SettingError(f"{where}option {setting.name!r}: expected {setting.accepts()}, got {shown}")
+    return SettingError(f"{where}{setting.name!r}: expected {setting.accepts()}, got {shown}")
 
 
 def _number(setting: Setting, v: Any, where: str, integer: bool) -> float | int:
@@ -83,9 +87,9 @@ def _number(setting: Setting, v: Any, where: str, integer: bool) -> float | int:
     return int(v) if integer else float(v)
 
 
-def check_value(setting: Setting, value: Any, where: str = "") -> Any:
+def check_value(setting: Setting, value: Any, where: str = "option ") -> Any:
     """``value`` (from Python or TOML) checked against ``setting``, normalized (ints as floats for a float
-    option, lists as tuples); ``where`` prefixes the error (e.g. ``"scenario 'tiny': "``)."""
+    option, lists as tuples); ``where`` prefixes the option's name in errors (e.g. ``"scenario 'tiny': option "``)."""
     from .hardware import ClusterSpec
 
     if value is None:
@@ -127,7 +131,7 @@ def check_value(setting: Setting, value: Any, where: str = "") -> Any:
             try:
                 out = parse_cluster_spec(value, GPU_TYPES)
             except ValueError as e:
-                raise SettingError(f"{where}option {setting.name!r}: {e}") from None
+                raise SettingError(f"{where}{setting.name!r}: {e}") from None
         elif isinstance(value, ClusterSpec):
             out = value
         else:
@@ -137,11 +141,11 @@ def check_value(setting: Setting, value: Any, where: str = "") -> Any:
     if setting.check is not None:
         problem = setting.check(out)
         if problem:
-            raise SettingError(f"{where}option {setting.name!r}: {problem}")
+            raise SettingError(f"{where}{setting.name!r}: {problem}")
     return out
 
 
-def parse_text(setting: Setting, text: str, where: str = "") -> Any:
+def parse_text(setting: Setting, text: str, where: str = "option ") -> Any:
     """Command-line text for ``setting`` parsed by its declared type and checked (see :func:`check_value`).
 
     Booleans: true/false, yes/no, on/off, 1/0. Integers: digits only (``2.5``, ``1e3`` are refused). Floats:

@@ -4,6 +4,7 @@ reference agents and RL policies are scored."""
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -96,9 +97,14 @@ def write_record(path: Path, env: GPUClusterEnv, result: dict[str, Any], options
         ],
     }
     path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as f:
-        f.write(json.dumps(header) + "\n")
-        log = eng.log.to_jsonl()
-        if log:
-            f.write(log + "\n")
-        f.write(json.dumps({"kind": "metrics", **{k: _jsonable(v) for k, v in result.items()}}) + "\n")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # renamed when complete: never a partial replay
+    try:
+        with tmp.open("w") as f:
+            f.write(json.dumps(header) + "\n")
+            log = eng.log.to_jsonl()
+            if log:
+                f.write(log + "\n")
+            f.write(json.dumps({"kind": "metrics", **{k: _jsonable(v) for k, v in result.items()}}) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

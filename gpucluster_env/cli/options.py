@@ -80,7 +80,7 @@ def parse_policy_options(items: list[str] | None, policy: str, flag: str = "--po
     out: dict[str, Any] = {}
     for key, text in pairs:
         if key not in params:
-            raise SettingError(f"{flag} {key}: policy {policy!r} has no option {key!r}; its options: "
+            raise SettingError(f"policy {policy!r}: unknown option(s) {key}; its options: "
                                f"{', '.join(params) or 'none'}")
         out[key] = parse_text(_setting_of(key, hints.get(key, str)), text, f"{flag} ")
     return out
