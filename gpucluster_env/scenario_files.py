@@ -135,4 +135,4 @@ def load_scenario_file(path: str | Path) -> Scenario:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise SettingError(f"{p}: not UTF-8 text (byte {e.start})") from None
-    return scenario_from_toml(text, str(p), p.parent)
+    return scenario_from_toml(text, str(p), p.resolve().parent)

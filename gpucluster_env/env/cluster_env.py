@@ -12,6 +12,7 @@ from ..catalog import Catalog
 from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
 from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
 from ..engine.build import make_engine
+from ..registration import registered_ids_text
 from ..scenarios import Scenario, get_scenario
 from .codec import COLOCATE, PLACE, PREEMPT, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
 from .observation import ObservationBuilder
@@ -70,9 +71,7 @@ class GPUClusterEnv(gym.Env):
 
     ## Registered Configurations
     ``gpucluster_env/GPUCluster-v0`` (generic, ``scenario=`` keyword) and one id per scenario:
-    ``Tiny-v0``, ``CastorPhilly-v0``, ``CastorVenus-v0``, ``SjfbsbfPhilly-v0``, ``GimbalPhilly-v0``,
-    ``GimbalAlibaba-v0``, ``HadarPhilly-v0``, ``HadareTestbed-v0``, ``HadareAws-v0``, ``AlibabaHetero-v0``
-    (all under the ``gpucluster_env/`` namespace).
+    {registered_ids} (all under the ``gpucluster_env/`` namespace).
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -366,3 +365,6 @@ class GPUClusterEnv(gym.Env):
             "decision_reasons": eng.last_reasons,
             "trace": self.trace_note,
         }
+
+
+GPUClusterEnv.__doc__ = (GPUClusterEnv.__doc__ or "").replace("{registered_ids}", registered_ids_text())
