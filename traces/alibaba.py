@@ -95,6 +95,7 @@ def load_pai(
     per_job = t.groupby("job_name", sort=False).agg(gpus=("gpus", "sum"), gpu_type=("gpu_type", "first"))
 
     chk = RowChecker.for_table(job_path, jobs, report, skip_bad_rows)
+    chk.ident(jobs["job_name"], "job_name")
     st, bad = numbers(jobs, "start_time")
     chk.time(st, jobs["start_time"], bad, "start_time", required=True)
     en, bad = numbers(jobs, "end_time")
@@ -138,6 +139,7 @@ def load_openb_pods(
     df = read_csv(path, OPENB_REQUIRED, report=report, skip_bad_rows=skip_bad_rows)
     report.rows_read = len(df) + report.skipped_count
     chk = RowChecker.for_table(path, df, report, skip_bad_rows)
+    chk.ident(df["name"], "name")
     ng, bad = numbers(df, "num_gpu")
     chk.count(ng, df["num_gpu"], bad, "num_gpu")
     gm, bad = numbers(df, "gpu_milli")
@@ -168,7 +170,9 @@ def load_openb_pods(
         keep &= ~cpu
     if not keep.any():
         raise TraceFormatError(f"{path}: no GPU pod left after dropping ({report.summary()})")
-    col = {c: df[c][keep].to_numpy() if c in df.columns else "" for c in ("gpu_spec", "qos", "pod_phase")}
+    n = int(keep.sum())
+    col = {c: df[c][keep].to_numpy() if c in df.columns else np.full(n, "", dtype=object)
+           for c in ("gpu_spec", "qos", "pod_phase")}
     out = pd.DataFrame(
         {
             "job_id": df["name"][keep].to_numpy(),

@@ -10,7 +10,6 @@ import io
 import zlib
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from .tables import LoadReport, TraceFormatError
@@ -98,6 +97,9 @@ def read_csv(
         has_header = True
         header = [c.strip() for c in (parsed[0] if parsed is not None else
                                       next(ln for ln in text.splitlines() if ln).split(sep))]
+    dup = sorted({c for c in header if header.count(c) > 1})
+    if dup:
+        raise TraceFormatError(f"{path}: header: column(s) {', '.join(repr(c) for c in dup)} appear more than once")
     missing = [c for c in required if c not in header]
     if missing:
         raise TraceFormatError(f"{path}: missing column(s) {', '.join(repr(c) for c in missing)} "
@@ -118,8 +120,8 @@ def read_csv(
             rows = [ln.split(sep) for ln in (lines[1:] if has_header else lines)]
         drop = set(bad)
         kept = [r for i, r in enumerate(rows) if i not in drop]
-        df = pd.DataFrame(kept, columns=header, dtype=object).replace("", np.nan)
-        df.attrs["rows"] = np.array([i + 1 for i in range(len(rows)) if i not in drop], dtype=np.int64)
+        df = pd.DataFrame(kept, columns=header, dtype=object).replace("", None)
+        df.attrs["rows"] = tuple(i + 1 for i in range(len(rows)) if i not in drop)  # a tuple: pandas compares attrs
     else:
         df = pd.read_csv(io.StringIO(text, newline=""), sep=sep, header=0 if has_header else None,
                          names=header, dtype=str, keep_default_na=False, na_values=[""], index_col=False,

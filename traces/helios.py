@@ -42,6 +42,7 @@ def load_helios(
     df = read_csv(path, REQUIRED, report=report, skip_bad_rows=skip_bad_rows)
     report.rows_read = len(df) + report.skipped_count
     chk = RowChecker.for_table(path, df, report, skip_bad_rows)
+    chk.ident(df["job_id"], "job_id")
     ts, bad = timestamps(df, "submit_time", TIME_FORMAT)
     chk.check(
         bad.to_numpy() | ts.isna().to_numpy(),

@@ -74,6 +74,8 @@ def _job_log_row(path: str | Path, r: int, job: object) -> tuple[str, str, str, 
     for fld in ("jobid", "submitted_time", "vc", "user", "status"):
         if job.get(fld) is not None and not isinstance(job[fld], _SCALAR):
             raise row_error(path, r, fld, f"expected a string, got a JSON {type(job[fld]).__name__}")
+    if job["jobid"] is None or str(job["jobid"]).strip() == "":
+        raise row_error(path, r, "jobid", "empty job id")
     attempts = job["attempts"] if job["attempts"] is not None else []
     if not isinstance(attempts, list):
         raise row_error(path, r, "attempts", f"expected a list, got a JSON {type(attempts).__name__}")

@@ -96,7 +96,13 @@ class RowChecker:
     def for_table(cls, source: str | Path, df: pd.DataFrame, report: LoadReport, skip_bad_rows: bool) -> RowChecker:
         """A checker over ``df`` as :func:`~.files.read_csv` returned it (its data-row numbers in
         ``df.attrs["rows"]`` when rows were skipped there)."""
-        return cls(source, len(df), report, skip_bad_rows, df.attrs.get("rows"))
+        rows = df.attrs.get("rows")
+        numbers = None if rows is None else np.asarray(rows, dtype=np.int64)
+        return cls(source, len(df), report, skip_bad_rows, numbers)
+
+    def ident(self, raw: pd.Series, fld: str) -> None:
+        """A job's id: not empty (an empty id would become the text ``nan``)."""
+        self.check(raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy(), fld, "empty job id")
 
     def count(self, values: pd.Series, raw: pd.Series, bad_text: pd.Series, fld: str, low: int = 0) -> None:
         """A GPU or instance count: an integer from ``low`` to :data:`MAX_JOB_GPUS` (``1e20``, ``inf``, ``2.5``
