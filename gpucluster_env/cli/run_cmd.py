@@ -151,6 +151,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             pol.close()
         results[-1]["limits"] = limits.describe()
+        results[-1]["jobs_asked"] = sc.num_jobs
     if args.json:
         print(dumps(results[0] if len(results) == 1 else results))
         return 0
