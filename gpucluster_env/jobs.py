@@ -83,7 +83,8 @@ def _row_problems(df: pd.DataFrame, catalog: Catalog, cluster: ClusterSpec) -> l
         fp_min = base + slope * micro
         room = (fp_min[:, None] <= mem_t[None, :] + 1e-9).astype(float) @ count_t
         checks.append((known & (room == 0),
-                       lambda i: f"field 'model': {str(models[i])!r} does not fit in the memory of any GPU of the cluster "
+                       lambda i: f"field 'model': {str(models[i])!r} does not fit in the memory of any GPU of the "
+                                 "cluster "
                                  f"even with full gradient accumulation ({fp_min[i]:.1f} GB)"))
         checks.append((known & (room > 0) & (n > room),
                        lambda i: f"field 'num_gpus': asks for {int(n[i])} GPUs but only {int(room[i])} GPUs of the "

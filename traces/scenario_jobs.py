@@ -107,22 +107,22 @@ RECIPES: dict[str, Recipe] = {}
 """Scenario ``annotate`` -> the recipe making the engine's job table (see :func:`build_jobs`)."""
 
 
-def source(*names: str) -> Callable[[Source], Source]:
-    """Register a trace source under ``names``."""
-    def add(fn: Source) -> Source:
+def _register(table: dict, names: tuple[str, ...]) -> Callable:
+    def add(fn: Callable) -> Callable:
         for n in names:
-            SOURCES[n] = fn
+            table[n] = fn
         return fn
     return add
+
+
+def source(*names: str) -> Callable[[Source], Source]:
+    """Register a trace source under ``names``."""
+    return _register(SOURCES, names)
 
 
 def recipe(*names: str) -> Callable[[Recipe], Recipe]:
     """Register an annotation recipe under ``names``."""
-    def add(fn: Recipe) -> Recipe:
-        for n in names:
-            RECIPES[n] = fn
-        return fn
-    return add
+    return _register(RECIPES, names)
 
 
 @source("tiny")
