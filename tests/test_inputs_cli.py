@@ -194,3 +194,14 @@ def test_second_concurrent_fetch_gets_a_clear_error(cache: Path) -> None:
         fcntl.flock(held, fcntl.LOCK_EX)
         with pytest.raises(OSError, match="another gpucluster fetch is writing"):
             fetch_trace("venus", base_url="http://127.0.0.1:9", progress=False)
+
+
+def test_fewer_jobs_than_asked_is_said(tmp_path: Path, my_trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "lab.toml").write_text(
+        'name = "lab"\ncluster = "V100:2x4"\ntrace = "file"\ntrace_file = "jobs.csv"\nnum_jobs = 1000000\n'
+        'window = "all"\n')
+    assert main(["run", "--scenario", str(tmp_path / "lab.toml")]) == 0
+    assert "note: the trace gave 4 jobs of the 1,000,000 asked (num_jobs)" in capsys.readouterr().out
+    assert main(["run", "--scenario", str(tmp_path / "lab.toml"), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["jobs"] == 4 and r["jobs_asked"] == 1_000_000
