@@ -12,6 +12,7 @@ A scenario file (TOML, :mod:`gpucluster_env.scenario_files`) is accepted whereve
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -76,7 +77,8 @@ class Scenario:
 
     def with_options(self, **overrides: Any) -> Scenario:
         """A copy with fields replaced (``num_jobs=480``, ``load=2.0``, engine settings by their names), each
-        value checked against its declared type and range (:class:`~gpucluster_env.settings.SettingError`)."""
+        value checked against its declared type and range (:class:`~gpucluster_env.settings.SettingError`).
+        ``trace=PATH`` of an existing file is the user's trace file (``trace="file"``, window ``all``)."""
         if "config" in overrides:
             raise SettingError(f"scenario {self.name!r}: option 'config' cannot be set as a whole; set the engine "
                                f"settings by their names ({', '.join(CONFIG_SETTINGS)})")
@@ -85,6 +87,10 @@ class Scenario:
         if unknown:
             raise SettingError(f"scenario {self.name!r}: unknown option(s) {', '.join(sorted(unknown))}; known: "
                                f"{', '.join(option_names())}")
+        trace = overrides.get("trace")
+        if isinstance(trace, str) and trace != "file" and os.path.exists(trace):  # trace=PATH: the user's file
+            overrides.update(trace="file", trace_file=trace)
+            overrides.setdefault("window", "all")
         where = f"scenario {self.name!r}: option "
         cfg = {k: check_value(CONFIG_SETTINGS[k], v, where) for k, v in cfg.items()}
         config = replace(self.config, **cfg) if cfg else self.config

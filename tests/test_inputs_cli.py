@@ -205,3 +205,12 @@ def test_fewer_jobs_than_asked_is_said(tmp_path: Path, my_trace: Path, capsys: p
     assert main(["run", "--scenario", str(tmp_path / "lab.toml"), "--json"]) == 0
     r = json.loads(capsys.readouterr().out)
     assert r["jobs"] == 4 and r["jobs_asked"] == 1_000_000
+
+
+def test_option_trace_is_a_file(my_trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--option", f"trace={my_trace}", "--option", "num_jobs=4", "--cluster", "V100:2x4",
+                 "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["jobs_done"] == 4 and str(my_trace) in r["trace"]
+    assert main(["traces", "info", "nope"]) == 2
+    assert "unknown trace 'nope'" in capsys.readouterr().err
