@@ -74,6 +74,9 @@ def load_pai(
         if task_table
         else job_path.with_name(job_path.name.replace("pai_job_table", "pai_task_table"))
     )
+    if task_path == job_path:
+        raise TraceFormatError(f"{job_path}: cannot tell where the PAI task table is: name the job table "
+                               "pai_job_table*.csv with pai_task_table*.csv beside it")
     report = LoadReport(str(job_path))
     jobs = read_csv(job_path, PAI_JOB_COLUMNS, names=_header_names(job_path, PAI_JOB_COLUMNS), report=report,
                     skip_bad_rows=skip_bad_rows)
