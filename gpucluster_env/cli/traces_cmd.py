@@ -263,7 +263,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         return 0
     print(f"{args.name}: {note}")
-    print(f"{'statistic':24} {'real':>14} {'synthetic':>14}")
+    first = "your file" if _is_file_arg(args.name) else "real"
+    print(f"{'statistic':24} {first:>14} {'synthetic':>14}")
     for k, row in table.iterrows():
         print(f"{k:24} {row['real']:>14.4g} {row['synthetic']:>14.4g}")
     return 0
