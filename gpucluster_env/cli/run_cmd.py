@@ -89,7 +89,13 @@ def scenario_from_args(args: argparse.Namespace) -> Any:
     sc = get_scenario(args.scenario)
     options = parse_options(args.option, scenario=sc.name)
     if args.cluster is not None:
-        options["cluster"] = parse_options([f"cluster={args.cluster}"], "--cluster")["cluster"]
+        from gpucluster_env.catalog.gpus import GPU_TYPES
+        from gpucluster_env.hardware import parse_cluster_spec
+
+        try:
+            options["cluster"] = parse_cluster_spec(args.cluster, GPU_TYPES)
+        except ValueError as e:
+            raise SettingError(f"--cluster: {e}") from None
     if args.trace is not None:
         options.update(_trace_options(args))
     return sc.with_options(**options) if options else sc
