@@ -7,8 +7,15 @@ lives in :mod:`gpucluster_env.catalog.gpus`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+
+MAX_NODES = 100_000
+"""The most nodes a cluster spec may hold (Philly had 552 servers, Alibaba PAI about 1,800)."""
+MAX_GPUS_PER_NODE = 64
+MAX_BANDWIDTH_GBPS = 10_000.0
+_GROUP = re.compile(r"(?P<type>[A-Za-z][A-Za-z0-9_.-]*):(?P<nodes>\d+)x(?P<per>\d+)")
 
 
 @dataclass(frozen=True)
@@ -91,8 +98,65 @@ class ClusterSpec:
             seen.setdefault(n.gpu_type, None)
         return tuple(seen)
 
+    def to_spec(self) -> str:
+        """The compact spec :func:`parse_cluster_spec` reads back to this cluster: consecutive nodes of one
+        type and size as ``TYPE:NODESxGPUS``, then ``net=GBPS`` (the inter-node bandwidth)."""
+        groups: list[list] = []
+        for n in self.nodes:
+            if groups and groups[-1][0] == n.gpu_type and groups[-1][2] == n.count:
+                groups[-1][1] += 1
+            else:
+                groups.append([n.gpu_type, 1, n.count])
+        return ",".join(f"{t}:{k}x{per}" for t, k, per in groups) + f",net={self.inter_node_bw_gbps!r}"
+
     def gpus_by_type(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for n in self.nodes:
             out[n.gpu_type] = out.get(n.gpu_type, 0) + n.count
         return out
+
+
+def parse_cluster_spec(text: str, known_types: Iterable[str] | None = None, name: str = "") -> ClusterSpec:
+    """A cluster from its compact spec: comma-separated groups ``TYPE:NODESxGPUS`` (``V100:9x4`` is 9 nodes
+    of 4 V100s), in order, and optionally ``net=GBPS``, the inter-node bandwidth in GB/s (default 12.5).
+
+    ``known_types``: the GPU type names allowed (matched case-insensitively and returned as spelled there).
+    A malformed group, a count of zero or beyond :data:`MAX_NODES` / :data:`MAX_GPUS_PER_NODE`, a bandwidth
+    that is not a positive finite number, or an unknown type is a ``ValueError`` naming the group.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"cluster spec {text!r}: expected groups TYPE:NODESxGPUS such as V100:9x4,P100:9x4")
+    canon = {t.lower(): t for t in known_types} if known_types is not None else None
+    groups: list[tuple[str, int, int]] = []
+    bw = 12.5
+    for raw in text.split(","):
+        item = raw.strip()
+        if item.lower().startswith("net="):
+            try:
+                bw = float(item[4:])
+            except ValueError:
+                bw = float("nan")
+            if not (0 < bw <= MAX_BANDWIDTH_GBPS):
+                raise ValueError(f"cluster spec {text!r}: {item!r}: the inter-node bandwidth must be a number of "
+                                 f"GB/s in (0, {MAX_BANDWIDTH_GBPS:g}]")
+            continue
+        m = _GROUP.fullmatch(item)
+        if not m:
+            raise ValueError(f"cluster spec {text!r}: group {item!r} is not TYPE:NODESxGPUS (e.g. V100:9x4) "
+                             "or net=GBPS")
+        gtype, nodes, per = m.group("type"), int(m.group("nodes")), int(m.group("per"))
+        if not (1 <= nodes <= MAX_NODES):
+            raise ValueError(f"cluster spec {text!r}: group {item!r}: nodes must be 1 to {MAX_NODES}")
+        if not (1 <= per <= MAX_GPUS_PER_NODE):
+            raise ValueError(f"cluster spec {text!r}: group {item!r}: GPUs per node must be 1 to {MAX_GPUS_PER_NODE}")
+        if canon is not None:
+            if gtype.lower() not in canon:
+                raise ValueError(f"cluster spec {text!r}: unknown GPU type {gtype!r}; known: "
+                                 f"{', '.join(sorted(canon.values()))}")
+            gtype = canon[gtype.lower()]
+        groups.append((gtype, nodes, per))
+    if not groups:
+        raise ValueError(f"cluster spec {text!r}: no TYPE:NODESxGPUS group")
+    if sum(n for _, n, _ in groups) > MAX_NODES:
+        raise ValueError(f"cluster spec {text!r}: more than {MAX_NODES} nodes")
+    return ClusterSpec.from_groups(groups, inter_node_bw_gbps=bw, name=name)

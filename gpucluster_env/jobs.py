@@ -55,20 +55,20 @@ def _row_problems(df: pd.DataFrame, catalog: Catalog, cluster: ClusterSpec) -> l
     max_gpus = cluster.num_gpus
     with np.errstate(invalid="ignore"):
         checks.append((~(np.isfinite(submit) & (submit >= 0)),
-                       lambda i: f"field 'submit_s': must be a finite number >= 0, got {submit[i]!r}"))
+                       lambda i: f"field 'submit_s': must be a finite number >= 0, got {float(submit[i])!r}"))
         checks.append((~((n >= 1) & (np.mod(n, 1) == 0)),
-                       lambda i: f"field 'num_gpus': must be a positive integer, got {n[i]!r}"))
+                       lambda i: f"field 'num_gpus': must be a positive integer, got {float(n[i])!r}"))
         checks.append((n > max_gpus,
                        lambda i: f"field 'num_gpus': asks for {int(n[i])} GPUs but the cluster has {max_gpus}"))
         checks.append((~(np.isfinite(it) & (it > 0)),
-                       lambda i: f"field 'iterations': must be a finite number > 0, got {it[i]!r}"))
+                       lambda i: f"field 'iterations': must be a finite number > 0, got {float(it[i])!r}"))
         checks.append((~((b >= 1) & (np.mod(b, 1) == 0)),
-                       lambda i: f"field 'batch_size': must be a positive integer, got {b[i]!r}"))
+                       lambda i: f"field 'batch_size': must be a positive integer, got {float(b[i])!r}"))
         checks.append((~(np.isnan(dl) | (np.isfinite(dl) & (dl >= submit))),
-                       lambda i: f"field 'deadline_s': must be NaN or >= submit_s, got {dl[i]!r}"))
+                       lambda i: f"field 'deadline_s': must be NaN or >= submit_s, got {float(dl[i])!r}"))
     models = df["model"].to_numpy()
     known = np.isin(models, list(catalog.models))
-    checks.append((~known, lambda i: f"field 'model': unknown model {models[i]!r}"))
+    checks.append((~known, lambda i: f"field 'model': unknown model {str(models[i])!r}"))
     # A job must fit, alone and with the most gradient accumulation it can use (a power of two s <= batch, so a
     # micro-batch of batch / 2**floor(log2 batch), between 1 and 2 samples), on enough GPUs of the cluster.
     if known.any():
@@ -83,11 +83,12 @@ def _row_problems(df: pd.DataFrame, catalog: Catalog, cluster: ClusterSpec) -> l
         fp_min = base + slope * micro
         room = (fp_min[:, None] <= mem_t[None, :] + 1e-9).astype(float) @ count_t
         checks.append((known & (room == 0),
-                       lambda i: f"field 'model': {models[i]!r} does not fit in the memory of any GPU of the cluster "
+                       lambda i: f"field 'model': {str(models[i])!r} does not fit in the memory of any GPU of the "
+                                 "cluster "
                                  f"even with full gradient accumulation ({fp_min[i]:.1f} GB)"))
         checks.append((known & (room > 0) & (n > room),
                        lambda i: f"field 'num_gpus': asks for {int(n[i])} GPUs but only {int(room[i])} GPUs of the "
-                                 f"cluster can hold {models[i]!r}"))
+                                 f"cluster can hold {str(models[i])!r}"))
     out: dict[int, str] = {}
     for mask, message in checks:
         for i in np.flatnonzero(mask):

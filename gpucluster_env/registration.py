@@ -16,6 +16,15 @@ def env_id(scenario: str) -> str:
     return f"{NAMESPACE}/{camel}-v0"
 
 
+def registered_ids_text(width: int = 110, indent: str = "    ") -> str:
+    """The per-scenario ids as docstring text (``Tiny-v0``, ``CastorPhilly-v0``, …), one per scenario of
+    :data:`~gpucluster_env.scenarios.SCENARIOS`, wrapped for the env's docstring."""
+    import textwrap
+
+    ids = ", ".join(f"``{env_id(name).split('/', 1)[1]}``" for name in SCENARIOS)
+    return textwrap.fill(ids, width, subsequent_indent=indent).strip()
+
+
 def register_envs() -> list[str]:
     """Register the generic id and one id per scenario; return the ids."""
     ids = [f"{NAMESPACE}/GPUCluster-v0"]

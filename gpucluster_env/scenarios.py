@@ -3,19 +3,22 @@
 Each scenario reproduces a paper's experimental setting (or is small, for tests and demos). The job table is
 built per seed by :func:`gpucluster_env.traces.scenario_jobs.build_jobs`, which uses the real trace when it is
 available (user cache or ``$GPUCLUSTER_DATA``) and otherwise a synthetic trace fitted to its statistics, and
-says which in the returned note.
+says which in the returned note; an engine for an episode is made by
+:func:`gpucluster_env.engine.build.make_engine`. Every field is declared in :data:`SCENARIO_SETTINGS` and
+:data:`CONFIG_SETTINGS` (type, range) and checked whenever a scenario is made or changed, so a scenario file,
+a command-line option or a Python keyword gets the same one-line error for a value that does not fit.
+A scenario file (TOML, :mod:`gpucluster_env.scenario_files`) is accepted wherever a name is.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+import os
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-import pandas as pd
-
-from .catalog import Catalog, default_catalog
-from .engine import ClusterEngine, EngineConfig
+from .engine import EngineConfig
 from .hardware import ClusterSpec
+from .settings import Setting, SettingError, check_value
 
 POLLUX_MODELS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
 GAVEL_MODELS = ("resnet18", "resnet50", "transformer", "lm", "recommendation", "cyclegan", "a3c")
@@ -29,12 +32,13 @@ class Scenario:
     """A named experimental setting.
 
     ``trace``: which trace the jobs come from (``philly``, ``venus``, ``alibaba``, ``alibaba-gpu``, ``mix``
-    for HadarE's workload mixes, ``tiny``). ``window``: how jobs are sampled (``busiest``, ``random``,
-    ``hours:3-10``). ``annotate``: how models are assigned (``uniform`` over ``models``, or ``hadar-class`` by
-    GPU-time class, or ``pollux`` / ``pollux-lucid`` / ``pollux-time``: Pollux's recipe of
-    :mod:`gpucluster_env.traces.pollux`). ``load`` scales the arrival rate (castor §9.5 sweeps 0.5x-2x).
-    ``deadlines``: Gimbal's
-    submit + duration x lambda, lambda ~ U[1.5, 2.5].
+    for HadarE's workload mixes, ``tiny``, or ``file``: ``trace_file`` read as ``trace_format``, sniffed when
+    None). ``window``: how jobs are sampled (``busiest``, ``random``, ``all``, ``hours:3-10``). ``annotate``:
+    the recipe that turns the raw trace into jobs (registered by name in
+    :data:`gpucluster_env.traces.scenario_jobs.RECIPES`: ``uniform`` models over ``models``, ``hadar-class``
+    by GPU-time class, ``trace`` the file's own models and iterations, or ``pollux`` / ``pollux-lucid`` /
+    ``pollux-time``: Pollux's recipe of :mod:`gpucluster_env.traces.pollux`). ``load`` scales the arrival rate
+    (castor §9.5 sweeps 0.5x-2x). ``deadlines``: Gimbal's submit + duration x lambda, lambda ~ U[1.5, 2.5].
     """
 
     name: str
@@ -51,32 +55,112 @@ class Scenario:
     load: float = 1.0
     mix: str | None = None
     config: EngineConfig = field(default_factory=EngineConfig)
+    trace_file: str | None = None
+    trace_format: str | None = None
+
+    def __post_init__(self) -> None:
+        where = f"scenario {self.name!r}: option " if isinstance(self.name, str) else "scenario: option "
+        for f in fields(self):
+            if f.name == "config":
+                continue
+            object.__setattr__(self, f.name, check_value(SCENARIO_SETTINGS[f.name], getattr(self, f.name), where))
+        if not isinstance(self.config, EngineConfig):
+            raise SettingError(f"{where}'config': expected engine settings, got {self.config!r}; set them "
+                               f"by their names ({', '.join(CONFIG_SETTINGS)})")
+        for name, setting in CONFIG_SETTINGS.items():
+            value = check_value(setting, getattr(self.config, name), where)
+            if value != getattr(self.config, name) or type(value) is not type(getattr(self.config, name)):
+                object.__setattr__(self, "config", replace(self.config, **{name: value}))
+        if (self.trace == "file") != (self.trace_file is not None):
+            raise SettingError(f"scenario {self.name!r}: trace 'file' and trace_file go together "
+                               f"(trace={self.trace!r}, trace_file={self.trace_file!r})")
 
     def with_options(self, **overrides: Any) -> Scenario:
-        """A copy with fields replaced (``num_jobs=480``, ``load=2.0``, engine settings by their names)."""
-        cfg_fields = set(EngineConfig.__dataclass_fields__)
-        cfg = {k: overrides.pop(k) for k in list(overrides) if k in cfg_fields}
-        unknown = set(overrides) - set(Scenario.__dataclass_fields__)
+        """A copy with fields replaced (``num_jobs=480``, ``load=2.0``, engine settings by their names), each
+        value checked against its declared type and range (:class:`~gpucluster_env.settings.SettingError`).
+        ``trace=PATH`` of an existing file is the user's trace file (``trace="file"``, window ``all``)."""
+        if "config" in overrides:
+            raise SettingError(f"scenario {self.name!r}: option 'config' cannot be set as a whole; set the engine "
+                               f"settings by their names ({', '.join(CONFIG_SETTINGS)})")
+        cfg = {k: overrides.pop(k) for k in list(overrides) if k in CONFIG_SETTINGS}
+        unknown = set(overrides) - set(SCENARIO_SETTINGS)
         if unknown:
-            raise ValueError(f"scenario {self.name!r}: unknown option(s) {', '.join(sorted(unknown))}")
-        out = replace(self, **overrides)
-        if cfg:
-            out = replace(out, config=replace(out.config, **cfg))
-        return out
+            raise SettingError(f"scenario {self.name!r}: unknown option(s) {', '.join(sorted(unknown))}; known: "
+                               f"{', '.join(option_names())}")
+        trace = overrides.get("trace")
+        if isinstance(trace, str) and trace != "file" and os.path.exists(trace):  # trace=PATH: the user's file
+            overrides.update(trace="file", trace_file=trace)
+            overrides.setdefault("window", "all")
+        where = f"scenario {self.name!r}: option "
+        cfg = {k: check_value(CONFIG_SETTINGS[k], v, where) for k, v in cfg.items()}
+        config = replace(self.config, **cfg) if cfg else self.config
+        return replace(self, **overrides, config=config)
 
-    def build_jobs(self, seed: int, catalog: Catalog | None = None) -> tuple[pd.DataFrame, str]:
-        """The job table for ``seed`` and a one-line note naming the trace used (real file or synthetic)."""
+    def build_jobs(self, seed: int, catalog: Any = None) -> tuple[Any, str]:
+        """The job table for ``seed`` (a pandas DataFrame) and a one-line note naming the trace used (real file
+        or synthetic); ``catalog`` defaults to the shipped one."""
+        from .catalog import default_catalog
         from .traces.scenario_jobs import build_jobs
 
         return build_jobs(self, seed, catalog or default_catalog())
 
-    def make_engine(self, seed: int, catalog: Catalog | None = None) -> ClusterEngine:
-        """A fresh engine for one episode of this scenario."""
-        cat = catalog or default_catalog()
-        jobs, note = self.build_jobs(seed, cat)
-        eng = ClusterEngine(self.cluster, jobs, cat, self.config, source=f"scenario {self.name} ({note})")
-        eng.trace_note = note  # type: ignore[attr-defined]
-        return eng
+
+def _setting(name: str, kind: str, **kw: Any) -> tuple[str, Setting]:
+    return name, Setting(name, kind, **kw)
+
+
+SCENARIO_SETTINGS: dict[str, Setting] = dict((
+    _setting("name", "str"),
+    _setting("description", "str"),
+    _setting("paper", "str"),
+    _setting("cluster", "cluster"),
+    _setting("models", "list[str]", check=lambda v: None if v else "needs at least one model"),
+    _setting("trace", "str"),
+    _setting("num_jobs", "int", low=1, high=10_000_000),
+    _setting("window", "str"),
+    _setting("all_at_zero", "bool"),
+    _setting("annotate", "str"),
+    _setting("deadlines", "bool"),
+    _setting("load", "float", low=0.01, high=100.0),
+    _setting("mix", "str", nullable=True),
+    _setting("trace_file", "str", nullable=True),
+    _setting("trace_format", "str", nullable=True),
+))
+"""The declared type and range of every scenario field but ``config`` (an arrival-rate factor ``load`` of 0.01
+to 100: beyond that an episode is a single job or an instant; at most 10 million jobs)."""
+
+CONFIG_SETTINGS: dict[str, Setting] = dict((
+    _setting("round_s", "float", nullable=True, low=1.0, high=1e7),
+    _setting("restart_s", "float", low=0.0, high=1e6),
+    _setting("consolidation_s", "float", low=0.0, high=1e6),
+    _setting("tick_s", "float", nullable=True, low=1.0, high=1e7),
+    _setting("idle_tick_s", "float", low=1.0, high=1e7),
+    _setting("sample_stealing", "bool"),
+    _setting("calibration_overhead_s", "float", low=0.0, high=1e6),
+    _setting("max_idle_ticks", "int", low=1, high=1_000_000_000),
+))
+"""The declared type and range of every engine setting a scenario may override (periods of 1 s to 116 days)."""
+
+assert set(SCENARIO_SETTINGS) | {"config"} == {f.name for f in fields(Scenario)}
+assert set(CONFIG_SETTINGS) == set(EngineConfig.__dataclass_fields__)
+
+
+def option_names() -> list[str]:
+    """Every option ``with_options`` takes: scenario fields and engine settings."""
+    return [n for n in SCENARIO_SETTINGS] + list(CONFIG_SETTINGS)
+
+
+def option_setting(name: str, scenario: str = "") -> Setting:
+    """The declared setting of option ``name`` (a scenario field or an engine setting)."""
+    if name in SCENARIO_SETTINGS:
+        return SCENARIO_SETTINGS[name]
+    if name in CONFIG_SETTINGS:
+        return CONFIG_SETTINGS[name]
+    if name == "config":
+        raise SettingError(f"option 'config' cannot be set as a whole; set the engine settings by their names "
+                           f"({', '.join(CONFIG_SETTINGS)})")
+    where = f"scenario {scenario!r}: " if scenario else ""
+    raise SettingError(f"{where}unknown option {name!r}; known: {', '.join(option_names())}")
 
 
 def _hadar_cluster() -> ClusterSpec:
@@ -161,9 +245,17 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 def get_scenario(name: str, **options: Any) -> Scenario:
-    """A scenario by name, with options applied (see :meth:`Scenario.with_options`)."""
-    try:
-        sc = SCENARIOS[name]
-    except KeyError:
-        raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)}") from None
+    """A scenario by name, or from a scenario file (a path ending in ``.toml``), with options applied (see
+    :meth:`Scenario.with_options`)."""
+    if not isinstance(name, str):
+        raise SettingError(f"a scenario is a name or a .toml file, got {name!r}")
+    if name.lower().endswith(".toml"):
+        from .scenario_files import load_scenario_file
+
+        sc = load_scenario_file(name)
+    else:
+        try:
+            sc = SCENARIOS[name]
+        except KeyError:
+            raise ValueError(f"unknown scenario {name!r}; known: {', '.join(SCENARIOS)} (or a .toml file)") from None
     return sc.with_options(**options) if options else sc

@@ -467,12 +467,13 @@ def _pair_throughput(sc_name: str, seeds: int) -> tuple[float, float, float]:
 def _demotion_stats(sc_name: str, seeds: int, threshold_gpu_s: float) -> tuple[float, float]:
     """Mean share of the jobs whose exclusive GPU-time (GPUs x solo run time on the scenario's cluster) exceeds
     ``threshold_gpu_s``, and their share of the GPU-time."""
+    from gpucluster_env.engine.build import make_engine
     from gpucluster_env.scenarios import get_scenario
 
     sc = get_scenario(sc_name)
     fr, sh = [], []
     for seed in range(seeds):
-        eng = sc.make_engine(seed)
+        eng = make_engine(sc, seed)
         gt = eng.solo_time * eng.req_gpus
         big = gt > threshold_gpu_s
         fr.append(float(big.mean()))

@@ -9,6 +9,7 @@ import pytest
 
 from gpucluster_env.engine import ActionError
 from gpucluster_env.engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
+from gpucluster_env.engine.build import make_engine
 from gpucluster_env.engine.simulator import PENDING, RUNNING
 from gpucluster_env.scenarios import SCENARIOS
 
@@ -30,7 +31,7 @@ def state(eng):
 
 
 def pair(scenario, seed=0):
-    a, b = (SCENARIOS[scenario].make_engine(seed) for _ in range(2))
+    a, b = (make_engine(SCENARIOS[scenario], seed) for _ in range(2))
     a.advance()
     b.advance()
     return a, b

@@ -25,6 +25,7 @@ from gpucluster_env.traces.pollux import (
 )
 
 from gpucluster_env.catalog import default_catalog
+from gpucluster_env.engine.build import make_engine
 from gpucluster_env.scenarios import get_scenario
 
 POLLUX_SCENARIOS = ("castor-philly", "castor-venus", "sjfbsbf-philly")
@@ -194,7 +195,7 @@ def test_lucid_work_keeps_the_trace_gpu_time_on_the_scenario_gpus(name: str) -> 
     from gpucluster_env.traces.scenario_jobs import trace_source
 
     sc = get_scenario(name)
-    eng = sc.make_engine(0)
+    eng = make_engine(sc, 0)
     full, _ = trace_source(sc.trace)
     gpu_time = dict(zip(full["job_id"].astype(str), full["num_gpus"] * full["duration_s"], strict=True))
     for j in range(0, eng.n_jobs, 7):

@@ -18,6 +18,7 @@ from gpucluster_env.traces.synthetic import generate
 
 from gpucluster_env.catalog import default_catalog
 from gpucluster_env.engine.actions import Place
+from gpucluster_env.engine.build import make_engine
 from gpucluster_env.scenarios import SCENARIOS, get_scenario
 
 
@@ -181,7 +182,7 @@ def test_round_trip_loader_sampler_scenario_run(tmp_path: Path, monkeypatch) -> 
     csv.to_csv(path, index=False)
     monkeypatch.setenv("GPUCLUSTER_DATA", str(tmp_path))
     sc = get_scenario("castor-philly", num_jobs=30)
-    eng = sc.make_engine(seed=1)
+    eng = make_engine(sc, seed=1)
     assert str(path) in eng.trace_note and "Pollux recipe" in eng.trace_note
     eng.advance()
     steps = 0

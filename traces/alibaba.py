@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from .files import numbers, read_csv
-from .tables import LoadReport, RowChecker, TraceFormatError, finish
+from .tables import MAX_JOB_GPUS, LoadReport, RowChecker, TraceFormatError, finish
 
 PAI_JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
 PAI_TASK_COLUMNS = (
@@ -50,6 +50,8 @@ OPENB_POD_COLUMNS = (
     "deletion_time",
     "scheduled_time",
 )
+MAX_PLAN_GPU = 100.0 * 64
+"""The most GPU percent one PAI task instance may plan (64 whole GPUs)."""
 OPENB_REQUIRED = ("name", "num_gpu", "gpu_milli", "creation_time", "deletion_time")
 
 
@@ -72,39 +74,49 @@ def load_pai(
         if task_table
         else job_path.with_name(job_path.name.replace("pai_job_table", "pai_task_table"))
     )
-    jobs = read_csv(job_path, PAI_JOB_COLUMNS, names=_header_names(job_path, PAI_JOB_COLUMNS))
-    tasks = read_csv(task_path, PAI_TASK_COLUMNS, names=_header_names(task_path, PAI_TASK_COLUMNS))
-    report = LoadReport(str(job_path), rows_read=len(jobs))
+    if task_path == job_path:
+        raise TraceFormatError(f"{job_path}: cannot tell where the PAI task table is: name the job table "
+                               "pai_job_table*.csv with pai_task_table*.csv beside it")
+    report = LoadReport(str(job_path))
+    jobs = read_csv(job_path, PAI_JOB_COLUMNS, names=_header_names(job_path, PAI_JOB_COLUMNS), report=report,
+                    skip_bad_rows=skip_bad_rows)
+    report.rows_read = len(jobs) + report.skipped_count
+    task_report = LoadReport(str(task_path))
+    tasks = read_csv(task_path, PAI_TASK_COLUMNS, names=_header_names(task_path, PAI_TASK_COLUMNS),
+                     report=task_report, skip_bad_rows=skip_bad_rows)
+    report.skipped += [(r, f"{task_path.name}: {f}", why) for r, f, why in task_report.skipped]
 
-    tchk = RowChecker(task_path, len(tasks), report, skip_bad_rows)
+    tchk = RowChecker.for_table(task_path, tasks, report, skip_bad_rows)
     inst, bad = numbers(tasks, "inst_num")
-    tchk.check(
-        bad.to_numpy() | (inst < 0).to_numpy(), "inst_num", "not a non-negative number", tasks["inst_num"]
-    )
+    tchk.count(inst, tasks["inst_num"], bad, "inst_num")
     pg, bad = numbers(tasks, "plan_gpu")
-    tchk.check(
-        bad.to_numpy() | (pg < 0).to_numpy(), "plan_gpu", "not a non-negative number", tasks["plan_gpu"]
-    )
+    with np.errstate(invalid="ignore"):
+        ok = ~((pg < 0) | (pg > MAX_PLAN_GPU)).to_numpy() & ~np.isinf(pg.to_numpy(float))
+    tchk.check(bad.to_numpy() | ~ok, "plan_gpu", f"not a number of GPU percent from 0 to {MAX_PLAN_GPU:g}",
+               tasks["plan_gpu"])
     t = tasks[tchk.keep].assign(gpus=(inst.fillna(1) * pg.fillna(0) / 100.0)[tchk.keep])
     per_job = t.groupby("job_name", sort=False).agg(gpus=("gpus", "sum"), gpu_type=("gpu_type", "first"))
 
-    chk = RowChecker(job_path, len(jobs), report, skip_bad_rows)
+    chk = RowChecker.for_table(job_path, jobs, report, skip_bad_rows)
+    chk.ident(jobs["job_name"], "job_name")
     st, bad = numbers(jobs, "start_time")
-    chk.check(
-        bad.to_numpy() | st.isna().to_numpy(), "start_time", "not a number (seconds)", jobs["start_time"]
-    )
+    chk.time(st, jobs["start_time"], bad, "start_time", required=True)
     en, bad = numbers(jobs, "end_time")
-    chk.check(bad.to_numpy(), "end_time", "not a number (seconds)", jobs["end_time"])
+    chk.time(en, jobs["end_time"], bad, "end_time", required=False)
     dur = en - st
-    chk.check((dur < 0).to_numpy(), "end_time", "before start_time (negative duration)", jobs["end_time"])
+    chk.duration(dur, jobs["end_time"], "end_time", "before start_time (negative duration)")
+    g = per_job["gpus"].reindex(jobs["job_name"]).fillna(0.0).to_numpy()
+    chk.check(g > MAX_JOB_GPUS, "plan_gpu", f"the job's tasks ask for more than {MAX_JOB_GPUS:,} GPUs in all "
+              "(sum of inst_num x plan_gpu / 100)", g)
     keep = chk.keep.copy()
     unfinished = keep & en.isna().to_numpy()
     report.dropped["unfinished"] = int(unfinished.sum())
     keep &= ~unfinished
-    g = per_job["gpus"].reindex(jobs["job_name"]).fillna(0.0).to_numpy()
     cpu = keep & (g <= 0)
     report.dropped["CPU-only"] = int(cpu.sum())
     keep &= ~cpu
+    if not keep.any():
+        raise TraceFormatError(f"{job_path}: no finished GPU job left ({report.summary()})")
     out = pd.DataFrame(
         {
             "job_id": jobs["job_name"][keep].to_numpy(),
@@ -126,16 +138,13 @@ def load_openb_pods(
     """Load an Alibaba GPU 2023 ``openb_pod_list_*.csv`` into the normalized table. ``num_gpus`` is
     ``max(num_gpu, 1)`` for GPU pods (a fractional pod holds one GPU); ``gpu_milli``, ``gpu_spec``, ``qos``,
     ``cpu_milli``, ``memory_mib`` are kept."""
-    df = read_csv(path, OPENB_REQUIRED)
-    report = LoadReport(str(path), rows_read=len(df))
-    chk = RowChecker(path, len(df), report, skip_bad_rows)
+    report = LoadReport(str(path))
+    df = read_csv(path, OPENB_REQUIRED, report=report, skip_bad_rows=skip_bad_rows)
+    report.rows_read = len(df) + report.skipped_count
+    chk = RowChecker.for_table(path, df, report, skip_bad_rows)
+    chk.ident(df["name"], "name")
     ng, bad = numbers(df, "num_gpu")
-    chk.check(
-        bad.to_numpy() | ~((ng >= 0) & (ng % 1 == 0)).to_numpy(),
-        "num_gpu",
-        "not a non-negative integer",
-        df["num_gpu"],
-    )
+    chk.count(ng, df["num_gpu"], bad, "num_gpu")
     gm, bad = numbers(df, "gpu_milli")
     chk.check(
         bad.to_numpy() | ~((gm >= 0) & (gm <= 1000)).to_numpy(),
@@ -144,23 +153,16 @@ def load_openb_pods(
         df["gpu_milli"],
     )
     cr, bad = numbers(df, "creation_time")
-    chk.check(
-        bad.to_numpy() | cr.isna().to_numpy(), "creation_time", "not a number (seconds)", df["creation_time"]
-    )
+    chk.time(cr, df["creation_time"], bad, "creation_time", required=True)
     de, bad = numbers(df, "deletion_time")
-    chk.check(bad.to_numpy(), "deletion_time", "not a number (seconds)", df["deletion_time"])
+    chk.time(de, df["deletion_time"], bad, "deletion_time", required=False)
     if "scheduled_time" in df.columns:
         sc, bad = numbers(df, "scheduled_time")
-        chk.check(bad.to_numpy(), "scheduled_time", "not a number (seconds)", df["scheduled_time"])
+        chk.time(sc, df["scheduled_time"], bad, "scheduled_time", required=False)
     else:
         sc = cr
     dur = de - sc
-    chk.check(
-        (dur < 0).to_numpy(),
-        "deletion_time",
-        "before scheduled_time (negative duration)",
-        df["deletion_time"],
-    )
+    chk.duration(dur, df["deletion_time"], "deletion_time", "before scheduled_time (negative duration)")
     keep = chk.keep.copy()
     never = keep & (sc.isna() | de.isna()).to_numpy()
     report.dropped["never scheduled"] = int(never.sum())
@@ -171,7 +173,9 @@ def load_openb_pods(
         keep &= ~cpu
     if not keep.any():
         raise TraceFormatError(f"{path}: no GPU pod left after dropping ({report.summary()})")
-    col = {c: df[c][keep].to_numpy() if c in df.columns else "" for c in ("gpu_spec", "qos", "pod_phase")}
+    n = int(keep.sum())
+    col = {c: df[c][keep].to_numpy() if c in df.columns else np.full(n, "", dtype=object)
+           for c in ("gpu_spec", "qos", "pod_phase")}
     out = pd.DataFrame(
         {
             "job_id": df["name"][keep].to_numpy(),

@@ -15,10 +15,15 @@ REAL_TRACE_OF = {"philly": "philly", "alibaba": "alibaba-gpu", "venus": "venus"}
 
 
 def trace_stats(df: pd.DataFrame) -> dict[str, float]:
-    """Summary statistics of a normalized trace (jobs with a positive duration)."""
-    d = df[df["duration_s"] > 0]
+    """Summary statistics of a normalized trace over the jobs with a positive duration, or over every job when
+    none has one (Gavel traces give steps, not times: the duration statistics are then NaN)."""
+    if len(df) == 0:
+        raise ValueError(f"{df.attrs.get('source', 'trace')}: no jobs to summarize")
+    timed = (df["duration_s"] > 0).to_numpy()
+    d = df[timed] if timed.any() else df
     g = d["num_gpus"].to_numpy()
     dur = d["duration_s"].to_numpy(float)
+    dur = dur[np.isfinite(dur) & (dur > 0)]
     span_h = max(float(d["submit_s"].max() - d["submit_s"].min()) / 3600.0, 1e-9)
     out: dict[str, float] = {"jobs": float(len(d))}
     for b in GPU_BINS:
@@ -26,9 +31,10 @@ def trace_stats(df: pd.DataFrame) -> dict[str, float]:
     out[f"gpus>{GPU_BINS[-1]}"] = float(np.mean(g > GPU_BINS[-1]))
     out["gpus other"] = 1.0 - sum(out[k] for k in out if k.startswith("gpus"))
     out["mean gpus"] = float(g.mean())
+    out["jobs with a duration"] = float(len(dur))
     for q in DURATION_QUANTILES:
-        out[f"duration p{int(q * 100)} (s)"] = float(np.quantile(dur, q))
-    out["mean duration (s)"] = float(dur.mean())
+        out[f"duration p{int(q * 100)} (s)"] = float(np.quantile(dur, q)) if len(dur) else float("nan")
+    out["mean duration (s)"] = float(dur.mean()) if len(dur) else float("nan")
     out["arrivals per hour"] = len(d) / span_h
     return out
 
@@ -45,15 +51,19 @@ def venus_published() -> dict[str, float]:
     }
 
 
-def compare(name: str, n: int = 20000, seed: int = 0) -> tuple[pd.DataFrame, str]:
-    """A table (rows: statistics; columns: real, synthetic) and a note naming the real source."""
+def compare(
+    name: str, n: int = 20000, seed: int = 0, file: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, str]:
+    """A table (rows: statistics; columns: real, synthetic) and a note naming the real source. With ``file``
+    (a normalized trace loaded from a user's file), the real column is that file's statistics and ``name``
+    only picks the synthetic profile it stands beside."""
     from .registry import load_trace
     from .synthetic import generate
 
     profile = profiles.get_profile(name)
     syn = trace_stats(generate(profile, n, np.random.default_rng(seed)))
     real_name = REAL_TRACE_OF[name]
-    loaded = load_trace(real_name)
+    loaded = (file, None) if file is not None else load_trace(real_name)
     if loaded is not None:
         real, note = trace_stats(loaded[0]), f"real: {loaded[0].attrs['source']}"
     elif name == "venus":

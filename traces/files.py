@@ -1,15 +1,18 @@
-"""Opening trace files: gzip by content (and a clear error when a ``.gz`` file is not gzip), empty files,
-CSV headers checked for the columns a format needs."""
+"""Opening trace files: gzip by content (and a clear error when a ``.gz`` file is not gzip), strict UTF-8,
+empty files, CSV headers checked for the columns a format needs and every row for the header's number of
+fields."""
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
+import zlib
 from pathlib import Path
 
 import pandas as pd
 
-from .tables import TraceFormatError
+from .tables import LoadReport, TraceFormatError
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -19,10 +22,21 @@ def read_bytes_head(path: Path, n: int = 2) -> bytes:
         return f.read(n)
 
 
-def open_text(path: str | Path) -> io.TextIOBase:
-    """A text stream over ``path``, decompressing gzip (detected by content). A file named ``*.gz`` that is
-    not
-    gzip, or an empty file, raises :class:`TraceFormatError` naming it."""
+def _decode(p: Path, raw: bytes) -> str:
+    """``raw`` as UTF-8 text (a byte-order mark dropped); a byte that is not UTF-8 is an error naming the file,
+    the line and the column, never a silently replaced character."""
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise TraceFormatError(f"{p}: line {line}, column {col}: not UTF-8 text (byte 0x{raw[e.start]:02x})") from None
+
+
+def open_text(path: str | Path) -> io.StringIO:
+    """A text stream over ``path``, decompressing gzip (detected by content). A missing file, a folder, a file
+    named ``*.gz`` that is not gzip, a corrupt gzip stream, bytes that are not UTF-8, or an empty file raise
+    an error naming it."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file")
@@ -33,48 +47,86 @@ def open_text(path: str | Path) -> io.TextIOBase:
         raise TraceFormatError(f"{p}: named .gz but is not gzip-compressed (starts with {head!r})")
     if head == GZIP_MAGIC:
         try:
-            data = gzip.open(p, "rt", encoding="utf-8", newline="").read()
-        except (OSError, EOFError) as e:
+            with gzip.open(p, "rb") as f:
+                raw = f.read()
+        except (OSError, EOFError, zlib.error) as e:
             raise TraceFormatError(f"{p}: corrupt gzip stream ({e})") from None
     else:
-        data = p.read_text(encoding="utf-8", errors="replace")
+        raw = p.read_bytes()
+    data = _decode(p, raw)
     if not data.strip():
         raise TraceFormatError(f"{p}: empty file")
-    return io.StringIO(data)
+    return io.StringIO(data, newline="")
+
+
+def _field_counts(text: str, sep: str) -> tuple[list[int], list[list[str]] | None]:
+    """The number of fields of every non-blank line (data rows and header alike), and the parsed rows when the
+    text has quotes (then lines and rows differ, and the csv module splits them)."""
+    if '"' not in text:
+        lines = [ln for ln in text.replace("\r\n", "\n").split("\n") if ln != ""]
+        return [ln.count(sep) + 1 for ln in lines], None
+    rows = [r for r in csv.reader(io.StringIO(text, newline=""), delimiter=sep) if r]
+    return [len(r) for r in rows], rows
 
 
 def read_csv(
-    path: str | Path, required: tuple[str, ...], names: tuple[str, ...] | None = None, sep: str = ","
+    path: str | Path,
+    required: tuple[str, ...],
+    names: tuple[str, ...] | None = None,
+    sep: str = ",",
+    report: LoadReport | None = None,
+    skip_bad_rows: bool = False,
 ) -> pd.DataFrame:
     """Read a CSV (all columns as strings, converted by the caller) and check the ``required`` columns.
+
+    Every data row must have as many fields as the header (or ``names``): a row with a field more or less
+    would shift every column after it, so it is an error naming the file and the row, or with
+    ``skip_bad_rows`` a skipped row recorded in ``report``. ``df.attrs["rows"]`` then holds the data-row
+    numbers (1-based, header not counted) of the rows kept.
 
     ``names``: the column names for a headerless file (Alibaba PAI tables ship without a header, the names are
     in ``*.header``); a first line equal to the names is taken as a header and skipped.
     """
-    stream = open_text(path)
+    text = open_text(path).getvalue()
+    counts, parsed = _field_counts(text, sep)
     if names is not None:
-        first = stream.readline().strip().split(sep)
-        if [c.strip() for c in first] != list(names):
-            stream.seek(0)
-        df = pd.read_csv(
-            stream,
-            sep=sep,
-            header=None,
-            names=list(names),
-            dtype=str,
-            keep_default_na=False,
-            na_values=[""],
-            index_col=False,
-        )
+        first = parsed[0] if parsed is not None else next(ln for ln in text.splitlines() if ln).split(sep)
+        has_header = [c.strip() for c in first] == list(names)
+        header = list(names)
     else:
-        df = pd.read_csv(stream, sep=sep, dtype=str, keep_default_na=False, na_values=[""])
-    df.columns = [str(c).strip() for c in df.columns]
-    missing = [c for c in required if c not in df.columns]
+        has_header = True
+        header = [c.strip() for c in (parsed[0] if parsed is not None else
+                                      next(ln for ln in text.splitlines() if ln).split(sep))]
+    dup = sorted({c for c in header if header.count(c) > 1})
+    if dup:
+        raise TraceFormatError(f"{path}: header: column(s) {', '.join(repr(c) for c in dup)} appear more than once")
+    missing = [c for c in required if c not in header]
     if missing:
-        raise TraceFormatError(
-            f"{path}: missing column(s) {', '.join(repr(c) for c in missing)} "
-            f"(found: {', '.join(df.columns)})"
-        )
+        raise TraceFormatError(f"{path}: missing column(s) {', '.join(repr(c) for c in missing)} "
+                               f"(found: {', '.join(header)})")
+    data_counts = counts[1:] if has_header else counts
+    bad = [i for i, c in enumerate(data_counts) if c != len(header)]
+    if bad and not skip_bad_rows:
+        i = bad[0]
+        raise TraceFormatError(f"{path}: row {i + 1}: expected {len(header)} fields "
+                               f"({', '.join(header[:3])}, …), found {data_counts[i]}")
+    for i in bad:
+        if report is not None:
+            report.skipped.append((i + 1, "(row)", f"expected {len(header)} fields, found {data_counts[i]}"))
+    if parsed is not None or bad:
+        rows = parsed[1:] if (parsed is not None and has_header) else parsed
+        if rows is None:
+            lines = [ln for ln in text.replace("\r\n", "\n").split("\n") if ln != ""]
+            rows = [ln.split(sep) for ln in (lines[1:] if has_header else lines)]
+        drop = set(bad)
+        kept = [r for i, r in enumerate(rows) if i not in drop]
+        df = pd.DataFrame(kept, columns=header, dtype=object).replace("", None)
+        df.attrs["rows"] = tuple(i + 1 for i in range(len(rows)) if i not in drop)  # a tuple: pandas compares attrs
+    else:
+        df = pd.read_csv(io.StringIO(text, newline=""), sep=sep, header=0 if has_header else None,
+                         names=header, dtype=str, keep_default_na=False, na_values=[""], index_col=False,
+                         skip_blank_lines=True)
+    df.columns = [str(c).strip() for c in df.columns]
     if len(df) == 0:
         raise TraceFormatError(f"{path}: no data rows")
     return df

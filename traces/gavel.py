@@ -45,6 +45,9 @@ GAVEL_MODEL_NAMES = {
 }
 """Gavel job-type family -> catalog model name (scenarios.GAVEL_MODELS)."""
 
+MAX_STEPS = 1e12
+"""The most training steps a job may have (Gavel's traces: at most a few million)."""
+
 _JOB_TYPE = re.compile(r"^(?P<family>.+?)\s*\(batch size (?P<batch>\d+)\)\s*$")
 
 
@@ -71,23 +74,19 @@ def load_gavel_trace(
 ) -> tuple[pd.DataFrame, LoadReport]:
     """Load one Gavel ``.trace`` file; ``vc`` is the file's stem, ``model``/``batch_size`` come from the job
     type, ``iterations`` is ``total_steps``."""
-    df = read_csv(path, GAVEL_COLUMNS, names=GAVEL_COLUMNS, sep="\t")
-    report = LoadReport(str(path), rows_read=len(df))
-    chk = RowChecker(path, len(df), report, skip_bad_rows)
+    report = LoadReport(str(path))
+    df = read_csv(path, GAVEL_COLUMNS, names=GAVEL_COLUMNS, sep="\t", report=report, skip_bad_rows=skip_bad_rows)
+    report.rows_read = len(df) + report.skipped_count
+    chk = RowChecker.for_table(path, df, report, skip_bad_rows)
     chk.check(df["job_type"].isna().to_numpy(), "job_type", "empty")
     gpus, bad = numbers(df, "scale_factor")
-    chk.check(
-        bad.to_numpy() | ~((gpus >= 1) & (gpus % 1 == 0)).to_numpy(),
-        "scale_factor",
-        "not a positive integer",
-        df["scale_factor"],
-    )
+    chk.count(gpus, df["scale_factor"], bad, "scale_factor", low=1)
     steps, bad = numbers(df, "total_steps")
-    chk.check(
-        bad.to_numpy() | ~(steps > 0).to_numpy(), "total_steps", "not a positive number", df["total_steps"]
-    )
+    with np.errstate(invalid="ignore"):
+        ok = (steps > 0).to_numpy() & (steps <= MAX_STEPS).to_numpy()
+    chk.check(bad.to_numpy() | ~ok, "total_steps", f"not a number of steps in (0, {MAX_STEPS:g}]", df["total_steps"])
     arr, bad = numbers(df, "arrival_time_s")
-    chk.check(bad.to_numpy() | arr.isna().to_numpy(), "arrival_time_s", "not a number", df["arrival_time_s"])
+    chk.time(arr, df["arrival_time_s"], bad, "arrival_time_s", required=True)
     chk.check((arr < 0).to_numpy(), "arrival_time_s", "negative arrival time", df["arrival_time_s"])
     k = chk.keep
     jt = df["job_type"][k].astype(str).to_numpy()
@@ -102,7 +101,7 @@ def load_gavel_trace(
     stem = Path(path).name.split(".")[0]
     out = pd.DataFrame(
         {
-            "job_id": [f"{stem}-{i}" for i in np.flatnonzero(k) + 1],
+            "job_id": [f"{stem}-{i}" for i in np.asarray(chk.rows)[k]],
             "submit_s": arr[k].to_numpy(float),
             "num_gpus": g,
             "duration_s": dur,

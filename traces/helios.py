@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from .files import numbers, read_csv, timestamps
-from .tables import LoadReport, RowChecker, finish
+from .tables import LoadReport, RowChecker, TraceFormatError, finish
 
 HELIOS_COLUMNS = (
     "job_id",
@@ -38,9 +38,11 @@ def load_helios(
     path: str | Path, skip_bad_rows: bool = False, gpu_only: bool = True
 ) -> tuple[pd.DataFrame, LoadReport]:
     """Load a Helios ``cluster_log.csv`` into the normalized table (``status`` = ``state``)."""
-    df = read_csv(path, REQUIRED)
-    report = LoadReport(str(path), rows_read=len(df))
-    chk = RowChecker(path, len(df), report, skip_bad_rows)
+    report = LoadReport(str(path))
+    df = read_csv(path, REQUIRED, report=report, skip_bad_rows=skip_bad_rows)
+    report.rows_read = len(df) + report.skipped_count
+    chk = RowChecker.for_table(path, df, report, skip_bad_rows)
+    chk.ident(df["job_id"], "job_id")
     ts, bad = timestamps(df, "submit_time", TIME_FORMAT)
     chk.check(
         bad.to_numpy() | ts.isna().to_numpy(),
@@ -50,19 +52,16 @@ def load_helios(
     )
     dur, bad = numbers(df, "duration")
     chk.check(bad.to_numpy() | dur.isna().to_numpy(), "duration", "not a number", df["duration"])
-    chk.check((dur < 0).to_numpy(), "duration", "negative duration", df["duration"])
+    chk.duration(dur, df["duration"], "duration")
     gpus, bad = numbers(df, "gpu_num")
-    chk.check(
-        bad.to_numpy() | ~((gpus >= 0) & (gpus % 1 == 0)).to_numpy(),
-        "gpu_num",
-        "not a non-negative integer",
-        df["gpu_num"],
-    )
+    chk.count(gpus, df["gpu_num"], bad, "gpu_num")
     keep = chk.keep.copy()
     if gpu_only:
         cpu = keep & (gpus == 0).to_numpy()
         report.dropped["CPU-only"] = int(cpu.sum())
         keep &= ~cpu
+    if not keep.any():
+        raise TraceFormatError(f"{path}: no GPU job left ({report.summary()})")
     t = ts[keep]
     out = pd.DataFrame(
         {

@@ -25,10 +25,12 @@ def _start_hour(ts: pd.Series) -> float:
 
 
 def load_philly_csv(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.DataFrame, LoadReport]:
-    """Load the preprocessed Philly CSV into the normalized table (``vc`` = the ``cluster`` column)."""
-    df = read_csv(path, PHILLY_CSV_COLUMNS)
-    report = LoadReport(str(path), rows_read=len(df))
-    chk = RowChecker(path, len(df), report, skip_bad_rows)
+    """Load the preprocessed Philly CSV into the normalized table (``vc`` = the ``cluster`` column); jobs
+    without GPUs are dropped and counted (``CPU-only``), as every loader does."""
+    report = LoadReport(str(path))
+    df = read_csv(path, PHILLY_CSV_COLUMNS, report=report, skip_bad_rows=skip_bad_rows)
+    report.rows_read = len(df) + report.skipped_count
+    chk = RowChecker.for_table(path, df, report, skip_bad_rows)
     ts, bad_ts = timestamps(df, "timestamp", TIME_FORMAT)
     chk.check(
         bad_ts.to_numpy() | df["timestamp"].isna().to_numpy(),
@@ -38,16 +40,14 @@ def load_philly_csv(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.D
     )
     dur, bad_dur = numbers(df, "duration")
     chk.check(bad_dur.to_numpy() | dur.isna().to_numpy(), "duration", "not a number", df["duration"])
-    chk.check((dur < 0).to_numpy(), "duration", "negative duration", df["duration"])
+    chk.duration(dur, df["duration"], "duration")
     gpus, bad_g = numbers(df, "num_gpus")
-    chk.check(
-        bad_g.to_numpy() | ~((gpus >= 0) & (gpus % 1 == 0)).to_numpy(),
-        "num_gpus",
-        "not a non-negative integer",
-        df["num_gpus"],
-    )
+    chk.count(gpus, df["num_gpus"], bad_g, "num_gpus")
+    cpu = chk.keep & (gpus == 0).to_numpy()
+    report.dropped["CPU-only"] = int(cpu.sum())
+    chk.keep &= ~cpu
     keep = chk.keep
-    ids = np.char.add("philly-", np.arange(1, len(df) + 1).astype(str))
+    ids = np.char.add("philly-", np.asarray(chk.rows).astype(str))
     out = pd.DataFrame(
         {
             "job_id": ids[keep],
@@ -60,19 +60,64 @@ def load_philly_csv(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.D
     return finish(out, path, _start_hour(ts[keep])), report
 
 
+_SCALAR = (str, int, float)
+
+
+def _job_log_row(path: str | Path, r: int, job: object) -> tuple[str, str, str, str, str, str, str, int] | None:
+    """One job of the job log as text fields and its GPU count, None when it never started; a field of the
+    wrong JSON type is an error naming the row and the field."""
+    if not isinstance(job, dict):
+        raise row_error(path, r, "jobid", f"expected a JSON object for the job, got {type(job).__name__}")
+    for fld in ("jobid", "submitted_time", "attempts"):
+        if fld not in job:
+            raise row_error(path, r, fld, "missing")
+    for fld in ("jobid", "submitted_time", "vc", "user", "status"):
+        if job.get(fld) is not None and not isinstance(job[fld], _SCALAR):
+            raise row_error(path, r, fld, f"expected a string, got a JSON {type(job[fld]).__name__}")
+    if job["jobid"] is None or str(job["jobid"]).strip() == "":
+        raise row_error(path, r, "jobid", "empty job id")
+    attempts = job["attempts"] if job["attempts"] is not None else []
+    if not isinstance(attempts, list):
+        raise row_error(path, r, "attempts", f"expected a list, got a JSON {type(attempts).__name__}")
+    for a in attempts:
+        if not isinstance(a, dict):
+            raise row_error(path, r, "attempts", f"expected objects in the list, got a JSON {type(a).__name__}")
+        for fld in ("start_time", "end_time"):
+            if a.get(fld) is not None and not isinstance(a[fld], str):
+                raise row_error(path, r, f"attempts.{fld}", f"expected a time string, got {a[fld]!r}")
+    started = [a for a in attempts if a.get("start_time") and a.get("end_time")]
+    if not started:
+        return None
+    last = started[-1]
+    detail = last.get("detail") if last.get("detail") is not None else []
+    if not isinstance(detail, list) or not all(isinstance(d, dict) for d in detail):
+        raise row_error(path, r, "attempts.detail", "expected a list of {ip, gpus} objects")
+    gpus = 0
+    for d in detail:
+        g = d.get("gpus") if d.get("gpus") is not None else []
+        if not isinstance(g, list):
+            raise row_error(path, r, "attempts.detail.gpus", f"expected a list of GPU names, got {g!r}")
+        gpus += len(g)
+    return (str(job["jobid"]), str(job["submitted_time"]), str(started[0]["start_time"]), str(last["end_time"]),
+            str(job.get("vc") or ""), str(job.get("user") or ""), str(job.get("status") or ""), gpus)
+
+
 def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.DataFrame, LoadReport]:
     """Load the official ``cluster_job_log`` (a JSON list of jobs with ``jobid``, ``vc``, ``user``,
     ``status``,
     ``submitted_time`` and ``attempts``, each attempt with ``start_time``, ``end_time`` and ``detail``, a
     list of
     ``{"ip", "gpus"}``). GPUs = the GPUs of the last attempt; duration = last attempt end - first attempt
-    start. Jobs that never started (no attempt with both times) are dropped and counted."""
+    start. Jobs that never started (no attempt with both times) and jobs without GPUs (CPU-only) are dropped and
+    counted."""
     try:
         jobs = json.load(open_text(path))
     except json.JSONDecodeError as e:
         raise TraceFormatError(
             f"{path}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})"
         ) from None
+    except RecursionError:
+        raise TraceFormatError(f"{path}: JSON nested too deeply to be a job log") from None
     if not isinstance(jobs, list):
         raise TraceFormatError(f"{path}: expected a JSON list of jobs, got {type(jobs).__name__}")
     report = LoadReport(str(path), rows_read=len(jobs))
@@ -81,29 +126,11 @@ def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[
     not_started = 0
     for r, job in enumerate(jobs, start=1):
         try:
-            if not isinstance(job, dict):
-                raise row_error(path, r, "jobid", "expected a JSON object")
-            for fld in ("jobid", "submitted_time", "attempts"):
-                if fld not in job:
-                    raise row_error(path, r, fld, "missing")
-            attempts = [a for a in job["attempts"] or [] if a.get("start_time") and a.get("end_time")]
-            if not attempts:
+            started = _job_log_row(path, r, job)
+            if started is None:
                 not_started += 1
                 continue
-            last = attempts[-1]
-            gpus = sum(len(d.get("gpus", [])) for d in last.get("detail", []) or [])
-            rows.append(
-                (
-                    str(job["jobid"]),
-                    str(job["submitted_time"]),
-                    str(attempts[0]["start_time"]),
-                    str(last["end_time"]),
-                    str(job.get("vc") or ""),
-                    str(job.get("user") or ""),
-                    str(job.get("status") or ""),
-                    gpus,
-                )
-            )
+            rows.append(started)
             row_nums.append(r)
         except TraceFormatError as e:
             if not skip_bad_rows:
@@ -123,9 +150,12 @@ def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[
     en, bad_en = timestamps(df, "end", TIME_FORMAT)
     chk.check(bad_en.to_numpy(), "attempts.end_time", f"not a timestamp {TIME_FORMAT!r}", df["end"])
     dur = (en - st).dt.total_seconds()
-    chk.check(
-        (dur < 0).to_numpy(), "attempts.end_time", "ends before it starts (negative duration)", df["end"]
-    )
+    chk.duration(dur, df["end"], "attempts.end_time", "ends before it starts (negative duration)")
+    cpu = chk.keep & (df["num_gpus"] == 0).to_numpy()
+    report.dropped["CPU-only"] = int(cpu.sum())
+    chk.keep &= ~cpu
+    if not chk.keep.any():
+        raise TraceFormatError(f"{path}: no GPU job left ({report.summary()})")
     keep = chk.keep
     out = df[keep].copy()
     out["submit_s"] = (sub[keep] - sub[keep].min()).dt.total_seconds()

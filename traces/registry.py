@@ -218,10 +218,34 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
         raise ValueError(f"unknown trace format {fmt!r}; known: {', '.join(table)}") from None
 
 
+FORMAT_NAMES = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb")
+
+
+def _sniff(p: Path) -> str | None:
+    """The format of a trace file from its first line (the header columns each format has), or None."""
+    from .files import open_text
+
+    first = next((ln for ln in open_text(p).getvalue().splitlines() if ln.strip()), "")
+    if first.lstrip().startswith("["):
+        return "philly-json"
+    cols = {c.strip() for c in first.split(",")}
+    if {"timestamp", "duration", "num_gpus"} <= cols:
+        return "philly-csv"
+    if {"job_id", "gpu_num", "submit_time"} <= cols:
+        return "helios"
+    if {"name", "num_gpu", "gpu_milli"} <= cols:
+        return "openb"
+    if first.count("\t") == 6 and "(batch size" in first:
+        return "gavel"
+    return None
+
+
 def guess_format(path: str | Path) -> str:
-    """The format of a trace file from its name (the official file names)."""
+    """The format of a trace file: from its name (the official file names), else from its first line."""
     p = Path(path)
     n = p.name.lower()
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no such file or folder")
     if p.is_dir():
         return "gavel-dir"
     for key, fmt in (
@@ -236,9 +260,12 @@ def guess_format(path: str | Path) -> str:
             return fmt
     if n.endswith(".json") or n.endswith(".json.gz"):
         return "philly-json"
+    sniffed = _sniff(p)
+    if sniffed:
+        return sniffed
     raise ValueError(
-        f"{p}: cannot tell the trace format from the file name; pass a format "
-        "(philly-csv, philly-json, gavel, helios, pai, openb)"
+        f"{p}: cannot tell the trace format from the file name or its first line; pass a format "
+        f"({', '.join(FORMAT_NAMES)})"
     )
 
 
@@ -246,6 +273,8 @@ def load_file(
     path: str | Path, fmt: str | None = None, skip_bad_rows: bool = False
 ) -> tuple[pd.DataFrame, LoadReport]:
     """Load a trace file in any supported official format into the normalized table."""
+    if not Path(path).exists():
+        raise FileNotFoundError(f"{path}: no such file or folder")
     return loader_for(fmt or guess_format(path))(path, skip_bad_rows=skip_bad_rows)
 
 

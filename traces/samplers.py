@@ -12,7 +12,8 @@ B:00
   on the trace's clock (hour of day, every day), ``n`` drawn uniformly. Hadar then releases them all at t = 0.
 - ``all``: the first ``n`` arrivals (all jobs when ``n`` is at least the trace length).
 
-Jobs without a positive, finite duration cannot be annotated and are dropped first (counted).
+Jobs without a positive, finite duration (or, for Gavel traces, iterations) cannot be annotated and are
+dropped first (counted).
 """
 
 from __future__ import annotations
@@ -53,9 +54,14 @@ class SampleReport:
         return ", ".join(parts)
 
 
-def _usable(df: pd.DataFrame, report: SampleReport) -> pd.DataFrame:
+def usable_jobs(df: pd.DataFrame, report: SampleReport) -> pd.DataFrame:
+    """The jobs with work to run: a positive, finite duration, or (Gavel traces, which give steps, not times)
+    a positive, finite number of iterations."""
     d = df["duration_s"].to_numpy(float)
     ok = np.isfinite(d) & (d > 0)
+    if "iterations" in df.columns:
+        it = df["iterations"].to_numpy(float)
+        ok |= np.isfinite(it) & (it > 0)
     report.dropped["no positive duration"] = int((~ok).sum())
     return df[ok].sort_values("submit_s", kind="stable").reset_index(drop=True)
 
@@ -112,7 +118,7 @@ def sample(
     if n <= 0:
         raise ValueError(f"number of jobs must be positive, got {n}")
     report = SampleReport(window)
-    usable = _usable(df, report)
+    usable = usable_jobs(df, report)
     report.jobs_in = len(df)
     if len(usable) == 0:
         raise ValueError(f"{df.attrs.get('source', 'trace')}: no job with a positive duration")
@@ -136,8 +142,8 @@ def sample(
 def downscale_gpus(df: pd.DataFrame, factor: int, report: SampleReport | None = None) -> pd.DataFrame:
     """GPU counts divided by ``factor`` (rounded up, at least 1), as Castor scales a trace to a small
     testbed."""
-    if factor < 1:
-        raise ValueError(f"downscale factor must be >= 1, got {factor}")
+    if not (isinstance(factor, int | np.integer) and factor >= 1):
+        raise ValueError(f"downscale factor must be an integer >= 1, got {factor!r}")
     out = df.copy()
     out["num_gpus"] = np.maximum(1, -(-out["num_gpus"].to_numpy(np.int64) // factor))
     if report is not None:
@@ -150,6 +156,8 @@ def fit_to_cluster(
 ) -> pd.DataFrame:
     """Jobs asking for more than ``max_gpus``: ``cap`` them at ``max_gpus`` or ``drop`` them; counted in
     ``report``."""
+    if not (isinstance(max_gpus, int | np.integer) and max_gpus >= 1):
+        raise ValueError(f"the cluster size (most GPUs a job may ask for) must be an integer >= 1, got {max_gpus!r}")
     big = df["num_gpus"].to_numpy(np.int64) > max_gpus
     out = df.copy()
     if policy == "cap":

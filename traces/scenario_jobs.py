@@ -3,15 +3,20 @@
 Sources, by the scenario's ``trace``: ``philly``, ``venus``, ``alibaba`` (PAI 2020) and ``alibaba-gpu`` (GPU
 2023) use the real file when one is found (``$GPUCLUSTER_DATA``, the user cache, ``../shared/data`` beside a
 checkout; see :mod:`.registry`) and otherwise the shipped synthetic trace fitted to it (:mod:`.shipped`);
-``mix`` is a HadarE workload mix; ``tiny`` is a small generated trace. ``$GPUCLUSTER_TRACE_SOURCE`` =
+``mix`` is a HadarE workload mix; ``tiny`` is a small generated trace; ``file`` is the scenario's
+``trace_file`` (a user's own trace, any format of :mod:`.registry`). ``$GPUCLUSTER_TRACE_SOURCE`` =
 ``synthetic`` forces the shipped traces, ``real`` requires the real file. The returned note names the trace
-used
-and what sampling did to it.
+used and what sampling did to it.
+
+Both steps are registered by name, so a new trace source or annotation recipe is one decorated function:
+:data:`SOURCES` (the scenario's ``trace``: raw jobs with submit, GPUs, duration) and :data:`RECIPES` (the
+scenario's ``annotate``: the whole way from the trace to the engine's job table).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -28,7 +33,7 @@ from .pollux import (
     pollux_sample,
     pollux_time_iterations,
 )
-from .registry import load_trace
+from .registry import load_file, load_trace
 from .samplers import fit_to_cluster, sample
 from .shipped import load_embedded
 
@@ -63,9 +68,7 @@ def _tiny_raw(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
 def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
     """The full normalized trace behind a scenario ``trace`` name and a note naming it (real or synthetic)."""
     if trace not in SCENARIO_TRACES:
-        raise ValueError(
-            f"trace source {trace!r} has no loader; known: {', '.join(SCENARIO_TRACES)}, mix, tiny"
-        )
+        raise ValueError(f"trace source {trace!r} has no loader; known: {', '.join(SOURCES)}")
     real_name, synthetic = SCENARIO_TRACES[trace]
     mode = os.environ.get("GPUCLUSTER_TRACE_SOURCE", "auto")
     if mode not in ("auto", "real", "synthetic"):
@@ -86,6 +89,113 @@ def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
     )
 
 
+def full_trace(sc: Scenario) -> tuple[pd.DataFrame, str]:
+    """The whole normalized trace a scenario samples from: its ``trace_file`` or its named trace."""
+    if sc.trace == "file":
+        assert sc.trace_file is not None
+        df, report = load_file(sc.trace_file, sc.trace_format)
+        return df, f"trace file {report.summary()}"
+    return trace_source(sc.trace)
+
+
+Source = Callable[["Scenario", np.random.Generator], tuple[pd.DataFrame, str, "np.ndarray | None"]]
+Recipe = Callable[["Scenario", np.random.Generator, Catalog], tuple[pd.DataFrame, str]]
+SOURCES: dict[str, Source] = {}
+"""Scenario ``trace`` -> the raw jobs (submit, GPUs, duration), a note, and their models when the source
+fixes them (HadarE mixes), else None."""
+RECIPES: dict[str, Recipe] = {}
+"""Scenario ``annotate`` -> the recipe making the engine's job table (see :func:`build_jobs`)."""
+
+
+def _register(table: dict, names: tuple[str, ...]) -> Callable:
+    def add(fn: Callable) -> Callable:
+        for n in names:
+            table[n] = fn
+        return fn
+    return add
+
+
+def source(*names: str) -> Callable[[Source], Source]:
+    """Register a trace source under ``names``."""
+    return _register(SOURCES, names)
+
+
+def recipe(*names: str) -> Callable[[Recipe], Recipe]:
+    """Register an annotation recipe under ``names``."""
+    return _register(RECIPES, names)
+
+
+@source("tiny")
+def _tiny_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, str, None]:
+    return _tiny_raw(sc, rng), "synthetic tiny trace (embedded generator)", None
+
+
+@source("mix")
+def _mix_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, str, np.ndarray]:
+    raw = mix_raw(sc.mix or "M-5")
+    return raw, f"HadarE workload mix {sc.mix or 'M-5'} ({len(raw)} jobs)", raw["model"].to_numpy(object)
+
+
+@source(*SCENARIO_TRACES, "file")
+def _sampled_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, str, None]:
+    """``num_jobs`` jobs of the full trace by the scenario's window, capped at the cluster size."""
+    full, note = full_trace(sc)
+    raw, rep = sample(full, sc.num_jobs, sc.window, rng)
+    raw = fit_to_cluster(raw, sc.cluster.num_gpus, "cap", rep)
+    return raw, f"{note}; {rep.summary()}", None
+
+
+def _model_recipe(
+    sc: Scenario, rng: np.random.Generator, catalog: Catalog,
+    assign: Callable[[pd.DataFrame, np.random.Generator], np.ndarray],
+) -> tuple[pd.DataFrame, str]:
+    """The common recipe: raw jobs from the scenario's source, ``load`` and ``all_at_zero`` applied to arrivals,
+    one model per job by ``assign`` (unless the source fixes them), Gimbal's deadlines when asked, and
+    iterations from the durations on the reference GPU."""
+    try:
+        src = SOURCES[sc.trace]
+    except KeyError:
+        raise ValueError(f"scenario {sc.name!r}: unknown trace {sc.trace!r}; known: {', '.join(SOURCES)}") from None
+    raw, note, models = src(sc, rng)
+    if sc.annotate != "trace":
+        dur = raw["duration_s"].to_numpy(float)
+        if not np.isfinite(dur).all():
+            raise ValueError(f"{note.split(';')[0]}: {int((~np.isfinite(dur)).sum())} jobs have no duration (a "
+                             "Gavel trace gives steps, not times); use the annotation 'trace'")
+    if sc.load != 1.0:
+        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
+    if sc.all_at_zero:
+        raw = raw.assign(submit_s=0.0)
+    if models is None:
+        models = assign(raw, rng)
+    deadlines = gimbal_deadlines(raw, rng) if sc.deadlines else None
+    if sc.annotate == "trace":
+        batch = raw["batch_size"].to_numpy(np.int64)
+        batch = np.where(batch > 0, batch, [catalog.model(str(m)).batch_size if m in catalog.models else 1
+                                            for m in models])
+        return to_job_table(raw, models, catalog, deadlines, raw["iterations"].to_numpy(float), batch), note
+    return to_job_table(raw, models, catalog, deadlines), note
+
+
+@recipe("uniform", "hadar-class")
+def _assigned_models(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
+    """Models drawn uniformly over the scenario's ``models`` (Castor, Gimbal), or by Hadar's GPU-time
+    classes; iterations from each job's duration on the reference GPU."""
+    return _model_recipe(sc, rng, catalog, lambda raw, r: assign_models(raw, sc.models, sc.annotate, r))
+
+
+@recipe("trace")
+def _trace_models(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
+    """The trace's own models, per-GPU batch sizes and iterations (Gavel ``.trace`` files carry them)."""
+    def own(raw: pd.DataFrame, r: np.random.Generator) -> np.ndarray:
+        if not {"model", "iterations", "batch_size"} <= set(raw.columns):
+            raise ValueError(f"scenario {sc.name!r}: annotation 'trace' needs a trace with its own models and "
+                             "iterations (a Gavel .trace file); use 'uniform' or another recipe")
+        return raw["model"].to_numpy(object)
+    return _model_recipe(sc, rng, catalog, own)
+
+
+@recipe("pollux", "pollux-lucid", "pollux-time")
 def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
     """Pollux's recipe (:mod:`.pollux`): ``num_jobs`` jobs from the busiest 8 hours of the day (2:00-10:00 on
     Philly, as Pollux; the busiest 8-hour range of the day on other traces), application by GPU time and GPU
@@ -93,7 +203,7 @@ def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tu
     Pollux); ``pollux-lucid`` = the sampled job's own GPU time in the trace (``duration x GPUs`` on reference
     GPUs), spread over Pollux's GPU count, as Lucid keeps the trace's durations (Castor §9.1 follows "Pollux and
     Lucid"). ``load`` divides arrival times as for the other recipes."""
-    full, note = trace_source(sc.trace)
+    full, note = full_trace(sc)
     raw, start, pool = pollux_sample(full, sc.num_jobs, rng, 2.0 if sc.trace == "philly" else None)
     apps = pollux_applications(raw, rng)
     gpus = np.minimum(pollux_replicas(apps, rng), sc.cluster.num_gpus)
@@ -128,27 +238,11 @@ def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tu
 
 
 def build_jobs(sc: Scenario, seed: int, catalog: Catalog) -> tuple[pd.DataFrame, str]:
-    """The engine job table for scenario ``sc`` and ``seed``, and a note naming the trace used."""
-    rng = np.random.default_rng(seed)
-    models: np.ndarray | None = None
-    if sc.annotate in ("pollux", "pollux-lucid", "pollux-time"):
-        return _pollux_jobs(sc, rng, catalog)
-    if sc.trace == "tiny":
-        raw, note = _tiny_raw(sc, rng), "synthetic tiny trace (embedded generator)"
-    elif sc.trace == "mix":
-        raw = mix_raw(sc.mix or "M-5")
-        models = raw["model"].to_numpy(object)
-        note = f"HadarE workload mix {sc.mix or 'M-5'} ({len(raw)} jobs)"
-    else:
-        full, note = trace_source(sc.trace)
-        raw, rep = sample(full, sc.num_jobs, sc.window, rng)
-        raw = fit_to_cluster(raw, sc.cluster.num_gpus, "cap", rep)
-        note = f"{note}; {rep.summary()}"
-    if sc.load != 1.0:
-        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
-    if sc.all_at_zero:
-        raw = raw.assign(submit_s=0.0)
-    if models is None:
-        models = assign_models(raw, sc.models, sc.annotate, rng)
-    deadlines = gimbal_deadlines(raw, rng) if sc.deadlines else None
-    return to_job_table(raw, models, catalog, deadlines), note
+    """The engine job table for scenario ``sc`` and ``seed`` (by its registered recipe), and a note naming the
+    trace used."""
+    try:
+        make = RECIPES[sc.annotate]
+    except KeyError:
+        raise ValueError(f"scenario {sc.name!r}: unknown annotation {sc.annotate!r}; known: "
+                         f"{', '.join(RECIPES)}") from None
+    return make(sc, np.random.default_rng(seed), catalog)

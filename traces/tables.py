@@ -26,6 +26,12 @@ import numpy as np
 import pandas as pd
 
 NORMALIZED_COLUMNS = ("job_id", "submit_s", "num_gpus", "duration_s", "vc", "user", "status")
+MAX_JOB_GPUS = 100_000
+"""The most GPUs one job may ask for (real traces: at most a few hundred); beyond it a count is an error."""
+MAX_DURATION_S = 366 * 86400.0
+"""The longest run time a job may have (real traces: Philly 54 days, Alibaba 2023 145 days)."""
+MAX_TIME_S = 1e10
+"""The largest absolute time stamp in seconds a numeric time column may hold (about 317 years)."""
 
 
 class TraceFormatError(ValueError):
@@ -85,6 +91,43 @@ class RowChecker:
         self.report = report
         self.skip = skip_bad_rows
         self.rows = row_numbers if row_numbers is not None else np.arange(1, n + 1)
+
+    @classmethod
+    def for_table(cls, source: str | Path, df: pd.DataFrame, report: LoadReport, skip_bad_rows: bool) -> RowChecker:
+        """A checker over ``df`` as :func:`~.files.read_csv` returned it (its data-row numbers in
+        ``df.attrs["rows"]`` when rows were skipped there)."""
+        rows = df.attrs.get("rows")
+        numbers = None if rows is None else np.asarray(rows, dtype=np.int64)
+        return cls(source, len(df), report, skip_bad_rows, numbers)
+
+    def ident(self, raw: pd.Series, fld: str) -> None:
+        """A job's id: not empty (an empty id would become the text ``nan``)."""
+        self.check(raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy(), fld, "empty job id")
+
+    def count(self, values: pd.Series, raw: pd.Series, bad_text: pd.Series, fld: str, low: int = 0) -> None:
+        """A GPU or instance count: an integer from ``low`` to :data:`MAX_JOB_GPUS` (``1e20``, ``inf``, ``2.5``
+        and ``-1`` are errors, never a wrapped or rounded number)."""
+        v = values.to_numpy(float)
+        with np.errstate(invalid="ignore"):
+            ok = np.isfinite(v) & (v >= low) & (v <= MAX_JOB_GPUS) & (np.mod(v, 1) == 0)
+        self.check(bad_text.to_numpy() | ~ok, fld, f"not an integer from {low} to {MAX_JOB_GPUS:,}", raw)
+
+    def duration(self, values: pd.Series, raw: pd.Series, fld: str, problem: str = "negative duration") -> None:
+        """A run time: finite, >= 0 and at most :data:`MAX_DURATION_S` (NaN is left to the caller)."""
+        v = values.to_numpy(float)
+        with np.errstate(invalid="ignore"):
+            self.check(v < 0, fld, problem, raw)
+            self.check(np.isinf(v) | (v > MAX_DURATION_S), fld,
+                       f"longer than {MAX_DURATION_S / 86400:g} days (not a real run time)", raw)
+
+    def time(self, values: pd.Series, raw: pd.Series, bad_text: pd.Series, fld: str, required: bool) -> None:
+        """A numeric time stamp in seconds: finite and within :data:`MAX_TIME_S` of 0 (NaN allowed unless
+        ``required``)."""
+        v = values.to_numpy(float)
+        missing = np.isnan(v) if required else np.zeros(len(v), dtype=bool)
+        with np.errstate(invalid="ignore"):
+            out = np.isinf(v) | (np.abs(v) > MAX_TIME_S)
+        self.check(bad_text.to_numpy() | missing | out, fld, f"not a time in seconds within {MAX_TIME_S:g}", raw)
 
     def check(
         self, bad: np.ndarray, fld: str, problem: str, values: np.ndarray | pd.Series | None = None

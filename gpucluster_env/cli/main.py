@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 SUBCOMMAND_MODULES = (
@@ -44,20 +45,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help()
-        return 2
+    """Run the command line; return the exit status: 0 done, 2 bad input (one line on stderr naming the file,
+    row, field or argument), 130 interrupted (Ctrl-C), 141 output pipe closed (as a shell reports SIGPIPE),
+    1 an internal error (one line; ``GPUCLUSTER_DEBUG=1`` shows the traceback)."""
+    command = "gpucluster"
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help()
+            return 2
+        command = f"gpucluster {args.command}"
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("gpucluster: interrupted", file=sys.stderr)
+        print(f"{command}: interrupted", file=sys.stderr)
         return 130
-    except (UserError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError, OSError) as e:
+    except BrokenPipeError:
+        # The reader went away (``gpucluster ... | head``): stop quietly, and keep Python from complaining
+        # when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    except (UserError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError, OSError,
+            UnicodeError, RecursionError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"gpucluster {args.command}: error: {msg}", file=sys.stderr)
+        print(f"{command}: error: {msg}", file=sys.stderr)
         return 2
+    except Exception as e:  # a bug, not bad input: one line unless debugging
+        if os.environ.get("GPUCLUSTER_DEBUG"):
+            raise
+        print(f"{command}: internal error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''} "
+              "(please report it; GPUCLUSTER_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

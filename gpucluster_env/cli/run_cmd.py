@@ -1,9 +1,11 @@
-"""``gpucluster run``: one scenario x one policy (or all) x one seed; prints the metrics."""
+"""``gpucluster run``: one scenario (a name, a TOML file, or a trace file on a cluster given inline) x one
+policy (or all) x one seed; prints the metrics, and says so when the episode was cut short."""
 
 from __future__ import annotations
 
 import argparse
 import math
+from typing import Any
 
 COLUMNS = (
     ("policy", "policy", "{}"),
@@ -18,19 +20,50 @@ COLUMNS = (
     ("preemptions", "preempt", "{}"),
     ("wall_s", "wall s", "{:.2f}"),
 )
+TRACE_FORMATS = {"philly": "philly-csv", "philly-joblog": "philly-json", "gavel": "gavel", "helios": "helios",
+                 "pai": "pai", "openb": "openb", "philly-csv": "philly-csv", "philly-json": "philly-json",
+                 "gavel-dir": "gavel-dir"}
+"""``--trace-format`` names (as the issue and the docs spell them) -> the loaders' format keys."""
+DEFAULT_MAX_SIM_DAYS = 1000.0
+DEFAULT_MAX_STEPS = 20_000_000
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run one scenario with one policy (or all) for one seed",
-                       description="Run one scenario with a policy for one seed and print the episode metrics.")
-    p.add_argument("--scenario", default="tiny", help="scenario name (see `gpucluster scenarios`)")
+    p = sub.add_parser(
+        "run", help="run one scenario with one policy (or all) for one seed",
+        description="Run one scenario with a policy for one seed and print the episode metrics. The scenario is a "
+                    "name, a scenario file (.toml), or your own trace file on your own cluster: "
+                    "--trace jobs.csv --cluster V100:9x4,P100:9x4,K80:9x4.")
+    p.add_argument("--scenario", default="tiny",
+                   help="scenario name (see `gpucluster scenarios`) or a scenario file PATH.toml")
+    p.add_argument("--trace", metavar="FILE",
+                   help="run the jobs of this trace file (format sniffed, or --trace-format); the cluster is "
+                        "--cluster, else the scenario's")
+    p.add_argument("--trace-format", choices=sorted(TRACE_FORMATS), help="format of --trace (default: sniffed)")
+    p.add_argument("--cluster", metavar="SPEC",
+                   help="the cluster, e.g. V100:9x4,P100:9x4,K80:9x4 (TYPE:NODESxGPUS per group; net=GBPS sets "
+                        "the inter-node bandwidth, default 12.5)")
+    p.add_argument("--annotate", metavar="RECIPE",
+                   help="how --trace jobs become training jobs: uniform (models drawn from --models), hadar-class, "
+                        "trace (the file's own models, Gavel), pollux, pollux-lucid, pollux-time (default: trace for "
+                        "Gavel files, else uniform)")
+    p.add_argument("--models", metavar="M1,M2", help="models for --trace jobs (default: Pollux's six)")
+    p.add_argument("--window", help="how --trace jobs are sampled: all (default), busiest, random, hours:A-B")
+    p.add_argument("--jobs", type=int, metavar="N", help="number of --trace jobs (default: all)")
     p.add_argument("--policy", default="fifo", help="policy name (see `gpucluster policies`), or 'all'")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="episode seed (0 to 2**32-1)")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
-                   help="scenario override, e.g. num_jobs=480 or load=2.0 (repeatable)")
+                   help="scenario override, e.g. num_jobs=480, load=2.0, all_at_zero=true (repeatable; typed and "
+                        "checked against the option's declared type and range)")
     p.add_argument("--policy-option", action="append", metavar="KEY=VALUE",
                    help="argument of the policy's constructor, e.g. thresholds=[3600] for tiresias (repeatable; "
-                        "values are JSON, else strings)")
+                        "typed by the constructor's declaration)")
+    p.add_argument("--max-sim-days", type=float, default=DEFAULT_MAX_SIM_DAYS,
+                   help="stop (truncate) the episode after this much simulated time "
+                        f"(default {DEFAULT_MAX_SIM_DAYS:g})")
+    p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
+                   help=f"stop after this many env steps (default {DEFAULT_MAX_STEPS:,})")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.add_argument("--record", metavar="FILE",
                    help="write the episode as a record for `gpucluster replay` (JSON lines; .gz compresses)")
     p.add_argument("--json", action="store_true", help="print one JSON object (a list with --policy all)")
@@ -43,40 +76,120 @@ def _fmt(fmt: str, v: object) -> str:
     return fmt.format(v)
 
 
+def scenario_from_args(args: argparse.Namespace) -> Any:
+    """The scenario ``run`` plays: ``--scenario`` (name or file), or ``--trace`` on ``--cluster``, with the
+    typed ``--option`` overrides applied."""
+    from gpucluster_env.cli.options import parse_options
+    from gpucluster_env.scenarios import get_scenario
+    from gpucluster_env.settings import SettingError
+
+    if args.trace is None:
+        for flag in ("trace_format", "annotate", "models", "window", "jobs"):
+            if getattr(args, flag) is not None:
+                raise SettingError(f"--{flag.replace('_', '-')} goes with --trace FILE")
+    sc = get_scenario(args.scenario)
+    options = parse_options(args.option, scenario=sc.name)
+    if args.cluster is not None:
+        from gpucluster_env.catalog.gpus import GPU_TYPES
+        from gpucluster_env.hardware import parse_cluster_spec
+
+        try:
+            options["cluster"] = parse_cluster_spec(args.cluster, GPU_TYPES)
+        except ValueError as e:
+            raise SettingError(f"--cluster: {e}") from None
+    if args.trace is not None:
+        options.update(_trace_options(args))
+    return sc.with_options(**options) if options else sc
+
+
+def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The scenario fields for ``--trace FILE``: the file read once here, so a bad file fails now with its
+    row and field, and the job count is the file's own unless ``--jobs`` says otherwise."""
+    from pathlib import Path
+
+    from gpucluster_env.scenarios import POLLUX_MODELS
+    from gpucluster_env.settings import SettingError
+    from gpucluster_env.traces.registry import guess_format, load_file
+    from gpucluster_env.traces.samplers import SampleReport, usable_jobs
+
+    fmt = TRACE_FORMATS[args.trace_format] if args.trace_format else guess_format(args.trace)
+    df, _ = load_file(args.trace, fmt)
+    usable = len(usable_jobs(df, SampleReport("all")))
+    if usable == 0:
+        raise SettingError(f"{args.trace}: no job with a positive duration or number of iterations")
+    if args.jobs is not None and not (1 <= args.jobs <= usable):
+        raise SettingError(f"--jobs {args.jobs}: {args.trace} has {usable} usable jobs; ask for 1 to {usable}")
+    models = tuple(m.strip() for m in args.models.split(",")) if args.models else POLLUX_MODELS
+    annotate = args.annotate or ("trace" if fmt.startswith("gavel") else "uniform")
+    return {"name": Path(args.trace).name, "description": f"trace file {args.trace}", "paper": "",
+            "trace": "file", "trace_file": str(args.trace), "trace_format": fmt, "num_jobs": args.jobs or usable,
+            "window": args.window or "all", "annotate": annotate, "models": models, "mix": None,
+            "all_at_zero": False, "deadlines": False}
+
+
 def run(args: argparse.Namespace) -> int:
     from gpucluster_env.baselines import make_policy, policy_names
     from gpucluster_env.cli.jsonout import dumps
-    from gpucluster_env.cli.options import parse_options
+    from gpucluster_env.cli.options import parse_policy_options
+    from gpucluster_env.cli.progress import EpisodeLimits, ProgressPolicy
     from gpucluster_env.leaderboard.runner import run_episode
-    from gpucluster_env.scenarios import get_scenario
+    from gpucluster_env.settings import SettingError
 
-    options = parse_options(args.option)
-    get_scenario(args.scenario, **options)  # fail fast on a bad name or option
-    popts = parse_options(args.policy_option, "--policy-option")
+    if not (0 <= args.seed < 2**32):
+        raise SettingError(f"--seed {args.seed}: must be an integer from 0 to {2**32 - 1}")
+    if not (0 < args.max_sim_days <= 1e6):
+        raise SettingError(f"--max-sim-days {args.max_sim_days:g}: must be a number of days in (0, 1e6]")
+    if args.max_steps < 1:
+        raise SettingError(f"--max-steps {args.max_steps}: must be positive")
+    sc = scenario_from_args(args)
     names = policy_names() if args.policy == "all" else [args.policy]
     if args.record and len(names) > 1:
-        raise ValueError("--record needs a single --policy")
-    if popts and len(names) > 1:
-        raise ValueError("--policy-option needs a single --policy")
+        raise SettingError("--record needs a single --policy")
+    if args.policy_option and len(names) > 1:
+        raise SettingError("--policy-option needs a single --policy")
+    popts = parse_policy_options(args.policy_option, names[0]) if len(names) == 1 else {}
+    limits = EpisodeLimits(args.max_sim_days * 86400.0, args.max_steps)
     results = []
     for name in names:
-        pol = make_policy(name, **popts)
-        results.append(run_episode(args.scenario, pol, args.seed, scenario_options=options, record=args.record))
+        pol = ProgressPolicy(make_policy(name, **popts), limits, show=not args.no_progress and not args.json)
+        try:
+            results.append(run_episode(sc, pol, args.seed, record=args.record,  # type: ignore[arg-type]
+                                       env_kwargs={"max_sim_time_s": limits.max_sim_s}))
+        finally:
+            pol.close()
+        results[-1]["limits"] = limits.describe()
+        results[-1]["jobs_asked"] = sc.num_jobs
     if args.json:
         print(dumps(results[0] if len(results) == 1 else results))
         return 0
+    _print_table(results, args, sc)
+    return 0
+
+
+def _print_table(results: list[dict[str, Any]], args: argparse.Namespace, sc: Any) -> None:
     from rich.console import Console
     from rich.table import Table
 
     first = results[0]
-    table = Table(title=f"{first['scenario']} · seed {args.seed} · {first['jobs']} jobs")
-    for _, title, _ in COLUMNS:
-        table.add_column(title, justify="left" if title == "policy" else "right")
+    cut = [r for r in results if r["truncated"]]
+    title = f"{first['scenario']} · seed {args.seed} · {first['jobs']} jobs"
+    if cut:
+        title += " · TRUNCATED: " + ", ".join(f"{r['policy']} finished {r['jobs_done']} of {r['jobs']}" for r in cut)
+    table = Table(title=title)
+    for _, head, _ in COLUMNS:
+        table.add_column(head, justify="left" if head == "policy" else "right")
     for r in results:
-        table.add_row(*[_fmt(fmt, r[key]) for key, _, fmt in COLUMNS])
+        row = [_fmt(fmt, r[key]) for key, _, fmt in COLUMNS]
+        if r["truncated"]:
+            row[0] += " (truncated)"
+        table.add_row(*row)
     console = Console(width=None if Console().is_terminal else 150)
     console.print(table)
     console.print(f"trace: {first['trace']}")
+    if first["jobs"] < sc.num_jobs:
+        console.print(f"note: the trace gave {first['jobs']:,} jobs of the {sc.num_jobs:,} asked (num_jobs)")
+    if cut:
+        console.print(f"truncated: the episode stopped at a limit ({first['limits']}); the metrics cover only the "
+                      "jobs finished by then")
     if args.record:
         console.print(f"replay written to {args.record}")
-    return 0

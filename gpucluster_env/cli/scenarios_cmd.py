@@ -1,4 +1,5 @@
-"""``gpucluster scenarios``: the registered scenarios."""
+"""``gpucluster scenarios``: the registered scenarios; ``gpucluster scenarios show NAME|FILE [--toml]``: one of
+them in full, or as a TOML scenario file to start your own from."""
 
 from __future__ import annotations
 
@@ -7,9 +8,36 @@ import json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("scenarios", help="list scenarios", description="List the registered scenarios.")
+    p = sub.add_parser("scenarios", help="list scenarios, or show one (as TOML)",
+                       description="List the registered scenarios, or show one.")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
+    actions = p.add_subparsers(dest="scenarios_command", metavar="ACTION")
+    q = actions.add_parser("show", help="one scenario in full (--toml: as a scenario file that loads back)")
+    q.add_argument("name", help="a scenario name or a scenario file PATH.toml")
+    q.add_argument("--toml", action="store_true", help="print it as a TOML scenario file (--scenario FILE.toml)")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=show)
+
+
+def show(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from gpucluster_env.scenario_files import scenario_to_toml
+    from gpucluster_env.scenarios import get_scenario
+
+    sc = get_scenario(args.name)
+    if args.toml:
+        print(scenario_to_toml(sc), end="")
+        return 0
+    row = {k: v for k, v in asdict(sc).items() if k not in ("cluster", "config")}
+    row.update(cluster=sc.cluster.to_spec(), gpus=sc.cluster.num_gpus, engine=asdict(sc.config))
+    if args.json:
+        print(json.dumps(row))
+        return 0
+    for k, v in row.items():
+        print(f"{k + ':':16} {v}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,11 +1,24 @@
-"""``gpucluster traces list | info NAME | fetch NAME | sample NAME | compare NAME``: the real traces and their
-synthetic stand-ins."""
+"""``gpucluster traces list | info NAME|FILE | fetch NAME | sample NAME | compare NAME|FILE``: the real traces,
+their synthetic stand-ins, and a user's own trace files."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from pathlib import Path
+
+FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb")
+"""The loaders' format keys (:func:`gpucluster_env.traces.registry.loader_for`)."""
+COMPARE_NAMES = ("philly", "venus", "alibaba")
+
+
+def _is_file_arg(name: str) -> bool:
+    """A positional NAME that is a path (exists, or has a folder or a file extension) rather than a trace name."""
+    from gpucluster_env.traces.registry import TRACES
+
+    return name not in TRACES and name not in COMPARE_NAMES and (
+        Path(name).exists() or "/" in name or Path(name).suffix != "")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,8 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q.set_defaults(func=cmd_list)
 
-    q = sub.add_parser("info", help="one trace: files, source, citation, statistics when present")
-    q.add_argument("name")
+    q = sub.add_parser("info", help="one trace (a name, or a trace FILE): files, source, statistics")
+    q.add_argument("name", help="a trace name (see `traces list`) or a trace file / Gavel folder")
+    q.add_argument("--format", choices=FORMATS, help="format of FILE (default: sniffed)")
+    q.add_argument("--skip-bad-rows", action="store_true", help="skip bad rows of FILE and report them")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_info)
 
@@ -39,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--jobs", type=int, default=240)
     q.add_argument("--window", default="busiest", help="busiest, random, all, hours:A-B")
     q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--file", help="load this file instead of the registered one (format from its name)")
+    q.add_argument("--file", help="load this file instead of the registered one (format sniffed)")
+    q.add_argument("--format", choices=FORMATS, help="format of --file (default: sniffed)")
     q.add_argument("--max-gpus", type=int, help="cluster size: jobs above it are capped (or dropped)")
     q.add_argument(
         "--drop-oversize", action="store_true", help="drop jobs above --max-gpus instead of capping"
@@ -50,8 +66,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_sample)
 
-    q = sub.add_parser("compare", help="real versus synthetic statistics side by side")
-    q.add_argument("name", choices=("philly", "venus", "alibaba"))
+    q = sub.add_parser("compare", help="real (or your FILE's) versus synthetic statistics side by side")
+    q.add_argument("name", help="philly, venus or alibaba, or a trace FILE (compared with --against)")
+    q.add_argument("--against", choices=("philly", "venus", "alibaba"), default="philly",
+                   help="with a FILE: the synthetic profile it stands beside (default philly)")
+    q.add_argument("--format", choices=FORMATS, help="format of FILE (default: sniffed)")
     q.add_argument("--jobs", type=int, default=20000, help="synthetic jobs to draw")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--json", action="store_true")
@@ -86,27 +105,36 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from gpucluster_env.traces.registry import get_trace, load_trace, locate
+    from gpucluster_env.traces.registry import get_trace, load_file, load_trace, locate
 
-    spec = get_trace(args.name)
-    info: dict = {
-        "name": spec.name,
-        "description": spec.description,
-        "format": spec.loader,
-        "citation": spec.citation,
-        "license": spec.license,
-        "synthetic": spec.synthetic,
-        "found": str(locate(spec.name) or ""),
-        "files": [{"path": f.relpath, "url": f.url, "sha256": f.sha256} for f in spec.files],
-    }
-    loaded = load_trace(spec.name) if info["found"] else None
+    if _is_file_arg(args.name):
+        df, report = load_file(args.name, args.format, skip_bad_rows=args.skip_bad_rows)
+        info: dict = {"file": args.name, "format": args.format or _guessed(args.name),
+                      "load_report": report.summary()}
+        loaded: tuple | None = (df, report)
+    else:
+        spec = get_trace(args.name)
+        info = {
+            "name": spec.name,
+            "description": spec.description,
+            "format": spec.loader,
+            "citation": spec.citation,
+            "license": spec.license,
+            "synthetic": spec.synthetic,
+            "found": str(locate(spec.name) or ""),
+            "files": [{"path": f.relpath, "url": f.url, "sha256": f.sha256} for f in spec.files],
+        }
+        loaded = load_trace(spec.name) if info["found"] else None
+        if loaded is not None:
+            info["load_report"] = loaded[1].summary()
     if loaded is not None:
         from gpucluster_env.traces.comparison import trace_stats
 
         info["stats"] = trace_stats(loaded[0])
-        info["load_report"] = loaded[1].summary()
     if args.json:
-        print(json.dumps(info, indent=2))
+        from gpucluster_env.cli.jsonout import dumps
+
+        print(dumps(info))
         return 0
     for k, v in info.items():
         if k == "files":
@@ -117,6 +145,12 @@ def cmd_info(args: argparse.Namespace) -> int:
         else:
             print(f"{k + ':':12} {v or '-'}")
     return 0
+
+
+def _guessed(path: str) -> str:
+    from gpucluster_env.traces.registry import guess_format
+
+    return guess_format(path)
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
@@ -142,9 +176,16 @@ def cmd_sample(args: argparse.Namespace) -> int:
     from gpucluster_env.traces.registry import get_trace, load_file, locate
     from gpucluster_env.traces.samplers import downscale_gpus, fit_to_cluster, sample
 
+    for flag, v in (("--jobs", args.jobs), ("--downscale", args.downscale), ("--max-gpus", args.max_gpus)):
+        if v is not None and v < 1:
+            raise ValueError(f"{flag} {v}: must be a positive integer")
+    if args.drop_oversize and args.max_gpus is None:
+        raise ValueError("--drop-oversize goes with --max-gpus N")
+    if not (0 <= args.seed < 2**32):
+        raise ValueError(f"--seed {args.seed}: must be an integer from 0 to {2**32 - 1}")
     report_load = None
     if args.file:
-        df, report_load = load_file(args.file, skip_bad_rows=args.skip_bad_rows)
+        df, report_load = load_file(args.file, args.format, skip_bad_rows=args.skip_bad_rows)
     elif args.name.startswith("synthetic:"):
         from gpucluster_env.traces.shipped import load_embedded
 
@@ -160,9 +201,11 @@ def cmd_sample(args: argparse.Namespace) -> int:
     out, rep = sample(df, args.jobs, args.window, np.random.default_rng(args.seed))
     if args.downscale > 1:
         out = downscale_gpus(out, args.downscale, rep)
-    if args.max_gpus:
+    if args.max_gpus is not None:
         out = fit_to_cluster(out, args.max_gpus, "drop" if args.drop_oversize else "cap", rep)
-    out.to_csv(args.out, index=False)
+    if len(out) == 0:
+        raise ValueError(f"no job left to write ({rep.summary()}); nothing written to {args.out}")
+    _write_atomic(out, args.out)
     result = {
         "source": df.attrs.get("source", ""),
         "out": args.out,
@@ -178,10 +221,33 @@ def cmd_sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _write_atomic(df: object, out: str) -> None:
+    """``df`` as CSV at ``out``, written under a temporary name and renamed when complete."""
+    import os
+
+    dest = Path(out)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    try:
+        df.to_csv(tmp, index=False)  # type: ignore[attr-defined]
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
     from gpucluster_env.traces.comparison import compare
 
-    table, note = compare(args.name, args.jobs, args.seed)
+    if not (1 <= args.jobs <= 10_000_000):
+        raise ValueError(f"--jobs {args.jobs}: must be from 1 to 10,000,000")
+    if _is_file_arg(args.name):
+        from gpucluster_env.traces.registry import load_file
+
+        df, _ = load_file(args.name, args.format)
+        table, note = compare(args.against, args.jobs, args.seed, file=df)
+    elif args.name in COMPARE_NAMES:
+        table, note = compare(args.name, args.jobs, args.seed)
+    else:
+        raise ValueError(f"traces compare: {args.name!r} is neither philly, venus, alibaba nor a trace file")
     if args.json:
         print(
             json.dumps(
@@ -197,7 +263,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         )
         return 0
     print(f"{args.name}: {note}")
-    print(f"{'statistic':24} {'real':>14} {'synthetic':>14}")
+    first = "your file" if _is_file_arg(args.name) else "real"
+    print(f"{'statistic':24} {first:>14} {'synthetic':>14}")
     for k, row in table.iterrows():
         print(f"{k:24} {row['real']:>14.4g} {row['synthetic']:>14.4g}")
     return 0

@@ -11,6 +11,8 @@ from gymnasium import spaces
 from ..catalog import Catalog
 from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
 from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
+from ..engine.build import make_engine
+from ..registration import registered_ids_text
 from ..scenarios import Scenario, get_scenario
 from .codec import COLOCATE, PLACE, PREEMPT, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
 from .observation import ObservationBuilder
@@ -69,9 +71,7 @@ class GPUClusterEnv(gym.Env):
 
     ## Registered Configurations
     ``gpucluster_env/GPUCluster-v0`` (generic, ``scenario=`` keyword) and one id per scenario:
-    ``Tiny-v0``, ``CastorPhilly-v0``, ``CastorVenus-v0``, ``SjfbsbfPhilly-v0``, ``GimbalPhilly-v0``,
-    ``GimbalAlibaba-v0``, ``HadarPhilly-v0``, ``HadareTestbed-v0``, ``HadareAws-v0``, ``AlibabaHetero-v0``
-    (all under the ``gpucluster_env/`` namespace).
+    {registered_ids} (all under the ``gpucluster_env/`` namespace).
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -126,7 +126,7 @@ class GPUClusterEnv(gym.Env):
         self.render_mode = render_mode
 
         # A first engine fixes the spaces (GPU types of the cluster); reset() builds each episode's own.
-        self.engine: ClusterEngine = sc.make_engine(0, catalog)
+        self.engine: ClusterEngine = make_engine(sc, 0, catalog)
         self.trace_note: str = getattr(self.engine, "trace_note", "")
         self.layout = ActionLayout(n_pending, n_running, len(self.engine.type_names), n_accum)
         self.codec = ActionCodec(self.layout, self.engine.type_names)
@@ -167,7 +167,7 @@ class GPUClusterEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
         trace_seed = int(self.np_random.integers(0, 2**31 - 1))
-        self.engine = self.scenario.make_engine(trace_seed, self.catalog)
+        self.engine = make_engine(self.scenario, trace_seed, self.catalog)
         self.trace_note = getattr(self.engine, "trace_note", "")
         if tuple(self.engine.type_names) != tuple(self.codec.type_names):
             raise RuntimeError("scenario produced a cluster with different GPU types than the action space")
@@ -287,10 +287,10 @@ class GPUClusterEnv(gym.Env):
     def _as_int(self, action: Any) -> int:
         if type(action) is int and 0 <= action < self.layout.size:
             return action
-        try:
-            a = int(np.asarray(action).item())
-        except (TypeError, ValueError):
-            raise ValueError(f"action must be an int of the action space or a typed action, got {action!r}") from None
+        arr = action if isinstance(action, np.ndarray | np.integer) else None  # no floats, strings, lists, bools
+        if not ((type(action) is int) or (arr is not None and arr.ndim == 0 and arr.dtype.kind in "iu")):
+            raise ValueError(f"action must be an int of the action space or a typed action, got {action!r}")
+        a = int(action)
         if not (0 <= a < self.layout.size):
             raise ValueError(f"action {a} is outside the action space [0, {self.layout.size})")
         return a
@@ -365,3 +365,6 @@ class GPUClusterEnv(gym.Env):
             "decision_reasons": eng.last_reasons,
             "trace": self.trace_note,
         }
+
+
+GPUClusterEnv.__doc__ = (GPUClusterEnv.__doc__ or "").replace("{registered_ids}", registered_ids_text())

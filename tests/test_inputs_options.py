@@ -1,0 +1,158 @@
+"""Typed options (issue #14): scenario, engine and policy options parsed and checked by their declared types and
+ranges, cluster specs, scenario TOML files that round-trip, and env actions that must be ints."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gpucluster_env.catalog.gpus import GPU_TYPES
+from gpucluster_env.cli.main import main
+from gpucluster_env.cli.options import parse_options, parse_policy_options
+from gpucluster_env.env import GPUClusterEnv
+from gpucluster_env.hardware import ClusterSpec, parse_cluster_spec
+from gpucluster_env.scenario_files import load_scenario_file, scenario_from_toml, scenario_to_toml
+from gpucluster_env.scenarios import SCENARIOS, get_scenario
+from gpucluster_env.settings import SettingError
+
+
+@pytest.mark.parametrize("text, value", [
+    ("all_at_zero=False", False), ("all_at_zero=no", False), ("all_at_zero=0", False), ("all_at_zero=true", True),
+    ("deadlines=off", False), ("num_jobs=480", 480), ("load=2", 2.0), ("round_s=null", None),
+    ("models=bert,ncf", ("bert", "ncf")), ("models=[\"bert\"]", ("bert",)), ("sample_stealing=yes", True),
+])
+def test_options_parse_by_declared_type(text: str, value: object) -> None:
+    key = text.split("=")[0]
+    got = parse_options([text])[key]
+    assert got == value and type(got) is type(value)
+    assert get_scenario("tiny", **{key: got}) is not None
+
+
+@pytest.mark.parametrize("text", [
+    "all_at_zero=maybe", "deadlines=False2", "num_jobs=0", "num_jobs=2.5", "num_jobs=abc", "num_jobs=null",
+    "num_jobs=-5", "num_jobs=1e3", "num_jobs=100000000000", "load=fast", "load=Infinity", "load=nan", "load=0",
+    "load=1e-300", "load=-1", "tick_s=abc", "tick_s=1e-9", "round_s=inf", "restart_s=-1", "cluster=1",
+    "cluster=36:36:36", "cluster=V100:0x4", "cluster=Bogus:1x4", "cluster=V100:1x4,net=0", "config=1",
+    "max_idle_ticks=2.5", "models=[1]", "xi=1",
+])
+def test_bad_options_are_one_line_errors(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--option", text]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("gpucluster run: error:") and text.split("=")[0] in err
+
+
+def test_python_keywords_are_checked_too() -> None:
+    with pytest.raises(SettingError, match="'num_jobs'"):
+        get_scenario("tiny", num_jobs=2.5)
+    with pytest.raises(SettingError, match="'all_at_zero'"):
+        get_scenario("tiny", all_at_zero="False")
+    with pytest.raises(SettingError, match="'load'"):
+        get_scenario("tiny", load=math.inf)
+    assert get_scenario("tiny", restart_s=30).config.restart_s == 30.0  # an int is a float, not an error
+    with pytest.raises(SettingError):
+        GPUClusterEnv("tiny", scenario_options={"num_jobs": True})
+
+
+@pytest.mark.parametrize("policy, text", [
+    ("tiresias", "thresholds=-1"), ("tiresias", "thresholds=[NaN]"), ("tiresias", "thresholds=[-5]"),
+    ("tiresias", "starve_factor=-1"), ("tiresias", "starve_factor=abc"), ("castor", "xi_scale=-1"),
+    ("castor", "predictor=1"), ("castor", "xi_scale=inf"),
+])
+def test_bad_policy_options(policy: str, text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--policy", policy, "--policy-option", text]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and text.split("=")[0] in err
+
+
+def test_policy_options_typed() -> None:
+    assert parse_policy_options(["thresholds=[3600, 7200]", "starve_factor=null"], "tiresias") == {
+        "thresholds": (3600.0, 7200.0), "starve_factor": None}
+    assert parse_policy_options(["xi_scale=1.5", "predictor=null"], "castor") == {"xi_scale": 1.5, "predictor": None}
+
+
+def test_seed_must_be_in_range(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--seed", "-1"]) == 2
+    assert "--seed -1" in capsys.readouterr().err
+
+
+def test_cluster_spec_parse_and_round_trip() -> None:
+    c = parse_cluster_spec("v100:9x4,P100:9x4,K80:9x4,net=25", GPU_TYPES)
+    assert c.gpus_by_type() == {"V100": 36, "P100": 36, "K80": 36} and c.inter_node_bw_gbps == 25.0
+    assert parse_cluster_spec(c.to_spec(), GPU_TYPES) == c
+    for s in SCENARIOS.values():
+        assert parse_cluster_spec(s.cluster.to_spec(), GPU_TYPES, name=s.cluster.name) == s.cluster
+    for bad in ("", "V100", "V100:9", "V100:9x", "V100:1e20x4", "V100:9x4,net=inf", "V100:9x65", "V100:100001x1"):
+        with pytest.raises(ValueError, match="cluster spec"):
+            parse_cluster_spec(bad, GPU_TYPES)
+    assert isinstance(c, ClusterSpec)
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_every_scenario_round_trips_through_toml(name: str) -> None:
+    sc = SCENARIOS[name]
+    assert scenario_from_toml(scenario_to_toml(sc)) == sc
+
+
+def test_scenarios_show_toml_loads_back_and_runs_alike(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scenarios", "show", "tiny", "--toml"]) == 0
+    f = tmp_path / "tiny.toml"
+    f.write_text(capsys.readouterr().out)
+    assert load_scenario_file(f) == SCENARIOS["tiny"]
+    assert main(["run", "--scenario", str(f), "--option", "num_jobs=12", "--json"]) == 0
+    a = capsys.readouterr().out
+    assert main(["run", "--scenario", "tiny", "--option", "num_jobs=12", "--json"]) == 0
+    b = capsys.readouterr().out
+    strip = (lambda s: s.split('"wall_s"')[0])  # noqa: E731 - wall time differs
+    assert strip(a) == strip(b)
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (("num_jobs = 40", "num_jobs = 2.5"), "'num_jobs'"),
+    (("all_at_zero = false", "all_at_zero = \"False\""), "'all_at_zero'"),
+    (("load = 1.0", "load = inf"), "'load'"),
+    (("idle_tick_s = 60.0", "idle_tick_s = -1"), "'idle_tick_s'"),
+    (("trace = \"tiny\"", "trace = \"tiny\"\nbogus = 1"), "unknown key(s) bogus"),
+    (("[engine]", "[engine]\nround = 3"), "unknown key(s) round"),
+    (("name = \"tiny\"", "name = "), "not valid TOML"),
+    (("cluster = \"V100:2x4,P100:1x4,K80:1x4,net=12.5\"", "cluster = \"36:36:36\""), "cluster spec"),
+])
+def test_bad_scenario_files(tmp_path: Path, edit: tuple[str, str], needle: str,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    text = scenario_to_toml(SCENARIOS["tiny"])
+    assert edit[0] in text
+    f = tmp_path / "bad.toml"
+    f.write_text(text.replace(edit[0], edit[1]))
+    assert main(["run", "--scenario", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(f) in err and needle in err
+
+
+@pytest.mark.parametrize("action", [1.5, "0", [0], True, np.float64(1.0), np.array([0]), None])
+def test_env_step_rejects_non_int_actions(action: object) -> None:
+    env = GPUClusterEnv("tiny", scenario_options={"num_jobs": 5})
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="action must be an int"):
+        env.step(action)
+
+
+def test_env_step_accepts_numpy_ints() -> None:
+    env = GPUClusterEnv("tiny", scenario_options={"num_jobs": 5})
+    env.reset(seed=0)
+    env.step(np.int64(0))
+    env.step(np.array(0))
+
+
+def test_env_docstring_lists_every_registered_id() -> None:
+    from gpucluster_env.registration import env_id
+
+    for name in SCENARIOS:
+        assert f"``{env_id(name).split('/')[1]}``" in (GPUClusterEnv.__doc__ or "")
+
+
+def test_scenarios_module_makes_no_engine() -> None:
+    import gpucluster_env.scenarios as scenarios
+
+    assert not hasattr(scenarios.Scenario, "make_engine") and "ClusterEngine" not in vars(scenarios)
