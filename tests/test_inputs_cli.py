@@ -108,14 +108,14 @@ def test_closed_pipe_exits_quietly(tmp_path: Path) -> None:
 
 def test_record_is_written_whole_or_not_at_all(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                capsys: pytest.CaptureFixture[str]) -> None:
-    from gpucluster_env.leaderboard import runner
+    from gpucluster_env.replay import record
 
     rec = tmp_path / "run.jsonl"
 
     def interrupted(*a: object, **k: object) -> str:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner.json, "dumps", interrupted)
+    monkeypatch.setattr(record.json, "dumps", interrupted)
     assert main(["run", "--option", "num_jobs=5", "--record", str(rec)]) == 130
     assert not rec.exists() and list(tmp_path.iterdir()) == []
     monkeypatch.undo()
