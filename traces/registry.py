@@ -201,7 +201,7 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
     """The loader function of a format key (``philly-csv``, ``philly-json``, ``gavel``, ``gavel-dir``,
     ``helios``,
     ``pai``, ``openb``)."""
-    from . import alibaba, gavel, helios, philly
+    from . import alibaba, gavel, helios, normalized, philly
 
     table: dict[str, Callable[..., tuple[pd.DataFrame, LoadReport]]] = {
         "philly-csv": philly.load_philly_csv,
@@ -211,6 +211,7 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
         "helios": helios.load_helios,
         "pai": alibaba.load_pai,
         "openb": alibaba.load_openb_pods,
+        "table": normalized.load_normalized_csv,
     }
     try:
         return table[fmt]
@@ -218,7 +219,7 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
         raise ValueError(f"unknown trace format {fmt!r}; known: {', '.join(table)}") from None
 
 
-FORMAT_NAMES = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb")
+FORMAT_NAMES = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb", "table")
 
 
 def _sniff(p: Path) -> str | None:
@@ -237,6 +238,8 @@ def _sniff(p: Path) -> str | None:
         return "openb"
     if first.count("\t") == 6 and "(batch size" in first:
         return "gavel"
+    if {"job_id", "submit_s", "num_gpus", "duration_s"} <= cols:
+        return "table"  # the normalized table, as `traces sample` writes it
     return None
 
 

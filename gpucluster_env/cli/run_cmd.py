@@ -22,7 +22,7 @@ COLUMNS = (
 )
 TRACE_FORMATS = {"philly": "philly-csv", "philly-joblog": "philly-json", "gavel": "gavel", "helios": "helios",
                  "pai": "pai", "openb": "openb", "philly-csv": "philly-csv", "philly-json": "philly-json",
-                 "gavel-dir": "gavel-dir"}
+                 "gavel-dir": "gavel-dir", "table": "table"}
 """``--trace-format`` names (as the issue and the docs spell them) -> the loaders' format keys."""
 DEFAULT_MAX_SIM_DAYS = 1000.0
 DEFAULT_MAX_STEPS = 20_000_000

@@ -44,6 +44,20 @@ def scenario_options_of(scenario: Scenario) -> dict[str, Any]:
     return out
 
 
+def scenario_spec(scenario: Scenario) -> str:
+    """The whole scenario as TOML (what ``gpucluster scenarios show --toml`` prints; a trace file by its
+    absolute path), so a record of a scenario file or of ``run --trace FILE --cluster SPEC`` verifies too."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    from ..scenario_files import scenario_to_toml
+
+    tf = getattr(scenario, "trace_file", None)
+    if isinstance(tf, str):
+        scenario = replace(scenario, trace_file=str(Path(tf).resolve()))
+    return scenario_to_toml(scenario)
+
+
 def env_settings(env: GPUClusterEnv) -> dict[str, Any]:
     """The environment's keyword arguments that matter for replaying its actions (all JSON values)."""
     L = env.layout
@@ -67,6 +81,7 @@ def header_of(env: GPUClusterEnv, seed: int | None, policy: str, policy_options:
         "package_version": __version__,
         "scenario": env.scenario.name,
         "scenario_options": scenario_options if scenario_options is not None else scenario_options_of(env.scenario),
+        "scenario_spec": scenario_spec(env.scenario),
         "seed": seed,
         **({"rng_state": rng_state} if seed is None and rng_state is not None else {}),
         "policy": policy,

@@ -35,6 +35,11 @@ def build_env(header: dict[str, Any]) -> GPUClusterEnv:
         settings["catalog"] = make_policy(header["policy"], **header.get("policy_options", {})).env_kwargs()["catalog"]
     elif catalog != "default":
         raise ValueError(f"record was made with a {catalog!r} catalog, which a replay cannot rebuild")
+    spec = header.get("scenario_spec")
+    if isinstance(spec, str):  # the whole scenario (a scenario file, or a trace file on a given cluster)
+        from ..scenario_files import scenario_from_toml
+
+        return GPUClusterEnv(scenario_from_toml(spec, source="the record's scenario"), **settings)
     return GPUClusterEnv(header["scenario"], scenario_options=header.get("scenario_options") or None, **settings)
 
 
