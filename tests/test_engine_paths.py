@@ -143,3 +143,58 @@ def test_view_is_read_only_and_agrees_with_the_engine(build):
     assert np.isnan(view.finish_time(0)) and view.pending_since(1) == 1.0 and view.busy_gpus == 2
     assert view.remaining_now()[0] <= eng.remaining[0] and view.now == eng.now
     assert view.running_jobs().tolist() == [0, 1] and view.pending_head(3).tolist() == []
+
+
+def test_queries_on_jobs_not_running_and_after_the_end(build):
+    eng = build([("fast", 1, 2), ("slow", 1, 1)], [{"iterations": 10.0}, {"submit_s": 5.0}])
+    eng.advance()
+    assert eng.gpus_of(0).tolist() == [] and eng.share_of(0) == 0.0 and eng.partners_of(0) == []
+    assert eng.plan_colocate(0, 0) is None and eng.plan_colocate(0, 1) is None
+    assert np.isnan(eng.metrics()["makespan_s"])  # nothing finished yet
+    assert eng.type_order(0) == [0, 1] and eng.solo_iter_time(0, "slow") == 2 * eng.solo_iter_time(0)
+    eng.apply(Place(0))
+    assert ClusterView(eng).num_running == 1
+    while not eng.done:
+        eng.advance()
+        if eng.num_pending:
+            eng.apply(Place(int(eng.pending_jobs()[0])))
+    assert eng.advance() == () and eng.last_reasons == ()
+
+
+def test_broken_invariant_and_bad_interference_are_reported(build):
+    eng = build([("fast", 1, 1)], [{}])
+    eng.advance()
+    eng.apply(Place(0))
+    eng._heap.clear()  # a running job without its completion event
+    with pytest.raises(RuntimeError, match="invariant broken"):
+        eng.advance()
+    from conftest import PairXi
+
+    with pytest.raises(ValueError, match="< 1"):
+        build([("fast", 1, 1)], [{}], xi=PairXi({}, default=0.5))
+
+
+def test_fork_onto_busy_gpus_and_share_bounds_on_named_gpus(build):
+    eng = build([("fast", 3, 1)], [{"iterations": 1e5}, {"iterations": 1e5}], round_s=10.0)
+    eng.advance()
+    eng.apply(Place(0, gpus=(0,)))
+    eng.apply(Place(1, gpus=(1,)))
+    with pytest.raises(ActionError, match="a copy needs free GPUs"):
+        eng.apply(Fork(0, gpus=(1,)))
+    for _ in range(9):
+        eng.apply(Squeeze(0, gpus=(0,)))
+        eng.advance()
+    with pytest.raises(ActionError, match="already at the minimum on those GPUs"):
+        eng.apply(Squeeze(0, gpus=(0,)))
+
+
+def test_engine_pickles_with_its_views(build):
+    import pickle
+
+    eng = build([("fast", 1, 2)], [{}, {"submit_s": 1.0}])
+    eng.advance()
+    eng.apply(Place(0))
+    clone = pickle.loads(pickle.dumps(eng))
+    clone.advance()
+    clone.apply(Place(1))
+    assert clone._sj_flat.base is clone.slot_job and clone.slot_job[1, 0] == 1 and eng.slot_job[1, 0] == -1

@@ -159,15 +159,13 @@ class Clock:
         self.active_from[j] = max(self.active_from[j], until)
 
     def _rerate(self, jobs: list[int], t: float) -> None:
-        """Settle each running job of ``jobs`` (sorted, distinct) to ``t``, recompute its rate and push its
+        """Settle each job of ``jobs`` (running, sorted, distinct) to ``t``, recompute its rate and push its
         completion event."""
-        status, last_t, active, rate, remaining, version = (
-            self.status, self.last_t, self.active_from, self.rate, self.remaining, self.version)
+        last_t, active, rate, remaining, version = (
+            self.last_t, self.active_from, self.rate, self.remaining, self.version)
         heap = self._heap
         tf = float(t)  # the same value
         for j in jobs:
-            if status.item(j) != RUNNING:
-                continue
             last = last_t.item(j)
             af = active.item(j)
             start = max(last, af)

@@ -59,10 +59,6 @@ class Copy:
         return self._g2p1
 
 
-def _bump(d: dict[int, int], k: int) -> None:
-    d[k] = d.get(k, 0) + 1
-
-
 class Occupancy:
     """Slots, shares, copies and their counts, for :class:`~gpucluster_env.engine.simulator.ClusterEngine`
     (a mixin over :class:`~gpucluster_env.engine.state.EngineState`)."""
@@ -75,46 +71,54 @@ class Occupancy:
     held_shared: np.ndarray
     held: np.ndarray
 
-    def _occupy(self, j: int, gl: list[int]) -> set[int]:
-        """Put job ``j`` on GPUs ``gl``: slot 0 of a free GPU, slot 1 beside a GPU's one tenant, at full share.
-        Returns the partners it now shares with."""
+    def _occupy(self, j: int, c: Copy) -> set[int]:
+        """Put job ``j``'s copy ``c`` on its GPUs: slot 0 of a free GPU, slot 1 beside a GPU's one tenant, at
+        full share. Returns the partners it now shares with."""
         self.gpu_version += 1
         sjf, ssf = self._sj_flat, self._ss_flat
         gt, gnt = self._gpu_type_l, self._gpu_nt_l
+        one_nt = c.n_nodes == 1 and c.t >= 0  # every GPU on one node, of one type
         tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU
-        shared_by_t: dict[int, int] = {}
-        taken_nt: dict[int, int] = {}
-        taken_t: dict[int, int] = {}
+        by_t: dict[int, int] = {}  # shared GPUs by type (mixed-type copies)
+        alone_nt: dict[int, int] = {}  # GPUs taken alone by node-type (copies over several nodes or types)
+        alone_t: dict[int, int] = {}
         n_shared = 0
-        for x in gl:
+        for x in c.gl:
             i = 2 * x
             o = sjf.item(i)
             if o < 0:
                 sjf[i] = j
                 ssf[i] = TENTHS_MAX
-                _bump(taken_nt, gnt[x])
-                _bump(taken_t, gt[x])
+                if not one_nt:
+                    k = gnt[x]
+                    alone_nt[k] = alone_nt.get(k, 0) + 1
+                    if c.t < 0:
+                        k = gt[x]
+                        alone_t[k] = alone_t.get(k, 0) + 1
             else:
                 sjf[i + 1] = j
                 ssf[i + 1] = TENTHS_MAX
                 n_shared += 1
-                _bump(tenants, o)
-                _bump(shared_by_t, gt[x])
-        self._count_gpus(j, len(gl), n_shared, tenants, shared_by_t, taken_nt, taken_t, 1)
+                tenants[o] = tenants.get(o, 0) + 1
+                if c.t < 0:
+                    k = gt[x]
+                    by_t[k] = by_t.get(k, 0) + 1
+        self._count_gpus(j, c, n_shared, tenants, by_t, alone_nt, alone_t, 1)
         return set(tenants)
 
-    def _vacate(self, j: int, gl: list[int]) -> set[int]:
-        """Take job ``j`` off GPUs ``gl``; returns the partners it shared with. On each GPU the other tenant,
-        if any, ends in slot 0 with its share; slot 1 ends empty."""
+    def _vacate(self, j: int, c: Copy) -> set[int]:
+        """Take job ``j``'s copy ``c`` off its GPUs; returns the partners it shared with. On each GPU the other
+        tenant, if any, ends in slot 0 with its share; slot 1 ends empty."""
         self.gpu_version += 1
         sjf, ssf = self._sj_flat, self._ss_flat
         gt, gnt = self._gpu_type_l, self._gpu_nt_l
+        one_nt = c.n_nodes == 1 and c.t >= 0
         tenants: dict[int, int] = {}
-        shared_by_t: dict[int, int] = {}
-        freed_nt: dict[int, int] = {}
-        freed_t: dict[int, int] = {}
+        by_t: dict[int, int] = {}
+        alone_nt: dict[int, int] = {}
+        alone_t: dict[int, int] = {}
         n_shared = 0
-        for x in gl:
+        for x in c.gl:
             i = 2 * x
             o = sjf.item(i)
             if o == j:  # j in slot 0: the tenant of slot 1 (if any) moves to slot 0 with its share
@@ -122,46 +126,62 @@ class Occupancy:
                 if o >= 0:
                     sjf[i] = o
                     ssf[i] = ssf.item(i + 1)
+                    sjf[i + 1] = -1
+                    ssf[i + 1] = TENTHS_MAX
                 else:
                     sjf[i] = -1
                     ssf[i] = TENTHS_MAX
-            if o >= 0:  # (j in slot 1: the tenant of slot 0 stays there with its share)
+            else:  # j in slot 1: the tenant of slot 0 stays there with its share
+                sjf[i + 1] = -1
+                ssf[i + 1] = TENTHS_MAX
+            if o >= 0:
                 n_shared += 1
-                _bump(tenants, o)
-                _bump(shared_by_t, gt[x])
-            else:
-                _bump(freed_nt, gnt[x])
-                _bump(freed_t, gt[x])
-            sjf[i + 1] = -1
-            ssf[i + 1] = TENTHS_MAX
-        self._count_gpus(j, len(gl), n_shared, tenants, shared_by_t, freed_nt, freed_t, -1)
+                tenants[o] = tenants.get(o, 0) + 1
+                if c.t < 0:
+                    k = gt[x]
+                    by_t[k] = by_t.get(k, 0) + 1
+            elif not one_nt:
+                k = gnt[x]
+                alone_nt[k] = alone_nt.get(k, 0) + 1
+                if c.t < 0:
+                    k = gt[x]
+                    alone_t[k] = alone_t.get(k, 0) + 1
+        self._count_gpus(j, c, n_shared, tenants, by_t, alone_nt, alone_t, -1)
         return set(tenants)
 
     def _count_gpus(
-        self, j: int, n: int, n_shared: int, tenants: dict[int, int], shared_by_t: dict[int, int],
+        self, j: int, c: Copy, n_shared: int, tenants: dict[int, int], by_t: dict[int, int],
         alone_nt: dict[int, int], alone_t: dict[int, int], sign: int,
     ) -> None:
-        """The counts beside the slots when job ``j`` takes (``sign`` +1) or leaves (-1) ``n`` GPUs: of them
-        ``n_shared`` with ``tenants`` (partner: GPUs, by type in ``shared_by_t``), the others alone (by flat
-        node-type index in ``alone_nt`` and by type in ``alone_t``)."""
+        """The counts beside the slots when job ``j`` takes (``sign`` +1) or leaves (-1) the GPUs of its copy
+        ``c``: ``n_shared`` of them with ``tenants`` (partner: GPUs), the others alone. For a copy of one type
+        the per-type counts, and for one on one node of one type the per-node-type counts, follow from ``c``;
+        otherwise they come as ``by_t`` (shared GPUs by type), ``alone_nt`` (alone, by flat node-type index)
+        and ``alone_t`` (alone, by type)."""
+        n_alone = c.n - n_shared
+        if c.t >= 0:
+            by_t = {c.t: n_shared}
+            alone_t = {c.t: n_alone}
+            if c.n_nodes == 1:
+                alone_nt = {self._gpu_nt_l[c.gl[0]]: n_alone}
         if n_shared:
             self.shared_gpus += sign * n_shared
             st = self.shared_t
-            for k, v in shared_by_t.items():
+            for k, v in by_t.items():
                 st[k] += sign * v
             hs = self.held_shared
             hs[j] += sign * n_shared
             for p, v in tenants.items():
                 hs[p] += sign * v
             self._pair(j, tenants, sign)
-        if alone_nt:
+        if n_alone:
             ff, bt = self._free_flat, self.busy_t
             for k, v in alone_nt.items():
                 ff[k] -= sign * v
-            self.busy_gpus += sign * (n - n_shared)
+            self.busy_gpus += sign * n_alone
             for k, v in alone_t.items():
                 bt[k] += sign * v
-        self.held[j] += sign * n
+        self.held[j] += sign * c.n
 
     def _pair(self, j: int, counts: dict[int, int], sign: int) -> None:
         """Job ``j`` starts (+1) or stops (-1) sharing ``counts[p]`` GPUs with each partner ``p``."""
@@ -185,7 +205,7 @@ class Occupancy:
         self.copies.pop(j, None)
         partners: set[int] = set()
         for c in cs:
-            partners |= self._vacate(j, c.gl)
+            partners |= self._vacate(j, c)
         return partners
 
     def _refresh_share_range(self, j: int) -> None:

@@ -65,7 +65,7 @@ class Transitions:
         self.job_min_mem[j] = c.k.min_mem
         self.share_lo[j] = self.share_hi[j] = TENTHS_MAX
         self.solo_rate[j] = 1.0 / c.k.solo_iter
-        partners = self._occupy(j, gl)
+        partners = self._occupy(j, c)
         self.log.records.append((t, "start", j, {"gpus": gl[:], "accumulation": s}))  # log.add(...)
         if partners:
             self.counts["colocations"] += 1
@@ -125,7 +125,7 @@ class Transitions:
                 raise ActionError(f"{self._typed(action)}: job {j} does not run on every GPU named")
         gl = g.tolist()
         sjf, ssf = self._sj_flat, self._ss_flat
-        pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU (flat index)
+        pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU, as a flat index
         if gpus is None and lo == hi:
             # one share on every GPU, and the check above keeps lo + step within bounds
             for i in pos:
@@ -157,10 +157,9 @@ class Transitions:
                 plans.append(self._fork_one(action, j, gpus))
         except ActionError:
             # all or nothing: give back the copies already placed by this action
-            for g in plans:
-                self._vacate(j, g.tolist())
+            for _ in plans:
+                self._vacate(j, self._copy_consts[j].pop())
                 self.copies[j].pop()
-                self._copy_consts[j].pop()
             self.job_min_mem[j], self.solo_rate[j] = saved
             raise
         t = self.now
@@ -184,7 +183,7 @@ class Transitions:
         if not all(fits_memory(fp, m) for m in self.type_mem[self.gpu_type[g]].tolist()):
             raise ActionError(f"{self._typed(action)}: job {j} does not fit in memory on those GPUs")
         c = self._new_copy(j, g, int(self.accum[j]))
-        self._occupy(j, c.gl)
+        self._occupy(j, c)
         self.copies[j].append(g)
         self._copy_consts[j].append(c)
         self.job_min_mem[j] = min(self.job_min_mem[j], c.k.min_mem)
