@@ -59,6 +59,15 @@ class Copy:
         return self._g2p1
 
 
+def _tally(key: list[int], gpus: list[int]) -> dict[int, int]:
+    """How many of ``gpus`` have each value of ``key`` (a per-GPU list: type, or flat node-type index)."""
+    out: dict[int, int] = {}
+    for x in gpus:
+        k = key[x]
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
 class Occupancy:
     """Slots, shares, copies and their counts, for :class:`~gpucluster_env.engine.simulator.ClusterEngine`
     (a mixin over :class:`~gpucluster_env.engine.state.EngineState`)."""
@@ -76,34 +85,22 @@ class Occupancy:
         full share. Returns the partners it now shares with."""
         self.gpu_version += 1
         sjf, ssf = self._sj_flat, self._ss_flat
-        gt, gnt = self._gpu_type_l, self._gpu_nt_l
-        one_nt = c.n_nodes == 1 and c.t >= 0  # every GPU on one node, of one type
         tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU
-        by_t: dict[int, int] = {}  # shared GPUs by type (mixed-type copies)
-        alone_nt: dict[int, int] = {}  # GPUs taken alone by node-type (copies over several nodes or types)
-        alone_t: dict[int, int] = {}
-        n_shared = 0
+        alone: list[int] = []
+        shared: list[int] = []
         for x in c.gl:
             i = 2 * x
             o = sjf.item(i)
             if o < 0:
                 sjf[i] = j
                 ssf[i] = TENTHS_MAX
-                if not one_nt:
-                    k = gnt[x]
-                    alone_nt[k] = alone_nt.get(k, 0) + 1
-                    if c.t < 0:
-                        k = gt[x]
-                        alone_t[k] = alone_t.get(k, 0) + 1
+                alone.append(x)
             else:
                 sjf[i + 1] = j
                 ssf[i + 1] = TENTHS_MAX
-                n_shared += 1
+                shared.append(x)
                 tenants[o] = tenants.get(o, 0) + 1
-                if c.t < 0:
-                    k = gt[x]
-                    by_t[k] = by_t.get(k, 0) + 1
-        self._count_gpus(j, c, n_shared, tenants, by_t, alone_nt, alone_t, 1)
+        self._count_gpus(j, c, alone, shared, tenants, 1)
         return set(tenants)
 
     def _vacate(self, j: int, c: Copy) -> set[int]:
@@ -111,75 +108,52 @@ class Occupancy:
         tenant, if any, ends in slot 0 with its share; slot 1 ends empty."""
         self.gpu_version += 1
         sjf, ssf = self._sj_flat, self._ss_flat
-        gt, gnt = self._gpu_type_l, self._gpu_nt_l
-        one_nt = c.n_nodes == 1 and c.t >= 0
         tenants: dict[int, int] = {}
-        by_t: dict[int, int] = {}
-        alone_nt: dict[int, int] = {}
-        alone_t: dict[int, int] = {}
-        n_shared = 0
+        alone: list[int] = []
+        shared: list[int] = []
         for x in c.gl:
             i = 2 * x
             o = sjf.item(i)
             if o == j:  # j in slot 0: the tenant of slot 1 (if any) moves to slot 0 with its share
                 o = sjf.item(i + 1)
-                if o >= 0:
-                    sjf[i] = o
-                    ssf[i] = ssf.item(i + 1)
-                    sjf[i + 1] = -1
-                    ssf[i + 1] = TENTHS_MAX
-                else:
-                    sjf[i] = -1
-                    ssf[i] = TENTHS_MAX
-            else:  # j in slot 1: the tenant of slot 0 stays there with its share
-                sjf[i + 1] = -1
-                ssf[i + 1] = TENTHS_MAX
+                sjf[i] = o
+                ssf[i] = ssf.item(i + 1)  # the empty slot 1 holds a full share
+            sjf[i + 1] = -1  # (j in slot 1: the tenant of slot 0 stays there with its share)
+            ssf[i + 1] = TENTHS_MAX
             if o >= 0:
-                n_shared += 1
+                shared.append(x)
                 tenants[o] = tenants.get(o, 0) + 1
-                if c.t < 0:
-                    k = gt[x]
-                    by_t[k] = by_t.get(k, 0) + 1
-            elif not one_nt:
-                k = gnt[x]
-                alone_nt[k] = alone_nt.get(k, 0) + 1
-                if c.t < 0:
-                    k = gt[x]
-                    alone_t[k] = alone_t.get(k, 0) + 1
-        self._count_gpus(j, c, n_shared, tenants, by_t, alone_nt, alone_t, -1)
+            else:
+                alone.append(x)
+        self._count_gpus(j, c, alone, shared, tenants, -1)
         return set(tenants)
 
     def _count_gpus(
-        self, j: int, c: Copy, n_shared: int, tenants: dict[int, int], by_t: dict[int, int],
-        alone_nt: dict[int, int], alone_t: dict[int, int], sign: int,
+        self, j: int, c: Copy, alone: list[int], shared: list[int], tenants: dict[int, int], sign: int
     ) -> None:
         """The counts beside the slots when job ``j`` takes (``sign`` +1) or leaves (-1) the GPUs of its copy
-        ``c``: ``n_shared`` of them with ``tenants`` (partner: GPUs), the others alone. For a copy of one type
-        the per-type counts, and for one on one node of one type the per-node-type counts, follow from ``c``;
-        otherwise they come as ``by_t`` (shared GPUs by type), ``alone_nt`` (alone, by flat node-type index)
-        and ``alone_t`` (alone, by type)."""
-        n_alone = c.n - n_shared
-        if c.t >= 0:
-            by_t = {c.t: n_shared}
-            alone_t = {c.t: n_alone}
-            if c.n_nodes == 1:
-                alone_nt = {self._gpu_nt_l[c.gl[0]]: n_alone}
-        if n_shared:
-            self.shared_gpus += sign * n_shared
+        ``c``: ``alone`` (GPUs it holds alone) and ``shared`` (GPUs it shares with ``tenants``, partner:
+        GPUs). Per-type counts follow from the copy when it is of one type, per-node-type counts when it is
+        also on one node."""
+        if shared:
+            n = len(shared)
+            self.shared_gpus += sign * n
             st = self.shared_t
-            for k, v in by_t.items():
+            for k, v in ({c.t: n} if c.t >= 0 else _tally(self._gpu_type_l, shared)).items():
                 st[k] += sign * v
             hs = self.held_shared
-            hs[j] += sign * n_shared
+            hs[j] += sign * n
             for p, v in tenants.items():
                 hs[p] += sign * v
             self._pair(j, tenants, sign)
-        if n_alone:
+        if alone:
+            n = len(alone)
             ff, bt = self._free_flat, self.busy_t
-            for k, v in alone_nt.items():
+            nt = {self._gpu_nt_l[alone[0]]: n} if c.t >= 0 and c.n_nodes == 1 else _tally(self._gpu_nt_l, alone)
+            for k, v in nt.items():
                 ff[k] -= sign * v
-            self.busy_gpus += sign * n_alone
-            for k, v in alone_t.items():
+            self.busy_gpus += sign * n
+            for k, v in ({c.t: n} if c.t >= 0 else _tally(self._gpu_type_l, alone)).items():
                 bt[k] += sign * v
         self.held[j] += sign * c.n
 
