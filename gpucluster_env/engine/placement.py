@@ -17,54 +17,47 @@ from .perf import fits_memory
 from .state import RUNNING
 
 
-def pick_nodes(free: list[int], need: int) -> list[tuple[int, int]]:
-    """``(node, GPUs to take)`` pairs for ``need`` GPUs given the free GPUs per node: best fit on one node,
-    else the fullest nodes first (ties by index). ``[]`` when too few are free."""
-    if need <= 0 or sum(free) < need:
+def pick_nodes(free: np.ndarray, need: int) -> list[tuple[int, int]]:
+    """``(node, GPUs to take)`` pairs for ``need`` GPUs given the free GPUs per node (an int array): best fit
+    on one node (the first of the smallest that fit), else the fullest nodes first (ties by index). ``[]``
+    when too few are free."""
+    if need <= 0 or int(free.sum()) < need:
         return []
-    fit = [x for x in free if x >= need]
-    if fit:
-        return [(free.index(min(fit)), need)]
+    fits = np.flatnonzero(free >= need)
+    if len(fits):
+        return [(int(fits[0] if len(fits) == 1 else fits[np.argmin(free[fits])]), need)]
     picks: list[tuple[int, int]] = []
     left = need
-    for node in sorted(range(len(free)), key=free.__getitem__, reverse=True):  # stable, as argsort(-free)
-        take = min(free[node], left)
-        if take:
-            picks.append((node, take))
-            left -= take
-            if not left:
-                break
+    for node in np.argsort(-free, kind="stable").tolist():
+        take = min(int(free[node]), left)
+        picks.append((node, take))
+        left -= take
+        if not left:
+            break
     return picks
 
 
-def first_free_gpus(eng: Any, picks: list[tuple[int, int]], free: list[int]) -> list[int]:
-    """The first free GPUs of each picked node (as many as picked); ``free``: the free GPUs per node."""
-    starts, sizes = eng._node_start_l, eng._node_size_l
-    gl: list[int] = []
+def first_free_gpus(eng: Any, picks: list[tuple[int, int]]) -> np.ndarray:
+    """The first free GPUs of each picked node (as many as picked)."""
+    parts = []
     for node, k in picks:
-        lo = starts[node]
-        if free[node] == sizes[node]:  # the whole node is free
-            gl.extend(range(lo, lo + k))
-        else:
-            col = eng.slot_job[lo:lo + sizes[node], 0].tolist()
-            gl.extend([lo + i for i, x in enumerate(col) if x < 0][:k])
-    return gl
+        lo = eng._node_start_l[node]
+        parts.append(np.flatnonzero(eng.slot_job[lo:lo + eng._node_size_l[node], 0] < 0)[:k] + lo)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
-def _free_per_node(eng: Any, types: list[int], exclude_nodes: np.ndarray | None) -> list[int]:
+def _free_per_node(eng: Any, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray:
     """Free GPUs per node among ``types`` (a node holds one type), 0 on ``exclude_nodes``."""
     fnt = eng.free_nt
-    f = (fnt[:, types[0]] if len(types) == 1 else fnt[:, types].sum(axis=1)).tolist()
+    f = fnt[:, types[0]].copy() if len(types) == 1 else fnt[:, types].sum(axis=1)
     if exclude_nodes is not None:
-        for node in np.asarray(exclude_nodes).tolist():
-            f[node] = 0
+        f[exclude_nodes] = 0
     return f
 
 
 def _place_on(eng: Any, need: int, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray | None:
-    f = _free_per_node(eng, types, exclude_nodes)
-    picks = pick_nodes(f, need)
-    return np.array(first_free_gpus(eng, picks, f), dtype=np.int64) if picks else None
+    picks = pick_nodes(_free_per_node(eng, types, exclude_nodes), need)
+    return first_free_gpus(eng, picks) if picks else None
 
 
 def plan_place(
@@ -140,17 +133,19 @@ def plan_colocate(eng: Any, j: int, partner: int) -> tuple[np.ndarray | None, in
         return np.array(colocate_order(eng._gpu_node_l, pg)[:need], dtype=np.int64), None
     # top up with free GPUs: on the partner's nodes first, then elsewhere
     extra_need = need - len(pg)
-    pnodes = set(eng._gpu_node_l[x] for x in pg)
-    free = eng.free_nt.sum(axis=1).tolist()
-    near_f = [f if node in pnodes else 0 for node, f in enumerate(free)]
-    picks = pick_nodes(near_f, min(sum(near_f), extra_need))
+    pnodes = np.unique(eng.gpu_node[pg])
+    free = eng.free_nt.sum(axis=1)
+    near = np.zeros_like(free)
+    near[pnodes] = free[pnodes]
+    picks = pick_nodes(near, min(int(near.sum()), extra_need))
     rest = extra_need - sum(k for _, k in picks)
     if rest:
-        far = pick_nodes([0 if node in pnodes else f for node, f in enumerate(free)], rest)
+        free[pnodes] = 0
+        far = pick_nodes(free, rest)
         if not far:
             return None, None
         picks += far
-    return np.array(pg + first_free_gpus(eng, picks, free), dtype=np.int64), None
+    return np.concatenate([np.array(pg, dtype=np.int64), first_free_gpus(eng, picks)]), None
 
 
 def plan_fork(eng: Any, j: int) -> np.ndarray | None:
