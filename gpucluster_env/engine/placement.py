@@ -37,27 +37,32 @@ def pick_nodes(free: np.ndarray, need: int) -> list[tuple[int, int]]:
     return picks
 
 
-def first_free_gpus(eng: Any, picks: list[tuple[int, int]]) -> np.ndarray:
-    """The first free GPUs of each picked node (as many as picked)."""
+def first_free_gpus(eng: Any, picks: list[tuple[int, int]], free: np.ndarray) -> np.ndarray:
+    """The first free GPUs of each picked node (as many as picked); ``free``: the free GPUs per node."""
     parts = []
     for node, k in picks:
-        lo = eng._node_start_l[node]
-        parts.append(np.flatnonzero(eng.slot_job[lo:lo + eng._node_size_l[node], 0] < 0)[:k] + lo)
+        lo, size = eng._node_start_l[node], eng._node_size_l[node]
+        if free[node] == size:  # the whole node is free
+            parts.append(np.arange(lo, lo + k, dtype=np.int64))
+        else:
+            parts.append(np.flatnonzero(eng.slot_job[lo:lo + size, 0] < 0)[:k] + lo)
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def _free_per_node(eng: Any, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray:
     """Free GPUs per node among ``types`` (a node holds one type), 0 on ``exclude_nodes``."""
     fnt = eng.free_nt
-    f = fnt[:, types[0]].copy() if len(types) == 1 else fnt[:, types].sum(axis=1)
+    f = fnt[:, types[0]] if len(types) == 1 else fnt[:, types].sum(axis=1)
     if exclude_nodes is not None:
+        f = f.copy()
         f[exclude_nodes] = 0
     return f
 
 
 def _place_on(eng: Any, need: int, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray | None:
-    picks = pick_nodes(_free_per_node(eng, types, exclude_nodes), need)
-    return first_free_gpus(eng, picks) if picks else None
+    f = _free_per_node(eng, types, exclude_nodes)
+    picks = pick_nodes(f, need)
+    return first_free_gpus(eng, picks, f) if picks else None
 
 
 def plan_place(
@@ -145,7 +150,7 @@ def plan_colocate(eng: Any, j: int, partner: int) -> tuple[np.ndarray | None, in
         if not far:
             return None, None
         picks += far
-    return np.concatenate([np.array(pg, dtype=np.int64), first_free_gpus(eng, picks)]), None
+    return np.concatenate([np.array(pg, dtype=np.int64), first_free_gpus(eng, picks, eng.free_nt.sum(axis=1))]), None
 
 
 def plan_fork(eng: Any, j: int) -> np.ndarray | None:
