@@ -1,8 +1,10 @@
 """The policy interface every agent implements, and the registry the CLI and leaderboard read.
 
-A policy is an object with ``act(observation, env) -> action``: an int of the env's action space, or a typed
-action (:mod:`gpucluster_env.engine.actions`) for white-box agents that need an exact GPU set. White-box
-agents read ``env.unwrapped.engine`` but change the world only through the actions they return.
+A policy is an object with ``act(observation, env) -> action``: an int of the env's action space, a typed
+action (:mod:`gpucluster_env.engine.actions`) for white-box agents that need an exact GPU set, or a list of
+typed actions for the current decision point (the runner hands them to the env one at a time). White-box
+agents read the cluster through :meth:`Policy.view` (a read-only
+:class:`~gpucluster_env.engine.view.ClusterView`) and change the world only through the actions they return.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from ..engine import Action, Place, Wait
+from ..engine.view import ClusterView
 
 POLICIES: dict[str, type[Policy]] = {}
 
@@ -35,10 +38,22 @@ class Policy:
         world. ``castor-timeslice`` asks for the time-slicing catalog this way."""
         return {}
 
+    _view: ClusterView | None = None
+
     def reset(self, env: Any) -> None:
         """Called after ``env.reset()``, before the first ``act``."""
 
-    def act(self, observation: Any, env: Any) -> Action | int:
+    def view(self, env: Any) -> ClusterView:
+        """The read-only view of ``env``'s cluster (made once per engine)."""
+        eng = env.unwrapped.engine
+        v = self._view
+        if v is None or not v.views(eng):
+            v = self._view = ClusterView(eng)
+        return v
+
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        """The action(s) for the current decision point: an int of the env's action space, a typed action,
+        or a list of typed actions applied one at a time."""
         raise NotImplementedError
 
 
@@ -93,20 +108,20 @@ class QueuePolicy(Policy):
         return None
 
     def act(self, observation: Any, env: Any) -> Action | int:
-        eng = env.unwrapped.engine
-        if eng.num_pending == 0:
+        view = self.view(env)
+        if view.num_pending == 0:
             return Wait()
         key = self.priority(env)
         if self.strict and key is None:
-            order = eng.pending_head(1)
+            order = view.pending_head(1)
         else:
-            order = eng.pending_jobs()
+            order = view.pending_jobs()
             if key is not None:
                 order = sorted(order.tolist(), key=key)
             if self.strict:
                 order = order[:1]
         for j in order:
-            g = eng.plan_place(int(j))
+            g = view.plan_place(int(j))
             if g is not None:
                 return Place(int(j), gpus=tuple(g.tolist()))
         return Wait()

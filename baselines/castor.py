@@ -25,10 +25,10 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from ..engine import Action, Colocate
+from ..engine.view import ClusterView
 from ..interference import FeatureInterference
 from ..workloads import ModelProfile
 from .base import register_policy
-from .perf import feasible_accumulations, iter_time, solo_accumulation
 from .sharing import SJFSharingPolicy, fill_with_free
 from .timeslice import TIMESLICE_RATIO
 
@@ -161,84 +161,71 @@ class Castor(SJFSharingPolicy):
         self._pair_cache = {}
         self._now = -1.0
 
-    def pair_xi(self, eng: Any, a: int, b: int, gpu_type: int) -> tuple[float, float]:
+    def pair_xi(self, view: ClusterView, a: int, b: int, gpu_type: int) -> tuple[float, float]:
         """Predicted ``(xi_a, xi_b)`` for jobs ``a`` and ``b`` sharing a GPU of type index ``gpu_type``."""
-        key = (int(eng.job_model[a]), int(eng.job_model[b]), int(gpu_type))
+        key = (view.model_index(a), view.model_index(b), int(gpu_type))
         if key not in self._xi_cache:
             if self.predictor is None:
                 self.predictor = default_predictor()
-            xa, xb = self.predictor.predict_pair(
-                eng.profiles[key[0]], eng.profiles[key[1]], eng.type_names[key[2]]
-            )
+            xa, xb = self.predictor.predict_pair(view.model(a), view.model(b), view.type_names[key[2]])
             self._xi_cache[key] = (max(1.0, float(xa) * self.xi_scale), max(1.0, float(xb) * self.xi_scale))
         return self._xi_cache[key]
 
     # ------------------------------------------------------------------ Algorithm 1
-    def begin(self, eng: Any) -> None:
-        if eng.now != self._now:
-            self._now = eng.now
+    def begin(self, view: ClusterView) -> None:
+        if view.now != self._now:
+            self._now = view.now
             self._pair_cache = {}
-            self._remaining = eng.remaining_now()
+            self._remaining = view.remaining_now()
 
-    @staticmethod
-    def single_gpus_of(eng: Any, p: int) -> np.ndarray:
-        """GPUs running job ``p`` alone, nodes holding most of them first (as the engine's plan_colocate)."""
-        g = eng.gpus_of(p)
-        g = g[eng.slot_job[g, 1] < 0]
-        if len(g) <= 1:
-            return g
-        nodes, counts = np.unique(eng.gpu_node[g], return_counts=True)
-        rank = {int(n): i for i, n in enumerate(nodes[np.argsort(-counts, kind="stable")])}
-        return g[np.argsort([rank[int(n)] for n in eng.gpu_node[g]], kind="stable")]
-
-    def _pair_terms(self, eng: Any, j: int, p: int, singles: np.ndarray) -> tuple[Any, ...] | None:
+    def _pair_terms(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> tuple[Any, ...] | None:
         """Per-iteration times of the pair (cached per instant by the new job's shape and the partner)."""
-        need = int(eng.req_gpus[j])
-        key = (int(eng.job_model[j]), int(eng.batch[j]), need, p, tuple(singles.tolist()), int(eng.busy_gpus))
+        need = int(view.req_gpus[j])
+        key = (view.model_index(j), view.batch(j), need, p, tuple(singles.tolist()), view.busy_gpus)
         if key in self._pair_cache:
             return self._pair_cache[key]
         out: tuple[Any, ...] | None = None
-        gb = eng.plan_colocate(j, p)
+        gb = view.plan_colocate(j, p)
         if gb is None:
             gb = singles[:need]
-        shared_b = eng.slot_job[gb, 0] == p
-        opts_s = feasible_accumulations(eng, j, gb)
-        s_solo = solo_accumulation(eng, j, gb)
+        shared_b = view.tenants(gb)[:, 0] == p
+        opts_s = view.accumulations_for(j, gb)
+        s_solo = view.solo_accumulation(j, gb)
         if opts_s and s_solo is not None and shared_b.any():
-            gtype = int(eng.gpu_type[gb[shared_b][0]])
-            xi_a, xi_b = self.pair_xi(eng, p, j, gtype)
-            gp = eng.gpus_of(p)
-            sp = int(eng.accum[p])
-            t_a = iter_time(eng, p, gp, sp, 1.0)
-            t_a_hat = iter_time(eng, p, gp, sp, np.where(np.isin(gp, gb), xi_a, 1.0))
-            t_b = iter_time(eng, j, gb, s_solo, 1.0)
+            gtype = int(view.gpu_type[gb[shared_b][0]])
+            xi_a, xi_b = self.pair_xi(view, p, j, gtype)
+            gp = view.gpus_of(p)
+            sp = view.accumulation(p)
+            t_a = view.iter_time(p, gp, sp, 1.0)
+            t_a_hat = view.iter_time(p, gp, sp, np.where(np.isin(gp, gb), xi_a, 1.0))
+            t_b = view.iter_time(j, gb, s_solo, 1.0)
             xb = np.where(shared_b, xi_b, 1.0)
-            options = [(s, iter_time(eng, j, gb, s, xb)) for s in opts_s]
+            options = [(s, view.iter_time(j, gb, s, xb)) for s in opts_s]
             out = (t_a, t_a_hat, t_b, options)
         self._pair_cache[key] = out
         return out
 
-    def plan_pair(self, eng: Any, j: int, p: int) -> PairPlan | None:
+    def plan_pair(self, view: ClusterView, j: int, p: int) -> PairPlan | None:
         """Algorithm 2 for pending job ``j`` beside running job ``p`` (None: ``p`` has no GPU for ``j``)."""
-        singles = self.single_gpus_of(eng, p)
+        singles = view.single_gpus_of(p)
         if len(singles) == 0:
             return None
-        terms = self._pair_terms(eng, j, p, singles)
+        terms = self._pair_terms(view, j, p, singles)
         if terms is None:
             return None
         t_a, t_a_hat, t_b, options = terms
-        i_a = float(self._remaining[p]) if len(self._remaining) > p else float(eng.remaining_now()[p])
-        i_b = float(eng.remaining[j])
+        i_a = float(self._remaining[p]) if len(self._remaining) > p else float(view.remaining_now()[p])
+        i_b = view.remaining(j)
         if not (i_a > 0 and math.isfinite(t_a)):
             return None
         return best_sub_batch(t_a, t_a_hat, i_a, t_b, options, i_b)
 
-    def share(self, eng: Any, j: int) -> Action | None:
-        need = int(eng.req_gpus[j])
-        holders = np.unique(eng.slot_job[eng.single_mask(), 0])
+    def share(self, view: ClusterView, j: int) -> Action | None:
+        need = int(view.req_gpus[j])
+        holders = np.unique(view.tenants(view.single_gpus())[:, 0])
         cands: list[tuple[float, int, PairPlan]] = []
         for p in holders.tolist():
-            plan = self.plan_pair(eng, j, p)
+            plan = self.plan_pair(view, j, p)
             if plan is not None and plan.share:
                 cands.append((plan.t, p, plan))
         if not cands:
@@ -251,21 +238,21 @@ class Castor(SJFSharingPolicy):
         for _, p, plan in cands:
             if len(chosen) >= need:
                 break
-            take = self.single_gpus_of(eng, p)[: need - len(chosen)].tolist()
+            take = view.single_gpus_of(p)[: need - len(chosen)].tolist()
             chosen += take
             partners.append(p)
             s = max(s, plan.accumulation)
-        full = fill_with_free(eng, chosen, need)
+        full = fill_with_free(view, chosen, need)
         if full is None:
             return None
         g = np.array(full, dtype=np.int64)
-        s_mem = eng.accumulation_for(j, g)
+        s_mem = view.accumulation_for(j, g)
         if s_mem is None:
             return None
         s = max(s, s_mem)
-        if s > int(eng.batch[j]):
+        if s > view.batch(j):
             return None
-        self.decisions.append(CastorDecision(eng.now, j, tuple(partners), s, best.t_shared, best.t_seq))
+        self.decisions.append(CastorDecision(view.now, j, tuple(partners), s, best.t_shared, best.t_seq))
         return Colocate(j, partners[0], accumulation=s, gpus=tuple(int(x) for x in g))
 
 
@@ -278,8 +265,8 @@ class CastorOracle(Castor):
     description: ClassVar[str] = "Castor (SJF-BSBF) with the true xi instead of the XGBoost predictor"
     paper: ClassVar[str] = "castor §9.5 (IR prediction ablation)"
 
-    def pair_xi(self, eng: Any, a: int, b: int, gpu_type: int) -> tuple[float, float]:
-        return eng.true_pair_xi(a, b, eng.type_names[int(gpu_type)])
+    def pair_xi(self, view: ClusterView, a: int, b: int, gpu_type: int) -> tuple[float, float]:
+        return view.true_pair_xi(a, b, view.type_names[int(gpu_type)])
 
 
 @register_policy

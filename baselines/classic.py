@@ -27,8 +27,8 @@ class SJF(QueuePolicy):
     paper: ClassVar[str] = "castor §9.1 baseline"
 
     def priority(self, env: Any) -> Callable[[int], Any]:
-        eng = env.unwrapped.engine
-        return lambda j: (eng.solo_time[j], j)
+        solo = self.view(env).solo_time
+        return lambda j: (solo[j], j)
 
 
 @register_policy
@@ -40,8 +40,9 @@ class SSF(QueuePolicy):
     paper: ClassVar[str] = "castor §9.1 baseline"
 
     def priority(self, env: Any) -> Callable[[int], Any]:
-        eng = env.unwrapped.engine
-        return lambda j: (eng.solo_time[j] * eng.req_gpus[j], j)
+        view = self.view(env)
+        solo, req = view.solo_time, view.req_gpus
+        return lambda j: (solo[j] * req[j], j)
 
 
 @register_policy

@@ -13,61 +13,56 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..engine import Action, Colocate, Place, Wait
+from ..engine.view import ClusterView
 from .base import Policy, register_policy
 
 
 class SJFSharingPolicy(Policy):
     """SJF list scheduling with a colocation fallback that subclasses define in :meth:`share`."""
 
-    engine: Any = None
-    """The engine of the current episode (kept after it ends so a harness can read per-decision results)."""
-
-    def reset(self, env: Any) -> None:
-        self.engine = env.unwrapped.engine
-
-    def order(self, eng: Any) -> list[int]:
+    def order(self, view: ClusterView) -> list[int]:
         """Pending jobs, shortest expected run time first (ties by queue position)."""
-        pend = eng.pending_jobs()
+        pend = view.pending_jobs()
         if len(pend) <= 1:
             return pend.tolist()
-        key = eng.solo_time[pend]
+        key = view.solo_time[pend]
         return pend[np.argsort(key, kind="stable")].tolist()
 
     def act(self, observation: Any, env: Any) -> Action | int:
-        eng = env.unwrapped.engine
-        if eng.num_pending == 0:
+        view = self.view(env)
+        if view.num_pending == 0:
             return Wait()
-        n_free = int(eng.free_mask().sum())
-        n_single = int(eng.single_mask().sum())
-        self.begin(eng)
-        for j in self.order(eng):
-            need = int(eng.req_gpus[j])
-            if need <= n_free and eng.plan_place(j) is not None:
+        n_free = view.num_free()
+        n_single = view.num_single()
+        self.begin(view)
+        for j in self.order(view):
+            need = int(view.req_gpus[j])
+            if need <= n_free and view.plan_place(j) is not None:
                 return Place(j)
             if need <= n_free + n_single:
-                a = self.share(eng, j)
+                a = self.share(view, j)
                 if a is not None:
                     return a
         return Wait()
 
-    def begin(self, eng: Any) -> None:
+    def begin(self, view: ClusterView) -> None:
         """Hook called once per ``act`` before the queue is walked."""
 
-    def share(self, eng: Any, j: int) -> Action | None:
+    def share(self, view: ClusterView, j: int) -> Action | None:
         """A colocation action for pending job ``j`` when free GPUs are too few, or None to skip it."""
         raise NotImplementedError
 
 
-def fill_with_free(eng: Any, chosen: list[int], need: int) -> list[int] | None:
+def fill_with_free(view: ClusterView, chosen: list[int], need: int) -> list[int] | None:
     """Top ``chosen`` up to ``need`` GPUs with free GPUs, nodes already used first, then the fullest nodes."""
     if len(chosen) >= need:
         return chosen[:need]
-    free = np.flatnonzero(eng.free_mask())
+    free = view.free_gpus()
     if len(chosen) + len(free) < need:
         return None
-    used_nodes = set(eng.gpu_node[chosen].tolist()) if chosen else set()
-    per_node = np.bincount(eng.gpu_node[free], minlength=eng.num_nodes)
-    nodes = eng.gpu_node[free]
+    used_nodes = set(view.gpu_node[chosen].tolist()) if chosen else set()
+    per_node = np.bincount(view.gpu_node[free], minlength=view.num_nodes)
+    nodes = view.gpu_node[free]
     near = np.array([0 if n in used_nodes else 1 for n in nodes.tolist()])
     order = free[np.lexsort((free, -per_node[nodes], near))]
     return chosen + order[: need - len(chosen)].tolist()
@@ -85,23 +80,20 @@ class SJFFFS(SJFSharingPolicy):
     )
     paper: ClassVar[str] = "sjf-bsbf §VI-A4; castor §9.1 baseline 7"
 
-    def share(self, eng: Any, j: int) -> Action | None:
-        need = int(eng.req_gpus[j])
-        singles = np.flatnonzero(eng.single_mask())
+    def share(self, view: ClusterView, j: int) -> Action | None:
+        need = int(view.req_gpus[j])
+        singles = view.single_gpus()
         if len(singles) == 0:
             return None
-        p = eng.profiles[int(eng.job_model[j])]
-        tenant = eng.slot_job[singles, 0]
-        room = eng.type_mem[eng.gpu_type[singles]] - eng.footprint[tenant]
-        ok = singles[room + 1e-9 >= p.memory_gb(1.0)]  # fits at the largest accumulation (sub-batch 1)
+        ok = singles[view.fits_on(j, singles, view.batch(j))]  # fits at sub-batch 1 (s = batch)
         if len(ok) == 0:
             return None
-        chosen = fill_with_free(eng, ok[:need].tolist(), need)
+        chosen = fill_with_free(view, ok[:need].tolist(), need)
         if chosen is None:
             return None
         g = np.array(chosen, dtype=np.int64)
-        s = eng.accumulation_for(j, g)
+        s = view.accumulation_for(j, g)
         if s is None:
             return None
-        partner = int(eng.slot_job[chosen[0], 0])
+        partner = int(view.tenants([chosen[0]])[0, 0])
         return Colocate(j, partner, accumulation=s, gpus=tuple(int(x) for x in g))

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..engine import Action, Place, Preempt, Wait
-from ..engine.simulator import PENDING, RUNNING
+from ..engine.view import ClusterView
 from .base import Policy, register_policy
 
 
@@ -45,23 +45,23 @@ class Tiresias(Policy):
         self._running: list[int] = []
 
     def reset(self, env: Any) -> None:
-        eng = env.unwrapped.engine
-        self._attained = np.zeros(eng.n_jobs)
-        self._last_run = np.zeros(eng.n_jobs)
-        self._promoted = np.zeros(eng.n_jobs, dtype=bool)
-        self._t = eng.now
+        view = self.view(env)
+        self._attained = np.zeros(view.n_jobs)
+        self._last_run = np.zeros(view.n_jobs)
+        self._promoted = np.zeros(view.n_jobs, dtype=bool)
+        self._t = view.now
         self._running = []
 
-    def _account(self, eng: Any) -> None:
+    def _account(self, view: ClusterView) -> None:
         """Add the GPU-time the jobs running since the last call have attained."""
-        dt = eng.now - self._t
+        dt = view.now - self._t
         if dt > 0:
             for j in self._running:
-                run = dt if eng.status[j] == RUNNING else max(0.0, eng.finish_t[j] - self._t)
-                self._attained[j] += eng.req_gpus[j] * run
+                run = dt if view.is_running(j) else max(0.0, view.finish_time(j) - self._t)
+                self._attained[j] += view.req_gpus[j] * run
                 self._last_run[j] += run
-            self._t = eng.now
-        self._running = [int(j) for j in eng.running_jobs()]
+            self._t = view.now
+        self._running = [int(j) for j in view.running_jobs()]
 
     def queue_of(self, j: int) -> int:
         """Index of the priority queue job ``j`` belongs to (0 = highest)."""
@@ -70,32 +70,33 @@ class Tiresias(Policy):
         return int(np.searchsorted(self.thresholds, self._attained[j], side="right"))
 
     def act(self, observation: Any, env: Any) -> Action | int:
-        eng = env.unwrapped.engine
-        self._account(eng)
-        pending = eng.pending_jobs().tolist()
+        view = self.view(env)
+        self._account(view)
+        pending = view.pending_jobs().tolist()
         if not pending:
             return Wait()
         if self.starve_factor is not None:
             for j in pending:
-                waited = eng.now - eng.pending_since[j]
+                waited = view.now - view.pending_since(j)
                 if self._last_run[j] > 0 and waited > self.starve_factor * self._last_run[j]:
                     self._promoted[j] = True
         active = pending + self._running
-        active.sort(key=lambda j: (self.queue_of(j), eng.submit[j], j))
-        cap = eng.num_gpus
+        submit, req = view.submit, view.req_gpus
+        active.sort(key=lambda j: (self.queue_of(j), submit[j], j))
+        cap = view.num_gpus
         desired: set[int] = set()
         for j in active:
-            if eng.req_gpus[j] <= cap:
+            if req[j] <= cap:
                 desired.add(j)
-                cap -= int(eng.req_gpus[j])
-        to_start = [j for j in active if j in desired and eng.status[j] == PENDING]
+                cap -= int(req[j])
+        to_start = [j for j in active if j in desired and view.is_pending(j)]
         if not to_start:
             return Wait()
         for j in to_start:
-            if eng.plan_place(j) is not None:
+            if view.plan_place(j) is not None:
                 self._start_bookkeeping(j)
                 return Place(j)
-        victims = [j for j in active if j not in desired and eng.status[j] == RUNNING]
+        victims = [j for j in active if j not in desired and view.is_running(j)]
         if victims:
             v = victims[-1]  # lowest priority first
             self._running.remove(v)

@@ -62,6 +62,7 @@ def apply_shares(
     share_self: np.ndarray | float,
     share_partner: np.ndarray | float,
     has_partner: np.ndarray | bool = True,
+    share_unit: float | None = None,
 ) -> np.ndarray | float:
     """Interference ratio under MPS shares.
 
@@ -70,9 +71,17 @@ def apply_shares(
 
         xi = (1 + (xi_free - 1) * share_partner * has_partner) / min(1, share_self / demand_self)
 
-    At 100% + 100% this is ``xi_free``; alone at 100% it is 1.
+    At 100% + 100% this is ``xi_free``; alone at 100% it is 1. ``share_unit``: when given, both shares are
+    counted in that unit (tenths with 0.1) and the pressure is rounded as ``((xi_free - 1) * share_partner) *
+    share_unit`` -- the order the engine's single-GPU copies have always used, kept so that their results stay
+    the same bit for bit (multi-GPU copies use the order above).
     """
-    pressure = 1.0 + (np.asarray(xi_free) - 1.0) * np.asarray(share_partner) * np.asarray(has_partner)
+    xi_extra = np.asarray(xi_free) - 1.0
+    if share_unit is None:
+        pressure = 1.0 + xi_extra * np.asarray(share_partner) * np.asarray(has_partner)
+    else:
+        pressure = 1.0 + xi_extra * np.asarray(share_partner) * share_unit * np.asarray(has_partner)
+        share_self = np.asarray(share_self) * share_unit
     cap = np.minimum(1.0, np.asarray(share_self) / np.asarray(demand_self))
     out = pressure / cap
     return out if isinstance(out, np.ndarray) and out.ndim else float(out)

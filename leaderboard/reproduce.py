@@ -237,22 +237,17 @@ def _workload_section(seeds: int) -> list[str]:
 
 def _offered_load(sc: Any, jobs: Any) -> float:
     """Sum of GPUs x exclusive run time on the cluster's GPU type, over GPUs x 8 h."""
+    from gpucluster_env.traces.annotate import reference_iter_time
+
     from gpucluster_env.catalog import default_catalog
-    from gpucluster_env.workloads import comm_time, iteration_time
 
     cat = default_catalog()
     gname = sc.cluster.nodes[0].gpu_type
-    gt = cat.gpu_type(gname)
     per_node = sc.cluster.num_gpus // max(1, len(sc.cluster.nodes))
     total = 0.0
     for m, g, it, b in zip(jobs["model"], jobs["num_gpus"], jobs["iterations"], jobs["batch_size"], strict=True):
-        p = cat.model(m)
-        s_ = 1
-        while p.memory_gb(b / s_) > gt.memory_gb and s_ < b:
-            s_ *= 2
-        tc = p.t_comp(b / s_, cat.model_speed(p, gname))
-        comm = comm_time(p, int(g), -(-int(g) // per_node), gt.intra_node_bw_gbps, sc.cluster.inter_node_bw_gbps)
-        total += int(g) * it * iteration_time(tc, s_, comm, p.delta)
+        total += int(g) * it * reference_iter_time(cat, m, int(g), int(b), gname, per_node,
+                                                   sc.cluster.inter_node_bw_gbps)
     return total / (sc.cluster.num_gpus * 8 * 3600.0)
 
 

@@ -43,11 +43,14 @@ def run_episode(
     obs, info = stepper.reset(seed=seed)
     pol.reset(env)
     steps = 0
-    while True:
-        obs, _, terminated, truncated, info = stepper.step(pol.act(obs, env))
-        steps += 1
-        if terminated or truncated:
-            break
+    terminated = truncated = False
+    while not (terminated or truncated):
+        acts = pol.act(obs, env)
+        for a in acts if isinstance(acts, list) else (acts,):  # a list: the decision point's actions in turn
+            obs, _, terminated, truncated, info = stepper.step(a)
+            steps += 1
+            if terminated or truncated:
+                break
     wall = time.perf_counter() - t0
     result: dict[str, Any] = {
         "scenario": env.scenario.name,

@@ -154,7 +154,7 @@ def test_castor_picks_algorithm2_sub_batch(build: Any) -> None:
     eng.apply(pol.act(None, env))  # place job 0
     eng.advance()
     assert eng.now == 1.0
-    plan = pol.plan_pair(eng, 1, 0)
+    plan = pol.plan_pair(pol.view(env), 1, 0)
     assert plan is not None and plan.share and plan.accumulation == 16
     a = pol.act(None, env)
     assert isinstance(a, Colocate) and a.accumulation == 16

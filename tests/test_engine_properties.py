@@ -24,6 +24,7 @@ from gpucluster_env.engine import (
 )
 from gpucluster_env.hardware import ClusterSpec
 from gpucluster_env.interference import FeatureInterference
+from gpucluster_env.workloads import ModelProfile
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -59,9 +60,45 @@ def scenarios(draw):
     return groups, rows, config, xi, seed
 
 
+# fits only the 16 GB "fast" GPUs: 9 + 0.1 b GB at batch 16 needs more than a "slow" GPU's 8 GB at any b
+HUGE = ModelProfile("huge", batch_size=16, batch_sizes=(16,), alpha_s=0.02, beta_s=0.01, grad_mb=300.0,
+                    mem_base_gb=9.0, mem_per_sample_gb=0.1, gpu_demand=0.8, speed={"fast": 2.0, "slow": 1.0})
+
+
 def build(groups, rows, config, xi):
     inter = FeatureInterference(0.8) if xi == "feature" else xi
-    return ClusterEngine(ClusterSpec.from_groups(groups), make_jobs(rows), make_catalog(inter), config)
+    cat = make_catalog(inter)
+    cat = type(cat)(gpu_types=cat.gpu_types, models={**cat.models, "huge": HUGE}, interference=cat.interference)
+    return ClusterEngine(ClusterSpec.from_groups(groups), make_jobs(rows), cat, config)
+
+
+@st.composite
+def large_scenarios(draw):
+    """More than 64 nodes of two types, gangs of more than 32 GPUs (wider than either type alone when the
+    nodes are small, so they go on mixed types), jobs that fit only the "fast" type, forks in rounds."""
+    n_fast, n_slow = draw(st.integers(33, 45)), draw(st.integers(33, 45))
+    per = draw(st.integers(1, 2))
+    groups = [("fast", n_fast, per), ("slow", n_slow, 1)]
+    rows = []
+    for _ in range(draw(st.integers(2, 6))):
+        model = draw(st.sampled_from(["a", "b", "big", "huge"]))
+        cap = n_fast * per if model == "huge" else n_fast * per + n_slow
+        rows.append({
+            "submit_s": draw(st.sampled_from([0.0, 0.0, 5.0, 30.0])),
+            "num_gpus": min(cap, draw(st.sampled_from([1, 2, 3, 8, 33, 40, 48, 70]))),
+            "model": model,
+            "iterations": draw(st.floats(5.0, 200.0)),
+            "deadline_s": float("nan"),
+        })
+    config = EngineConfig(
+        round_s=draw(st.sampled_from([None, 25.0, 25.0])),
+        restart_s=draw(st.sampled_from([0.0, 4.0])),
+        consolidation_s=draw(st.sampled_from([0.0, 1.5])),
+        sample_stealing=draw(st.booleans()),
+        calibration_overhead_s=draw(st.sampled_from([0.0, 0.5])),
+    )
+    xi = draw(st.sampled_from([1.6, "feature"]))
+    return groups, rows, config, xi, draw(st.integers(0, 2**32 - 1))
 
 
 def valid_actions(eng):
@@ -217,3 +254,19 @@ def test_same_seed_same_actions_same_log(sc):
     assert json.dumps(a.metrics()) == json.dumps(b.metrics())
     a.reset()
     assert len(a.log) == 0 and a.now == 0.0 and not a.done
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(large_scenarios())
+def test_large_clusters_wide_gangs_and_type_bound_jobs_keep_invariants(sc):
+    groups, rows, config, xi, seed = sc
+    eng = run_episode(groups, rows, config, xi, seed)
+    assert eng.num_nodes > 64
+    fast = eng.type_names.index("fast")
+    for r in eng.log:
+        if r["kind"] in ("start", "fork"):
+            gpus = np.array(r["gpus"])
+            assert len(gpus) == eng.req_gpus[r["job"]]
+            if eng.model_names[eng.job_model[r["job"]]] == "huge":  # fits only the fast type
+                assert (eng.gpu_type[gpus] == fast).all()

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ..catalog import Catalog
-from ..workloads import comm_time, iteration_time
+from ..engine.perf import fit_accumulation, solo_iter_time
 
 REFERENCE_GPU = "V100"
 REFERENCE_NODE_GPUS = 8
@@ -28,13 +28,10 @@ def reference_iter_time(catalog: Catalog, model: str, num_gpus: int, batch_size:
     p = catalog.model(model)
     ref = catalog.gpu_type(gpu)
     b = batch_size or p.batch_size
-    s = 1
-    while p.memory_gb(b / s) > ref.memory_gb and s < b:
-        s *= 2
-    nodes = -(-num_gpus // node_gpus)
-    tc = p.t_comp(b / s, catalog.model_speed(p, gpu))
-    comm = comm_time(p, num_gpus, nodes, ref.intra_node_bw_gbps, inter_node_gbs)
-    return iteration_time(tc, s, comm, p.delta)
+    # the smallest accumulation that fits (no slack); if none does, the first power of two >= b
+    s = fit_accumulation(p, b, ref.memory_gb, tol=0.0) or 1 << (b - 1).bit_length()
+    return solo_iter_time(p, b, s, catalog.model_speed(p, gpu), num_gpus, -(-num_gpus // node_gpus),
+                          ref.intra_node_bw_gbps, inter_node_gbs)
 
 
 def to_job_table(

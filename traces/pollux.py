@@ -228,19 +228,13 @@ def pollux_time_iterations(app: str, num_gpus: int, catalog: Catalog, root: Path
     catalog's T4 with the same placement (4-GPU nodes, 50 Gbps). So the job runs on Pollux's hardware in this
     simulator as long as it ran in Pollux's measurements, whatever the catalog's fitted communication terms
     say."""
-    from ..workloads import comm_time, iteration_time
+    from .annotate import reference_iter_time
 
     b = pollux_batch(app, num_gpus)
     n_pollux = pollux_iterations(app, num_gpus, catalog)
     seconds = n_pollux * pollux_step_time(app, num_gpus, b, root)
-    p = catalog.model(app)
-    gt = catalog.gpu_type(POLLUX_GPU)
-    s = 1
-    while p.memory_gb(b / s) > gt.memory_gb and s < b:
-        s *= 2
-    tc = p.t_comp(b / s, catalog.model_speed(p, POLLUX_GPU))
-    comm = comm_time(p, num_gpus, -(-num_gpus // POLLUX_NODE_GPUS), gt.intra_node_bw_gbps, POLLUX_INTER_NODE_GBS)
-    return float(max(1, math.ceil(seconds / iteration_time(tc, s, comm, p.delta))))
+    t_iter = reference_iter_time(catalog, app, num_gpus, b, POLLUX_GPU, POLLUX_NODE_GPUS, POLLUX_INTER_NODE_GBS)
+    return float(max(1, math.ceil(seconds / t_iter)))
 
 
 # ------------------------------------------------------------------------------- fitting on the files

@@ -1,4 +1,5 @@
-"""The discrete-event engine: cluster state in arrays, events in a heap, typed actions."""
+"""The discrete-event engine: cluster state in arrays, events in a heap, typed actions, and the read-only
+:class:`ClusterView` white-box agents use (``docs/engine.md`` lists the modules)."""
 
 from .actions import (
     Action,
@@ -13,8 +14,9 @@ from .actions import (
     Wait,
 )
 from .simulator import DONE, FUTURE, PENDING, RUNNING, ClusterEngine, EngineConfig
+from .view import ClusterView
 
 __all__ = [
-    "Action", "ActionError", "ClusterEngine", "Colocate", "DONE", "EngineConfig", "FUTURE", "Fork", "PENDING",
-    "Place", "Preempt", "RUNNING", "Squeeze", "StalledError", "Swell", "Wait",
+    "Action", "ActionError", "ClusterEngine", "ClusterView", "Colocate", "DONE", "EngineConfig", "FUTURE", "Fork",
+    "PENDING", "Place", "Preempt", "RUNNING", "Squeeze", "StalledError", "Swell", "Wait",
 ]

@@ -88,3 +88,36 @@ def job_table(eng: ClusterEngine) -> pd.DataFrame:
             "sharers": [sorted(eng.job_ids[k] for k in sharers.get(j, ())) for j in range(eng.n_jobs)],
         }
     )
+
+
+def sharing_benefit(
+    eng: ClusterEngine, j: int, partners: set[int], rate_before: dict[int, float], solo_iter: float
+) -> tuple[int, np.float64, np.float64]:
+    """Castor §9.2's sharing benefit of job ``j`` just colocated with ``partners``: ``(j, t_solo, t_co)``, its
+    JCT had it waited for its partners to finish (at their rates ``rate_before``) and then run alone, and its
+    JCT colocated (shared rate until the partners finish at their shared rates, then alone), both assuming no
+    further arrivals. ``solo_iter``: j's iteration time alone on its GPUs."""
+    t = eng.now
+    rem, rate = eng.remaining, eng.rate
+    if len(partners) == 1:  # max() of one value
+        p = next(iter(partners))
+        r = rate_before[p]
+        wait = rem.item(p) / r if r > 0 else 0.0
+    else:
+        wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
+    since = t - eng._submit_l[j]
+    rj = rem.item(j)
+    t_solo = since + wait + rj * solo_iter
+    shared_rate = rate.item(j)
+    if len(partners) == 1:
+        r = rate.item(p)
+        p_done = rem.item(p) / r if r > 0 else 0.0
+    else:
+        p_done = max(rem.item(p) / r if (r := rate.item(p)) > 0 else 0.0 for p in partners)
+    alone = rj / shared_rate if shared_rate else eng.remaining[j] / eng.rate[j]
+    if alone <= p_done:
+        t_co = alone
+    else:
+        t_co = p_done + (rj - shared_rate * p_done) * solo_iter
+    t_co += since
+    return (j, np.float64(t_solo), np.float64(t_co))

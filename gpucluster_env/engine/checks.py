@@ -1,0 +1,148 @@
+"""Validation of actions: every check an action passes before it changes anything, each failure a clear
+:class:`~gpucluster_env.engine.actions.ActionError` naming the action and the reason.
+
+The fast entry points (``place_job`` ...) name their action as a ``(cls, args)`` pair and build the typed
+action only when they raise (:meth:`Checks._typed`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .actions import Action, ActionError
+from .perf import fit_accumulation, fits_memory, footprint_gb
+from .state import PENDING, RUNNING, STATUS_NAMES
+
+
+class Checks:
+    """Action validation of :class:`~gpucluster_env.engine.simulator.ClusterEngine` (a mixin over
+    :class:`~gpucluster_env.engine.state.EngineState`)."""
+
+    n_jobs: int
+    num_gpus: int
+    type_names: tuple[str, ...]
+    status: np.ndarray
+
+    @staticmethod
+    def _typed(action: Action | tuple) -> Action:
+        """The typed action an error message names: ``action``, or ``cls(*args)`` from a ``(cls, args)`` pair."""
+        return action[0](*action[1]) if type(action) is tuple else action
+
+    def _type_index(self, name: str) -> int:
+        try:
+            return self.type_names.index(name)
+        except ValueError:
+            raise ActionError(
+                f"unknown GPU type {name!r} for this cluster; it has {', '.join(self.type_names)}"
+            ) from None
+
+    def _check_job(self, action: Action | tuple, j: int) -> None:
+        if isinstance(j, bool | np.bool_) or not (isinstance(j, int | np.integer) and 0 <= j < self.n_jobs):
+            raise ActionError(f"{self._typed(action)}: no job with index {j!r} (episode has {self.n_jobs} jobs)")
+
+    def _job_index(self, action: Action | tuple, j: int) -> int:
+        """Job ``j`` as a Python int, or the ActionError naming ``action`` when it is no job of the episode."""
+        if not (type(j) is int and 0 <= j < self.n_jobs):
+            self._check_job(action, j)
+            j = int(j)
+        return j
+
+    def _running_index(self, action: Action | tuple, j: int) -> int:
+        """:meth:`_job_index`, and the ActionError naming ``action`` when the job is not running."""
+        j = self._job_index(action, j)
+        self._require(action, j, RUNNING, "job")
+        return j
+
+    def _require(self, action: Action | tuple, j: int, status: int, who: str) -> None:
+        """ActionError unless job ``j`` (the action's ``who``: job or partner) has ``status``."""
+        st = self.status.item(j)
+        if st != status:
+            raise ActionError(f"{self._typed(action)}: {who} {j} is {STATUS_NAMES[st]}, not {STATUS_NAMES[status]}")
+
+    def _check_gpus(self, action: Action | tuple, gpus: tuple[int, ...] | np.ndarray) -> np.ndarray:
+        g = np.asarray(gpus, dtype=np.int64).ravel()
+        if len(g) == 0 or g.min() < 0 or g.max() >= self.num_gpus:
+            raise ActionError(f"{self._typed(action)}: GPU indices must lie in [0, {self.num_gpus})")
+        if len(set(g.tolist())) != len(g):
+            raise ActionError(f"{self._typed(action)}: GPU set repeats a GPU")
+        return g
+
+    def _check_start(
+        self, action: Action | tuple, j: int, g: np.ndarray, accumulation: int | None, t: int | None = None,
+        tenant: int = -1
+    ) -> int:
+        """The accumulation job ``j`` starts with on ``g``, or ActionError. ``t`` (a GPU type) is given by the
+        planners when every GPU of ``g`` is of type ``t`` and either free (``tenant`` -1) or held by ``tenant``
+        alone; the checks then run on scalars, with the same results."""
+        self._require(action, j, PENDING, "job")
+        if len(g) != self._req_l[j]:
+            raise ActionError(f"{self._typed(action)}: job {j} needs {self.req_gpus[j]} GPUs, got {len(g)}")
+        if t is None and (self.slot_job[g, 1] >= 0).any():
+            raise ActionError(f"{self._typed(action)}: a GPU of the set already holds two jobs")
+        batch = self._batch_l[j]
+        p = self.profiles[self._model_l[j]]
+        other = self.footprint.item(tenant) if tenant >= 0 else 0.0
+        if accumulation is None:
+            if t is not None:  # accumulation_for on one type beside one tenant (or none)
+                s = fit_accumulation(p, batch, self._type_mem_l[t] - other)
+            else:
+                s = self.accumulation_for(j, g)
+            if s is None:
+                raise ActionError(
+                    f"{self._typed(action)}: job {j} does not fit in GPU memory there at any accumulation"
+                )
+            return s
+        s = int(accumulation)
+        if s < 1 or s & (s - 1) or s > batch:
+            raise ActionError(
+                f"{self._typed(action)}: accumulation must be a power of two in [1, {batch}], got {accumulation}"
+            )
+        fp = footprint_gb(p, batch, s)
+        if t is not None and fits_memory(fp, self._type_mem_l[t] - other):
+            return s
+        sj = self.slot_job[g, 0]
+        others = np.where(sj >= 0, self.footprint[np.maximum(sj, 0)], 0.0)
+        mem = self.type_mem[self.gpu_type[g]]
+        over = [not fits_memory(fp, float(m) - float(o)) for m, o in zip(mem, others, strict=True)]
+        if any(over):
+            i = over.index(True)
+            gi = int(g[i])
+            raise ActionError(
+                f"{self._typed(action)}: memory does not fit on GPU {gi}: {fp:.1f} GB + "
+                f"{others[i]:.1f} GB > {mem[i]:.0f} GB"
+            )
+        return s
+
+    def _check_fork_gpus(self, action: Action | tuple, j: int, gpus: tuple[int, ...]) -> np.ndarray:
+        """The exact GPU set of one more copy of running job ``j``, checked."""
+        g = self._check_gpus(action, gpus)
+        if len(g) != self.req_gpus[j]:
+            raise ActionError(f"{self._typed(action)}: a copy of job {j} needs {self.req_gpus[j]} GPUs")
+        if (self.slot_job[g, 0] >= 0).any():
+            raise ActionError(f"{self._typed(action)}: a copy needs free GPUs")
+        if np.isin(self.gpu_node[g], self.gpu_node[self.gpus_of(j)]).any():
+            raise ActionError(f"{self._typed(action)}: a copy must run on nodes the job does not use")
+        return g
+
+    def _check_exact_start(self, action: Action, j: int, p: int | None, g: np.ndarray) -> None:
+        """The checks of a place (``p`` None) or colocate with ``partner`` ``p`` on an exact GPU set ``g``."""
+        if p is None:
+            if (self.slot_job[g, 0] >= 0).any():
+                raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
+            gt = getattr(action, "gpu_type", None)
+            if gt is not None and (self.gpu_type[g] != self._type_index(gt)).any():
+                raise ActionError(f"{action}: not every GPU named is a {gt}")
+        elif not (self.slot_job[g, 0] == p).any() and not (self.slot_job[g, 1] == p).any():
+            raise ActionError(f"{action}: the GPU set shares no GPU with partner {p}")
+
+    def _fork_error(self, action: Action | tuple, j: int, copies: int, gpus: Any) -> None:
+        """The checks of a fork that come before any copy is placed."""
+        if self.config.round_s is None:
+            raise ActionError(f"{self._typed(action)}: forking needs a round-based scenario (round_s is not set)")
+        self._require(action, j, RUNNING, "job")
+        if copies < 1:
+            raise ActionError(f"{self._typed(action)}: copies must be >= 1")
+        if gpus is not None and copies != 1:
+            raise ActionError(f"{self._typed(action)}: an exact GPU set names one copy; use copies=1")

@@ -1,0 +1,220 @@
+"""Occupancy: which job holds which GPU slot at which MPS share, a job's copies, and the counts kept beside
+the slots (free GPUs per node and type, busy and shared GPUs per type, GPUs each job holds and shares, who
+shares with whom). :meth:`Occupancy._occupy` and :meth:`Occupancy._vacate` are the only writers of slots.
+
+A job runs as one or more *copies* (more than one only when forked, HadarE), each a gang of GPUs
+(:class:`Copy`); its rate is the sum of its copies' rates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..interference import SHARE_STEP
+from .perf import CopyModel
+from .state import TENTHS_MAX
+
+
+class Copy:
+    """One running copy of a job: its GPUs and, for the hot paths, what it keeps while it runs.
+
+    ``g`` / ``gl``: the GPUs (array / list); ``k``: the performance model's constants
+    (:class:`~gpucluster_env.engine.perf.CopyModel`); ``gpu``: the GPU when ``n == 1``; ``t``: the one GPU
+    type, or -1 when mixed (``types``: each GPU's type); ``xi_tl`` / ``xi_tm``: for one type, the worker-xi
+    table of that type and the job's model, as nested lists / array, indexed ``[partner model + 1, own share,
+    partner share]``. Computed when first needed: ``order`` (plan_colocate's order of the GPUs) and ``g2`` /
+    ``g2p1`` (flat slot indices)."""
+
+    __slots__ = ("g", "gl", "n", "gpu", "t", "types", "n_nodes", "k", "xi_tl", "xi_tm", "order", "_g2", "_g2p1")
+
+    g: np.ndarray
+    gl: list[int]
+    n: int
+    gpu: int
+    t: int
+    types: np.ndarray
+    n_nodes: int
+    k: CopyModel
+    xi_tl: list
+    xi_tm: np.ndarray
+    order: np.ndarray | None
+
+    @property
+    def solo_iter(self) -> float:
+        """Iteration time alone at full share (xi = 1 on every worker)."""
+        return self.k.solo_iter
+
+    @property
+    def g2(self) -> np.ndarray:
+        """Flat indices of slot 0 of each GPU in the (G, 2) slot arrays."""
+        if self._g2 is None:
+            self._g2 = 2 * self.g
+        return self._g2
+
+    @property
+    def g2p1(self) -> np.ndarray:
+        """Flat indices of slot 1 of each GPU."""
+        if self._g2p1 is None:
+            self._g2p1 = self.g2 + 1
+        return self._g2p1
+
+
+def _tally(key: list[int], gpus: list[int]) -> dict[int, int]:
+    """How many of ``gpus`` have each value of ``key`` (a per-GPU list: type, or flat node-type index)."""
+    out: dict[int, int] = {}
+    for x in gpus:
+        k = key[x]
+        out[k] = out.get(k, 0) + 1
+    return out
+
+
+class Occupancy:
+    """Slots, shares, copies and their counts, for :class:`~gpucluster_env.engine.simulator.ClusterEngine`
+    (a mixin over :class:`~gpucluster_env.engine.state.EngineState`)."""
+
+    copies: dict[int, list[np.ndarray]]
+    _copy_consts: dict[int, list[Copy]]
+    _shared_with: dict[int, dict[int, int]]
+    slot_job: np.ndarray
+    slot_share: np.ndarray
+    held_shared: np.ndarray
+    held: np.ndarray
+
+    def _occupy(self, j: int, c: Copy) -> set[int]:
+        """Put job ``j``'s copy ``c`` on its GPUs: slot 0 of a free GPU, slot 1 beside a GPU's one tenant, at
+        full share. Returns the partners it now shares with."""
+        self.gpu_version += 1
+        sjf, ssf = self._sj_flat, self._ss_flat
+        tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU
+        alone: list[int] = []
+        shared: list[int] = []
+        for x in c.gl:
+            i = 2 * x
+            o = sjf.item(i)
+            if o < 0:
+                sjf[i] = j
+                ssf[i] = TENTHS_MAX
+                alone.append(x)
+            else:
+                sjf[i + 1] = j
+                ssf[i + 1] = TENTHS_MAX
+                shared.append(x)
+                tenants[o] = tenants.get(o, 0) + 1
+        self._count_gpus(j, c, alone, shared, tenants, 1)
+        return set(tenants)
+
+    def _vacate(self, j: int, c: Copy) -> set[int]:
+        """Take job ``j``'s copy ``c`` off its GPUs; returns the partners it shared with. On each GPU the other
+        tenant, if any, ends in slot 0 with its share; slot 1 ends empty."""
+        self.gpu_version += 1
+        sjf, ssf = self._sj_flat, self._ss_flat
+        tenants: dict[int, int] = {}
+        alone: list[int] = []
+        shared: list[int] = []
+        for x in c.gl:
+            i = 2 * x
+            o = sjf.item(i)
+            if o == j:  # j in slot 0: the tenant of slot 1 (if any) moves to slot 0 with its share
+                o = sjf.item(i + 1)
+                sjf[i] = o
+                ssf[i] = ssf.item(i + 1)  # the empty slot 1 holds a full share
+            sjf[i + 1] = -1  # (j in slot 1: the tenant of slot 0 stays there with its share)
+            ssf[i + 1] = TENTHS_MAX
+            if o >= 0:
+                shared.append(x)
+                tenants[o] = tenants.get(o, 0) + 1
+            else:
+                alone.append(x)
+        self._count_gpus(j, c, alone, shared, tenants, -1)
+        return set(tenants)
+
+    def _count_gpus(
+        self, j: int, c: Copy, alone: list[int], shared: list[int], tenants: dict[int, int], sign: int
+    ) -> None:
+        """The counts beside the slots when job ``j`` takes (``sign`` +1) or leaves (-1) the GPUs of its copy
+        ``c``: ``alone`` (GPUs it holds alone) and ``shared`` (GPUs it shares with ``tenants``, partner:
+        GPUs). Per-type counts follow from the copy when it is of one type, per-node-type counts when it is
+        also on one node."""
+        if shared:
+            n = len(shared)
+            self.shared_gpus += sign * n
+            st = self.shared_t
+            for k, v in ({c.t: n} if c.t >= 0 else _tally(self._gpu_type_l, shared)).items():
+                st[k] += sign * v
+            hs = self.held_shared
+            hs[j] += sign * n
+            for p, v in tenants.items():
+                hs[p] += sign * v
+            self._pair(j, tenants, sign)
+        if alone:
+            n = len(alone)
+            ff, bt = self._free_flat, self.busy_t
+            nt = {self._gpu_nt_l[alone[0]]: n} if c.t >= 0 and c.n_nodes == 1 else _tally(self._gpu_nt_l, alone)
+            for k, v in nt.items():
+                ff[k] -= sign * v
+            self.busy_gpus += sign * n
+            for k, v in ({c.t: n} if c.t >= 0 else _tally(self._gpu_type_l, alone)).items():
+                bt[k] += sign * v
+        self.held[j] += sign * c.n
+
+    def _pair(self, j: int, counts: dict[int, int], sign: int) -> None:
+        """Job ``j`` starts (+1) or stops (-1) sharing ``counts[p]`` GPUs with each partner ``p``."""
+        mine = self._shared_with.setdefault(j, {})
+        for p, k in counts.items():
+            theirs = self._shared_with.setdefault(p, {})
+            n = mine.get(p, 0) + sign * k
+            if n:
+                mine[p] = theirs[j] = n
+            else:
+                del mine[p], theirs[j]
+                if not theirs:
+                    del self._shared_with[p]
+        if not mine:
+            del self._shared_with[j]
+
+    def _vacate_all(self, j: int) -> set[int]:
+        """Take every copy of job ``j`` off its GPUs and drop its copies; returns the partners it shared
+        with."""
+        cs = self._copy_consts.pop(j, [])
+        self.copies.pop(j, None)
+        partners: set[int] = set()
+        for c in cs:
+            partners |= self._vacate(j, c)
+        return partners
+
+    def _refresh_share_range(self, j: int) -> None:
+        allg = self.gpus_of(j)
+        all_shares = self.slot_share[allg, (self.slot_job[allg, 1] == j).astype(np.int64)]
+        self.share_lo[j], self.share_hi[j] = int(all_shares.min()), int(all_shares.max())
+
+    # ------------------------------------------------------------------ queries
+    def free_mask(self) -> np.ndarray:
+        """Boolean per GPU: holds no job."""
+        return self.slot_job[:, 0] < 0
+
+    def single_mask(self) -> np.ndarray:
+        """Boolean per GPU: holds exactly one job."""
+        return (self.slot_job[:, 0] >= 0) & (self.slot_job[:, 1] < 0)
+
+    def free_by_type(self) -> np.ndarray:
+        """Free GPUs per GPU type (in ``type_names`` order)."""
+        return self.type_total - self.busy_t
+
+    def gpus_of(self, j: int) -> np.ndarray:
+        """All GPUs job ``j`` holds (every copy)."""
+        cs = self.copies.get(j)
+        if not cs:
+            return np.empty(0, dtype=np.int64)
+        return cs[0] if len(cs) == 1 else np.concatenate(cs)
+
+    def partners_of(self, j: int) -> list[int]:
+        """Jobs sharing a GPU with job ``j``."""
+        return sorted(self._shared_with.get(j, ()))
+
+    def share_of(self, j: int) -> float:
+        """Mean MPS share of job ``j`` over its GPUs (1.0 = 100%); 0 when not running."""
+        g = self.gpus_of(j)
+        if len(g) == 0:
+            return 0.0
+        slot = (self.slot_job[g, 1] == j).astype(np.int64)
+        return float(self.slot_share[g, slot].mean() * SHARE_STEP)

@@ -1,0 +1,188 @@
+"""The engine's performance model: the one implementation of each formula the engine, the agents, trace
+annotation and the reproduction scripts evaluate.
+
+* **Memory fit** (:func:`footprint_gb`, :func:`fits_memory`, :func:`fit_accumulation`): a worker's footprint at
+  per-GPU batch ``B/s`` and the smallest power-of-two gradient accumulation ``s`` under which it fits beside
+  what a GPU already holds.
+* **Per-worker interference under MPS shares** (:func:`xi_table`): every value of
+  :func:`gpucluster_env.interference.apply_shares` the engine can need (GPU type x own model x partner model x
+  own share x partner share), computed once with that function, so a lookup *is* the formula's value.
+* **A copy's constants** (:class:`CopyModel`, :func:`copy_model`): everything the iteration time of one gang
+  (a job's copy on fixed GPUs at a fixed accumulation) needs that partners and shares cannot change.
+* **Iteration time** (:func:`copy_iter_time`, :func:`paced_iter_time`): Castor eq. 1-3 for one copy given each
+  worker's interference ratio; a synchronous gang runs at the pace of its slowest worker, or, with sample
+  stealing (Gimbal's LISS), at the pace where every worker finishes together. :func:`solo_iter_time` is the
+  same model for a job alone on one GPU type (the engine's solo times, trace annotation, offered load).
+
+Eq. 2 (all-reduce time) and eq. 3 (overlap of the last micro-step with the all-reduce) themselves live in
+:mod:`gpucluster_env.workloads` (:func:`~gpucluster_env.workloads.comm_time`,
+:func:`~gpucluster_env.workloads.iteration_time`), in the model layer, because the catalog's calibration needs
+them too; everything here calls them.
+
+Bit-for-bit determinism: these functions are the only place the engine's floats come from, so the same inputs
+give the same IEEE operations in the same order wherever the engine, an agent or a script asks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..interference import apply_shares
+from ..workloads import ModelProfile, comm_time, iteration_time
+
+MEM_TOL_GB = 1e-9
+"""Slack of the memory test (a footprint exactly at capacity fits despite rounding)."""
+
+
+def footprint_gb(p: ModelProfile, batch: int, s: int) -> float:
+    """GPU memory of one worker of model ``p`` at per-GPU batch ``batch`` and accumulation ``s`` (micro-batch
+    ``batch / s``)."""
+    return p.mem_base_gb + p.mem_per_sample_gb * (batch / s)
+
+
+def fits_memory(footprint: float, room_gb: float, tol: float = MEM_TOL_GB) -> bool:
+    """Whether a worker of ``footprint`` GB fits in ``room_gb`` GB (a GPU's memory less its tenant's)."""
+    return footprint <= room_gb + tol
+
+
+def fit_accumulation(p: ModelProfile, batch: int, room_gb: float, tol: float = MEM_TOL_GB) -> int | None:
+    """Smallest power-of-two accumulation ``s <= batch`` under which a worker of ``p`` at per-GPU batch
+    ``batch`` fits in ``room_gb`` GB; None when none does."""
+    s = 1
+    while s <= batch:
+        if fits_memory(footprint_gb(p, batch, s), room_gb, tol):
+            return s
+        s *= 2
+    return None
+
+
+def accumulations(p: ModelProfile, batch: int, room_gb: float) -> list[int]:
+    """Every power-of-two accumulation ``s <= batch`` that fits in ``room_gb`` (the footprint falls with
+    ``s``, so: from :func:`fit_accumulation` up)."""
+    s = fit_accumulation(p, batch, room_gb)
+    out: list[int] = []
+    while s is not None and s <= batch:
+        out.append(s)
+        s *= 2
+    return out
+
+
+def xi_table(
+    xi_free: np.ndarray, demand: np.ndarray, max_tenths: int, share_step: float, single: bool = False
+) -> np.ndarray:
+    """Every worker interference ratio under MPS shares, indexed ``[type, own model + 1, partner model + 1,
+    own share, partner share]`` (shares in tenths, ``0..max_tenths``; partner model 0: no partner; own model
+    0 is padding), computed elementwise by :func:`~gpucluster_env.interference.apply_shares` on
+    ``xi_free[type, own, partner]`` (free-competition ratios) and ``demand[own]`` (GPU demand). ``single``:
+    the table of single-GPU copies, whose shares are counted in tenths (``apply_shares``'s ``share_unit``;
+    the same values up to the rounding of one product)."""
+    nt, nm = xi_free.shape[0], xi_free.shape[1]
+    t_ = np.arange(nt).reshape(nt, 1, 1, 1, 1)
+    m1 = np.arange(nm + 1).reshape(1, nm + 1, 1, 1, 1)
+    pm1 = np.arange(nm + 1).reshape(1, 1, nm + 1, 1, 1)
+    tenths = np.arange(max_tenths + 1, dtype=np.int64)
+    m = np.maximum(m1 - 1, 0)
+    has = pm1 > 0
+    xi0 = xi_free[t_, m, np.where(has, pm1 - 1, 0)]
+    with np.errstate(divide="ignore"):  # own share 0 never occurs
+        if single:
+            return apply_shares(xi0, demand[m], tenths.reshape(1, 1, 1, -1, 1), tenths.reshape(1, 1, 1, 1, -1),
+                                has, share_unit=share_step)
+        return apply_shares(xi0, demand[m], tenths.reshape(1, 1, 1, -1, 1) * share_step,
+                            tenths.reshape(1, 1, 1, 1, -1) * share_step, has)
+
+
+class CopyModel:
+    """The constants of one copy's iteration time: a gang of ``n`` workers of a model at per-GPU batch
+    ``batch`` and accumulation ``s`` on GPUs with per-worker speeds ``spd``, over ``n_nodes`` nodes.
+
+    ``homog``: one GPU type (then ``t`` is it and ``speed`` its speed as a Python float; ``t`` is -1
+    otherwise). ``n == 1``: ``sab`` = ``s * (alpha + beta * B/s)``. ``n > 1``: ``tcn`` = ``alpha + beta *
+    B/s`` (numerator of the compute time, ``tcnf`` as a Python float), ``steal_num`` = ``n alpha + beta (B/s)
+    n`` (LISS numerator), ``comm`` (eq. 2). ``min_mem``: smallest GPU memory; ``solo_iter``: the iteration time
+    with every worker at xi = 1."""
+
+    __slots__ = ("n", "s", "t", "homog", "stealing", "speed", "sab", "tcn", "tcnf", "steal_num", "alpha", "spd",
+                 "comm", "delta", "n_nodes", "min_mem", "solo_iter")
+
+    n: int
+    s: int
+    t: int
+    homog: bool
+    stealing: bool
+    speed: float
+    sab: float
+    tcn: float
+    tcnf: float
+    steal_num: float
+    alpha: float
+    spd: np.ndarray
+    comm: float
+    delta: float
+    n_nodes: int
+    min_mem: float
+    solo_iter: float
+
+
+def copy_model(
+    p: ModelProfile, batch: int, s: int, spd: np.ndarray, t: int, n_nodes: int, intra_bw: float,
+    inter_bw: float, min_mem: float, stealing: bool,
+) -> CopyModel:
+    """The :class:`CopyModel` of a copy of model ``p`` (per-GPU batch ``batch``, accumulation ``s``) whose
+    workers have speeds ``spd`` (a float64 array, one per GPU); ``t``: the one GPU type of the copy, or -1 when
+    mixed; ``intra_bw``: the slowest intra-node bandwidth of its GPU types; ``min_mem``: the smallest GPU
+    memory."""
+    k = CopyModel()
+    n = len(spd)
+    k.n, k.s, k.t, k.homog, k.stealing = n, s, t, t >= 0, stealing
+    k.n_nodes, k.min_mem, k.delta, k.alpha = n_nodes, min_mem, p.delta, p.alpha_s
+    k.spd = spd
+    if n == 1:
+        k.speed = float(spd[0])
+        k.sab = s * (p.alpha_s + p.beta_s * (batch / s))
+        k.comm = 0.0
+        k.solo_iter = copy_iter_time(k, 1.0)
+        return k
+    b = np.int64(batch) / s
+    k.tcn = p.alpha_s + p.beta_s * b
+    k.tcnf = float(k.tcn)
+    k.steal_num = n * p.alpha_s + p.beta_s * b * n
+    k.speed = float(spd[0]) if t >= 0 else float("nan")
+    k.comm = comm_time(p, n, n_nodes, intra_bw, inter_bw)
+    k.solo_iter = copy_iter_time(k, 1.0)
+    return k
+
+
+def copy_iter_time(k: CopyModel, xi: np.ndarray | float) -> float:
+    """Iteration time of the copy ``k`` when each worker's compute is slowed by ``xi`` (one ratio per worker,
+    or one for all): Castor eq. 1-3 paced by the slowest worker, or by LISS when ``k.stealing``.
+
+    One worker: ``s (alpha + beta B/s) xi / speed``. Several: worker ``i`` runs at ``v_i = speed_i / xi_i``;
+    the micro-step takes ``(alpha + beta B/s) / min v`` (slowest worker), or with LISS the per-worker batches
+    ``b_i`` make ``(alpha + beta b_i) / v_i`` equal with ``sum b_i = n B/s`` -- no worker takes fewer than 0
+    samples, and an empty one still pays its fixed alpha, so never below ``alpha / min v``; then eq. 3."""
+    if k.n == 1:
+        x = xi if type(xi) is float else float(np.asarray(xi).reshape(-1)[0])
+        return k.sab * x / k.speed
+    v = k.spd / xi
+    vmin = float(v.min())
+    if k.stealing:
+        tc = max(k.steal_num / float(v.sum()), k.alpha / vmin)
+        return float(iteration_time(tc, k.s, k.comm, k.delta))
+    return paced_iter_time(k, vmin)
+
+
+def paced_iter_time(k: CopyModel, vmin: float) -> float:
+    """Iteration time of the multi-worker copy ``k`` without sample stealing when its slowest worker runs at
+    ``vmin`` (speed / xi): ``(alpha + beta B/s) / vmin`` per micro-step, then eq. 3. For one GPU type,
+    ``vmin = speed / max xi`` exactly (division rounds monotonically), which the engine's hot path uses."""
+    return float(iteration_time(k.tcnf / vmin, k.s, k.comm, k.delta))
+
+
+def solo_iter_time(
+    p: ModelProfile, batch: int, s: int, speed: float, n: int, n_nodes: int, intra_bw: float, inter_bw: float
+) -> float:
+    """Iteration time of a job of model ``p`` alone on ``n`` GPUs of one type (relative ``speed``) over
+    ``n_nodes`` nodes at accumulation ``s``: eq. 1 (``t_comp(B/s)``), eq. 2 and eq. 3."""
+    tc = p.t_comp(batch / s, speed)
+    return iteration_time(tc, s, comm_time(p, n, n_nodes, intra_bw, inter_bw), p.delta)

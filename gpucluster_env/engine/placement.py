@@ -1,0 +1,165 @@
+"""Placement: pure planning functions over the cluster state. Each reads the engine's state (free GPUs per
+node and type, slots, copies) and returns a GPU set; none changes anything. The engine's ``place``,
+``colocate`` and ``fork`` actions apply what they return; agents call them through
+:class:`~gpucluster_env.engine.view.ClusterView`.
+
+The rule: fewest nodes first -- a gang goes on one node when one has room (the first of the smallest that
+fit), else on the fullest nodes first (ties by node index); on each node the first free GPUs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .perf import fits_memory
+from .state import RUNNING
+
+
+def pick_nodes(free: np.ndarray, need: int) -> list[tuple[int, int]]:
+    """``(node, GPUs to take)`` pairs for ``need`` GPUs given the free GPUs per node (an int array): best fit
+    on one node (the first of the smallest that fit), else the fullest nodes first (ties by index). ``[]``
+    when too few are free."""
+    if need <= 0 or int(free.sum()) < need:
+        return []
+    fits = np.flatnonzero(free >= need)
+    if len(fits):
+        return [(int(fits[0] if len(fits) == 1 else fits[np.argmin(free[fits])]), need)]
+    picks: list[tuple[int, int]] = []
+    left = need
+    for node in np.argsort(-free, kind="stable").tolist():
+        take = min(int(free[node]), left)
+        picks.append((node, take))
+        left -= take
+        if not left:
+            break
+    return picks
+
+
+def first_free_gpus(eng: Any, picks: list[tuple[int, int]], free: np.ndarray) -> np.ndarray:
+    """The first free GPUs of each picked node (as many as picked); ``free``: the free GPUs per node."""
+    parts = []
+    for node, k in picks:
+        lo, size = eng._node_start_l[node], eng._node_size_l[node]
+        if free[node] == size:  # the whole node is free
+            parts.append(np.arange(lo, lo + k, dtype=np.int64))
+        else:
+            parts.append(np.flatnonzero(eng.slot_job[lo:lo + size, 0] < 0)[:k] + lo)
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def _free_per_node(eng: Any, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray:
+    """Free GPUs per node among ``types`` (a node holds one type), 0 on ``exclude_nodes``."""
+    fnt = eng.free_nt
+    f = fnt[:, types[0]] if len(types) == 1 else fnt[:, types].sum(axis=1)
+    if exclude_nodes is not None:
+        f = f.copy()
+        f[exclude_nodes] = 0
+    return f
+
+
+def _place_on(eng: Any, need: int, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray | None:
+    f = _free_per_node(eng, types, exclude_nodes)
+    picks = pick_nodes(f, need)
+    return first_free_gpus(eng, picks, f) if picks else None
+
+
+def plan_place(
+    eng: Any, j: int, t: int | None, exclude_nodes: np.ndarray | None = None
+) -> tuple[np.ndarray | None, int | None]:
+    """Free GPUs for pending job ``j`` by the placement rule, and their one GPU type (None when mixed or when
+    there is no set). With type ``t``: fewest nodes of that type. Without: the fastest type the job fits
+    (alone, at some accumulation) that can host the whole gang; if none alone can, a mixed set over every
+    type it fits, fullest nodes first. ``exclude_nodes``: nodes not to use."""
+    need = eng._req_l[j]
+    fits = eng._fits_l[j]  # fits alone (at some accumulation) on each type
+    if t is not None:
+        if not fits[t]:
+            return None, None
+        g = _place_on(eng, need, [t], exclude_nodes)
+        return (g, t) if g is not None else (None, None)
+    fitting = [t for t in eng._type_order_m[eng._model_l[j]] if fits[t]]
+    for t in fitting:
+        g = _place_on(eng, need, [t], exclude_nodes)
+        if g is not None:
+            return g, t
+    if len(fitting) > 1:
+        return _place_on(eng, need, fitting, exclude_nodes), None
+    return None, None
+
+
+def colocate_order(gpu_node: list[int], pg: list[int]) -> list[int]:
+    """GPUs ``pg`` grouped by node, the nodes holding most of them first (ties by node index), GPUs in
+    ``pg`` order within a node."""
+    groups: dict[int, list[int]] = {}
+    for x in pg:
+        k = gpu_node[x]
+        if k in groups:
+            groups[k].append(x)
+        else:
+            groups[k] = [x]
+    if len(groups) == 1:
+        return pg
+    return [x for k in sorted(groups, key=lambda k: (-len(groups[k]), k)) for x in groups[k]]
+
+
+def single_gpus(eng: Any, p: int) -> list[int]:
+    """The GPUs running job ``p`` alone (every copy), in :func:`colocate_order`."""
+    sj = eng._sj_flat
+    return colocate_order(eng._gpu_node_l, [x for x in eng.gpus_of(p).tolist() if sj.item(2 * x + 1) < 0])
+
+
+def plan_colocate(eng: Any, j: int, partner: int) -> tuple[np.ndarray | None, int | None]:
+    """GPUs for pending job ``j`` sharing with running job ``partner``: the partner's singly-held GPUs (nodes
+    holding most of them first), topped up with free GPUs on the same nodes, then elsewhere (fewest nodes
+    first); None if that cannot be done. Also returns the GPU type of the set when every GPU of it is one of
+    ``partner``'s, held by ``partner`` alone, all of one type (else None)."""
+    if eng.status.item(partner) != RUNNING or partner == j:
+        return None, None
+    need = eng._req_l[j]
+    cs = eng._copy_consts[partner]
+    sj = eng._sj_flat
+    if len(cs) == 1 and cs[0].t >= 0 and cs[0].n >= need:  # one copy of one type, large enough
+        c = cs[0]
+        if c.n == 1:
+            return (c.g.copy(), c.t) if sj.item(2 * c.gpu + 1) < 0 else (None, None)
+        if c.n - eng.held_shared.item(partner) >= need:  # its GPUs with an empty slot 1 suffice
+            if eng.held_shared.item(partner) == 0:
+                if c.order is None:
+                    c.order = np.array(colocate_order(eng._gpu_node_l, c.gl), dtype=np.int64)
+                return c.order[:need].copy(), c.t
+            pg = colocate_order(eng._gpu_node_l, [x for x in c.gl if sj.item(2 * x + 1) < 0])
+            return np.array(pg[:need], dtype=np.int64), c.t
+    pg = [x for x in eng.gpus_of(partner).tolist() if sj.item(2 * x + 1) < 0]
+    if not pg:
+        return None, None
+    if len(pg) >= need:
+        return np.array(colocate_order(eng._gpu_node_l, pg)[:need], dtype=np.int64), None
+    # top up with free GPUs: on the partner's nodes first, then elsewhere
+    extra_need = need - len(pg)
+    pnodes = np.unique(eng.gpu_node[pg])
+    free = eng.free_nt.sum(axis=1)
+    near = np.zeros_like(free)
+    near[pnodes] = free[pnodes]
+    picks = pick_nodes(near, min(int(near.sum()), extra_need))
+    rest = extra_need - sum(k for _, k in picks)
+    if rest:
+        free[pnodes] = 0
+        far = pick_nodes(free, rest)
+        if not far:
+            return None, None
+        picks += far
+    return np.concatenate([np.array(pg, dtype=np.int64), first_free_gpus(eng, picks, eng.free_nt.sum(axis=1))]), None
+
+
+def plan_fork(eng: Any, j: int) -> np.ndarray | None:
+    """Free GPUs for one more copy of running job ``j`` on nodes none of its copies use, where its footprint
+    fits, or None (always None without rounds)."""
+    if eng.config.round_s is None or eng.status[j] != RUNNING:
+        return None
+    used = np.unique(eng.gpu_node[eng.gpus_of(j)])
+    g, _ = plan_place(eng, j, None, exclude_nodes=used)
+    if g is None or not fits_memory(eng.footprint.item(j), float(eng.type_mem[eng.gpu_type[g]].min())):
+        return None
+    return g

@@ -1,0 +1,165 @@
+"""The performance model (:mod:`gpucluster_env.engine.perf`) applied to the live cluster state: each copy's
+constants when it starts, the workers' interference ratios under the current partners and MPS shares, and a
+job's rate (iterations per second, the sum over its copies); also the same estimates for hypothetical
+placements, for the read-only view agents use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .occupancy import Copy
+from .perf import CopyModel, copy_iter_time, copy_model, fit_accumulation, paced_iter_time
+from .state import TENTHS_MAX
+
+
+class Rates:
+    """Copy constants, worker interference and job rates of
+    :class:`~gpucluster_env.engine.simulator.ClusterEngine` (a mixin over
+    :class:`~gpucluster_env.engine.state.EngineState` and :class:`~gpucluster_env.engine.occupancy.Occupancy`)."""
+
+    config: Any
+    _copy_consts: dict[int, list[Copy]]
+
+    def _copy_model(self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int) -> CopyModel:
+        """The performance constants of a copy of model ``m`` (per-GPU batch ``batch``, accumulation ``s``) on
+        GPUs ``gl`` over ``n_nodes`` nodes; ``t``: their one GPU type, or -1. One-type copies are cached by
+        (model, batch, accumulation, type, GPUs, nodes), of which they are a pure function."""
+        n = len(gl)
+        if t >= 0:
+            key = (m, batch, s, t, n, n_nodes)
+            k = self._copy_models.get(key)
+            if k is None:
+                k = self._copy_models[key] = copy_model(
+                    self.profiles[m], batch, s, np.full(n, self.speed_mt[m, t]), t, n_nodes,
+                    float(self.type_intra_bw[t]), self.cluster.inter_node_bw_gbps, float(self.type_mem[t]),
+                    self.config.sample_stealing)
+            return k
+        types = self.gpu_type[gl]
+        return copy_model(
+            self.profiles[m], batch, s, self.speed_mt[m, types], -1, n_nodes,
+            float(self.type_intra_bw[types].min()), self.cluster.inter_node_bw_gbps,
+            float(self.type_mem[types].min()), self.config.sample_stealing)
+
+    def _new_copy(self, j: int, g: np.ndarray, s: int, gl: list[int] | None = None) -> Copy:
+        """A :class:`~gpucluster_env.engine.occupancy.Copy` of job ``j`` on ``g`` at accumulation ``s``
+        (``gl``: ``g.tolist()`` if at hand)."""
+        c = Copy()
+        c._g2 = c._g2p1 = c.order = None
+        m = self._model_l[j]
+        c.g = g
+        c.gl = gl = g.tolist() if gl is None else gl
+        c.n = n = len(gl)
+        gt, gn = self._gpu_type_l, self._gpu_node_l
+        t = gt[gl[0]]
+        if n == 1:
+            c.gpu, c.n_nodes = gl[0], 1
+        else:
+            c.n_nodes = len({gn[x] for x in gl})
+            if any(gt[x] != t for x in gl):
+                t = -1
+                c.types = self.gpu_type[g]
+        c.t = t
+        c.k = self._copy_model(m, self._batch_l[j], s, gl, t, c.n_nodes)
+        if t >= 0:
+            c.xi_tl = (self._xi1_tab_l if n == 1 else self._xi_tab_l)[t][m + 1]
+            c.xi_tm = self._xi_tab[t, m + 1]
+        return c
+
+    def _copy_time(self, j: int, c: Copy) -> float:
+        """The iteration time of job ``j``'s copy ``c`` now: its workers' interference ratios looked up in the
+        :func:`~gpucluster_env.engine.perf.xi_table` under the current partners and shares, then
+        :func:`~gpucluster_env.engine.perf.copy_iter_time`."""
+        k = c.k
+        sj, ss = self._sj_flat, self._ss_flat
+        if c.n == 1:
+            g2 = 2 * c.gpu
+            mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
+            partner = sj.item(other)
+            x = c.xi_tl[self._model_l[partner] + 1 if partner >= 0 else 0][ss.item(mine)][ss.item(other)]
+            return k.sab * x / k.speed
+        if c.t >= 0 and not k.stealing:
+            # The largest worker xi from a few table lookups, when j and each of its partners has one MPS share
+            # on all its GPUs (then each worker's xi is that of its partner, or of no partner).
+            lo, hi = self.share_lo, self.share_hi
+            sh = lo.item(j)
+            if sh == hi.item(j) and len(self.copies[j]) == 1:
+                tab = c.xi_tl
+                xmax = tab[0][sh][TENTHS_MAX] if self.held_shared.item(j) < c.n else 0.0
+                jm = self._model_l
+                for p in self._shared_with.get(j, ()):
+                    sp = lo.item(p)
+                    if sp != hi.item(p):
+                        break
+                    x = tab[jm[p] + 1][sh][sp]
+                    if x > xmax:
+                        xmax = x
+                else:  # the slowest worker: speed / max xi (division rounds monotonically)
+                    return paced_iter_time(k, k.speed / xmax)
+        return copy_iter_time(k, self._copy_xi(j, c))
+
+    def _copy_xi(self, j: int, c: Copy) -> np.ndarray:
+        """The interference ratio of each worker of job ``j``'s multi-GPU copy ``c`` now (table lookups)."""
+        sj, ss = self._sj_flat, self._ss_flat
+        own = sj[c.g2p1] == j  # job j sits in slot 1 of that GPU
+        mine = c.g2 + own
+        other = c.g2p1 - own
+        pm1 = self._jm1[sj[other]]
+        if c.t >= 0:
+            return c.xi_tm[pm1, ss[mine], ss[other]]
+        return self._xi_tab[c.types, self._model_l[j] + 1, pm1, ss[mine], ss[other]]
+
+    def _job_rate(self, j: int) -> float:
+        if self.held_shared.item(j) == 0 and self.share_lo.item(j) == TENTHS_MAX:
+            solo = self.solo_rate.item(j)
+            if solo > 0:
+                return solo  # alone at full share on every GPU: xi = 1 everywhere
+        cs = self._copy_consts.get(j, ())
+        if len(cs) == 1:
+            return 0 + 1.0 / self._copy_time(j, cs[0])  # as sum() of one term
+        return sum(1.0 / self._copy_time(j, c) for c in cs)
+
+    # ------------------------------------------------------------------ estimates (read-only)
+    def copy_iter_time(self, j: int, gpus: np.ndarray, xi: np.ndarray | None = None) -> float:
+        """True iteration time of one copy of running job ``j`` on ``gpus`` (one of its copies) in the current
+        state, or under the per-worker interference ratios ``xi`` (e.g. all ones for the job alone)."""
+        c = self._new_copy(j, np.asarray(gpus, dtype=np.int64), int(self.accum[j]))
+        if xi is not None:
+            return copy_iter_time(c.k, xi)
+        return self._copy_time_general(j, c)
+
+    def _copy_time_general(self, j: int, c: Copy) -> float:
+        """:meth:`_copy_time` without its shortcut (every worker's xi looked up)."""
+        if c.n == 1:
+            return self._copy_time(j, c)
+        return copy_iter_time(c.k, self._copy_xi(j, c))
+
+    def iter_time_for(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
+        """Iteration time of one copy of job ``j`` on ``gpus`` at accumulation ``s`` with each worker's compute
+        slowed by ``xi`` (Castor eq. 1-3, slowest-worker pacing or LISS). Pure: reads no dynamic state, so
+        agents may use it to evaluate hypothetical placements with their own predicted ``xi``."""
+        g = np.asarray(gpus, dtype=np.int64)
+        gl = g.tolist()
+        gt = self._gpu_type_l
+        t = gt[gl[0]]
+        if any(gt[x] != t for x in gl):
+            t = -1
+        n_nodes = len({self._gpu_node_l[x] for x in gl})
+        k = self._copy_model(self._model_l[j], self._batch_l[j], int(s), gl, t, n_nodes)
+        return copy_iter_time(k, xi if type(xi) is float else np.asarray(xi, dtype=float))
+
+    def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
+        """Smallest power-of-two accumulation under which job ``j`` fits in memory on every GPU of ``gpus``
+        beside their current tenants (None: none does)."""
+        p, batch = self.profiles[self._model_l[j]], self._batch_l[j]
+        sj = self.slot_job[gpus, 0]
+        other = np.where(sj >= 0, self.footprint[np.maximum(sj, 0)], 0.0)
+        best = 1
+        types = self.gpu_type[gpus]
+        for t in np.unique(types):
+            s = fit_accumulation(p, batch, self._type_mem_l[int(t)] - float(other[types == t].max()))
+            if s is None:
+                return None
+            best = max(best, s)
+        return best

@@ -1,0 +1,270 @@
+"""The engine's state: its settings (:class:`EngineConfig`), the static tables built once per cluster, job
+table and catalog, and the dynamic arrays an episode starts from (:class:`EngineState`).
+
+State lives in numpy arrays (one entry per GPU, per node, per job). Each GPU has two slots (at most two jobs
+per GPU, MPS sharing); each slot holds a job index and that worker's MPS active-thread share in tenths (10 =
+100%). The environment (``gpucluster_env.env``) reads these arrays by name (``submit``, ``remaining``,
+``rate``, ``held``, ``held_shared``, ``share_lo`` ...); agents read :class:`~gpucluster_env.engine.view.ClusterView`
+instead.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
+from .eventlog import EventLog
+from .perf import fit_accumulation, solo_iter_time, xi_table
+
+FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
+STATUS_NAMES = ("future", "pending", "running", "done")
+
+TENTHS_MIN = round(MIN_SHARE / SHARE_STEP)
+TENTHS_MAX = round(MAX_SHARE / SHARE_STEP)
+_EPOCHS = itertools.count()  # one per engine state started (construction or reset), process-wide
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Per-scenario settings of the simulation.
+
+    ``round_s``: length of scheduling rounds (a decision point at each boundary; forking needs rounds).
+    ``restart_s``: overhead a preempted job pays when it starts again. ``consolidation_s``: overhead a forked
+    job pays at every round boundary. ``tick_s``: period of calibration ticks (decision points for
+    Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is
+    due.
+    ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
+    slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
+    ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
+    round or calibration ticks) after which the episode is stalled.
+    """
+
+    round_s: float | None = None
+    restart_s: float = 0.0
+    consolidation_s: float = 0.0
+    tick_s: float | None = None
+    idle_tick_s: float = 60.0
+    sample_stealing: bool = False
+    calibration_overhead_s: float = 0.0
+    max_idle_ticks: int = 100_000
+
+    def __post_init__(self) -> None:
+        for name in ("round_s", "tick_s"):
+            v = getattr(self, name)
+            if v is not None and not (v > 0):
+                raise ValueError(f"EngineConfig.{name} must be positive or None, got {v!r}")
+        for name in ("restart_s", "consolidation_s", "calibration_overhead_s"):
+            if not (getattr(self, name) >= 0):
+                raise ValueError(f"EngineConfig.{name} must be >= 0")
+        if not (self.idle_tick_s > 0):
+            raise ValueError("EngineConfig.idle_tick_s must be positive")
+
+
+class EngineState:
+    """Static tables and dynamic state of :class:`~gpucluster_env.engine.simulator.ClusterEngine` (a mixin:
+    the engine's other parts read and change these attributes)."""
+
+    catalog: Any
+    cluster: Any
+    config: EngineConfig
+    jobs: Any
+
+    # ------------------------------------------------------------------ static tables
+    def _build_static(self) -> None:
+        cat, cl = self.catalog, self.cluster
+        self.type_names: tuple[str, ...] = cl.gpu_types
+        type_idx = {t: i for i, t in enumerate(self.type_names)}
+        gtypes = [cat.gpu_type(t) for t in self.type_names]
+        self.type_mem = np.array([g.memory_gb for g in gtypes])
+        self.type_intra_bw = np.array([g.intra_node_bw_gbps for g in gtypes])
+        self.num_nodes = len(cl.nodes)
+        self.node_size = np.array([n.count for n in cl.nodes], dtype=np.int64)
+        self.node_start = np.concatenate([[0], np.cumsum(self.node_size)[:-1]]).astype(np.int64)
+        self.node_type = np.array([type_idx[n.gpu_type] for n in cl.nodes], dtype=np.int64)
+        self.num_gpus = int(self.node_size.sum())
+        self.gpu_node = np.repeat(np.arange(self.num_nodes), self.node_size)
+        self.gpu_type = self.node_type[self.gpu_node]
+        self.type_total = np.bincount(self.gpu_type, minlength=len(self.type_names))
+
+        jobs = self.jobs
+        self.model_names: tuple[str, ...] = tuple(sorted(set(jobs["model"])))
+        model_idx = {m: i for i, m in enumerate(self.model_names)}
+        self.profiles = [cat.model(m) for m in self.model_names]
+        nm, nt = len(self.model_names), len(self.type_names)
+        self.speed_mt = np.array(
+            [[cat.model_speed(p, t) for t in self.type_names] for p in self.profiles], dtype=float
+        ).reshape(nm, nt)
+        self.demand_m = np.array([p.gpu_demand for p in self.profiles])
+        self.xi_free = np.ones((nt, nm, nm))
+        for ti, t in enumerate(self.type_names):
+            for a, pa in enumerate(self.profiles):
+                for b, pb in enumerate(self.profiles):
+                    xa, _ = cat.interference.pair_xi(pa, pb, t)
+                    if not (xa >= 1.0 and math.isfinite(xa)):
+                        raise ValueError(
+                            f"interference model gave xi={xa!r} < 1 for {pa.name}+{pb.name} on {t}"
+                        )
+                    self.xi_free[ti, a, b] = xa
+
+        self.n_jobs = len(jobs)
+        self.job_ids = jobs["job_id"].to_numpy()
+        self.submit = jobs["submit_s"].to_numpy(float)
+        self.req_gpus = jobs["num_gpus"].to_numpy(np.int64)
+        self.job_model = np.array([model_idx[m] for m in jobs["model"]], dtype=np.int64)
+        self.batch = jobs["batch_size"].to_numpy(np.int64)
+        self.iterations = jobs["iterations"].to_numpy(float)
+        self.deadline = jobs["deadline_s"].to_numpy(float)
+        # Whether each job fits alone (at some accumulation) on each GPU type; computed per (model, batch).
+        keys, inverse = np.unique(np.stack([self.job_model, self.batch], axis=1), axis=0, return_inverse=True)
+        fits_key = np.array(
+            [[fit_accumulation(self.profiles[int(m)], int(b), float(self.type_mem[t])) is not None
+              for t in range(nt)] for m, b in keys],
+            dtype=bool,
+        ).reshape(len(keys), nt)
+        self.fits_type = fits_key[inverse.ravel()]
+        self.solo_time = self._solo_times()
+        self._build_fast_tables()
+
+    def _build_fast_tables(self) -> None:
+        """Static lookup tables of the hot paths (pure functions of the catalog, cluster and job table)."""
+        nm = len(self.model_names)
+        # Worker interference ratio under MPS shares for every GPU type, own model + 1, partner model + 1 (0:
+        # no partner), own share and partner share in tenths (perf.xi_table).
+        self._xi_tab = xi_table(self.xi_free, self.demand_m, TENTHS_MAX, SHARE_STEP)
+        self._jm1 = np.append(self.job_model + 1, 0)  # model + 1 by job index; index -1 (no job) gives 0
+        self._gpu_nt = self.gpu_node * len(self.type_names) + self.gpu_type  # flat index into free_nt
+        self._type_order_m = [[int(t) for t in np.argsort(-self.speed_mt[mi], kind="stable")] for mi in range(nm)]
+        # The same static values as Python lists (scalar reads from a list cost a fraction of numpy's): the
+        # list entries are the arrays' values converted exactly (int64 -> int, float64 -> float).
+        self._xi_tab_l = self._xi_tab.tolist()  # [type][own model + 1][partner model + 1][own][partner]
+        self._xi1_tab_l = xi_table(self.xi_free, self.demand_m, TENTHS_MAX, SHARE_STEP, single=True).tolist()
+        self._type_mem_l = self.type_mem.tolist()
+        self._req_l = self.req_gpus.tolist()
+        self._model_l = self.job_model.tolist()
+        self._batch_l = self.batch.tolist()
+        self._submit_l = self.submit.tolist()
+        self._fits_l = [tuple(r) for r in self.fits_type.tolist()]
+        self._gpu_node_l = self.gpu_node.tolist()
+        self._gpu_type_l = self.gpu_type.tolist()
+        self._gpu_nt_l = self._gpu_nt.tolist()
+        self._node_start_l = self.node_start.tolist()
+        self._node_size_l = self.node_size.tolist()
+        self._copy_models: dict[tuple, Any] = {}  # perf.CopyModel of one-type copies, by their key
+
+    def fastest_solo_iter(self, m: int, batch: int, n: int, types: list[int]) -> float:
+        """Iteration time of a job (model ``m``, per-GPU batch ``batch``, ``n`` GPUs) alone on the fastest of
+        ``types`` it fits, packed on the fewest nodes, at the smallest accumulation that fits (inf: none)."""
+        p = self.profiles[m]
+        best = math.inf
+        for t in types:
+            s = fit_accumulation(p, batch, float(self.type_mem[t]))
+            if s is None:
+                continue
+            per_node = int(self.node_size[self.node_type == t].max())
+            best = min(best, solo_iter_time(p, batch, s, self.speed_mt[m, t], n, -(-n // per_node),
+                                            self.type_intra_bw[t], self.cluster.inter_node_bw_gbps))
+        return best
+
+    def _solo_times(self) -> np.ndarray:
+        """Each job's run time alone on the fastest type it fits, packed on the fewest nodes, no sharing."""
+        out = np.empty(self.n_jobs)
+        cache: dict[tuple[int, int, int], float] = {}
+        types = list(range(len(self.type_names)))
+        for j in range(self.n_jobs):
+            key = (int(self.job_model[j]), int(self.batch[j]), int(self.req_gpus[j]))
+            if key not in cache:
+                cache[key] = self.fastest_solo_iter(*key, types)
+            out[j] = self.iterations[j] * cache[key]
+        return out
+
+    # ------------------------------------------------------------------ dynamic state
+    def _reset_state(self) -> None:
+        G, J = self.num_gpus, self.n_jobs
+        self.now = 0.0
+        self.slot_job = np.full((G, 2), -1, dtype=np.int64)
+        self.slot_share = np.full((G, 2), TENTHS_MAX, dtype=np.int64)
+        self.free_nt = np.zeros((self.num_nodes, len(self.type_names)), dtype=np.int64)
+        np.add.at(self.free_nt, (self.gpu_node, self.gpu_type), 1)
+        self.status = np.zeros(J, dtype=np.int8)
+        self.remaining = self.iterations.copy()
+        self.rate = np.zeros(J)
+        self.last_t = np.zeros(J)
+        self.active_from = np.zeros(J)
+        self.version = np.zeros(J, dtype=np.int64)
+        self.accum = np.ones(J, dtype=np.int64)
+        self.footprint = np.zeros(J)
+        self.first_start = np.full(J, np.nan)
+        self.finish_t = np.full(J, np.nan)
+        self.queue_s = np.zeros(J)
+        self.pending_since = np.zeros(J)
+        self.n_preempt = np.zeros(J, dtype=np.int64)
+        self.n_colocated = np.zeros(J, dtype=np.int64)
+        self.max_copies = np.ones(J, dtype=np.int64)
+        self.copies: dict[int, list[np.ndarray]] = {}
+        self._copy_consts: dict[int, list[Any]] = {}  # parallel to ``copies``: each copy (occupancy.Copy)
+        self._bind_views()
+        self._pending: dict[int, None] = {}
+        self._running: dict[int, None] = {}
+        self._forked: set[int] = set()
+        # events (time as a Python float, kind, sequence, job, version, time as given): compared by the float
+        # time, kind and sequence (unique), in the same order as the times themselves; the time as given
+        # (None for completions: a numpy float) keeps its type for the clock
+        self._heap: list[tuple[float, int, int, int, int, float | None]] = []
+        self._seq = 0
+        self._next_arrival = 0
+        self.n_done = 0
+        # Change counters for observers (the environment keeps views of the state between steps):
+        # queue_version moves whenever the pending queue or the running set changes (arrival, start, finish,
+        # preemption); gpu_version whenever a GPU's tenants change (and with them free, busy and shared
+        # counts, and the jobs' held and held_shared). A job's own dynamic state moves with version[j]. All of
+        # them start again at each reset; ``epoch`` tells the episodes (and engines) apart.
+        self.epoch = next(_EPOCHS)
+        self.queue_version = 0
+        self.gpu_version = 0
+        self.busy_gpus = 0
+        self.shared_gpus = 0
+        nt = len(self.type_names)
+        self.busy_t = np.zeros(nt, dtype=np.int64)  # GPUs of each type holding at least one job
+        self.shared_t = np.zeros(nt, dtype=np.int64)  # GPUs of each type holding two jobs
+        self.held = np.zeros(J, dtype=np.int64)  # GPUs each job holds (all copies)
+        self.held_shared = np.zeros(J, dtype=np.int64)  # of those, GPUs shared with a partner
+        # for each job sharing GPUs: its partners and how many GPUs it shares with each (sums to held_shared)
+        self._shared_with: dict[int, dict[int, int]] = {}
+        self.job_min_mem = np.zeros(J)  # smallest GPU memory among the job's GPUs
+        self.share_lo = np.full(J, TENTHS_MAX, dtype=np.int64)  # min / max MPS share over its GPUs (tenths)
+        self.share_hi = np.full(J, TENTHS_MAX, dtype=np.int64)
+        self.solo_rate = np.zeros(J)  # rate the job would have with no partners, at shares of 100%
+        self.busy_gpu_s = 0.0
+        self.shared_gpu_s = 0.0
+        self._acc_t = 0.0
+        self._idle_ticks = 0
+        self.counts = {"colocations": 0, "preemptions": 0, "forks": 0, "squeezes": 0, "swells": 0,
+                       "decisions": 0, "actions": 0}
+        self.sharing_benefits: list[tuple[int, float, float]] = []
+        self.log = EventLog()
+        self._start_clock()  # engine.clock.Clock: the first round and calibration ticks
+        self.last_reasons: tuple[str, ...] = ()
+
+    def reset(self) -> None:
+        """Start the episode again from time 0 (same jobs)."""
+        self._reset_state()
+
+    _VIEWS = ("_sj_flat", "_ss_flat", "_free_flat")
+
+    def _bind_views(self) -> None:
+        self._sj_flat = self.slot_job.reshape(-1)  # flat views of the slot arrays (index 2 g + slot)
+        self._ss_flat = self.slot_share.reshape(-1)
+        self._free_flat = self.free_nt.reshape(-1)  # index node * types + type
+
+    def __getstate__(self) -> dict:
+        # views do not survive pickling (they would come back as copies): rebuilt on unpickling
+        return {k: v for k, v in self.__dict__.items() if k not in self._VIEWS}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._bind_views()

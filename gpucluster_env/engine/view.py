@@ -1,0 +1,242 @@
+"""A read-only view of the cluster for white-box agents (DESIGN.md, "Agents").
+
+Reference schedulers need more than an observation: exact GPU sets, who holds which GPU, and the
+performance model's estimate for a placement they consider. :class:`ClusterView` gives them that without
+handing out the engine's arrays: every method returns a fresh value or a read-only array, and nothing here
+changes the world -- agents do that only through the actions they return.
+
+What it offers:
+
+* **Time and jobs**: ``now``, the queue (:meth:`~ClusterView.pending_jobs`, :meth:`~ClusterView.pending_head`),
+  the running jobs, each job's status, GPUs asked, model, batch, accumulation, memory footprint, remaining
+  work, and per-job tables (:attr:`~ClusterView.submit`, :attr:`~ClusterView.req_gpus`,
+  :attr:`~ClusterView.solo_time` ...) as read-only arrays.
+* **GPUs**: each GPU's type, node and tenants (:meth:`~ClusterView.tenants`), the free and singly-held GPUs
+  (:meth:`~ClusterView.free_gpus`, :meth:`~ClusterView.single_gpus`), free GPUs by type and by node and type,
+  a job's GPUs and the ones it holds alone (:meth:`~ClusterView.single_gpus_of`), its partners and MPS share.
+* **The performance model for a hypothetical placement** (:mod:`gpucluster_env.engine.perf`): the iteration
+  time of a job on a GPU set at an accumulation under given per-worker interference ratios
+  (:meth:`~ClusterView.iter_time`), and the accumulations that fit beside the GPUs' tenants
+  (:meth:`~ClusterView.accumulation_for`, :meth:`~ClusterView.accumulations_for`,
+  :meth:`~ClusterView.fits_on`).
+* **The engine's planners** (:mod:`gpucluster_env.engine.placement`): :meth:`~ClusterView.plan_place`,
+  :meth:`~ClusterView.plan_colocate`, :meth:`~ClusterView.plan_fork`.
+
+The true interference ratios are not in the view; :meth:`~ClusterView.true_pair_xi` exists for oracle agents
+and evaluation only.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..workloads import ModelProfile
+from . import placement
+from .perf import accumulations, fit_accumulation, fits_memory, footprint_gb
+from .state import PENDING, RUNNING
+
+if TYPE_CHECKING:
+    from .simulator import ClusterEngine
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    v = a.view()
+    v.flags.writeable = False
+    return v
+
+
+class ClusterView:
+    """Read-only view of one engine's cluster, jobs and performance model (see the module docstring)."""
+
+    def __init__(self, engine: ClusterEngine) -> None:
+        self._eng = engine
+        e = engine
+        self.type_names: tuple[str, ...] = e.type_names
+        """GPU type names; a type index points into this tuple."""
+        self.num_gpus: int = e.num_gpus
+        self.num_nodes: int = e.num_nodes
+        self.n_jobs: int = e.n_jobs
+        self.gpu_type = _frozen(e.gpu_type)
+        """Type index of each GPU."""
+        self.gpu_node = _frozen(e.gpu_node)
+        """Node of each GPU."""
+        self.type_mem = _frozen(e.type_mem)
+        """Memory (GB) of each GPU type."""
+        self.submit = _frozen(e.submit)
+        """Submit time of each job (s)."""
+        self.req_gpus = _frozen(e.req_gpus)
+        """GPUs each job asks for (one gang)."""
+        self.iterations = _frozen(e.iterations)
+        self.solo_time = _frozen(e.solo_time)
+        """Each job's run time alone on the fastest type it fits (the SJF oracle's duration)."""
+
+    def views(self, engine: ClusterEngine) -> bool:
+        """Whether this is a view of ``engine``."""
+        return self._eng is engine
+
+    # ------------------------------------------------------------------ time and jobs
+    @property
+    def now(self) -> float:
+        """The current time (s)."""
+        return self._eng.now
+
+    @property
+    def num_pending(self) -> int:
+        return self._eng.num_pending
+
+    @property
+    def num_running(self) -> int:
+        return self._eng.num_running
+
+    @property
+    def busy_gpus(self) -> int:
+        """GPUs holding at least one job."""
+        return self._eng.busy_gpus
+
+    def pending_jobs(self) -> np.ndarray:
+        """Pending jobs in queue order (arrival; a preempted job rejoins at the back)."""
+        return self._eng.pending_jobs()
+
+    def pending_head(self, n: int) -> np.ndarray:
+        """The first ``n`` pending jobs in queue order."""
+        return self._eng.pending_head(n)
+
+    def running_jobs(self) -> np.ndarray:
+        """Running jobs, by index."""
+        return self._eng.running_jobs()
+
+    def is_pending(self, j: int) -> bool:
+        return self._eng.status.item(j) == PENDING
+
+    def is_running(self, j: int) -> bool:
+        return self._eng.status.item(j) == RUNNING
+
+    def finish_time(self, j: int) -> float:
+        """When job ``j`` finished (NaN while it has not)."""
+        return self._eng.finish_t.item(j)
+
+    def pending_since(self, j: int) -> float:
+        """Since when job ``j`` has waited in the queue (its submit time, or its last preemption)."""
+        return self._eng.pending_since.item(j)
+
+    def model_index(self, j: int) -> int:
+        """Index of job ``j``'s model (jobs with one index run the same model)."""
+        return self._eng._model_l[j]
+
+    def model(self, j: int) -> ModelProfile:
+        """Job ``j``'s model (its catalog profile)."""
+        return self._eng.profiles[self._eng._model_l[j]]
+
+    def batch(self, j: int) -> int:
+        """Job ``j``'s per-GPU batch."""
+        return self._eng._batch_l[j]
+
+    def accumulation(self, j: int) -> int:
+        """The gradient accumulation running job ``j`` started with."""
+        return self._eng.accum.item(j)
+
+    def footprint(self, j: int) -> float:
+        """GPU memory (GB) of one worker of running job ``j``."""
+        return self._eng.footprint.item(j)
+
+    def remaining(self, j: int) -> float:
+        """Iterations job ``j`` had left at its last rate change."""
+        return self._eng.remaining.item(j)
+
+    def remaining_now(self) -> np.ndarray:
+        """Every job's iterations left at the current time."""
+        return self._eng.remaining_now()
+
+    # ------------------------------------------------------------------ GPUs
+    def tenants(self, gpus: np.ndarray | list[int]) -> np.ndarray:
+        """``(len(gpus), 2)``: the jobs in each GPU's two slots (-1: empty; slot 1 is used only beside
+        slot 0)."""
+        return self._eng.slot_job[np.asarray(gpus, dtype=np.int64)]
+
+    def free_gpus(self) -> np.ndarray:
+        """GPUs holding no job, by index."""
+        return np.flatnonzero(self._eng.free_mask())
+
+    def single_gpus(self) -> np.ndarray:
+        """GPUs holding exactly one job (a colocation could share them), by index."""
+        return np.flatnonzero(self._eng.single_mask())
+
+    def num_free(self) -> int:
+        return self.num_gpus - self._eng.busy_gpus
+
+    def num_single(self) -> int:
+        return self._eng.busy_gpus - self._eng.shared_gpus
+
+    def free_by_type(self) -> np.ndarray:
+        """Free GPUs of each type."""
+        return self._eng.free_by_type()
+
+    def free_by_node_type(self) -> np.ndarray:
+        """``(nodes, types)``: free GPUs of each type on each node."""
+        return self._eng.free_nt.copy()
+
+    def gpus_of(self, j: int) -> np.ndarray:
+        """The GPUs job ``j`` holds (every copy)."""
+        return self._eng.gpus_of(j).copy()
+
+    def single_gpus_of(self, j: int) -> np.ndarray:
+        """The GPUs running job ``j`` alone, the nodes holding most of them first (the order the engine's
+        colocation takes them in)."""
+        return np.array(placement.single_gpus(self._eng, j), dtype=np.int64)
+
+    def partners_of(self, j: int) -> list[int]:
+        """Jobs sharing a GPU with job ``j``."""
+        return self._eng.partners_of(j)
+
+    def share_of(self, j: int) -> float:
+        """Mean MPS share of job ``j`` over its GPUs (1.0 = 100%)."""
+        return self._eng.share_of(j)
+
+    # ------------------------------------------------------------------ the performance model
+    def iter_time(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
+        """Iteration time of job ``j`` on ``gpus`` at accumulation ``s`` with each worker slowed by ``xi``
+        (one ratio per GPU, or one for all; 1 alone): :func:`~gpucluster_env.engine.perf.copy_iter_time`."""
+        return self._eng.iter_time_for(j, gpus, s, xi)
+
+    def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
+        """Smallest power-of-two accumulation under which job ``j`` fits beside the tenants of ``gpus``."""
+        return self._eng.accumulation_for(j, gpus)
+
+    def _room(self, gpus: np.ndarray) -> np.ndarray:
+        e = self._eng
+        tenant = e.slot_job[gpus, 0]
+        return e.type_mem[e.gpu_type[gpus]] - np.where(tenant >= 0, e.footprint[np.maximum(tenant, 0)], 0.0)
+
+    def accumulations_for(self, j: int, gpus: np.ndarray) -> list[int]:
+        """Every power-of-two accumulation under which job ``j`` fits beside the tenants of every GPU of
+        ``gpus`` (Castor Algorithm 2's search range)."""
+        return accumulations(self.model(j), self.batch(j), float(self._room(gpus).min()))
+
+    def solo_accumulation(self, j: int, gpus: np.ndarray) -> int | None:
+        """Smallest accumulation under which job ``j`` fits alone on every GPU of ``gpus``."""
+        return fit_accumulation(self.model(j), self.batch(j), float(self.type_mem[self.gpu_type[gpus]].min()))
+
+    def fits_on(self, j: int, gpus: np.ndarray, s: int) -> np.ndarray:
+        """Per GPU of ``gpus``: whether a worker of job ``j`` at accumulation ``s`` fits beside its tenant."""
+        return fits_memory(footprint_gb(self.model(j), self.batch(j), s), self._room(gpus))
+
+    # ------------------------------------------------------------------ planners
+    def plan_place(self, j: int, gpu_type: str | None = None) -> np.ndarray | None:
+        """The free GPUs the engine's placement rule would give pending job ``j`` now (None: too few)."""
+        return self._eng.plan_place(j, gpu_type)
+
+    def plan_colocate(self, j: int, partner: int) -> np.ndarray | None:
+        """The GPUs the engine's colocation rule would give job ``j`` beside running ``partner`` (None:
+        none)."""
+        return self._eng.plan_colocate(j, partner)
+
+    def plan_fork(self, j: int) -> np.ndarray | None:
+        """Free GPUs for one more copy of running job ``j`` on nodes it does not use (None: none)."""
+        return self._eng.plan_fork(j)
+
+    def true_pair_xi(self, a: int, b: int, gpu_type: str) -> tuple[float, float]:
+        """The engine's true free-competition ratios of jobs ``a`` and ``b`` on a ``gpu_type`` GPU: for oracle
+        agents and evaluation only (other agents predict them)."""
+        return self._eng.true_pair_xi(a, b, gpu_type)
