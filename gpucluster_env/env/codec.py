@@ -1,15 +1,24 @@
 """The flat ``Discrete`` encoding of the action vocabulary, and its mask.
 
 Layout (``N`` = pending window, ``M`` = running window, ``T`` = GPU types of the cluster, ``K`` = accumulation
-choices ``s = 1, 2, 4, ...``), in this order::
+choices ``s = 1, 2, 4, ...``, ``W`` = place columns), in this order::
 
     0                                    wait
-    place(i, t)        N x (T + 1)       pending slot i on GPU type t, or t = T for "any" (mixed types allowed)
+    place(i, t)        N x W             pending slot i on GPU type t, or t = T for "any" (mixed types allowed)
     colocate(i, r, k)  N x M x K         pending slot i shares running slot r's GPUs, accumulation 2**k
     squeeze(r)         M
     swell(r)           M
     preempt(r)         M
     fork(r)            M                 one more copy on free GPUs of other nodes (round-based scenarios)
+
+Two layouts (``GPUClusterEnv(action_layout=...)``):
+
+* ``"compact"`` (default): ``K = 1`` with the accumulation left to the engine (the smallest power of two that
+  fits in memory beside the partner, ``s = None``), and ``W = 1`` ("any": the engine's placement rule, fastest
+  type first) on a single-type cluster, ``W = T + 1`` otherwise. 1 + 16 x W + 256 + 4 x 16 actions with the
+  default windows: 337 on a one-type cluster, 401 on ``tiny`` (three types).
+* ``"full"``: ``W = T + 1`` and ``K = n_accum`` explicit accumulations (1,121-1,185 actions, the layout before
+  the compact one).
 
 Window slots map to jobs: pending slot i is the i-th job of the queue, running slot r the r-th running job in
 start order. The mask is exact: every action it allows, the engine accepts, and the environment rejects
@@ -50,6 +59,9 @@ class ActionLayout:
     n_running: int
     n_types: int
     n_accum: int
+    compact: bool = False
+    """Accumulation left to the engine (``n_accum`` must be 1) and one place column on one-type clusters."""
+    place_width: int = field(init=False)
     place_off: int = field(init=False)
     colocate_off: int = field(init=False)
     squeeze_off: int = field(init=False)
@@ -59,8 +71,12 @@ class ActionLayout:
     size: int = field(init=False)
 
     def __post_init__(self) -> None:
+        if self.compact and self.n_accum != 1:
+            raise ValueError("the compact layout leaves the accumulation to the engine: n_accum must be 1")
+        width = 1 if self.compact and self.n_types == 1 else self.n_types + 1
+        object.__setattr__(self, "place_width", width)
         offs = {"place_off": 1}
-        offs["colocate_off"] = offs["place_off"] + self.n_pending * (self.n_types + 1)
+        offs["colocate_off"] = offs["place_off"] + self.n_pending * width
         offs["squeeze_off"] = offs["colocate_off"] + self.n_pending * self.n_running * self.n_accum
         offs["swell_off"] = offs["squeeze_off"] + self.n_running
         offs["preempt_off"] = offs["swell_off"] + self.n_running
@@ -76,19 +92,26 @@ class ActionCodec:
     def __init__(self, layout: ActionLayout, type_names: tuple[str, ...]) -> None:
         self.layout = layout
         self.type_names = type_names
-        self.accum_choices = 2 ** np.arange(layout.n_accum)
+        # accumulation per colocate column; None: the engine picks the smallest that fits (compact layout)
+        self.accum_choices: list[int | None] = (
+            [None] if layout.compact else [int(x) for x in 2 ** np.arange(layout.n_accum)]
+        )
         self._names: dict[int, str] = {}  # describe() of each action int asked so far (a pure function of it)
         self.table = self._table()
 
-    def _table(self) -> list[tuple[int, int, int | None, int]]:
-        """Per action int: (kind, pending slot, running slot or GPU type index (None: any type), accumulation);
-        slots and values that a kind does not use are 0."""
+    def _place_type(self, column: int) -> int | None:
+        """GPU type index of place column ``column`` (None: any type, the engine's placement rule)."""
+        return None if self.layout.place_width == 1 or column == self.layout.n_types else column
+
+    def _table(self) -> list[tuple[int, int, int | None, int | None]]:
+        """Per action int: (kind, pending slot, running slot or GPU type index (None: any type), accumulation
+        (None: the engine's choice)); slots and values that a kind does not use are 0."""
         L = self.layout
-        out: list[tuple[int, int, int | None, int]] = [(WAIT, 0, 0, 0)]
+        out: list[tuple[int, int, int | None, int | None]] = [(WAIT, 0, 0, 0)]
         for i in range(L.n_pending):
-            out += [(PLACE, i, None if t == L.n_types else t, 0) for t in range(L.n_types + 1)]
+            out += [(PLACE, i, self._place_type(t), 0) for t in range(L.place_width)]
         for i in range(L.n_pending):
-            out += [(COLOCATE, i, r, int(s)) for r in range(L.n_running) for s in self.accum_choices]
+            out += [(COLOCATE, i, r, s) for r in range(L.n_running) for s in self.accum_choices]
         for kind in (SQUEEZE, SWELL, PREEMPT, FORK):
             out += [(kind, 0, r, 0) for r in range(L.n_running)]
         assert len(out) == L.size
@@ -106,12 +129,14 @@ class ActionCodec:
         if a == 0:
             return "wait"
         if a < L.colocate_off:
-            i, t = divmod(a - L.place_off, L.n_types + 1)
-            return f"place(pending[{i}], {'any' if t == L.n_types else self.type_names[t]})"
+            i, c = divmod(a - L.place_off, L.place_width)
+            t = self._place_type(c)
+            return f"place(pending[{i}], {'any' if t is None else self.type_names[t]})"
         if a < L.squeeze_off:
             i, rest = divmod(a - L.colocate_off, L.n_running * L.n_accum)
             r, k = divmod(rest, L.n_accum)
-            return f"colocate(pending[{i}], running[{r}], s={self.accum_choices[k]})"
+            s = self.accum_choices[k]
+            return f"colocate(pending[{i}], running[{r}], s={'auto' if s is None else s})"
         for name, off in (("squeeze", L.squeeze_off), ("swell", L.swell_off), ("preempt", L.preempt_off),
                           ("fork", L.fork_off)):
             if off <= a < off + L.n_running:
@@ -127,12 +152,13 @@ class ActionCodec:
             return Wait()
         try:
             if a < L.colocate_off:
-                i, t = divmod(a - L.place_off, L.n_types + 1)
-                return Place(int(pending[i]), None if t == L.n_types else self.type_names[t])
+                i, c = divmod(a - L.place_off, L.place_width)
+                t = self._place_type(c)
+                return Place(int(pending[i]), None if t is None else self.type_names[t])
             if a < L.squeeze_off:
                 i, rest = divmod(a - L.colocate_off, L.n_running * L.n_accum)
                 r, k = divmod(rest, L.n_accum)
-                return Colocate(int(pending[i]), int(running[r]), int(self.accum_choices[k]))
+                return Colocate(int(pending[i]), int(running[r]), self.accum_choices[k])
             r = (a - L.squeeze_off) % L.n_running
             kind = (a - L.squeeze_off) // L.n_running
             job = int(running[r])
@@ -141,12 +167,17 @@ class ActionCodec:
         return (Squeeze(job), Swell(job), Preempt(job), Fork(job))[kind]
 
     def _footprints(self, eng: ClusterEngine) -> np.ndarray:
-        """Per job and accumulation choice, the job's per-GPU memory footprint (inf where s > batch)."""
+        """Per job and accumulation choice, the job's per-GPU memory footprint (inf where s > batch); for the
+        engine's choice (compact layout), the smallest footprint any accumulation gives (the largest power of
+        two not above the batch): the job fits beside a partner at some accumulation iff that one fits."""
         if getattr(self, "_fp_engine", None) is not eng:
             base = np.array([p.mem_base_gb for p in eng.profiles])[eng.job_model]
             slope = np.array([p.mem_per_sample_gb for p in eng.profiles])[eng.job_model]
             b = eng.batch[:, None].astype(float)
-            s = self.accum_choices[None, :]
+            if self.layout.compact:
+                s = (2.0 ** np.floor(np.log2(np.maximum(eng.batch, 1))))[:, None]
+            else:
+                s = np.array(self.accum_choices, dtype=float)[None, :]
             self._fp = np.where(s <= b, base[:, None] + slope[:, None] * (b / s), np.inf)
             self._fp_engine = eng
         return self._fp
@@ -174,7 +205,7 @@ class ActionCodec:
         T = L.n_types
         need = eng.req_gpus[pending]
         free_t = eng.free_by_type()
-        block = m[L.place_off:L.place_off + n_p * (T + 1)].reshape(n_p, T + 1)
+        block = m[L.place_off:L.place_off + n_p * L.place_width].reshape(n_p, L.place_width)
         if T == 1:  # the type's column and the "any" column are the same (every job asks for a GPU or more)
             ok = eng.fits_type[pending, 0] & (free_t[0] >= need)
             block[:] = ok[:, None]
