@@ -51,8 +51,12 @@ def register_policy(cls: type[Policy]) -> type[Policy]:
 
 
 def make_policy(name: str, **kwargs: Any) -> Policy:
-    """A new policy by registered name."""
+    """A new policy by registered name, or ``rl:DIR`` for a model trained by ``gpucluster train``."""
     _load_all()
+    if name.startswith("rl:"):
+        from ..agents.policies import make_rl_policy
+
+        return make_rl_policy(name)
     try:
         cls = POLICIES[name]
     except KeyError:
@@ -78,8 +82,9 @@ def policy_names() -> list[str]:
 
 
 def _load_all() -> None:
-    # Importing the package registers every reference policy.
+    # Importing the packages registers every reference policy, then the random floor and the shipped RL model.
     from .. import baselines  # noqa: F401
+    from ..agents import policies  # noqa: F401
 
 
 class QueuePolicy(Policy):

@@ -12,7 +12,7 @@ from ..catalog import Catalog
 from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
 from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
 from ..scenarios import Scenario, get_scenario
-from .codec import COLOCATE, FORK, PLACE, PREEMPT, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
+from .codec import COLOCATE, FORK, PLACE, PREEMPT, SHARE, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
 from .observation import ObservationBuilder
 from .rules import DecisionRules
 
@@ -99,7 +99,7 @@ class GPUClusterEnv(gym.Env):
         scenario_options: dict[str, Any] | None = None,
         catalog: Catalog | None = None,
         n_pending: int = 16,
-        n_running: int = 16,
+        n_running: int | None = None,
         n_accum: int | None = None,
         observation: str = "dict",
         objective: str = "jct",
@@ -131,6 +131,8 @@ class GPUClusterEnv(gym.Env):
             raise ValueError(f"action_layout must be one of {', '.join(LAYOUTS)}, got {action_layout!r}")
         if n_accum is None:
             n_accum = 1 if action_layout == "compact" else 4
+        if n_running is None:
+            n_running = 32 if action_layout == "compact" else 16
         if min_run_s is None:
             min_run_s = sc.config.round_s or DEFAULT_MIN_RUN_S
         if not (min_run_s >= 0):
@@ -180,8 +182,9 @@ class GPUClusterEnv(gym.Env):
         L = self.layout
         offsets = (L.place_off, L.colocate_off, L.squeeze_off, L.swell_off, L.preempt_off)
         kinds = (L.n_pending, L.n_running, L.n_accum, L.n_types, offsets, self.allowed)
-        self._layout_obs = kernel.layout_vector(*kinds, observe=observation != "none", place_width=L.place_width)
-        self._layout_mask = kernel.layout_vector(*kinds, observe=False, place_width=L.place_width)
+        extra = {"place_width": L.place_width, "share_off": L.share_off, "compact": L.compact}
+        self._layout_obs = kernel.layout_vector(*kinds, observe=observation != "none", **extra)
+        self._layout_mask = kernel.layout_vector(*kinds, observe=False, **extra)
         self._buf = np.zeros(self.obs_builder.ends[-1], dtype=np.float32)
         self._mask_arr = np.zeros(L.size, dtype=bool)
         self._mask_arr[0] = True
@@ -265,13 +268,19 @@ class GPUClusterEnv(gym.Env):
                     eng.apply(typed)
                     self._record(type(typed), typed.job)
                 else:
-                    job = self._pending.item(x) if kind in (PLACE, COLOCATE) else self._running.item(y)
+                    job = self._pending.item(x) if kind in (PLACE, COLOCATE, SHARE) else self._running.item(y)
                     if kind == SQUEEZE:
                         eng.calibrate_job(job, -1)
                     elif kind == SWELL:
                         eng.calibrate_job(job, 1)
                     elif kind == COLOCATE:
                         eng.colocate_job(job, self._running.item(y), s)
+                    elif kind == SHARE:
+                        plan = self.codec.share_plan(eng, job, self.obs_builder.xi_tab)
+                        if plan is None:
+                            raise ActionError(f"{desc}: no GPUs to share for job {job}")
+                        eng.apply(Colocate(job, plan[0], None, plan[1]))
+                        kind = COLOCATE
                     elif kind == PREEMPT:
                         eng.preempt_job(job)
                     elif kind == PLACE:
@@ -327,7 +336,8 @@ class GPUClusterEnv(gym.Env):
 
     def decode_action(self, action: int) -> Action:
         """The typed action the int ``action`` stands for now (for logging and white-box agents)."""
-        return self.codec.decode(self._as_int(action), self._pending, self._running)
+        return self.codec.decode(self._as_int(action), self._pending, self._running, self.engine,
+                                 self.obs_builder.xi_tab)
 
     def describe_action(self, action: int) -> str:
         """A readable name of action ``action`` (state-independent)."""
@@ -404,7 +414,7 @@ class GPUClusterEnv(gym.Env):
                 static(eng.req_gpus), eng.job_min_mem, eng.footprint, static(eng.type_total), eng.busy_t,
                 eng.shared_t, static(eng.fits_type),
                 static(eng.deadline), eng.accum, static(eng.job_model), ob.job_type, ob.job_nodes, ob.xi_tab,
-                ob.inv_types, ob.inv_horizon,
+                ob.inv_types, ob.inv_horizon, eng.slot_job, static(eng.gpu_type), static(eng.type_mem),
                 ob.static_pending, ob.static_running, ob.solo_iter, ob.log_held, self.codec._footprints(eng),
                 ob.inv_type_total, ob.type_frac, self._buf, self._mask_arr, self._placeable,
             )

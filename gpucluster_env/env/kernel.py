@@ -2,7 +2,7 @@
 
 One call computes, from the engine's arrays, everything the environment hands the agent after a step: the four
 observation blocks (:mod:`gpucluster_env.env.observation` documents every feature) into one float32 buffer, and
-the ``place``, ``colocate``, ``squeeze``, ``swell`` and ``preempt`` blocks of the action mask
+the ``place``, ``share`` or ``colocate``, ``squeeze``, ``swell`` and ``preempt`` blocks of the action mask
 (:mod:`gpucluster_env.env.codec` documents the layout). The ``fork`` block, which needs the engine's placement
 rule, and the decision rules of :mod:`gpucluster_env.env.rules` are left to the caller.
 
@@ -28,16 +28,19 @@ MAX_T = round(MAX_SHARE / SHARE_STEP)
 
 # Fields of the int64 ``layout`` vector passed to the kernel.
 (L_N, L_M, L_K, L_T, L_PLACE, L_COLOC, L_SQUEEZE, L_SWELL, L_PREEMPT, L_ALLOW_PLACE, L_ALLOW_COLOC, L_ALLOW_SQUEEZE,
- L_ALLOW_SWELL, L_ALLOW_PREEMPT, L_OBS, L_PW, L_SIZE) = range(17)
+ L_ALLOW_SWELL, L_ALLOW_PREEMPT, L_OBS, L_PW, L_SHARE, L_COMPACT, L_SIZE) = range(19)
 
 
 def layout_vector(n_pending: int, n_running: int, n_accum: int, n_types: int, offsets: tuple[int, int, int, int, int],
-                  allow: frozenset[str], observe: bool, place_width: int) -> np.ndarray:
+                  allow: frozenset[str], observe: bool, place_width: int, share_off: int, compact: bool
+                  ) -> np.ndarray:
     """The kernel's ``layout`` argument: window sizes, mask offsets (place, colocate, squeeze, swell, preempt),
-    which action kinds the environment exposes, whether to write the observation buffer, and the number of
-    place columns per pending slot."""
+    which action kinds the environment exposes, whether to write the observation buffer, the number of
+    place columns per pending slot, the share block's offset and whether the layout is the compact one (a
+    share block, no colocate block)."""
     v = np.zeros(L_SIZE, dtype=np.int64)
     v[L_N], v[L_M], v[L_K], v[L_T], v[L_PW] = n_pending, n_running, n_accum, n_types, place_width
+    v[L_SHARE], v[L_COMPACT] = share_off, compact
     v[L_PLACE:L_PREEMPT + 1] = offsets
     for i, kind in enumerate(("place", "colocate", "squeeze", "swell", "preempt")):
         v[L_ALLOW_PLACE + i] = kind in allow
@@ -60,6 +63,7 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
             submit, remaining, n_preempt, rate, last_t, active_from, held, held_shared, share_lo, share_hi,
             solo_rate, iterations, req_gpus, job_min_mem, footprint, type_total, busy_t, shared_t, fits_type,
             deadline, accum, job_model, job_type, job_nodes, xi_tab, inv_types, inv_horizon,
+            slot_job, gpu_type, type_mem,
             static_pending, static_running, solo_iter, log_held, footprints, inv_type_total, type_frac,
             buf, mask, placeable):  # pragma: no cover - compiled; its twin in numpy is tested against it
     """Write the observation into ``buf`` (when ``layout[L_OBS]``) and the mask blocks into ``mask``; fill
@@ -93,11 +97,33 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
                         mask[row + t] = free >= need
                 mask[row + T] = total >= need
                 placeable[i] = total >= need
-    # ---- mask: colocate
+    # ---- mask: share (compact layout): shared GPUs job j fits beside, with free GPUs of types it fits
+    if layout[L_COMPACT]:
+        off = layout[L_SHARE]
+        for i in range(N):
+            mask[off + i] = False
+        if layout[L_ALLOW_COLOC]:
+            G = slot_job.shape[0]
+            for i in range(n_p):
+                j = pending[i]
+                fp = footprints[j, 0]
+                n_ok = 0
+                n_free = 0
+                for g in range(G):
+                    a = slot_job[g, 0]
+                    t = gpu_type[g]
+                    if a < 0:
+                        if fits_type[j, t]:
+                            n_free += 1
+                    elif slot_job[g, 1] < 0 and fp <= (type_mem[t] - footprint[a]) + 1e-9:
+                        n_ok += 1
+                mask[off + i] = n_ok >= 1 and n_ok + n_free >= req_gpus[j]
+    # ---- mask: colocate (full layout)
     off = layout[L_COLOC]
-    for i in range(N * M * K):
-        mask[off + i] = False
-    if layout[L_ALLOW_COLOC]:
+    if not layout[L_COMPACT]:
+        for i in range(N * M * K):
+            mask[off + i] = False
+    if layout[L_ALLOW_COLOC] and not layout[L_COMPACT]:
         for r in range(n_r):
             p = running[r]
             single = held[p] - held_shared[p]

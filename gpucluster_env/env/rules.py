@@ -3,7 +3,7 @@
 Only ``wait`` moves simulated time; every other action returns at the same instant. Without limits an agent can
 undo what it just did (place then preempt, squeeze then swell) forever at one instant. The environment masks:
 
-1. ``place`` / ``colocate`` of a job preempted at this instant (a preempted job cannot restart at it);
+1. ``place`` / ``share`` / ``colocate`` of a job preempted at this instant (a preempted job cannot restart at it);
 2. ``preempt`` of a job started at this instant, and of a job that has run less than ``min_run_s`` since its
    last start (the minimum run quantum);
 3. ``squeeze`` / ``swell`` of a job whose share already changed at this instant, and everywhere on scenarios
@@ -75,10 +75,11 @@ class DecisionRules:
         if n_p:
             blocked = np.flatnonzero(self.preempted[pending] == inst)
             if len(blocked):
-                place = mask[L.place_off:L.colocate_off].reshape(L.n_pending, L.place_width)
-                coloc = mask[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running * L.n_accum)
-                place[blocked] = False
-                coloc[blocked] = False
+                mask[L.place_off:L.share_off].reshape(L.n_pending, L.place_width)[blocked] = False
+                if L.compact:
+                    mask[L.share_off + blocked] = False
+                else:
+                    mask[L.colocate_off:L.squeeze_off].reshape(L.n_pending, -1)[blocked] = False
         if n_r:
             run = running
             keep = (self.started[run] != inst) & (now - self.run_since[run] >= self.min_run_s)
