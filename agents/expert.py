@@ -95,11 +95,10 @@ class Coverage:
 
 
 def play(scenario: str, policy: Any, seed: int, env_kwargs: dict[str, Any] | None = None,
-         record: list[tuple[Any, int, np.ndarray]] | None = None,
-         scenario_options: dict[str, Any] | None = None) -> Coverage:
+         record: list[list[Any]] | None = None, scenario_options: dict[str, Any] | None = None) -> Coverage:
     """Play reference ``policy`` (a name or object) for one episode, applying its own typed actions, and count
-    how many have an equivalent int action. With ``record``, append ``(observation, int action, mask)`` for
-    every decision that has one (the demonstrations of behaviour cloning)."""
+    how many have an equivalent int action. With ``record``, append ``[observation, int action, mask, reward]``
+    for every decision that has one (the demonstrations of behaviour cloning; the reward is the step's)."""
     from ..baselines.base import make_policy
     from ..env import GPUClusterEnv
 
@@ -117,9 +116,11 @@ def play(scenario: str, policy: Any, seed: int, env_kwargs: dict[str, Any] | Non
         a, exact = equivalent_action(env, typed)
         if not isinstance(typed, Wait):
             cov.add(type(typed).__name__.lower(), a is not None, exact)
-        if record is not None and a is not None:
-            record.append((obs, a, env.action_masks()))
-        obs, _, term, trunc, _ = env.step(act)
+        row = [obs, a, env.action_masks(), 0.0] if record is not None and a is not None else None
+        obs, reward, term, trunc, _ = env.step(act)
+        if row is not None:
+            row[3] = float(reward)
+            record.append(row)
         cov.decisions += 1
         if term or trunc:
             break

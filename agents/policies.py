@@ -113,6 +113,14 @@ class ShippedRL(RLPolicy):
     def __init__(self, deterministic: bool = True) -> None:
         super().__init__(SHIPPED_DIR, deterministic)
 
+    @classmethod
+    def applies_to(cls, scenario: str) -> bool:
+        """Clusters with as many GPU types as the training scenarios (the spaces depend on that number)."""
+        from ..scenarios import get_scenario
+
+        trained = read_meta(SHIPPED_DIR)["gpu_types"]
+        return len({n.gpu_type for n in get_scenario(scenario).cluster.nodes}) == trained
+
 
 def make_rl_policy(spec: str) -> RLPolicy:
     """``rl:DIR`` -> the policy of the model trained into ``DIR``."""

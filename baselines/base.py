@@ -35,6 +35,12 @@ class Policy:
         world. ``castor-timeslice`` asks for the time-slicing catalog this way."""
         return {}
 
+    @classmethod
+    def applies_to(cls, scenario: str) -> bool:
+        """Whether the policy can act on ``scenario`` (``--policy all`` runs those that can). Default: any;
+        a trained model only on clusters with as many GPU types as it was trained on."""
+        return True
+
     def reset(self, env: Any) -> None:
         """Called after ``env.reset()``, before the first ``act``."""
 

@@ -4,6 +4,8 @@
   observation and mask included (measured first, so the FIFO run's garbage is not in its process).
 * FIFO through the standard runner on ``philly-scale`` (80,000 jobs on 2,490 GPUs by default): jobs simulated
   per second, wall time, engine decision points per second.
+* ``sb3_train_steps_per_s``: MaskablePPO timesteps per second in the shipped training configuration with 2
+  subprocess envs on castor-philly (``--train-steps``; 0 skips it).
 * Peak resident memory of the process.
 """
 
@@ -23,6 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env-scenario", default="castor-philly")
     p.add_argument("--env-steps", type=int, default=20_000, help="random-action env steps to time")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-steps", type=int, default=8192, help="MaskablePPO timesteps to time (0: skip)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -89,6 +92,11 @@ def run(args: argparse.Namespace) -> int:
     gc.collect()
     with console.status(f"FIFO on {args.fifo_scenario}, {args.jobs} jobs …", spinner="dots"):
         out.update(bench_fifo(args.fifo_scenario, args.jobs, args.seed))
+    if args.train_steps > 0:
+        from gpucluster_env.agents.train import measure_train_speed
+
+        with console.status(f"MaskablePPO, 2 subprocess envs, {args.train_steps} steps …", spinner="dots"):
+            out["sb3_train_steps_per_s"] = measure_train_speed(args.train_steps)
     out["peak_rss_mb"] = _peak_rss_mb()
     if args.json:
         print(dumps(out))

@@ -18,6 +18,8 @@ SUBCOMMAND_MODULES = (
     "bench_cmd",
     "traces_cmd",
     "catalog_cmd",
+    "train_cmd",
+    "evaluate_cmd",
 )
 
 

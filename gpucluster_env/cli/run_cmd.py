@@ -52,7 +52,10 @@ def run(args: argparse.Namespace) -> int:
     options = parse_options(args.option)
     get_scenario(args.scenario, **options)  # fail fast on a bad name or option
     popts = parse_options(args.policy_option, "--policy-option")
-    names = policy_names() if args.policy == "all" else [args.policy]
+    from gpucluster_env.baselines import POLICIES
+
+    names = [n for n in policy_names() if POLICIES[n].applies_to(args.scenario)] if args.policy == "all" \
+        else [args.policy]
     if args.record and len(names) > 1:
         raise ValueError("--record needs a single --policy")
     if popts and len(names) > 1:

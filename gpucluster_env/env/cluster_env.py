@@ -207,7 +207,11 @@ class GPUClusterEnv(gym.Env):
         self.engine = self.scenario.make_engine(trace_seed, self.catalog)
         self.trace_note = getattr(self.engine, "trace_note", "")
         if tuple(self.engine.type_names) != tuple(self.codec.type_names):
-            raise RuntimeError("scenario produced a cluster with different GPU types than the action space")
+            # another scenario of as many GPU types (e.g. a curriculum over clusters): same spaces, new names
+            if len(self.engine.type_names) != len(self.codec.type_names):
+                raise RuntimeError("scenario produced a cluster with a different number of GPU types than the "
+                                   "action space")
+            self.codec = ActionCodec(self.layout, tuple(self.engine.type_names))
         self.obs_builder.bind(self.engine)
         self._kernel_epoch = -1
         self._fork_key = None
