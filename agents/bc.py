@@ -74,5 +74,5 @@ def behaviour_clone(model: Any, cfg: Any, batch_size: int = 256) -> dict[str, An
             o, _ = policy.obs_to_tensor({k: v[lo:lo + 1024] for k, v in obs.items()})
             dist = policy.get_distribution(o, action_masks=masks[lo:lo + 1024])
             hits += int((dist.mode().numpy() == acts[lo:lo + 1024]).sum())
-    return {"samples": n, "episodes": cfg.bc_episodes, "experts": dict(zip(cfg.scenarios, [cfg.expert_for(k) for k in range(len(cfg.scenarios))], strict=True)), "loss": loss_v,
-            "accuracy": hits / n}
+    experts = {sc: cfg.expert_for(k) for k, sc in enumerate(cfg.scenarios)}
+    return {"samples": n, "episodes": cfg.bc_episodes, "experts": experts, "loss": loss_v, "accuracy": hits / n}

@@ -58,7 +58,8 @@ class GPUClusterEnv(gym.Env):
     ``objective="jct"`` (default): ``-(jobs in system) x dt / reward_scale`` per step, so the return is minus the
     total JCT over ``reward_scale``. ``reward_scale=None`` (default) normalizes per episode by the total solo
     run time of its jobs on their fastest GPU type: the return is minus the mean JCT over the mean solo time,
-    O(1)-O(100) on every scenario. ``"makespan"``: ``-dt / reward_scale`` while jobs remain. ``"deadlines"``:
+    O(1)-O(100) on every scenario; for the other objectives ``None`` means an hour. ``"makespan"``:
+    ``-dt / reward_scale`` while jobs remain. ``"deadlines"``:
     +1 per job finished by its deadline and -1 per job finished late, over the number of jobs with deadlines.
     ``"utilization"``: busy GPU-seconds over ``num_gpus x reward_scale``. All terms are in ``info["rewards"]``.
     Steps are decisions, not time: see :class:`gpucluster_env.env.wrappers.TimeDiscount` for a discount by
@@ -216,8 +217,8 @@ class GPUClusterEnv(gym.Env):
         self._kernel_epoch = -1
         self._fork_key = None
         self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
-        if self.reward_scale_arg is None:
-            self.reward_scale = max(float(self.engine.solo_time.sum()), 1.0)
+        if self.reward_scale_arg is None:  # normalized: JCT by the episode's total solo time, others by an hour
+            self.reward_scale = max(float(self.engine.solo_time.sum()), 1.0) if self.objective == "jct" else 3600.0
         self._has_deadlines = bool((~np.isnan(self.engine.deadline)).any())
         self._invalid = 0
         self._steps = 0
