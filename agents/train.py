@@ -123,7 +123,8 @@ def make_vec(cfg: TrainConfig) -> Any:
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     fns = [_make_env(cfg, r) for r in range(cfg.n_envs)]
-    vec = SubprocVecEnv(fns, start_method="fork") if cfg.vec == "subproc" and cfg.n_envs > 1 else DummyVecEnv(fns)
+    # forkserver (SB3's default here), not fork: forking a process whose torch threads already ran can deadlock
+    vec = SubprocVecEnv(fns) if cfg.vec == "subproc" and cfg.n_envs > 1 else DummyVecEnv(fns)
     vec.seed(cfg.seed)
     return vec
 

@@ -194,8 +194,12 @@ def test_typed_actions_and_decode():
     env.step(Wait())
 
 
-def test_return_is_minus_total_jct():
-    env = GPUClusterEnv("tiny", reward_scale=100.0)
+@pytest.mark.parametrize(("scenario", "scale"), [("tiny", 100.0), ("tiny", None), ("castor-philly", None),
+                                                 ("gimbal-philly", None), ("hadare-testbed", None)])
+def test_return_is_minus_total_jct(scenario, scale):
+    """The return is minus total JCT over the scale; by default (None) the episode's total solo time, which
+    makes returns O(1)-O(100) on every scenario."""
+    env = GPUClusterEnv(scenario, reward_scale=scale, observation="none")
     env.reset(seed=2)
     rng = np.random.default_rng(2)
     total = 0.0
@@ -207,7 +211,9 @@ def test_return_is_minus_total_jct():
             break
     assert term
     jct = info["metrics"]["avg_jct_s"] * info["metrics"]["jobs"]
-    assert total == pytest.approx(-jct / 100.0, rel=1e-9)
+    assert total == pytest.approx(-jct / (scale or env.engine.solo_time.sum()), rel=1e-9)
+    if scale is None:
+        assert 0.5 <= -total <= 200
 
 
 @pytest.mark.parametrize("objective", ["makespan", "utilization", "deadlines"])
