@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -40,6 +39,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def command_line(args: argparse.Namespace) -> str:
+    """The equivalent ``gpucluster train`` command with every option spelled out (saved in meta.json)."""
+    parts = ["gpucluster", "train"]
+    for key, value in vars(args).items():
+        if key in ("func", "command"):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            parts += [flag] if value else []
+        else:
+            parts += [flag, shlex.quote(str(value))]
+    return " ".join(parts)
+
+
 def run(args: argparse.Namespace) -> int:
     from gpucluster_env.agents.train import TrainConfig, train
     from gpucluster_env.scenarios import get_scenario
@@ -54,6 +67,6 @@ def run(args: argparse.Namespace) -> int:
         bc_experts=_csv(args.bc_expert), eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
         checkpoint_freq=args.checkpoint_freq, threads=args.threads, progress=not args.no_progress,
     )
-    out = train(cfg, command="gpucluster " + " ".join(shlex.quote(a) for a in sys.argv[1:]))
+    out = train(cfg, command=command_line(args))
     print(f"model written to {out / 'model.zip'} (metadata: {out / 'meta.json'})")
     return 0
