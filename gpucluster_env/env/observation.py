@@ -52,9 +52,9 @@ _XI_TABLES: dict[tuple, np.ndarray] = {}  # predicted slowdown tables by (catalo
 def predicted_slowdowns(eng: ClusterEngine) -> np.ndarray:
     """``(models, models, types, 2)`` float64: predicted ``1 - 1/xi`` of model a beside model b on each GPU type
     of the cluster, ``[..., 0]`` for a and ``[..., 1]`` for b, from the catalog's fitted interference predictor
-    (the feature formula when it cannot be loaded). Cached per process by catalog, models and GPU types."""
-    key = (id(eng.catalog) if hasattr(eng, "catalog") else 0, tuple(p.name for p in eng.profiles),
-           tuple(eng.type_names))
+    (the feature formula when it cannot be loaded). Cached per process by models and GPU types (the predictor
+    is the package's, whatever the catalog)."""
+    key = (tuple(p.name for p in eng.profiles), tuple(eng.type_names))
     tab = _XI_TABLES.get(key)
     if tab is None:
         try:

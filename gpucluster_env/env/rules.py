@@ -46,11 +46,15 @@ class DecisionRules:
         self.forked = np.full(n_jobs, NEVER, dtype=np.int64)
         self.run_since = np.full(n_jobs, -np.inf)
         self.actions_now = 0  # non-wait actions applied since the last clock advance
+        self._preempts_now = 0  # of which preemptions, and forks (their masks need no work without any)
+        self._forks_now = 0
 
     def advanced(self) -> None:
         """The clock moved to the next decision point."""
         self.instant += 1
         self.actions_now = 0
+        self._preempts_now = 0
+        self._forks_now = 0
 
     def record_start(self, j: int, now: float) -> None:
         self.started[j] = self.instant
@@ -58,12 +62,14 @@ class DecisionRules:
 
     def record_preempt(self, j: int) -> None:
         self.preempted[j] = self.instant
+        self._preempts_now += 1
 
     def record_share(self, j: int) -> None:
         self.shared[j] = self.instant
 
     def record_fork(self, j: int) -> None:
         self.forked[j] = self.instant
+        self._forks_now += 1
 
     def restrict(self, mask: np.ndarray, layout: ActionLayout, pending: np.ndarray, running: np.ndarray,
                  now: float) -> None:
@@ -72,7 +78,7 @@ class DecisionRules:
         L = layout
         n_p, n_r = len(pending), len(running)
         inst = self.instant
-        if n_p:
+        if n_p and self._preempts_now:
             blocked = np.flatnonzero(self.preempted[pending] == inst)
             if len(blocked):
                 mask[L.place_off:L.share_off].reshape(L.n_pending, L.place_width)[blocked] = False
@@ -91,7 +97,8 @@ class DecisionRules:
             else:
                 mask[L.squeeze_off:L.squeeze_off + n_r] = False
                 mask[L.swell_off:L.swell_off + n_r] = False
-            mask[L.fork_off:L.fork_off + n_r] &= self.forked[run] != inst
+            if self._forks_now:
+                mask[L.fork_off:L.fork_off + n_r] &= self.forked[run] != inst
 
     @staticmethod
     def bound(jobs_in_system: int, calibrates: bool, forks: bool) -> int:
