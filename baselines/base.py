@@ -10,10 +10,13 @@ agents read the cluster through :meth:`Policy.view` (a read-only
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..engine import Action, Place, Wait
 from ..engine.view import ClusterView
+
+if TYPE_CHECKING:
+    from ..scenarios import Scenario
 
 POLICIES: dict[str, type[Policy]] = {}
 
@@ -39,6 +42,11 @@ class Policy:
         return {}
 
     _view: ClusterView | None = None
+    @classmethod
+    def applies_to(cls, scenario: Scenario) -> bool:
+        """Whether the policy can act on ``scenario`` (``--policy all`` runs those that can). Default: any;
+        a trained model only on clusters with as many GPU types as it was trained on."""
+        return True
 
     def reset(self, env: Any) -> None:
         """Called after ``env.reset()``, before the first ``act``."""
@@ -66,8 +74,12 @@ def register_policy(cls: type[Policy]) -> type[Policy]:
 
 
 def make_policy(name: str, **kwargs: Any) -> Policy:
-    """A new policy by registered name."""
+    """A new policy by registered name, or ``rl:DIR`` for a model trained by ``gpucluster train``."""
     _load_all()
+    if name.startswith("rl:"):
+        from ..agents.policies import make_rl_policy
+
+        return make_rl_policy(name)
     try:
         cls = POLICIES[name]
     except KeyError:
@@ -93,8 +105,9 @@ def policy_names() -> list[str]:
 
 
 def _load_all() -> None:
-    # Importing the package registers every reference policy.
+    # Importing the packages registers every reference policy, then the random floor and the shipped RL model.
     from .. import baselines  # noqa: F401
+    from ..agents import policies  # noqa: F401
 
 
 class QueuePolicy(Policy):

@@ -8,6 +8,10 @@ from .scenarios import SCENARIOS
 
 NAMESPACE = "gpucluster_env"
 ENTRY_POINT = "gpucluster_env.env.cluster_env:GPUClusterEnv"
+STEPS_PER_JOB = 40
+"""``max_episode_steps`` of a registered id is ``STEPS_PER_JOB x jobs + 2,000``: several times the decisions of
+a random masked episode (a few per job, tests/test_env_rl.py), so only an agent that idles for hours of
+simulated time on an empty cluster meets it."""
 
 
 def env_id(scenario: str) -> str:
@@ -25,14 +29,22 @@ def registered_ids_text(width: int = 110, indent: str = "    ") -> str:
     return textwrap.fill(ids, width, subsequent_indent=indent).strip()
 
 
+def max_episode_steps(num_jobs: int) -> int:
+    """The step limit of a registered id whose scenario has ``num_jobs`` jobs."""
+    return STEPS_PER_JOB * num_jobs + 2000
+
+
 def register_envs() -> list[str]:
-    """Register the generic id and one id per scenario; return the ids."""
+    """Register the generic id (on ``tiny`` unless ``scenario=`` is given) and one id per scenario, each with
+    its ``max_episode_steps``; return the ids."""
     ids = [f"{NAMESPACE}/GPUCluster-v0"]
     if ids[0] not in gym.registry:
-        gym.register(id=ids[0], entry_point=ENTRY_POINT, disable_env_checker=False)
-    for name in SCENARIOS:
+        gym.register(id=ids[0], entry_point=ENTRY_POINT, disable_env_checker=False,
+                     max_episode_steps=max_episode_steps(SCENARIOS["tiny"].num_jobs))
+    for name, sc in SCENARIOS.items():
         i = env_id(name)
         ids.append(i)
         if i not in gym.registry:
-            gym.register(id=i, entry_point=ENTRY_POINT, kwargs={"scenario": name})
+            gym.register(id=i, entry_point=ENTRY_POINT, kwargs={"scenario": name},
+                         max_episode_steps=max_episode_steps(sc.num_jobs))
     return ids

@@ -160,9 +160,10 @@ def policy_case(scenario: str, policy: str, seed: int) -> tuple[str, str]:
 
 
 def all_cases() -> list[str]:
-    from gpucluster_env.baselines import policy_names
+    from gpucluster_env.baselines import POLICIES, policy_names
 
-    names = policy_names()
+    # the reference policies of the papers (the random floor and learned models are not golden cases)
+    names = [n for n in policy_names() if POLICIES[n].__module__.startswith("gpucluster_env.baselines")]
     out = [f"env:{s}:{seed}" for s in ENV_SCENARIOS for seed in (0, 1)]
     out += ["env:castor-philly:0:box", "env:hadar-philly:0:box"]
     for sc, pol, seed in POLICY_CASES:

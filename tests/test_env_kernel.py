@@ -16,15 +16,19 @@ def _from_scratch(env: GPUClusterEnv) -> tuple[np.ndarray, dict[str, np.ndarray]
     pending, running = eng.pending_head(L.n_pending), eng.running_head(L.n_running)
     mask = env.codec.mask(eng, pending, running, env.allowed)
     n_p = len(pending)
-    placeable = mask[L.place_off:L.place_off + n_p * (L.n_types + 1)].reshape(n_p, L.n_types + 1).any(axis=1)
+    placeable = mask[L.place_off:L.place_off + n_p * L.place_width].reshape(n_p, L.place_width).any(axis=1)
+    env.rules.restrict(mask, L, pending, running, eng.now)  # the decision rules, after the engine's validity
     obs = ObservationBuilder(eng, L.n_pending, L.n_running).build(pending, running, placeable)
     return mask, obs
 
 
 @pytest.mark.parametrize("scenario", ["tiny", "castor-philly", "hadar-philly", "gimbal-philly", "hadare-testbed"])
 @pytest.mark.parametrize("observation", ["dict", "box"])
-def test_kernel_mask_and_observation_match_the_numpy_reference(scenario: str, observation: str) -> None:
-    env = GPUClusterEnv(scenario, observation=observation)
+@pytest.mark.parametrize("layout", ["compact", "full"])
+def test_kernel_mask_and_observation_match_the_numpy_reference(scenario: str, observation: str, layout: str) -> None:
+    """Every feature (deadline slack, GPU type and nodes of running jobs, accumulation, predicted pair
+    slowdowns, the horizon clock included) and every mask entry, bit for bit, on both action layouts."""
+    env = GPUClusterEnv(scenario, observation=observation, action_layout=layout)
     obs, _ = env.reset(seed=3)
     rng = np.random.default_rng(3)
     for _ in range(400):

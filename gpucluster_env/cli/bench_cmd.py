@@ -6,6 +6,8 @@
   per second, wall time, engine decision points per second.
 * Replay frame rendering (``replay_frame_ms``): median milliseconds to draw one frame of the replay of a
   500-job ``castor-philly`` episode (128 GPUs); see :mod:`gpucluster_env.replay.bench`.
+* ``sb3_train_steps_per_s``: MaskablePPO timesteps per second in the shipped training configuration with 2
+  subprocess envs on castor-philly (``--train-steps``; 0 skips it).
 * Peak resident memory of the process.
 """
 
@@ -25,6 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env-scenario", default="castor-philly")
     p.add_argument("--env-steps", type=int, default=20_000, help="random-action env steps to time")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--train-steps", type=int, default=8192, help="MaskablePPO timesteps to time (0: skip)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -95,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
 
     with console.status("replay frames of a 500-job castor-philly episode …", spinner="dots"):
         out.update(frame_benchmark())
+    if args.train_steps > 0:
+        from gpucluster_env.agents.train import measure_train_speed
+
+        with console.status(f"MaskablePPO, 2 subprocess envs, {args.train_steps} steps …", spinner="dots"):
+            out["sb3_train_steps_per_s"] = measure_train_speed(args.train_steps)
     out["peak_rss_mb"] = _peak_rss_mb()
     if args.json:
         print(dumps(out))

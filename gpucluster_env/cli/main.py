@@ -20,6 +20,8 @@ SUBCOMMAND_MODULES = (
     "traces_cmd",
     "catalog_cmd",
     "replay_cmd",
+    "train_cmd",
+    "evaluate_cmd",
 )
 
 

@@ -142,7 +142,9 @@ def run(args: argparse.Namespace) -> int:
     if args.max_steps < 1:
         raise SettingError(f"--max-steps {args.max_steps}: must be positive")
     sc = scenario_from_args(args)
-    names = policy_names() if args.policy == "all" else [args.policy]
+    from gpucluster_env.baselines import POLICIES
+
+    names = [n for n in policy_names() if POLICIES[n].applies_to(sc)] if args.policy == "all" else [args.policy]
     if args.record and len(names) > 1:
         raise SettingError("--record needs a single --policy")
     if args.policy_option and len(names) > 1:

@@ -14,12 +14,17 @@ from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
 from ..engine.build import make_engine
 from ..registration import registered_ids_text
 from ..scenarios import Scenario, get_scenario
-from .codec import COLOCATE, PLACE, PREEMPT, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
+from .codec import COLOCATE, FORK, PLACE, PREEMPT, SHARE, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
 from .observation import ObservationBuilder
+from .rules import DecisionRules
 
 OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
 ACTION_KINDS = ("place", "colocate", "squeeze", "swell", "preempt", "fork")
+LAYOUTS = ("compact", "full")
+DEFAULT_MIN_RUN_S = 600.0
+"""Minimum run quantum before a job may be preempted where the scenario has no rounds (else one round)."""
 _TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork)
+_KIND_ACTION = {PLACE: Place, COLOCATE: Colocate, SQUEEZE: Squeeze, SWELL: Swell, PREEMPT: Preempt, FORK: Fork}
 
 
 class GPUClusterEnv(gym.Env):
@@ -34,24 +39,33 @@ class GPUClusterEnv(gym.Env):
     discrete-event engine computes exact progress between decision points with Castor's iteration-time model.
 
     ## Action Space
-    ``Discrete(n)``: ``wait`` (0), then ``place(i, type|any)``, ``colocate(i, r, s)``, ``squeeze(r)``,
-    ``swell(r)``, ``preempt(r)``, ``fork(r)`` over a window of the first ``n_pending`` queued jobs (``i``) and
-    the first ``n_running`` running jobs (``r``); see :mod:`gpucluster_env.env.codec`. Every action but
-    ``wait`` applies at once and returns at the same simulated instant; ``wait`` runs time to the next decision
-    point. ``action_masks()`` gives the valid actions (sb3-contrib's MaskablePPO reads it). The env also accepts
-    typed actions (:mod:`gpucluster_env.engine.actions`) with exact GPU sets, for white-box agents.
+    ``Discrete(n)``: ``wait`` (0), then ``place(i, type|any)``, ``colocate(i, r)``, ``squeeze(r)``, ``swell(r)``,
+    ``preempt(r)``, ``fork(r)`` over a window of the first ``n_pending`` queued jobs (``i``) and the first
+    ``n_running`` running jobs (``r``); see :mod:`gpucluster_env.env.codec`. The default ``"compact"`` layout
+    leaves the accumulation to the engine (337 actions on a one-type cluster); ``action_layout="full"`` adds
+    explicit accumulations (about 1,150). Every action but ``wait`` applies at once and returns at the same
+    simulated instant; ``wait`` runs time to the next decision point. ``action_masks()`` gives the valid
+    actions (sb3-contrib's MaskablePPO reads it). The masks bound the actions between two clock advances by
+    ``(1 + c + f) x jobs in system`` (:mod:`gpucluster_env.env.rules`), so no agent can stall time. The env also
+    accepts typed actions (:mod:`gpucluster_env.engine.actions`) with exact GPU sets, for white-box agents.
 
     ## Observation Space
-    A ``Dict`` of 1-D float32 vectors in [0, 1]: ``pending`` (n_pending x 10), ``running`` (n_running x 12),
-    ``cluster`` (GPU types x 4), ``clock`` (6); documented feature by feature in
-    :mod:`gpucluster_env.env.observation`. ``observation="box"`` gives them as one flat ``Box``;
-    ``observation="none"`` a constant 1-element ``Box`` for white-box agents that read ``env.unwrapped.engine``.
+    A ``Dict`` of 1-D float32 vectors in [0, 1]: ``pending`` (n_pending x 12), ``running`` (n_running x 16),
+    ``pairs`` (n_pending x n_running x 2, *predicted* interference), ``cluster`` (GPU types x 4), ``clock`` (7);
+    documented feature by feature in :mod:`gpucluster_env.env.observation`. ``observation="box"`` gives them as
+    one flat ``Box``; ``observation="none"`` a constant 1-element ``Box`` for white-box agents that read
+    ``env.unwrapped.engine``.
 
     ## Rewards
     ``objective="jct"`` (default): ``-(jobs in system) x dt / reward_scale`` per step, so the return is minus the
-    total JCT over ``reward_scale``. ``"makespan"``: ``-dt / reward_scale`` while jobs remain. ``"deadlines"``:
+    total JCT over ``reward_scale``. ``reward_scale=None`` (default) normalizes per episode by the total solo
+    run time of its jobs on their fastest GPU type: the return is minus the mean JCT over the mean solo time,
+    O(1)-O(100) on every scenario; for the other objectives ``None`` means an hour. ``"makespan"``:
+    ``-dt / reward_scale`` while jobs remain. ``"deadlines"``:
     +1 per job finished by its deadline and -1 per job finished late, over the number of jobs with deadlines.
     ``"utilization"``: busy GPU-seconds over ``num_gpus x reward_scale``. All terms are in ``info["rewards"]``.
+    Steps are decisions, not time: see :class:`gpucluster_env.env.wrappers.TimeDiscount` for a discount by
+    simulated time.
 
     ## Starting State
     ``reset(seed=s)`` draws the episode's job table from the scenario's trace recipe with a generator seeded by
@@ -60,21 +74,25 @@ class GPUClusterEnv(gym.Env):
     ## Episode End
     ``terminated`` when every job of the trace has finished (``info["metrics"]`` then holds the episode
     metrics). ``truncated`` when ``max_sim_time_s`` is passed, when the episode stalls (the agent keeps
-    waiting with nothing running), or by ``max_episode_steps`` when made through ``gym.make``.
+    waiting with nothing running), or by ``max_episode_steps`` (set per registered id) when made through
+    ``gym.make``.
 
     ## Arguments
     ``scenario`` (name or :class:`~gpucluster_env.scenarios.Scenario`), ``scenario_options`` (dict of
-    overrides, e.g. ``{"num_jobs": 480}``), ``catalog``, ``n_pending=16``, ``n_running=16``, ``n_accum=4``,
-    ``observation="dict"|"box"|"none"``, ``objective``, ``reward_scale=3600``, ``invalid_action="raise"|"wait"``,
-    ``actions`` (the action kinds exposed, default all the scenario supports), ``max_sim_time_s``,
-    ``render_mode="ansi"|"human"``.
+    overrides, e.g. ``{"num_jobs": 480}``), ``catalog``, ``n_pending=16``, ``n_running=16``,
+    ``action_layout="compact"|"full"``, ``n_accum`` (full layout; default 4), ``observation="dict"|"box"|"none"``,
+    ``objective``, ``reward_scale=None`` (per-episode normalization) or seconds, ``invalid_action="wait"``
+    (an out-of-mask action is a counted no-op: it advances the clock as ``wait`` and ``info["invalid_actions"]``
+    counts it) or ``"raise"`` (a ``ValueError`` naming it, for debugging), ``actions`` (the action kinds
+    exposed, default all the scenario supports), ``min_run_s`` (preemption quantum; default one round, else
+    600 s), ``max_sim_time_s``, ``render_mode="rgb_array"|"ansi"|"human"``.
 
     ## Registered Configurations
     ``gpucluster_env/GPUCluster-v0`` (generic, ``scenario=`` keyword) and one id per scenario:
     {registered_ids} (all under the ``gpucluster_env/`` namespace).
     """
 
-    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
+    metadata = {"render_modes": ["rgb_array", "ansi", "human"], "render_fps": 4}
 
     def __init__(
         self,
@@ -82,15 +100,17 @@ class GPUClusterEnv(gym.Env):
         scenario_options: dict[str, Any] | None = None,
         catalog: Catalog | None = None,
         n_pending: int = 16,
-        n_running: int = 16,
-        n_accum: int = 4,
+        n_running: int | None = None,
+        n_accum: int | None = None,
         observation: str = "dict",
         objective: str = "jct",
-        reward_scale: float = 3600.0,
-        invalid_action: str = "raise",
+        reward_scale: float | None = None,
+        invalid_action: str = "wait",
         actions: tuple[str, ...] | None = None,
         max_sim_time_s: float | None = None,
         render_mode: str | None = None,
+        action_layout: str = "compact",
+        min_run_s: float | None = None,
     ) -> None:
         super().__init__()
         sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
@@ -106,8 +126,18 @@ class GPUClusterEnv(gym.Env):
             raise ValueError(f"invalid_action must be 'raise' or 'wait', got {invalid_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        if not (reward_scale > 0):
-            raise ValueError("reward_scale must be positive")
+        if reward_scale is not None and not (reward_scale > 0):
+            raise ValueError("reward_scale must be positive (or None: normalized per episode)")
+        if action_layout not in LAYOUTS:
+            raise ValueError(f"action_layout must be one of {', '.join(LAYOUTS)}, got {action_layout!r}")
+        if n_accum is None:
+            n_accum = 1 if action_layout == "compact" else 4
+        if n_running is None:
+            n_running = 32 if action_layout == "compact" else 16
+        if min_run_s is None:
+            min_run_s = sc.config.round_s or DEFAULT_MIN_RUN_S
+        if not (min_run_s >= 0):
+            raise ValueError(f"min_run_s must be >= 0, got {min_run_s!r}")
         for name, v in (("n_pending", n_pending), ("n_running", n_running), ("n_accum", n_accum)):
             if not (isinstance(v, int) and v >= 1):
                 raise ValueError(f"{name} must be a positive integer, got {v!r}")
@@ -120,7 +150,11 @@ class GPUClusterEnv(gym.Env):
         self.allowed = frozenset(kinds)
         self.observation_mode = observation
         self.objective = objective
-        self.reward_scale = float(reward_scale)
+        self.reward_scale_arg = reward_scale
+        self.reward_scale = float(reward_scale or 1.0)  # set per episode by reset() when normalized
+        self.min_run_s = float(min_run_s)
+        self.action_layout = action_layout
+        self.calibrates = sc.config.tick_s is not None
         self.invalid_action = invalid_action
         self.max_sim_time_s = max_sim_time_s
         self.render_mode = render_mode
@@ -128,7 +162,8 @@ class GPUClusterEnv(gym.Env):
         # A first engine fixes the spaces (GPU types of the cluster); reset() builds each episode's own.
         self.engine: ClusterEngine = make_engine(sc, 0, catalog)
         self.trace_note: str = getattr(self.engine, "trace_note", "")
-        self.layout = ActionLayout(n_pending, n_running, len(self.engine.type_names), n_accum)
+        self.layout = ActionLayout(n_pending, n_running, len(self.engine.type_names), n_accum,
+                                   compact=action_layout == "compact")
         self.codec = ActionCodec(self.layout, self.engine.type_names)
         self.action_space = spaces.Discrete(self.layout.size)
         self._n_actions = self.layout.size
@@ -148,14 +183,17 @@ class GPUClusterEnv(gym.Env):
         L = self.layout
         offsets = (L.place_off, L.colocate_off, L.squeeze_off, L.swell_off, L.preempt_off)
         kinds = (L.n_pending, L.n_running, L.n_accum, L.n_types, offsets, self.allowed)
-        self._layout_obs = kernel.layout_vector(*kinds, observe=observation != "none")
-        self._layout_mask = kernel.layout_vector(*kinds, observe=False)
+        extra = {"place_width": L.place_width, "share_off": L.share_off, "compact": L.compact}
+        self._layout_obs = kernel.layout_vector(*kinds, observe=observation != "none", **extra)
+        self._layout_mask = kernel.layout_vector(*kinds, observe=False, **extra)
         self._buf = np.zeros(self.obs_builder.ends[-1], dtype=np.float32)
         self._mask_arr = np.zeros(L.size, dtype=bool)
         self._mask_arr[0] = True
         self._placeable = np.zeros(n_pending, dtype=bool)
         self._fork_on = "fork" in self.allowed and sc.config.round_s is not None
         self._fork_key: tuple[int, int, int] | None = None  # (epoch, queue_version, gpu_version) of the fork block
+        self._fork_cache = np.zeros(L.size - L.fork_off, dtype=bool)  # the fork block before the rules
+        self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
         self._kernel_epoch = -1  # engine (and its epoch) the kernel's array arguments were read from
         self._kernel_engine: ClusterEngine | None = None
         self._invalid = 0
@@ -170,9 +208,17 @@ class GPUClusterEnv(gym.Env):
         self.engine = make_engine(self.scenario, trace_seed, self.catalog)
         self.trace_note = getattr(self.engine, "trace_note", "")
         if tuple(self.engine.type_names) != tuple(self.codec.type_names):
-            raise RuntimeError("scenario produced a cluster with different GPU types than the action space")
+            # another scenario of as many GPU types (e.g. a curriculum over clusters): same spaces, new names
+            if len(self.engine.type_names) != len(self.codec.type_names):
+                raise RuntimeError("scenario produced a cluster with a different number of GPU types than the "
+                                   "action space")
+            self.codec = ActionCodec(self.layout, tuple(self.engine.type_names))
         self.obs_builder.bind(self.engine)
         self._kernel_epoch = -1
+        self._fork_key = None
+        self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
+        if self.reward_scale_arg is None:  # normalized: JCT by the episode's total solo time, others by an hour
+            self.reward_scale = max(float(self.engine.solo_time.sum()), 1.0) if self.objective == "jct" else 3600.0
         self._has_deadlines = bool((~np.isnan(self.engine.deadline)).any())
         self._invalid = 0
         self._steps = 0
@@ -214,6 +260,7 @@ class GPUClusterEnv(gym.Env):
                 eng.advance()
             except StalledError:
                 stalled = truncated = True
+            self.rules.advanced()
             dt = eng.now - t0
             terms["jct"] = -in_system * dt / self.reward_scale
             terms["makespan"] = -dt / self.reward_scale if in_system or not eng.done else 0.0
@@ -224,18 +271,28 @@ class GPUClusterEnv(gym.Env):
             try:
                 if typed is not None:
                     eng.apply(typed)
-                elif kind == SQUEEZE:
-                    eng.calibrate_job(self._running.item(y), -1)
-                elif kind == SWELL:
-                    eng.calibrate_job(self._running.item(y), 1)
-                elif kind == COLOCATE:
-                    eng.colocate_job(self._pending.item(x), self._running.item(y), s)
-                elif kind == PREEMPT:
-                    eng.preempt_job(self._running.item(y))
-                elif kind == PLACE:
-                    eng.place_job(self._pending.item(x), y)
+                    self._record(type(typed), typed.job)
                 else:
-                    eng.fork_job(self._running.item(y))
+                    job = self._pending.item(x) if kind in (PLACE, COLOCATE, SHARE) else self._running.item(y)
+                    if kind == SQUEEZE:
+                        eng.calibrate_job(job, -1)
+                    elif kind == SWELL:
+                        eng.calibrate_job(job, 1)
+                    elif kind == COLOCATE:
+                        eng.colocate_job(job, self._running.item(y), s)
+                    elif kind == SHARE:
+                        plan = self.codec.share_plan(eng, job, self.obs_builder.xi_tab)
+                        if plan is None:
+                            raise ActionError(f"{desc}: no GPUs to share for job {job}")
+                        eng.apply(Colocate(job, plan[0], None, plan[1]))
+                        kind = COLOCATE
+                    elif kind == PREEMPT:
+                        eng.preempt_job(job)
+                    elif kind == PLACE:
+                        eng.place_job(job, y)
+                    else:
+                        eng.fork_job(job)
+                    self._record(_KIND_ACTION[kind], job)
             except ActionError as e:
                 if self.invalid_action == "raise":
                     raise
@@ -255,6 +312,22 @@ class GPUClusterEnv(gym.Env):
             self.render()
         return obs, float(terms[self.objective]), terminated, truncated, info
 
+    def _record(self, cls: type, job: int) -> None:
+        """Book an applied non-wait action for the decision rules and the running jobs' GPU features."""
+        rules = self.rules
+        rules.actions_now += 1
+        j = int(job)
+        if cls is Place or cls is Colocate:
+            rules.record_start(j, self.engine.now)
+            self.obs_builder.record_gpus(j)
+        elif cls is Preempt:
+            rules.record_preempt(j)
+        elif cls is Squeeze or cls is Swell:
+            rules.record_share(j)
+        elif cls is Fork:
+            rules.record_fork(j)
+            self.obs_builder.record_gpus(j)
+
     @property
     def _mask(self) -> np.ndarray:
         if self._mask_cache is None:
@@ -268,13 +341,20 @@ class GPUClusterEnv(gym.Env):
 
     def decode_action(self, action: int) -> Action:
         """The typed action the int ``action`` stands for now (for logging and white-box agents)."""
-        return self.codec.decode(self._as_int(action), self._pending, self._running)
+        return self.codec.decode(self._as_int(action), self._pending, self._running, self.engine,
+                                 self.obs_builder.xi_tab)
 
     def describe_action(self, action: int) -> str:
         """A readable name of action ``action`` (state-independent)."""
         return self.codec.describe(self._as_int(action))
 
-    def render(self) -> str | None:
+    def render(self) -> str | np.ndarray | None:
+        """``rgb_array``: an image of the GPU grid (:func:`~gpucluster_env.env.render.render_rgb`); ``ansi``:
+        the frame as text; ``human``: the text printed."""
+        if self.render_mode == "rgb_array":
+            from .render import render_rgb
+
+            return render_rgb(self.engine)
         from .render import render_text
 
         text = render_text(self)
@@ -338,6 +418,8 @@ class GPUClusterEnv(gym.Env):
                 eng.held_shared, eng.share_lo, eng.share_hi, eng.solo_rate, static(eng.iterations),
                 static(eng.req_gpus), eng.job_min_mem, eng.footprint, static(eng.type_total), eng.busy_t,
                 eng.shared_t, static(eng.fits_type),
+                static(eng.deadline), eng.accum, static(eng.job_model), ob.job_type, ob.job_nodes, ob.xi_tab,
+                ob.inv_types, ob.inv_horizon, eng.slot_job, static(eng.gpu_type), static(eng.type_mem),
                 ob.static_pending, ob.static_running, ob.solo_iter, ob.log_held, self.codec._footprints(eng),
                 ob.inv_type_total, ob.type_frac, self._buf, self._mask_arr, self._placeable,
             )
@@ -345,13 +427,17 @@ class GPUClusterEnv(gym.Env):
             self._kernel_epoch, self._kernel_engine = eng.epoch, eng
         self._kernel(layout, self._pending, self._running, eng.now, self._round_s, eng.num_pending,
                      eng.num_running, eng.n_done, eng._next_arrival, *self._kernel_args)
+        L = self.layout
         if self._fork_on:
             key = (eng.epoch, eng.queue_version, eng.gpu_version)
             if key != self._fork_key:  # the fork block depends on the running window and the free GPUs
-                L = self.layout
                 self._mask_arr[L.fork_off:] = False
                 self.codec._fork_block(self._mask_arr, eng, self._running, self.allowed)
+                self._fork_cache[:] = self._mask_arr[L.fork_off:]
                 self._fork_key = key
+            else:
+                self._mask_arr[L.fork_off:] = self._fork_cache
+        self.rules.restrict(self._mask_arr, L, self._pending, self._running, eng.now)
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine
@@ -363,6 +449,7 @@ class GPUClusterEnv(gym.Env):
             "running": eng.num_running,
             "done": eng.n_done,
             "decision_reasons": eng.last_reasons,
+            "actions_this_instant": self.rules.actions_now,
             "trace": self.trace_note,
         }
 

@@ -1,15 +1,32 @@
 """The flat ``Discrete`` encoding of the action vocabulary, and its mask.
 
 Layout (``N`` = pending window, ``M`` = running window, ``T`` = GPU types of the cluster, ``K`` = accumulation
-choices ``s = 1, 2, 4, ...``), in this order::
+choices ``s = 1, 2, 4, ...``, ``W`` = place columns), in this order::
 
     0                                    wait
-    place(i, t)        N x (T + 1)       pending slot i on GPU type t, or t = T for "any" (mixed types allowed)
-    colocate(i, r, k)  N x M x K         pending slot i shares running slot r's GPUs, accumulation 2**k
+    place(i, t)        N x W             pending slot i on GPU type t, or t = T for "any" (mixed types allowed)
+    share(i)           N  (compact)      pending slot i on GPUs that hold one job each, partners by the rule below
+    colocate(i, r, k)  N x M x K (full)  pending slot i shares running slot r's GPUs, accumulation 2**k
     squeeze(r)         M
     swell(r)           M
     preempt(r)         M
     fork(r)            M                 one more copy on free GPUs of other nodes (round-based scenarios)
+
+Two layouts (``GPUClusterEnv(action_layout=...)``):
+
+* ``"compact"`` (default): ``W = 1`` ("any": the engine's placement rule, fastest type first) on a one-type
+  cluster, ``W = T + 1`` otherwise; ``share(i)`` instead of the colocate block; ``M = 32``. 1 + 16 x W + 16 +
+  4 x 32 actions with the default windows: 161 on a one-type cluster, 209 on ``tiny`` (three types).
+* ``"full"``: ``W = T + 1``, no ``share``, ``colocate(i, r, k)`` with ``K = n_accum`` explicit accumulations,
+  ``M = 16`` (1,121-1,185 actions, the layout before the compact one).
+
+``share(i)`` is valid when some GPU holds one job beside which job i fits in memory (at its largest
+accumulation) and such GPUs with the free GPUs job i fits on number at least its GPU count. Its GPU set
+(:meth:`ActionCodec.share_plan`): those shared GPUs by the predicted slowdown of the pair (the catalog's
+interference predictor, the sum of both jobs' ``1 - 1/xi``; ties by partner, then GPU index), as many as the job
+needs, topped up with free GPUs on nodes already used first, then on the nodes with most free GPUs. The engine
+picks the smallest accumulation that fits on all of them. Partners may be several jobs, as Castor's and
+SJF-FFS's colocations are, and need not be in the running window.
 
 Window slots map to jobs: pending slot i is the i-th job of the queue, running slot r the r-th running job in
 start order. The mask is exact: every action it allows, the engine accepts, and the environment rejects
@@ -39,7 +56,7 @@ _MIN_T = round(MIN_SHARE / SHARE_STEP)
 _MAX_T = round(MAX_SHARE / SHARE_STEP)
 
 # Kinds of action ints, as ActionCodec.table gives them.
-WAIT, PLACE, COLOCATE, SQUEEZE, SWELL, PREEMPT, FORK = range(7)
+WAIT, PLACE, COLOCATE, SQUEEZE, SWELL, PREEMPT, FORK, SHARE = range(8)
 
 
 @dataclass(frozen=True)
@@ -50,7 +67,11 @@ class ActionLayout:
     n_running: int
     n_types: int
     n_accum: int
+    compact: bool = False
+    """``share(i)`` instead of ``colocate(i, r, k)``, and one place column on one-type clusters."""
+    place_width: int = field(init=False)
     place_off: int = field(init=False)
+    share_off: int = field(init=False)
     colocate_off: int = field(init=False)
     squeeze_off: int = field(init=False)
     swell_off: int = field(init=False)
@@ -59,9 +80,13 @@ class ActionLayout:
     size: int = field(init=False)
 
     def __post_init__(self) -> None:
+        width = 1 if self.compact and self.n_types == 1 else self.n_types + 1
+        object.__setattr__(self, "place_width", width)
         offs = {"place_off": 1}
-        offs["colocate_off"] = offs["place_off"] + self.n_pending * (self.n_types + 1)
-        offs["squeeze_off"] = offs["colocate_off"] + self.n_pending * self.n_running * self.n_accum
+        offs["share_off"] = offs["place_off"] + self.n_pending * width
+        offs["colocate_off"] = offs["share_off"] + (self.n_pending if self.compact else 0)
+        offs["squeeze_off"] = offs["colocate_off"] + (0 if self.compact else
+                                                      self.n_pending * self.n_running * self.n_accum)
         offs["swell_off"] = offs["squeeze_off"] + self.n_running
         offs["preempt_off"] = offs["swell_off"] + self.n_running
         offs["fork_off"] = offs["preempt_off"] + self.n_running
@@ -76,19 +101,26 @@ class ActionCodec:
     def __init__(self, layout: ActionLayout, type_names: tuple[str, ...]) -> None:
         self.layout = layout
         self.type_names = type_names
-        self.accum_choices = 2 ** np.arange(layout.n_accum)
+        self.accum_choices = [int(x) for x in 2 ** np.arange(layout.n_accum)]  # of the colocate columns
         self._names: dict[int, str] = {}  # describe() of each action int asked so far (a pure function of it)
         self.table = self._table()
 
-    def _table(self) -> list[tuple[int, int, int | None, int]]:
-        """Per action int: (kind, pending slot, running slot or GPU type index (None: any type), accumulation);
-        slots and values that a kind does not use are 0."""
+    def _place_type(self, column: int) -> int | None:
+        """GPU type index of place column ``column`` (None: any type, the engine's placement rule)."""
+        return None if self.layout.place_width == 1 or column == self.layout.n_types else column
+
+    def _table(self) -> list[tuple[int, int, int | None, int | None]]:
+        """Per action int: (kind, pending slot, running slot or GPU type index (None: any type), accumulation
+        (None: the engine's choice)); slots and values that a kind does not use are 0."""
         L = self.layout
-        out: list[tuple[int, int, int | None, int]] = [(WAIT, 0, 0, 0)]
+        out: list[tuple[int, int, int | None, int | None]] = [(WAIT, 0, 0, 0)]
         for i in range(L.n_pending):
-            out += [(PLACE, i, None if t == L.n_types else t, 0) for t in range(L.n_types + 1)]
-        for i in range(L.n_pending):
-            out += [(COLOCATE, i, r, int(s)) for r in range(L.n_running) for s in self.accum_choices]
+            out += [(PLACE, i, self._place_type(t), 0) for t in range(L.place_width)]
+        if L.compact:
+            out += [(SHARE, i, 0, None) for i in range(L.n_pending)]
+        else:
+            for i in range(L.n_pending):
+                out += [(COLOCATE, i, r, s) for r in range(L.n_running) for s in self.accum_choices]
         for kind in (SQUEEZE, SWELL, PREEMPT, FORK):
             out += [(kind, 0, r, 0) for r in range(L.n_running)]
         assert len(out) == L.size
@@ -105,9 +137,12 @@ class ActionCodec:
         L = self.layout
         if a == 0:
             return "wait"
+        if a < L.share_off:
+            i, c = divmod(a - L.place_off, L.place_width)
+            t = self._place_type(c)
+            return f"place(pending[{i}], {'any' if t is None else self.type_names[t]})"
         if a < L.colocate_off:
-            i, t = divmod(a - L.place_off, L.n_types + 1)
-            return f"place(pending[{i}], {'any' if t == L.n_types else self.type_names[t]})"
+            return f"share(pending[{a - L.share_off}])"
         if a < L.squeeze_off:
             i, rest = divmod(a - L.colocate_off, L.n_running * L.n_accum)
             r, k = divmod(rest, L.n_accum)
@@ -118,21 +153,30 @@ class ActionCodec:
                 return f"{name}(running[{a - off}])"
         raise ValueError(f"action {a} is outside the action space [0, {L.size})")
 
-    def decode(self, a: int, pending: np.ndarray, running: np.ndarray) -> Action:
-        """The typed action int ``a`` stands for, given the current pending and running windows."""
+    def decode(self, a: int, pending: np.ndarray, running: np.ndarray, eng: ClusterEngine | None = None,
+               xi_tab: np.ndarray | None = None) -> Action:
+        """The typed action int ``a`` stands for, given the current pending and running windows (``share``
+        needs the engine and the predicted slowdown table to name its GPUs)."""
         L = self.layout
         if not (0 <= a < L.size):
             raise ValueError(f"action {a} is outside the action space [0, {L.size})")
         if a == 0:
             return Wait()
         try:
+            if a < L.share_off:
+                i, c = divmod(a - L.place_off, L.place_width)
+                t = self._place_type(c)
+                return Place(int(pending[i]), None if t is None else self.type_names[t])
             if a < L.colocate_off:
-                i, t = divmod(a - L.place_off, L.n_types + 1)
-                return Place(int(pending[i]), None if t == L.n_types else self.type_names[t])
+                j = int(pending[a - L.share_off])
+                plan = self.share_plan(eng, j, xi_tab) if eng is not None and xi_tab is not None else None
+                if plan is None:
+                    raise ValueError(f"action {a} ({self.describe(a)}): no GPUs to share for job {j} now")
+                return Colocate(j, plan[0], None, plan[1])
             if a < L.squeeze_off:
                 i, rest = divmod(a - L.colocate_off, L.n_running * L.n_accum)
                 r, k = divmod(rest, L.n_accum)
-                return Colocate(int(pending[i]), int(running[r]), int(self.accum_choices[k]))
+                return Colocate(int(pending[i]), int(running[r]), self.accum_choices[k])
             r = (a - L.squeeze_off) % L.n_running
             kind = (a - L.squeeze_off) // L.n_running
             job = int(running[r])
@@ -141,12 +185,17 @@ class ActionCodec:
         return (Squeeze(job), Swell(job), Preempt(job), Fork(job))[kind]
 
     def _footprints(self, eng: ClusterEngine) -> np.ndarray:
-        """Per job and accumulation choice, the job's per-GPU memory footprint (inf where s > batch)."""
+        """Per job and accumulation choice, the job's per-GPU memory footprint (inf where s > batch); in the
+        compact layout one column: the smallest footprint any accumulation gives (the largest power of two not
+        above the batch), so the job fits beside a tenant at some accumulation iff that one fits."""
         if getattr(self, "_fp_engine", None) is not eng:
             base = np.array([p.mem_base_gb for p in eng.profiles])[eng.job_model]
             slope = np.array([p.mem_per_sample_gb for p in eng.profiles])[eng.job_model]
             b = eng.batch[:, None].astype(float)
-            s = self.accum_choices[None, :]
+            if self.layout.compact:
+                s = (2.0 ** np.floor(np.log2(np.maximum(eng.batch, 1))))[:, None]
+            else:
+                s = np.array(self.accum_choices, dtype=float)[None, :]
             self._fp = np.where(s <= b, base[:, None] + slope[:, None] * (b / s), np.inf)
             self._fp_engine = eng
         return self._fp
@@ -157,7 +206,10 @@ class ActionCodec:
         m[0] = True
         self._place_block(m, eng, pending, allow)
         inputs = running_mask_inputs(eng, running)
-        self._colocate_block(m, eng, pending, running, allow, inputs)
+        if self.layout.compact:
+            self._share_block(m, eng, pending, allow)
+        else:
+            self._colocate_block(m, eng, pending, running, allow, inputs)
         self._running_blocks(m, running, allow, inputs)
         self._fork_block(m, eng, running, allow)
         return m
@@ -174,7 +226,7 @@ class ActionCodec:
         T = L.n_types
         need = eng.req_gpus[pending]
         free_t = eng.free_by_type()
-        block = m[L.place_off:L.place_off + n_p * (T + 1)].reshape(n_p, T + 1)
+        block = m[L.place_off:L.place_off + n_p * L.place_width].reshape(n_p, L.place_width)
         if T == 1:  # the type's column and the "any" column are the same (every job asks for a GPU or more)
             ok = eng.fits_type[pending, 0] & (free_t[0] >= need)
             block[:] = ok[:, None]
@@ -184,6 +236,42 @@ class ActionCodec:
         placeable = fits @ free_t >= need  # free GPUs of the types it fits, all together: the "any" column
         block[:, T] = placeable
         return placeable
+
+    def _share_candidates(self, eng: ClusterEngine, j: int) -> tuple[np.ndarray, np.ndarray]:
+        """GPUs holding one job beside which job ``j`` fits in memory, and free GPUs of types it fits."""
+        fp = self._footprints(eng)[j, 0]
+        a, b = eng.slot_job[:, 0], eng.slot_job[:, 1]
+        mem = eng.type_mem[eng.gpu_type]
+        single = (a >= 0) & (b < 0)
+        ok = single & (fp <= (mem - eng.footprint[np.maximum(a, 0)]) + 1e-9)
+        free = (a < 0) & eng.fits_type[j][eng.gpu_type]
+        return np.flatnonzero(ok), np.flatnonzero(free)
+
+    def _share_block(self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, allow: frozenset[str]) -> None:
+        L = self.layout
+        if "colocate" not in allow:
+            return
+        for i, j in enumerate(pending.tolist()):
+            ok, free = self._share_candidates(eng, j)
+            m[L.share_off + i] = len(ok) >= 1 and len(ok) + len(free) >= eng.req_gpus[j]
+
+    def share_plan(self, eng: ClusterEngine, j: int, xi_tab: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
+        """``share(j)``'s first partner and GPU set (the rule in the module docstring), or None if invalid."""
+        ok, free = self._share_candidates(eng, j)
+        need = int(eng.req_gpus[j])
+        if len(ok) == 0 or len(ok) + len(free) < need:
+            return None
+        tenant = eng.slot_job[ok, 0]
+        t = eng.gpu_type[ok]
+        score = xi_tab[eng.job_model[j], eng.job_model[tenant], t].sum(axis=-1)
+        chosen = ok[np.lexsort((ok, tenant, score))][:need].tolist()
+        if len(chosen) < need:
+            used = set(eng.gpu_node[chosen].tolist())
+            node = eng.gpu_node[free]
+            per_node = np.bincount(node, minlength=eng.num_nodes)[node]
+            far = np.array([n not in used for n in node.tolist()], dtype=np.int64)
+            chosen += free[np.lexsort((free, -per_node, far))][:need - len(chosen)].tolist()
+        return int(eng.slot_job[chosen[0], 0]), tuple(int(x) for x in chosen)
 
     def _colocate_block(self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray,
                         allow: frozenset[str], inputs: RunningInputs) -> None:

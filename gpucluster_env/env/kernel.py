@@ -2,9 +2,9 @@
 
 One call computes, from the engine's arrays, everything the environment hands the agent after a step: the four
 observation blocks (:mod:`gpucluster_env.env.observation` documents every feature) into one float32 buffer, and
-the ``place``, ``colocate``, ``squeeze``, ``swell`` and ``preempt`` blocks of the action mask
+the ``place``, ``share`` or ``colocate``, ``squeeze``, ``swell`` and ``preempt`` blocks of the action mask
 (:mod:`gpucluster_env.env.codec` documents the layout). The ``fork`` block, which needs the engine's placement
-rule, is left to the caller.
+rule, and the decision rules of :mod:`gpucluster_env.env.rules` are left to the caller.
 
 Every value is computed from scratch each step with the same float64 operations as the numpy reference
 (:meth:`ObservationBuilder.build <gpucluster_env.env.observation.ObservationBuilder.build>` and
@@ -21,22 +21,26 @@ import numba
 import numpy as np
 
 from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
-from .observation import CLUSTER_FEATURES, PENDING_FEATURES, RUNNING_FEATURES
+from .observation import CLUSTER_FEATURES, PAIR_FEATURES, PENDING_FEATURES, RUNNING_FEATURES
 
 MIN_T = round(MIN_SHARE / SHARE_STEP)
 MAX_T = round(MAX_SHARE / SHARE_STEP)
 
 # Fields of the int64 ``layout`` vector passed to the kernel.
 (L_N, L_M, L_K, L_T, L_PLACE, L_COLOC, L_SQUEEZE, L_SWELL, L_PREEMPT, L_ALLOW_PLACE, L_ALLOW_COLOC, L_ALLOW_SQUEEZE,
- L_ALLOW_SWELL, L_ALLOW_PREEMPT, L_OBS, L_SIZE) = range(16)
+ L_ALLOW_SWELL, L_ALLOW_PREEMPT, L_OBS, L_PW, L_SHARE, L_COMPACT, L_SIZE) = range(19)
 
 
 def layout_vector(n_pending: int, n_running: int, n_accum: int, n_types: int, offsets: tuple[int, int, int, int, int],
-                  allow: frozenset[str], observe: bool) -> np.ndarray:
+                  allow: frozenset[str], observe: bool, place_width: int, share_off: int, compact: bool
+                  ) -> np.ndarray:
     """The kernel's ``layout`` argument: window sizes, mask offsets (place, colocate, squeeze, swell, preempt),
-    which action kinds the environment exposes, and whether to write the observation buffer."""
+    which action kinds the environment exposes, whether to write the observation buffer, the number of
+    place columns per pending slot, the share block's offset and whether the layout is the compact one (a
+    share block, no colocate block)."""
     v = np.zeros(L_SIZE, dtype=np.int64)
-    v[L_N], v[L_M], v[L_K], v[L_T] = n_pending, n_running, n_accum, n_types
+    v[L_N], v[L_M], v[L_K], v[L_T], v[L_PW] = n_pending, n_running, n_accum, n_types, place_width
+    v[L_SHARE], v[L_COMPACT] = share_off, compact
     v[L_PLACE:L_PREEMPT + 1] = offsets
     for i, kind in enumerate(("place", "colocate", "squeeze", "swell", "preempt")):
         v[L_ALLOW_PLACE + i] = kind in allow
@@ -58,16 +62,18 @@ def _clip01(x: np.float32) -> np.float32:
 def observe(layout, pending, running, now, round_s, num_pending, num_running, n_done, next_arrival,
             submit, remaining, n_preempt, rate, last_t, active_from, held, held_shared, share_lo, share_hi,
             solo_rate, iterations, req_gpus, job_min_mem, footprint, type_total, busy_t, shared_t, fits_type,
+            deadline, accum, job_model, job_type, job_nodes, xi_tab, inv_types, inv_horizon,
+            slot_job, gpu_type, type_mem,
             static_pending, static_running, solo_iter, log_held, footprints, inv_type_total, type_frac,
             buf, mask, placeable):  # pragma: no cover - compiled; its twin in numpy is tested against it
     """Write the observation into ``buf`` (when ``layout[L_OBS]``) and the mask blocks into ``mask``; fill
     ``placeable`` (per pending window slot: some free-GPU placement is valid)."""
-    N, M, K, T = layout[L_N], layout[L_M], layout[L_K], layout[L_T]
+    N, M, K, T, W = layout[L_N], layout[L_M], layout[L_K], layout[L_T], layout[L_PW]
     n_p, n_r = pending.shape[0], running.shape[0]
     n_jobs = submit.shape[0]
     # ---- mask: place
     off = layout[L_PLACE]
-    for i in range(N * (T + 1)):
+    for i in range(N * W):
         mask[off + i] = False
     for i in range(N):
         placeable[i] = False
@@ -75,11 +81,12 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
         for i in range(n_p):
             j = pending[i]
             need = req_gpus[j]
-            row = off + i * (T + 1)
+            row = off + i * W
             if T == 1:
                 ok = fits_type[j, 0] and type_total[0] - busy_t[0] >= need
                 mask[row] = ok
-                mask[row + 1] = ok
+                if W == 2:
+                    mask[row + 1] = ok
                 placeable[i] = ok
             else:
                 total = 0
@@ -90,11 +97,33 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
                         mask[row + t] = free >= need
                 mask[row + T] = total >= need
                 placeable[i] = total >= need
-    # ---- mask: colocate
+    # ---- mask: share (compact layout): shared GPUs job j fits beside, with free GPUs of types it fits
+    if layout[L_COMPACT]:
+        off = layout[L_SHARE]
+        for i in range(N):
+            mask[off + i] = False
+        if layout[L_ALLOW_COLOC]:
+            G = slot_job.shape[0]
+            for i in range(n_p):
+                j = pending[i]
+                fp = footprints[j, 0]
+                n_ok = 0
+                n_free = 0
+                for g in range(G):
+                    a = slot_job[g, 0]
+                    t = gpu_type[g]
+                    if a < 0:
+                        if fits_type[j, t]:
+                            n_free += 1
+                    elif slot_job[g, 1] < 0 and fp <= (type_mem[t] - footprint[a]) + 1e-9:
+                        n_ok += 1
+                mask[off + i] = n_ok >= 1 and n_ok + n_free >= req_gpus[j]
+    # ---- mask: colocate (full layout)
     off = layout[L_COLOC]
-    for i in range(N * M * K):
-        mask[off + i] = False
-    if layout[L_ALLOW_COLOC]:
+    if not layout[L_COMPACT]:
+        for i in range(N * M * K):
+            mask[off + i] = False
+    if layout[L_ALLOW_COLOC] and not layout[L_COMPACT]:
         for r in range(n_r):
             p = running[r]
             single = held[p] - held_shared[p]
@@ -135,6 +164,14 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
             buf[base + 3] = np.float32(work / (work + 3600.0))
             buf[base + 8] = np.float32(1.0) if placeable[i] else np.float32(0.0)
             buf[base + 9] = np.float32(1.0) if n_preempt[j] > 0 else np.float32(0.0)
+            dl = deadline[j]
+            if dl == dl:
+                sl = dl - now - work
+                buf[base + 10] = np.float32(1.0)
+                buf[base + 11] = np.float32(0.5 + 0.5 * sl / (abs(sl) + 3600.0))
+            else:
+                buf[base + 10] = np.float32(0.0)
+                buf[base + 11] = np.float32(0.0)
         else:
             for c in range(PENDING_FEATURES):
                 buf[base + c] = 0.0
@@ -160,13 +197,35 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
             buf[base + 6] = _clip01(v6)
             buf[base + 7] = _clip01(np.float32(min(h // req_gpus[j] - 1, 7) / 7.0))
             buf[base + 8] = _clip01(np.float32(1.0) - v6)
-            for c in range(9, RUNNING_FEATURES):
+            for c in range(9, 12):
                 buf[base + c] = static_running[j, c]
+            buf[base + 12] = _clip01(np.float32(job_type[j] * inv_types))
+            buf[base + 13] = _clip01(np.float32(log_held[job_nodes[j]]))
+            buf[base + 14] = _clip01(np.float32(1.0 - 1.0 / accum[j]))
+            dl = deadline[j]
+            if dl == dl:
+                sl = dl - now - t_left
+                buf[base + 15] = _clip01(np.float32(0.5 + 0.5 * sl / (abs(sl) + 3600.0)))
+            else:
+                buf[base + 15] = np.float32(0.0)
         else:
             for c in range(RUNNING_FEATURES):
                 buf[base + c] = 0.0
+    # ---- pairs block: predicted slowdowns of pending slot i and running slot r on r's GPU type
+    start = start + M * RUNNING_FEATURES
+    for i in range(N):
+        for r in range(M):
+            b = start + (i * M + r) * PAIR_FEATURES
+            if i < n_p and r < n_r:
+                p = running[r]
+                ma, mb, t = job_model[pending[i]], job_model[p], job_type[p]
+                for c in range(PAIR_FEATURES):
+                    buf[b + c] = np.float32(xi_tab[ma, mb, t, c])
+            else:
+                for c in range(PAIR_FEATURES):
+                    buf[b + c] = 0.0
     # ---- cluster block: per type free, holding one job, holding two (over the type's GPUs), share of all GPUs
-    base = start + M * RUNNING_FEATURES
+    base = start + N * M * PAIR_FEATURES
     for t in range(T):
         b = base + t * CLUSTER_FEATURES
         buf[b] = np.float32((type_total[t] - busy_t[t]) * inv_type_total[t])
@@ -181,3 +240,4 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
     buf[b + 3] = np.float32(n_done / n_jobs)
     buf[b + 4] = np.float32(next_arrival / n_jobs)
     buf[b + 5] = np.float32((now % round_s) / round_s) if round_s > 0 else np.float32(0.0)
+    buf[b + 6] = np.float32(now * inv_horizon / (1.0 + now * inv_horizon))

@@ -5,19 +5,30 @@ Each key is a 1-D vector; the windows are laid out row-major (all features of th
 Every feature lies in [0, 1]; durations are squashed as ``x / (x + scale)``; padding rows are all zero and
 flagged by feature 0 (``valid``).
 
-``pending`` (N x 10), the first N jobs of the queue:
+``pending`` (N x 12), the first N jobs of the queue:
     0 valid, 1 GPUs asked (log-scaled by cluster size), 2 time waited, 3 estimated remaining work (solo time on
     the fastest type), 4-6 model features (compute intensity, memory intensity, communication share),
     7 speed on its best GPU type (relative to the cluster's fastest), 8 can be placed now on free GPUs,
-    9 was preempted before.
-``running`` (M x 12), the first M running jobs in start order:
+    9 was preempted before, 10 has a deadline, 11 deadline slack (below).
+``running`` (M x 16), the first M running jobs in start order:
     0 valid, 1 GPUs held, 2 MPS share (mean), 3 observed slowdown 1 - 1/xi (0 alone), 4 progress,
     5 remaining time at the current rate, 6 fraction of its GPUs shared, 7 forked copies beyond the first,
-    8 fraction of its GPUs that could host a partner, 9-11 model features.
+    8 fraction of its GPUs that could host a partner, 9-11 model features, 12 GPU type (index over T - 1, 0 on
+    one-type clusters), 13 nodes it spans (log-scaled as GPUs held), 14 gradient accumulation 1 - 1/s,
+    15 deadline slack at the current rate.
+``pairs`` (N x M x 2), for pending slot i beside running slot r on r's GPU type: the *predicted* slowdowns
+    1 - 1/xi of the pending job and of the running job under MPS free competition, from the catalog's
+    interference predictor (castor §6's XGBoost model; the feature formula where the catalog has none) --
+    never the engine's true xi. 0 where either slot is empty.
 ``cluster`` (T x 4), per GPU type: free, holding one job, holding two jobs (each over the type's GPUs), the
     type's share of all GPUs.
-``clock`` (6): time (squashed by a day), queue length, running count, fraction of jobs done, fraction
-    arrived, phase within the current round (0 without rounds).
+``clock`` (7): time (squashed by a day), queue length, running count, fraction of jobs done, fraction
+    arrived, phase within the current round (0 without rounds), time over the episode's horizon estimate
+    ``x / (1 + x)`` with ``x = now / (last arrival + total solo GPU-time / GPUs)`` (0.5 at the horizon: it does
+    not saturate within an episode as a fixed scale would on long traces or early on short ones).
+
+Deadline slack: ``0.5 + 0.5 * s / (|s| + 3600)`` with ``s = deadline - now - remaining time`` in seconds
+(remaining solo time on the fastest type for pending jobs), 0 without a deadline.
 """
 
 from __future__ import annotations
@@ -27,12 +38,45 @@ from gymnasium import spaces
 
 from ..engine import ClusterEngine
 
-PENDING_FEATURES = 10
-RUNNING_FEATURES = 12
+PENDING_FEATURES = 12
+RUNNING_FEATURES = 16
+PAIR_FEATURES = 2
 CLUSTER_FEATURES = 4
-CLOCK_FEATURES = 6
+CLOCK_FEATURES = 7
+KEYS = ("pending", "running", "pairs", "cluster", "clock")
 _HOUR = 3600.0
 _DAY = 86400.0
+_XI_TABLES: dict[tuple, np.ndarray] = {}  # predicted slowdown tables by (catalog, models, GPU types)
+
+
+def predicted_slowdowns(eng: ClusterEngine) -> np.ndarray:
+    """``(models, models, types, 2)`` float64: predicted ``1 - 1/xi`` of model a beside model b on each GPU type
+    of the cluster, ``[..., 0]`` for a and ``[..., 1]`` for b, from the catalog's fitted interference predictor
+    (the feature formula when it cannot be loaded). Cached per process by models and GPU types (the predictor
+    is the package's, whatever the catalog)."""
+    key = (tuple(p.name for p in eng.profiles), tuple(eng.type_names))
+    tab = _XI_TABLES.get(key)
+    if tab is None:
+        try:
+            from ..catalog.predictor import load_predictor
+
+            pred = load_predictor()
+            rows = [[pred.predict_many([(a, b) for b in eng.profiles], t) for a in eng.profiles]
+                    for t in eng.type_names]
+            xi = np.array(rows, dtype=np.float64).transpose(1, 2, 0, 3)
+        except (ImportError, ValueError, OSError):
+            from ..interference import FeatureInterference
+
+            f = FeatureInterference()
+            xi = np.array([[[f.pair_xi(a, b, t) for t in eng.type_names] for b in eng.profiles]
+                           for a in eng.profiles], dtype=np.float64)
+        tab = _XI_TABLES[key] = 1.0 - 1.0 / np.maximum(xi, 1.0)
+    return tab
+
+
+def slack_feature(slack_s: np.ndarray | float) -> np.ndarray | float:
+    """Deadline slack in seconds squashed to (0, 1), 0.5 at zero slack."""
+    return 0.5 + 0.5 * slack_s / (np.abs(slack_s) + _HOUR)
 
 
 class ObservationBuilder:
@@ -44,9 +88,9 @@ class ObservationBuilder:
         self.n_pending = n_pending
         self.n_running = n_running
         self.n_types = len(eng.type_names)
-        sizes = (n_pending * PENDING_FEATURES, n_running * RUNNING_FEATURES, self.n_types * CLUSTER_FEATURES,
-                 CLOCK_FEATURES)
-        self.ends = tuple(int(x) for x in np.cumsum(sizes))  # ends of the four blocks in the flat layout
+        sizes = (n_pending * PENDING_FEATURES, n_running * RUNNING_FEATURES, n_pending * n_running * PAIR_FEATURES,
+                 self.n_types * CLUSTER_FEATURES, CLOCK_FEATURES)
+        self.ends = tuple(int(x) for x in np.cumsum(sizes))  # ends of the five blocks in the flat layout
         self.bind(eng)
 
     def bind(self, eng: ClusterEngine) -> None:
@@ -72,11 +116,27 @@ class ObservationBuilder:
         self.static_running[:, 9:12] = self.model_feat[mi]
         self.static_running.clip(0.0, 1.0, out=self.static_running)  # as each step's running block is
         self.solo_iter = eng.solo_time / eng.iterations
+        self.xi_tab = predicted_slowdowns(eng)
+        self.inv_types = 1.0 / max(self.n_types - 1, 1)
+        self.inv_horizon = 1.0 / max(float(eng.submit.max()) + float((eng.solo_time * eng.req_gpus).sum())
+                                     / eng.num_gpus, 1.0)
+        # per job: GPU type of its first GPU and nodes it spans, kept by the environment as jobs start
+        self.job_type = np.zeros(eng.n_jobs, dtype=np.int64)
+        self.job_nodes = np.ones(eng.n_jobs, dtype=np.int64)
+
+    def record_gpus(self, j: int) -> None:
+        """Note the GPU type and node count of job ``j``'s GPUs (after it starts or forks)."""
+        eng = self.eng
+        g = eng.gpus_of(j)
+        if len(g):
+            self.job_type[j] = eng.gpu_type[g[0]]
+            self.job_nodes[j] = len(np.unique(eng.gpu_node[g]))
 
     def space(self, flat: bool) -> spaces.Space:
         shapes = {
             "pending": (self.n_pending, PENDING_FEATURES),
             "running": (self.n_running, RUNNING_FEATURES),
+            "pairs": (self.n_pending, self.n_running, PAIR_FEATURES),
             "cluster": (self.n_types, CLUSTER_FEATURES),
             "clock": (CLOCK_FEATURES,),
         }
@@ -87,9 +147,9 @@ class ObservationBuilder:
         return spaces.Dict({k: spaces.Box(0.0, 1.0, (int(np.prod(s)),), np.float32) for k, s in shapes.items()})
 
     def split(self, flat_obs: np.ndarray) -> dict[str, np.ndarray]:
-        """The ``Dict`` observation whose keys are views of the four blocks of one flat array."""
-        a, b, c, _ = self.ends
-        return {"pending": flat_obs[:a], "running": flat_obs[a:b], "cluster": flat_obs[b:c], "clock": flat_obs[c:]}
+        """The ``Dict`` observation whose keys are views of the five blocks of one flat array."""
+        starts = (0, *self.ends[:-1])
+        return {k: flat_obs[a:b] for k, a, b in zip(KEYS, starts, self.ends, strict=True)}
 
     def build(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> dict[str, np.ndarray]:
         """The observation for the current engine state from scratch, given the windows and which pending jobs
@@ -107,6 +167,10 @@ class ObservationBuilder:
             rows[:, 3] = work / (work + _HOUR)
             rows[:, 8] = placeable
             rows[:, 9] = eng.n_preempt[j] > 0
+            dl = eng.deadline[j]
+            has = dl == dl
+            rows[:, 10] = has
+            rows[:, 11] = np.where(has, slack_feature(np.where(has, dl, 0.0) - now - work), 0.0)
             pend[:len(j)] = rows
         if len(running):
             j = running
@@ -126,8 +190,21 @@ class ObservationBuilder:
             r[:, 6] = shared / held
             r[:, 7] = np.minimum(held // eng.req_gpus[j] - 1, 7) / 7.0
             r[:, 8] = 1.0 - r[:, 6]
+            gpus = [eng.gpus_of(int(x)) for x in j]  # from the engine, not the env's per-job records
+            jt = np.array([eng.gpu_type[g[0]] for g in gpus], dtype=np.int64)
+            r[:, 12] = jt * self.inv_types
+            r[:, 13] = self.log_held[[len(np.unique(eng.gpu_node[g])) for g in gpus]]
+            r[:, 14] = 1.0 - 1.0 / eng.accum[j]
+            dl = eng.deadline[j]
+            has = dl == dl
+            r[:, 15] = np.where(has, slack_feature(np.where(has, dl, 0.0) - now - t_left), 0.0)
             r.clip(0.0, 1.0, out=r)  # float rounding at the edges
             run[:len(j)] = r
+        pairs = np.zeros((self.n_pending, self.n_running, PAIR_FEATURES), dtype=np.float32)
+        if len(pending) and len(running):
+            mp = eng.job_model[pending][:, None]
+            mr = eng.job_model[running][None, :]
+            pairs[:len(pending), :len(running)] = self.xi_tab[mp, mr, jt[None, :]]
         clus = np.zeros((self.n_types, CLUSTER_FEATURES), dtype=np.float32)
         free = eng.type_total - eng.busy_t
         clus[:, 0] = free * self.inv_type_total
@@ -142,10 +219,11 @@ class ObservationBuilder:
             eng.n_done / eng.n_jobs,
             eng._next_arrival / eng.n_jobs,
             (now % round_s) / round_s if round_s else 0.0,
+            now * self.inv_horizon / (1.0 + now * self.inv_horizon),
         ], dtype=np.float32)
-        return {"pending": pend.ravel(), "running": run.ravel(), "cluster": clus.ravel(), "clock": clock}
+        return {"pending": pend.ravel(), "running": run.ravel(), "pairs": pairs.ravel(), "cluster": clus.ravel(),
+                "clock": clock}
 
     @staticmethod
     def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
-        return np.concatenate([obs["pending"].ravel(), obs["running"].ravel(), obs["cluster"].ravel(),
-                               obs["clock"]]).astype(np.float32)
+        return np.concatenate([obs[k].ravel() for k in KEYS]).astype(np.float32)

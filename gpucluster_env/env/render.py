@@ -1,10 +1,12 @@
-"""Text rendering of the cluster with ``rich``: GPU grid by node coloured by job, queue, clock, metrics."""
+"""Rendering of the cluster: an RGB image of the GPU grid (numpy only, for ``RecordVideo``), and text with
+``rich``: GPU grid by node coloured by job, queue, clock, metrics."""
 
 from __future__ import annotations
 
 import io
 from typing import TYPE_CHECKING
 
+import numpy as np
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
@@ -80,3 +82,38 @@ def render_text(env: GPUClusterEnv, width: int = 110) -> str:
     console = Console(file=io.StringIO(), width=width, force_terminal=True, color_system="standard")
     console.print(Panel(body, title=f"gpucluster · {env.scenario.name}", border_style="blue"))
     return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+CELL = 8  # pixels per GPU cell
+_RGB = np.array([(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
+                 (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
+                 (170, 110, 40), (128, 0, 0), (170, 255, 195), (128, 128, 0)], dtype=np.uint8)
+
+
+def render_rgb(eng, max_nodes: int = MAX_NODES_SHOWN) -> np.ndarray:  # noqa: ANN001 (engine)
+    """``(H, W, 3)`` uint8 image of the GPU grid: one row of cells per node, one cell per GPU coloured by its
+    job (a stable colour per job index); a GPU shared by two jobs shows the first job in its top half and the
+    second in its bottom half; free GPUs are dark grey. A bar under the grid shows the fraction of jobs done.
+    The size depends only on the cluster, so every frame of an episode has the same shape."""
+    nodes = min(eng.num_nodes, max_nodes)
+    width = int(eng.node_size[:nodes].max()) if nodes else 1
+    h, w = (nodes + 1) * CELL, width * CELL
+    img = np.full((h, w, 3), 16, dtype=np.uint8)
+    half = CELL // 2
+    for node in range(nodes):
+        lo = int(eng.node_start[node])
+        y = node * CELL
+        for k in range(int(eng.node_size[node])):
+            a, b = int(eng.slot_job[lo + k, 0]), int(eng.slot_job[lo + k, 1])
+            x = k * CELL
+            cell = img[y + 1:y + CELL - 1, x + 1:x + CELL - 1]
+            if a < 0:
+                cell[:] = 64
+            elif b < 0:
+                cell[:] = _RGB[a % len(_RGB)]
+            else:
+                cell[:half - 1] = _RGB[a % len(_RGB)]
+                cell[half - 1:] = _RGB[b % len(_RGB)]
+    done = int(round(w * eng.n_done / max(eng.n_jobs, 1)))
+    img[nodes * CELL + 2:nodes * CELL + CELL - 2, :done] = 200
+    return img

@@ -1,0 +1,283 @@
+"""Training with stable-baselines3 / sb3-contrib: MaskablePPO (default) on the masked Dict env, PPO and DQN on
+the flat ``Box`` variant (their out-of-mask actions are counted no-ops).
+
+One call of :func:`train` builds ``n_envs`` environments in subprocesses (``SubprocVecEnv``), each drawing every
+episode's scenario and trace window from a list (:class:`TraceWindows`: the curriculum over Philly windows),
+optionally warm-starts the policy by behaviour cloning from Castor's decisions (:mod:`.bc`), and learns with a
+maskable evaluation callback on held-out seeds, periodic checkpoints, CSV and (when the ``tensorboard`` package
+is installed) TensorBoard logs, and a ``rich`` progress bar. The output directory holds ``model.zip``,
+``meta.json`` (algorithm, configuration, seeds, ``env.spec.to_json()``, package versions, wall time),
+``best/best_model.zip``, ``checkpoints/`` and ``logs/``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+ALGOS = ("maskable_ppo", "ppo", "dqn")
+EVAL_SEED = 1_000_000
+"""Evaluation episodes during training draw their traces from seeds from here on, never used for training."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run depends on (saved in meta.json)."""
+
+    out: str
+    algo: str = "maskable_ppo"
+    scenarios: tuple[str, ...] = ("castor-philly",)
+    windows: tuple[str, ...] = ("busiest", "random")
+    timesteps: int = 100_000
+    seed: int = 0
+    n_envs: int = 2
+    vec: str = "subproc"
+    learning_rate: float = 3e-4
+    n_steps: int = 1024
+    batch_size: int = 256
+    n_epochs: int = 4
+    gamma: float = 0.995
+    gae_lambda: float = 0.95
+    ent_coef: float = 0.003
+    clip_range: float = 0.1
+    net_arch: tuple[int, ...] = (128, 128)
+    bc_episodes: int = 0
+    bc_epochs: int = 20
+    bc_experts: tuple[str, ...] = ("castor",)
+    """The reference policy cloned on each scenario (one for all, or one per scenario in order)."""
+    eval_freq: int = 20_000
+    eval_episodes: int = 2
+    checkpoint_freq: int = 50_000
+    threads: int = 1
+    progress: bool = True
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.algo not in ALGOS:
+            raise ValueError(f"unknown algorithm {self.algo!r}; known: {', '.join(ALGOS)}")
+        if self.timesteps < 1 or self.n_envs < 1:
+            raise ValueError("timesteps and n_envs must be positive")
+        if self.vec not in ("subproc", "dummy"):
+            raise ValueError(f"vec must be 'subproc' or 'dummy', got {self.vec!r}")
+        if not self.scenarios:
+            raise ValueError("at least one scenario is needed")
+        if len(self.bc_experts) not in (1, len(self.scenarios)):
+            raise ValueError("give one behaviour-cloning expert, or one per scenario")
+
+    def expert_for(self, k: int) -> str:
+        """The expert cloned on ``scenarios[k]``."""
+        return self.bc_experts[k if len(self.bc_experts) > 1 else 0]
+
+    def env_args(self) -> dict[str, Any]:
+        """Keyword arguments of every environment of the run (the flat variant for PPO and DQN)."""
+        kw = {"observation": "dict" if self.algo == "maskable_ppo" else "box"}
+        kw.update(self.env_kwargs)
+        return kw
+
+
+class TraceWindows(gym.Wrapper):
+    """Curriculum over trace windows: each ``reset`` draws the episode's scenario among ``scenarios`` and its
+    trace window among ``windows`` (``busiest``, ``random``, ``hours:A-B``) from the wrapper's own generator.
+    The scenarios must share the cluster's GPU types (the spaces do not change)."""
+
+    def __init__(self, env: gym.Env, scenarios: tuple[str, ...], windows: tuple[str, ...], seed: int) -> None:
+        super().__init__(env)
+        from ..scenarios import get_scenario
+
+        self.choices = [get_scenario(s).with_options(window=w) if w else get_scenario(s)
+                        for s in scenarios for w in windows]
+        self._rng = np.random.default_rng(seed)
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
+        self.env.unwrapped.scenario = self.choices[int(self._rng.integers(len(self.choices)))]
+        return self.env.reset(**kwargs)
+
+    def action_masks(self) -> np.ndarray:
+        return self.env.unwrapped.action_masks()
+
+
+def _make_env(cfg: TrainConfig, rank: int) -> Any:
+    def thunk() -> gym.Env:
+        from stable_baselines3.common.monitor import Monitor
+
+        from ..env import GPUClusterEnv
+        from ..registration import max_episode_steps
+
+        env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
+        env = gym.wrappers.TimeLimit(env, max_episode_steps(env.engine.n_jobs))
+        env = TraceWindows(env, cfg.scenarios, cfg.windows, seed=cfg.seed * 1000 + rank)
+        return Monitor(env)
+
+    return thunk
+
+
+def make_vec(cfg: TrainConfig) -> Any:
+    """The training vector env: ``n_envs`` environments in subprocesses (or in-process with ``vec='dummy'``),
+    seeded ``seed + rank``."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    fns = [_make_env(cfg, r) for r in range(cfg.n_envs)]
+    # forkserver (SB3's default here), not fork: forking a process whose torch threads already ran can deadlock
+    vec = SubprocVecEnv(fns) if cfg.vec == "subproc" and cfg.n_envs > 1 else DummyVecEnv(fns)
+    vec.seed(cfg.seed)
+    return vec
+
+
+def make_model(cfg: TrainConfig, vec: Any, logdir: Path | None) -> Any:
+    """A new SB3 model of ``cfg.algo`` on ``vec``."""
+    common = {"seed": cfg.seed, "device": "cpu", "verbose": 0,
+              "policy_kwargs": {"net_arch": list(cfg.net_arch)}}
+    if cfg.algo == "dqn":
+        from stable_baselines3 import DQN
+
+        return DQN("MlpPolicy", vec, learning_rate=cfg.learning_rate, gamma=cfg.gamma, buffer_size=100_000,
+                   learning_starts=min(5_000, cfg.timesteps // 4), batch_size=cfg.batch_size, **common)
+    ppo_args = {"learning_rate": cfg.learning_rate, "n_steps": cfg.n_steps, "batch_size": cfg.batch_size,
+                "n_epochs": cfg.n_epochs, "gamma": cfg.gamma, "gae_lambda": cfg.gae_lambda,
+                "ent_coef": cfg.ent_coef, "clip_range": cfg.clip_range, **common}
+    if cfg.algo == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO("MlpPolicy", vec, **ppo_args)
+    from sb3_contrib import MaskablePPO
+
+    return MaskablePPO("MultiInputPolicy", vec, **ppo_args)
+
+
+def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
+    from stable_baselines3.common.callbacks import CheckpointCallback
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    eval_cfg = TrainConfig(**{**asdict(cfg), "windows": ("",), "seed": EVAL_SEED, "n_envs": 1})
+    eval_env = DummyVecEnv([_make_env(eval_cfg, 0)])
+    eval_env.seed(EVAL_SEED)
+    every = max(cfg.eval_freq // cfg.n_envs, 1)
+    kwargs = {"eval_freq": every, "n_eval_episodes": cfg.eval_episodes * len(cfg.scenarios), "deterministic": True,
+              "best_model_save_path": str(out / "best"), "log_path": str(out / "eval"), "verbose": 0}
+    if cfg.algo == "maskable_ppo":
+        from sb3_contrib.common.maskable.callbacks import MaskableEvalCallback
+
+        ev = MaskableEvalCallback(eval_env, **kwargs)
+    else:
+        from stable_baselines3.common.callbacks import EvalCallback
+
+        ev = EvalCallback(eval_env, **kwargs)
+    ckpt = CheckpointCallback(max(cfg.checkpoint_freq // cfg.n_envs, 1), str(out / "checkpoints"), "model")
+    cbs = [ev, ckpt]
+    if cfg.progress:
+        from .progress import RichProgress
+
+        cbs.append(RichProgress(cfg.timesteps))
+    return cbs
+
+
+def _logger(out: Path) -> Any:
+    from stable_baselines3.common.logger import configure
+
+    formats = ["csv"]
+    try:
+        import tensorboard  # noqa: F401
+
+        formats.append("tensorboard")
+    except ImportError:
+        pass
+    return configure(str(out / "logs"), formats)
+
+
+def versions() -> dict[str, str]:
+    """Versions of the packages a saved model depends on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for dist in ("gpucluster-env", "stable-baselines3", "sb3-contrib", "torch", "gymnasium", "numpy"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            out[dist] = "unknown"
+    return out
+
+
+def env_spec_json(cfg: TrainConfig) -> str:
+    """``env.spec.to_json()`` of the run's first scenario with the run's environment arguments."""
+    from ..registration import env_id
+
+    env = gym.make(env_id(cfg.scenarios[0]), **cfg.env_args())
+    try:
+        return env.spec.to_json()
+    finally:
+        env.close()
+
+
+def _gpu_types(scenario: str) -> int:
+    from ..scenarios import get_scenario
+
+    return len({n.gpu_type for n in get_scenario(scenario).cluster.nodes})
+
+
+def train(cfg: TrainConfig, command: str | None = None) -> Path:
+    """Train a model by ``cfg``; returns the output directory."""
+    import torch
+
+    torch.set_num_threads(cfg.threads)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    meta = {
+        "algo": cfg.algo,
+        "config": asdict(cfg),
+        "env_kwargs": cfg.env_args(),
+        "env_spec": json.loads(env_spec_json(cfg)),
+        "seeds": {"model": cfg.seed, "envs": [cfg.seed + r for r in range(cfg.n_envs)],
+                  "windows": [cfg.seed * 1000 + r for r in range(cfg.n_envs)], "eval": EVAL_SEED},
+        "versions": versions(),
+        "gpu_types": _gpu_types(cfg.scenarios[0]),
+        "command": command,
+    }
+    _write_meta(out, meta)  # now, so checkpoints of an interrupted run can be loaded
+    vec = make_vec(cfg)
+    try:
+        model = make_model(cfg, vec, out)
+        model.set_logger(_logger(out))
+        bc_stats: dict[str, Any] = {}
+        if cfg.bc_episodes > 0:
+            from .bc import behaviour_clone
+
+            bc_stats = behaviour_clone(model, cfg)
+            model.save(str(out / "bc_model.zip"))
+        model.learn(total_timesteps=cfg.timesteps, callback=_callbacks(cfg, out))
+        model.save(str(out / "model.zip"))
+    finally:
+        vec.close()
+    meta.update(timesteps=int(model.num_timesteps), wall_s=time.perf_counter() - t0, behaviour_cloning=bc_stats)
+    _write_meta(out, meta)
+    return out
+
+
+def _write_meta(out: Path, meta: dict[str, Any]) -> None:
+    (out / "meta.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+
+
+def measure_train_speed(timesteps: int = 4096, n_envs: int = 2, **overrides: Any) -> float:
+    """``sb3_train_steps_per_s``: timesteps per second of the shipped training configuration (MaskablePPO,
+    ``n_envs`` subprocess envs on castor-philly) over ``timesteps`` steps, rollouts and updates included."""
+    import tempfile
+
+    import torch
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cfg = TrainConfig(out=tmp, timesteps=timesteps, n_envs=n_envs, progress=False, **overrides)
+        torch.set_num_threads(cfg.threads)
+        vec = make_vec(cfg)
+        try:
+            model = make_model(cfg, vec, None)
+            t0 = time.perf_counter()
+            model.learn(total_timesteps=timesteps)
+            return model.num_timesteps / (time.perf_counter() - t0)
+        finally:
+            vec.close()

@@ -1,0 +1,72 @@
+"""``gpucluster train``: train an RL policy with stable-baselines3 / sb3-contrib (gpucluster_env.agents)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+
+def _csv(text: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in text.split(",") if x.strip())
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("train", help="train an RL policy (MaskablePPO, PPO, DQN)",
+                       description="Train a policy with stable-baselines3 and save it with its metadata in --out. "
+                                   "See docs/rl.md.")
+    p.add_argument("--algo", default="maskable_ppo", choices=("maskable_ppo", "ppo", "dqn"))
+    p.add_argument("--scenario", default="castor-philly",
+                   help="scenario, or several with the same number of GPU types, comma-separated")
+    p.add_argument("--windows", default="busiest,random",
+                   help="trace windows drawn per episode (curriculum), comma-separated; '' keeps the scenario's")
+    p.add_argument("--timesteps", type=int, default=100_000)
+    p.add_argument("--out", required=True, help="output directory (model.zip, meta.json, logs/, checkpoints/)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n-envs", type=int, default=2, help="environments, in subprocesses")
+    p.add_argument("--bc-episodes", type=int, default=0,
+                   help="warm start: behaviour-clone this many expert episodes first (MaskablePPO)")
+    p.add_argument("--bc-epochs", type=int, default=20)
+    p.add_argument("--bc-expert", default="castor",
+                   help="reference policy cloned, or one per scenario, comma-separated")
+    p.add_argument("--learning-rate", type=float, default=3e-4)
+    p.add_argument("--ent-coef", type=float, default=0.003)
+    p.add_argument("--n-steps", type=int, default=1024, help="rollout steps per env between updates")
+    p.add_argument("--eval-freq", type=int, default=20_000, help="timesteps between evaluations")
+    p.add_argument("--eval-episodes", type=int, default=2, help="evaluation episodes per scenario")
+    p.add_argument("--checkpoint-freq", type=int, default=50_000)
+    p.add_argument("--threads", type=int, default=1, help="torch threads")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def command_line(args: argparse.Namespace) -> str:
+    """The equivalent ``gpucluster train`` command with every option spelled out (saved in meta.json)."""
+    parts = ["gpucluster", "train"]
+    for key, value in vars(args).items():
+        if key in ("func", "command"):
+            continue
+        flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool):
+            parts += [flag] if value else []
+        else:
+            parts += [flag, shlex.quote(str(value))]
+    return " ".join(parts)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpucluster_env.agents.train import TrainConfig, train
+    from gpucluster_env.scenarios import get_scenario
+
+    scenarios = _csv(args.scenario)
+    for s in scenarios:
+        get_scenario(s)  # fail fast on a bad name
+    cfg = TrainConfig(
+        out=args.out, algo=args.algo, scenarios=scenarios, windows=_csv(args.windows) or ("",),
+        timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs, learning_rate=args.learning_rate,
+        ent_coef=args.ent_coef, n_steps=args.n_steps, bc_episodes=args.bc_episodes, bc_epochs=args.bc_epochs,
+        bc_experts=_csv(args.bc_expert), eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
+        checkpoint_freq=args.checkpoint_freq, threads=args.threads, progress=not args.no_progress,
+    )
+    out = train(cfg, command=command_line(args))
+    print(f"model written to {out / 'model.zip'} (metadata: {out / 'meta.json'})")
+    return 0

@@ -1,0 +1,106 @@
+"""The rules that keep the decision process from stalling: a bound on the actions between two clock advances.
+
+Only ``wait`` moves simulated time; every other action returns at the same instant. Without limits an agent can
+undo what it just did (place then preempt, squeeze then swell) forever at one instant. The environment masks:
+
+1. ``place`` / ``share`` / ``colocate`` of a job preempted at this instant (a preempted job cannot restart at it);
+2. ``preempt`` of a job started at this instant, and of a job that has run less than ``min_run_s`` since its
+   last start (the minimum run quantum);
+3. ``squeeze`` / ``swell`` of a job whose share already changed at this instant, and everywhere on scenarios
+   that do not calibrate (no ``tick_s``: their decision points are not calibration ticks);
+4. ``fork`` of a job forked at this instant.
+
+**The bound.** Let ``J`` be the jobs in the system (pending + running) at the instant; arrivals and completions
+happen only when the clock advances, so ``J`` is fixed within an instant. Each job contributes at most one start
+or one preemption (a started job cannot be preempted, a preempted one cannot restart), at most one share change
+and at most one fork. So the non-wait actions between two advances number at most::
+
+    B(J) = (1 + c + f) x J,   c = 1 if the scenario calibrates (tick_s) else 0,
+                              f = 1 if forking is on (round-based scenarios) else 0
+
+(``J`` on castor-philly). An out-of-mask action sent anyway is by default a counted no-op that advances the
+clock like ``wait``, so it never adds to the count. Typed actions from white-box agents are recorded (so the
+masks that follow them are right) but not restricted: reference policies act as their papers describe.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .codec import ActionLayout
+
+NEVER = -1  # instant id of "never"
+
+
+class DecisionRules:
+    """Per-job records of what happened at which instant (an id that grows with every clock advance), and the
+    masking of the actions the rules forbid."""
+
+    def __init__(self, n_jobs: int, min_run_s: float, calibrates: bool) -> None:
+        self.min_run_s = float(min_run_s)
+        self.calibrates = calibrates
+        self.instant = 0
+        self.started = np.full(n_jobs, NEVER, dtype=np.int64)
+        self.preempted = np.full(n_jobs, NEVER, dtype=np.int64)
+        self.shared = np.full(n_jobs, NEVER, dtype=np.int64)
+        self.forked = np.full(n_jobs, NEVER, dtype=np.int64)
+        self.run_since = np.full(n_jobs, -np.inf)
+        self.actions_now = 0  # non-wait actions applied since the last clock advance
+        self._preempts_now = 0  # of which preemptions, and forks (their masks need no work without any)
+        self._forks_now = 0
+
+    def advanced(self) -> None:
+        """The clock moved to the next decision point."""
+        self.instant += 1
+        self.actions_now = 0
+        self._preempts_now = 0
+        self._forks_now = 0
+
+    def record_start(self, j: int, now: float) -> None:
+        self.started[j] = self.instant
+        self.run_since[j] = now
+
+    def record_preempt(self, j: int) -> None:
+        self.preempted[j] = self.instant
+        self._preempts_now += 1
+
+    def record_share(self, j: int) -> None:
+        self.shared[j] = self.instant
+
+    def record_fork(self, j: int) -> None:
+        self.forked[j] = self.instant
+        self._forks_now += 1
+
+    def restrict(self, mask: np.ndarray, layout: ActionLayout, pending: np.ndarray, running: np.ndarray,
+                 now: float) -> None:
+        """Clear, in place, the actions of ``mask`` (computed from the engine for these windows) the rules
+        forbid at this instant."""
+        L = layout
+        n_p, n_r = len(pending), len(running)
+        inst = self.instant
+        if n_p and self._preempts_now:
+            blocked = np.flatnonzero(self.preempted[pending] == inst)
+            if len(blocked):
+                mask[L.place_off:L.share_off].reshape(L.n_pending, L.place_width)[blocked] = False
+                if L.compact:
+                    mask[L.share_off + blocked] = False
+                else:
+                    mask[L.colocate_off:L.squeeze_off].reshape(L.n_pending, -1)[blocked] = False
+        if n_r:
+            run = running
+            keep = (self.started[run] != inst) & (now - self.run_since[run] >= self.min_run_s)
+            mask[L.preempt_off:L.preempt_off + n_r] &= keep
+            if self.calibrates:
+                fresh = self.shared[run] != inst
+                mask[L.squeeze_off:L.squeeze_off + n_r] &= fresh
+                mask[L.swell_off:L.swell_off + n_r] &= fresh
+            else:
+                mask[L.squeeze_off:L.squeeze_off + n_r] = False
+                mask[L.swell_off:L.swell_off + n_r] = False
+            if self._forks_now:
+                mask[L.fork_off:L.fork_off + n_r] &= self.forked[run] != inst
+
+    @staticmethod
+    def bound(jobs_in_system: int, calibrates: bool, forks: bool) -> int:
+        """The most non-wait actions the masks allow between two clock advances (see the module docstring)."""
+        return (1 + int(calibrates) + int(forks)) * jobs_in_system

@@ -1,0 +1,123 @@
+"""Trained policies: the train / evaluate / run commands end to end, the shipped model, determinism, masks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gpucluster_env.agents.policies import SHIPPED_DIR
+from gpucluster_env.baselines import make_policy, policy_names
+from gpucluster_env.leaderboard.runner import run_episode
+
+from gpucluster_env.cli.main import main
+
+SHIPPED_SCENARIOS = ("castor-philly", "sjfbsbf-philly")
+
+
+class MaskChecked:
+    """Wraps a policy; asserts each int action it returns is allowed by the env's mask."""
+
+    def __init__(self, pol):  # noqa: ANN001
+        self.pol = pol
+        self.checked = 0
+
+    def __getattr__(self, name):  # noqa: ANN001
+        return getattr(self.pol, name)
+
+    def act(self, obs, env):  # noqa: ANN001
+        a = self.pol.act(obs, env)
+        assert env.unwrapped.action_masks()[a], a
+        self.checked += 1
+        return a
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A short MaskablePPO run on tiny through the CLI: behaviour cloning, 2 subprocess envs, evaluation and
+    checkpoint callbacks."""
+    out = tmp_path_factory.mktemp("rl") / "run"
+    rc = main(["train", "--scenario", "tiny", "--timesteps", "256", "--n-steps", "64", "--out", str(out),
+               "--bc-episodes", "1", "--bc-epochs", "1", "--eval-freq", "128", "--eval-episodes", "1",
+               "--checkpoint-freq", "128", "--no-progress", "--windows", ""])
+    assert rc == 0
+    return out
+
+
+def test_training_writes_model_metadata_logs_and_checkpoints(trained: Path) -> None:
+    meta = json.loads((trained / "meta.json").read_text())
+    assert meta["algo"] == "maskable_ppo" and meta["timesteps"] >= 256
+    assert meta["versions"]["gpucluster-env"] and meta["seeds"]["model"] == 0
+    assert meta["env_spec"]["id"] == "gpucluster_env/Tiny-v0"
+    assert meta["behaviour_cloning"]["samples"] > 0 and meta["command"].startswith("gpucluster train")
+    assert (trained / "model.zip").is_file() and (trained / "bc_model.zip").is_file()
+    assert (trained / "logs" / "progress.csv").is_file()
+    assert any((trained / "checkpoints").iterdir()) and (trained / "best" / "best_model.zip").is_file()
+
+
+def test_evaluate_and_run_a_trained_model(trained: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["evaluate", "--model", str(trained), "--scenario", "tiny", "--seeds", "0,1",
+                 "--baselines", "fifo", "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    rows = res["summary"]["tiny"]
+    assert set(rows) == {f"rl:{trained}", "fifo"} and len(rows["fifo"]["values"]) == 2
+    assert main(["run", "--scenario", "tiny", "--policy", f"rl:{trained}", "--json"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["jobs_done"] == run["jobs"]
+
+
+def test_evaluation_is_deterministic_and_inside_the_mask(trained: Path) -> None:
+    pol = MaskChecked(make_policy(f"rl:{trained}"))
+    a = run_episode("tiny", pol, 3)
+    b = run_episode("tiny", make_policy(f"rl:{trained}"), 3)
+    assert pol.checked > 0 and not a["truncated"]
+    same = [json.dumps({k: v for k, v in r.items() if k != "wall_s"}, sort_keys=True, default=str) for r in (a, b)]
+    assert same[0] == same[1]  # (as JSON: NaN metrics compare equal)
+
+
+@pytest.mark.parametrize("algo", ["ppo", "dqn"])
+def test_flat_variants_train(tmp_path: Path, algo: str) -> None:
+    from gpucluster_env.agents.policies import load_model
+    from gpucluster_env.agents.train import TrainConfig, train
+
+    out = train(TrainConfig(out=str(tmp_path / algo), algo=algo, scenarios=("tiny",), timesteps=128, n_steps=64,
+                            n_envs=1, vec="dummy", eval_freq=10_000, progress=False))
+    model, meta = load_model(out)
+    assert meta["env_kwargs"]["observation"] == "box" and model.num_timesteps >= 128
+    r = run_episode("tiny", make_policy(f"rl:{out}"), 0)
+    assert r["jobs"] > 0
+
+
+def test_bad_model_directory_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["run", "--policy", f"rl:{tmp_path}"]) == 2
+    assert "meta.json" in capsys.readouterr().err
+
+
+def test_random_and_shipped_policies_are_listed() -> None:
+    names = policy_names()
+    assert "random" in names and any(n.startswith("rl") for n in names)
+    r = run_episode("tiny", "random", 0)
+    assert r["jobs_done"] == r["jobs"]
+
+
+@pytest.mark.parametrize("scenario", SHIPPED_SCENARIOS)
+def test_shipped_model_completes_its_scenarios_inside_the_mask(scenario: str) -> None:
+    assert (SHIPPED_DIR / "model.zip").is_file()
+    pol = MaskChecked(make_policy("rl-castor-philly"))
+    r = run_episode(scenario, pol, 0)
+    assert not r["truncated"] and r["jobs_done"] == r["jobs"] and pol.checked == r["steps"]
+
+
+def test_shipped_model_applies_only_to_one_type_clusters() -> None:
+    cls = type(make_policy("rl-castor-philly"))
+    from gpucluster_env.scenarios import get_scenario
+
+    assert cls.applies_to(get_scenario("castor-philly")) and not cls.applies_to(get_scenario("tiny"))
+
+
+def test_bench_measures_training_speed() -> None:
+    from gpucluster_env.agents.train import measure_train_speed
+
+    assert measure_train_speed(256, n_envs=2, n_steps=64) > 0
+    assert np.isfinite(measure_train_speed(128, n_envs=1, n_steps=64, vec="dummy"))
