@@ -18,6 +18,7 @@ SUBCOMMAND_MODULES = (
     "bench_cmd",
     "traces_cmd",
     "catalog_cmd",
+    "leaderboard_cmd",
 )
 
 
