@@ -139,9 +139,11 @@ def execute(
     address: str | None = None,
     replace_stale: bool = False,
     on_record: Callable[[dict[str, Any], int, int], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
 ) -> RunReport:
-    """Run every cell of ``board`` not yet in ``store`` and write its record as it finishes. ``on_record`` is
-    called with each new record, the count done and the count to do (the progress display)."""
+    """Run every cell of ``board`` not yet in ``store`` and write its record as it finishes. ``on_start`` is
+    called once the cells to run are known (with their count and the count already recorded), ``on_record``
+    with each new record, the count done and the count to do (the progress display)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
     if workers < 1:
@@ -149,6 +151,8 @@ def execute(
     check_policies(board)
     todo, prov = plan(board, store, replace_stale)
     rev = git_revision()
+    if on_start is not None:
+        on_start(len(todo), len(board.cells) - len(todo))
     t0 = time.perf_counter()
     stream = _local(todo, workers) if backend == "local" else _ray(todo, workers, address)
     done = 0

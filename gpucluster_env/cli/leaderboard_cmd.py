@@ -167,7 +167,7 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace, live_su
     new: list[dict[str, Any]] = []
 
     def partial() -> Table:
-        t = Table(title="partial results (mean avg JCT, h; episodes so far)", title_justify="left", box=None)
+        t = Table(title="partial results so far", title_justify="left", box=None)
         for col in ("scenario", "policy", "avg JCT h", "n"):
             t.add_column(col, justify="left" if col in ("scenario", "policy") else "right")
         rows = live_summary(new)
@@ -182,14 +182,23 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace, live_su
 
     t0 = time.perf_counter()
 
+    def on_start(todo: int, skipped: int) -> None:
+        nonlocal t0
+        progress.update(task, total=todo, description=f"{board.name} ({skipped} cells already recorded)")
+        live.start()
+        t0 = time.perf_counter()
+
     def on_record(rec: dict[str, Any], done: int, total: int) -> None:
         new.append(rec)
         rate = 60.0 * done / max(time.perf_counter() - t0, 1e-9)
         progress.update(task, total=total, completed=done, rate=f"{rate:.1f} cells/min")
         live.update(Group(progress, partial()))
 
-    with live:
-        return execute(board, store, args.workers, args.backend, args.address, args.replace_stale, on_record)
+    try:
+        return execute(board, store, args.workers, args.backend, args.address, args.replace_stale, on_record,
+                       on_start)
+    finally:
+        live.stop()
 
 
 BOARD_META = "board.json"
