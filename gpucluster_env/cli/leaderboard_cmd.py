@@ -38,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Per scenario: each policy's mean, IQM, 95%% bootstrap CI over seeds, rank, "
                                     "improvement over a reference with its CI, probability of improvement; then a "
                                     "normalized score across scenarios.")
-    s.add_argument("dir", help="results folder written by `leaderboard run`")
+    s.add_argument("dir", nargs="+", help="results folder(s) written by `leaderboard run` (shown together)")
+    _filters(s)
     s.add_argument("--format", default="table", choices=("table", "md", "csv", "json"))
     s.add_argument("--json", action="store_true", help="same as --format json")
     s.add_argument("--metric", action="append", help="metric(s) to rank by (repeatable; default: the board's)")
@@ -48,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl = lsub.add_parser("plot", help="PNG figures of a results folder (needs matplotlib: the `plot` extra)",
                          description="JCT CDFs per scenario, bar charts with 95%% CIs, and ours beside the papers' "
                                      "published numbers where they exist.")
-    pl.add_argument("dir", help="results folder written by `leaderboard run`")
+    pl.add_argument("dir", nargs="+", help="results folder(s) written by `leaderboard run`")
+    _filters(pl)
     pl.add_argument("--out", required=True, help="folder for the PNG files")
     pl.add_argument("--metric", default="avg_jct_s", help="metric of the bar charts")
     pl.add_argument("--reference", help="reference policy (default: the board's, else fifo)")
@@ -58,6 +60,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=boards)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenarios", help="only these scenarios, comma-separated, as labelled in the tables: "
+                                       "'castor-philly' is the scenario without options, "
+                                       "'sjfbsbf-philly (num_jobs=480)' a variant")
+    p.add_argument("--policies", help="only these policies, comma-separated, as labelled ('tiresias' is the default "
+                                      "one, 'tiresias (thresholds=[3600.0])' a variant)")
 
 
 def _split(v: str | None, what: str) -> list[str] | None:
@@ -224,27 +234,44 @@ def _board_meta(d: Path) -> dict[str, Any]:
         return {}
 
 
-def _load(d: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The current records of the folders in ``args.dir``, filtered by --scenarios/--policies labels, and the
+    first folder's board settings."""
     from gpucluster_env.leaderboard.execute import current_records
     from gpucluster_env.leaderboard.store import ResultStore
+    from gpucluster_env.leaderboard.summary import labelled
 
-    store = ResultStore(d)
-    records, notes = current_records(store)
-    for n in notes:
-        print(f"gpucluster leaderboard: note: {n}", file=sys.stderr)
+    records: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for d in args.dir:
+        recs, notes = current_records(ResultStore(d))
+        for n in notes:
+            print(f"gpucluster leaderboard: note: {d}: {n}", file=sys.stderr)
+        records += [r for r in recs if r["key"] not in seen]  # a cell recorded in two folders counts once
+        seen.update(r["key"] for r in recs)
+    where = ", ".join(args.dir)
     if not records:
-        raise ValueError(f"{d}: no records to show (run `gpucluster leaderboard run --out {d}` first)")
-    return records, _board_meta(Path(d))
+        raise ValueError(f"{where}: no records to show (run `gpucluster leaderboard run --out DIR` first)")
+    scen, pols = _split(args.scenarios, "scenarios"), _split(args.policies, "policies")
+    if scen or pols:
+        labels, _ = labelled(records)
+        for want, have, what in ((scen, {s for s, _ in labels}, "scenario"), (pols, {p for _, p in labels}, "policy")):
+            missing = sorted(set(want or ()) - have)
+            if missing:
+                raise ValueError(f"no {what} labelled {missing[0]!r} in {where}; there: {', '.join(sorted(have))}")
+        records = [r for r, (s, p) in zip(records, labels, strict=True)
+                   if (not scen or s in scen) and (not pols or p in pols)]
+    return records, _board_meta(Path(args.dir[0]))
 
 
 def show(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.summary import summarize
     from gpucluster_env.leaderboard.tables import print_rich, render
 
-    records, meta = _load(args.dir)
+    records, meta = _load(args)
     reference = args.reference or meta.get("reference", "fifo")
     if reference not in {r["cell"]["policy"] for r in records}:
-        raise ValueError(f"reference policy {reference!r} has no records in {args.dir}")
+        raise ValueError(f"reference policy {reference!r} has no records in {', '.join(args.dir)}")
     metrics = args.metric or meta.get("metrics", ["avg_jct_s"])
     summaries = [summarize(records, m, reference) for m in metrics]
     fmt = "json" if args.json else args.format
@@ -265,7 +292,7 @@ def show(args: argparse.Namespace) -> int:
 def plot(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.plots import write_plots
 
-    records, meta = _load(args.dir)
+    records, meta = _load(args)
     files = write_plots(records, Path(args.out), args.metric, args.reference or meta.get("reference", "fifo"))
     if args.json:
         import json
