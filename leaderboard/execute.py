@@ -86,11 +86,22 @@ def _init_worker() -> None:
         os.environ.setdefault(var, "1")
 
 
+def _failed(cell: Cell, e: BaseException) -> ValueError:
+    """A cell's failure as one line (the records finished before it are kept)."""
+    msg = str(e).splitlines()[0] if str(e) else ""
+    return ValueError(f"cell {cell.scenario_label} x {cell.policy_label} seed {cell.seed} failed: "
+                      f"{type(e).__name__}: {msg} (finished cells are recorded; rerun to resume)")
+
+
 def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any]]]:
     if workers == 1:
         _init_worker()
         for c in todo:
-            yield c, run_cell(c)
+            try:
+                result = run_cell(c)
+            except Exception as e:
+                raise _failed(c, e) from e
+            yield c, result
         return
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -101,7 +112,12 @@ def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
-                yield pending.pop(f), f.result()
+                cell = pending.pop(f)
+                try:
+                    result = f.result()
+                except Exception as e:
+                    raise _failed(cell, e) from e
+                yield cell, result
     finally:
         ex.shutdown(wait=False, cancel_futures=True)
 
@@ -125,7 +141,12 @@ def _ray(todo: list[Cell], workers: int, address: str | None) -> Iterator[tuple[
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
-                yield pending.pop(ref), ray.get(ref)
+                cell = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except Exception as e:
+                    raise _failed(cell, getattr(e, "cause", None) or e) from e
+                yield cell, result
     finally:
         for ref in pending:
             ray.cancel(ref, force=True)
@@ -188,12 +209,15 @@ def current_records(store: ResultStore) -> tuple[list[dict[str, Any]], list[str]
 
 def live_summary(records: list[dict[str, Any]], metric: str = LIVE_METRIC) -> list[tuple[str, str, float, int]]:
     """Partial results for the progress display: (scenario, policy, mean of ``metric``, episodes) per pair,
-    best first within a scenario."""
+    best first within a scenario; a policy with truncated episodes is marked ``†``."""
     acc: dict[tuple[str, str], list[float]] = {}
+    cut: set[tuple[str, str]] = set()
     for r in records:
         c = Cell.from_dict(r["cell"])
         v = r["metrics"].get(metric)
+        if r.get("truncated"):
+            cut.add((c.scenario_label, c.policy_label))
         if v is not None and math.isfinite(v):
             acc.setdefault((c.scenario_label, c.policy_label), []).append(float(v))
-    rows = [(s, p, statistics.fmean(v), len(v)) for (s, p), v in acc.items()]
+    rows = [(s, p + (" †" if (s, p) in cut else ""), statistics.fmean(v), len(v)) for (s, p), v in acc.items()]
     return sorted(rows, key=lambda r: (r[0], r[2]))

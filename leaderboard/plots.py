@@ -37,6 +37,13 @@ def _slug(label: str) -> str:
     return "-".join(p for p in keep.split("-") if p)
 
 
+def _save(plt: Any, fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def _colors(policies: list[str]) -> dict[str, Any]:
     import matplotlib
 
@@ -75,11 +82,7 @@ def plot_cdfs(records: list[dict[str, Any]], out: Path) -> list[Path]:
         ax.grid(True, which="both", alpha=0.3)
         ax.set_title(f"JCT CDF · {sl}")
         ax.legend(fontsize=7, loc="lower right")
-        fig.tight_layout()
-        path = out / f"cdf-{_slug(sl)}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        files.append(path)
+        files.append(_save(plt, fig, out / f"cdf-{_slug(sl)}.png"))
     return files
 
 
@@ -109,11 +112,7 @@ def plot_bars(records: list[dict[str, Any]], out: Path, metric: str, reference: 
         ax.set_visible(False)
     fig.suptitle(f"{metric}: mean over seeds, 95% bootstrap CI ({'lower' if summary.lower_is_better else 'higher'} "
                  "is better)", fontsize=10)
-    fig.tight_layout()
-    path = out / f"bars-{_slug(metric)}.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, out / f"bars-{_slug(metric)}.png")
 
 
 def _paper_key(cell: Cell) -> tuple[str, str] | None:
@@ -156,11 +155,7 @@ def plot_papers(records: list[dict[str, Any]], out: Path) -> list[Path]:
             ax.legend(fontsize=7)
         seeds = len({r["cell"]["seed"] for r in recs})
         fig.suptitle(f"{label}: ours ({seeds} seeds) beside the paper's published table", fontsize=10)
-        fig.tight_layout()
-        path = out / f"paper-{_slug(label)}.png"
-        fig.savefig(path, dpi=120)
-        plt.close(fig)
-        files.append(path)
+        files.append(_save(plt, fig, out / f"paper-{_slug(label)}.png"))
     return files
 
 

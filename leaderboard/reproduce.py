@@ -76,7 +76,8 @@ def record_row(rec: dict[str, Any]) -> dict[str, Any]:
     row = {k: (float("nan") if v is None else v) for k, v in rec["metrics"].items()}
     row.update(scenario=cell["scenario"], policy=cell["policy"], seed=cell["seed"], trace=rec.get("trace", ""),
                options=_opts_label(cell["scenario_options"]), xi=cell["env_options"].get("xi"),
-               popts=_popts_label(cell["policy_options"]), wall_s=rec.get("wall_s") or 0.0)
+               popts=_popts_label(cell["policy_options"]), wall_s=rec.get("wall_s") or 0.0,
+               truncated=bool(rec.get("truncated")))
     if jobs:
         nan = float("nan")
         row.update(split_by_size(np.asarray(jobs["gpus"]),
@@ -278,6 +279,10 @@ def render(res: Results, seeds: int, wall_s: float) -> str:
       "(only Tiresias preempts).\n")
     traces = sorted({_trace_name(r["trace"]) for r in res.rows})
     a("Traces used: " + "; ".join(traces) + ".\n")
+    cut = [r for r in res.rows if r.get("truncated")]
+    a(f"Truncated episodes: {len(cut)}" + (" (their numbers cover only the jobs finished before the limit: "
+      + ", ".join(sorted({f"{r['scenario']} {r['policy']} seed {r['seed']}" for r in cut})) + ")" if cut else "")
+      + ".\n")
     out.extend(_workload_section(seeds))
     a("## Paper settings (castor Tables 5–6, sjf-bsbf Tables III–IV)\n")
     for sc, opts in MAIN:

@@ -189,3 +189,13 @@ def test_bad_arguments_give_one_line_and_exit_2(argv: list[str], want: str, tmp_
     assert main(["leaderboard", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert want in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_failing_cell_is_one_line_and_keeps_finished_records(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    f = tmp_path / "b.toml"
+    f.write_text("seeds = 1\n[[group]]\nscenarios = ['tiny']\npolicies = ['fifo']\n"
+                 "[[group]]\nscenarios = ['tiny']\npolicies = ['sjf']\nenv_options = { n_pending = 0 }\n")
+    assert main(["leaderboard", "run", str(f), "--out", str(tmp_path / "r"), "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "x sjf seed 0 failed: ValueError: n_pending must be a positive integer" in err
+    assert len(err.splitlines()) == 1 and len(list((tmp_path / "r").glob("*.json"))) == 1

@@ -313,18 +313,9 @@ def boards(args: argparse.Namespace) -> int:
         rows.append({"name": n, "description": b.description, "cells": len(b.cells),
                      "scenarios": sorted({c.scenario_label for c in b.cells}),
                      "policies": sorted({c.policy_label for c in b.cells})})
-    if args.json:
-        import json
+    import json
 
-        print(json.dumps(rows))
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title="boards (gpucluster leaderboard run BOARD)")
-    for col in ("name", "cells", "description"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r["name"], str(r["cells"]), r["description"])
-    Console().print(t)
+    text = json.dumps(rows) if args.json else "\n".join(
+        f"{r['name']:<10} {r['cells']:>4} cells  {r['description']}" for r in rows)
+    print(text)
     return 0
