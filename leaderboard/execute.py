@@ -207,6 +207,20 @@ def current_records(store: ResultStore) -> tuple[list[dict[str, Any]], list[str]
     return keep, msgs
 
 
+def load_current(dirs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The current records of several results folders together (a cell recorded in two folders counts once)
+    and the notes on records left out, each prefixed with its folder."""
+    records: list[dict[str, Any]] = []
+    notes: list[str] = []
+    seen: set[str] = set()
+    for d in dirs:
+        recs, msgs = current_records(ResultStore(d))
+        notes += [f"{d}: {m}" for m in msgs]
+        records += [r for r in recs if r["key"] not in seen]
+        seen.update(r["key"] for r in recs)
+    return records, notes
+
+
 def live_summary(records: list[dict[str, Any]], metric: str = LIVE_METRIC) -> list[tuple[str, str, float, int]]:
     """Partial results for the progress display: (scenario, policy, mean of ``metric``, episodes) per pair,
     best first within a scenario; a policy with truncated episodes is marked ``†``."""

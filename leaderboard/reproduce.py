@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from .papers import LARGE_GPUS, PAPER, PAPER_SIZES, implied_large_share
+from .stats import improvement, improvement_ci, mean_ci
 
 POLICIES = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "sjf-ffs", "castor", "castor-oracle"]
 SWEEP_POLICIES = ["fifo", "sjf", "tiresias", "sjf-ffs", "castor"]
@@ -122,15 +123,16 @@ def _table(
     res: Results, sc: str, opts: str, policies: list[str], paper: dict[str, tuple[float, float]] | None,
     ref: str = "castor",
 ) -> list[str]:
-    lines = ["| policy | avg JCT (h) | queueing (h) | makespan (h) | colocations | preemptions | JCT vs "
-             f"{ref} | paper JCT (h) | paper queueing (h) | paper JCT vs {ref} |", "|" + "---|" * 10]
+    lines = ["| policy | avg JCT (h) | 95% CI | queueing (h) | makespan (h) | colocations | preemptions | JCT vs "
+             f"{ref} | paper JCT (h) | paper queueing (h) | paper JCT vs {ref} |", "|" + "---|" * 11]
     ref_jct = res.m(sc, ref, "avg_jct_s", opts)
     for p in policies:
         jct = res.m(sc, p, "avg_jct_s", opts)
         pp = (paper or {}).get(p)
         pref = (paper or {}).get(ref)
+        lo, hi = mean_ci(np.array([r["avg_jct_s"] for r in res.sel(sc, p, opts)], float) / 3600)
         lines.append(
-            f"| {p} | {_f(jct / 3600)} | {_f(res.m(sc, p, 'avg_queue_s', opts) / 3600)} | "
+            f"| {p} | {_f(jct / 3600)} | {_f(lo)}–{_f(hi)} | {_f(res.m(sc, p, 'avg_queue_s', opts) / 3600)} | "
             f"{_f(res.m(sc, p, 'makespan_s', opts) / 3600)} | {_f(res.m(sc, p, 'colocations', opts), 1)} | "
             f"{_f(res.m(sc, p, 'preemptions', opts), 1)} | {_rel(ref_jct, jct)} | "
             f"{_f(pp[0]) if pp else '–'} | {_f(pp[1]) if pp else '–'} | "
@@ -142,13 +144,26 @@ def _table(
 def _orderings(res: Results, sc: str, opts: str) -> list[str]:
     j = {p: res.m(sc, p, "avg_jct_s", opts) for p in POLICIES}
     checks = [
-        ("FIFO worst (highest avg JCT)", all(j["fifo"] >= v - 1e-9 for v in j.values())),
-        ("Tiresias worse than SJF", j["tiresias"] > j["sjf"]),
-        ("SJF-FFS better than SJF", j["sjf-ffs"] < j["sjf"]),
-        ("Castor better than SJF-FFS", j["castor"] < j["sjf-ffs"]),
-        ("Castor better than SJF", j["castor"] < j["sjf"]),
+        ("FIFO worst (highest avg JCT)", all(j["fifo"] >= v - 1e-9 for v in j.values()), ""),
+        ("Tiresias worse than SJF", j["tiresias"] > j["sjf"], _paired(res, sc, opts, "sjf", "tiresias")),
+        ("SJF-FFS better than SJF", j["sjf-ffs"] < j["sjf"], _paired(res, sc, opts, "sjf-ffs", "sjf")),
+        ("Castor better than SJF-FFS", j["castor"] < j["sjf-ffs"], _paired(res, sc, opts, "castor", "sjf-ffs")),
+        ("Castor better than SJF", j["castor"] < j["sjf"], _paired(res, sc, opts, "castor", "sjf")),
     ]
-    return [f"- {name}: **{'holds' if ok else 'does not hold'}**" for name, ok in checks]
+    return [f"- {name}: **{'holds' if ok else 'does not hold'}**{note}" for name, ok, note in checks]
+
+
+def _paired(res: Results, sc: str, opts: str, a: str, b: str) -> str:
+    """How sure the ordering of ``a`` and ``b`` is: the 95% interval of ``a``'s average JCT improvement over
+    ``b``'s, paired by seed (both ran the same job tables), and whether it excludes zero."""
+    by_seed = [{r["seed"]: r["avg_jct_s"] for r in res.sel(sc, p, opts)} for p in (a, b)]
+    seeds = sorted(set(by_seed[0]) & set(by_seed[1]))
+    if len(seeds) < 2:
+        return ""
+    x, y = (np.array([d[s] for s in seeds], float) for d in by_seed)
+    lo, hi = improvement_ci(x, y)
+    sure = "excludes 0" if lo > 0 or hi < 0 else "includes 0: within the seed-to-seed noise"
+    return f" ({a} vs {b}: {100 * improvement(x, y):+.1f}%, 95% CI {100 * lo:+.1f}% to {100 * hi:+.1f}%, {sure})"
 
 
 def _workload_section(seeds: int) -> list[str]:
@@ -274,7 +289,8 @@ def render(res: Results, seeds: int, wall_s: float) -> str:
       "i.e. `gpucluster run --scenario S --policy P --seed N [--option k=v] [--policy-option k=v] "
       "--option restart_s=30 --json`; "
       "numbers are means over seeds 0.."
-      f"{seeds - 1}. Times in hours. \"JCT vs castor\" is castor's relative improvement over the row "
+      f"{seeds - 1}, with the 95% bootstrap interval of the mean (`leaderboard/stats.py`). Times in hours. "
+      "\"JCT vs castor\" is castor's relative improvement over the row "
       "(positive: castor lower). Every cell charges preempted jobs a 30 s restart "
       "(only Tiresias preempts).\n")
     traces = sorted({_trace_name(r["trace"]) for r in res.rows})
@@ -425,16 +441,12 @@ def load_rows(dirs: list[str]) -> list[dict[str, Any]]:
     version are left out and reported on stderr, as ``leaderboard show`` does)."""
     import sys
 
-    from .execute import current_records
-    from .store import ResultStore
+    from .execute import load_current
 
-    rows: list[dict[str, Any]] = []
-    for d in dirs:
-        records, notes = current_records(ResultStore(d))
-        for n in notes:
-            print(f"reproduce: note: {d}: {n}", file=sys.stderr)
-        rows += [record_row(r) for r in records]
-    return rows
+    records, notes = load_current(dirs)
+    for n in notes:
+        print(f"reproduce: note: {n}", file=sys.stderr)
+    return [record_row(r) for r in records]
 
 
 def main(argv: list[str] | None = None) -> int:

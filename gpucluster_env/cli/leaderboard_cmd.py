@@ -237,18 +237,12 @@ def _board_meta(d: Path) -> dict[str, Any]:
 def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The current records of the folders in ``args.dir``, filtered by --scenarios/--policies labels, and the
     first folder's board settings."""
-    from gpucluster_env.leaderboard.execute import current_records
-    from gpucluster_env.leaderboard.store import ResultStore
+    from gpucluster_env.leaderboard.execute import load_current
     from gpucluster_env.leaderboard.summary import labelled
 
-    records: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for d in args.dir:
-        recs, notes = current_records(ResultStore(d))
-        for n in notes:
-            print(f"gpucluster leaderboard: note: {d}: {n}", file=sys.stderr)
-        records += [r for r in recs if r["key"] not in seen]  # a cell recorded in two folders counts once
-        seen.update(r["key"] for r in recs)
+    records, notes = load_current(args.dir)
+    for n in notes:
+        print(f"gpucluster leaderboard: note: {n}", file=sys.stderr)
     where = ", ".join(args.dir)
     if not records:
         raise ValueError(f"{where}: no records to show (run `gpucluster leaderboard run --out DIR` first)")
