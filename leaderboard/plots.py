@@ -44,11 +44,22 @@ def _save(plt: Any, fig: Any, path: Path) -> Path:
     return path
 
 
+LINESTYLES = ("-", "--", ":", "-.")
+HATCHES = {"-": "", "--": "//", ":": "..", "-.": "xx"}
+"""Bars of the policies beyond the first ten colours get a hatch, as their lines get a style."""
+
+
 def _colors(policies: list[str]) -> dict[str, Any]:
+    """A colour per policy (tab10, so neighbours stay distinct; beyond ten policies :func:`_style` varies the
+    line style)."""
     import matplotlib
 
-    cmap = matplotlib.colormaps["tab10"] if len(policies) <= 10 else matplotlib.colormaps["tab20"]
-    return {p: cmap(i % cmap.N) for i, p in enumerate(sorted(policies))}
+    cmap = matplotlib.colormaps["tab10"]
+    return {p: cmap(i % 10) for i, p in enumerate(sorted(policies))}
+
+
+def _style(policies: list[str], policy: str) -> str:
+    return LINESTYLES[(sorted(policies).index(policy) // 10) % len(LINESTYLES)]
 
 
 def _job_jcts(records: list[dict[str, Any]]) -> np.ndarray:
@@ -63,17 +74,18 @@ def plot_cdfs(records: list[dict[str, Any]], out: Path) -> list[Path]:
     by: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for rec, (sl, pl) in zip(records, labels, strict=True):
         by.setdefault(sl, {}).setdefault(pl, []).append(rec)
-    colors = _colors(sorted({pl for _, pl in labels}))
+    names = sorted({pl for _, pl in labels})
+    colors = _colors(names)
     files = []
     for sl, pols in sorted(by.items()):
-        fig, ax = plt.subplots(figsize=(7.5, 4.8))
+        fig, ax = plt.subplots(figsize=(10.5, 4.8))
         for pl, recs in sorted(pols.items()):
             jct = _job_jcts(recs) / HOUR
             if len(jct) == 0:
                 continue
             y = np.arange(1, len(jct) + 1) / len(jct)
             seeds = len({r["cell"]["seed"] for r in recs})
-            ax.step(jct, y, where="post", color=colors[pl], lw=1.6,
+            ax.step(jct, y, where="post", color=colors[pl], ls=_style(names, pl), lw=1.6,
                     label=f"{pl} (mean {jct.mean():.2f} h, {seeds} seeds)")
         ax.set_xscale("log")
         ax.set_xlabel("job completion time (h, log scale)")
@@ -81,7 +93,7 @@ def plot_cdfs(records: list[dict[str, Any]], out: Path) -> list[Path]:
         ax.set_ylim(0, 1.01)
         ax.grid(True, which="both", alpha=0.3)
         ax.set_title(f"JCT CDF · {sl}")
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         files.append(_save(plt, fig, out / f"cdf-{_slug(sl)}.png"))
     return files
 
@@ -94,7 +106,8 @@ def plot_bars(records: list[dict[str, Any]], out: Path, metric: str, reference: 
     cols = min(3, len(tables))
     rows = math.ceil(len(tables) / cols)
     scale, unit = (HOUR, " (h)") if metric.endswith("_s") else (1.0, "")
-    colors = _colors(sorted({r.policy for t in tables for r in t.rows}))
+    names_all = sorted({r.policy for t in tables for r in t.rows})
+    colors = _colors(names_all)
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
     for ax, t in zip(axes.flat, tables, strict=False):
         names = [r.policy for r in t.rows]
@@ -103,7 +116,8 @@ def plot_bars(records: list[dict[str, Any]], out: Path, metric: str, reference: 
         hi = np.array([r.ci[1] for r in t.rows]) / scale
         err = np.vstack([np.nan_to_num(means - lo), np.nan_to_num(hi - means)])
         x = np.arange(len(names))
-        ax.bar(x, means, yerr=err, capsize=3, color=[colors[n] for n in names], edgecolor="black", lw=0.5)
+        ax.bar(x, means, yerr=err, capsize=3, color=[colors[n] for n in names], edgecolor="black", lw=0.5,
+               hatch=[HATCHES[_style(names_all, n)] for n in names])
         ax.set_xticks(x, names, rotation=40, ha="right", fontsize=7)
         ax.set_title(f"{t.scenario} · n={max((r.n for r in t.rows), default=0)} seeds", fontsize=9)
         ax.set_ylabel(metric + unit, fontsize=8)

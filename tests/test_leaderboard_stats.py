@@ -93,3 +93,19 @@ def test_summary_from_records_by_hand() -> None:
     assert by["fifo"].mean == pytest.approx(1.0)
     assert by["sjf"].mean == pytest.approx(((50 + 100) / 150 / 2 + (10 + 10) / 20 / 2) / 2)
     assert by["sjf"].rank == 1.0 and by["sjf"].scenarios == 2
+
+
+def test_plots_put_ours_beside_the_papers_numbers(tmp_path) -> None:
+    pytest.importorskip("matplotlib", reason="matplotlib is not installed (the `plot` extra)")
+    from gpucluster_env.leaderboard.plots import write_plots
+
+    recs = []
+    for p, base in (("fifo", 9000.0), ("castor", 5000.0), ("ssf", 6000.0)):
+        for seed in range(3):
+            r = _rec("castor-philly", p, seed, base + 100 * seed)
+            r["metrics"]["avg_queue_s"] = base / 3
+            r["per_job"] = {"jct_s": [base / 2, base, 2 * base], "queue_s": [0.0, 1.0, 2.0], "gpus": [1, 2, 8]}
+            recs.append(r)
+    files = write_plots(recs, tmp_path / "png")
+    assert sorted(f.name for f in files) == ["bars-avg_jct_s.png", "cdf-castor-philly.png", "paper-castor-philly.png"]
+    assert all(f.stat().st_size > 10_000 for f in files)
