@@ -117,7 +117,7 @@ def _slug(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_env.leaderboard.execute import current_records, execute, live_summary
+    from gpucluster_env.leaderboard.execute import current_records, execute
     from gpucluster_env.leaderboard.store import ResultStore
 
     board = resolve_board(args)
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         report = execute(board, store, args.workers, args.backend, args.address, args.replace_stale)
     else:
-        report = _run_with_progress(board, store, args, live_summary)
+        report = _run_with_progress(board, store, args)
     records = [r for r in current_records(store)[0] if r["key"] in keys]
     rate = (f"ran {report.ran} cell(s) ({report.skipped} already recorded) in {report.wall_s:.1f} s: "
             f"{report.cells_per_min:.1f} cells/min with {report.workers} worker(s) ({report.backend})")
@@ -154,7 +154,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_with_progress(board: Any, store: Any, args: argparse.Namespace, live_summary: Any) -> Any:
+def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
+    """:func:`~gpucluster_env.leaderboard.execute.execute` under a progress bar (ETA, cells per minute) with
+    the partial results below it, on stderr."""
+    import time
+
     from rich.console import Console, Group
     from rich.live import Live
     from rich.progress import (
@@ -167,7 +171,7 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace, live_su
     )
     from rich.table import Table
 
-    from gpucluster_env.leaderboard.execute import execute
+    from gpucluster_env.leaderboard.execute import execute, live_summary
 
     console = Console(stderr=True)
     progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
@@ -188,8 +192,6 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace, live_su
         return t
 
     live = Live(Group(progress, partial()), console=console, refresh_per_second=4, transient=False)
-    import time
-
     t0 = time.perf_counter()
 
     def on_start(todo: int, skipped: int) -> None:
