@@ -199,3 +199,12 @@ def test_a_failing_cell_is_one_line_and_keeps_finished_records(tmp_path: Path, c
     err = capsys.readouterr().err.strip()
     assert "x sjf seed 0 failed: ValueError: n_pending must be a positive integer" in err
     assert len(err.splitlines()) == 1 and len(list((tmp_path / "r").glob("*.json"))) == 1
+
+
+def test_show_counts_a_cell_in_two_folders_once(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    execute(_board(["fifo", "sjf"], 2), ResultStore(tmp_path / "a", create=True))
+    execute(_board(["fifo"], 3), ResultStore(tmp_path / "b", create=True))
+    assert main(["leaderboard", "show", str(tmp_path / "a"), str(tmp_path / "b"), "--json",
+                 "--policies", "fifo"]) == 0
+    rows = json.loads(capsys.readouterr().out)[0]["scenarios"][0]["rows"]
+    assert [(r["policy"], r["n"], r["seeds"]) for r in rows] == [("fifo", 3, [0, 1, 2])]
