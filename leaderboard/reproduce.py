@@ -1,9 +1,13 @@
-"""Regenerate docs/reproduction.md: the reference policies on the castor / sjf-bsbf scenarios,.
+"""docs/reproduction.md, rendered from the results of the ``castor`` and ``sjf-bsbf`` boards: the reference
+policies on the papers' scenarios beside the papers' tables (:mod:`.papers`), the orderings the papers report,
+and a discussion whose every figure is computed from the records when the document is rendered.
+
+    gpucluster leaderboard run castor --workers 2 --out leaderboard-results/castor
+    gpucluster leaderboard run sjf-bsbf --workers 2 --out leaderboard-results/sjf-bsbf
+    python -m gpucluster_env.leaderboard.reproduce leaderboard-results/castor leaderboard-results/sjf-bsbf
 
 Every cell is one :func:`~gpucluster_env.leaderboard.runner.run_episode` call (the same code path as
-``gpucluster run --scenario S --policy P --seed N [--option k=v] --json``); cells run in parallel processes.
-
-    python -m gpucluster_env.leaderboard.reproduce [--seeds 5] [--procs 2] [--out docs/reproduction.md]
+``gpucluster run --scenario S --policy P --seed N [--option k=v] --json``).
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ import math
 import statistics
 import time
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .papers import LARGE_GPUS, PAPER, PAPER_SIZES, implied_large_share
+from .stats import improvement, improvement_ci, mean_ci
 
 POLICIES = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "sjf-ffs", "castor", "castor-oracle"]
 SWEEP_POLICIES = ["fifo", "sjf", "tiresias", "sjf-ffs", "castor"]
@@ -29,83 +35,31 @@ SWEEP_JOBS = [120, 240, 360, 480]
 XI_VALUES = [1.0, 1.25, 1.5, 1.75, 2.0]
 TIRESIAS_THRESHOLDS_H: list[float | None] = [1.0, 4.0, 16.0, 64.0, None]
 """Tiresias queue thresholds (GPU-hours; None: never demote) for the threshold sweep (16: Pollux's default)."""
-
-Cell = tuple[str, str, int, dict[str, Any], "float | None", dict[str, Any]]
-"""(scenario, policy, seed, scenario options, injected xi or None, policy options)."""
+BOARDS = ("castor", "sjf-bsbf")
+"""The boards whose results this document is rendered from."""
 RESTART_S = 30.0
 """Checkpoint-restart overhead charged to a preempted job in every cell (only Tiresias preempts)."""
 
-# Papers' (avg JCT, queueing) in hours: castor Tables 5 (Philly) and 6 (Venus); sjf-bsbf Tables III, IV.
-PAPER = {
-    ("castor-philly", ""): {"fifo": (2.64, 1.86), "sjf": (1.88, 1.09), "tiresias": (2.57, 1.75),
-                            "castor": (1.54, 0.41)},
-    ("castor-venus", ""): {"fifo": (4.73, 3.51), "sjf": (3.35, 2.14), "tiresias": (3.94, 2.68),
-                           "castor": (2.89, 0.93)},
-    ("sjfbsbf-philly", ""): {"fifo": (2.34, 1.65), "sjf": (1.25, 0.56), "tiresias": (1.51, 0.81),
-                             "sjf-ffs": (1.23, 0.18), "castor": (1.01, 0.14)},
-    ("sjfbsbf-philly", "num_jobs=480"): {"fifo": (7.52, 0.73), "sjf": (2.55, 1.87), "tiresias": (5.09, 4.41),
-                                         "sjf-ffs": (1.89, 0.73), "castor": (1.57, 0.69)},
-}
 
-
-# sjf-bsbf Tables III (240 jobs) and IV (480 jobs) by job size, large = more than 4 GPUs:
-# policy -> (avg JCT large, avg JCT small, avg queueing large, avg queueing small), hours.
-PAPER_SIZES = {
-    "": {"fifo": (3.92, 2.13, 2.17, 1.58), "sjf": (3.50, 0.94, 1.76, 0.39), "tiresias": (3.48, 1.23, 1.73, 0.68),
-         "sjf-ffs": (4.29, 0.81, 0.98, 0.07), "castor": (3.38, 0.68, 0.89, 0.03)},
-    "num_jobs=480": {"fifo": (10.06, 7.08, 4.06, 0.21), "sjf": (7.00, 1.90, 5.35, 1.35),
-                     "tiresias": (8.25, 4.59, 6.60, 4.04), "sjf-ffs": (8.12, 0.99, 4.06, 0.21),
-                     "castor": (6.13, 0.88, 3.62, 0.21)},
-}
-LARGE_GPUS = 4
-"""sjf-bsbf §VI-C: jobs asking for more than 4 GPUs are large, the others small."""
+def split_by_size(gpus: np.ndarray, jct: np.ndarray, queue: np.ndarray) -> dict[str, float]:
+    """Average JCT and queueing (s) of large (more than :data:`LARGE_GPUS` GPUs) and small jobs, and the share
+    of large jobs, from per-job arrays."""
+    large = np.asarray(gpus) > LARGE_GPUS
+    out = {"frac_large": float(large.mean())}
+    for name, rows in (("large", large), ("small", ~large)):
+        out[f"avg_jct_{name}_s"] = float(np.mean(jct[rows])) if rows.any() else float("nan")
+        out[f"avg_queue_{name}_s"] = float(np.mean(queue[rows])) if rows.any() else float("nan")
+    return out
 
 
 def size_split(env: Any) -> dict[str, float]:
-    """Average JCT and queueing (s) of large (more than :data:`LARGE_GPUS` GPUs) and small jobs, and the share
-    of large jobs, from a finished episode (``run_episode(..., extra=size_split)``)."""
+    """:func:`split_by_size` of a finished episode (``run_episode(..., extra=size_split)``)."""
     eng = env.unwrapped.engine
-    large = eng.req_gpus > LARGE_GPUS
-    jct = eng.finish_t - eng.submit
-    out = {"frac_large": float(large.mean())}
-    for name, rows in (("large", large), ("small", ~large)):
-        out[f"avg_jct_{name}_s"] = float(jct[rows].mean()) if rows.any() else float("nan")
-        out[f"avg_queue_{name}_s"] = float(eng.queue_s[rows].mean()) if rows.any() else float("nan")
-    return out
+    return split_by_size(eng.req_gpus, eng.finish_t - eng.submit, eng.queue_s)
 
 
 def _opts_label(opts: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(opts.items()) if k != "restart_s")
-
-
-def run_cell(cell: Cell) -> dict[str, Any]:
-    """One episode. ``xi`` (or None) injects a constant interference ratio into the world (sjf-bsbf
-    Fig. 6(b)); policy options go to the policy's constructor (``gpucluster run --policy-option``). A policy
-    that needs another world declares it itself (``Policy.env_kwargs``: ``castor-timeslice`` runs on the
-    time-slicing catalog)."""
-    from gpucluster_env.baselines import make_policy
-    from gpucluster_env.leaderboard.runner import run_episode
-
-    from gpucluster_env.catalog import default_catalog
-    from gpucluster_env.interference import ConstantInterference
-
-    scenario, policy, seed, opts, xi, popts = cell
-    env_kwargs: dict[str, Any] = {}
-    if xi is not None:
-        env_kwargs["catalog"] = default_catalog().with_interference(ConstantInterference(xi))
-    pol = make_policy(policy, **popts)
-    r = run_episode(scenario, pol, seed, scenario_options={"restart_s": RESTART_S, **opts},
-                    env_kwargs=env_kwargs, extra=size_split)
-    eng = getattr(pol, "engine", None)
-    if eng is not None and eng.sharing_benefits:
-        b = [s / c for _, s, c in eng.sharing_benefits if c > 0]
-        r["sb_median"] = statistics.median(b)
-        r["sb_frac_gt1"] = sum(x > 1.0 for x in b) / len(b)
-        r["sb_decisions"] = len(b)
-    r["options"] = _opts_label(opts)
-    r["xi"] = xi
-    r["popts"] = _popts_label(popts)
-    return r
 
 
 def _popts_label(popts: dict[str, Any]) -> str:
@@ -116,27 +70,21 @@ def _tiresias_popts(hours: float | None) -> dict[str, Any]:
     return {"thresholds": [1e300 if hours is None else hours * 3600.0]}
 
 
-def cells(seeds: int) -> list[Cell]:
-    """Paper settings, the load sweep (120-480 jobs from the same period), Castor on time-slicing, the xi
-    injection and Tiresias' queue threshold, each over seeds ``0..seeds-1``."""
-    out: list[Cell] = []
-    for sc, opts in MAIN:
-        out += [(sc, p, s, opts, None, {}) for p in POLICIES for s in range(seeds)]
-    for sc in SWEEP_SCENARIOS:
-        for n in SWEEP_JOBS:
-            if n == 240 or (sc == "sjfbsbf-philly" and n == 480):
-                continue  # already a paper setting above
-            out += [(sc, p, s, {"num_jobs": n}, None, {}) for p in SWEEP_POLICIES for s in range(seeds)]
-    for sc in ("castor-philly", "castor-venus"):
-        out += [(sc, "castor-timeslice", s, {}, None, {}) for s in range(seeds)]
-    for xi in XI_VALUES:
-        out += [("sjfbsbf-philly", p, s, {}, xi, {}) for p in ("sjf-ffs", "castor", "castor-oracle")
-                for s in range(seeds)]
-    for sc in SWEEP_SCENARIOS:
-        for h in TIRESIAS_THRESHOLDS_H:
-            if h != 16.0:  # 16 GPU-hours is the default, already in the paper settings
-                out += [(sc, "tiresias", s, {}, None, _tiresias_popts(h)) for s in range(seeds)]
-    return out
+def record_row(rec: dict[str, Any]) -> dict[str, Any]:
+    """A leaderboard record as one row of the tables below: its metrics, the cell's labels (options without
+    ``restart_s``, injected ``xi`` or None, policy options) and the per-size statistics of its jobs."""
+    cell, jobs = rec["cell"], rec.get("per_job") or {}
+    row = {k: (float("nan") if v is None else v) for k, v in rec["metrics"].items()}
+    row.update(scenario=cell["scenario"], policy=cell["policy"], seed=cell["seed"], trace=rec.get("trace", ""),
+               options=_opts_label(cell["scenario_options"]), xi=cell["env_options"].get("xi"),
+               popts=_popts_label(cell["policy_options"]), wall_s=rec.get("wall_s") or 0.0,
+               truncated=bool(rec.get("truncated")))
+    if jobs:
+        nan = float("nan")
+        row.update(split_by_size(np.asarray(jobs["gpus"]),
+                                 np.array([nan if v is None else v for v in jobs["jct_s"]], float),
+                                 np.array([nan if v is None else v for v in jobs["queue_s"]], float)))
+    return row
 
 
 def _agg(rows: Iterable[dict[str, Any]], key: str) -> float:
@@ -175,15 +123,16 @@ def _table(
     res: Results, sc: str, opts: str, policies: list[str], paper: dict[str, tuple[float, float]] | None,
     ref: str = "castor",
 ) -> list[str]:
-    lines = ["| policy | avg JCT (h) | queueing (h) | makespan (h) | colocations | preemptions | JCT vs "
-             f"{ref} | paper JCT (h) | paper queueing (h) | paper JCT vs {ref} |", "|" + "---|" * 10]
+    lines = ["| policy | avg JCT (h) | 95% CI | queueing (h) | makespan (h) | colocations | preemptions | JCT vs "
+             f"{ref} | paper JCT (h) | paper queueing (h) | paper JCT vs {ref} |", "|" + "---|" * 11]
     ref_jct = res.m(sc, ref, "avg_jct_s", opts)
     for p in policies:
         jct = res.m(sc, p, "avg_jct_s", opts)
         pp = (paper or {}).get(p)
         pref = (paper or {}).get(ref)
+        lo, hi = mean_ci(np.array([r["avg_jct_s"] for r in res.sel(sc, p, opts)], float) / 3600)
         lines.append(
-            f"| {p} | {_f(jct / 3600)} | {_f(res.m(sc, p, 'avg_queue_s', opts) / 3600)} | "
+            f"| {p} | {_f(jct / 3600)} | {_f(lo)}–{_f(hi)} | {_f(res.m(sc, p, 'avg_queue_s', opts) / 3600)} | "
             f"{_f(res.m(sc, p, 'makespan_s', opts) / 3600)} | {_f(res.m(sc, p, 'colocations', opts), 1)} | "
             f"{_f(res.m(sc, p, 'preemptions', opts), 1)} | {_rel(ref_jct, jct)} | "
             f"{_f(pp[0]) if pp else '–'} | {_f(pp[1]) if pp else '–'} | "
@@ -195,13 +144,26 @@ def _table(
 def _orderings(res: Results, sc: str, opts: str) -> list[str]:
     j = {p: res.m(sc, p, "avg_jct_s", opts) for p in POLICIES}
     checks = [
-        ("FIFO worst (highest avg JCT)", all(j["fifo"] >= v - 1e-9 for v in j.values())),
-        ("Tiresias worse than SJF", j["tiresias"] > j["sjf"]),
-        ("SJF-FFS better than SJF", j["sjf-ffs"] < j["sjf"]),
-        ("Castor better than SJF-FFS", j["castor"] < j["sjf-ffs"]),
-        ("Castor better than SJF", j["castor"] < j["sjf"]),
+        ("FIFO worst (highest avg JCT)", all(j["fifo"] >= v - 1e-9 for v in j.values()), ""),
+        ("Tiresias worse than SJF", j["tiresias"] > j["sjf"], _paired(res, sc, opts, "sjf", "tiresias")),
+        ("SJF-FFS better than SJF", j["sjf-ffs"] < j["sjf"], _paired(res, sc, opts, "sjf-ffs", "sjf")),
+        ("Castor better than SJF-FFS", j["castor"] < j["sjf-ffs"], _paired(res, sc, opts, "castor", "sjf-ffs")),
+        ("Castor better than SJF", j["castor"] < j["sjf"], _paired(res, sc, opts, "castor", "sjf")),
     ]
-    return [f"- {name}: **{'holds' if ok else 'does not hold'}**" for name, ok in checks]
+    return [f"- {name}: **{'holds' if ok else 'does not hold'}**{note}" for name, ok, note in checks]
+
+
+def _paired(res: Results, sc: str, opts: str, a: str, b: str) -> str:
+    """How sure the ordering of ``a`` and ``b`` is: the 95% interval of ``a``'s average JCT improvement over
+    ``b``'s, paired by seed (both ran the same job tables), and whether it excludes zero."""
+    by_seed = [{r["seed"]: r["avg_jct_s"] for r in res.sel(sc, p, opts)} for p in (a, b)]
+    seeds = sorted(set(by_seed[0]) & set(by_seed[1]))
+    if len(seeds) < 2:
+        return ""
+    x, y = (np.array([d[s] for s in seeds], float) for d in by_seed)
+    lo, hi = improvement_ci(x, y)
+    sure = "excludes 0" if lo > 0 or hi < 0 else "includes 0: within the seed-to-seed noise"
+    return f" ({a} vs {b}: {100 * improvement(x, y):+.1f}%, 95% CI {100 * lo:+.1f}% to {100 * hi:+.1f}%, {sure})"
 
 
 def _workload_section(seeds: int) -> list[str]:
@@ -265,19 +227,6 @@ def _trace_name(note: str) -> str:
             return note[:i]
     return note
 
-def implied_large_share(paper: dict[str, tuple[float, ...]], all_jobs: dict[str, tuple[float, float]]) -> float:
-    """The share f of large jobs a paper's table implies, from All = f x Large + (1 - f) x Small over its rows
-    (least squares on average JCT and queueing)."""
-    num = den = 0.0
-    for p, (jl, js, ql, qs) in paper.items():
-        if p not in all_jobs:
-            continue
-        for tot, lg, sm in ((all_jobs[p][0], jl, js), (all_jobs[p][1], ql, qs)):
-            num += (tot - sm) * (lg - sm)
-            den += (lg - sm) ** 2
-    return num / den if den else float("nan")
-
-
 def _size_section(res: Results) -> list[str]:
     """Large (more than 4 GPUs) versus small jobs on sjfbsbf-philly beside sjf-bsbf Tables III-IV."""
     out = ["## Large and small jobs (sjf-bsbf Tables III–IV: large = more than 4 GPUs)\n",
@@ -327,17 +276,24 @@ def render(res: Results, seeds: int, wall_s: float) -> str:
     out: list[str] = []
     a = out.append
     a("# Reproduction: Castor / SJF-BSBF and baselines on the papers' scenarios\n")
-    a("Generated by `python -m gpucluster_env.leaderboard.reproduce` "
-      f"({seeds} seeds per cell, {len(res.rows)} episodes, {wall_s:.0f} s). "
-      "Each cell is one `run_episode` call, "
+    a("Rendered by `python -m gpucluster_env.leaderboard.reproduce leaderboard-results/castor "
+      "leaderboard-results/sjf-bsbf` from the results of `gpucluster leaderboard run castor` and "
+      f"`gpucluster leaderboard run sjf-bsbf` ({seeds} seeds per cell, {len(res.rows)} episodes, "
+      f"{wall_s:.0f} s of episode time; boards in `leaderboard/boards/`, confidence intervals with "
+      "`gpucluster leaderboard show DIR`). Each cell is one `run_episode` call, "
       "i.e. `gpucluster run --scenario S --policy P --seed N [--option k=v] [--policy-option k=v] "
       "--option restart_s=30 --json`; "
       "numbers are means over seeds 0.."
-      f"{seeds - 1}. Times in hours. \"JCT vs castor\" is castor's relative improvement over the row "
+      f"{seeds - 1}, with the 95% bootstrap interval of the mean (`leaderboard/stats.py`). Times in hours. "
+      "\"JCT vs castor\" is castor's relative improvement over the row "
       "(positive: castor lower). Every cell charges preempted jobs a 30 s restart "
       "(only Tiresias preempts).\n")
     traces = sorted({_trace_name(r["trace"]) for r in res.rows})
     a("Traces used: " + "; ".join(traces) + ".\n")
+    cut = [r for r in res.rows if r.get("truncated")]
+    a(f"Truncated episodes: {len(cut)}" + (" (their numbers cover only the jobs finished before the limit: "
+      + ", ".join(sorted({f"{r['scenario']} {r['policy']} seed {r['seed']}" for r in cut})) + ")" if cut else "")
+      + ".\n")
     out.extend(_workload_section(seeds))
     a("## Paper settings (castor Tables 5–6, sjf-bsbf Tables III–IV)\n")
     for sc, opts in MAIN:
@@ -476,206 +432,33 @@ def _demotion_stats(sc_name: str, seeds: int, threshold_gpu_s: float) -> tuple[f
     return statistics.fmean(fr), statistics.fmean(sh)
 
 
-def _holds(ok: bool) -> str:
-    return "holds" if ok else "does not hold"
+def load_rows(dirs: list[str]) -> list[dict[str, Any]]:
+    """The rows of every current record in the results folders ``dirs`` (records made under another spec or
+    version are left out and reported on stderr, as ``leaderboard show`` does)."""
+    import sys
 
+    from .execute import load_current
 
-def discussion(res: Results) -> list[str]:
-    """The discussion, every figure computed from ``res`` (and the job tables): nothing here can go stale."""
-    seeds = len({r["seed"] for r in res.rows if "seed" in r}) or 5
-    out = ["## Discussion: what matches the papers, what does not, and why\n",
-           "Every figure in this section is computed from the tables above when the document is generated.\n"]
-    a = out.append
-    a("### The workload recipe\n")
-    a("Both papers \"mainly follow the settings of Pollux\" (castor §9.1 adds Lucid). The job tables follow "
-      "Pollux's generator (`traces/pollux.py`): jobs submitted in the busiest 8 hours of the day, application by the "
-      "job's GPU time in the trace, GPU count from Pollux's per-application distribution, taken as the job's fixed "
-      "request (neither Castor nor SJF-BSBF is elastic), and the global batch Pollux's published workloads give "
-      "that application on that many GPUs (their `batch_size` column: e.g. ImageNet 3,200 on 24 GPUs, CIFAR-10 "
-      "2,048 on 6), split over the GPUs and kept fixed (the engine adds gradient accumulation where memory needs "
-      "it). The work: castor-* take the sampled job's own GPU time in the trace spread over Pollux's GPU count, "
-      "timed on the scenario's own GPUs (`annotate=pollux-lucid`: Lucid's simulator keeps the trace's durations "
-      "whatever the GPU). sjfbsbf-philly (`annotate=pollux-time`) takes Pollux's `epochs x dataset` per "
-      "application and measures it as the time it took on Pollux's own hardware: Pollux's measured T4 step time "
-      "at the job's per-GPU batch (`profiles/pollux/<app>/placements.csv`, 4-GPU nodes; jobs over 16 GPUs use the "
-      "16-GPU row; above the largest measured batch, Pollux's own accumulation rule) times the iteration count, "
-      "then as many iterations as fill that time on the catalog's T4 with the same placement. SJF-BSBF's "
-      "simulated cluster has the shape of Pollux's testbed (16 nodes x 4 GPUs), and it states that its training "
-      "iterations follow Pollux's; counting Pollux's iterations directly on the catalog (`annotate=pollux`) would "
-      "instead inherit the catalog's fitted communication terms, which make a data-parallel ImageNet job far "
-      "slower than Pollux measured.\n")
-    stats = {sc: _load_stats(sc, seeds) for sc in ("castor-philly", "castor-venus", "sjfbsbf-philly")}
-    for sc, (load, share) in stats.items():
-        top = max(share, key=share.get)
-        a(f"- {sc}: offered load {load:.2f}; {top} jobs carry {100 * share[top]:.0f}% of the exclusive GPU-time.")
-    a("")
-    a("### Contention (FIFO average queueing, ours vs the paper)\n")
-    for sc, opts in MAIN:
-        ol = _opts_label(opts)
-        paper = PAPER.get((sc, ol), {}).get("fifo")
-        q = res.m(sc, "fifo", "avg_queue_s", ol) / 3600
-        jct = res.m(sc, "fifo", "avg_jct_s", ol) / 3600
-        label = f"{sc}{' (' + ol + ')' if ol else ''}"
-        if not paper:
-            a(f"- {label}: {_f(q)} h (no paper figure).")
-            continue
-        ratio = q / paper[1] if paper[1] else float("nan")
-        within = 0.5 <= ratio <= 2.0
-        line = (f"- {label}: {_f(q)} h vs {_f(paper[1])} h ({ratio:.2f}x): {'within' if within else 'outside'} "
-                f"2x (FIFO avg JCT {_f(jct)} h vs {_f(paper[0])} h, {jct / paper[0]:.2f}x).")
-        if paper[0] - paper[1] > 3 * min(v[0] - v[1] for v in PAPER[(sc, ol)].values()):
-            line += (f" The paper's FIFO row has JCT minus queueing = {paper[0] - paper[1]:.2f} h, several times "
-                     "every other policy's run time in the same table, so its queueing figure looks inconsistent; "
-                     "the JCT ratio is the better comparison here.")
-        if not within:
-            if sc == "castor-venus":
-                line += (" Reason unknown: the per-job Venus log is not available, so castor-venus samples a "
-                         "synthetic stand-in fitted to Venus's published aggregates; which of its statistics "
-                         "makes it queue differently from the paper's workload has not been established.")
-            elif sc == "sjfbsbf-philly":
-                load, share = _load_stats(sc, seeds, opts)
-                line += (f" Measured: this job table's offered load is {load:.2f} and ImageNet jobs (2% of the "
-                         f"jobs, 24-48 GPUs each, hours each even at Pollux's measured T4 speed) carry "
-                         f"{100 * share['imagenet']:.0f}% of its GPU-time, so FIFO's head-of-line blocking behind "
-                         "them compounds. The paper's simulator used its own throughputs, which are not published; "
-                         "why its load is lighter is unknown.")
-            else:
-                line += " Reason unknown."
-        a(line)
-    a("")
-    a("### Orderings the papers report (per cell, by average JCT)\n")
-    for sc, opts in MAIN:
-        ol = _opts_label(opts)
-        j = {p: res.m(sc, p, "avg_jct_s", ol) for p in POLICIES}
-        pj = {p: v[0] for p, v in PAPER.get((sc, ol), {}).items()}
-        label = f"{sc}{' (' + ol + ')' if ol else ''}"
-        a(f"**{label}**\n")
-        fifo_ok = all(j["fifo"] >= v - 1e-9 for v in j.values())
-        a(f"- FIFO worst: **{_holds(fifo_ok)}**.")
-        for worse, better, name in (("tiresias", "sjf", "Tiresias worse than SJF"),
-                                    ("sjf", "sjf-ffs", "SJF-FFS better than SJF"),
-                                    ("sjf-ffs", "castor", "Castor better than SJF-FFS"),
-                                    ("sjf", "castor", "Castor better than SJF")):
-            ours = _pct(j[better], j[worse])
-            line = (f"- {name}: **{_holds(j[better] < j[worse])}** (avg JCT of {better} relative to {worse}: "
-                    f"ours {-ours:+.1f}%")
-            if better in pj and worse in pj:
-                pp = _pct(pj[better], pj[worse])
-                line += f", paper {-pp:+.1f}%)"
-                if (ours > 0) != (pp > 0):
-                    line += "; the direction differs from the paper"
-                elif abs(ours - pp) > 0.5 * abs(pp):
-                    line += "; the magnitude differs from the paper's by more than half"
-                line += "."
-            else:
-                line += "; the paper's table has no figure for this pair)."
-            a(line)
-        a("")
-    frac = res.m("sjfbsbf-philly", "fifo", "frac_large")
-    implied = implied_large_share(PAPER_SIZES[""], PAPER[("sjfbsbf-philly", "")])
-    a("Negative: the first policy's average JCT is lower. Where a direction or magnitude differs from the paper, "
-      "the measured differences we can point to are the contention (the FIFO ratios above), the mix of job sizes "
-      f"(on sjfbsbf-philly {100 * frac:.0f}% of our jobs ask for more than 4 GPUs, against the {100 * implied:.0f}% "
-      "the paper's large/small columns imply), and the two mechanisms below; a per-pair cause beyond these has not "
-      "been isolated (unknown).\n")
-    a("**Why Tiresias beats SJF here.** Tiresias uses Pollux's two queues split at 16 GPU-hours of attained "
-      "service, FIFO within a queue, preemptive, with a 30 s checkpoint-restart per preemption (Pollux's "
-      "simulator charges the same 30 s). The recipe gives each job its application *by its GPU time*, so the jobs "
-      "above the threshold are exactly the long ImageNet/YOLOv3 class:")
-    for sc in ("castor-philly", "castor-venus", "sjfbsbf-philly"):
-        frac, share = _demotion_stats(sc, seeds, 16 * 3600.0)
-        pre = res.m(sc, "tiresias", "preemptions")
-        a(f"- {sc}: {100 * frac:.1f}% of the jobs need more than 16 GPU-hours alone and carry {100 * share:.0f}% "
-          f"of the GPU-time; Tiresias preempts {pre:.0f} times per episode.")
-    a("")
-    worse = []
-    for sc in SWEEP_SCENARIOS:
-        sjf = res.m(sc, "sjf", "avg_jct_s")
-        hs = [h for h in TIRESIAS_THRESHOLDS_H
-              if res.m(sc, "tiresias", "avg_jct_s", popts=_tiresias_label(h)) > sjf]
-        worse.append(f"{sc}: " + (", ".join("∞" if h is None else f"{h:g}" for h in hs) if hs else "none"))
-    a("Least-attained-service then sorts jobs almost as an oracle would, and unlike non-preemptive SJF it takes "
-      "the GPUs back from a long job already running when short ones arrive. The threshold sweep above shows "
-      "which thresholds (GPU-hours) make Tiresias worse than SJF, as the papers report: "
-      + "; ".join(worse) + ". The papers' Tiresias rows (castor "
-      "Tables 5-6 split by job size) put the loss on large jobs (Philly: large jobs' JCT 1.31 h under Tiresias "
-      "against 0.36 h under SJF), which they attribute to migration; our engine charges only the 30 s restart, "
-      "and what else the papers' simulator charged is not published (unknown).\n")
-    a("**What sharing can gain here.** The engine's ground-truth ξ reproduces Gavel's measured MPS pair "
-      "slowdowns (`profiles/gavel`, DESIGN: free competition must match them). For a pair the combined "
-      "throughput is 1/ξ_A + 1/ξ_B (1: sharing gains nothing over running one after the other, 2: no "
-      "interference). Over pairs of Pollux's six models, a tenant weighted by its model's share of the "
-      "GPU-time (what holds the GPUs a newcomer could share) and a newcomer by its model's share of the jobs:")
-    for sc in ("castor-philly", "castor-venus", "sjfbsbf-philly"):
-        med, lo, hi = _pair_throughput(sc, seeds)
-        a(f"- {sc}: median combined throughput {med:.2f} (10th-90th percentile {lo:.2f}-{hi:.2f}).")
-    a("")
-    a("Most pairs of these models gain little or nothing from sharing on our GPUs (only NCF pairs reach about "
-      "1.4), so sharing mostly trades queueing for slower runs; SJF-FFS, which shares whatever the pair, can "
-      "lose to SJF, and Castor, which refuses the pairs Theorem 1 finds unprofitable, keeps an edge over SJF-FFS. "
-      "The papers' own measured ratios on A6000 and RTX 2080 Ti are not published per pair (sjf-bsbf §IV reports "
-      "a range up to 6), so whether their pairs gained more is unknown.\n")
-    a("### Load sweep: does Castor's gap over SJF-FFS grow with load? (castor §9.5, sjf-bsbf Fig. 6(a))\n")
-    a("Gap: Castor's average JCT improvement over SJF-FFS (positive: Castor lower).\n")
-    for sc in SWEEP_SCENARIOS:
-        gaps = [_pct(res.m(sc, "castor", "avg_jct_s", _sweep_opts(n)), res.m(sc, "sjf-ffs", "avg_jct_s",
-                                                                             _sweep_opts(n))) for n in SWEEP_JOBS]
-        grows = all(b >= a_ - 1e-9 for a_, b in zip(gaps, gaps[1:], strict=False))
-        trend = "grows monotonically" if grows else (
-            "grows from the lightest to the heaviest load, not monotonically" if gaps[-1] > gaps[0]
-            else "does not grow")
-        a(f"- {sc}: " + ", ".join(f"{g:+.1f}%" for g in gaps) + f" for {SWEEP_JOBS[0]}-{SWEEP_JOBS[-1]} jobs: the "
-          f"gap {trend}.")
-    a("")
-    a("### ξ injection (sjf-bsbf Fig. 6(b): equal at ξ≈1, 8-13% better at ξ = 1.5-2.0)\n")
-    a("Percentages: average JCT improvement over SJF-FFS (positive: lower than SJF-FFS).\n")
-    gaps = {xi: _pct(res.m("sjfbsbf-philly", "castor-oracle", "avg_jct_s", "", xi),
-                     res.m("sjfbsbf-philly", "sjf-ffs", "avg_jct_s", "", xi)) for xi in XI_VALUES}
-    pred = {xi: _pct(res.m("sjfbsbf-philly", "castor", "avg_jct_s", "", xi),
-                     res.m("sjfbsbf-philly", "sjf-ffs", "avg_jct_s", "", xi)) for xi in XI_VALUES}
-    hi = [gaps[x] for x in XI_VALUES if x >= 1.5]
-    a(f"- castor-oracle vs SJF-FFS: {gaps[1.0]:+.1f}% at ξ = 1.0 and {min(hi):+.1f}% to {max(hi):+.1f}% at "
-      f"ξ = 1.5-2.0. Equal (within 2%) at ξ = 1: **{_holds(abs(gaps[1.0]) <= 2.0)}**; better at high ξ: "
-      f"**{_holds(min(hi) > 0)}**; within the paper's 8-13% band at high ξ: "
-      f"**{_holds(all(8.0 <= g <= 13.0 for g in hi))}**.")
-    a("- castor (XGBoost predictor, which does not know ξ was injected) vs SJF-FFS: "
-      + ", ".join(f"{pred[x]:+.1f}% at ξ = {x}" for x in XI_VALUES) + ".")
-    a("- Where these differ from the paper: the cause has not been isolated (unknown); the cell's contention "
-      "differs from the paper's (see the FIFO queueing ratio above).\n")
-    a("### Predictor versus oracle, MPS versus time-slicing (castor §9.5)\n")
-    for sc in ("castor-philly", "castor-venus"):
-        c = res.m(sc, "castor", "avg_jct_s")
-        o = res.m(sc, "castor-oracle", "avg_jct_s")
-        t = res.m(sc, "castor-timeslice", "avg_jct_s")
-        a(f"- {sc}: castor-oracle's average JCT is {_pct(o, c):+.1f}% lower than castor's (predictor); "
-          f"time-slicing changes Castor's average JCT by {-_pct(t, c):+.1f}% (castor §9.5 finds MPS better: "
-          f"**{_holds(t > c)}**).")
-    return out
-
-
+    records, notes = load_current(dirs)
+    for n in notes:
+        print(f"reproduce: note: {n}", file=sys.stderr)
+    return [record_row(r) for r in records]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("results", nargs="+", help="results folders of the castor and sjf-bsbf boards")
     ap.add_argument("--out", default="docs/reproduction.md")
-    ap.add_argument("--rows", default=None, help="also write the episodes' results (JSON) here")
-    ap.add_argument("--from-rows", default=None, help="render from a --rows file instead of running")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    if args.from_rows:
-        saved = json.loads(Path(args.from_rows).read_text())
-        rows, wall = saved["rows"], float(saved["wall_s"])
-    else:
-        todo = cells(args.seeds)
-        with ProcessPoolExecutor(max_workers=args.procs) as ex:
-            rows = list(ex.map(run_cell, todo, chunksize=1))
-        wall = time.perf_counter() - t0
-        if args.rows:
-            Path(args.rows).write_text(json.dumps({"rows": rows, "wall_s": wall}, default=float))
+    rows = load_rows(args.results)
+    if not rows:
+        ap.error("no records in " + ", ".join(args.results))
+    seeds = len({r["seed"] for r in rows})
     res = Results(rows)
-    text = render(res, args.seeds, wall)
+    text = render(res, seeds, sum(r["wall_s"] for r in rows))
+    from .discussion import discussion
+
     text += "\n" + "\n".join(discussion(res)) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)

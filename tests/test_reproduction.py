@@ -138,19 +138,66 @@ def test_pollux_scenarios_are_contended(name: str) -> None:
     assert r["avg_jct_s"] > s["avg_jct_s"]  # and the policies differ
 
 
-def test_reproduce_cells_cover_every_setting_with_seeds() -> None:
-    from gpucluster_env.leaderboard.reproduce import MAIN, POLICIES, SWEEP_JOBS, cells
+def test_reproduction_boards_cover_every_setting_the_document_reads() -> None:
+    """The castor and sjf-bsbf boards hold, with 5 seeds each, every cell docs/reproduction.md reads: the paper
+    settings, the load sweep, time-slicing, the xi injection and the Tiresias threshold sweep; every cell charges
+    the 30 s restart; nothing wires a world by hand."""
+    from gpucluster_env.leaderboard.board import load_board
+    from gpucluster_env.leaderboard.reproduce import (
+        BOARDS,
+        MAIN,
+        POLICIES,
+        RESTART_S,
+        SWEEP_JOBS,
+        SWEEP_POLICIES,
+        SWEEP_SCENARIOS,
+        TIRESIAS_THRESHOLDS_H,
+        XI_VALUES,
+        _tiresias_popts,
+    )
 
-    todo = cells(5)
+    todo = [c for b in BOARDS for c in load_board(b).cells]
+    assert all(c.scenario_options.get("restart_s") == RESTART_S for c in todo)
+    assert all("catalog" not in c.scenario_options and set(c.env_options) <= {"xi"} for c in todo)
+
+    def seeds(sc: str, p: str, opts: dict | None = None, xi: float | None = None, popts: dict | None = None) -> int:
+        return len([c for c in todo if c.scenario == sc and c.policy == p and c.policy_options == (popts or {})
+                    and {k: v for k, v in c.scenario_options.items() if k != "restart_s"} == (opts or {})
+                    and c.env_options == ({"xi": xi} if xi is not None else {})])
+
     for sc, opts in MAIN:
         for p in POLICIES:
-            assert len([c for c in todo if c[0] == sc and c[1] == p and c[3] == opts and c[4] is None
-                        and not c[5]]) == 5
-    for n in SWEEP_JOBS:
-        assert any(c[0] == "castor-philly" and c[3].get("num_jobs", 240) == n for c in todo)
-    assert all("catalog" not in c[3] for c in todo)  # no by-hand world wiring
-    sweep = [c for c in todo if c[1] == "tiresias" and c[5]]
-    assert len(sweep) == 3 * 4 * 5 and all(c[5]["thresholds"][0] > 0 for c in sweep)
+            assert seeds(sc, p, opts) == 5, (sc, p, opts)
+    for sc in SWEEP_SCENARIOS:
+        for n in SWEEP_JOBS:
+            for p in SWEEP_POLICIES:
+                assert seeds(sc, p, {} if n == 240 else {"num_jobs": n}) == 5, (sc, p, n)
+        for h in TIRESIAS_THRESHOLDS_H:
+            assert seeds(sc, "tiresias", popts={} if h == 16.0 else _tiresias_popts(h)) == 5, (sc, h)
+    for sc in ("castor-philly", "castor-venus"):
+        assert seeds(sc, "castor-timeslice") == 5
+    for xi in XI_VALUES:
+        for p in ("sjf-ffs", "castor", "castor-oracle"):
+            assert seeds("sjfbsbf-philly", p, xi=xi) == 5, (p, xi)
+
+
+def test_record_rows_carry_the_labels_and_size_split_the_document_reads() -> None:
+    """A leaderboard record becomes a row with the labels the tables select on and per-size statistics that
+    recombine into the episode's averages (from the record's per-job results)."""
+    from gpucluster_env.leaderboard.board import Cell
+    from gpucluster_env.leaderboard.cells import run_cell
+    from gpucluster_env.leaderboard.reproduce import record_row
+    from gpucluster_env.leaderboard.store import make_record
+
+    cell = Cell("sjfbsbf-philly", "tiresias", 0, {"restart_s": 30.0, "num_jobs": 60}, {"thresholds": [3600.0]},
+                {"xi": 1.5})
+    row = record_row(make_record(cell, run_cell(cell), {}))
+    assert (row["options"], row["xi"], row["popts"]) == ("num_jobs=60", 1.5, "thresholds=[3600.0]")
+    f = row["frac_large"]
+    assert 0.0 < f < 1.0
+    for k in ("jct", "queue"):
+        mix = f * row[f"avg_{k}_large_s"] + (1 - f) * row[f"avg_{k}_small_s"]
+        assert mix == pytest.approx(row[f"avg_{k}_s"], rel=1e-4)  # per-job times are stored to 10 ms
 
 
 def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
@@ -208,7 +255,8 @@ def test_lucid_work_keeps_the_trace_gpu_time_on_the_scenario_gpus(name: str) -> 
 def test_size_split_and_implied_large_share() -> None:
     """The per-size statistics recombine into the episode's averages, and the paper's implied share of large jobs
     is recovered exactly from a table built with a known share."""
-    from gpucluster_env.leaderboard.reproduce import implied_large_share, size_split
+    from gpucluster_env.leaderboard.papers import implied_large_share
+    from gpucluster_env.leaderboard.reproduce import size_split
 
     r = run_episode("sjfbsbf-philly", "sjf", 0, scenario_options={"num_jobs": 60}, extra=size_split)
     f = r["frac_large"]

@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = (
     "replay_cmd",
     "train_cmd",
     "evaluate_cmd",
+    "leaderboard_cmd",
 )
 
 

@@ -1,0 +1,317 @@
+"""``gpucluster leaderboard run|show|plot|boards``: run boards of cells, present them with statistics, plot them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+DEFAULT_BOARD = "default"
+RESULTS_ROOT = "leaderboard-results"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("leaderboard", help="compare policies across scenarios and seeds, with statistics",
+                       description="Run policies over scenarios and seeds (boards), resumably, in local processes "
+                                   "or on Ray; show the results with confidence intervals; plot them.")
+    lsub = p.add_subparsers(dest="leaderboard_command", metavar="ACTION")
+    r = lsub.add_parser("run", help="run a board's cells (default: the small default board)",
+                        description="Run every cell (scenario x policy x seed) of a board not yet recorded in the "
+                                    "results folder, then show the leaderboard. With no arguments: the default board.")
+    r.add_argument("board", nargs="?", help="a shipped board name (see `leaderboard boards`) or a .toml file")
+    r.add_argument("--scenarios", help="comma-separated scenarios (a board's subset, or a new board with --policies)")
+    r.add_argument("--policies", help="comma-separated policies (rl:DIR for a trained policy)")
+    r.add_argument("--seeds", type=int, help="seeds per cell: 0..N-1 (overrides the board's)")
+    r.add_argument("--option", action="append", metavar="KEY=VALUE",
+                   help="scenario option for a board given by --scenarios/--policies (repeatable)")
+    r.add_argument("--workers", type=int, default=1, help="parallel episodes (processes or Ray tasks)")
+    r.add_argument("--backend", default="local", choices=("local", "ray"))
+    r.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local instance)")
+    r.add_argument("--out", help=f"results folder (default: {RESULTS_ROOT}/BOARD)")
+    r.add_argument("--replace-stale", action="store_true",
+                   help="run again the cells whose records were made under another spec or version")
+    r.add_argument("--no-show", action="store_true", help="do not print the leaderboard after the run")
+    r.add_argument("--json", action="store_true", help="no progress bar; print the run report and summary as JSON")
+    r.set_defaults(func=run)
+    s = lsub.add_parser("show", help="the leaderboard of a results folder",
+                        description="Per scenario: each policy's mean, IQM, 95%% bootstrap CI over seeds, rank, "
+                                    "improvement over a reference with its CI, probability of improvement; then a "
+                                    "normalized score across scenarios.")
+    s.add_argument("dir", nargs="+", help="results folder(s) written by `leaderboard run` (shown together)")
+    _filters(s)
+    s.add_argument("--format", default="table", choices=("table", "md", "csv", "json"))
+    s.add_argument("--json", action="store_true", help="same as --format json")
+    s.add_argument("--metric", action="append", help="metric(s) to rank by (repeatable; default: the board's)")
+    s.add_argument("--reference", help="policy the others are compared with (default: the board's, else fifo)")
+    s.add_argument("--output", help="write to this file instead of the terminal")
+    s.set_defaults(func=show)
+    pl = lsub.add_parser("plot", help="PNG figures of a results folder (needs matplotlib: the `plot` extra)",
+                         description="JCT CDFs per scenario, bar charts with 95%% CIs, and ours beside the papers' "
+                                     "published numbers where they exist.")
+    pl.add_argument("dir", nargs="+", help="results folder(s) written by `leaderboard run`")
+    _filters(pl)
+    pl.add_argument("--out", required=True, help="folder for the PNG files")
+    pl.add_argument("--metric", default="avg_jct_s", help="metric of the bar charts")
+    pl.add_argument("--reference", help="reference policy (default: the board's, else fifo)")
+    pl.add_argument("--json", action="store_true", help="print the written files as JSON")
+    pl.set_defaults(func=plot)
+    b = lsub.add_parser("boards", help="list the shipped boards")
+    b.add_argument("--json", action="store_true")
+    b.set_defaults(func=boards)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scenarios", help="only these scenarios, comma-separated, as labelled in the tables: "
+                                       "'castor-philly' is the scenario without options, "
+                                       "'sjfbsbf-philly (num_jobs=480)' a variant")
+    p.add_argument("--policies", help="only these policies, comma-separated, as labelled ('tiresias' is the default "
+                                      "one, 'tiresias (thresholds=[3600.0])' a variant)")
+
+
+def _split(v: str | None, what: str) -> list[str] | None:
+    if v is None:
+        return None
+    items = [x.strip() for x in v.split(",") if x.strip()]
+    if not items:
+        raise ValueError(f"--{what} is empty")
+    return items
+
+
+def _check_names(scenarios: list[str] | None, policies: list[str] | None) -> None:
+    from gpucluster_env.baselines import policy_names
+    from gpucluster_env.scenarios import SCENARIOS
+
+    for s in scenarios or []:
+        if s not in SCENARIOS:
+            raise ValueError(f"unknown scenario {s!r}; known: {', '.join(SCENARIOS)}")
+    known = policy_names()
+    for p in policies or []:
+        if p not in known and not p.startswith("rl:"):
+            raise ValueError(f"unknown policy {p!r}; known: {', '.join(known)}")
+
+
+def resolve_board(args: argparse.Namespace) -> Any:
+    """The board ``run`` covers: a board (filtered by --scenarios/--policies, --seeds), or one made of them."""
+    from gpucluster_env.cli.options import parse_options
+    from gpucluster_env.leaderboard.board import cells_from_args, check_seeds, load_board
+
+    scenarios, policies = _split(args.scenarios, "scenarios"), _split(args.policies, "policies")
+    _check_names(scenarios, policies)
+    if args.seeds is not None:
+        check_seeds(args.seeds)
+    options = parse_options(args.option)
+    if args.board is None and scenarios:
+        from gpucluster_env.baselines import policy_names
+
+        return cells_from_args(scenarios, policies or policy_names(), args.seeds or 5, options)
+    if options:
+        raise ValueError("--option applies to a board made by --scenarios/--policies; put options in the board file")
+    board = load_board(args.board or DEFAULT_BOARD)
+    return board.select(scenarios, policies, args.seeds)
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name) or "board"
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpucluster_env.leaderboard.execute import current_records, execute
+    from gpucluster_env.leaderboard.store import ResultStore
+
+    board = resolve_board(args)
+    out = Path(args.out) if args.out else Path(RESULTS_ROOT) / _slug(Path(board.name).stem)
+    store = ResultStore(out, create=True)
+    _save_board_meta(out, board)
+    keys = {c.key for c in board.cells}
+    if args.json:
+        report = execute(board, store, args.workers, args.backend, args.address, args.replace_stale)
+    else:
+        report = _run_with_progress(board, store, args)
+    records = [r for r in current_records(store)[0] if r["key"] in keys]
+    rate = (f"ran {report.ran} cell(s) ({report.skipped} already recorded) in {report.wall_s:.1f} s: "
+            f"{report.cells_per_min:.1f} cells/min with {report.workers} worker(s) ({report.backend})")
+    if args.json:
+        from gpucluster_env.cli.jsonout import dumps
+        from gpucluster_env.leaderboard.summary import summarize
+
+        print(dumps({"board": board.name, "out": str(out), "cells": report.total, "skipped": report.skipped,
+                     "ran": report.ran, "wall_s": report.wall_s, "cells_per_min": report.cells_per_min,
+                     "workers": report.workers, "backend": report.backend,
+                     "summary": [summarize(records, m, board.reference).as_dict() for m in board.metrics[:1]]}))
+        return 0
+    from rich.console import Console
+
+    console = Console(width=None if Console().is_terminal else 160)
+    console.print(rate, highlight=False)
+    console.print(f"records in {out}/ · show again: gpucluster leaderboard show {out}", highlight=False)
+    if not args.no_show and records:
+        from gpucluster_env.leaderboard.summary import summarize
+        from gpucluster_env.leaderboard.tables import print_rich
+
+        print_rich([summarize(records, board.metrics[0], board.reference)], console)
+    return 0
+
+
+def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
+    """:func:`~gpucluster_env.leaderboard.execute.execute` under a progress bar (ETA, cells per minute) with
+    the partial results below it, on stderr."""
+    import time
+
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.table import Table
+
+    from gpucluster_env.leaderboard.execute import execute, live_summary
+
+    console = Console(stderr=True)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                        TextColumn("{task.fields[rate]}"), console=console)
+    task = progress.add_task(board.name, total=None, rate="")
+    new: list[dict[str, Any]] = []
+
+    def partial() -> Table:
+        t = Table(title="partial results so far", title_justify="left", box=None)
+        for col in ("scenario", "policy", "avg JCT h", "n"):
+            t.add_column(col, justify="left" if col in ("scenario", "policy") else "right")
+        rows = live_summary(new)
+        last = None
+        for sc, pol, mean, n in rows[:24]:
+            t.add_row(sc if sc != last else "", pol, f"{mean / 3600:.2f}", str(n))
+            last = sc
+        return t
+
+    live = Live(Group(progress, partial()), console=console, refresh_per_second=4, transient=False)
+    t0 = time.perf_counter()
+
+    def on_start(todo: int, skipped: int) -> None:
+        nonlocal t0
+        progress.update(task, total=todo, description=f"{board.name} ({skipped} cells already recorded)")
+        live.start()
+        t0 = time.perf_counter()
+
+    def on_record(rec: dict[str, Any], done: int, total: int) -> None:
+        new.append(rec)
+        rate = 60.0 * done / max(time.perf_counter() - t0, 1e-9)
+        progress.update(task, total=total, completed=done, rate=f"{rate:.1f} cells/min")
+        live.update(Group(progress, partial()))
+
+    try:
+        return execute(board, store, args.workers, args.backend, args.address, args.replace_stale, on_record,
+                       on_start)
+    finally:
+        live.stop()
+
+
+BOARD_META = "board.json"
+
+
+def _save_board_meta(out: Path, board: Any) -> None:
+    """Keep the board's name, reference and metrics beside the records (for `show` and `plot`)."""
+    import json
+
+    meta_dir = out / ".board"
+    meta_dir.mkdir(exist_ok=True)
+    (meta_dir / BOARD_META).write_text(json.dumps({"name": board.name, "reference": board.reference,
+                                                  "metrics": list(board.metrics)}))
+
+
+def _board_meta(d: Path) -> dict[str, Any]:
+    import json
+
+    f = d / ".board" / BOARD_META
+    try:
+        return json.loads(f.read_text()) if f.is_file() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The current records of the folders in ``args.dir``, filtered by --scenarios/--policies labels, and the
+    first folder's board settings."""
+    from gpucluster_env.leaderboard.execute import load_current
+    from gpucluster_env.leaderboard.summary import labelled
+
+    records, notes = load_current(args.dir)
+    for n in notes:
+        print(f"gpucluster leaderboard: note: {n}", file=sys.stderr)
+    where = ", ".join(args.dir)
+    if not records:
+        raise ValueError(f"{where}: no records to show (run `gpucluster leaderboard run --out DIR` first)")
+    scen, pols = _split(args.scenarios, "scenarios"), _split(args.policies, "policies")
+    if scen or pols:
+        labels, _ = labelled(records)
+        for want, have, what in ((scen, {s for s, _ in labels}, "scenario"), (pols, {p for _, p in labels}, "policy")):
+            missing = sorted(set(want or ()) - have)
+            if missing:
+                raise ValueError(f"no {what} labelled {missing[0]!r} in {where}; there: {', '.join(sorted(have))}")
+        records = [r for r, (s, p) in zip(records, labels, strict=True)
+                   if (not scen or s in scen) and (not pols or p in pols)]
+    return records, _board_meta(Path(args.dir[0]))
+
+
+def show(args: argparse.Namespace) -> int:
+    from gpucluster_env.leaderboard.summary import summarize
+    from gpucluster_env.leaderboard.tables import print_rich, render
+
+    records, meta = _load(args)
+    reference = args.reference or meta.get("reference", "fifo")
+    if reference not in {r["cell"]["policy"] for r in records}:
+        raise ValueError(f"reference policy {reference!r} has no records in {', '.join(args.dir)}")
+    metrics = args.metric or meta.get("metrics", ["avg_jct_s"])
+    summaries = [summarize(records, m, reference) for m in metrics]
+    fmt = "json" if args.json else args.format
+    if fmt == "table" and not args.output:
+        from rich.console import Console
+
+        print_rich(summaries, Console(width=None if Console().is_terminal else 160))
+        return 0
+    text = render(summaries, "md" if fmt == "table" else fmt)
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"wrote {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def plot(args: argparse.Namespace) -> int:
+    from gpucluster_env.leaderboard.plots import write_plots
+
+    records, meta = _load(args)
+    files = write_plots(records, Path(args.out), args.metric, args.reference or meta.get("reference", "fifo"))
+    if args.json:
+        import json
+
+        print(json.dumps([str(f) for f in files]))
+    else:
+        for f in files:
+            print(f"wrote {f}")
+    return 0
+
+
+def boards(args: argparse.Namespace) -> int:
+    from gpucluster_env.leaderboard.board import board_names, load_board
+
+    rows = []
+    for n in board_names():
+        b = load_board(n)
+        rows.append({"name": n, "description": b.description, "cells": len(b.cells),
+                     "scenarios": sorted({c.scenario_label for c in b.cells}),
+                     "policies": sorted({c.policy_label for c in b.cells})})
+    import json
+
+    text = json.dumps(rows) if args.json else "\n".join(
+        f"{r['name']:<10} {r['cells']:>4} cells  {r['description']}" for r in rows)
+    print(text)
+    return 0

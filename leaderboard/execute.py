@@ -1,0 +1,237 @@
+"""Running a board's cells: skip those already recorded, run the rest in local processes or on Ray, write each
+record as it finishes, and show a progress bar with ETA, the rate in cells per minute and live partial results.
+
+Records are written by this (the driving) process as results arrive, so killing the run at any moment loses
+only the cells in flight; the next run skips every recorded cell and never runs one twice.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from .board import Board, Cell
+from .cells import env_spec, git_revision, package_version, policy_version, run_cell
+from .store import ResultStore, make_record
+
+BACKENDS = ("local", "ray")
+LIVE_METRIC = "avg_jct_s"
+
+
+@dataclass
+class RunReport:
+    """What a run did: cells in the board, already recorded, run now, seconds, and the rate."""
+
+    total: int
+    skipped: int
+    ran: int
+    wall_s: float
+    workers: int
+    backend: str
+
+    @property
+    def cells_per_min(self) -> float:
+        """Cells run per minute of wall time in this run (skipped cells not counted)."""
+        return 60.0 * self.ran / self.wall_s if self.wall_s > 0 else float("nan")
+
+
+def provenance(cell: Cell) -> dict[str, Any]:
+    """What a record must agree on to be mixed with current results: env spec and versions."""
+    return {"env_spec": env_spec(cell), "package_version": package_version(),
+            "policy_version": policy_version(cell.policy)}
+
+
+def check_policies(board: Board) -> None:
+    """Build each distinct (policy, options) of the board once, so a bad option fails before any cell runs."""
+    from ..baselines import make_policy
+
+    seen: set[str] = set()
+    for c in board.cells:
+        label = c.policy_label
+        if label not in seen:
+            seen.add(label)
+            make_policy(c.policy, **c.policy_options)
+
+
+def plan(board: Board, store: ResultStore, replace_stale: bool) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
+    """The cells still to run and every cell's provenance. Records from another spec or version stop the run
+    with a one-line error naming them, unless ``replace_stale`` (then their cells run again and overwrite
+    them)."""
+    specs: dict[tuple[str, str], dict[str, Any]] = {}
+    prov: dict[str, dict[str, Any]] = {}
+    for c in board.cells:
+        skey = (c.scenario_label, c.policy)
+        if skey not in specs:
+            specs[skey] = provenance(c)
+        prov[c.key] = specs[skey]
+    stale = store.stale(prov)
+    if stale and not replace_stale:
+        raise ValueError(f"{len(stale)} record(s) in {store.root} were made under another spec or version, e.g. "
+                         f"{stale[0].path.name}: {stale[0].why}; use --replace-stale to run them again, or "
+                         "another --out")
+    stale_keys = {s.path.stem for s in stale}
+    todo = [c for c in board.cells if c.key not in store.records or c.key in stale_keys]
+    todo.sort(key=lambda c: (c.seed, c.scenario_label, c.policy_label))  # all policies of a seed together
+    return todo, prov
+
+
+def _init_worker() -> None:
+    # One OpenMP thread per worker process: the workers are the parallelism (XGBoost, torch read this at import).
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
+
+
+def _failed(cell: Cell, e: BaseException) -> ValueError:
+    """A cell's failure as one line (the records finished before it are kept)."""
+    msg = str(e).splitlines()[0] if str(e) else ""
+    return ValueError(f"cell {cell.scenario_label} x {cell.policy_label} seed {cell.seed} failed: "
+                      f"{type(e).__name__}: {msg} (finished cells are recorded; rerun to resume)")
+
+
+def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any]]]:
+    if workers == 1:
+        _init_worker()
+        for c in todo:
+            try:
+                result = run_cell(c)
+            except Exception as e:
+                raise _failed(c, e) from e
+            yield c, result
+        return
+    import multiprocessing as mp
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_init_worker)
+    try:
+        pending = {ex.submit(run_cell, c): c for c in todo}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                cell = pending.pop(f)
+                try:
+                    result = f.result()
+                except Exception as e:
+                    raise _failed(cell, e) from e
+                yield cell, result
+    finally:
+        ex.shutdown(wait=False, cancel_futures=True)
+
+
+def _ray(todo: list[Cell], workers: int, address: str | None) -> Iterator[tuple[Cell, dict[str, Any]]]:
+    try:
+        import ray
+    except ImportError:
+        raise ValueError("--backend ray needs Ray: pip install 'gpucluster-env[ray]'") from None
+    if not ray.is_initialized():
+        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
+                                  "runtime_env": {"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}}}
+        if address:
+            kwargs["address"] = address
+        else:
+            kwargs["num_cpus"] = workers
+        ray.init(**kwargs)
+    remote = ray.remote(num_cpus=1)(run_cell)
+    pending = {remote.remote(c): c for c in todo}
+    try:
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                cell = pending.pop(ref)
+                try:
+                    result = ray.get(ref)
+                except Exception as e:
+                    raise _failed(cell, getattr(e, "cause", None) or e) from e
+                yield cell, result
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=True)
+
+
+def execute(
+    board: Board,
+    store: ResultStore,
+    workers: int = 1,
+    backend: str = "local",
+    address: str | None = None,
+    replace_stale: bool = False,
+    on_record: Callable[[dict[str, Any], int, int], None] | None = None,
+    on_start: Callable[[int, int], None] | None = None,
+) -> RunReport:
+    """Run every cell of ``board`` not yet in ``store`` and write its record as it finishes. ``on_start`` is
+    called once the cells to run are known (with their count and the count already recorded), ``on_record``
+    with each new record, the count done and the count to do (the progress display)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
+    if workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
+    check_policies(board)
+    todo, prov = plan(board, store, replace_stale)
+    rev = git_revision()
+    if on_start is not None:
+        on_start(len(todo), len(board.cells) - len(todo))
+    t0 = time.perf_counter()
+    stream = _local(todo, workers) if backend == "local" else _ray(todo, workers, address)
+    done = 0
+    for cell, result in stream:
+        rec = make_record(cell, result, {**prov[cell.key], "git_revision": rev})
+        store.write(rec)
+        done += 1
+        if on_record is not None:
+            on_record(rec, done, len(todo))
+    return RunReport(len(board.cells), len(board.cells) - len(todo), done, time.perf_counter() - t0, workers,
+                     backend)
+
+
+def current_records(store: ResultStore) -> tuple[list[dict[str, Any]], list[str]]:
+    """The folder's records made under the current spec and versions, and a note on each kind of record left
+    out (another spec or version: reported, never mixed in)."""
+    keep, notes = [], {}
+    cache: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in store.select():
+        cell = Cell.from_dict(rec["cell"])
+        skey = (cell.scenario_label, cell.policy)
+        if skey not in cache:
+            cache[skey] = provenance(cell)
+        stale = store.stale({rec["key"]: cache[skey]})
+        if stale:
+            notes.setdefault(stale[0].why.split(" ")[0], []).append(stale[0])
+        else:
+            keep.append(rec)
+    msgs = [f"{len(v)} record(s) made under another {k} left out, e.g. {v[0].path.name}: {v[0].why}"
+            for k, v in notes.items()]
+    return keep, msgs
+
+
+def load_current(dirs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The current records of several results folders together (a cell recorded in two folders counts once)
+    and the notes on records left out, each prefixed with its folder."""
+    records: list[dict[str, Any]] = []
+    notes: list[str] = []
+    seen: set[str] = set()
+    for d in dirs:
+        recs, msgs = current_records(ResultStore(d))
+        notes += [f"{d}: {m}" for m in msgs]
+        records += [r for r in recs if r["key"] not in seen]
+        seen.update(r["key"] for r in recs)
+    return records, notes
+
+
+def live_summary(records: list[dict[str, Any]], metric: str = LIVE_METRIC) -> list[tuple[str, str, float, int]]:
+    """Partial results for the progress display: (scenario, policy, mean of ``metric``, episodes) per pair,
+    best first within a scenario; a policy with truncated episodes is marked ``†``."""
+    acc: dict[tuple[str, str], list[float]] = {}
+    cut: set[tuple[str, str]] = set()
+    for r in records:
+        c = Cell.from_dict(r["cell"])
+        v = r["metrics"].get(metric)
+        if r.get("truncated"):
+            cut.add((c.scenario_label, c.policy_label))
+        if v is not None and math.isfinite(v):
+            acc.setdefault((c.scenario_label, c.policy_label), []).append(float(v))
+    rows = [(s, p + (" †" if (s, p) in cut else ""), statistics.fmean(v), len(v)) for (s, p), v in acc.items()]
+    return sorted(rows, key=lambda r: (r[0], r[2]))
