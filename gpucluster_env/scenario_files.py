@@ -80,7 +80,7 @@ def scenario_to_toml(sc: Scenario) -> str:
 def scenario_from_toml(text: str, source: str = "scenario file", base_dir: Path | None = None) -> Scenario:
     """A scenario from TOML text; ``source`` names it in errors, ``base_dir`` resolves a relative
     ``trace_file``."""
-    from .engine import EngineConfig
+    from .config import EngineConfig
 
     try:
         data = tomllib.loads(text)

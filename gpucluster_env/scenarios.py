@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .engine import EngineConfig
+from .config import EngineConfig
 from .hardware import ClusterSpec
 from .settings import Setting, SettingError, check_value
 

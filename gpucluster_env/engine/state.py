@@ -1,5 +1,5 @@
-"""The engine's state: its settings (:class:`EngineConfig`), the static tables built once per cluster, job
-table and catalog, and the dynamic arrays an episode starts from (:class:`EngineState`).
+"""The engine's state: the static tables built once per cluster, job table and catalog (under the settings of
+:class:`~gpucluster_env.config.EngineConfig`), and the dynamic arrays an episode starts from (:class:`EngineState`).
 
 State lives in numpy arrays (one entry per GPU, per node, per job). Each GPU has two slots (at most two jobs
 per GPU, MPS sharing); each slot holds a job index and that worker's MPS active-thread share in tenths (10 =
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..config import EngineConfig
 from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
 from .eventlog import EventLog
 from .perf import fit_accumulation, solo_iter_time, xi_table
@@ -27,42 +27,6 @@ STATUS_NAMES = ("future", "pending", "running", "done")
 TENTHS_MIN = round(MIN_SHARE / SHARE_STEP)
 TENTHS_MAX = round(MAX_SHARE / SHARE_STEP)
 _EPOCHS = itertools.count()  # one per engine state started (construction or reset), process-wide
-
-
-@dataclass(frozen=True)
-class EngineConfig:
-    """Per-scenario settings of the simulation.
-
-    ``round_s``: length of scheduling rounds (a decision point at each boundary; forking needs rounds).
-    ``restart_s``: overhead a preempted job pays when it starts again. ``consolidation_s``: overhead a forked
-    job pays at every round boundary. ``tick_s``: period of calibration ticks (decision points for
-    Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is
-    due.
-    ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
-    slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
-    ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
-    round or calibration ticks) after which the episode is stalled.
-    """
-
-    round_s: float | None = None
-    restart_s: float = 0.0
-    consolidation_s: float = 0.0
-    tick_s: float | None = None
-    idle_tick_s: float = 60.0
-    sample_stealing: bool = False
-    calibration_overhead_s: float = 0.0
-    max_idle_ticks: int = 100_000
-
-    def __post_init__(self) -> None:
-        for name in ("round_s", "tick_s"):
-            v = getattr(self, name)
-            if v is not None and not (v > 0):
-                raise ValueError(f"EngineConfig.{name} must be positive or None, got {v!r}")
-        for name in ("restart_s", "consolidation_s", "calibration_overhead_s"):
-            if not (getattr(self, name) >= 0):
-                raise ValueError(f"EngineConfig.{name} must be >= 0")
-        if not (self.idle_tick_s > 0):
-            raise ValueError("EngineConfig.idle_tick_s must be positive")
 
 
 class EngineState:
