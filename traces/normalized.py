@@ -33,9 +33,7 @@ def load_normalized_csv(path: str | Path, skip_bad_rows: bool = False) -> tuple[
     chk.duration(dur, df["duration_s"], "duration_s")
     gpus, bad_g = numbers(df, "num_gpus")
     chk.count(gpus, df["num_gpus"], bad_g, "num_gpus")
-    cpu = chk.keep & (gpus == 0).to_numpy()
-    report.dropped["CPU-only"] = int(cpu.sum())
-    chk.keep &= ~cpu
+    chk.drop_cpu_only((gpus == 0).to_numpy())
     keep = chk.keep
     out = pd.DataFrame(
         {

@@ -43,9 +43,7 @@ def load_philly_csv(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.D
     chk.duration(dur, df["duration"], "duration")
     gpus, bad_g = numbers(df, "num_gpus")
     chk.count(gpus, df["num_gpus"], bad_g, "num_gpus")
-    cpu = chk.keep & (gpus == 0).to_numpy()
-    report.dropped["CPU-only"] = int(cpu.sum())
-    chk.keep &= ~cpu
+    chk.drop_cpu_only((gpus == 0).to_numpy())
     keep = chk.keep
     ids = np.char.add("philly-", np.asarray(chk.rows).astype(str))
     out = pd.DataFrame(
@@ -151,9 +149,7 @@ def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[
     chk.check(bad_en.to_numpy(), "attempts.end_time", f"not a timestamp {TIME_FORMAT!r}", df["end"])
     dur = (en - st).dt.total_seconds()
     chk.duration(dur, df["end"], "attempts.end_time", "ends before it starts (negative duration)")
-    cpu = chk.keep & (df["num_gpus"] == 0).to_numpy()
-    report.dropped["CPU-only"] = int(cpu.sum())
-    chk.keep &= ~cpu
+    chk.drop_cpu_only((df["num_gpus"] == 0).to_numpy())
     if not chk.keep.any():
         raise TraceFormatError(f"{path}: no GPU job left ({report.summary()})")
     keep = chk.keep

@@ -100,6 +100,13 @@ class RowChecker:
         numbers = None if rows is None else np.asarray(rows, dtype=np.int64)
         return cls(source, len(df), report, skip_bad_rows, numbers)
 
+    def drop_cpu_only(self, no_gpu: np.ndarray) -> None:
+        """Drop the kept rows that ask for no GPU (``no_gpu`` true), counted as ``CPU-only`` in the report, as
+        every loader does."""
+        cpu = self.keep & no_gpu
+        self.report.dropped["CPU-only"] = int(cpu.sum())
+        self.keep &= ~cpu
+
     def ident(self, raw: pd.Series, fld: str) -> None:
         """A job's id: not empty (an empty id would become the text ``nan``)."""
         self.check(raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy(), fld, "empty job id")
