@@ -86,7 +86,7 @@ def plot_cdfs(records: list[dict[str, Any]], out: Path) -> list[Path]:
             y = np.arange(1, len(jct) + 1) / len(jct)
             seeds = len({r["cell"]["seed"] for r in recs})
             ax.step(jct, y, where="post", color=colors[pl], ls=_style(names, pl), lw=1.6,
-                    label=f"{pl} (mean {jct.mean():.2f} h, {seeds} seeds)")
+                    label=f"{pl} (mean {jct.mean():.2f} h, {seeds} seed{'' if seeds == 1 else 's'})")
         ax.set_xscale("log")
         ax.set_xlabel("job completion time (h, log scale)")
         ax.set_ylabel("fraction of jobs")
@@ -168,7 +168,8 @@ def plot_papers(records: list[dict[str, Any]], out: Path) -> list[Path]:
             ax.grid(True, axis="y", alpha=0.3)
             ax.legend(fontsize=7)
         seeds = len({r["cell"]["seed"] for r in recs})
-        fig.suptitle(f"{label}: ours ({seeds} seeds) beside the paper's published table", fontsize=10)
+        n_seeds = f"{seeds} seed{'' if seeds == 1 else 's'}"
+        fig.suptitle(f"{label}: ours ({n_seeds}) beside the paper's published table", fontsize=10)
         files.append(_save(plt, fig, out / f"paper-{_slug(label)}.png"))
     return files
 
