@@ -1,0 +1,103 @@
+"""Gavel's round-based mechanism (Narayanan et al., OSDI'20, §5) as pure functions.
+
+An allocation ``X[j, k]`` (time fractions, :mod:`.gavel_lp`) is realized over rounds of ``round_s`` seconds
+(Gavel: 360 s): each round, job ``j``'s priority on type ``k`` is ``X[j, k]`` divided by the fraction of type
+``k``'s time it has received since the last reset (:func:`round_priorities`), and GPUs are granted greedily in
+priority order (:func:`select_round`), each job's gang on the fewest nodes (:func:`place_fewest_nodes`). The
+allocation is recomputed when jobs arrived or finished, at most every ``min_reset_s`` seconds (Gavel: 1,920 s;
+:func:`needs_recompute`), and the time received is then reset (:func:`reset_time_received`), carrying what a
+job was owed into its deficit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FRESH_PRIORITY = 1e9
+"""Gavel's priority factor for a job that has received nothing yet on a type (large, not infinite, so larger
+allocations still rank first)."""
+
+
+def needs_recompute(now: float, last_reset: float | None, min_reset_s: float, changed: bool) -> bool:
+    """Whether to recompute the allocation now: jobs arrived or finished since the last computation
+    (``changed``) and ``min_reset_s`` has passed since the last reset (or there was none)."""
+    return changed and (last_reset is None or now - last_reset >= min_reset_s)
+
+
+def reset_time_received(
+    alloc: np.ndarray, job_time: np.ndarray, deficit: np.ndarray, elapsed: float, round_s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Gavel's reset: each job's deficit grows by the time it should have received since the last reset
+    (``alloc * elapsed``) minus what it got (its recorded time less the half round every record starts from),
+    and every record restarts at half a round. Returns the new ``(job_time, deficit)``."""
+    received = np.asarray(job_time, dtype=float) - round_s / 2.0
+    new_deficit = np.asarray(deficit, dtype=float) + np.asarray(alloc, dtype=float) * elapsed - received
+    return np.full(np.shape(job_time), round_s / 2.0), new_deficit
+
+
+def round_priorities(alloc: np.ndarray, job_time: np.ndarray, runnable: np.ndarray) -> np.ndarray:
+    """Priority of each job on each type: ``alloc / (job_time / type_time)`` where ``type_time`` is the time
+    all jobs received on the type; ``alloc * FRESH_PRIORITY`` where the job received none yet; 0 where the
+    allocation is 0 or the job cannot run on the type (``runnable`` False)."""
+    a = np.asarray(alloc, dtype=float)
+    jt = np.asarray(job_time, dtype=float)
+    tt = jt.sum(axis=0)
+    frac = np.divide(jt, tt[None, :], out=np.zeros_like(jt), where=tt[None, :] > 0)
+    pr = np.where(frac > 0, np.divide(a, frac, out=np.zeros_like(a), where=frac > 0), a * FRESH_PRIORITY)
+    pr[(a <= 0) | ~np.asarray(runnable, dtype=bool)] = 0.0
+    return pr
+
+
+def select_round(
+    priority: np.ndarray,
+    deficit: np.ndarray,
+    alloc: np.ndarray,
+    gpus: np.ndarray,
+    capacity: np.ndarray,
+    runnable: np.ndarray,
+    type_order: list[int] | None = None,
+) -> list[tuple[int, int]]:
+    """The ``(job, type)`` grants of one round: Gavel's greedy pass over each type's jobs sorted by
+    (priority, deficit, allocation), highest first, types in ``type_order`` (Gavel: fastest first for its
+    heterogeneity-aware policies), each job granted once, where its whole gang fits in the type's GPUs left."""
+    pr = np.asarray(priority, dtype=float)
+    n, nk = pr.shape
+    left = np.asarray(capacity, dtype=np.int64).copy()
+    g = np.asarray(gpus, dtype=np.int64)
+    run = np.asarray(runnable, dtype=bool)
+    done = np.zeros(n, dtype=bool)
+    out: list[tuple[int, int]] = []
+    for k in (range(nk) if type_order is None else type_order):
+        order = np.lexsort((-np.arange(n), alloc[:, k], deficit[:, k], pr[:, k]))[::-1]
+        for j in order.tolist():
+            if left[k] == 0:
+                break
+            if done[j] or not run[j, k] or g[j] > left[k]:
+                continue
+            left[k] -= g[j]
+            done[j] = True
+            out.append((j, k))
+    return out
+
+
+def place_fewest_nodes(free_per_node: np.ndarray, need: int) -> list[tuple[int, int]] | None:
+    """``(node, count)`` picks for a gang of ``need`` GPUs on the fewest nodes: the fullest node that still
+    fits it whole (best fit, ties to the lower index), else nodes by most free GPUs first. None: too few."""
+    free = np.asarray(free_per_node, dtype=np.int64)
+    if need <= 0:
+        raise ValueError(f"need: a gang asks for at least one GPU, got {need}")
+    if free.sum() < need:
+        return None
+    fits = np.flatnonzero(free >= need)
+    if len(fits):
+        h = int(fits[np.argmin(free[fits])])
+        return [(h, need)]
+    out = []
+    for h in np.argsort(-free, kind="stable").tolist():
+        take = int(min(free[h], need))
+        if take:
+            out.append((h, take))
+            need -= take
+        if need == 0:
+            break
+    return out

@@ -1,0 +1,184 @@
+"""Gavel's allocation LPs and round mechanics on small cases checked by hand."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpucluster_env.baselines import gavel_lp as G
+from gpucluster_env.baselines import gavel_rounds as R
+
+
+def _feasible(x: np.ndarray, gpus, cap, y=None, pairs=None, pair_gpus=None) -> None:
+    x = np.asarray(x)
+    assert (x >= -1e-9).all()
+    per_job = x.sum(axis=1)
+    used = (np.asarray(gpus, float)[:, None] * x).sum(axis=0)
+    if y is not None and len(y):
+        for p, (a, b) in enumerate(pairs):
+            per_job[a] += y[p].sum()
+            per_job[b] += y[p].sum()
+        used += (np.asarray(pair_gpus, float)[:, None] * y).sum(axis=0)
+    assert (per_job <= 1 + 1e-7).all()
+    assert (used <= np.asarray(cap, float) + 1e-7).all()
+
+
+def test_max_min_one_type_splits_evenly() -> None:
+    # two identical jobs on one GPU: equal share p = 1, each gets half: z = 0.5
+    r = G.max_min_fairness(np.ones((2, 1)), [1, 1], [1])
+    assert r.z == pytest.approx(0.5)
+    np.testing.assert_allclose(r.x.ravel(), [0.5, 0.5], atol=1e-9)
+
+
+def test_max_min_counts_gang_size() -> None:
+    # 2 GPUs, jobs asking 1, 1, 2 GPUs, throughput 1: demands d = p w / g = 1, 1, 0.5;
+    # x1 >= z, x2 >= z, x3 >= z/2 and x1 + x2 + 2 x3 <= 2  ->  3z <= 2: z = 2/3, x = (2/3, 2/3, 1/3)
+    r = G.max_min_fairness(np.ones((3, 1)), [1, 1, 2], [2])
+    assert r.z == pytest.approx(2 / 3)
+    np.testing.assert_allclose(r.x.ravel(), [2 / 3, 2 / 3, 1 / 3], atol=1e-7)
+    _feasible(r.x, [1, 1, 2], [2])
+
+
+def test_max_min_heterogeneous_optimum() -> None:
+    # fast + slow GPU. A: (4, 1), B: (2, 1); equal shares p_A = 2.5, p_B = 1.5.
+    # z > 1 would need 4a + b > 2.5 with a + b <= 1, so a > 0.5, leaving B < 0.5 of the fast GPU and
+    # 2c + e <= c + 1 < 1.5: impossible; z = 1 (a = 0.5, b = 0.5, c = 0.5, e = 0.5 reaches it)
+    t = np.array([[4.0, 1.0], [2.0, 1.0]])
+    r = G.max_min_fairness(t, [1, 1], [1, 1])
+    assert r.z == pytest.approx(1.0)
+    _feasible(r.x, [1, 1], [1, 1])
+    thr = (t * r.x).sum(axis=1)
+    assert thr[0] >= 2.5 - 1e-7 and thr[1] >= 1.5 - 1e-7
+
+
+def test_max_min_agnostic_ignores_speed() -> None:
+    # heterogeneity-agnostic LAS sees throughput 1 on both types: two jobs, two GPUs -> z = 1 (one GPU each)
+    r = G.max_min_fairness([[4.0, 1.0], [2.0, 1.0]], [1, 1], [1, 1], heterogeneity_aware=False)
+    assert r.z == pytest.approx(1.0)
+
+
+def test_min_makespan_one_type() -> None:
+    # one GPU; job 1: 100 steps at 2/s (50 s of GPU), job 2: 100 steps at 1/s (100 s): makespan 150 s,
+    # fractions 50/150 and 100/150
+    m, x = G.min_makespan([[2.0], [1.0]], [1, 1], [1], [100, 100])
+    assert m == pytest.approx(150.0)
+    np.testing.assert_allclose(x.ravel(), [1 / 3, 2 / 3], atol=1e-7)
+
+
+def test_min_makespan_two_types() -> None:
+    # A: 400 steps at (4, 1)/s, B: 200 steps at (2, 2)/s; A alone on the fast GPU and B on the slow one both
+    # take 100 s, and A can never beat 400 / 4 = 100 s: makespan 100
+    m, x = G.min_makespan([[4.0, 1.0], [2.0, 2.0]], [1, 1], [1, 1], [400, 200])
+    assert m == pytest.approx(100.0)
+    np.testing.assert_allclose(x, [[1, 0], [0, 1]], atol=1e-7)
+
+
+def test_min_makespan_unrunnable_job_is_inf() -> None:
+    m, _ = G.min_makespan([[1.0], [0.0]], [1, 1], [1], [10, 10])
+    assert m == float("inf")
+
+
+def test_finish_time_fairness_golden_ratio() -> None:
+    # one GPU, two jobs with 10 steps at 1/s; isolated share 1/2 -> reference time 20 s each.
+    # Equal start: x = 1/2, rho = (10 / 0.5) / 20 = 1.
+    rho, x = G.finish_time_fairness(np.ones((2, 1)), [1, 1], [1], [10, 10], [0, 0], [0, 0])
+    assert rho == pytest.approx(1.0, rel=1e-3)
+    np.testing.assert_allclose(x.ravel(), [0.5, 0.5], atol=1e-3)
+    # job A already waited 10 s: (10 + 10/x) / 20 = (10 / (1 - x)) / 20  ->  1 - x = x^2, x = (sqrt 5 - 1)/2
+    rho, x = G.finish_time_fairness(np.ones((2, 1)), [1, 1], [1], [10, 10], [10, 0], [0, 0])
+    phi = (np.sqrt(5) - 1) / 2
+    assert x[0, 0] == pytest.approx(phi, abs=1e-3)
+    assert rho == pytest.approx(10 / (1 - phi) / 20, rel=1e-3)
+
+
+def test_packed_pair_beats_time_sharing() -> None:
+    # one GPU, two jobs at 1/s alone and 0.8/s each when packed: time sharing gives z = 0.5, the pair
+    # column run all the time gives each 0.8: z = 0.8
+    pairs = np.array([[0, 1]])
+    pt = np.array([[[0.8], [0.8]]])
+    r = G.packed_max_min_fairness(np.ones((2, 1)), [1, 1], [1], pairs, pt)
+    assert r.z == pytest.approx(0.8)
+    assert r.y[0, 0] == pytest.approx(1.0)
+    _feasible(r.x, [1, 1], [1], r.y, pairs, [1])
+
+
+def test_packed_bad_pair_is_not_used() -> None:
+    # packed throughputs 0.3 each (worse than sharing time): the optimum stays z = 0.5 from single columns
+    r = G.packed_max_min_fairness(np.ones((2, 1)), [1, 1], [1], np.array([[0, 1]]), np.array([[[0.3], [0.3]]]))
+    assert r.z == pytest.approx(0.5)
+
+
+def test_candidate_pairs_limits_partners() -> None:
+    gain = np.array([[1.5, 1.2], [1.2, 0.9]])
+    # jobs of types 0, 0, 1, 1 all 1 GPU; type 1 with type 1 gains 0.9 < 1: no (2, 3) pair
+    pairs = G.candidate_pairs([0, 0, 1, 1], [1, 1, 1, 1], gain, max_partners=None)
+    assert {tuple(p) for p in pairs.tolist()} == {(0, 1), (0, 2), (0, 3), (1, 2), (1, 3)}
+    # one partner each: job 0 -> 1 (gain 1.5), 1 -> 0; job 2: 0 or 1 (gain 1.2), ties go to the job next
+    # after it cyclically: (0 - 2) mod 4 = 2 < (1 - 2) mod 4 = 3 -> 0; job 3: (0 - 3) mod 4 = 1 -> 0
+    pairs = G.candidate_pairs([0, 0, 1, 1], [1, 1, 1, 1], gain, max_partners=1)
+    assert {tuple(p) for p in pairs.tolist()} == {(0, 1), (0, 2), (0, 3)}
+    # different GPU counts never pair
+    assert len(G.candidate_pairs([0, 0], [1, 2], gain)) == 0
+
+
+def test_lp_scales_to_2048_jobs_sparse() -> None:
+    rng = np.random.default_rng(0)
+    n = 2048
+    t = rng.uniform(0.5, 4.0, (n, 3))
+    g = rng.choice([1, 1, 2, 4], n)
+    cap = np.array([n // 4] * 3)
+    r = G.max_min_fairness(t, g, cap)
+    _feasible(r.x, g, cap)
+    assert r.z > 0
+
+
+def test_bad_input_names_argument() -> None:
+    with pytest.raises(ValueError, match="capacity"):
+        G.max_min_fairness(np.ones((2, 2)), [1, 1], [1])
+    with pytest.raises(ValueError, match="gpus"):
+        G.max_min_fairness(np.ones((2, 1)), [1, 0], [1])
+    with pytest.raises(ValueError, match="pairs"):
+        G.packed_max_min_fairness(np.ones((2, 1)), [1, 2], [2], np.array([[0, 1]]), np.ones((1, 2, 1)))
+
+
+# ----------------------------------------------------------------------------------------------- rounds
+def test_priorities_and_selection() -> None:
+    alloc = np.array([[0.5, 0.0], [0.25, 0.5], [0.25, 0.5]])
+    # job 0 got 30 s of type 0's 60 s (fraction 0.5): priority 0.5/0.5 = 1; job 1 got 20 s (1/3): 0.75;
+    # job 2 got 10 s (1/6): 1.5. Type 1: nobody ran yet -> alloc * 1e9, job 0's allocation 0 -> 0.
+    jt = np.array([[30.0, 0.0], [20.0, 0.0], [10.0, 0.0]])
+    pr = R.round_priorities(alloc, jt, np.ones((3, 2), bool))
+    np.testing.assert_allclose(pr[:, 0], [1.0, 0.75, 1.5])
+    np.testing.assert_allclose(pr[:, 1], [0.0, 0.5e9, 0.5e9])
+    # one GPU of each type, 1-GPU jobs: type 0 goes to job 2 (1.5), type 1 to job 1 (tie with 2 broken by
+    # deficit 0 = 0, allocation equal, lower index first; job 2 is already granted anyway)
+    grants = R.select_round(pr, np.zeros((3, 2)), alloc, [1, 1, 1], [1, 1], np.ones((3, 2), bool))
+    assert grants == [(2, 0), (1, 1)]
+
+
+def test_selection_skips_gangs_that_do_not_fit() -> None:
+    pr = np.array([[3.0], [2.0], [1.0]])
+    grants = R.select_round(pr, np.zeros((3, 1)), np.ones((3, 1)), [1, 4, 2], [3], np.ones((3, 1), bool))
+    assert grants == [(0, 0), (2, 0)]  # job 1 needs 4 > 2 left
+
+
+def test_reset_carries_deficit() -> None:
+    # 360 s rounds; since the last reset (720 s) job 0 should have had 0.5 * 720 = 360 s, it got 540 - 180
+    # = 360 s: deficit unchanged; job 1 should have had 360 s and got 180 - 180 = 0: deficit +360
+    jt, d = R.reset_time_received(np.array([[0.5], [0.5]]), np.array([[540.0], [180.0]]), np.zeros((2, 1)),
+                                  720.0, 360.0)
+    np.testing.assert_allclose(d.ravel(), [0.0, 360.0])
+    np.testing.assert_allclose(jt.ravel(), [180.0, 180.0])
+
+
+def test_recompute_interval() -> None:
+    assert R.needs_recompute(0.0, None, 1920.0, True)
+    assert not R.needs_recompute(1000.0, 0.0, 1920.0, True)
+    assert R.needs_recompute(1920.0, 0.0, 1920.0, True)
+    assert not R.needs_recompute(5000.0, 0.0, 1920.0, False)
+
+
+def test_place_fewest_nodes() -> None:
+    assert R.place_fewest_nodes([4, 2, 3], 2) == [(1, 2)]  # best fit: the fullest node that fits
+    assert R.place_fewest_nodes([1, 2, 3], 5) == [(2, 3), (1, 2)]
+    assert R.place_fewest_nodes([1, 1], 3) is None
