@@ -1,0 +1,103 @@
+"""Hadar's price function, FIND_ALLOC and DP job selection, checked by hand on the paper's motivating example.
+
+The example (hadar-hadare §II-A): 2 V100, 3 P100 and 1 K80 GPUs (one server per type here); J1 asks 3 GPUs for
+80 epochs, J2 2 GPUs for 30, J3 2 GPUs for 50. The paper's speedup matrix did not survive the text extraction,
+so the throughputs (epochs per round, whole gang) are ours: J1 (4, 3, 1), J2 (3, 2, 1), J3 (2, 2, 1) on
+(V100, P100, K80); rounds of 1 time unit.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from gpucluster_env.baselines.hadar_alloc import HadarJob, Prices, find_alloc, make_prices, select_jobs
+
+CAP = np.array([[2, 0, 0], [0, 3, 0], [0, 0, 1]])
+JOBS = [HadarJob(3, 80, (4, 3, 1), 0.0, 80), HadarJob(2, 30, (3, 2, 1), 0.0, 30), HadarJob(2, 50, (2, 2, 1), 0.0, 50)]
+
+
+def test_price_function_by_hand() -> None:
+    # Eq. (5) with U_min = 0.01, U_max = 0.16, eta = 1, C = 4: p(0) = 0.01/4 = 0.0025,
+    # p(2) = 0.0025 * (4 * 16) ** 0.5 = 0.02, p(4) = 0.0025 * 64 = 0.16 = U_max
+    p = Prices(np.array([0.01]), np.array([0.16]), 1.0, np.array([[4.0]]))
+    assert p.price(0, 0, 0) == pytest.approx(0.0025)
+    assert p.price(0, 0, 2) == pytest.approx(0.02)
+    assert p.price(0, 0, 4) == pytest.approx(0.16)
+    # taking 2 GPUs on an empty server costs p(0) + p(1) = 0.0025 + 0.0025 * 64 ** 0.25
+    assert p.cost(np.zeros((1, 1)), [(0, 0, 2)]) == pytest.approx(0.0025 + 0.0025 * 64 ** 0.25)
+
+
+def test_price_bounds_on_the_example() -> None:
+    p = make_prices(JOBS, CAP, 0.0, 1.0)
+    # U_max per type: the best utility per GPU-round alone on the type, utility = epochs / finish time.
+    # V100: J2 finishes 30/3 = 10 rounds, utility 3, per GPU-round 3 / (2 * 10) = 0.15 (J1: 4/60, J3: 2/50)
+    # P100: J2 15 rounds, utility 2, 2 / 30 = 1/15; K80: J2 30 rounds, 1 / 60
+    np.testing.assert_allclose(p.u_max, [0.15, 1 / 15, 1 / 60])
+    # U_min: finishing at the horizon T = work on the slowest GPUs / 6 GPUs + longest run there
+    # = (3*80 + 2*30 + 2*50) / 6 + 80 = 146.67; J2 is least: (30 / T) / (2 T)
+    horizon = 400 / 6 + 80
+    np.testing.assert_allclose(p.u_min, [30 / horizon / (2 * horizon)] * 3)
+
+
+def test_find_alloc_mixes_gpu_types() -> None:
+    # task-level heterogeneity: J1's 3 workers cannot fit on one server of 2 V100; its fastest gang is
+    # 2 V100 + 1 P100 running at the P100's pace (3 epochs/round), not 3 P100 (also 3) on one server,
+    # nor anything with the K80
+    p = make_prices(JOBS, CAP, 0.0, 1.0)
+    ch = find_alloc(JOBS[0], CAP, np.zeros_like(CAP), p, 0.0, 1.0)
+    assert ch is not None and ch.tput == 3
+    assert ch.payoff > 0
+    # a job asking more GPUs than are free gets nothing
+    assert find_alloc(HadarJob(7, 10, (1, 1, 1), 0.0, 10), CAP, np.zeros_like(CAP), p, 0.0, 1.0) is None
+
+
+def test_find_alloc_consolidated_vs_spread() -> None:
+    # two servers of 2 V100 and one of 4 K80; a 3-worker job at 4/round on V100, 1 on K80: spread over the
+    # two V100 servers (4/round) pays more than one K80 server (1/round) unless communication is very dear
+    cap = np.array([[2, 0], [2, 0], [0, 4]])
+    job = HadarJob(3, 40, (4.0, 1.0), 0.0, 40)
+    p = make_prices([job], cap, 0.0, 1.0)
+    spread = find_alloc(job, cap, np.zeros_like(cap), p, 0.0, 1.0)
+    assert spread is not None and spread.tput == 4.0 and len({h for h, _, _ in spread.take}) == 2
+    cons = find_alloc(job, cap, np.zeros_like(cap), p, 0.0, 1.0, comm_weight=1e9)
+    assert cons is not None and cons.take == ((2, 1, 3),)
+
+
+def test_dp_picks_the_best_subset_on_the_example() -> None:
+    p = make_prices(JOBS, CAP, 0.0, 1.0)
+    picked = select_jobs(JOBS, CAP, p, 0.0, 1.0)
+    total = sum(ch.payoff for _, ch in picked)
+    # brute force: every subset, allocations made in queue order by FIND_ALLOC on the shrinking state
+    best = 0.0
+    for mask in itertools.product([0, 1], repeat=3):
+        fr, val, ok = CAP.copy(), 0.0, True
+        for i in range(3):
+            if mask[i]:
+                ch = find_alloc(JOBS[i], fr, CAP - fr, p, 0.0, 1.0)
+                if ch is None or ch.payoff <= 0:
+                    ok = False
+                    break
+                val += ch.payoff
+                for h, k, c in ch.take:
+                    fr[h, k] -= c
+        if ok:
+            best = max(best, val)
+    assert total == pytest.approx(best)
+    # the optimum runs J2 on both V100 and J3 on two P100s: J1 (3 GPUs) no longer fits in what is left
+    assert [(i, ch.take) for i, ch in picked] == [(1, ((0, 0, 2),)), (2, ((1, 1, 2),))]
+    # never more GPUs than exist
+    used = np.zeros_like(CAP)
+    for _, ch in picked:
+        for h, k, c in ch.take:
+            used[h, k] += c
+    assert (used <= CAP).all()
+
+
+def test_greedy_after_the_window() -> None:
+    p = make_prices(JOBS, CAP, 0.0, 1.0)
+    # window 0: pure greedy in queue order -> J1 first (2 V100 + 1 P100), then J2 on 2 P100
+    picked = select_jobs(JOBS, CAP, p, 0.0, 1.0, dp_window=0)
+    assert [i for i, _ in picked] == [0, 1]
