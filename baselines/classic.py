@@ -54,3 +54,10 @@ class YarnCS(QueuePolicy):
     name: ClassVar[str] = "yarn-cs"
     description: ClassVar[str] = "YARN capacity scheduler: FIFO with backfilling, exclusive, non-preemptive"
     paper: ClassVar[str] = "Tiresias (NSDI'19) / Lucid baseline, used by castor §9.1's FIFO discussion"
+
+    def __init__(self, backfill: bool = True) -> None:
+        """``backfill=False``: the FIFO of Tiresias' own simulator, which stops at the first job that does not
+        fit (head-of-line blocking) instead of letting later jobs take the capacity."""
+        if not isinstance(backfill, bool):
+            raise ValueError(f"backfill: expected true or false, got {backfill!r}")
+        self.strict = not backfill

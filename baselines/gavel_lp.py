@@ -19,8 +19,10 @@ a per-job demand ``d`` -- :func:`max_scaled_rate` solves it once, for
   iso_thr_j)``; for a fixed ``rho`` the demands ``rem_j / (rho D_j - t_j)`` are feasible iff ``z >= 1``, so
   :func:`finish_time_fairness` bisects on ``rho`` (``z`` grows with ``rho``);
 * **space sharing** (Gavel §3.1, "packed" policies): pairs of jobs run together on the same GPUs get a combined
-  column with each member's colocated throughput (:func:`packed_max_min_fairness`); candidate pairs come from
-  :func:`candidate_pairs`.
+  column with each member's colocated throughput (:func:`packed_max_min_fairness`).
+
+Jobs that are alike (same throughputs, GPU count and demand) are solved as one class (exact by symmetry), as
+Gavel's own packed policy groups jobs by job type; that is what lets every pair of 2,048 jobs be considered.
 
 Throughputs ``T[j, k]`` are steps per second of job ``j``'s whole gang on ``gpus_j`` GPUs of type ``k`` (0: the
 job cannot run there).
@@ -38,11 +40,14 @@ from scipy.optimize import linprog
 @dataclass(frozen=True)
 class RateLP:
     """The solution of one :func:`max_scaled_rate` program: the scale ``z`` every served job's demand reached,
-    the single-job fractions ``x`` (jobs x types) and the pair fractions ``y`` (pairs x types; empty without
-    pairs)."""
+    each job's single-job fractions ``x`` (jobs x types), and with space sharing the class pairs ``pairs``
+    (P x 2 class ids, ``a <= b``) with ``y`` (P x types): the total time fraction of all job pairs of those two
+    classes on each type (spread evenly over the pairs: a job of class ``a`` spends ``y / count(a)`` of its
+    time paired with class ``b``, twice that when ``a == b``)."""
 
     z: float
     x: np.ndarray
+    pairs: np.ndarray
     y: np.ndarray
 
 
@@ -65,37 +70,13 @@ def _check(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> t
     return t, g, c
 
 
-def max_scaled_rate(
-    throughputs: np.ndarray,
-    gpus: np.ndarray,
-    capacity: np.ndarray,
-    demand: np.ndarray,
-    pairs: np.ndarray | None = None,
-    pair_throughputs: np.ndarray | None = None,
-) -> RateLP:
-    """Maximize ``z`` subject to every job with ``demand_j > 0`` and some positive throughput reaching
-    ``thr_j(X) >= z * demand_j`` under Gavel's constraints (module docstring).
-
-    ``pairs`` (P x 2 job indices, both asking for the same GPU count) with ``pair_throughputs`` (P x 2 x types:
-    each member's throughput while the pair shares the GPUs) add one column per pair and type: the pair's time
-    counts against both members' time budget and its GPUs once against the capacity."""
-    t, g, c = _check(throughputs, gpus, capacity)
+def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.ndarray, pr: np.ndarray,
+           pt: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    """The LP over job classes: rows of ``t``/``g``/``d`` are classes of ``m`` identical jobs, ``x`` a class's
+    per-job fractions, pair columns ``pr`` (class a <= b) with per-member throughputs ``pt`` (P x 2 x types)
+    hold the classes' total pair time."""
     n, nk = t.shape
-    d = np.asarray(demand, dtype=float).reshape(-1)
-    if len(d) != n:
-        raise ValueError(f"demand: expected {n} values (one per job), got {len(d)}")
-    if (d < 0).any() or not np.isfinite(d).all():
-        raise ValueError("demand: must be finite and >= 0")
-    pr = np.zeros((0, 2), dtype=np.int64) if pairs is None else np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     npair = len(pr)
-    pt = np.zeros((0, 2, nk)) if pairs is None else np.asarray(pair_throughputs, dtype=float)
-    if pt.shape != (npair, 2, nk):
-        raise ValueError(f"pair_throughputs: expected shape {(npair, 2, nk)}, got {pt.shape}")
-    if npair and ((pr < 0).any() or (pr >= n).any() or (pr[:, 0] == pr[:, 1]).any()):
-        raise ValueError("pairs: each pair names two different jobs by index")
-    if npair and (g[pr[:, 0]] != g[pr[:, 1]]).any():
-        raise ValueError("pairs: both jobs of a pair must ask for the same number of GPUs")
-    # columns: single (j, k) then pair (p, k); flattened row-major
     ns = n * nk
     jj = np.repeat(np.arange(n), nk)
     kk = np.tile(np.arange(nk), n)
@@ -104,50 +85,102 @@ def max_scaled_rate(
     nvar = ns + npair * nk + 1
     zcol = nvar - 1
     best = t.max(axis=1)
+    # a job of class a spends 1/m_a of its class pair's time in it (2/m_a when both members are of class a)
+    share = np.zeros((npair, 2))
     if npair:
+        same = pr[:, 0] == pr[:, 1]
+        share[:, 0] = np.where(same, 2.0, 1.0) / m[pr[:, 0]]
+        share[:, 1] = np.where(same, 0.0, 1.0 / m[pr[:, 1]])
         np.maximum.at(best, pr[:, 0], pt[:, 0, :].max(axis=1))
         np.maximum.at(best, pr[:, 1], pt[:, 1, :].max(axis=1))
     served = (d > 0) & (best > 0)
     if not served.any():
-        return RateLP(0.0, np.zeros((n, nk)), np.zeros((npair, nk)))
+        return 0.0, np.zeros((n, nk)), np.zeros((npair, nk))
     # demand rows scaled: z' - sum (tput / (d_j B)) col <= 0 with z = z' B, so coefficients lie in [0, 1]
     scale = np.zeros(n)
     scale[served] = 1.0 / d[served]
     bmax = float((best * scale).max())
     scale /= bmax
-    # epigraph rows (one per job) -- single columns, then each pair member
-    e_rows = [jj, pr[pp, 0], pr[pp, 1]]
-    e_cols = [np.arange(ns), ns + np.arange(npair * nk), ns + np.arange(npair * nk)]
-    e_vals = [-t[jj, kk] * scale[jj], -pt[pp, 0, pk] * scale[pr[pp, 0]], -pt[pp, 1, pk] * scale[pr[pp, 1]]]
+    pcol = ns + np.arange(npair * nk)
+    a0, a1 = pr[pp, 0], pr[pp, 1]
     srv = np.flatnonzero(served)
-    e_rows.append(srv)
-    e_cols.append(np.full(len(srv), zcol))
-    e_vals.append(np.ones(len(srv)))
-    # time rows: n + j
-    t_rows = [n + jj, n + pr[pp, 0], n + pr[pp, 1]]
-    t_cols = [np.arange(ns), ns + np.arange(npair * nk), ns + np.arange(npair * nk)]
-    # capacity rows: 2n + k
-    c_rows = [2 * n + kk, 2 * n + pk]
-    c_cols = [np.arange(ns), ns + np.arange(npair * nk)]
-    c_vals = [g[jj], g[pr[pp, 0]]]
-    rows = np.concatenate(e_rows + t_rows + c_rows)
-    cols = np.concatenate(e_cols + t_cols + c_cols)
-    vals = np.concatenate(e_vals + [np.ones(len(a)) for a in t_rows] + c_vals)
+    rows = np.concatenate([jj, a0, a1, srv,                       # epigraph rows j
+                           n + jj, n + a0, n + a1,                # time rows n + j
+                           2 * n + kk, 2 * n + pk])               # capacity rows 2n + k
+    cols = np.concatenate([np.arange(ns), pcol, pcol, np.full(len(srv), zcol),
+                           np.arange(ns), pcol, pcol, np.arange(ns), pcol])
+    vals = np.concatenate([-t[jj, kk] * scale[jj], -pt[pp, 0, pk] * share[pp, 0] * scale[a0],
+                           -pt[pp, 1, pk] * share[pp, 1] * scale[a1], np.ones(len(srv)),
+                           np.ones(ns), share[pp, 0], share[pp, 1], m[jj] * g[jj], g[a0]])
     keep = vals != 0
     a_ub = sp.csr_array((vals[keep], (rows[keep], cols[keep])), shape=(2 * n + nk, nvar))
     b_ub = np.concatenate([np.zeros(n), np.ones(n), c])
     ub = np.ones(nvar)
     ub[:ns] = np.where(t[jj, kk] > 0, 1.0, 0.0)
     if npair:
-        ub[ns:zcol] = np.where((pt[pp, 0, pk] > 0) & (pt[pp, 1, pk] > 0), 1.0, 0.0)
+        cnt = np.where(pr[:, 0] == pr[:, 1], m[pr[:, 0]] * (m[pr[:, 0]] - 1) / 2.0, m[pr[:, 0]] * m[pr[:, 1]])
+        ub[ns:zcol] = np.where((pt[pp, 0, pk] > 0) & (pt[pp, 1, pk] > 0), cnt[pp], 0.0)
     ub[zcol] = np.inf
     cost = np.zeros(nvar)
     cost[zcol] = -1.0
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=np.column_stack([np.zeros(nvar), ub]), method="highs")
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=np.column_stack([np.zeros(nvar), ub]), method="highs-ipm")
     if res.status != 0:
         raise RuntimeError(f"Gavel LP failed: {res.message}")
-    v = np.clip(res.x, 0.0, 1.0) + 0.0  # + 0.0: no negative zeros
-    return RateLP(float(res.x[zcol] * bmax), v[:ns].reshape(n, nk), v[ns:zcol].reshape(npair, nk))
+    v = np.maximum(res.x, 0.0) + 0.0  # + 0.0: no negative zeros
+    return float(res.x[zcol] * bmax), np.minimum(v[:ns], 1.0).reshape(n, nk), v[ns:zcol].reshape(npair, nk)
+
+
+def _classes(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Jobs grouped by identical rows: (index of each class's first job, each job's class, class sizes)."""
+    key = np.column_stack([np.asarray(a, dtype=float).reshape(len(columns[0]), -1) for a in columns])
+    _, first, inv, cnt = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    return first, inv.reshape(-1), cnt.astype(float)
+
+
+def max_scaled_rate(
+    throughputs: np.ndarray,
+    gpus: np.ndarray,
+    capacity: np.ndarray,
+    demand: np.ndarray,
+    job_class: np.ndarray | None = None,
+    class_pair_throughputs: np.ndarray | None = None,
+) -> RateLP:
+    """Maximize ``z`` subject to every job with ``demand_j > 0`` and some positive throughput reaching
+    ``thr_j(X) >= z * demand_j`` under Gavel's constraints (module docstring).
+
+    Jobs with identical throughputs, GPU count, demand (and class) are solved as one class: by symmetry some
+    optimum gives them all the same fractions, so this is exact and keeps the LP as small as the number of
+    distinct jobs. With ``class_pair_throughputs`` (C x C x types: the throughput of a job of class ``a`` while it
+    shares GPUs with one of class ``b``; 0: they cannot pair) every two jobs asking the same GPU count may also
+    run as a pair: one column per class pair and type, its time counted against both members' budgets and its
+    GPUs once against the capacity (Gavel's packed policies over all pairs of jobs)."""
+    t, g, c = _check(throughputs, gpus, capacity)
+    n, nk = t.shape
+    d = np.asarray(demand, dtype=float).reshape(-1)
+    if len(d) != n:
+        raise ValueError(f"demand: expected {n} values (one per job), got {len(d)}")
+    if (d < 0).any() or not np.isfinite(d).all():
+        raise ValueError("demand: must be finite and >= 0")
+    jc = np.zeros(n, dtype=np.int64) if job_class is None else np.asarray(job_class, dtype=np.int64)
+    if jc.shape != (n,) or (jc < 0).any():
+        raise ValueError(f"job_class: expected {n} class ids >= 0")
+    first, cls, mult = _classes(t, g, d, jc)
+    pr = np.zeros((0, 2), dtype=np.int64)
+    pt = np.zeros((0, 2, nk))
+    if class_pair_throughputs is not None:
+        cp = np.asarray(class_pair_throughputs, dtype=float)
+        nc = int(jc.max()) + 1
+        if cp.ndim != 3 or cp.shape[0] < nc or cp.shape[1] < nc or cp.shape[2] != nk:
+            raise ValueError(f"class_pair_throughputs: expected shape (classes, classes, {nk}), got {cp.shape}")
+        uc = jc[first]
+        a, b = np.triu_indices(len(first))
+        ok = (g[first[a]] == g[first[b]]) & ((a != b) | (mult[a] > 1))
+        ok &= ((cp[uc[a], uc[b]] > 0) & (cp[uc[b], uc[a]] > 0)).any(axis=1)
+        a, b = a[ok], b[ok]
+        pr = np.column_stack([a, b])
+        pt = np.stack([cp[uc[a], uc[b]], cp[uc[b], uc[a]]], axis=1)
+    z, xc, y = _solve(t[first], g[first], c, d[first], mult, pr, pt)
+    return RateLP(z, xc[cls], jc[first][pr] if len(pr) else pr, y)
 
 
 def equal_share_throughputs(throughputs: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -243,49 +276,22 @@ def finish_time_fairness(
     return hi, best.x
 
 
-def candidate_pairs(
-    job_type: np.ndarray,
-    gpus: np.ndarray,
-    type_gain: np.ndarray,
-    max_partners: int | None = 8,
-    min_gain: float = 1.0,
-) -> np.ndarray:
-    """The pairs of jobs a packed policy considers (P x 2, ``i < j``): both ask for the same GPU count and their
-    types' packing gain ``type_gain[a, b]`` (the sum of both members' colocated throughputs, each as a fraction
-    of its throughput alone, at the best GPU type) exceeds ``min_gain``. ``max_partners=None`` keeps every such
-    pair (Gavel's simulator: every pair of same-size jobs); otherwise each job keeps its ``max_partners`` best
-    partners (ties to the jobs following it in job order, cyclically), which keeps the LP linear in the job count."""
-    jt = np.asarray(job_type, dtype=np.int64)
-    g = np.asarray(gpus)
-    gain = np.asarray(type_gain, dtype=float)
-    n = len(jt)
-    out: set[tuple[int, int]] = set()
-    idx = np.arange(n)
-    for j in range(n):
-        ok = (gain[jt[j], jt] > min_gain) & (g == g[j])
-        ok[j] = False
-        cand = np.flatnonzero(ok)
-        if max_partners is not None and len(cand) > max_partners:
-            order = np.lexsort(((idx[cand] - j) % n, -gain[jt[j], jt[cand]]))[:max_partners]
-            cand = cand[order]
-        for i in cand.tolist():
-            out.add((min(i, j), max(i, j)))
-    return np.array(sorted(out), dtype=np.int64).reshape(-1, 2)
-
-
 def packed_max_min_fairness(
     throughputs: np.ndarray,
     gpus: np.ndarray,
     capacity: np.ndarray,
-    pairs: np.ndarray,
-    pair_throughputs: np.ndarray,
+    job_class: np.ndarray,
+    class_pair_throughputs: np.ndarray,
     weights: np.ndarray | None = None,
 ) -> RateLP:
-    """Gavel's max-min fairness with space sharing: single columns and one column per candidate pair and type,
-    each job's throughput summed over the columns it is in, normalised by its equal-share throughput alone."""
+    """Gavel's max-min fairness with space sharing: single columns and one column per pair of job classes and
+    type (:func:`max_scaled_rate`), each job's throughput summed over both, normalised by its equal-share
+    throughput alone. ``job_class``: each job's class (its model); ``class_pair_throughputs[a, b, k]``: a
+    class-``a`` job's throughput on type ``k`` beside a class-``b`` job (each job's own GPU count is implied:
+    give jobs with different counts different classes when their packed throughputs differ)."""
     t, g, c = _check(throughputs, gpus, capacity)
     w = np.ones(len(t)) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (len(t),) or (w <= 0).any():
         raise ValueError(f"weights: expected {len(t)} positive priority weights")
     demand = w * equal_share_throughputs(t, c) / g
-    return max_scaled_rate(t, g, c, demand, pairs, pair_throughputs)
+    return max_scaled_rate(t, g, c, demand, job_class, class_pair_throughputs)

@@ -17,8 +17,9 @@ GPUs anywhere, plus a communication cost per extra server), whichever pays more.
 
 The paper's text gives the structure but its formulas did not survive extraction; where a detail is ours it is
 said here: the horizon ``T`` for ``U_min`` is the time to finish all queued work on the slowest GPUs at full
-use plus the longest job's run there; ``eta`` defaults to 1; the communication cost is ``comm_weight`` base prices per worker and extra server;
-the DP is exact over the first ``dp_window`` queued jobs (memoised on the state) and greedy after them.
+use plus the longest job's run there; ``eta`` defaults to 1; the communication cost is ``comm_weight`` base
+prices per worker and extra server; the DP is exact over the first ``dp_window`` queued jobs (memoised on
+the state) and greedy after them.
 """
 
 from __future__ import annotations

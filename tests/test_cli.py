@@ -86,6 +86,7 @@ def test_run_with_options_and_record(tmp_path):
         (["run", "--option", "bogus"], "expected KEY=VALUE"),
         (["run", "--option", "bogus=1"], "unknown option"),
         (["bench", "--jobs", "0"], "--jobs must be positive"),
+        (["bench", "--decision-sizes", "2"], "--decision-sizes: each job count must be at least 4"),
         (["run", "--policy", "tiresias", "--policy-option", "bogus=1"], "policy 'tiresias': unknown option(s) bogus"),
         (["run", "--policy", "fifo", "--policy-option", "x=1"], "its options: none"),
         (["run", "--policy", "all", "--policy-option", "x=1"], "--policy-option needs a single --policy"),
@@ -113,6 +114,7 @@ def test_scenarios_and_policies(capsys):
 
 def test_bench_small_run_prints_figures():
     r = json.loads(run_cli("bench", "--jobs", "500", "--env-scenario", "tiny", "--env-steps", "300",
-                           "--json").stdout)
+                           "--decision-sizes", "8", "--json").stdout)
     assert r["fifo_jobs"] == 500 and r["fifo_jobs_per_s"] > 0 and r["fifo_80k_wall_s"] is None
     assert r["env_steps_per_s"] > 0 and r["peak_rss_mb"] > 0 and r["engine_decisions_per_s"] > 0
+    assert r["gavel_decision_s_8"] > 0 and r["gavel_packed_decision_s_8"] > 0 and r["hadar_decision_s_8"] > 0

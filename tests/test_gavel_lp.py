@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from gpucluster_env.baselines import gavel_lp as G
 from gpucluster_env.baselines import gavel_rounds as R
 
@@ -94,31 +93,36 @@ def test_finish_time_fairness_golden_ratio() -> None:
 def test_packed_pair_beats_time_sharing() -> None:
     # one GPU, two jobs at 1/s alone and 0.8/s each when packed: time sharing gives z = 0.5, the pair
     # column run all the time gives each 0.8: z = 0.8
-    pairs = np.array([[0, 1]])
-    pt = np.array([[[0.8], [0.8]]])
-    r = G.packed_max_min_fairness(np.ones((2, 1)), [1, 1], [1], pairs, pt)
+    cp = np.zeros((2, 2, 1))
+    cp[0, 1] = cp[1, 0] = 0.8
+    r = G.packed_max_min_fairness(np.ones((2, 1)), [1, 1], [1], [0, 1], cp)
     assert r.z == pytest.approx(0.8)
-    assert r.y[0, 0] == pytest.approx(1.0)
-    _feasible(r.x, [1, 1], [1], r.y, pairs, [1])
+    assert r.pairs.tolist() == [[0, 1]] and r.y[0, 0] == pytest.approx(1.0)
+    # the same two jobs as one class (a pair of class 0 with itself): one job pair, the same optimum
+    cp = np.full((1, 1, 1), 0.8)
+    r = G.packed_max_min_fairness(np.ones((2, 1)), [1, 1], [1], [0, 0], cp)
+    assert r.z == pytest.approx(0.8)
+    assert r.pairs.tolist() == [[0, 0]] and r.y[0, 0] == pytest.approx(1.0)
+
+
+def test_packed_pairs_in_a_class_of_four() -> None:
+    # four identical 1-GPU jobs, two GPUs, packed at 0.6 each: all time in pairs, 2 GPUs hold 2 pairs at once,
+    # so Y (total pair time over the 6 job pairs) <= 2 and each job gets 2Y/4 of its time paired: thr =
+    # 0.6 * 2Y/4 <= 0.6 (its time budget 1). Time sharing alone: 2 GPUs / 4 jobs = 0.5. z = 0.6 (p = 1)
+    r = G.packed_max_min_fairness(np.ones((4, 1)), [1] * 4, [2], [0] * 4, np.full((1, 1, 1), 0.6))
+    assert r.z == pytest.approx(0.6)
+    assert r.y[0, 0] == pytest.approx(2.0)
 
 
 def test_packed_bad_pair_is_not_used() -> None:
     # packed throughputs 0.3 each (worse than sharing time): the optimum stays z = 0.5 from single columns
-    r = G.packed_max_min_fairness(np.ones((2, 1)), [1, 1], [1], np.array([[0, 1]]), np.array([[[0.3], [0.3]]]))
+    r = G.packed_max_min_fairness(np.ones((2, 1)), [1, 1], [1], [0, 0], np.full((1, 1, 1), 0.3))
     assert r.z == pytest.approx(0.5)
 
 
-def test_candidate_pairs_limits_partners() -> None:
-    gain = np.array([[1.5, 1.2], [1.2, 0.9]])
-    # jobs of types 0, 0, 1, 1 all 1 GPU; type 1 with type 1 gains 0.9 < 1: no (2, 3) pair
-    pairs = G.candidate_pairs([0, 0, 1, 1], [1, 1, 1, 1], gain, max_partners=None)
-    assert {tuple(p) for p in pairs.tolist()} == {(0, 1), (0, 2), (0, 3), (1, 2), (1, 3)}
-    # one partner each: job 0 -> 1 (gain 1.5), 1 -> 0; job 2: 0 or 1 (gain 1.2), ties go to the job next
-    # after it cyclically: (0 - 2) mod 4 = 2 < (1 - 2) mod 4 = 3 -> 0; job 3: (0 - 3) mod 4 = 1 -> 0
-    pairs = G.candidate_pairs([0, 0, 1, 1], [1, 1, 1, 1], gain, max_partners=1)
-    assert {tuple(p) for p in pairs.tolist()} == {(0, 1), (0, 2), (0, 3)}
-    # different GPU counts never pair
-    assert len(G.candidate_pairs([0, 0], [1, 2], gain)) == 0
+def test_packed_never_pairs_different_gang_sizes() -> None:
+    r = G.packed_max_min_fairness(np.ones((2, 1)), [1, 2], [2], [0, 0], np.full((1, 1, 1), 0.9))
+    assert len(r.pairs) == 0
 
 
 def test_lp_scales_to_2048_jobs_sparse() -> None:
@@ -137,8 +141,8 @@ def test_bad_input_names_argument() -> None:
         G.max_min_fairness(np.ones((2, 2)), [1, 1], [1])
     with pytest.raises(ValueError, match="gpus"):
         G.max_min_fairness(np.ones((2, 1)), [1, 0], [1])
-    with pytest.raises(ValueError, match="pairs"):
-        G.packed_max_min_fairness(np.ones((2, 1)), [1, 2], [2], np.array([[0, 1]]), np.ones((1, 2, 1)))
+    with pytest.raises(ValueError, match="class_pair_throughputs"):
+        G.packed_max_min_fairness(np.ones((2, 1)), [1, 1], [2], [0, 1], np.ones((1, 1, 1)))
 
 
 # ----------------------------------------------------------------------------------------------- rounds

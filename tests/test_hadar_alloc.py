@@ -12,7 +12,6 @@ import itertools
 
 import numpy as np
 import pytest
-
 from gpucluster_env.baselines.hadar_alloc import HadarJob, Prices, find_alloc, make_prices, select_jobs
 
 CAP = np.array([[2, 0, 0], [0, 3, 0], [0, 0, 1]])

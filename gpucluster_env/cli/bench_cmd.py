@@ -8,6 +8,11 @@
   500-job ``castor-philly`` episode (128 GPUs); see :mod:`gpucluster_env.replay.bench`.
 * ``sb3_train_steps_per_s``: MaskablePPO timesteps per second in the shipped training configuration with 2
   subprocess envs on castor-philly (``--train-steps``; 0 skips it).
+* Allocation decision times (``gavel_decision_s_2048``, ``gavel_makespan_decision_s_256``,
+  ``gavel_packed_decision_s_256``, ``hadar_decision_s_2048`` ...): one decision of Gavel's LPs (max-min
+  fairness, minimize makespan, packed max-min fairness) and of Hadar's allocator at 32, 256 and 2,048 active
+  jobs on n/4 GPUs of each of three types; see :mod:`gpucluster_env.leaderboard.decision_speed`
+  (``--decision-sizes``; none skips them).
 * Peak resident memory of the process.
 """
 
@@ -28,6 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--env-steps", type=int, default=20_000, help="random-action env steps to time")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train-steps", type=int, default=8192, help="MaskablePPO timesteps to time (0: skip)")
+    p.add_argument("--decision-sizes", default="32,256,2048",
+                   help="active-job counts for the Gavel/Hadar decision times, comma-separated ('' skips)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -82,11 +89,22 @@ def bench_env(scenario: str, steps: int, seed: int) -> dict[str, float]:
     return {"env_scenario": scenario, "env_steps": steps, "env_steps_per_s": steps / wall, "env_episodes": done}
 
 
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--decision-sizes: expected comma-separated job counts, got {text!r}") from None
+    if any(n < 4 for n in sizes):
+        raise ValueError(f"--decision-sizes: each job count must be at least 4, got {text!r}")
+    return sizes
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from gpucluster_env.cli.jsonout import dumps
 
+    sizes = _sizes(args.decision_sizes)
     console = Console(stderr=True)
     out: dict[str, object] = {}
     with console.status(f"random actions on {args.env_scenario}, {args.env_steps} steps …", spinner="dots"):
@@ -103,6 +121,11 @@ def run(args: argparse.Namespace) -> int:
 
         with console.status(f"MaskablePPO, 2 subprocess envs, {args.train_steps} steps …", spinner="dots"):
             out["sb3_train_steps_per_s"] = measure_train_speed(args.train_steps)
+    if sizes:
+        from gpucluster_env.leaderboard.decision_speed import decision_times
+
+        with console.status(f"Gavel and Hadar decisions at {', '.join(map(str, sizes))} jobs …", spinner="dots"):
+            out.update(decision_times(sizes))
     out["peak_rss_mb"] = _peak_rss_mb()
     if args.json:
         print(dumps(out))
