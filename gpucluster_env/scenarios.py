@@ -228,6 +228,14 @@ SCENARIOS: dict[str, Scenario] = {
             config=EngineConfig(round_s=360.0, restart_s=10.0, consolidation_s=10.0),
         ),
         Scenario(
+            "gavel-hetero", "Gavel's simulated cluster: 36 V100 + 36 P100 + 36 K80 (4-GPU servers), 500 jobs from "
+            "Gavel's generator arriving at 1.5 jobs/h", "gavel",
+            ClusterSpec.from_groups([("V100", 9, 4), ("P100", 9, 4), ("K80", 9, 4)], inter_node_bw_gbps=3.0,
+                                    name="gavel-108"),
+            GAVEL_MODELS, "gavel", 500, window="all", annotate="gavel",
+            config=EngineConfig(round_s=360.0, restart_s=10.0),
+        ),
+        Scenario(
             "philly-scale", "Philly-scale: 552 servers (321 x 2 + 231 x 8 = 2,490 P100 GPUs), the whole Philly "
             "trace (80,000 jobs) as submitted; for benchmarks", "",
             ClusterSpec.from_groups([("P100", 321, 2), ("P100", 231, 8)], inter_node_bw_gbps=12.5,

@@ -25,6 +25,7 @@ import pandas as pd
 from ..catalog import Catalog
 from ..catalog.measured import data_dir
 from .annotate import assign_models, gimbal_deadlines, mix_raw, reference_iter_time, to_job_table
+from .gavel_synth import DEFAULT_RATE_PER_HOUR, gavel_raw
 from .pollux import (
     pollux_applications,
     pollux_batch,
@@ -193,6 +194,24 @@ def _trace_models(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> t
                              "iterations (a Gavel .trace file); use 'uniform' or another recipe")
         return raw["model"].to_numpy(object)
     return _model_recipe(sc, rng, catalog, own)
+
+
+@source("gavel")
+def _gavel_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, str, np.ndarray]:
+    rate = DEFAULT_RATE_PER_HOUR * sc.load
+    raw = gavel_raw(sc.num_jobs, rng, rate)
+    note = f"synthetic Gavel-generated trace ({sc.num_jobs} jobs, {rate:g} jobs/h, Gavel's generator)"
+    return raw, note, raw["model"].to_numpy(object)
+
+
+@recipe("gavel")
+def _gavel_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
+    """Gavel's generator (:mod:`.gavel_synth`): its job types with their own batch sizes, GPU counts and run
+    times on the reference V100; ``load`` scales its arrival rate."""
+    raw, note, models = _gavel_source(sc, rng)
+    if sc.all_at_zero:
+        raw = raw.assign(submit_s=0.0)
+    return to_job_table(raw, models, catalog, batch_sizes=raw["batch_size"].to_numpy(np.int64)), note
 
 
 @recipe("pollux", "pollux-lucid", "pollux-time")
