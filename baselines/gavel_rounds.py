@@ -18,6 +18,11 @@ FRESH_PRIORITY = 1e9
 allocations still rank first)."""
 
 
+def next_boundary(now: float, round_s: float) -> float:
+    """The first round boundary after ``now`` on the grid of multiples of ``round_s`` (the engine's rounds)."""
+    return float((np.floor(now / round_s + 1e-9) + 1.0) * round_s)
+
+
 def needs_recompute(now: float, last_reset: float | None, min_reset_s: float, changed: bool) -> bool:
     """Whether to recompute the allocation now: jobs arrived or finished since the last computation
     (``changed``) and ``min_reset_s`` has passed since the last reset (or there was none)."""

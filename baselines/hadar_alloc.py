@@ -31,18 +31,24 @@ import numpy as np
 
 @dataclass(frozen=True)
 class HadarJob:
-    """One queued job as Hadar sees it: workers asked, iterations left, gang throughput (iterations/s) if all
-    its workers were of each type, arrival time and total iterations (for its utility)."""
+    """One job as Hadar sees it: workers asked, iterations left, gang throughput (iterations/s) if all its
+    workers were of each type, arrival time and total iterations (for its utility), for a running job its
+    current allocation as ``(server, type, count)`` picks (keeping it pays no restart overhead), and the
+    throughput its utility is measured in (1: iterations/s; a policy may pass the job's best throughput so
+    utilities of different models compare, as Gavel normalises)."""
 
     workers: int
     remaining: float
     tput: tuple[float, ...]
     arrival: float
     iterations: float
+    current: tuple[tuple[int, int, int], ...] = ()
+    unit: float = 1.0
 
     def utility(self, finish: float) -> float:
-        """Effective throughput: total iterations over the job's completion time (``finish - arrival``)."""
-        return self.iterations / max(finish - self.arrival, 1e-9)
+        """Effective throughput: total iterations over the job's completion time (``finish - arrival``), in
+        units of ``unit``."""
+        return self.iterations / max(finish - self.arrival, 1e-9) / self.unit
 
 
 @dataclass(frozen=True)
@@ -62,8 +68,15 @@ class Prices:
 
     def cost(self, used: np.ndarray, take: list[tuple[int, int, int]]) -> float:
         """Per-round cost of taking ``(server, type, count)`` GPUs given ``used`` (servers x types): the sum of
-        each GPU's marginal price as the allocation grows."""
-        return sum(self.price(h, k, used[h, k] + i) for h, k, n in take for i in range(n))
+        each GPU's marginal price as the allocation grows, ``sum_{i<n} p(used + i)`` (a geometric sum)."""
+        total = 0.0
+        for h, k, n in take:
+            c = self.capacity[h, k]
+            lo = self.u_min[k] / (4.0 * self.eta)
+            r = (4.0 * self.eta * self.u_max[k] / self.u_min[k]) ** (1.0 / c)
+            first = lo * r ** used[h, k]
+            total += first * n if abs(r - 1.0) < 1e-12 else first * (r ** n - 1.0) / (r - 1.0)
+        return float(total)
 
 
 def make_prices(jobs: list[HadarJob], capacity: np.ndarray, now: float, slot_s: float, eta: float = 1.0) -> Prices:
@@ -123,7 +136,8 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
                overhead_s: float = 0.0, comm_weight: float = 1.0) -> Choice | None:
     """Algorithm 2's FIND_ALLOC: the better-paying of the consolidated allocation (the fewest servers, their
     fastest GPUs for this job) and the non-consolidated one (the job's fastest free GPUs anywhere, charged
-    ``comm_weight`` base prices per worker for each extra server). ``free`` / ``used``: servers x types.
+    ``comm_weight`` base prices per worker for each extra server), and of a running job's current allocation
+    when it is still free in this state (no restart overhead). ``free`` / ``used``: servers x types.
     None: fewer free GPUs of runnable types than the job's workers."""
     fr = np.asarray(free, dtype=np.int64)
     nh, nk = fr.shape
@@ -147,11 +161,15 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
                     n -= c
         return out
 
-    # consolidated: one server if any fits (the one whose bottleneck is fastest), else most-free servers first
+    # consolidated: one server if any fits (the one whose gang's slowest GPU is fastest, then the fullest),
+    # else most-free servers first
     whole = np.flatnonzero(usable >= need)
     if len(whole):
-        cands = [take_from([int(h)], need) for h in whole]
-        cons = max(cands, key=lambda t: (_gang_tput(job, t), -sum(fr[h].sum() for h, _, _ in t)))
+        ks = kord[ok[kord]]
+        cum = np.cumsum(fr[np.ix_(whole, ks)], axis=1)
+        slowest = speed[ks][np.argmax(cum >= need, axis=1)]
+        h = int(whole[np.lexsort((usable[whole], -slowest))[0]])
+        cons = take_from([h], need)
     else:
         cons = take_from(np.argsort(-usable, kind="stable").tolist(), need)
     # non-consolidated: fastest GPUs anywhere (most free servers first within a type)
@@ -168,9 +186,15 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
         if n == 0:
             break
     comm = comm_weight * need * float(prices.u_min.min()) / (4.0 * prices.eta)
-    a = _evaluate(job, cons, used, prices, now, slot_s, overhead_s, comm)
+    best = _evaluate(job, cons, used, prices, now, slot_s, overhead_s, comm)
     b = _evaluate(job, spread, used, prices, now, slot_s, overhead_s, comm)
-    return a if a.payoff >= b.payoff else b
+    if b.payoff > best.payoff:
+        best = b
+    if job.current and all(fr[h, k] >= c for h, k, c in job.current):
+        stay = _evaluate(job, list(job.current), used, prices, now, slot_s, 0.0, comm)
+        if stay.payoff >= best.payoff:
+            best = stay
+    return best
 
 
 def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: float, slot_s: float,
@@ -210,6 +234,8 @@ def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: flo
         for h, k, c in ch.take:
             fr[h, k] -= c
     for i in range(win, len(jobs)):
+        if not fr.any():
+            break
         ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, slot_s, overhead_s, comm_weight)
         if ch is not None and ch.payoff > 0:
             out.append((i, ch))

@@ -6,12 +6,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-
-from gpucluster_env.baselines import make_policy
-from gpucluster_env.scenarios import get_scenario
+from gpucluster_env.baselines import POLICIES, make_policy
 from gpucluster_env.traces.annotate import MIXES
 from gpucluster_env.traces.gavel_synth import GAVEL_JOB_TYPES, gavel_raw
-from tests.test_baselines import drive
+
+from gpucluster_env.engine import Place, Wait
+from gpucluster_env.scenarios import get_scenario
+from tests.test_baselines import EngEnv, drive
 
 
 def test_yarn_cs_without_backfill_blocks_like_tiresias_fifo(build: Any) -> None:
@@ -68,3 +69,103 @@ def test_decision_timing_code_path_tiny() -> None:
     out = decision_times(sizes=(8,), repeats=1)
     assert set(out) == {f"{p}_decision_s_8" for p in ("gavel", "gavel_makespan", "gavel_packed", "hadar")}
     assert all(v > 0 for v in out.values())
+
+
+# ------------------------------------------------------------------------------------ the policies
+NEW = ["gavel", "gavel-makespan", "gavel-ftf", "hadar", "hadare"]
+
+
+def check_invariants(eng: Any) -> None:
+    """The engine's invariants with forked jobs allowed: a running job holds whole gangs (one per copy)."""
+    sj = eng.slot_job
+    assert ((sj[:, 1] < 0) | (sj[:, 0] >= 0)).all(), "slot 1 used while slot 0 is empty"
+    assert (sj[:, 0] != sj[:, 1])[sj[:, 1] >= 0].all(), "a job twice on one GPU"
+    fp = np.where(sj >= 0, eng.footprint[np.maximum(sj, 0)], 0.0).sum(axis=1)
+    assert (fp <= eng.type_mem[eng.gpu_type] + 1e-6).all(), "GPU memory exceeded"
+    for j in eng.running_jobs():
+        held = len(eng.gpus_of(int(j)))
+        assert held >= eng.req_gpus[j] and held % eng.req_gpus[j] == 0, "gang size broken"
+    assert (eng.queue_s >= -1e-9).all()
+
+
+def play(eng: Any, policy: Any, max_steps: int = 100_000) -> list[tuple[float, Any]]:
+    """Play an episode on a bare engine, applying each decision point's list of actions in turn; the non-wait
+    actions with their times."""
+    env = EngEnv(eng)
+    policy.reset(env)
+    eng.advance()
+    acts: list[tuple[float, Any]] = []
+    for _ in range(max_steps):
+        if eng.done:
+            return acts
+        out = policy.act(None, env)
+        for a in out if isinstance(out, list) else [out]:
+            if isinstance(a, Wait):
+                eng.advance()
+            else:
+                acts.append((eng.now, a))
+                eng.apply(a)
+            check_invariants(eng)
+    raise AssertionError("episode did not finish")
+
+
+def test_gavel_time_slices_by_priority(build: Any) -> None:
+    # one fast GPU, 100 s rounds, two jobs of 1000 iterations at 0.16 s (160 s alone). Max-min: X = 1/2 each.
+    # t=0: both fresh (priority 0.5e9), tie -> job 0. t=100: job 0 had all the time (fraction 1, priority
+    # 0.5), job 1 none (0.5e9) -> swap. t=200: fractions 1/2 each, priority 1 each -> job 0 (lower index); it
+    # has 375 iterations left (60 s), done at 260, the GPU idles to the round's end. t=300: job 1, done at 360.
+    eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], round_s=100.0)
+    acts = play(eng, make_policy("gavel"))
+    got = [(t, type(a).__name__, a.job) for t, a in acts]
+    assert got == [(0.0, "Place", 0), (100.0, "Preempt", 0), (100.0, "Place", 1), (200.0, "Preempt", 1),
+                   (200.0, "Place", 0), (300.0, "Place", 1)]
+    assert eng.finish_t[0] == pytest.approx(260.0) and eng.finish_t[1] == pytest.approx(360.0)
+
+
+def test_hadar_spreads_a_gang_over_gpu_types(build: Any) -> None:
+    # one fast and one slow GPU on two nodes; a 2-worker job fits only across both types (task-level
+    # heterogeneity): Hadar names both GPUs at t = 0
+    eng = build([("fast", 1, 1), ("slow", 1, 1)], [{"num_gpus": 2}], round_s=100.0)
+    acts = play(eng, make_policy("hadar"))
+    assert isinstance(acts[0][1], Place) and acts[0][1].gpus == (0, 1) and acts[0][0] == 0.0
+
+
+@pytest.mark.parametrize("scenario, options", [("tiny", {"round_s": 360.0}), ("tiny", {}),
+                                               ("hadare-aws", {}), ("hadare-testbed", {"mix": "M-8"})])
+def test_new_policies_finish_with_invariants(scenario: str, options: dict) -> None:
+    from gpucluster_env.env import GPUClusterEnv
+
+    sc = get_scenario(scenario, **options)
+    for name in NEW:
+        if not POLICIES[name].applies_to(sc):
+            continue
+        env = GPUClusterEnv(scenario, scenario_options=options, observation="none")
+        env.reset(seed=2)
+        pol = make_policy(name)
+        pol.reset(env)
+        term = trunc = False
+        info: dict = {}
+        for _ in range(200_000):
+            out = pol.act(None, env)
+            for a in out if isinstance(out, list) else [out]:
+                _, _, term, trunc, info = env.step(a)
+                check_invariants(env.engine)
+                if term or trunc:
+                    break
+            if term or trunc:
+                break
+        m = info["metrics"]
+        assert term and not trunc and m["jobs_done"] == m["jobs"], (scenario, name)
+        if name != "hadare":
+            assert m["forks"] == 0
+
+
+def test_policy_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="objective"):
+        make_policy("gavel", objective="fastest")
+    with pytest.raises(ValueError, match="round_s"):
+        make_policy("hadar", round_s=0.0)
+    assert make_policy("gavel", objective="makespan").objective == "makespan"
+    assert make_policy("gavel-ftf").objective == "ftf"
+    assert not POLICIES["hadare"].applies_to(get_scenario("tiny"))
+    assert POLICIES["hadare"].applies_to(get_scenario("hadar-philly"))

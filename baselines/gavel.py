@@ -1,0 +1,260 @@
+"""Gavel (Narayanan et al., OSDI'20): heterogeneity-aware allocation LPs realized by round-based scheduling.
+
+At each round boundary (every ``round_s`` seconds, the scenario's rounds when it has them, else 360 s) the
+policy:
+
+1. estimates every active job's throughput on each GPU type from the performance model (its gang on the fewest
+   nodes of that type, alone; 0 where its gang or its memory does not fit): Gavel's throughput matrix;
+2. recomputes the allocation ``X`` (:mod:`.gavel_lp`) when jobs arrived or finished, at most every
+   ``min_reset_s`` seconds (Gavel's 1,920 s), resetting the time received and carrying deficits
+   (:mod:`.gavel_rounds`);
+3. grants GPUs for the coming round in priority order (allocation / share of time received), each job on one GPU
+   type, its gang on the fewest nodes; a job granted the type it already runs on keeps its GPUs, the others
+   are preempted and the granted ones placed (the engine charges the restart overhead).
+
+Between round boundaries it waits: a job arriving mid-round waits for the next round, GPUs a job frees
+mid-round stay idle until then, as in Gavel's simulator. A job whose gang fits on no single GPU type (more GPUs
+than any type has) is started on mixed types by the engine's rule when GPUs are left after the grants.
+
+Objectives (``objective``): ``max-min`` (heterogeneity-aware LAS, ``gavel``), ``makespan``
+(``gavel-makespan``), ``ftf`` (finish-time fairness, ``gavel-ftf``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..engine import Action, Place, Preempt, Wait
+from ..engine.view import ClusterView
+from . import gavel_lp as lp
+from .base import Policy, register_policy
+from .gavel_rounds import (
+    needs_recompute,
+    next_boundary,
+    place_fewest_nodes,
+    reset_time_received,
+    round_priorities,
+    select_round,
+)
+
+OBJECTIVES = ("max-min", "makespan", "ftf")
+
+
+class Throughputs:
+    """Per-job solo throughput (iterations/s) of its gang on each GPU type, cached per (model, batch, GPUs)."""
+
+    def __init__(self, view: ClusterView, partial: bool = False) -> None:
+        """``partial``: where a type has fewer GPUs than a job's gang, time the gang on all of them (Hadar's
+        per-type speed for mixed gangs) instead of giving 0 (Gavel: one type per job)."""
+        self.view = view
+        self.partial = partial
+        nk = len(view.type_names)
+        # each type's GPUs, nodes with the most GPUs of that type first (a gang's fewest-node layout)
+        self.layout: list[np.ndarray] = []
+        for k in range(nk):
+            g = np.flatnonzero(view.gpu_type == k)
+            nodes = view.gpu_node[g]
+            cnt = np.bincount(nodes, minlength=view.num_nodes)
+            order = np.lexsort((g, -cnt[nodes]))
+            self.layout.append(g[order])
+        self._cache: dict[tuple[int, int, int], np.ndarray] = {}
+
+    def of(self, j: int) -> np.ndarray:
+        """Job ``j``'s throughput on each type (0: its gang or memory does not fit there)."""
+        v = self.view
+        w = int(v.req_gpus[j])
+        key = (v.model_index(j), v.batch(j), w)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = np.zeros(len(self.layout))
+            for k, gpus in enumerate(self.layout):
+                if len(gpus) < w and not (self.partial and len(gpus)):
+                    continue
+                gang = gpus[:w]
+                s = v.solo_accumulation(j, gang)
+                if s is not None:
+                    hit[k] = 1.0 / v.iter_time(j, gang, s)
+            self._cache[key] = hit
+        return hit
+
+    def matrix(self, jobs: list[int]) -> np.ndarray:
+        return np.array([self.of(j) for j in jobs]).reshape(len(jobs), len(self.layout))
+
+
+class Gavel(Policy):
+    """Gavel's allocation LP and round-based mechanism (module docstring)."""
+
+    name: ClassVar[str] = "gavel"
+    description: ClassVar[str] = (
+        "Gavel: heterogeneity-aware max-min fairness LP (HiGHS), realized in 360 s rounds by priority = "
+        "allocation / time received; exclusive GPUs, one type per job"
+    )
+    paper: ClassVar[str] = "Gavel (OSDI'20); Hadar/HadarE baseline"
+    default_objective: ClassVar[str] = "max-min"
+
+    def __init__(self, objective: str | None = None, round_s: float | None = None, min_reset_s: float = 1920.0,
+                 ) -> None:
+        """``objective``: max-min, makespan or ftf (default: the registered name's); ``round_s``: round length
+        (None: the scenario's, else 360 s); ``min_reset_s``: least time between allocation recomputations."""
+        obj = self.default_objective if objective is None else objective
+        if obj not in OBJECTIVES:
+            raise ValueError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        if round_s is not None and not round_s > 0:
+            raise ValueError(f"round_s: must be positive, got {round_s}")
+        if not min_reset_s >= 0:
+            raise ValueError(f"min_reset_s: must be >= 0, got {min_reset_s}")
+        self.objective = obj
+        self.round_s_option = round_s
+        self.min_reset_s = float(min_reset_s)
+
+    # ------------------------------------------------------------------ episode state
+    def reset(self, env: Any) -> None:
+        view = self.view(env)
+        eng_round = env.unwrapped.engine.config.round_s
+        self.round_s = float(self.round_s_option or eng_round or 360.0)
+        n, nk = view.n_jobs, len(view.type_names)
+        self.tputs = Throughputs(view)
+        self.alloc = np.zeros((n, nk))
+        self.job_time = np.zeros((n, nk))
+        self.deficit = np.zeros((n, nk))
+        self.iso_time = np.zeros(n)
+        self._iso_prev: dict[int, tuple[float, float]] = {}
+        self.granted: dict[int, int] = {}
+        self._alloc_jobs: frozenset[int] = frozenset()
+        self._last_reset: float | None = None
+        self._round_t = view.now
+        self._next_round = view.now
+        self._acted_at: float | None = None
+
+    def _account(self, view: ClusterView) -> None:
+        """Add the time each job granted last round ran on its type."""
+        dt = view.now - self._round_t
+        for j, k in self.granted.items():
+            run = dt if view.is_running(j) else max(0.0, min(dt, view.finish_time(j) - self._round_t))
+            self.job_time[j, k] += run if np.isfinite(run) else 0.0
+        self._round_t = view.now
+
+    def _allocate(self, view: ClusterView, active: list[int], t: np.ndarray) -> None:
+        """Recompute the allocation for ``active`` jobs with throughputs ``t`` (Gavel's reset first)."""
+        now = view.now
+        if self._last_reset is not None:
+            self.job_time, self.deficit = reset_time_received(self.alloc, self.job_time, self.deficit,
+                                                              now - self._last_reset, self.round_s)
+        self._last_reset = now
+        gpus = view.req_gpus[active]
+        cap = np.bincount(view.gpu_type, minlength=len(view.type_names))
+        rem = view.remaining_now()[active]
+        if self.objective == "max-min":
+            x = lp.max_min_fairness(t, gpus, cap).x
+        elif self.objective == "makespan":
+            x = lp.min_makespan(t, gpus, cap, rem)[1]
+        else:
+            iso = lp.isolated_throughputs(t, gpus, cap)
+            for i, j in enumerate(active):
+                prev = self._iso_prev.get(j)
+                if prev is not None and prev[1] > 0:
+                    self.iso_time[j] += (prev[0] - rem[i]) / prev[1]
+                self._iso_prev[j] = (float(rem[i]), float(iso[i]))
+            since = now - view.submit[active]
+            x = lp.finish_time_fairness(t, gpus, cap, rem, since, self.iso_time[active])[1]
+        self.alloc[:] = 0.0
+        self.alloc[active] = x
+        self._alloc_jobs = frozenset(active)
+
+    # ------------------------------------------------------------------ acting
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        view = self.view(env)
+        now = view.now
+        if now < self._next_round - 1e-9 or self._acted_at == now:
+            return Wait()
+        self._acted_at = now
+        self._next_round = next_boundary(now, self.round_s)
+        self._account(view)
+        active = sorted(view.pending_jobs().tolist() + view.running_jobs().tolist())
+        if not active:
+            self.granted = {}
+            return Wait()
+        t = self.tputs.matrix(active)
+        changed = frozenset(active) != self._alloc_jobs
+        if needs_recompute(now, self._last_reset, self.min_reset_s, changed):
+            self._allocate(view, active, t)
+        runnable = t > 0
+        pr = round_priorities(self.alloc[active], self.job_time[active], runnable)
+        cap = np.bincount(view.gpu_type, minlength=len(view.type_names))
+        grants = select_round(pr, self.deficit[active], self.alloc[active], view.req_gpus[active], cap, runnable,
+                              self._type_order(t))
+        return self._actions(view, [(active[i], k) for i, k in grants], active, runnable)
+
+    def _type_order(self, t: np.ndarray) -> list[int]:
+        """GPU types fastest first (by the active jobs' mean throughput), as Gavel orders V100, P100, K80."""
+        return np.argsort(-t.mean(axis=0), kind="stable").tolist()
+
+    def _actions(self, view: ClusterView, grants: list[tuple[int, int]], active: list[int],
+                 runnable: np.ndarray) -> list[Action]:
+        """Preempt what moves or stops, keep what stays on its type, place the rest on the fewest nodes."""
+        gtype = view.gpu_type
+        keep: dict[int, int] = {}
+        move: list[tuple[int, int]] = []
+        for j, k in grants:
+            held = view.gpus_of(j) if view.is_running(j) else np.zeros(0, dtype=np.int64)
+            if len(held) and (gtype[held] == k).all():
+                keep[j] = k
+            else:
+                move.append((j, k))
+        # jobs no single type can hold keep running once started (mixed types, engine's rule)
+        anywhere = {j for i, j in enumerate(active) if not runnable[i].any()}
+        out: list[Action] = []
+        for j in view.running_jobs().tolist():
+            if j not in keep and j not in anywhere:
+                out.append(Preempt(j))
+        taken = np.zeros(view.num_gpus, dtype=bool)
+        for j in keep:
+            taken[view.gpus_of(j)] = True
+        for j in anywhere:
+            if view.is_running(j):
+                taken[view.gpus_of(j)] = True
+        placed: dict[int, int] = {}
+        for j, k in sorted(move, key=lambda jk: -int(view.req_gpus[jk[0]])):
+            cand = np.flatnonzero((gtype == k) & ~taken)
+            per_node = np.bincount(view.gpu_node[cand], minlength=view.num_nodes)
+            picks = place_fewest_nodes(per_node, int(view.req_gpus[j]))
+            if picks is None:
+                continue
+            gang: list[int] = []
+            for h, c in picks:
+                gang.extend(cand[view.gpu_node[cand] == h][:c].tolist())
+            taken[gang] = True
+            out.append(Place(j, gpus=tuple(sorted(gang))))
+            placed[j] = k
+        left = int((~taken).sum())
+        for j in sorted(anywhere):
+            if view.is_pending(j) and view.req_gpus[j] <= left:
+                out.append(Place(j))
+                left -= int(view.req_gpus[j])
+        self.granted = {**keep, **placed}
+        return out or [Wait()]
+
+
+@register_policy
+class GavelMaxMin(Gavel):
+    """``gavel``: max-min fairness (heterogeneity-aware LAS)."""
+
+
+@register_policy
+class GavelMakespan(Gavel):
+    """``gavel-makespan``: Gavel's minimize-makespan (total duration) policy."""
+
+    name: ClassVar[str] = "gavel-makespan"
+    description: ClassVar[str] = "Gavel: minimize-makespan LP (HiGHS) in rounds; exclusive GPUs, one type per job"
+    default_objective: ClassVar[str] = "makespan"
+
+
+@register_policy
+class GavelFTF(Gavel):
+    """``gavel-ftf``: Gavel's finish-time fairness policy."""
+
+    name: ClassVar[str] = "gavel-ftf"
+    description: ClassVar[str] = "Gavel: finish-time fairness (bisection over LPs) in rounds; exclusive GPUs"
+    default_objective: ClassVar[str] = "ftf"

@@ -1,0 +1,194 @@
+"""Hadar and HadarE (Sultana et al., hadar-hadare §III, §V) acting through the environment.
+
+**Hadar** allocates at round boundaries (``round_s``: the scenario's rounds, else 360 s), as in the paper's
+Fig. 1(b) where jobs change GPUs from round to round: every active job is offered to Algorithm 2
+(:func:`.hadar_alloc.select_jobs`) in order of its best utility per GPU, with prices over the servers
+(:func:`.hadar_alloc.make_prices`); a running job may keep its GPUs (no restart overhead) or take what
+FIND_ALLOC finds (paying the restart overhead, the scenario's ``restart_s``); each chosen job runs on GPUs
+possibly of several types (task-level heterogeneity: the gang runs at its slowest GPU's pace, which the engine
+models). A job's throughput on a type is the performance model's estimate for its gang there. Running jobs
+left out are preempted. One rule of ours: when the cluster would otherwise sit empty (no job running and none
+with a positive payoff), the job with the best payoff starts anyway, so an episode cannot stall on prices.
+
+**HadarE** adds forking (§V): after Hadar's starts at a round boundary, free nodes take extra copies of running
+jobs (``Fork``; the engine adds up the copies' progress and charges the consolidation overhead every round), the
+job with the most time left first, a copy on nodes its other copies do not use, any GPU type.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..engine import Action, Fork, Place, Preempt, Wait
+from ..engine.view import ClusterView
+from .base import Policy, register_policy
+from .gavel import Throughputs
+from .gavel_rounds import next_boundary
+from .hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
+
+
+@register_policy
+class Hadar(Policy):
+    """Hadar: primal-dual prices, DP job selection, task-level heterogeneous allocation in rounds."""
+
+    name: ClassVar[str] = "hadar"
+    description: ClassVar[str] = (
+        "Hadar: primal-dual prices and DP job selection each round, a job's workers on several GPU types "
+        "(task-level heterogeneity), consolidated or spread; non-preemptive"
+    )
+    paper: ClassVar[str] = "Hadar (hadar-hadare §III)"
+
+    def __init__(self, round_s: float | None = None, eta: float = 1.0, comm_weight: float = 1.0,
+                 dp_window: int = 10, normalize: bool = True) -> None:
+        """``round_s``: round length (None: the scenario's, else 360 s); ``eta``: the price scaling factor of
+        Eq. (5); ``comm_weight``: base prices per worker charged per extra server of a spread allocation;
+        ``dp_window``: queued jobs the exact DP ranges over each round (the rest greedily); ``normalize``: a
+        job's utility in units of its best throughput (its best-case run time over its completion time), so
+        models of different iteration sizes compare; False: raw iterations per second."""
+        if round_s is not None and not round_s > 0:
+            raise ValueError(f"round_s: must be positive, got {round_s}")
+        if not eta > 0:
+            raise ValueError(f"eta: must be positive, got {eta}")
+        if not comm_weight >= 0:
+            raise ValueError(f"comm_weight: must be >= 0, got {comm_weight}")
+        if not (isinstance(dp_window, int) and dp_window >= 0):
+            raise ValueError(f"dp_window: expected an integer >= 0, got {dp_window!r}")
+        self.round_s_option = round_s
+        self.eta = eta
+        self.comm_weight = comm_weight
+        self.dp_window = dp_window
+        if not isinstance(normalize, bool):
+            raise ValueError(f"normalize: expected true or false, got {normalize!r}")
+        self.normalize = normalize
+
+    def reset(self, env: Any) -> None:
+        view = self.view(env)
+        cfg = env.unwrapped.engine.config
+        self.round_s = float(self.round_s_option or cfg.round_s or 360.0)
+        self.overhead_s = float(cfg.restart_s)
+        self.tputs = Throughputs(view, partial=True)
+        nk = len(view.type_names)
+        cap = np.zeros((view.num_nodes, nk), dtype=np.int64)
+        np.add.at(cap, (view.gpu_node, view.gpu_type), 1)
+        self.capacity = cap
+        self._next_round = view.now
+        self._acted_at: float | None = None
+
+    def _pinned(self, view: ClusterView, j: int) -> bool:
+        """A running job Hadar leaves as it is this round (one with forked copies)."""
+        return len(view.gpus_of(j)) > int(view.req_gpus[j])
+
+    def _current(self, view: ClusterView, j: int) -> tuple[tuple[int, int, int], ...]:
+        """Running job ``j``'s allocation as (server, type, count) picks; () when it is not running."""
+        if not view.is_running(j):
+            return ()
+        g = view.gpus_of(j)
+        keys, cnt = np.unique(np.column_stack([view.gpu_node[g], view.gpu_type[g]]), axis=0, return_counts=True)
+        return tuple((int(h), int(k), int(c)) for (h, k), c in zip(keys, cnt, strict=True))
+
+    def _queue(self, view: ClusterView) -> tuple[list[int], list[HadarJob]]:
+        """The jobs Hadar allocates this round (every active job but pinned ones), best utility per GPU first
+        (ties by job index)."""
+        act = view.pending_jobs().tolist() + [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
+        rem = view.remaining_now()
+        jobs = []
+        for j in act:
+            t = self.tputs.of(j)
+            unit = float(t.max()) if self.normalize and t.max() > 0 else 1.0
+            jobs.append(HadarJob(int(view.req_gpus[j]), float(rem[j]), tuple(t.tolist()), float(view.submit[j]),
+                                 float(view.iterations[j]), self._current(view, j), unit))
+        now = view.now
+
+        def density(h: HadarJob) -> float:
+            best = max(h.tput)
+            return h.utility(now + h.remaining / best) / h.workers if best > 0 else 0.0
+
+        order = sorted(range(len(act)), key=lambda i: (-density(jobs[i]), act[i]))
+        return [act[i] for i in order], [jobs[i] for i in order]
+
+    def _starts(self, view: ClusterView) -> list[Action]:
+        """This round's allocation: Algorithm 2 over every active job on the GPUs not held by pinned jobs;
+        running jobs that lose their GPUs or move are preempted, the moved and new ones placed."""
+        ids, jobs = self._queue(view)
+        if not jobs:
+            return []
+        held = np.zeros(view.num_gpus, dtype=bool)
+        for j in view.running_jobs().tolist():
+            if self._pinned(view, j):
+                held[view.gpus_of(j)] = True
+        free = self.capacity.copy()
+        np.subtract.at(free, (view.gpu_node[held], view.gpu_type[held]), 1)
+        prices = make_prices(jobs, self.capacity, view.now, self.round_s, self.eta)
+        picked = select_jobs(jobs, free, prices, view.now, self.round_s, self.overhead_s, self.comm_weight,
+                             self.dp_window)
+        if not picked and view.num_running == 0:
+            best: tuple[float, int, Choice] | None = None
+            for i, h in enumerate(jobs):
+                ch = find_alloc(h, free, self.capacity - free, prices, view.now, self.round_s, self.overhead_s,
+                                self.comm_weight)
+                if ch is not None and (best is None or ch.payoff > best[0]):
+                    best = (ch.payoff, i, ch)
+            if best is not None:
+                picked = [(best[1], best[2])]
+        keep = {ids[i] for i, ch in picked if jobs[i].current and ch.take == jobs[i].current}
+        for j in keep:
+            held[view.gpus_of(j)] = True
+        out: list[Action] = [Preempt(j) for j in view.running_jobs().tolist()
+                             if j not in keep and not self._pinned(view, j)]
+        for i, ch in picked:
+            if ids[i] in keep:
+                continue
+            gang: list[int] = []
+            for h, k, c in ch.take:
+                cand = np.flatnonzero((view.gpu_node == h) & (view.gpu_type == k) & ~held)
+                gang.extend(cand[:c].tolist())
+            held[gang] = True
+            out.append(Place(ids[i], gpus=tuple(sorted(gang))))
+        return out
+
+    def _after_starts(self, view: ClusterView) -> Action:
+        """What to do once this round's starts are applied (Hadar: nothing more)."""
+        return Wait()
+
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        view = self.view(env)
+        now = view.now
+        if self._acted_at == now:
+            return self._after_starts(view)
+        if now < self._next_round - 1e-9:
+            return Wait()
+        self._acted_at = now
+        self._next_round = next_boundary(now, self.round_s)
+        out = self._starts(view)
+        return out if out else self._after_starts(view)
+
+
+@register_policy
+class HadarE(Hadar):
+    """HadarE: Hadar plus forking running jobs onto otherwise idle nodes each round."""
+
+    name: ClassVar[str] = "hadare"
+    description: ClassVar[str] = (
+        "HadarE: Hadar, then copies of running jobs forked onto idle nodes every round (any GPU type), progress "
+        "added up with a consolidation overhead per round"
+    )
+    paper: ClassVar[str] = "HadarE (hadar-hadare §V)"
+
+    @classmethod
+    def applies_to(cls, scenario: Any) -> bool:
+        """Forking needs a round-based scenario."""
+        return scenario.config.round_s is not None
+
+    def _after_starts(self, view: ClusterView) -> Action:
+        run = view.running_jobs().tolist()
+        if not run or view.num_free() == 0:
+            return Wait()
+        rem = view.remaining_now()
+        tput = {j: self.tputs.of(j).max() for j in run}
+        for j in sorted(run, key=lambda j: (-(rem[j] / tput[j]) if tput[j] > 0 else 0.0, j)):
+            g = view.plan_fork(j)
+            if g is not None:
+                return Fork(j, gpus=tuple(int(x) for x in g))
+        return Wait()
