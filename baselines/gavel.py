@@ -114,38 +114,53 @@ class Gavel(Policy):
         view = self.view(env)
         eng_round = env.unwrapped.engine.config.round_s
         self.round_s = float(self.round_s_option or eng_round or 360.0)
-        n, nk = view.n_jobs, len(view.type_names)
+        self.nk = len(view.type_names)
+        self.capacity = np.bincount(view.gpu_type, minlength=self.nk)
         self.tputs = Throughputs(view)
-        self.alloc = np.zeros((n, nk))
-        self.job_time = np.zeros((n, nk))
-        self.deficit = np.zeros((n, nk))
-        self.iso_time = np.zeros(n)
+        # per row (a job (j,), or a packed pair (i, j)): allocation, time received since the reset, deficit
+        self.alloc: dict[tuple[int, ...], np.ndarray] = {}
+        self.job_time: dict[tuple[int, ...], np.ndarray] = {}
+        self.deficit: dict[tuple[int, ...], np.ndarray] = {}
+        self.iso_time = np.zeros(view.n_jobs)
         self._iso_prev: dict[int, tuple[float, float]] = {}
-        self.granted: dict[int, int] = {}
+        self.granted: dict[tuple[int, ...], int] = {}
         self._alloc_jobs: frozenset[int] = frozenset()
         self._last_reset: float | None = None
         self._round_t = view.now
         self._next_round = view.now
         self._acted_at: float | None = None
+        self._follow: list[Action] = []
+
+    def _rows(self, d: dict[tuple[int, ...], np.ndarray], keys: list[tuple[int, ...]]) -> np.ndarray:
+        z = np.zeros(self.nk)
+        return np.array([d.get(k, z) for k in keys]).reshape(len(keys), self.nk)
 
     def _account(self, view: ClusterView) -> None:
-        """Add the time each job granted last round ran on its type."""
+        """Add the time each row granted last round ran on its type."""
         dt = view.now - self._round_t
-        for j, k in self.granted.items():
+        for key, k in self.granted.items():
+            j = key[0]
             run = dt if view.is_running(j) else max(0.0, min(dt, view.finish_time(j) - self._round_t))
-            self.job_time[j, k] += run if np.isfinite(run) else 0.0
+            row = self.job_time.setdefault(key, np.zeros(self.nk))
+            row[k] += run if np.isfinite(run) else 0.0
         self._round_t = view.now
 
-    def _allocate(self, view: ClusterView, active: list[int], t: np.ndarray) -> None:
-        """Recompute the allocation for ``active`` jobs with throughputs ``t`` (Gavel's reset first)."""
-        now = view.now
+    def _reset_times(self, now: float) -> None:
+        """Gavel's reset of the time received (deficits carry what each row was owed)."""
         if self._last_reset is not None:
-            self.job_time, self.deficit = reset_time_received(self.alloc, self.job_time, self.deficit,
-                                                              now - self._last_reset, self.round_s)
+            keys = sorted(set(self.alloc) | set(self.job_time) | set(self.deficit))
+            jt, d = reset_time_received(self._rows(self.alloc, keys), self._rows(self.job_time, keys),
+                                        self._rows(self.deficit, keys), now - self._last_reset, self.round_s)
+            self.job_time = {k: jt[i] for i, k in enumerate(keys)}
+            self.deficit = {k: d[i] for i, k in enumerate(keys)}
         self._last_reset = now
+
+    def _allocate(self, view: ClusterView, active: list[int], t: np.ndarray) -> None:
+        """Recompute the allocation for ``active`` jobs with throughputs ``t``."""
+        now = view.now
         gpus = view.req_gpus[active]
-        cap = np.bincount(view.gpu_type, minlength=len(view.type_names))
         rem = view.remaining_now()[active]
+        cap = self.capacity
         if self.objective == "max-min":
             x = lp.max_min_fairness(t, gpus, cap).x
         elif self.objective == "makespan":
@@ -159,15 +174,20 @@ class Gavel(Policy):
                 self._iso_prev[j] = (float(rem[i]), float(iso[i]))
             since = now - view.submit[active]
             x = lp.finish_time_fairness(t, gpus, cap, rem, since, self.iso_time[active])[1]
-        self.alloc[:] = 0.0
-        self.alloc[active] = x
-        self._alloc_jobs = frozenset(active)
+        self.alloc = {(j,): x[i] for i, j in enumerate(active)}
+
+    def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
+                        ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        """The rows a round grants from and where each can run: one per active job (packed: plus pairs)."""
+        return [(j,) for j in active], t > 0
 
     # ------------------------------------------------------------------ acting
     def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
         view = self.view(env)
         now = view.now
-        if now < self._next_round - 1e-9 or self._acted_at == now:
+        if self._acted_at == now:
+            return self._follow_up(view)
+        if now < self._next_round - 1e-9:
             return Wait()
         self._acted_at = now
         self._next_round = next_boundary(now, self.round_s)
@@ -179,55 +199,66 @@ class Gavel(Policy):
         t = self.tputs.matrix(active)
         changed = frozenset(active) != self._alloc_jobs
         if needs_recompute(now, self._last_reset, self.min_reset_s, changed):
+            self._reset_times(now)
             self._allocate(view, active, t)
-        runnable = t > 0
-        pr = round_priorities(self.alloc[active], self.job_time[active], runnable)
-        cap = np.bincount(view.gpu_type, minlength=len(view.type_names))
-        grants = select_round(pr, self.deficit[active], self.alloc[active], view.req_gpus[active], cap, runnable,
-                              self._type_order(t))
-        return self._actions(view, [(active[i], k) for i, k in grants], active, runnable)
+            self._alloc_jobs = frozenset(active)
+        rows, runnable = self._candidate_rows(view, active, t)
+        for key in rows:  # Gavel starts every job's (and pair's) record at half a round on each type
+            self.job_time.setdefault(key, np.full(self.nk, self.round_s / 2.0))
+        alloc = self._rows(self.alloc, rows)
+        pr = round_priorities(alloc, self._rows(self.job_time, rows), runnable)
+        gpus = view.req_gpus[[r[0] for r in rows]]
+        grants = select_round(pr, self._rows(self.deficit, rows), alloc, gpus, self.capacity, runnable,
+                              self._type_order(t), members=rows)
+        single = {j for j, ok in zip(active, (t > 0).any(axis=1), strict=True) if ok}
+        return self._actions(view, [(rows[i], k) for i, k in grants], [j for j in active if j not in single])
+
+    def _follow_up(self, view: ClusterView) -> Action:
+        """Actions that must wait for the round's first ones to apply (packed: the second job of each pair)."""
+        return Wait()
 
     def _type_order(self, t: np.ndarray) -> list[int]:
         """GPU types fastest first (by the active jobs' mean throughput), as Gavel orders V100, P100, K80."""
         return np.argsort(-t.mean(axis=0), kind="stable").tolist()
 
-    def _actions(self, view: ClusterView, grants: list[tuple[int, int]], active: list[int],
-                 runnable: np.ndarray) -> list[Action]:
-        """Preempt what moves or stops, keep what stays on its type, place the rest on the fewest nodes."""
+    def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
+        """Whether row ``key`` granted type ``k`` already runs there as granted (alone, on type-k GPUs)."""
+        j = key[0]
+        if len(key) != 1 or not view.is_running(j) or view.partners_of(j):
+            return False
+        return bool((view.gpu_type[view.gpus_of(j)] == k).all())
+
+    def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
+        """The actions starting row ``key`` on ``gang`` (a job: one Place)."""
+        return [Place(key[0], gpus=gang)]
+
+    def _actions(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]], anywhere: list[int]
+                 ) -> list[Action]:
+        """Preempt what moves or stops, keep what stays, place the rest on the fewest nodes of its type; jobs
+        no single type can hold (``anywhere``) keep running once started, or start on mixed types."""
         gtype = view.gpu_type
-        keep: dict[int, int] = {}
-        move: list[tuple[int, int]] = []
-        for j, k in grants:
-            held = view.gpus_of(j) if view.is_running(j) else np.zeros(0, dtype=np.int64)
-            if len(held) and (gtype[held] == k).all():
-                keep[j] = k
-            else:
-                move.append((j, k))
-        # jobs no single type can hold keep running once started (mixed types, engine's rule)
-        anywhere = {j for i, j in enumerate(active) if not runnable[i].any()}
-        out: list[Action] = []
-        for j in view.running_jobs().tolist():
-            if j not in keep and j not in anywhere:
-                out.append(Preempt(j))
+        keep = {key: k for key, k in grants if self._kept(view, key, k)}
+        move = [(key, k) for key, k in grants if key not in keep]
+        kept_jobs = {j for key in keep for j in key} | set(anywhere)
+        out: list[Action] = [Preempt(j) for j in view.running_jobs().tolist() if j not in kept_jobs]
         taken = np.zeros(view.num_gpus, dtype=bool)
-        for j in keep:
-            taken[view.gpus_of(j)] = True
-        for j in anywhere:
+        for j in kept_jobs:
             if view.is_running(j):
                 taken[view.gpus_of(j)] = True
-        placed: dict[int, int] = {}
-        for j, k in sorted(move, key=lambda jk: -int(view.req_gpus[jk[0]])):
+        placed: dict[tuple[int, ...], int] = {}
+        self._follow = []
+        for key, k in sorted(move, key=lambda kk: -int(view.req_gpus[kk[0][0]])):
             cand = np.flatnonzero((gtype == k) & ~taken)
-            per_node = np.bincount(view.gpu_node[cand], minlength=view.num_nodes)
-            picks = place_fewest_nodes(per_node, int(view.req_gpus[j]))
+            picks = place_fewest_nodes(np.bincount(view.gpu_node[cand], minlength=view.num_nodes),
+                                       int(view.req_gpus[key[0]]))
             if picks is None:
                 continue
             gang: list[int] = []
             for h, c in picks:
                 gang.extend(cand[view.gpu_node[cand] == h][:c].tolist())
             taken[gang] = True
-            out.append(Place(j, gpus=tuple(sorted(gang))))
-            placed[j] = k
+            out.extend(self._place_row(view, key, tuple(sorted(gang))))
+            placed[key] = k
         left = int((~taken).sum())
         for j in sorted(anywhere):
             if view.is_pending(j) and view.req_gpus[j] <= left:

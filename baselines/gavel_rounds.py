@@ -61,26 +61,29 @@ def select_round(
     capacity: np.ndarray,
     runnable: np.ndarray,
     type_order: list[int] | None = None,
+    members: list[tuple[int, ...]] | None = None,
 ) -> list[tuple[int, int]]:
-    """The ``(job, type)`` grants of one round: Gavel's greedy pass over each type's jobs sorted by
+    """The ``(row, type)`` grants of one round: Gavel's greedy pass over each type's rows sorted by
     (priority, deficit, allocation), highest first, types in ``type_order`` (Gavel: fastest first for its
-    heterogeneity-aware policies), each job granted once, where its whole gang fits in the type's GPUs left."""
+    heterogeneity-aware policies), where the row's whole gang fits in the type's GPUs left and none of its
+    jobs was granted yet. A row is one job, or with ``members`` (the jobs of each row) a packed pair."""
     pr = np.asarray(priority, dtype=float)
     n, nk = pr.shape
     left = np.asarray(capacity, dtype=np.int64).copy()
     g = np.asarray(gpus, dtype=np.int64)
     run = np.asarray(runnable, dtype=bool)
-    done = np.zeros(n, dtype=bool)
+    mem = [(i,) for i in range(n)] if members is None else members
+    done = np.zeros(max((max(m) for m in mem), default=-1) + 1, dtype=bool)
     out: list[tuple[int, int]] = []
     for k in (range(nk) if type_order is None else type_order):
         order = np.lexsort((-np.arange(n), alloc[:, k], deficit[:, k], pr[:, k]))[::-1]
         for j in order.tolist():
             if left[k] == 0:
                 break
-            if done[j] or not run[j, k] or g[j] > left[k]:
+            if not run[j, k] or g[j] > left[k] or done[list(mem[j])].any():
                 continue
             left[k] -= g[j]
-            done[j] = True
+            done[list(mem[j])] = True
             out.append((j, k))
     return out
 

@@ -72,7 +72,7 @@ def test_decision_timing_code_path_tiny() -> None:
 
 
 # ------------------------------------------------------------------------------------ the policies
-NEW = ["gavel", "gavel-makespan", "gavel-ftf", "hadar", "hadare"]
+NEW = ["gavel", "gavel-makespan", "gavel-ftf", "gavel-packed", "hadar", "hadare"]
 
 
 def check_invariants(eng: Any) -> None:
@@ -111,9 +111,10 @@ def play(eng: Any, policy: Any, max_steps: int = 100_000) -> list[tuple[float, A
 
 def test_gavel_time_slices_by_priority(build: Any) -> None:
     # one fast GPU, 100 s rounds, two jobs of 1000 iterations at 0.16 s (160 s alone). Max-min: X = 1/2 each.
-    # t=0: both fresh (priority 0.5e9), tie -> job 0. t=100: job 0 had all the time (fraction 1, priority
-    # 0.5), job 1 none (0.5e9) -> swap. t=200: fractions 1/2 each, priority 1 each -> job 0 (lower index); it
-    # has 375 iterations left (60 s), done at 260, the GPU idles to the round's end. t=300: job 1, done at 360.
+    # Records start at half a round (50 s) each. t=0: fractions 1/2, priority 0.5 / 0.5 = 1 each, tie -> job 0.
+    # t=100: 150 s vs 50 s, fractions 3/4 and 1/4, priorities 2/3 and 2 -> swap. t=200: 150 s each, tie ->
+    # job 0 (lower index); it has 375 iterations left (60 s), done at 260, the GPU idles to the round's end.
+    # t=300: job 1, done at 360.
     eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], round_s=100.0)
     acts = play(eng, make_policy("gavel"))
     got = [(t, type(a).__name__, a.job) for t, a in acts]
@@ -169,3 +170,15 @@ def test_policy_options_are_checked() -> None:
     assert make_policy("gavel-ftf").objective == "ftf"
     assert not POLICIES["hadare"].applies_to(get_scenario("tiny"))
     assert POLICIES["hadare"].applies_to(get_scenario("hadar-philly"))
+
+
+def test_gavel_packed_shares_a_gpu_when_the_pair_pays(build: Any) -> None:
+    # one fast GPU, two 'a' jobs (4.2 GB each, both fit), interference 1.2: packed, each runs at 1/1.2 = 0.83 of
+    # its solo speed against 1/2 by time sharing, so the LP puts all time in the pair and the first round
+    # starts job 0 and colocates job 1 beside it
+    eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], xi=1.2, round_s=100.0)
+    acts = play(eng, make_policy("gavel-packed"))
+    assert [(t, type(a).__name__, a.job) for t, a in acts[:2]] == [(0.0, "Place", 0), (0.0, "Colocate", 1)]
+    # at a ratio of 2.5 a pair runs each at 0.4 < 0.5: time sharing, no colocation
+    eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], xi=2.5, round_s=100.0)
+    assert not any(type(a).__name__ == "Colocate" for _, a in play(eng, make_policy("gavel-packed")))

@@ -1,0 +1,137 @@
+"""Gavel's space-sharing policy (packed max-min fairness, Gavel §3.1 / §4.1) acting through the environment.
+
+The allocation comes from :func:`.gavel_lp.packed_max_min_fairness` over job classes (model, batch, GPUs):
+single columns and one column per pair of classes and GPU type, a pair's throughputs being each member's solo
+throughput divided by its interference ratio beside the other. As in Gavel's simulator, which reads measured
+pair throughputs, the ratios are the engine's true ones (:meth:`~gpucluster_env.engine.view.ClusterView.
+true_pair_xi`); a pair is offered on a type only where both workers fit in one GPU's memory.
+
+A class pair's time is realized by job pairs: the i-th job of one class with the i-th of the other (consecutive
+jobs within one class), each pair given the class pair's time divided by the number of job pairs. Those pairs
+are rows of Gavel's rounds beside the single jobs (priority = allocation / share of time received); a granted
+pair starts its first job on the gang (``Place``) and its second beside it on the same GPUs (``Colocate``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..engine import Action, Colocate, Place, Wait
+from ..engine.perf import fit_accumulation, footprint_gb
+from ..engine.view import ClusterView
+from . import gavel_lp as lp
+from .base import register_policy
+from .gavel import Gavel
+
+
+@register_policy
+class GavelPacked(Gavel):
+    """Gavel with space sharing: packed pairs of jobs as rows of the LP and of the rounds."""
+
+    name: ClassVar[str] = "gavel-packed"
+    description: ClassVar[str] = (
+        "Gavel with space sharing: max-min fairness LP over single jobs and packed pairs (measured pair "
+        "throughputs), realized in rounds; a pair shares its GPUs (MPS)"
+    )
+
+    def __init__(self, round_s: float | None = None, min_reset_s: float = 1920.0) -> None:
+        """``round_s``: round length (None: the scenario's, else 360 s); ``min_reset_s``: least time between
+        allocation recomputations."""
+        super().__init__("max-min", round_s, min_reset_s)
+
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self.pair_ok: dict[tuple[int, ...], np.ndarray] = {}
+        self._accum: dict[tuple[tuple[int, int, int], tuple[int, int, int], int], tuple[int, int] | None] = {}
+
+    def _klass(self, view: ClusterView, j: int) -> tuple[int, int, int]:
+        return view.model_index(j), view.batch(j), int(view.req_gpus[j])
+
+    def pair_accumulations(self, view: ClusterView, a: int, b: int, k: int) -> tuple[int, int] | None:
+        """The accumulations under which a worker of job ``a`` and one of job ``b`` fit together in one type-``k``
+        GPU (``a``'s smallest first), or None."""
+        key = (self._klass(view, a), self._klass(view, b), k)
+        if key not in self._accum:
+            mem = float(view.type_mem[k])
+            pa, ba, pb, bb = view.model(a), view.batch(a), view.model(b), view.batch(b)
+            out = None
+            s = 1
+            while s <= ba and out is None:
+                sb = fit_accumulation(pb, bb, mem - footprint_gb(pa, ba, s))
+                if sb is not None:
+                    out = (s, sb)
+                s *= 2
+            self._accum[key] = out
+        return self._accum[key]
+
+    def _allocate(self, view: ClusterView, active: list[int], t: np.ndarray) -> None:
+        keys = [self._klass(view, j) for j in active]
+        uniq = sorted(set(keys))
+        cls = np.array([uniq.index(c) for c in keys])
+        rep = [active[int(np.flatnonzero(cls == c)[0])] for c in range(len(uniq))]
+        nc = len(uniq)
+        cp = np.zeros((nc, nc, self.nk))
+        ti = {j: i for i, j in enumerate(active)}
+        for a in range(nc):
+            for b in range(a, nc):
+                ja, jb = rep[a], rep[b]
+                if uniq[a][2] != uniq[b][2]:
+                    continue
+                for k, tname in enumerate(view.type_names):
+                    if t[ti[ja], k] <= 0 or t[ti[jb], k] <= 0 or self.pair_accumulations(view, ja, jb, k) is None:
+                        continue
+                    xa, xb = view.true_pair_xi(ja, jb, tname)
+                    cp[a, b, k] = t[ti[ja], k] / xa
+                    cp[b, a, k] = t[ti[jb], k] / xb
+        r = lp.packed_max_min_fairness(t, view.req_gpus[active], self.capacity, cls, cp)
+        self.alloc = {(j,): r.x[i] for i, j in enumerate(active)}
+        self.pair_ok = {}
+        members = [[active[i] for i in np.flatnonzero(cls == c)] for c in range(nc)]
+        for (a, b), y in zip(r.pairs.tolist(), r.y, strict=True):
+            if y.sum() <= 1e-9:
+                continue
+            ma, mb = members[a], members[b]
+            pairs = list(zip(ma[0::2], ma[1::2], strict=False)) if a == b else list(zip(ma, mb, strict=False))
+            for p in pairs:
+                key = (int(p[0]), int(p[1]))
+                self.alloc[key] = np.minimum(y / len(pairs), 1.0)
+                self.pair_ok[key] = (cp[a, b] > 0) & (cp[b, a] > 0)
+
+    def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
+                        ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        rows, run = super()._candidate_rows(view, active, t)
+        act = set(active)
+        pairs = [key for key in self.pair_ok if key[0] in act and key[1] in act]
+        if not pairs:
+            return rows, run
+        return rows + pairs, np.vstack([run, np.array([self.pair_ok[p] for p in pairs])])
+
+    def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
+        if len(key) == 1:
+            return super()._kept(view, key, k)
+        i, j = key
+        if not (view.is_running(i) and view.is_running(j)) or view.partners_of(i) != [j]:
+            return False
+        gi, gj = np.sort(view.gpus_of(i)), np.sort(view.gpus_of(j))
+        return bool(np.array_equal(gi, gj) and (view.gpu_type[gi] == k).all())
+
+    def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
+        if len(key) == 1:
+            return super()._place_row(view, key, gang)
+        i, j = key
+        acc = self.pair_accumulations(view, i, j, int(view.gpu_type[gang[0]]))
+        self._follow.append(Colocate(j, partner=i, gpus=gang))
+        return [Place(i, gpus=gang, accumulation=None if acc is None else acc[0])]
+
+    def _follow_up(self, view: ClusterView) -> Action:
+        """The second job of each pair placed this round, beside its partner, where it still fits."""
+        while self._follow:
+            a = self._follow.pop(0)
+            if not isinstance(a, Colocate) or not view.is_pending(a.job) or not view.is_running(a.partner):
+                continue
+            gpus = np.array(a.gpus, dtype=np.int64)
+            if view.accumulation_for(a.job, gpus) is not None:
+                return a
+        return Wait()
