@@ -121,12 +121,12 @@ class Hadar(Policy):
         free = self.capacity.copy()
         np.subtract.at(free, (view.gpu_node[held], view.gpu_type[held]), 1)
         prices = make_prices(jobs, self.capacity, view.now, self.round_s, self.eta)
-        picked = select_jobs(jobs, free, prices, view.now, self.round_s, self.overhead_s, self.comm_weight,
+        picked = select_jobs(jobs, free, prices, view.now, self.overhead_s, self.comm_weight,
                              self.dp_window)
         if not picked and view.num_running == 0:
             best: tuple[float, int, Choice] | None = None
             for i, h in enumerate(jobs):
-                ch = find_alloc(h, free, self.capacity - free, prices, view.now, self.round_s, self.overhead_s,
+                ch = find_alloc(h, free, self.capacity - free, prices, view.now, self.overhead_s,
                                 self.comm_weight)
                 if ch is not None and (best is None or ch.payoff > best[0]):
                     best = (ch.payoff, i, ch)

@@ -10,7 +10,8 @@ allocated there (Eq. (5)),
 lowest (``U_min / 4 eta``) on an empty server, ``U_max`` on a full one, where ``U_max_k`` / ``U_min_k`` are
 the largest / smallest per-unit-resource utilities of the queued jobs on type ``k`` (Eqs. (6), (7); the utility
 of a job is its effective throughput, iterations over completion time). A job's payoff for an allocation is its
-utility minus the allocation's cost (prices x GPUs x the rounds it would run); Algorithm 2 picks the subset of
+utility at the completion the allocation gives minus the allocation's cost this round (prices x GPUs: Eq. (8)
+with the utility fixed is a per-round cost minimization); Algorithm 2 picks the subset of
 queued jobs with the largest total payoff by dynamic programming over (job, server state), each job's
 allocation from FIND_ALLOC: the consolidated option (fewest servers) and the non-consolidated one (fastest
 GPUs anywhere, plus a communication cost per extra server), whichever pays more.
@@ -123,16 +124,15 @@ def _gang_tput(job: HadarJob, take: list[tuple[int, int, int]]) -> float:
 
 
 def _evaluate(job: HadarJob, take: list[tuple[int, int, int]], used: np.ndarray, prices: Prices, now: float,
-              slot_s: float, overhead_s: float, comm: float) -> Choice:
+              overhead_s: float, comm: float) -> Choice:
     tput = _gang_tput(job, take)
     dur = job.remaining / tput + overhead_s
-    rounds = max(dur / slot_s, 1.0)
     servers = len({h for h, _, _ in take})
-    cost = prices.cost(used, take) * rounds + comm * (servers - 1)
+    cost = prices.cost(used, take) + comm * (servers - 1)
     return Choice(tuple(take), tput, job.utility(now + dur) - cost)
 
 
-def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices, now: float, slot_s: float,
+def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices, now: float,
                overhead_s: float = 0.0, comm_weight: float = 1.0) -> Choice | None:
     """Algorithm 2's FIND_ALLOC: the better-paying of the consolidated allocation (the fewest servers, their
     fastest GPUs for this job) and the non-consolidated one (the job's fastest free GPUs anywhere, charged
@@ -186,18 +186,18 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
         if n == 0:
             break
     comm = comm_weight * need * float(prices.u_min.min()) / (4.0 * prices.eta)
-    best = _evaluate(job, cons, used, prices, now, slot_s, overhead_s, comm)
-    b = _evaluate(job, spread, used, prices, now, slot_s, overhead_s, comm)
+    best = _evaluate(job, cons, used, prices, now, overhead_s, comm)
+    b = _evaluate(job, spread, used, prices, now, overhead_s, comm)
     if b.payoff > best.payoff:
         best = b
     if job.current and all(fr[h, k] >= c for h, k, c in job.current):
-        stay = _evaluate(job, list(job.current), used, prices, now, slot_s, 0.0, comm)
+        stay = _evaluate(job, list(job.current), used, prices, now, 0.0, comm)
         if stay.payoff >= best.payoff:
             best = stay
     return best
 
 
-def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: float, slot_s: float,
+def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: float,
                 overhead_s: float = 0.0, comm_weight: float = 1.0, dp_window: int = 10,
                 ) -> list[tuple[int, Choice]]:
     """Algorithm 2: the queued jobs to start this round and their allocations, maximizing the total payoff.
@@ -216,7 +216,7 @@ def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: flo
         if hit is not None:
             return hit
         best = dp(i + 1, fr)
-        ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, slot_s, overhead_s, comm_weight)
+        ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
         if ch is not None and ch.payoff > 0:
             nxt = fr.copy()
             for h, k, c in ch.take:
@@ -236,7 +236,7 @@ def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: flo
     for i in range(win, len(jobs)):
         if not fr.any():
             break
-        ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, slot_s, overhead_s, comm_weight)
+        ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
         if ch is not None and ch.payoff > 0:
             out.append((i, ch))
             for h, k, c in ch.take:

@@ -76,7 +76,7 @@ def hadar(p: dict[str, np.ndarray]) -> None:
     jobs = [HadarJob(int(g), float(r), tuple(float(x) for x in t), 0.0, float(r))
             for g, r, t in zip(p["gpus"], p["remaining"], p["tput"], strict=True)]
     prices = make_prices(jobs, cap, 0.0, 360.0)
-    select_jobs(jobs, cap, prices, 0.0, 360.0)
+    select_jobs(jobs, cap, prices, 0.0)
 
 
 DECISIONS: dict[str, Callable[[dict[str, np.ndarray]], None]] = {

@@ -46,11 +46,11 @@ def test_find_alloc_mixes_gpu_types() -> None:
     # 2 V100 + 1 P100 running at the P100's pace (3 epochs/round), not 3 P100 (also 3) on one server,
     # nor anything with the K80
     p = make_prices(JOBS, CAP, 0.0, 1.0)
-    ch = find_alloc(JOBS[0], CAP, np.zeros_like(CAP), p, 0.0, 1.0)
+    ch = find_alloc(JOBS[0], CAP, np.zeros_like(CAP), p, 0.0)
     assert ch is not None and ch.tput == 3
     assert ch.payoff > 0
     # a job asking more GPUs than are free gets nothing
-    assert find_alloc(HadarJob(7, 10, (1, 1, 1), 0.0, 10), CAP, np.zeros_like(CAP), p, 0.0, 1.0) is None
+    assert find_alloc(HadarJob(7, 10, (1, 1, 1), 0.0, 10), CAP, np.zeros_like(CAP), p, 0.0) is None
 
 
 def test_find_alloc_consolidated_vs_spread() -> None:
@@ -59,15 +59,15 @@ def test_find_alloc_consolidated_vs_spread() -> None:
     cap = np.array([[2, 0], [2, 0], [0, 4]])
     job = HadarJob(3, 40, (4.0, 1.0), 0.0, 40)
     p = make_prices([job], cap, 0.0, 1.0)
-    spread = find_alloc(job, cap, np.zeros_like(cap), p, 0.0, 1.0)
+    spread = find_alloc(job, cap, np.zeros_like(cap), p, 0.0)
     assert spread is not None and spread.tput == 4.0 and len({h for h, _, _ in spread.take}) == 2
-    cons = find_alloc(job, cap, np.zeros_like(cap), p, 0.0, 1.0, comm_weight=1e9)
+    cons = find_alloc(job, cap, np.zeros_like(cap), p, 0.0, comm_weight=1e9)
     assert cons is not None and cons.take == ((2, 1, 3),)
 
 
 def test_dp_picks_the_best_subset_on_the_example() -> None:
     p = make_prices(JOBS, CAP, 0.0, 1.0)
-    picked = select_jobs(JOBS, CAP, p, 0.0, 1.0)
+    picked = select_jobs(JOBS, CAP, p, 0.0)
     total = sum(ch.payoff for _, ch in picked)
     # brute force: every subset, allocations made in queue order by FIND_ALLOC on the shrinking state
     best = 0.0
@@ -75,7 +75,7 @@ def test_dp_picks_the_best_subset_on_the_example() -> None:
         fr, val, ok = CAP.copy(), 0.0, True
         for i in range(3):
             if mask[i]:
-                ch = find_alloc(JOBS[i], fr, CAP - fr, p, 0.0, 1.0)
+                ch = find_alloc(JOBS[i], fr, CAP - fr, p, 0.0)
                 if ch is None or ch.payoff <= 0:
                     ok = False
                     break
@@ -98,5 +98,21 @@ def test_dp_picks_the_best_subset_on_the_example() -> None:
 def test_greedy_after_the_window() -> None:
     p = make_prices(JOBS, CAP, 0.0, 1.0)
     # window 0: pure greedy in queue order -> J1 first (2 V100 + 1 P100), then J2 on 2 P100
-    picked = select_jobs(JOBS, CAP, p, 0.0, 1.0, dp_window=0)
+    picked = select_jobs(JOBS, CAP, p, 0.0, dp_window=0)
     assert [i for i, _ in picked] == [0, 1]
+
+
+def test_payoff_by_hand() -> None:
+    # J2 alone on the two V100s of an empty cluster: 30 epochs at 3/round -> done at 10, utility 30/10 = 3;
+    # this round's cost is p(0) + p(1) on a 2-GPU server: lo + lo * (4 U_max / U_min) ** (1/2), lo = U_min / 4,
+    # U_min = (30 / T) / (2 T) with T = 146.67, U_max(V100) = 0.15
+    p = make_prices(JOBS, CAP, 0.0, 1.0)
+    ch = find_alloc(JOBS[1], CAP, np.zeros_like(CAP), p, 0.0)
+    horizon = 400 / 6 + 80
+    u_min = 30 / horizon / (2 * horizon)
+    lo = u_min / 4
+    assert ch is not None and ch.take == ((0, 0, 2),)
+    assert ch.payoff == pytest.approx(3.0 - (lo + lo * (4 * 0.15 / u_min) ** 0.5))
+    # with a 1-round restart overhead the job ends at 11: utility 30/11
+    ch = find_alloc(JOBS[1], CAP, np.zeros_like(CAP), p, 0.0, overhead_s=1.0)
+    assert ch is not None and ch.payoff == pytest.approx(30 / 11 - (lo + lo * (4 * 0.15 / u_min) ** 0.5))
