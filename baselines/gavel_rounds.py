@@ -109,3 +109,27 @@ def place_fewest_nodes(free_per_node: np.ndarray, need: int) -> list[tuple[int, 
         if need == 0:
             break
     return out
+
+
+def order_moves(targets: dict[int, tuple[int, ...]], held: dict[int, tuple[int, ...]]) -> tuple[list[int], list[int]]:
+    """An order in which running jobs can move to their new GPU sets one at a time (``Reallocate`` takes only
+    GPUs that are free or the job's own): ``targets`` maps each moving job to its new GPUs, ``held`` to the GPUs
+    it holds now. Returns the jobs to move in order, and the jobs to send through the queue instead (preempt,
+    then place after the moves) where the moves form a cycle, fewest first (lowest job index)."""
+    holder = {g: j for j, gs in held.items() for g in gs}
+    left = dict(targets)
+    order: list[int] = []
+    queue: list[int] = []
+    while left:
+        ready = [j for j in sorted(left) if all(holder.get(g, j) == j for g in left[j])]
+        if not ready:
+            j = min(left)
+            queue.append(j)
+        else:
+            j = ready[0]
+            order.append(j)
+        for g in held.get(j, ()):
+            if holder.get(g) == j:
+                del holder[g]
+        del left[j]
+    return order, queue

@@ -186,3 +186,15 @@ def test_place_fewest_nodes() -> None:
     assert R.place_fewest_nodes([4, 2, 3], 2) == [(1, 2)]  # best fit: the fullest node that fits
     assert R.place_fewest_nodes([1, 2, 3], 5) == [(2, 3), (1, 2)]
     assert R.place_fewest_nodes([1, 1], 3) is None
+
+
+def test_order_moves_frees_targets_first() -> None:
+    # job 1 moves onto job 2's GPU 5, job 2 moves to free GPU 7: job 2 first, then job 1
+    order, queue = R.order_moves({1: (5,), 2: (7,)}, {1: (3,), 2: (5,)})
+    assert order == [2, 1] and queue == []
+    # a swap (1 -> 2's GPU, 2 -> 1's GPU) is a cycle: job 1 goes through the queue, then job 2 moves
+    order, queue = R.order_moves({1: (5,), 2: (3,)}, {1: (3,), 2: (5,)})
+    assert order == [2] and queue == [1]
+    # moving onto part of its own GPUs is fine
+    order, queue = R.order_moves({1: (3, 4)}, {1: (2, 3)})
+    assert order == [1] and queue == []
