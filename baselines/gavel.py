@@ -35,6 +35,7 @@ from .gavel_rounds import (
     next_boundary,
     place_fewest_nodes,
     reset_time_received,
+    round_length,
     round_priorities,
     select_round,
 )
@@ -101,8 +102,7 @@ class Gavel(Policy):
         obj = self.default_objective if objective is None else objective
         if obj not in OBJECTIVES:
             raise ValueError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        if round_s is not None and not round_s > 0:
-            raise ValueError(f"round_s: must be positive, got {round_s}")
+        round_length(round_s, None)
         if not min_reset_s >= 0:
             raise ValueError(f"min_reset_s: must be >= 0, got {min_reset_s}")
         self.objective = obj
@@ -113,7 +113,7 @@ class Gavel(Policy):
     def reset(self, env: Any) -> None:
         view = self.view(env)
         eng_round = env.unwrapped.engine.config.round_s
-        self.round_s = float(self.round_s_option or eng_round or 360.0)
+        self.round_s = round_length(self.round_s_option, eng_round)
         self.nk = len(view.type_names)
         self.capacity = np.bincount(view.gpu_type, minlength=self.nk)
         self.tputs = Throughputs(view)

@@ -18,6 +18,18 @@ FRESH_PRIORITY = 1e9
 allocations still rank first)."""
 
 
+GAVEL_ROUND_S = 360.0
+"""Gavel's default round length (s)."""
+
+
+def round_length(option: float | None, scenario_round_s: float | None) -> float:
+    """The round length a round-based policy uses: its ``round_s`` option, else the scenario's rounds, else
+    :data:`GAVEL_ROUND_S`. Raises a one-line error for an option that is not a positive number."""
+    if option is not None and not (isinstance(option, int | float) and option > 0):
+        raise ValueError(f"round_s: must be a positive number of seconds, got {option!r}")
+    return float(option or scenario_round_s or GAVEL_ROUND_S)
+
+
 def next_boundary(now: float, round_s: float) -> float:
     """The first round boundary after ``now`` on the grid of multiples of ``round_s`` (the engine's rounds)."""
     return float((np.floor(now / round_s + 1e-9) + 1.0) * round_s)

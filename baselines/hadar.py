@@ -25,7 +25,7 @@ from ..engine import Action, Fork, Place, Preempt, Wait
 from ..engine.view import ClusterView
 from .base import Policy, register_policy
 from .gavel import Throughputs
-from .gavel_rounds import next_boundary
+from .gavel_rounds import next_boundary, round_length
 from .hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
 
 
@@ -36,7 +36,7 @@ class Hadar(Policy):
     name: ClassVar[str] = "hadar"
     description: ClassVar[str] = (
         "Hadar: primal-dual prices and DP job selection each round, a job's workers on several GPU types "
-        "(task-level heterogeneity), consolidated or spread; non-preemptive"
+        "(task-level heterogeneity), consolidated or spread; re-allocated every round (restart overhead)"
     )
     paper: ClassVar[str] = "Hadar (hadar-hadare §III)"
 
@@ -47,8 +47,7 @@ class Hadar(Policy):
         ``dp_window``: queued jobs the exact DP ranges over each round (the rest greedily); ``normalize``: a
         job's utility in units of its best throughput (its best-case run time over its completion time), so
         models of different iteration sizes compare; False: raw iterations per second."""
-        if round_s is not None and not round_s > 0:
-            raise ValueError(f"round_s: must be positive, got {round_s}")
+        round_length(round_s, None)
         if not eta > 0:
             raise ValueError(f"eta: must be positive, got {eta}")
         if not comm_weight >= 0:
@@ -66,7 +65,7 @@ class Hadar(Policy):
     def reset(self, env: Any) -> None:
         view = self.view(env)
         cfg = env.unwrapped.engine.config
-        self.round_s = float(self.round_s_option or cfg.round_s or 360.0)
+        self.round_s = round_length(self.round_s_option, cfg.round_s)
         self.overhead_s = float(cfg.restart_s)
         self.tputs = Throughputs(view, partial=True)
         nk = len(view.type_names)

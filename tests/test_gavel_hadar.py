@@ -12,7 +12,7 @@ from gpucluster_env.traces.gavel_synth import GAVEL_JOB_TYPES, gavel_raw
 
 from gpucluster_env.engine import Place, Wait
 from gpucluster_env.scenarios import get_scenario
-from tests.test_baselines import EngEnv, drive
+from tests.test_baselines import EngEnv, check_invariants, drive
 
 
 def test_yarn_cs_without_backfill_blocks_like_tiresias_fifo(build: Any) -> None:
@@ -73,19 +73,6 @@ def test_decision_timing_code_path_tiny() -> None:
 
 # ------------------------------------------------------------------------------------ the policies
 NEW = ["gavel", "gavel-makespan", "gavel-ftf", "gavel-packed", "hadar", "hadare"]
-
-
-def check_invariants(eng: Any) -> None:
-    """The engine's invariants with forked jobs allowed: a running job holds whole gangs (one per copy)."""
-    sj = eng.slot_job
-    assert ((sj[:, 1] < 0) | (sj[:, 0] >= 0)).all(), "slot 1 used while slot 0 is empty"
-    assert (sj[:, 0] != sj[:, 1])[sj[:, 1] >= 0].all(), "a job twice on one GPU"
-    fp = np.where(sj >= 0, eng.footprint[np.maximum(sj, 0)], 0.0).sum(axis=1)
-    assert (fp <= eng.type_mem[eng.gpu_type] + 1e-6).all(), "GPU memory exceeded"
-    for j in eng.running_jobs():
-        held = len(eng.gpus_of(int(j)))
-        assert held >= eng.req_gpus[j] and held % eng.req_gpus[j] == 0, "gang size broken"
-    assert (eng.queue_s >= -1e-9).all()
 
 
 def play(eng: Any, policy: Any, max_steps: int = 100_000) -> list[tuple[float, Any]]:
