@@ -41,7 +41,7 @@ class Hadar(Policy):
     paper: ClassVar[str] = "Hadar (hadar-hadare §III)"
 
     def __init__(self, round_s: float | None = None, eta: float = 1.0, comm_weight: float = 1.0,
-                 dp_window: int = 10, normalize: bool = True) -> None:
+                 dp_window: int = 6, normalize: bool = True) -> None:
         """``round_s``: round length (None: the scenario's, else 360 s); ``eta``: the price scaling factor of
         Eq. (5); ``comm_weight``: base prices per worker charged per extra server of a spread allocation;
         ``dp_window``: queued jobs the exact DP ranges over each round (the rest greedily); ``normalize``: a

@@ -198,7 +198,7 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
 
 
 def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: float,
-                overhead_s: float = 0.0, comm_weight: float = 1.0, dp_window: int = 10,
+                overhead_s: float = 0.0, comm_weight: float = 1.0, dp_window: int = 6,
                 ) -> list[tuple[int, Choice]]:
     """Algorithm 2: the queued jobs to start this round and their allocations, maximizing the total payoff.
     The first ``dp_window`` jobs (in the order given) are chosen by the memoised DP over (job, server state):
