@@ -169,3 +169,19 @@ def test_gavel_packed_shares_a_gpu_when_the_pair_pays(build: Any) -> None:
     # at a ratio of 2.5 a pair runs each at 0.4 < 0.5: time sharing, no colocation
     eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], xi=2.5, round_s=100.0)
     assert not any(type(a).__name__ == "Colocate" for _, a in play(eng, make_policy("gavel-packed")))
+
+
+def test_forked_job_progress_is_the_sum_of_its_copies(build: Any) -> None:
+    # two nodes with one fast GPU each, 100 s rounds, no overheads; an 'a' job (0.16 s/iteration alone, 6.25/s)
+    # on node 0 and a copy forked onto node 1: 12.5 iterations/s together, so after the first round
+    # 10,000 - 100 * 12.5 = 8,750 are left, against 10,000 - 625 = 9,375 for one copy
+    from gpucluster_env.engine import Fork
+    from gpucluster_env.engine.view import ClusterView
+
+    eng = build([("fast", 2, 1)], [{"iterations": 10_000.0}], round_s=100.0)
+    eng.advance()
+    eng.apply(Place(0, gpus=(0,)))
+    eng.apply(Fork(0, gpus=(1,)))
+    eng.advance()
+    assert eng.now == pytest.approx(100.0)
+    assert ClusterView(eng).remaining_now()[0] == pytest.approx(8750.0)
