@@ -10,9 +10,11 @@ annotation and the reproduction scripts evaluate.
 * **A copy's constants** (:class:`CopyModel`, :func:`copy_model`): everything the iteration time of one gang
   (a job's copy on fixed GPUs at a fixed accumulation) needs that partners and shares cannot change.
 * **Iteration time** (:func:`copy_iter_time`, :func:`paced_iter_time`): Castor eq. 1-3 for one copy given each
-  worker's interference ratio; a synchronous gang runs at the pace of its slowest worker, or, with sample
-  stealing (Gimbal's LISS), at the pace where every worker finishes together. :func:`solo_iter_time` is the
-  same model for a job alone on one GPU type (the engine's solo times, trace annotation, offered load).
+  worker's interference ratio, which slows the whole iteration (eq. 4-5: the micro-steps and the all-reduce)
+  or, in interference scope "compute", the micro-steps only; a synchronous gang runs at the pace of its
+  slowest worker, or, with sample stealing (Gimbal's LISS), at the pace where every worker finishes
+  together. :func:`solo_iter_time` is the same model, in the same rounding order, for a job alone on one GPU
+  type (the engine's solo times, trace annotation, offered load).
 
 Eq. 2 (all-reduce time) and eq. 3 (overlap of the last micro-step with the all-reduce) themselves live in
 :mod:`gpucluster_env.workloads` (:func:`~gpucluster_env.workloads.comm_time`,
