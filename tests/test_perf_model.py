@@ -10,12 +10,13 @@ import math
 
 import numpy as np
 import pytest
-from conftest import PairXi
+from conftest import PairXi, make_catalog, make_jobs
 
-from gpucluster_env.catalog import default_catalog
+from gpucluster_env.catalog import Catalog, default_catalog
 from gpucluster_env.config import EngineConfig
-from gpucluster_env.engine import Colocate, Place, Squeeze
+from gpucluster_env.engine import ClusterEngine, Colocate, Place, Squeeze
 from gpucluster_env.engine.perf import copy_iter_time, copy_model, xi_table
+from gpucluster_env.hardware import ClusterSpec
 from gpucluster_env.interference import MEM_CONTENTION, apply_shares
 from gpucluster_env.scenario_files import scenario_from_toml, scenario_to_toml
 from gpucluster_env.scenarios import get_scenario
@@ -176,3 +177,29 @@ def test_gimbal_squeeze_relieves_partner(build):
     assert sq5 == pytest.approx([84.24 + 100 - 84.24 / 2.1, 84.24], rel=REL)
     assert sq5[0] < free[0] and sq5[1] > free[1]  # A gains, B pays (Gimbal's trade)
 
+
+
+class _DemandBySlowType(Catalog):
+    """The test catalog, with model demand 0.5 on ``slow`` GPUs (a per-type demand, as the catalog may give)."""
+
+    def model_demand(self, p, gpu_type):
+        return 0.5 if gpu_type == "slow" else p.gpu_demand
+
+
+def test_demand_per_gpu_type():
+    """Two jobs of model a (demand 0.9), one per GPU type, each alone squeezed to 50%: on ``fast`` capped at
+    0.5/0.9 of its 0.16 s iteration (0.16 * 1.8 = 0.288 s); on ``slow`` the demand is 0.5, so the cap is 1 and
+    it keeps its 0.32 s."""
+    base = make_catalog()
+    cat = _DemandBySlowType(base.gpu_types, base.models, base.interference)
+    assert cat.model_demand(cat.model("a"), "fast") == 0.9 and cat.model_demand(cat.model("a"), "slow") == 0.5
+    eng = ClusterEngine(ClusterSpec.from_groups([("fast", 1, 1), ("slow", 1, 1)]),
+                        make_jobs([{"iterations": 1e6}, {"iterations": 1e6}]), cat, EngineConfig())
+    eng.advance()
+    eng.apply(Place(0, gpu_type="fast"))
+    eng.apply(Place(1, gpu_type="slow"))
+    for _ in range(5):
+        eng.apply(Squeeze(0))
+        eng.apply(Squeeze(1))
+    assert 1 / eng.rate[0] == pytest.approx(0.16 * 1.8, rel=REL)
+    assert 1 / eng.rate[1] == pytest.approx(0.32, rel=REL)
