@@ -146,3 +146,41 @@ class Checks:
             raise ActionError(f"{self._typed(action)}: copies must be >= 1")
         if gpus is not None and copies != 1:
             raise ActionError(f"{self._typed(action)}: an exact GPU set names one copy; use copies=1")
+
+    def _check_stealing(self, action: Action, j: int, on: bool) -> None:
+        """The checks of ``SetStealing(j, on)``: ``j`` pending or running, ``on`` a bool, and when LISS is
+        turned on for a running job, every worker's LISS micro-batch (:meth:`liss_micro_batches`) fitting in
+        its GPU's memory beside the GPU's other tenant."""
+        j = self._job_index(action, j)
+        if not isinstance(on, bool | np.bool_):
+            raise ActionError(f"{action}: on must be True or False, got {on!r}")
+        st = self.status.item(j)
+        if st not in (PENDING, RUNNING):
+            raise ActionError(f"{action}: job {j} is {STATUS_NAMES[st]}, not pending or running")
+        if not on or st != RUNNING:
+            return
+        p = self.profiles[self._model_l[j]]
+        for c in self._copy_consts[j]:
+            if c.n == 1:
+                continue
+            b = self.liss_micro_batches(j, c)
+            for g, bi in zip(c.gl, b.tolist(), strict=True):
+                other = next((int(x) for x in self.slot_job[g] if x >= 0 and x != j), -1)
+                room = self._type_mem_l[self._gpu_type_l[g]] - (self.footprint.item(other) if other >= 0 else 0.0)
+                fp = footprint_gb(p, bi, 1)
+                if not fits_memory(fp, room):
+                    raise ActionError(
+                        f"{action}: job {j}'s LISS micro-batch of {bi:.1f} samples on GPU {g} needs {fp:.1f} GB, "
+                        f"{room:.1f} GB free there"
+                    )
+
+    def liss_micro_batches(self, j: int, c: Any) -> np.ndarray:
+        """The micro-batch of each worker of job ``j``'s multi-GPU copy ``c`` under LISS at the workers' current
+        interference: the inverse of :func:`~gpucluster_env.engine.perf.copy_iter_time`'s balance, ``(alpha +
+        beta b_i) / v_i`` equal to the micro-step time ``tc`` for every worker (``v_i = speed_i / xi_i``), so
+        ``b_i = (tc v_i - alpha) / beta``, at least 0; they sum to ``n B/s`` unless a worker is clipped at 0."""
+        p = self.profiles[self._model_l[j]]
+        xi = self._copy_xi(j, c)
+        v = c.k.spd / xi
+        tc = max(c.k.steal_num / float(v.sum()), c.k.alpha / float(v.min()))
+        return np.maximum(0.0, (tc * v - p.alpha_s) / p.beta_s)
