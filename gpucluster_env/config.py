@@ -20,6 +20,9 @@ class EngineConfig:
     due.
     ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
     slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
+    ``topology_rule``: Gimbal's topology constraints as an engine check (``engine.checks``): every job on the
+    fewest nodes its GPU types allow, a job colocates only with one larger job (world size), and equal world
+    sizes only in balanced packing (the very same GPUs).
     ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
     round or calibration ticks) after which the episode is stalled.
     """
@@ -32,6 +35,7 @@ class EngineConfig:
     sample_stealing: bool = False
     calibration_overhead_s: float = 0.0
     max_idle_ticks: int = 100_000
+    topology_rule: bool = False
 
     def __post_init__(self) -> None:
         for name in ("round_s", "tick_s"):

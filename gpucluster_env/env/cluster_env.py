@@ -438,6 +438,8 @@ class GPUClusterEnv(gym.Env):
             else:
                 self._mask_arr[L.fork_off:] = self._fork_cache
         self.rules.restrict(self._mask_arr, L, self._pending, self._running, eng.now)
+        if eng.config.topology_rule:
+            self.codec.restrict_topology(self._mask_arr, eng, self._pending, self._running, self.obs_builder.xi_tab)
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine
