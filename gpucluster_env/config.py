@@ -19,7 +19,8 @@ class EngineConfig:
     Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is
     due.
     ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
-    slowest: every job's initial setting (``SetStealing`` changes one job's). ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
+    slowest: every job's initial setting (``SetStealing`` changes one job's). ``calibration_overhead_s``: pause
+    a job pays when its share changes (Gimbal's LGRR switch).
     ``topology_rule``: Gimbal's topology constraints as an engine check (``engine.checks``): every job on the
     fewest nodes its GPU types allow, a job colocates only with one larger job (world size), and equal world
     sizes only in balanced packing (the very same GPUs).
