@@ -22,10 +22,14 @@ class EngineConfig:
     Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is
     due.
     ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
-    slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
+    slowest: every job's initial setting (``SetStealing`` changes one job's). ``calibration_overhead_s``: pause
+    a job pays when its share changes (Gimbal's LGRR switch).
     ``interference_scope``: what a colocated worker's interference ratio xi multiplies: ``"iteration"`` (the
     default, Castor eq. 4-5: ``t_iter * xi``, all-reduce included) or ``"compute"`` (only the compute term of
     eq. 1; the all-reduce runs at its solo speed, so large gangs barely feel sharing).
+    ``topology_rule``: Gimbal's topology constraints as an engine check (``engine.checks``): every job on the
+    fewest nodes its GPU types allow, a job colocates only with one larger job (world size), and equal world
+    sizes only in balanced packing (the very same GPUs).
     ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
     round or calibration ticks) after which the episode is stalled.
     """
@@ -39,6 +43,7 @@ class EngineConfig:
     calibration_overhead_s: float = 0.0
     max_idle_ticks: int = 100_000
     interference_scope: str = "iteration"
+    topology_rule: bool = False
 
     def __post_init__(self) -> None:
         for name in ("round_s", "tick_s"):

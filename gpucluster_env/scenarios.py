@@ -139,6 +139,7 @@ CONFIG_SETTINGS: dict[str, Setting] = dict((
     _setting("calibration_overhead_s", "float", low=0.0, high=1e6),
     _setting("max_idle_ticks", "int", low=1, high=1_000_000_000),
     _setting("interference_scope", "str", choices=INTERFERENCE_SCOPES),
+    _setting("topology_rule", "bool"),
 ))
 """The declared type and range of every engine setting a scenario may override (periods of 1 s to 116 days)."""
 

@@ -240,7 +240,7 @@ def test_random_valid_episodes_keep_invariants(sc):
             assert len(r["gpus"]) == eng.req_gpus[r["job"]]
     m = eng.metrics()
     assert m["jobs_done"] == eng.n_jobs
-    assert 0 < m["gpu_utilization"] <= 1 + 1e-9 and 0 <= m["sharing_utilization"] <= m["gpu_utilization"]
+    assert 0 < m["gpu_occupancy"] <= 1 + 1e-9 and 0 <= m["sharing_utilization"] <= m["gpu_occupancy"]
     assert m["makespan_s"] >= jct.max() - 1e-9
     assert (eng.queue_s >= 0).all() and np.all(eng.first_start >= eng.submit)
 

@@ -22,25 +22,28 @@ class Rates:
     config: Any
     _copy_consts: dict[int, list[Copy]]
 
-    def _copy_model(self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int) -> CopyModel:
+    def _copy_model(
+        self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int, stealing: bool
+    ) -> CopyModel:
         """The performance constants of a copy of model ``m`` (per-GPU batch ``batch``, accumulation ``s``) on
-        GPUs ``gl`` over ``n_nodes`` nodes; ``t``: their one GPU type, or -1. One-type copies are cached by
-        (model, batch, accumulation, type, GPUs, nodes), of which they are a pure function."""
+        GPUs ``gl`` over ``n_nodes`` nodes, with sample stealing (LISS) or not; ``t``: their one GPU type, or
+        -1. One-type copies are cached by (model, batch, accumulation, type, GPUs, nodes, stealing), of which
+        they are a pure function."""
         n = len(gl)
         if t >= 0:
-            key = (m, batch, s, t, n, n_nodes)
+            key = (m, batch, s, t, n, n_nodes, stealing)
             k = self._copy_models.get(key)
             if k is None:
                 k = self._copy_models[key] = copy_model(
                     self.profiles[m], batch, s, np.full(n, self.speed_mt[m, t]), t, n_nodes,
                     float(self.type_intra_bw[t]), self.cluster.inter_node_bw_gbps, float(self.type_mem[t]),
-                    self.config.sample_stealing, self._comm_xi)
+                    stealing, self._comm_xi)
             return k
         types = self.gpu_type[gl]
         return copy_model(
             self.profiles[m], batch, s, self.speed_mt[m, types], -1, n_nodes,
             float(self.type_intra_bw[types].min()), self.cluster.inter_node_bw_gbps,
-            float(self.type_mem[types].min()), self.config.sample_stealing, self._comm_xi)
+            float(self.type_mem[types].min()), stealing, self._comm_xi)
 
     def _new_copy(self, j: int, g: np.ndarray, s: int, gl: list[int] | None = None) -> Copy:
         """A :class:`~gpucluster_env.engine.occupancy.Copy` of job ``j`` on ``g`` at accumulation ``s``
@@ -61,7 +64,7 @@ class Rates:
                 t = -1
                 c.types = self.gpu_type[g]
         c.t = t
-        c.k = self._copy_model(m, self._batch_l[j], s, gl, t, c.n_nodes)
+        c.k = self._copy_model(m, self._batch_l[j], s, gl, t, c.n_nodes, self.stealing.item(j))
         if t >= 0:
             c.xi_tl = self._xi_tab_l[t][m + 1]
             c.xi_tm = self._xi_tab[t, m + 1]
@@ -147,7 +150,7 @@ class Rates:
         if any(gt[x] != t for x in gl):
             t = -1
         n_nodes = len({self._gpu_node_l[x] for x in gl})
-        k = self._copy_model(self._model_l[j], self._batch_l[j], int(s), gl, t, n_nodes)
+        k = self._copy_model(self._model_l[j], self._batch_l[j], int(s), gl, t, n_nodes, self.stealing.item(j))
         return copy_iter_time(k, xi if type(xi) is float else np.asarray(xi, dtype=float))
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:

@@ -206,8 +206,12 @@ class EngineState:
         self.share_lo = np.full(J, TENTHS_MAX, dtype=np.int64)  # min / max MPS share over its GPUs (tenths)
         self.share_hi = np.full(J, TENTHS_MAX, dtype=np.int64)
         self.solo_rate = np.zeros(J)  # rate the job would have with no partners, at shares of 100%
+        self.stealing = np.full(J, self.config.sample_stealing, dtype=bool)  # LISS per job (SetStealing)
         self.busy_gpu_s = 0.0
         self.shared_gpu_s = 0.0
+        self.sm_active_gpu_s = 0.0  # estimated active-SM GPU-time (engine.metrics.sm_activity_now)
+        self._sm_key: tuple | None = None
+        self._sm_now = 0.0
         self._acc_t = 0.0
         self._idle_ticks = 0
         self.counts = {"colocations": 0, "preemptions": 0, "forks": 0, "squeezes": 0, "swells": 0,
