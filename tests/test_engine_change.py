@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from gpucluster_env.leaderboard.engine_change import load_snapshot, render_change, snapshot
 from gpucluster_env.leaderboard.reproduce import Results
 
