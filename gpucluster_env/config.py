@@ -22,6 +22,10 @@ class EngineConfig:
     slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
     ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
     round or calibration ticks) after which the episode is stalled.
+    ``restart_on_allocation``: Hadar's rule, ``restart_s`` on *every* new allocation, a job's first start
+    included (without it: only a start after a preemption and a ``Reallocate`` pay it).
+    ``copy_startup_s``: time a new copy of a forked job (``Fork``, ``MoveCopy``) makes no progress after it
+    starts (HadarE: the copy loads the job's consolidated parameters).
     """
 
     round_s: float | None = None
@@ -32,13 +36,15 @@ class EngineConfig:
     sample_stealing: bool = False
     calibration_overhead_s: float = 0.0
     max_idle_ticks: int = 100_000
+    restart_on_allocation: bool = False
+    copy_startup_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("round_s", "tick_s"):
             v = getattr(self, name)
             if v is not None and not (v > 0):
                 raise ValueError(f"EngineConfig.{name} must be positive or None, got {v!r}")
-        for name in ("restart_s", "consolidation_s", "calibration_overhead_s"):
+        for name in ("restart_s", "consolidation_s", "calibration_overhead_s", "copy_startup_s"):
             if not (getattr(self, name) >= 0):
                 raise ValueError(f"EngineConfig.{name} must be >= 0")
         if not (self.idle_tick_s > 0):

@@ -5,9 +5,12 @@ from .actions import (
     Action,
     ActionError,
     Colocate,
+    DropCopy,
     Fork,
+    MoveCopy,
     Place,
     Preempt,
+    Reallocate,
     Squeeze,
     StalledError,
     Swell,
@@ -18,5 +21,6 @@ from .view import ClusterView
 
 __all__ = [
     "Action", "ActionError", "ClusterEngine", "ClusterView", "Colocate", "DONE", "EngineConfig", "FUTURE", "Fork",
-    "PENDING", "Place", "Preempt", "RUNNING", "Squeeze", "StalledError", "Swell", "Wait",
+    "PENDING", "Place", "Preempt", "RUNNING", "Squeeze", "StalledError", "Swell", "Wait", "Reallocate", "DropCopy",
+    "MoveCopy",
 ]
