@@ -136,6 +136,9 @@ def validate_jobs(
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise JobTableError(f"{source}: row {i}: field {col!r}: not a number: {df[col].iloc[i]!r}")
         df[col] = converted.astype(float)
+    for col in ("min_gpus", "max_gpus"):
+        if col in df.columns:  # an empty cell: not elastic on that side
+            df[col] = df[col].fillna(df["num_gpus"])
     if "deadline_s" not in df.columns:
         df["deadline_s"] = np.nan
     df["deadline_s"] = pd.to_numeric(df["deadline_s"], errors="coerce").astype(float)

@@ -84,6 +84,7 @@ class Copies:
         total = sum(r)
         rem = self.remaining.item(j)
         cp.quota = [rem * x / total for x in r]
+        self.remaining[j] = sum(cp.quota)  # the job's steps are its copies' (equal up to the last bit)
 
     def _cp_settle(self, j: int, t: float, start: float) -> None:
         """Progress of each copy of job ``j`` from ``start`` to ``t`` at its rate (``t > start``)."""

@@ -71,7 +71,8 @@ class Moves:
         g = self._check_move_gpus(action, j, i)
         t = self.now
         self._settle(j, t)
-        partners = self._vacate(j, self._copy_consts[j][i])
+        old = self._copy_consts[j][i]
+        partners = self._vacate(j, old)
         gl = g.tolist()
         c = self._new_copy(j, g, self.accum.item(j), gl)
         self.copies[j][i] = g
@@ -82,5 +83,5 @@ class Moves:
         self._cp_refresh(j)
         self._cp_split(j)
         self.counts["copy_moves"] += 1
-        self.log.records.append((t, "move_copy", j, {"gpus": gl[:]}))
+        self.log.records.append((t, "move_copy", j, {"gpus": gl[:], "from": old.gl[:]}))
         self._rerate(sorted(partners | {j}), t)
