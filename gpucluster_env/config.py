@@ -14,10 +14,10 @@ class EngineConfig:
     """Per-scenario settings of the simulation.
 
     ``round_s``: length of scheduling rounds (a decision point at each boundary; forking needs rounds).
-    ``restart_s``: overhead a preempted job pays when it starts again. ``consolidation_s``: overhead a forked
-    job pays at every round boundary. ``tick_s``: period of calibration ticks (decision points for
-    Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is
-    due.
+    ``restart_s``: overhead a preempted job pays when it starts again, and a job pays on every ``Reallocate``.
+    ``consolidation_s``: overhead a forked job pays at every round boundary. ``tick_s``: period of calibration
+    ticks (decision points for Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent
+    waits and nothing else is due.
     ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
     slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
     ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
