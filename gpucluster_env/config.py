@@ -8,20 +8,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+INTERFERENCE_SCOPES = ("iteration", "compute")
+"""What xi multiplies: the whole iteration (Castor eq. 4-5) or only the compute term."""
+
 
 @dataclass(frozen=True)
 class EngineConfig:
     """Per-scenario settings of the simulation.
 
     ``round_s``: length of scheduling rounds (a decision point at each boundary; forking needs rounds).
-    ``restart_s``: overhead a preempted job pays when it starts again. ``consolidation_s``: overhead a forked
-    job pays at every round boundary. ``tick_s``: period of calibration ticks (decision points for
-    Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is
-    due.
+    ``restart_s``: overhead a preempted job pays when it starts again, and a job pays on every ``Reallocate``.
+    ``consolidation_s``: overhead a forked job pays at every round boundary. ``tick_s``: period of calibration
+    ticks (decision points for Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent
+    waits and nothing else is due.
     ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
-    slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
+    slowest: every job's initial setting (``SetStealing`` changes one job's). ``calibration_overhead_s``: pause
+    a job pays when its share changes (Gimbal's LGRR switch).
+    ``interference_scope``: what a colocated worker's interference ratio xi multiplies: ``"iteration"`` (the
+    default, Castor eq. 4-5: ``t_iter * xi``, all-reduce included) or ``"compute"`` (only the compute term of
+    eq. 1; the all-reduce runs at its solo speed, so large gangs barely feel sharing).
+    ``topology_rule``: Gimbal's topology constraints as an engine check (``engine.checks``): every job on the
+    fewest nodes its GPU types allow, a job colocates only with one larger job (world size), and equal world
+    sizes only in balanced packing (the very same GPUs).
     ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
     round or calibration ticks) after which the episode is stalled.
+    ``restart_on_allocation``: Hadar's rule, ``restart_s`` on *every* new allocation, a job's first start
+    included (without it: only a start after a preemption and a ``Reallocate`` pay it).
+    ``copy_startup_s``: time a new copy of a forked job (``Fork``, ``MoveCopy``) makes no progress after it
+    starts (HadarE: the copy loads the job's consolidated parameters).
     """
 
     round_s: float | None = None
@@ -32,14 +46,21 @@ class EngineConfig:
     sample_stealing: bool = False
     calibration_overhead_s: float = 0.0
     max_idle_ticks: int = 100_000
+    interference_scope: str = "iteration"
+    topology_rule: bool = False
+    restart_on_allocation: bool = False
+    copy_startup_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("round_s", "tick_s"):
             v = getattr(self, name)
             if v is not None and not (v > 0):
                 raise ValueError(f"EngineConfig.{name} must be positive or None, got {v!r}")
-        for name in ("restart_s", "consolidation_s", "calibration_overhead_s"):
+        for name in ("restart_s", "consolidation_s", "calibration_overhead_s", "copy_startup_s"):
             if not (getattr(self, name) >= 0):
                 raise ValueError(f"EngineConfig.{name} must be >= 0")
+        if self.interference_scope not in INTERFERENCE_SCOPES:
+            raise ValueError(f"EngineConfig.interference_scope must be one of {', '.join(INTERFERENCE_SCOPES)}, "
+                             f"got {self.interference_scope!r}")
         if not (self.idle_tick_s > 0):
             raise ValueError("EngineConfig.idle_tick_s must be positive")

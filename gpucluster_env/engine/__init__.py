@@ -5,9 +5,13 @@ from .actions import (
     Action,
     ActionError,
     Colocate,
+    DropCopy,
     Fork,
+    MoveCopy,
     Place,
     Preempt,
+    Reallocate,
+    SetStealing,
     Squeeze,
     StalledError,
     Swell,
@@ -18,5 +22,6 @@ from .view import ClusterView
 
 __all__ = [
     "Action", "ActionError", "ClusterEngine", "ClusterView", "Colocate", "DONE", "EngineConfig", "FUTURE", "Fork",
-    "PENDING", "Place", "Preempt", "RUNNING", "Squeeze", "StalledError", "Swell", "Wait",
+    "PENDING", "Place", "Preempt", "RUNNING", "SetStealing", "Squeeze", "StalledError", "Swell", "Wait",
+    "Reallocate", "DropCopy", "MoveCopy",
 ]
