@@ -9,8 +9,9 @@ policy:
    ``min_reset_s`` seconds (Gavel's 1,920 s), resetting the time received and carrying deficits
    (:mod:`.gavel_rounds`);
 3. grants GPUs for the coming round in priority order (allocation / share of time received), each job on one GPU
-   type, its gang on the fewest nodes; a job granted the type it already runs on keeps its GPUs, the others
-   are preempted and the granted ones placed (the engine charges the restart overhead).
+   type, its gang on the fewest nodes; a job granted the type it already runs on keeps its GPUs, a running job
+   granted another type moves there (``Reallocate``, paying the restart overhead), running jobs not granted
+   are preempted and waiting ones placed.
 
 Between round boundaries it waits: a job arriving mid-round waits for the next round, GPUs a job frees
 mid-round stay idle until then, as in Gavel's simulator. A job whose gang fits on no single GPU type (more GPUs
@@ -26,13 +27,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..engine import Action, Place, Preempt, Wait
+from ..engine import Action, Place, Preempt, Reallocate, Wait
 from ..engine.view import ClusterView
 from . import gavel_lp as lp
 from .base import Policy, register_policy
 from .gavel_rounds import (
     needs_recompute,
     next_boundary,
+    order_moves,
     place_fewest_nodes,
     reset_time_received,
     round_length,
@@ -234,31 +236,45 @@ class Gavel(Policy):
 
     def _actions(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]], anywhere: list[int]
                  ) -> list[Action]:
-        """Preempt what moves or stops, keep what stays, place the rest on the fewest nodes of its type; jobs
-        no single type can hold (``anywhere``) keep running once started, or start on mixed types."""
+        """Keep what stays, move running jobs to their new GPUs (``Reallocate``, in an order where each target is
+        free; a cycle goes through the queue), preempt what stops, place the rest on the fewest nodes of its
+        type; jobs no single type can hold (``anywhere``) keep running once started, or start on mixed types."""
         gtype = view.gpu_type
         keep = {key: k for key, k in grants if self._kept(view, key, k)}
         move = [(key, k) for key, k in grants if key not in keep]
         kept_jobs = {j for key in keep for j in key} | set(anywhere)
-        out: list[Action] = [Preempt(j) for j in view.running_jobs().tolist() if j not in kept_jobs]
+        movable = {key[0] for key, _ in move
+                   if len(key) == 1 and view.can_reallocate(key[0]) and not view.partners_of(key[0])}
+        out: list[Action] = [Preempt(j) for j in view.running_jobs().tolist()
+                             if j not in kept_jobs and j not in movable]
         taken = np.zeros(view.num_gpus, dtype=bool)
         for j in kept_jobs:
             if view.is_running(j):
                 taken[view.gpus_of(j)] = True
         placed: dict[tuple[int, ...], int] = {}
+        plans: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
         self._follow = []
         for key, k in sorted(move, key=lambda kk: -int(view.req_gpus[kk[0][0]])):
             cand = np.flatnonzero((gtype == k) & ~taken)
             picks = place_fewest_nodes(np.bincount(view.gpu_node[cand], minlength=view.num_nodes),
                                        int(view.req_gpus[key[0]]))
             if picks is None:
+                if key[0] in movable:
+                    out.append(Preempt(key[0]))
                 continue
             gang: list[int] = []
             for h, c in picks:
                 gang.extend(cand[view.gpu_node[cand] == h][:c].tolist())
             taken[gang] = True
-            out.extend(self._place_row(view, key, tuple(sorted(gang))))
+            plans.append((key, tuple(sorted(gang))))
             placed[key] = k
+        targets = {key[0]: gang for key, gang in plans if key[0] in movable}
+        order, through_queue = order_moves(targets, {j: tuple(view.gpus_of(j).tolist()) for j in targets})
+        out.extend(Reallocate(j, gpus=targets[j]) for j in order)
+        out.extend(Preempt(j) for j in through_queue)
+        for key, gang in plans:
+            if key[0] not in targets or key[0] in through_queue:
+                out.extend(self._place_row(view, key, gang))
         left = int((~taken).sum())
         for j in sorted(anywhere):
             if view.is_pending(j) and view.req_gpus[j] <= left:

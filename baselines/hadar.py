@@ -6,13 +6,16 @@ Fig. 1(b) where jobs change GPUs from round to round: every active job is offere
 (:func:`.hadar_alloc.make_prices`); a running job may keep its GPUs (no restart overhead) or take what
 FIND_ALLOC finds (paying the restart overhead, the scenario's ``restart_s``); each chosen job runs on GPUs
 possibly of several types (task-level heterogeneity: the gang runs at its slowest GPU's pace, which the engine
-models). A job's throughput on a type is the performance model's estimate for its gang there. Running jobs
-left out are preempted. One rule of ours: when the cluster would otherwise sit empty (no job running and none
-with a positive payoff), the job with the best payoff starts anyway, so an episode cannot stall on prices.
+models). A job's throughput on a type is the performance model's estimate for its gang there. A running job
+given new GPUs moves there (``Reallocate``); running jobs left out are preempted. One rule of ours: when the
+cluster would otherwise sit empty (no job running and none with a positive payoff), the job with the best
+payoff starts anyway, so an episode cannot stall on prices.
 
 **HadarE** adds forking (§V): after Hadar's starts at a round boundary, free nodes take extra copies of running
-jobs (``Fork``; the engine adds up the copies' progress and charges the consolidation overhead every round), the
-job with the most time left first, a copy on nodes its other copies do not use, any GPU type.
+jobs (``Fork``; the engine splits each round's steps among the copies by their throughput, charges a new copy
+its start-up and every round the consolidation overhead), the job with the most time left first, a copy on
+nodes its other copies do not use, any GPU type. While jobs wait, a round begins by dropping the extra copies
+(``DropCopy``) so the waiting jobs compete for those nodes.
 """
 
 from __future__ import annotations
@@ -21,11 +24,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..engine import Action, Fork, Place, Preempt, Wait
+from ..engine import Action, DropCopy, Fork, Place, Preempt, Reallocate, Wait
 from ..engine.view import ClusterView
 from .base import Policy, register_policy
 from .gavel import Throughputs
-from .gavel_rounds import next_boundary, round_length
+from .gavel_rounds import next_boundary, order_moves, round_length
 from .hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
 
 
@@ -77,7 +80,7 @@ class Hadar(Policy):
 
     def _pinned(self, view: ClusterView, j: int) -> bool:
         """A running job Hadar leaves as it is this round (one with forked copies)."""
-        return len(view.gpus_of(j)) > int(view.req_gpus[j])
+        return view.is_running(j) and not view.can_reallocate(j)
 
     def _current(self, view: ClusterView, j: int) -> tuple[tuple[int, int, int], ...]:
         """Running job ``j``'s allocation as (server, type, count) picks; () when it is not running."""
@@ -134,8 +137,10 @@ class Hadar(Policy):
         keep = {ids[i] for i, ch in picked if jobs[i].current and ch.take == jobs[i].current}
         for j in keep:
             held[view.gpus_of(j)] = True
+        chosen = {ids[i] for i, _ in picked}
         out: list[Action] = [Preempt(j) for j in view.running_jobs().tolist()
-                             if j not in keep and not self._pinned(view, j)]
+                             if j not in chosen and not self._pinned(view, j)]
+        gangs: dict[int, tuple[int, ...]] = {}
         for i, ch in picked:
             if ids[i] in keep:
                 continue
@@ -144,7 +149,12 @@ class Hadar(Policy):
                 cand = np.flatnonzero((view.gpu_node == h) & (view.gpu_type == k) & ~held)
                 gang.extend(cand[:c].tolist())
             held[gang] = True
-            out.append(Place(ids[i], gpus=tuple(sorted(gang))))
+            gangs[ids[i]] = tuple(sorted(gang))
+        moving = {j: g for j, g in gangs.items() if view.is_running(j)}
+        order, through_queue = order_moves(moving, {j: tuple(view.gpus_of(j).tolist()) for j in moving})
+        out.extend(Reallocate(j, gpus=moving[j]) for j in order)
+        out.extend(Preempt(j) for j in through_queue)
+        out.extend(Place(j, gpus=g) for j, g in gangs.items() if j not in moving or j in through_queue)
         return out
 
     def _after_starts(self, view: ClusterView) -> Action:
@@ -179,6 +189,32 @@ class HadarE(Hadar):
     def applies_to(cls, scenario: Any) -> bool:
         """Forking needs a round-based scenario."""
         return scenario.config.round_s is not None
+
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self._dropped_at: float | None = None
+
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        view = self.view(env)
+        now = view.now
+        if self._acted_at != now and self._dropped_at != now and now >= self._next_round - 1e-9:
+            self._dropped_at = now
+            drops = self._drops(view)
+            if drops:
+                return drops
+        return super().act(observation, env)
+
+    def _drops(self, view: ClusterView) -> list[Action]:
+        """At a round boundary with jobs waiting, every extra copy is dropped first (``DropCopy``), so the
+        round's allocation sees all jobs, copies of the running ones included, on an equal footing; idle nodes
+        get copies again after it."""
+        if view.num_pending == 0:
+            return []
+        out: list[Action] = []
+        for j in view.running_jobs().tolist():
+            n = len(view.copies_of(j))
+            out.extend(DropCopy(j, i) for i in range(n - 1, 0, -1))
+        return out
 
     def _after_starts(self, view: ClusterView) -> Action:
         run = view.running_jobs().tolist()
