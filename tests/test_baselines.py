@@ -55,7 +55,8 @@ def check_invariants(eng: Any) -> None:
 
 
 def drive(eng: Any, policy: Any, max_steps: int = 100_000) -> list[tuple[float, Any]]:
-    """Play an episode on a bare engine; return the non-wait actions with their times."""
+    """Play an episode on a bare engine (a policy's list of actions applied in turn); return the non-wait
+    actions with their times."""
     env = EngEnv(eng)
     policy.reset(env)
     eng.advance()
@@ -63,11 +64,12 @@ def drive(eng: Any, policy: Any, max_steps: int = 100_000) -> list[tuple[float, 
     for _ in range(max_steps):
         if eng.done:
             return acts
-        a = policy.act(None, env)
-        if not isinstance(a, Wait):
-            acts.append((eng.now, a))
-        eng.apply(a)
-        check_invariants(eng)
+        out = policy.act(None, env)
+        for a in out if isinstance(out, list) else [out]:
+            if not isinstance(a, Wait):
+                acts.append((eng.now, a))
+            eng.apply(a)
+            check_invariants(eng)
     raise AssertionError("episode did not finish")
 
 

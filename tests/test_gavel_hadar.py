@@ -10,9 +10,9 @@ from gpucluster_env.baselines import POLICIES, make_policy
 from gpucluster_env.traces.annotate import MIXES
 from gpucluster_env.traces.gavel_synth import GAVEL_JOB_TYPES, gavel_raw
 
-from gpucluster_env.engine import Place, Wait
+from gpucluster_env.engine import Place
 from gpucluster_env.scenarios import get_scenario
-from tests.test_baselines import EngEnv, check_invariants, drive
+from tests.test_baselines import check_invariants, drive
 
 
 def test_yarn_cs_without_backfill_blocks_like_tiresias_fifo(build: Any) -> None:
@@ -75,27 +75,6 @@ def test_decision_timing_code_path_tiny() -> None:
 NEW = ["gavel", "gavel-makespan", "gavel-ftf", "gavel-packed", "hadar", "hadare"]
 
 
-def play(eng: Any, policy: Any, max_steps: int = 100_000) -> list[tuple[float, Any]]:
-    """Play an episode on a bare engine, applying each decision point's list of actions in turn; the non-wait
-    actions with their times."""
-    env = EngEnv(eng)
-    policy.reset(env)
-    eng.advance()
-    acts: list[tuple[float, Any]] = []
-    for _ in range(max_steps):
-        if eng.done:
-            return acts
-        out = policy.act(None, env)
-        for a in out if isinstance(out, list) else [out]:
-            if isinstance(a, Wait):
-                eng.advance()
-            else:
-                acts.append((eng.now, a))
-                eng.apply(a)
-            check_invariants(eng)
-    raise AssertionError("episode did not finish")
-
-
 def test_gavel_time_slices_by_priority(build: Any) -> None:
     # one fast GPU, 100 s rounds, two jobs of 1000 iterations at 0.16 s (160 s alone). Max-min: X = 1/2 each.
     # Records start at half a round (50 s) each. t=0: fractions 1/2, priority 0.5 / 0.5 = 1 each, tie -> job 0.
@@ -103,7 +82,7 @@ def test_gavel_time_slices_by_priority(build: Any) -> None:
     # job 0 (lower index); it has 375 iterations left (60 s), done at 260, the GPU idles to the round's end.
     # t=300: job 1, done at 360.
     eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], round_s=100.0)
-    acts = play(eng, make_policy("gavel"))
+    acts = drive(eng, make_policy("gavel"))
     got = [(t, type(a).__name__, a.job) for t, a in acts]
     assert got == [(0.0, "Place", 0), (100.0, "Preempt", 0), (100.0, "Place", 1), (200.0, "Preempt", 1),
                    (200.0, "Place", 0), (300.0, "Place", 1)]
@@ -114,7 +93,7 @@ def test_hadar_spreads_a_gang_over_gpu_types(build: Any) -> None:
     # one fast and one slow GPU on two nodes; a 2-worker job fits only across both types (task-level
     # heterogeneity): Hadar names both GPUs at t = 0
     eng = build([("fast", 1, 1), ("slow", 1, 1)], [{"num_gpus": 2}], round_s=100.0)
-    acts = play(eng, make_policy("hadar"))
+    acts = drive(eng, make_policy("hadar"))
     assert isinstance(acts[0][1], Place) and acts[0][1].gpus == (0, 1) and acts[0][0] == 0.0
 
 
@@ -164,11 +143,11 @@ def test_gavel_packed_shares_a_gpu_when_the_pair_pays(build: Any) -> None:
     # its solo speed against 1/2 by time sharing, so the LP puts all time in the pair and the first round
     # starts job 0 and colocates job 1 beside it
     eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], xi=1.2, round_s=100.0)
-    acts = play(eng, make_policy("gavel-packed"))
+    acts = drive(eng, make_policy("gavel-packed"))
     assert [(t, type(a).__name__, a.job) for t, a in acts[:2]] == [(0.0, "Place", 0), (0.0, "Colocate", 1)]
     # at a ratio of 2.5 a pair runs each at 0.4 < 0.5: time sharing, no colocation
     eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], xi=2.5, round_s=100.0)
-    assert not any(type(a).__name__ == "Colocate" for _, a in play(eng, make_policy("gavel-packed")))
+    assert not any(type(a).__name__ == "Colocate" for _, a in drive(eng, make_policy("gavel-packed")))
 
 
 def test_forked_job_progress_is_the_sum_of_its_copies(build: Any) -> None:
