@@ -23,7 +23,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="where to write xi_table.json and xi_predictor.json (default: the package data)")
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.set_defaults(func=fit_cmd)
+    c = sub.add_parser("fit-comm",
+                       help="refit the all-reduce latency constant (Castor eq. 2) on Pollux's multi-node runs")
+    c.add_argument("--out-dir", type=Path, default=None,
+                   help="where to write comm_fit.json (default: the package data)")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.set_defaults(func=fit_comm_cmd)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def fit_comm_cmd(args: argparse.Namespace) -> int:
+    from gpucluster_env.catalog.comm_fit import COMM_FIT_FILE, fit_all
+    from gpucluster_env.catalog.models import MODELS, SINGLE_NODE_ALPHA_COMM
+    from gpucluster_env.catalog.validate import format_comm
+
+    out_dir = args.out_dir or Path(__file__).resolve().parents[1] / "data"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = fit_all(dict(MODELS), SINGLE_NODE_ALPHA_COMM)
+    (out_dir / COMM_FIT_FILE).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    if args.json:
+        print(json.dumps({"out_dir": str(out_dir), **table}, sort_keys=True))
+    else:
+        print(f"wrote {out_dir / COMM_FIT_FILE}")
+        print(format_comm(table))
+    return 0
 
 
 def validate_cmd(args: argparse.Namespace) -> int:
