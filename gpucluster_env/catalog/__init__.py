@@ -16,7 +16,7 @@ from ..interference import InterferenceModel
 from ..workloads import ModelProfile
 from .gpus import GPU_TYPES
 from .models import MODELS
-from .xi_model import MeasuredInterference
+from .xi_model import MeasuredInterference, shipped_demand_exponent, type_demand
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,15 @@ class Catalog:
         if gpu_type in model.speed:
             return float(model.speed[gpu_type])
         return float(self.gpu_type(gpu_type).speed)
+
+    def model_demand(self, p: ModelProfile, gpu_type: str) -> float:
+        """Fraction in (0, 1] of a ``gpu_type`` GPU that ``p`` keeps busy running alone
+        (:mod:`.demand`: the reference demand ``p.gpu_demand`` scaled by the type's compute and memory
+        bandwidth, with the exponent of the interference table in use)."""
+        self.gpu_type(gpu_type)
+        inter = self.interference
+        exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
+        return type_demand(p, gpu_type, exponent)
 
     def with_interference(self, interference: InterferenceModel) -> Catalog:
         """A copy of this catalog with another ground-truth interference model."""
