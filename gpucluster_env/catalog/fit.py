@@ -204,7 +204,7 @@ FAMILY_MODEL: dict[str, str] = {
 """Gavel family -> the catalog model whose features describe it."""
 
 
-def _pair_design(gd: GavelData, models: dict, exponent: float) -> tuple[np.ndarray, np.ndarray, list, list]:
+def pair_design(gd: GavelData, models: dict, exponent: float) -> tuple[np.ndarray, np.ndarray, list, list]:
     """Regression rows of every measured 1-GPU Gavel pair (demands on the pair's type), ``log max(xi, 1)``,
     the unordered job-type pair of each row and its GPU type."""
     from .demand import REFERENCE_TYPE, demand_on
@@ -257,7 +257,7 @@ def build_xi_table(gd: GavelData, models: dict | None = None) -> dict:
 
     models = models or MODELS
     exponent = fit_exponent(gd, {f: models[m] for f, m in FAMILY_MODEL.items()}, GPU_TYPES)
-    x, y, pairs, types = _pair_design(gd, models, exponent)
+    x, y, pairs, types = pair_design(gd, models, exponent)
     pooled, *_ = np.linalg.lstsq(x, y, rcond=None)
     ref = GPU_TYPES[REFERENCE_TYPE]
     measured: dict[str, dict[str, float]] = {}

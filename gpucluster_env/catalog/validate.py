@@ -16,7 +16,7 @@ import numpy as np
 from ..workloads import comm_time, iteration_time
 from . import Catalog, default_catalog
 from .comm_fit import fit_all
-from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4
+from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, pair_design
 from .measured import (
     job_batch,
     job_family,
@@ -26,6 +26,7 @@ from .measured import (
     require_data_dir,
 )
 from .models import SINGLE_NODE_ALPHA_COMM
+from .xi_model import MeasuredInterference, shipped_demand_exponent
 
 
 def _rel(pred: float, true: float) -> float:
@@ -89,6 +90,9 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
                     err.append(pred - max(1.0, xi[(ja, jb)]))
         engine_xi[gpu] = float(np.sqrt(np.mean(np.square(err))))
     ev = _predictor_eval()
+    inter = cat.interference
+    exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
+    heldout = heldout_by_pair(*pair_design(gd, dict(cat.models), exponent))
     comm = fit_all(dict(cat.models), SINGLE_NODE_ALPHA_COMM, root)
     for m, rec in comm["models"].items():
         rec["catalog_alpha_comm_s"] = cat.model(m).alpha_comm_s
@@ -106,6 +110,9 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
         "predictor_decision_agreement": {g: round(v["decision_agreement"], 4) for g, v in ev.items()},
         "castor_reported_rmse": [0.06, 0.07],
         "comm_fit": comm,
+        "xi_heldout_rmse": {g: v["rmse"] for g, v in heldout.items()},
+        "xi_heldout_mape_median": {g: v["mape_median"] for g, v in heldout.items()},
+        "demand_exponent": exponent,
     }
 
 
@@ -140,6 +147,11 @@ def format_report(rep: dict[str, Any]) -> str:
                      f"{f('xi_rmse', g, False):>8} {f('predictor_rmse', g, False):>9} "
                      f"{f('predictor_mape_median', g):>10} {f('predictor_decision_agreement', g):>9}")
     lines.append("Castor reports predictor RMSE 0.06 / 0.07 (job 0 / job 1) on its own testbed.")
+    if "xi_heldout_rmse" in rep:
+        lines.append("Engine xi regression on demands, held out by pair (refit without the pair, predict it): "
+                     + ", ".join(f"{g} RMSE {rep['xi_heldout_rmse'][g]:.3f} / median APE "
+                                 f"{100 * rep['xi_heldout_mape_median'][g]:.1f}%" for g in rep["xi_heldout_rmse"])
+                     + f"; demand exponent k = {rep['demand_exponent']:.3f}")
     if "comm_fit" in rep:
         lines += ["", format_comm(rep["comm_fit"])]
     return "\n".join(lines)
