@@ -135,6 +135,32 @@ def render_change(snap: dict[str, Any], res: Results, reasons: list[str]) -> lis
             ga = _gap([_after(res, sc, opts, good), _after(res, sc, opts, bad)])
             out.append(f"| {name} | {_gap_text(gb)} | {_gap_text(ga)} |")
         out.append("")
+    return out + render_ablation(snap, res)
+
+
+ABLATION_OPTS = "interference_scope=compute"
+"""The board cells that run the current engine with engine v1's rule for colocated slowdowns (compute term only)."""
+
+
+def render_ablation(snap: dict[str, Any], res: Results) -> list[str]:
+    """Castor's lead over SJF-FFS and SJF-FFS's over SJF under the earlier engine, the current engine with the
+    colocated slowdown on the compute term only (:data:`ABLATION_OPTS`), and the current engine: how much of the
+    move comes from Castor eq. 4-5 and how much from the rest of the change."""
+    scs = sorted({r["scenario"] for r in res.rows if r["options"] == ABLATION_OPTS})
+    if not scs:
+        return []
+    out = ["### Eq. 4-5 alone: the current engine with xi on the compute term only\n",
+           "The same cells run three ways: the earlier engine, the current engine with "
+           f"`--option {ABLATION_OPTS}` (engine v1's rule for the colocated slowdown, every other change kept), "
+           "and the current engine. Paired gaps as above.\n",
+           "| scenario | ordering | earlier engine | current, compute-only xi | current |", "|---|---|---|---|---|"]
+    for sc in scs:
+        for name, good, bad in ORDERINGS[1:3]:
+            gb = _gap([_before(snap, sc, "", good), _before(snap, sc, "", bad)])
+            gc = _gap([_after(res, sc, ABLATION_OPTS, good), _after(res, sc, ABLATION_OPTS, bad)])
+            ga = _gap([_after(res, sc, "", good), _after(res, sc, "", bad)])
+            out.append(f"| {sc} | {name} | {_gap_text(gb)} | {_gap_text(gc)} | {_gap_text(ga)} |")
+    out.append("")
     return out
 
 
