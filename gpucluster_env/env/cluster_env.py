@@ -99,7 +99,7 @@ class GPUClusterEnv(gym.Env):
     600 s), ``max_sim_time_s``, ``render_mode="rgb_array"|"ansi"|"human"``.
 
     ## Registered Configurations
-    ``gpucluster_env/GPUCluster-v0`` (generic, ``scenario=`` keyword) and one id per scenario:
+    ``gpucluster_env/GPUCluster-v1`` (generic, ``scenario=`` keyword) and one id per scenario:
     {registered_ids} (all under the ``gpucluster_env/`` namespace).
     """
 
