@@ -26,6 +26,7 @@ import numpy as np
 from ..engine import Action, Colocate, Place, Preempt, Wait
 from ..engine.view import ClusterView
 from .base import Policy, register_policy
+from .castor import XiPredictor
 from .gimbal_rules import colocation_allowed, host_gpus, optimal_topology, packing_sets
 from .gimbal_search import ThroughputModel
 from .profiled import JobFacts
@@ -42,12 +43,14 @@ class Gandiva(Policy):
     )
     paper: ClassVar[str] = "gimbal §7.1 baseline (Gandiva, OSDI '18, extended with deadlines)"
 
-    def __init__(self, unequal: bool = False, tick_s: float = 30.0) -> None:
-        """``unequal``: allow larger partners (Gimbal's relaxation). ``tick_s``: introspection period (s)."""
+    def __init__(self, unequal: bool = False, tick_s: float = 30.0, predictor: XiPredictor | None = None) -> None:
+        """``unequal``: allow larger partners (Gimbal's relaxation). ``tick_s``: introspection period (s).
+        ``predictor``: interference predictor (default: the catalog's, as Castor)."""
         if not tick_s > 0:
             raise ValueError(f"gandiva: tick_s must be positive, got {tick_s!r}")
         self.unequal = bool(unequal)
         self.tick_s = float(tick_s)
+        self.predictor = predictor
         self.facts: JobFacts | None = None
         self.model: ThroughputModel | None = None
         self.harmful: set[tuple[int, int]] = set()
@@ -58,7 +61,8 @@ class Gandiva(Policy):
         super().reset(env)
         self.facts = JobFacts(env)
         view = self.view(env)
-        self.model = ThroughputModel(view, lambda j, t: self.facts.demand(view, j, t))  # type: ignore[union-attr]
+        facts = self.facts
+        self.model = ThroughputModel(view, lambda j, t: facts.demand(view, j, t), self.predictor)
         self.harmful = set()
         self.unpacked = 0
         self._next_check = 0.0

@@ -20,6 +20,7 @@ from .. import engine as _engine
 from ..engine import Action
 from ..engine.view import ClusterView
 from .base import register_policy
+from .castor import XiPredictor
 from .gandiva import Gandiva
 from .gimbal_search import Coordinator
 from .lucid import Lucid
@@ -42,13 +43,14 @@ class GimbalLayer:
     coordinator: Coordinator | None = None
     _next_tick: float = 0.0
 
-    def _init_layer(self, lgrr: bool, liss: bool, early_exit: bool) -> None:
+    def _init_layer(self, lgrr: bool, liss: bool, early_exit: bool, predictor: XiPredictor | None) -> None:
         self.lgrr, self.liss, self.early_exit = bool(lgrr), bool(liss), bool(early_exit)
+        self.layer_predictor = predictor
 
     def _reset_layer(self, env: Any, view: ClusterView, facts: JobFacts) -> None:
         self.coordinator = Coordinator(
             self.objective, lambda j, t: facts.demand(view, j, t), facts.deadline, lgrr=self.lgrr,
-            liss=self.liss, early_exit=self.early_exit, stealing=stealing_action())
+            liss=self.liss, early_exit=self.early_exit, predictor=self.layer_predictor, stealing=stealing_action())
         self._next_tick = 0.0
 
     def calibrate(self, view: ClusterView) -> list[Action]:
@@ -73,9 +75,9 @@ class LucidGimbal(GimbalLayer, Lucid):
     objective: ClassVar[str] = "jct"
 
     def __init__(self, threshold: int = 4, unequal: bool = True, time_ratio: float = 2.0, lgrr: bool = True,
-                 liss: bool = True, early_exit: bool = True) -> None:
+                 liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None) -> None:
         super().__init__(threshold, unequal, time_ratio)
-        self._init_layer(lgrr, liss, early_exit)
+        self._init_layer(lgrr, liss, early_exit, predictor)
 
     def reset(self, env: Any) -> None:
         super().reset(env)
@@ -100,9 +102,9 @@ class GandivaGimbal(GimbalLayer, Gandiva):
     objective: ClassVar[str] = "deadline"
 
     def __init__(self, unequal: bool = True, tick_s: float = MONITOR_S, lgrr: bool = True, liss: bool = True,
-                 early_exit: bool = True) -> None:
-        super().__init__(unequal, tick_s)
-        self._init_layer(lgrr, liss, early_exit)
+                 early_exit: bool = True, predictor: XiPredictor | None = None) -> None:
+        super().__init__(unequal, tick_s, predictor)
+        self._init_layer(lgrr, liss, early_exit, predictor)
 
     def reset(self, env: Any) -> None:
         super().reset(env)

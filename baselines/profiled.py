@@ -16,9 +16,8 @@ class JobFacts:
     """Profiled demand and submitted deadline of the jobs of one environment (rebuilt at each ``reset``)."""
 
     def __init__(self, env: Any) -> None:
-        u = env.unwrapped
-        self._catalog = u.catalog
-        eng = u.engine
+        eng = env.unwrapped.engine
+        self._catalog = eng.catalog
         dl = np.array(eng.deadline, dtype=float)
         dl.flags.writeable = False
         self.deadlines = dl
