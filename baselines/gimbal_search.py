@@ -25,7 +25,7 @@ exceed their deadlines").
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -84,10 +84,32 @@ class ThroughputModel:
         self.demand = demand
         self.predictor = predictor if predictor is not None else default_predictor()
         self._xi: dict[tuple[int, int, int], tuple[float, float]] = {}
+        self._warmed = False
+
+    def _warm(self) -> None:
+        """Predict every pair of the episode's models on every GPU type in one batch when the predictor can
+        (the XGBoost predictor's ``predict_many``: one call instead of one per pair)."""
+        v = self.view
+        many = getattr(self.predictor, "predict_many", None)
+        if many is None:
+            return
+        first: dict[int, int] = {}
+        for j in range(v.n_jobs):
+            first.setdefault(v.model_index(j), j)
+        ms = sorted(first)
+        pairs = [(a, b) for i, a in enumerate(ms) for b in ms[i:]]
+        for t in np.unique(v.gpu_type).tolist():
+            pred = many([(v.model(first[a]), v.model(first[b])) for a, b in pairs], v.type_names[t])
+            for (a, b), (xa, xb) in zip(pairs, np.asarray(pred).tolist(), strict=True):
+                self._xi[(a, b, t)] = (max(1.0, float(xa)), max(1.0, float(xb)))
+                self._xi[(b, a, t)] = (max(1.0, float(xb)), max(1.0, float(xa)))
 
     def free_xi(self, a: int, b: int, gpu_type: int) -> float:
         """Predicted free-competition ratio of job ``a`` beside job ``b`` on a GPU of type index ``gpu_type``."""
         v = self.view
+        if not self._warmed:
+            self._warmed = True
+            self._warm()
         key = (v.model_index(a), v.model_index(b), int(gpu_type))
         if key not in self._xi:
             xa, xb = self.predictor.predict_pair(v.model(a), v.model(b), v.type_names[key[2]])
@@ -129,18 +151,16 @@ class ThroughputModel:
 
 @dataclass
 class SetSearch:
-    """Algorithm 1's state for one packing set: the members it was started for, the subsets, the best
-    objective and the shares that gave it, consecutive failures, and whether it has ended."""
+    """Algorithm 1's state for one packing set: the members it was started for, the subsets, the shares of the
+    best point so far, consecutive failures, attempts, and whether it has ended."""
 
     members: tuple[int, ...]
     low: tuple[int, ...]
     high: tuple[int, ...]
-    best: float
     best_shares: dict[tuple[int, int], int]
     fails: int = 0
     done: bool = False
     attempts: int = 0
-    restore: list[Action] = field(default_factory=list)
 
 
 @dataclass
@@ -198,15 +218,17 @@ class Coordinator:
                         self.demand(j, t), self.deadline(j) - view.now)
 
     # ------------------------------------------------------------------ Algorithm 1
-    def start(self, view: ClusterView, s: JobSet) -> SetSearch:
-        """Lines 1-5: the subsets (``high`` is swelled back to full share) and the starting objective."""
+    def start(self, view: ClusterView, s: JobSet, acts: list[Action]) -> SetSearch:
+        """Lines 1-5: the subsets by mean priority, and the high one swelled back to full share (its actions
+        go to ``acts``); the search's best point is where it starts."""
         sub1, sub2 = (s.jmax,), s.others
         p1 = float(np.mean([self._priority(view, j) for j in sub1]))
         p2 = float(np.mean([self._priority(view, j) for j in sub2]))
         if p2 < p1:
             sub1, sub2 = sub2, sub1
+        self.move_to(view, {(j, g): FULL for j in sub2 for g in view.gpus_of(j).tolist()}, acts)
         self.stats.searches += 1
-        return SetSearch(s.jobs, sub1, sub2, self.objective(view, s.jobs, self.shares), dict(self.shares))
+        return SetSearch(s.jobs, sub1, sub2, dict(self.shares))
 
     def _set(self, j: int, g: int, acts: list[Action], swell: bool) -> None:
         """One share step of job ``j`` on GPU ``g`` (merged with the previous action when it moves the same job
@@ -215,13 +237,28 @@ class Coordinator:
         new = min(FULL, cur + 1) if swell else max(MIN_TENTHS, cur - 1)
         if new == cur:
             return
-        self.shares[(j, g)] = new
+        if new == FULL:
+            self.shares.pop((j, g), None)
+        else:
+            self.shares[(j, g)] = new
         kind = Swell if swell else Squeeze
         last = acts[-1] if acts else None
-        if isinstance(last, kind) and last.job == j and last.gpus is not None:
+        if isinstance(last, kind) and last.job == j and last.gpus is not None and g not in last.gpus:
             acts[-1] = kind(j, gpus=(*last.gpus, g))
         else:
             acts.append(kind(j, gpus=(g,)))
+
+    def move_to(self, view: ClusterView, target: dict[tuple[int, int], int], acts: list[Action]) -> None:
+        """Every step that takes the ``(job, gpu)`` shares of ``target`` from the current ones to theirs, at
+        once (the steps of one instant pay one switch pause)."""
+        while True:
+            n = len(acts)
+            for (j, g), want in sorted(target.items()):
+                cur = self.shares.get((j, g), FULL)
+                if cur != want:
+                    self._set(j, g, acts, swell=want > cur)
+            if len(acts) == n:
+                return
 
     def _squeeze_workers(self, view: ClusterView, j: int, gpus: np.ndarray, acts: list[Action]) -> None:
         """Squeeze job ``j`` one step on those of ``gpus`` it shares (a worker alone gains nothing from it)."""
@@ -265,35 +302,37 @@ class Coordinator:
         self.stats.lgrr_steps += len(acts) - n0
         return acts
 
-    def _restore(self, view: ClusterView, st: SetSearch) -> list[Action]:
-        """One step of every worker from the current shares toward the best point of the search."""
-        acts: list[Action] = []
-        for j in st.members:
-            for g in view.gpus_of(j).tolist():
-                cur, want = self.shares.get((j, g), FULL), st.best_shares.get((j, g), FULL)
-                if cur != want:
-                    self._set(j, g, acts, swell=want > cur)
-        return acts
+    def _restore(self, view: ClusterView, st: SetSearch, acts: list[Action]) -> None:
+        """Back to the best point of the search, at once."""
+        self.move_to(view, {(j, g): st.best_shares.get((j, g), FULL) for j in st.members
+                            for g in view.gpus_of(j).tolist()}, acts)
+
+    def release_lone(self, view: ClusterView, acts: list[Action]) -> None:
+        """Full share back for every worker that no longer shares its GPU (its partner finished or left)."""
+        lone = {k: FULL for k in self.shares if not (view.tenants([k[1]])[0] >= 0).all()}
+        self.move_to(view, lone, acts)
 
     def tick(self, view: ClusterView) -> list[Action]:
-        """Runtime monitoring: for every packing set, evaluate the last plan's gain and issue the next one."""
+        """Runtime monitoring: release lone workers, then for every packing set evaluate the last plan's gain
+        (the objective under the current shares against the best point's, both at the current progress) and
+        issue the next plan, or end the search and go back to its best point."""
         self._sync(view)
         acts: list[Action] = []
+        self.release_lone(view, acts)
         sets = packing_sets(view)
         live = {s.jmax for s in sets}
         self.searches = {k: v for k, v in self.searches.items() if k in live}
         for s in sets:
             st = self.searches.get(s.jmax)
             if st is None or st.members != s.jobs:
-                st = self.searches[s.jmax] = self.start(view, s)
+                st = self.searches[s.jmax] = self.start(view, s, acts)
             elif not st.done:
-                obj = self.objective(view, s.jobs, self.shares)
-                if obj < st.best * (1.0 - 1e-9):
-                    st.best, st.best_shares, st.fails = obj, dict(self.shares), 0
+                if self.objective(view, s.jobs, self.shares) < self.objective(view, s.jobs, st.best_shares) * (
+                        1.0 - 1e-9):
+                    st.best_shares, st.fails = dict(self.shares), 0
                 else:
                     st.fails += 1
             if st.done:
-                acts += self._restore(view, st)
                 continue
             limit = MAX_FAILS if self.early_exit else FULL
             plan = self.step(view, st, s.jmax) if st.fails < limit else []
@@ -304,5 +343,5 @@ class Coordinator:
             else:
                 st.done = True
                 self.stats.early_exits += int(st.fails >= MAX_FAILS and self.early_exit)
-                acts += self._restore(view, st)
+                self._restore(view, st, acts)
         return acts

@@ -92,14 +92,18 @@ class Lucid(Policy):
     def pick_partner(self, view: ClusterView, j: int) -> Colocate | None:
         """The first running job (by index) Lucid would pack pending job ``j`` beside, as an action."""
         pj = self.lucid_priority(view, j)
+        need = int(view.req_gpus[j])
         for p in view.running_jobs().tolist():
-            g = self.partner_gpus(view, j, p)
+            if pj > self.time_ratio * self.lucid_priority(view, p):
+                continue
+            key = (p, need)
+            if key not in self._hosts:
+                self._hosts[key] = self.partner_gpus(view, j, p)
+            g = self._hosts[key]
             if g is None:
                 continue
             t = int(view.gpu_type[g[0]])
             if self.score(view, j, t) + self.score(view, p, t) > self.threshold:
-                continue
-            if pj > self.time_ratio * self.lucid_priority(view, p):
                 continue
             if not view.fits_on(j, g, 1).all():
                 continue
@@ -116,6 +120,7 @@ class Lucid(Policy):
         view = self.view(env)
         if view.num_pending == 0:
             return Wait()
+        self._hosts: dict[tuple[int, int], np.ndarray | None] = {}  # partner GPUs by (partner, size), this act
         for j in self.order(view):
             a = self.pick_partner(view, j)
             if a is not None:

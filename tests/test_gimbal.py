@@ -136,4 +136,5 @@ def test_coordination_never_violates_topology(build: Any, name: str) -> None:
     acts = play(eng, pol, check=check)
     assert max(seen) >= 1  # packing happened
     assert any(isinstance(a, Colocate) for _, a in acts)
+    assert pol.coordinator.stats.searches > 0 and eng.counts["squeezes"] > 0  # coordination ran
     assert eng.n_done == len(rows)
