@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+INTERFERENCE_SCOPES = ("iteration", "compute")
+"""What xi multiplies: the whole iteration (Castor eq. 4-5) or only the compute term."""
+
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -19,7 +22,14 @@ class EngineConfig:
     Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is
     due.
     ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
-    slowest. ``calibration_overhead_s``: pause a job pays when its share changes (Gimbal's LGRR switch).
+    slowest: every job's initial setting (``SetStealing`` changes one job's). ``calibration_overhead_s``: pause
+    a job pays when its share changes (Gimbal's LGRR switch).
+    ``interference_scope``: what a colocated worker's interference ratio xi multiplies: ``"iteration"`` (the
+    default, Castor eq. 4-5: ``t_iter * xi``, all-reduce included) or ``"compute"`` (only the compute term of
+    eq. 1; the all-reduce runs at its solo speed, so large gangs barely feel sharing).
+    ``topology_rule``: Gimbal's topology constraints as an engine check (``engine.checks``): every job on the
+    fewest nodes its GPU types allow, a job colocates only with one larger job (world size), and equal world
+    sizes only in balanced packing (the very same GPUs).
     ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
     round or calibration ticks) after which the episode is stalled.
     """
@@ -32,6 +42,8 @@ class EngineConfig:
     sample_stealing: bool = False
     calibration_overhead_s: float = 0.0
     max_idle_ticks: int = 100_000
+    interference_scope: str = "iteration"
+    topology_rule: bool = False
 
     def __post_init__(self) -> None:
         for name in ("round_s", "tick_s"):
@@ -41,5 +53,8 @@ class EngineConfig:
         for name in ("restart_s", "consolidation_s", "calibration_overhead_s"):
             if not (getattr(self, name) >= 0):
                 raise ValueError(f"EngineConfig.{name} must be >= 0")
+        if self.interference_scope not in INTERFERENCE_SCOPES:
+            raise ValueError(f"EngineConfig.interference_scope must be one of {', '.join(INTERFERENCE_SCOPES)}, "
+                             f"got {self.interference_scope!r}")
         if not (self.idle_tick_s > 0):
             raise ValueError("EngineConfig.idle_tick_s must be positive")

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .config import EngineConfig
+from .config import INTERFERENCE_SCOPES, EngineConfig
 from .hardware import ClusterSpec
 from .settings import Setting, SettingError, check_value
 
@@ -138,6 +138,8 @@ CONFIG_SETTINGS: dict[str, Setting] = dict((
     _setting("sample_stealing", "bool"),
     _setting("calibration_overhead_s", "float", low=0.0, high=1e6),
     _setting("max_idle_ticks", "int", low=1, high=1_000_000_000),
+    _setting("interference_scope", "str", choices=INTERFERENCE_SCOPES),
+    _setting("topology_rule", "bool"),
 ))
 """The declared type and range of every engine setting a scenario may override (periods of 1 s to 116 days)."""
 

@@ -9,6 +9,8 @@ for it. They are pure and numpy-friendly: the engine calls them on arrays of wor
 
 ``bw`` is the intra-node GPU bandwidth of the slowest type involved when the job sits on one node, else the
 cluster's inter-node bandwidth; every extra node adds one ``alpha_comm`` of latency (``m_factor = m``).
+Colocation slows a worker by its interference ratio xi, over the whole iteration (Castor eq. 4-5) or the
+compute term only: :mod:`gpucluster_env.engine.perf` applies it, :mod:`gpucluster_env.interference` gives xi.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ class ModelProfile:
     throughput relative to the reference where known; other types fall back to the type's generic speed scaled
     by how compute-bound the model is. ``features`` are hardware indicators (compute intensity, memory
     intensity, communication share), each in [0, 1], used by interference predictors. ``gpu_demand`` is the
-    fraction of a GPU's SMs the model keeps busy alone, used by the MPS-share model.
+    fraction of a GPU's SMs the model keeps busy alone, used by the MPS-share model through
+    :meth:`gpucluster_env.catalog.Catalog.model_demand` (which may make it depend on the GPU type).
     """
 
     name: str

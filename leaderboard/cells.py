@@ -16,6 +16,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..engine.metrics import sharing_benefit_ratios
 from .board import Cell
 
 JOB_DECIMALS = 2
@@ -113,7 +114,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     r = run_episode(cell.scenario, pol, cell.seed, scenario_options=cell.scenario_options or None,
                     env_kwargs=_env_kwargs(cell), extra=_per_job)
     eng = getattr(pol, "engine", None)
-    benefits = [s / c for _, s, c in getattr(eng, "sharing_benefits", ()) if c > 0]
+    benefits = sharing_benefit_ratios(getattr(eng, "sharing_benefits", []))
     if benefits:
         r["sb_median"] = statistics.median(benefits)
         r["sb_frac_gt1"] = sum(b > 1.0 for b in benefits) / len(benefits)

@@ -449,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="+", help="results folders of the castor and sjf-bsbf boards")
     ap.add_argument("--out", default="docs/reproduction.md")
+    ap.add_argument("--before", default=None,
+                    help="an engine snapshot to compare with (default: leaderboard/snapshots/engine_v1.json "
+                         "when present; 'none' leaves the comparison out)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     rows = load_rows(args.results)
@@ -460,6 +463,15 @@ def main(argv: list[str] | None = None) -> int:
     from .discussion import discussion
 
     text += "\n" + "\n".join(discussion(res)) + "\n"
+    from .engine_change import DEFAULT_SNAPSHOT, ENGINE_CHANGES, load_snapshot, render_change
+
+    before = args.before or (str(DEFAULT_SNAPSHOT) if DEFAULT_SNAPSHOT.exists() else "none")
+    if before != "none":
+        try:
+            snap = load_snapshot(before)
+        except ValueError as e:
+            ap.error(str(e))
+        text += "\n" + "\n".join(render_change(snap, res, ENGINE_CHANGES)) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(text)
     print(f"wrote {args.out} ({len(rows)} episodes, {time.perf_counter() - t0:.0f} s)")

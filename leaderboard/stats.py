@@ -27,7 +27,7 @@ from scipy import stats as sps
 CONFIDENCE = 0.95
 N_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
-HIGHER_IS_BETTER = frozenset({"gpu_utilization", "sharing_utilization", "deadline_satisfaction", "sharing_benefit",
+HIGHER_IS_BETTER = frozenset({"gpu_occupancy", "sharing_utilization", "deadline_satisfaction", "sharing_benefit",
                               "jobs_done", "sb_median", "sb_frac_gt1"})
 """Metrics where a higher value is better; for every other metric (times, slowdown, counts) lower is better."""
 

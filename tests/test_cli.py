@@ -36,10 +36,10 @@ def test_help_lists_every_subcommand():
 def test_run_json_has_the_documented_keys():
     r = json.loads(run_cli("run", "--scenario", "tiny", "--policy", "fifo", "--seed", "0", "--json").stdout)
     for key in ("scenario", "policy", "seed", "jobs", "avg_jct_s", "p95_jct_s", "makespan_s", "avg_queue_s",
-                "gpu_utilization", "wall_s"):
+                "gpu_occupancy", "wall_s"):
         assert key in r, key
     assert r["scenario"] == "tiny" and r["policy"] == "fifo" and r["jobs"] == 40
-    assert r["avg_jct_s"] > 0 and 0 < r["gpu_utilization"] <= 1
+    assert r["avg_jct_s"] > 0 and 0 < r["gpu_occupancy"] <= 1
     assert r["p95_jct_s"] >= r["median_jct_s"]
 
 

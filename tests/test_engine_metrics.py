@@ -40,7 +40,7 @@ def test_metrics_by_hand(fifo_episode):
     assert m["p95_jct_s"] == pytest.approx(60 + 0.9 * 40, rel=REL)  # linear interpolation at rank 1.9
     assert m["makespan_s"] == pytest.approx(100.0, rel=REL)
     assert m["avg_queue_s"] == pytest.approx(10.0, rel=REL)
-    assert m["gpu_utilization"] == pytest.approx((100 + 40 + 30) / (2 * 100), rel=REL)
+    assert m["gpu_occupancy"] == pytest.approx((100 + 40 + 30) / (2 * 100), rel=REL)
     assert m["sharing_utilization"] == 0.0
     assert m["deadline_satisfaction"] == pytest.approx(0.5)
     assert m["avg_slowdown"] == pytest.approx((1 + 1 + 2) / 3, rel=REL)
@@ -90,7 +90,7 @@ def test_sharing_metrics(build):
     m = eng.metrics()
     assert (eng.finish_t - eng.submit).tolist() == pytest.approx([120.0, 60.0])
     assert m["makespan_s"] == pytest.approx(120.0)
-    assert m["gpu_utilization"] == pytest.approx(1.0)
+    assert m["gpu_occupancy"] == pytest.approx(1.0)
     assert m["sharing_utilization"] == pytest.approx(60 / 120)
     assert m["sharing_benefit"] == pytest.approx(140 / 60)
     assert m["colocations"] == 1
@@ -115,4 +115,4 @@ def test_metrics_mid_episode_and_late_first_submit(build):
         eng.advance()
     m = eng.metrics()
     assert m["makespan_s"] == pytest.approx(100.0)
-    assert m["gpu_utilization"] == pytest.approx(140 / 200)
+    assert m["gpu_occupancy"] == pytest.approx(140 / 200)

@@ -20,7 +20,7 @@ from gpucluster_env.engine.perf import (
     xi_table,
 )
 from gpucluster_env.engine.view import ClusterView
-from gpucluster_env.interference import SHARE_STEP, apply_shares
+from gpucluster_env.interference import apply_shares
 
 
 def test_mixed_type_placement_when_no_type_alone_has_room(build):
@@ -89,20 +89,16 @@ def test_job_fitting_only_one_type_goes_there(build):
 
 def test_interference_tables_are_the_formula():
     xi_free = np.array([[[1.3, 1.7], [1.1, 2.2]]])  # one type, two models
-    demand = np.array([0.9, 0.6])
-    multi = xi_table(xi_free, demand, 10, SHARE_STEP)
-    single = xi_table(xi_free, demand, 10, SHARE_STEP, single=True)
+    demand = np.array([[0.9, 0.6]])  # [type, model]
+    tab = xi_table(xi_free, demand, 10)
     for m in range(2):
         for pm in range(2):
             for own in range(1, 11):
                 for other in range(11):
-                    want = apply_shares(xi_free[0, m, pm], demand[m], own * SHARE_STEP, other * SHARE_STEP)
-                    assert multi[0, m + 1, pm + 1, own, other] == want
-                    # the single-GPU table: the same value up to the rounding of one product
-                    assert single[0, m + 1, pm + 1, own, other] == pytest.approx(want, rel=1e-15)
-                    assert single[0, m + 1, pm + 1, own, other] == apply_shares(
-                        xi_free[0, m, pm], demand[m], own, other, share_unit=SHARE_STEP)
-            assert multi[0, m + 1, 0, 10, 10] == 1.0 == single[0, m + 1, 0, 10, 10]  # alone at full share
+                    want = apply_shares(xi_free[0, m, pm], demand[0, m], own / 10, other / 10)
+                    assert tab[0, m + 1, pm + 1, own, other] == want
+                assert tab[0, m + 1, 0, own, 10] == apply_shares(1.0, demand[0, m], own / 10, 1.0, False)
+            assert tab[0, m + 1, 0, 10, 10] == 1.0  # alone at full share
 
 
 def test_memory_fit():

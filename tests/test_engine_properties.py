@@ -54,6 +54,7 @@ def scenarios(draw):
         tick_s=draw(st.sampled_from([None, 17.0])),
         sample_stealing=draw(st.booleans()),
         calibration_overhead_s=draw(st.sampled_from([0.0, 0.5])),
+        interference_scope=draw(st.sampled_from(["iteration", "compute"])),
     )
     xi = draw(st.sampled_from([1.0, 1.6, 3.0, "feature"]))
     seed = draw(st.integers(0, 2**32 - 1))
@@ -96,6 +97,7 @@ def large_scenarios(draw):
         consolidation_s=draw(st.sampled_from([0.0, 1.5])),
         sample_stealing=draw(st.booleans()),
         calibration_overhead_s=draw(st.sampled_from([0.0, 0.5])),
+        interference_scope=draw(st.sampled_from(["iteration", "compute"])),
     )
     xi = draw(st.sampled_from([1.6, "feature"]))
     return groups, rows, config, xi, draw(st.integers(0, 2**32 - 1))
@@ -238,7 +240,7 @@ def test_random_valid_episodes_keep_invariants(sc):
             assert len(r["gpus"]) == eng.req_gpus[r["job"]]
     m = eng.metrics()
     assert m["jobs_done"] == eng.n_jobs
-    assert 0 < m["gpu_utilization"] <= 1 + 1e-9 and 0 <= m["sharing_utilization"] <= m["gpu_utilization"]
+    assert 0 < m["gpu_occupancy"] <= 1 + 1e-9 and 0 <= m["sharing_utilization"] <= m["gpu_occupancy"]
     assert m["makespan_s"] >= jct.max() - 1e-9
     assert (eng.queue_s >= 0).all() and np.all(eng.first_start >= eng.submit)
 

@@ -235,7 +235,7 @@ def test_other_objectives(objective):
         last = env.engine.finish_t.max()
         assert total == pytest.approx(-last / 3600.0)
     elif objective == "utilization":
-        assert total == pytest.approx(metrics["gpu_utilization"] * metrics["makespan_s"] / 3600.0, rel=1e-6)
+        assert total == pytest.approx(metrics["gpu_occupancy"] * metrics["makespan_s"] / 3600.0, rel=1e-6)
     else:
         sat = metrics["deadline_satisfaction"]
         assert total == pytest.approx(sat - (1 - sat))

@@ -153,9 +153,9 @@ def test_every_subcommand_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     text = capsys.readouterr().out
     assert "ran 0 cell(s) (4 already recorded)" in text and "cells/min" in text and "sjf" in text
     assert main(["leaderboard", "show", str(out), "--format", "md", "--metric", "avg_jct_s",
-                 "--metric", "gpu_utilization"]) == 0
+                 "--metric", "gpu_occupancy"]) == 0
     md = capsys.readouterr().out
-    assert "### tiny · avg_jct_s" in md and "### tiny · gpu_utilization" in md and "| 1 |" in md
+    assert "### tiny · avg_jct_s" in md and "### tiny · gpu_occupancy" in md and "| 1 |" in md
     assert main(["leaderboard", "show", str(out), "--format", "csv"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0].startswith("metric,scenario,policy,rank")

@@ -63,7 +63,7 @@ def test_ranks_share_ties_and_put_nan_last() -> None:
     assert stats.ranks([3.0, 1.0, 2.0]) == [3.0, 1.0, 2.0]
     assert stats.ranks([1.0, 1.0, 2.0]) == [1.5, 1.5, 3.0]
     assert stats.ranks([1.0, float("nan"), 2.0], lower_better=False) == [2.0, 3.0, 1.0]
-    assert stats.lower_is_better("avg_jct_s") and not stats.lower_is_better("gpu_utilization")
+    assert stats.lower_is_better("avg_jct_s") and not stats.lower_is_better("gpu_occupancy")
 
 
 def _rec(scenario: str, policy: str, seed: int, jct: float, opts: dict | None = None, truncated: bool = False) -> dict:

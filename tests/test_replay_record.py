@@ -30,7 +30,7 @@ from gpucluster_env.replay.state import Timeline
 from gpucluster_env.replay.verify import verify_record
 from gpucluster_env.scenarios import get_scenario
 
-NUMERIC = ("jobs_done", "avg_jct_s", "makespan_s", "gpu_utilization", "colocations", "preemptions")
+NUMERIC = ("jobs_done", "avg_jct_s", "makespan_s", "gpu_occupancy", "colocations", "preemptions")
 
 
 def _same(a, b) -> bool:
@@ -53,7 +53,7 @@ def test_record_then_verify_gives_the_same_metrics(policy, tmp_path):
     end = Timeline(rec).metrics(rec.events[-1]["t"])
     assert end["jobs_done"] == result["jobs_done"]
     assert end["avg_jct_s"] == pytest.approx(result["avg_jct_s"], rel=1e-9)
-    assert end["gpu_utilization"] == pytest.approx(result["gpu_utilization"], rel=1e-6)
+    assert end["gpu_occupancy"] == pytest.approx(result["gpu_occupancy"], rel=1e-6)
 
 
 def test_verify_names_the_first_mismatching_event(tmp_path):

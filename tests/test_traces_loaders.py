@@ -154,7 +154,8 @@ def test_gavel_trace_fixture(tmp_path: Path) -> None:
     df, _ = load_gavel_trace(p, throughputs={("ResNet-50 (batch size 64)", 4): 10.0})
     assert df["model"].tolist() == ["resnet50", "transformer"]
     assert df["job_type"].tolist()[0] == "ResNet-50 (batch size 64)"
-    assert df["num_gpus"].tolist() == [4, 1] and df["iterations"].tolist() == [5000, 95121]
+    # 5000 steps summed over 4 workers = 1250 iterations of the gang
+    assert df["num_gpus"].tolist() == [4, 1] and df["iterations"].tolist() == [1250, 95121]
     assert df["duration_s"].iloc[0] == 500.0 and df["duration_s"].isna().iloc[1]
     assert df["vc"].iloc[0] == "vcA" and parse_job_type("LM (batch size 20)") == ("lm", 20)
     with pytest.raises(TraceFormatError, match=r"row 2: field 'total_steps'"):

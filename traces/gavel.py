@@ -1,12 +1,22 @@
-"""Gavel's ``.trace`` files (per virtual cluster, derived from Philly): tab-separated, no header,
-``job_type, command, num_steps_arg, needs_data_dir, total_steps, arrival_time_s, scale_factor``.
+"""Gavel's ``.trace`` files (per virtual cluster, derived from Philly): tab-separated, no header, in one of two
+layouts, told apart by the number of fields of the file's first row:
 
-(The column order is Gavel's ``parse_trace``; ``../shared/data/README.md`` lists ``scale_factor`` fourth, but
-the real files hold ``needs_data_dir`` (0/1) there and the GPU count last, e.g. A3C rows with 0 in column 4.)
+* 7 fields (the Philly-derived files shipped with Gavel's OSDI'20 artifact): ``job_type, command,
+  num_steps_arg, needs_data_dir, total_steps, arrival_time_s, scale_factor``. (``../shared/data/README.md``
+  lists ``scale_factor`` fourth, but the real files hold ``needs_data_dir`` (0/1) there and the GPU count
+  last, e.g. A3C rows with 0 in column 4.)
+* 10 fields (what Gavel's current generator writes and its ``parse_trace`` reads): ``job_type, command,
+  working_directory, num_steps_arg, needs_data_dir, total_steps, scale_factor, priority_weight, SLO,
+  arrival_time_s``.
+
+Step units: Gavel's ``total_steps`` of an n-GPU job counts steps summed over its n workers (its generator
+multiplies the run time by the job's throughput at scale factor n, which Gavel's throughput tables give summed
+over the workers, e.g. LM 28 steps/s on one V100 and 58 on two). The engine's iteration is one synchronous step
+of all workers, so ``iterations = total_steps / scale_factor``.
 
 The job type (e.g. ``ResNet-50 (batch size 64)``) is kept and mapped to the catalog's model name and batch
 size. Durations are not in the file: with a Gavel throughput table (``simulation_throughputs.json``) they are
-``total_steps / steps_per_s`` on the reference GPU type, otherwise NaN.
+``total_steps / steps_per_s`` on the reference GPU type (both summed over the workers), otherwise NaN.
 
 Cite: Narayanan et al., "Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning Workloads",
 OSDI'20.
@@ -21,8 +31,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .files import numbers, read_csv
-from .tables import LoadReport, RowChecker, finish
+from .files import numbers, open_text, read_csv
+from .tables import LoadReport, RowChecker, TraceFormatError, finish
 
 GAVEL_COLUMNS = (
     "job_type",
@@ -33,6 +43,23 @@ GAVEL_COLUMNS = (
     "arrival_time_s",
     "scale_factor",
 )
+"""The 7-field layout of the OSDI'20 artifact's Philly-derived files."""
+
+GAVEL_COLUMNS_10 = (
+    "job_type",
+    "command",
+    "working_directory",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "scale_factor",
+    "priority_weight",
+    "slo",
+    "arrival_time_s",
+)
+"""The 10-field layout Gavel's current generator writes (``SLO`` < 0 or absent: none)."""
+
+GAVEL_LAYOUTS = {len(GAVEL_COLUMNS): GAVEL_COLUMNS, len(GAVEL_COLUMNS_10): GAVEL_COLUMNS_10}
 
 GAVEL_MODEL_NAMES = {
     "ResNet-18": "resnet18",
@@ -69,13 +96,27 @@ def load_gavel_throughputs(path: str | Path, gpu_type: str = "v100") -> dict[tup
     return out
 
 
+def gavel_layout(path: str | Path) -> tuple[str, ...]:
+    """The column names of a Gavel ``.trace`` file, from the number of fields of its first non-blank row (7 or
+    10); any other count is an error naming the file and the row."""
+    first = next(ln for ln in open_text(path).getvalue().splitlines() if ln.strip())
+    n = first.count("\t") + 1
+    if n not in GAVEL_LAYOUTS:
+        raise TraceFormatError(
+            f"{path}: row 1: expected {len(GAVEL_COLUMNS)} tab-separated fields ({', '.join(GAVEL_COLUMNS)}) or "
+            f"{len(GAVEL_COLUMNS_10)} ({', '.join(GAVEL_COLUMNS_10)}), found {n}")
+    return GAVEL_LAYOUTS[n]
+
+
 def load_gavel_trace(
     path: str | Path, skip_bad_rows: bool = False, throughputs: dict[tuple[str, int], float] | None = None
 ) -> tuple[pd.DataFrame, LoadReport]:
-    """Load one Gavel ``.trace`` file; ``vc`` is the file's stem, ``model``/``batch_size`` come from the job
-    type, ``iterations`` is ``total_steps``."""
+    """Load one Gavel ``.trace`` file (either layout, :func:`gavel_layout`); ``vc`` is the file's stem,
+    ``model``/``batch_size`` come from the job type, ``iterations`` is ``total_steps / scale_factor`` (one
+    iteration is a step of every worker). The 10-field layout adds ``priority_weight`` and ``slo`` (NaN: none)."""
     report = LoadReport(str(path))
-    df = read_csv(path, GAVEL_COLUMNS, names=GAVEL_COLUMNS, sep="\t", report=report, skip_bad_rows=skip_bad_rows)
+    cols = gavel_layout(path)
+    df = read_csv(path, cols, names=cols, sep="\t", report=report, skip_bad_rows=skip_bad_rows)
     report.rows_read = len(df) + report.skipped_count
     chk = RowChecker.for_table(path, df, report, skip_bad_rows)
     chk.check(df["job_type"].isna().to_numpy(), "job_type", "empty")
@@ -88,6 +129,16 @@ def load_gavel_trace(
     arr, bad = numbers(df, "arrival_time_s")
     chk.time(arr, df["arrival_time_s"], bad, "arrival_time_s", required=True)
     chk.check((arr < 0).to_numpy(), "arrival_time_s", "negative arrival time", df["arrival_time_s"])
+    extra: dict[str, np.ndarray] = {}
+    if "priority_weight" in df.columns:
+        w, bad = numbers(df, "priority_weight")
+        with np.errstate(invalid="ignore"):
+            okw = np.isfinite(w.to_numpy(float)) & (w.to_numpy(float) > 0)
+        chk.check(bad.to_numpy() | ~okw, "priority_weight", "not a positive number", df["priority_weight"])
+        slo, bad = numbers(df, "slo")
+        chk.check(bad.to_numpy() | np.isnan(slo.to_numpy(float)) | np.isinf(slo.to_numpy(float)), "slo",
+                  "not a number (Gavel writes -1 for no SLO)", df["slo"])
+        extra = {"priority_weight": w.to_numpy(float), "slo": np.where(slo.to_numpy(float) > 0, slo, np.nan)}
     k = chk.keep
     jt = df["job_type"][k].astype(str).to_numpy()
     parsed = [parse_job_type(t) for t in jt]
@@ -109,7 +160,8 @@ def load_gavel_trace(
             "job_type": jt,
             "model": [p[0] for p in parsed],
             "batch_size": [p[1] if p[1] is not None else -1 for p in parsed],
-            "iterations": st,
+            "iterations": st / g,
+            **{c: v[k] for c, v in extra.items()},
         }
     )
     return finish(out, path), report

@@ -50,6 +50,11 @@ class Catalog:
             return float(model.speed[gpu_type])
         return float(self.gpu_type(gpu_type).speed)
 
+    def model_demand(self, p: ModelProfile, gpu_type: str) -> float:
+        """GPU demand of model ``p`` on ``gpu_type``: the fraction of the GPU's SMs it keeps busy alone (the MPS
+        share model's ``d``, :func:`gpucluster_env.interference.apply_shares`)."""
+        return p.gpu_demand
+
     def with_interference(self, interference: InterferenceModel) -> Catalog:
         """A copy of this catalog with another ground-truth interference model."""
         return Catalog(self.gpu_types, self.models, interference)

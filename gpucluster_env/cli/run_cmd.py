@@ -14,8 +14,11 @@ COLUMNS = (
     ("p95_jct_s", "p95 JCT s", "{:,.0f}"),
     ("avg_queue_s", "avg queue s", "{:,.0f}"),
     ("makespan_s", "makespan s", "{:,.0f}"),
-    ("gpu_utilization", "GPU util", "{:.1%}"),
+    ("gpu_occupancy", "GPU occ", "{:.1%}"),
+    ("sm_activity_est", "SM est", "{:.1%}"),
     ("sharing_utilization", "shared", "{:.1%}"),
+    ("sharing_benefit", "SB mean", "{:.2f}"),
+    ("sharing_benefit_median", "SB med", "{:.2f}"),
     ("colocations", "coloc", "{}"),
     ("preemptions", "preempt", "{}"),
     ("wall_s", "wall s", "{:.2f}"),
@@ -179,7 +182,7 @@ def _print_table(results: list[dict[str, Any]], args: argparse.Namespace, sc: An
         title += " · TRUNCATED: " + ", ".join(f"{r['policy']} finished {r['jobs_done']} of {r['jobs']}" for r in cut)
     table = Table(title=title)
     for _, head, _ in COLUMNS:
-        table.add_column(head, justify="left" if head == "policy" else "right")
+        table.add_column(head, justify="left" if head == "policy" else "right", no_wrap=head == "policy")
     for r in results:
         row = [_fmt(fmt, r[key]) for key, _, fmt in COLUMNS]
         if r["truncated"]:

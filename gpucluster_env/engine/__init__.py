@@ -8,6 +8,7 @@ from .actions import (
     Fork,
     Place,
     Preempt,
+    SetStealing,
     Squeeze,
     StalledError,
     Swell,
@@ -18,5 +19,5 @@ from .view import ClusterView
 
 __all__ = [
     "Action", "ActionError", "ClusterEngine", "ClusterView", "Colocate", "DONE", "EngineConfig", "FUTURE", "Fork",
-    "PENDING", "Place", "Preempt", "RUNNING", "Squeeze", "StalledError", "Swell", "Wait",
+    "PENDING", "Place", "Preempt", "RUNNING", "SetStealing", "Squeeze", "StalledError", "Swell", "Wait",
 ]

@@ -79,4 +79,14 @@ class Fork:
     gpus: tuple[int, ...] | None = None
 
 
-Action = Wait | Place | Colocate | Squeeze | Swell | Preempt | Fork
+@dataclass(frozen=True)
+class SetStealing:
+    """Gimbal's LISS for one job: turn lossless input sample stealing on or off (faster workers take samples
+    from slower ones). A parameter change, so no pause; turning it on for a running job re-checks memory for
+    the larger per-worker batches its faster workers then hold."""
+
+    job: int
+    on: bool
+
+
+Action = Wait | Place | Colocate | Squeeze | Swell | Preempt | Fork | SetStealing

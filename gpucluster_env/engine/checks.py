@@ -81,6 +81,10 @@ class Checks:
             raise ActionError(f"{self._typed(action)}: job {j} needs {self.req_gpus[j]} GPUs, got {len(g)}")
         if t is None and (self.slot_job[g, 1] >= 0).any():
             raise ActionError(f"{self._typed(action)}: a GPU of the set already holds two jobs")
+        if self.config.topology_rule:
+            why = self.topology_violation(j, g)
+            if why is not None:
+                raise ActionError(f"{self._typed(action)}: topology rule: {why}")
         batch = self._batch_l[j]
         p = self.profiles[self._model_l[j]]
         other = self.footprint.item(tenant) if tenant >= 0 else 0.0
@@ -146,3 +150,78 @@ class Checks:
             raise ActionError(f"{self._typed(action)}: copies must be >= 1")
         if gpus is not None and copies != 1:
             raise ActionError(f"{self._typed(action)}: an exact GPU set names one copy; use copies=1")
+
+    def _check_stealing(self, action: Action, j: int, on: bool) -> None:
+        """The checks of ``SetStealing(j, on)``: ``j`` pending or running, ``on`` a bool, and when LISS is
+        turned on for a running job, every worker's LISS micro-batch (:meth:`liss_micro_batches`) fitting in
+        its GPU's memory beside the GPU's other tenant."""
+        j = self._job_index(action, j)
+        if not isinstance(on, bool | np.bool_):
+            raise ActionError(f"{action}: on must be True or False, got {on!r}")
+        st = self.status.item(j)
+        if st not in (PENDING, RUNNING):
+            raise ActionError(f"{action}: job {j} is {STATUS_NAMES[st]}, not pending or running")
+        if not on or st != RUNNING:
+            return
+        p = self.profiles[self._model_l[j]]
+        for c in self._copy_consts[j]:
+            if c.n == 1:
+                continue
+            b = self.liss_micro_batches(j, c)
+            for g, bi in zip(c.gl, b.tolist(), strict=True):
+                other = next((int(x) for x in self.slot_job[g] if x >= 0 and x != j), -1)
+                room = self._type_mem_l[self._gpu_type_l[g]] - (self.footprint.item(other) if other >= 0 else 0.0)
+                fp = footprint_gb(p, bi, 1)
+                if not fits_memory(fp, room):
+                    raise ActionError(
+                        f"{action}: job {j}'s LISS micro-batch of {bi:.1f} samples on GPU {g} needs {fp:.1f} GB, "
+                        f"{room:.1f} GB free there"
+                    )
+
+    def liss_micro_batches(self, j: int, c: Any) -> np.ndarray:
+        """The micro-batch of each worker of job ``j``'s multi-GPU copy ``c`` under LISS at the workers' current
+        interference: the inverse of :func:`~gpucluster_env.engine.perf.copy_iter_time`'s balance, ``(alpha +
+        beta b_i) / v_i`` equal to the micro-step time ``tc`` for every worker (``v_i = speed_i / xi_i``), so
+        ``b_i = (tc v_i - alpha) / beta``, at least 0; they sum to ``n B/s`` unless a worker is clipped at 0."""
+        p = self.profiles[self._model_l[j]]
+        xi = self._copy_xi(j, c)
+        v = c.k.spd / xi
+        tc = max(c.k.steal_num / float(v.sum()), c.k.alpha / float(v.min()))
+        return np.maximum(0.0, (tc * v - p.alpha_s) / p.beta_s)
+
+    def topology_violation(self, j: int, g: np.ndarray) -> str | None:
+        """Why starting pending job ``j`` on GPUs ``g`` breaks Gimbal's topology rule ("topological
+        guaranteeing"), or None. (1) The job spans the fewest nodes possible: as few as the largest nodes of
+        its GPUs' types need to hold its world size. (2) A job colocates with one job only, a larger one (world
+        size), on GPUs all held by it, and that job is not itself colocated with a larger one: every packing
+        set is one largest job and smaller jobs packed on it alone. (3) Equal world sizes pack only balanced:
+        the very same GPUs, and the partner shares with no other job."""
+        n = len(g)
+        nodes = len(set(self.gpu_node[g].tolist()))
+        sizes = np.sort(self.node_size[np.isin(self.node_type, self.gpu_type[g])])[::-1]
+        fewest = int(np.searchsorted(np.cumsum(sizes), n)) + 1
+        if nodes > fewest:
+            return f"job {j} ({n} GPUs) would span {nodes} nodes; the fewest possible is {fewest}"
+        held = self.slot_job[g, 0]
+        tenants = sorted(set(held[held >= 0].tolist()))
+        if not tenants:
+            return None
+        if len(tenants) > 1:
+            return f"job {j} would share GPUs with jobs {tenants}; a job colocates with one larger job only"
+        p = tenants[0]
+        wj, wp = n, self._req_l[p]
+        partly_free = bool((held < 0).any())
+        partners = self._shared_with.get(p, {})
+        if wj > wp:
+            return f"job {j} ({wj} GPUs) would colocate with smaller job {p} ({wp} GPUs); only smaller with larger"
+        if wj == wp:
+            if partly_free or partners or set(g.tolist()) != set(self.gpus_of(p).tolist()):
+                return (f"job {j} and job {p} have the same world size ({wj} GPUs): only balanced packing, on "
+                        f"exactly job {p}'s GPUs and with no other partner")
+            return None
+        if partly_free:
+            return f"job {j} would run partly on free GPUs beside job {p}; a packed job shares all its GPUs"
+        bigger = [q for q in partners if self._req_l[q] >= wp]
+        if bigger:
+            return f"job {p} is packed with job {bigger[0]} (not smaller than it); it takes no more partners"
+        return None

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .actions import StalledError
+from .metrics import sm_activity_now
 from .state import PENDING, RUNNING
 
 FINISH, ROUND, TICK, IDLE = 1, 2, 3, 4  # event kinds; at equal times they run in this order
@@ -64,6 +65,7 @@ class Clock:
         if dt > 0:
             self.busy_gpu_s += dt * self.busy_gpus
             self.shared_gpu_s += dt * self.shared_gpus
+            self.sm_active_gpu_s += dt * sm_activity_now(self)
             self._acc_t = t
 
     def advance(self) -> tuple[str, ...]:

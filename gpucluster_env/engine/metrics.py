@@ -1,9 +1,18 @@
 """Metrics of an episode: JCT statistics, makespan, queueing, utilization, sharing, deadlines.
 
 Definitions follow Castor §9.2: JCT = finish - submit; makespan = last finish - first submit; queueing delay =
-time a job spends pending (before its first start and after each preemption); GPU utilization = busy GPU-time
-over available GPU-time (all GPUs over the makespan); sharing utilization = GPU-time with two jobs over the
-same; sharing benefit = t_solo / t_colocated per colocation decision.
+time a job spends pending (before its first start and after each preemption); sharing benefit = t_solo /
+t_colocated per colocation decision (eq. 24; mean and median over the decisions).
+
+Two utilization figures, not to be confused:
+
+* ``gpu_occupancy``: GPU-time holding at least one job over available GPU-time (all GPUs over the makespan). A
+  GPU counts as busy whatever its job does with it.
+* ``sm_activity_est``: an estimate of what Castor §9.2 measures with DCGM's SMACT (the fraction of time SMs
+  have a warp active), over the same GPU-time. Each worker keeps ``min(demand, share)`` of its GPU's SMs
+  active (its model's GPU demand on that GPU type, capped by its MPS active-thread share); a GPU's activity is
+  the sum over its (at most two) workers, capped at 1. Restart and calibration pauses count as active (the
+  estimate reads demand and shares only). ``sharing_utilization``: GPU-time with two jobs over the same.
 """
 
 from __future__ import annotations
@@ -12,6 +21,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+
+from ..interference import SHARE_STEP
+from .perf import fit_accumulation
 
 if TYPE_CHECKING:
     from .simulator import ClusterEngine
@@ -28,7 +40,7 @@ def episode_metrics(eng: ClusterEngine) -> dict[str, float]:
         makespan = nan
     eng._accumulate_util(eng.now)
     avail = eng.num_gpus * makespan if done.any() and makespan > 0 else nan
-    benefits = [s / c for _, s, c in eng.sharing_benefits if c > 0]
+    benefits = sharing_benefit_ratios(eng.sharing_benefits)
     has_dl = ~np.isnan(eng.deadline)
     met = done & has_dl & (eng.finish_t <= eng.deadline + 1e-9)
     out = {
@@ -39,7 +51,8 @@ def episode_metrics(eng: ClusterEngine) -> dict[str, float]:
         "p95_jct_s": float(np.percentile(jct, 95)) if len(jct) else nan,
         "makespan_s": makespan,
         "avg_queue_s": float(eng.queue_s[done].mean()) if len(jct) else nan,
-        "gpu_utilization": float(eng.busy_gpu_s / avail) if avail == avail else nan,
+        "gpu_occupancy": float(eng.busy_gpu_s / avail) if avail == avail else nan,
+        "sm_activity_est": float(eng.sm_active_gpu_s / avail) if avail == avail else nan,
         "sharing_utilization": float(eng.shared_gpu_s / avail) if avail == avail else nan,
         "avg_slowdown": float((jct / eng.solo_time[done]).mean()) if len(jct) else nan,
         "colocations": int(eng.counts["colocations"]),
@@ -49,9 +62,36 @@ def episode_metrics(eng: ClusterEngine) -> dict[str, float]:
         "swells": int(eng.counts["swells"]),
         "decisions": int(eng.counts["decisions"]),
         "sharing_benefit": float(np.mean(benefits)) if benefits else nan,
+        "sharing_benefit_median": float(np.median(benefits)) if benefits else nan,
         "deadline_satisfaction": float(met.sum() / has_dl.sum()) if has_dl.any() else nan,
     }
     return out
+
+
+def sharing_benefit_ratios(records: list[tuple[int, float, float]]) -> list[float]:
+    """The sharing benefit ``t_solo / t_co`` of each colocation decision in ``records`` (the engine's
+    ``sharing_benefits``: ``(job, t_solo, t_co)``), skipping a zero ``t_co``."""
+    return [s / c for _, s, c in records if c > 0]
+
+
+def worker_demand(eng: ClusterEngine, types: np.ndarray, models: np.ndarray) -> np.ndarray:
+    """The GPU demand (fraction of the SMs kept busy alone) of models ``models`` on GPU types ``types``
+    (broadcast together), read from the engine's static tables."""
+    return eng.demand_tm[types, models]
+
+
+def sm_activity_now(eng: ClusterEngine) -> float:
+    """Estimated active SMs summed over the GPUs now (in GPUs: 1 = one GPU's SMs all active); see the module
+    docstring. Recomputed only when the GPUs' tenants or shares have changed since the last call."""
+    key = (eng.epoch, eng.gpu_version, eng.counts["squeezes"], eng.counts["swells"])
+    if key != eng._sm_key:
+        sj = eng.slot_job
+        held = sj >= 0
+        d = worker_demand(eng, eng.gpu_type[:, None], eng.job_model[np.maximum(sj, 0)])
+        act = np.where(held, np.minimum(d, eng.slot_share * SHARE_STEP), 0.0)
+        eng._sm_now = float(np.minimum(1.0, act.sum(axis=1)).sum())
+        eng._sm_key = key
+    return eng._sm_now
 
 
 def job_table(eng: ClusterEngine) -> pd.DataFrame:
@@ -96,7 +136,9 @@ def sharing_benefit(
     """Castor §9.2's sharing benefit of job ``j`` just colocated with ``partners``: ``(j, t_solo, t_co)``, its
     JCT had it waited for its partners to finish (at their rates ``rate_before``) and then run alone, and its
     JCT colocated (shared rate until the partners finish at their shared rates, then alone), both assuming no
-    further arrivals. ``solo_iter``: j's iteration time alone on its GPUs."""
+    further arrivals. ``solo_iter``: j's iteration time alone on its GPUs at its colocated accumulation (the
+    pace of ``t_co`` once the partners are done); ``t_solo`` runs it alone at the accumulation it would have
+    had alone on the same GPUs (:func:`solo_accumulation`), not at the colocated one."""
     t = eng.now
     rem, rate = eng.remaining, eng.rate
     if len(partners) == 1:  # max() of one value
@@ -107,7 +149,10 @@ def sharing_benefit(
         wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
     since = t - eng._submit_l[j]
     rj = rem.item(j)
-    t_solo = since + wait + rj * solo_iter
+    g = eng.copies[j][0]
+    own = solo_accumulation(eng, j, g)
+    own_iter = solo_iter if own == eng.accum.item(j) else eng.iter_time_for(j, g, own)
+    t_solo = since + wait + rj * own_iter
     shared_rate = rate.item(j)
     if len(partners) == 1:
         r = rate.item(p)
@@ -121,3 +166,11 @@ def sharing_benefit(
         t_co = p_done + (rj - shared_rate * p_done) * solo_iter
     t_co += since
     return (j, np.float64(t_solo), np.float64(t_co))
+
+
+def solo_accumulation(eng: ClusterEngine, j: int, g: np.ndarray) -> int:
+    """The accumulation job ``j`` would start with alone on GPUs ``g``: the smallest power of two that fits the
+    whole memory of every GPU type of ``g`` (the job runs there, so one fits)."""
+    p, batch = eng.profiles[eng._model_l[j]], eng._batch_l[j]
+    fits = [fit_accumulation(p, batch, eng._type_mem_l[t]) for t in {eng._gpu_type_l[x] for x in g.tolist()}]
+    return max(s for s in fits if s is not None)

@@ -10,9 +10,11 @@ annotation and the reproduction scripts evaluate.
 * **A copy's constants** (:class:`CopyModel`, :func:`copy_model`): everything the iteration time of one gang
   (a job's copy on fixed GPUs at a fixed accumulation) needs that partners and shares cannot change.
 * **Iteration time** (:func:`copy_iter_time`, :func:`paced_iter_time`): Castor eq. 1-3 for one copy given each
-  worker's interference ratio; a synchronous gang runs at the pace of its slowest worker, or, with sample
-  stealing (Gimbal's LISS), at the pace where every worker finishes together. :func:`solo_iter_time` is the
-  same model for a job alone on one GPU type (the engine's solo times, trace annotation, offered load).
+  worker's interference ratio, which slows the whole iteration (eq. 4-5: the micro-steps and the all-reduce)
+  or, in interference scope "compute", the micro-steps only; a synchronous gang runs at the pace of its
+  slowest worker, or, with sample stealing (Gimbal's LISS), at the pace where every worker finishes
+  together. :func:`solo_iter_time` is the same model, in the same rounding order, for a job alone on one GPU
+  type (the engine's solo times, trace annotation, offered load).
 
 Eq. 2 (all-reduce time) and eq. 3 (overlap of the last micro-step with the all-reduce) themselves live in
 :mod:`gpucluster_env.workloads` (:func:`~gpucluster_env.workloads.comm_time`,
@@ -67,29 +69,23 @@ def accumulations(p: ModelProfile, batch: int, room_gb: float) -> list[int]:
     return out
 
 
-def xi_table(
-    xi_free: np.ndarray, demand: np.ndarray, max_tenths: int, share_step: float, single: bool = False
-) -> np.ndarray:
+def xi_table(xi_free: np.ndarray, demand: np.ndarray, max_tenths: int) -> np.ndarray:
     """Every worker interference ratio under MPS shares, indexed ``[type, own model + 1, partner model + 1,
-    own share, partner share]`` (shares in tenths, ``0..max_tenths``; partner model 0: no partner; own model
-    0 is padding), computed elementwise by :func:`~gpucluster_env.interference.apply_shares` on
-    ``xi_free[type, own, partner]`` (free-competition ratios) and ``demand[own]`` (GPU demand). ``single``:
-    the table of single-GPU copies, whose shares are counted in tenths (``apply_shares``'s ``share_unit``;
-    the same values up to the rounding of one product)."""
+    own share, partner share]`` (shares in tenths, ``0..max_tenths``, the share being ``tenths /
+    max_tenths``; partner model 0: no partner; own model 0 is padding), computed elementwise by
+    :func:`~gpucluster_env.interference.apply_shares` on ``xi_free[type, own, partner]`` (free-competition
+    ratios) and ``demand[type, own]`` (GPU demand). The engine's only source of worker ratios."""
     nt, nm = xi_free.shape[0], xi_free.shape[1]
     t_ = np.arange(nt).reshape(nt, 1, 1, 1, 1)
     m1 = np.arange(nm + 1).reshape(1, nm + 1, 1, 1, 1)
     pm1 = np.arange(nm + 1).reshape(1, 1, nm + 1, 1, 1)
-    tenths = np.arange(max_tenths + 1, dtype=np.int64)
+    shares = np.arange(max_tenths + 1) / max_tenths  # correctly rounded: tenths summing to 10 give 1.0
     m = np.maximum(m1 - 1, 0)
     has = pm1 > 0
     xi0 = xi_free[t_, m, np.where(has, pm1 - 1, 0)]
-    with np.errstate(divide="ignore"):  # own share 0 never occurs
-        if single:
-            return apply_shares(xi0, demand[m], tenths.reshape(1, 1, 1, -1, 1), tenths.reshape(1, 1, 1, 1, -1),
-                                has, share_unit=share_step)
-        return apply_shares(xi0, demand[m], tenths.reshape(1, 1, 1, -1, 1) * share_step,
-                            tenths.reshape(1, 1, 1, 1, -1) * share_step, has)
+    with np.errstate(divide="ignore", invalid="ignore"):  # own share 0 never occurs
+        return apply_shares(xi0, demand[t_, m], shares.reshape(1, 1, 1, -1, 1), shares.reshape(1, 1, 1, 1, -1),
+                            has)
 
 
 class CopyModel:
@@ -97,12 +93,13 @@ class CopyModel:
     ``batch`` and accumulation ``s`` on GPUs with per-worker speeds ``spd``, over ``n_nodes`` nodes.
 
     ``homog``: one GPU type (then ``t`` is it and ``speed`` its speed as a Python float; ``t`` is -1
-    otherwise). ``n == 1``: ``sab`` = ``s * (alpha + beta * B/s)``. ``n > 1``: ``tcn`` = ``alpha + beta *
-    B/s`` (numerator of the compute time, ``tcnf`` as a Python float), ``steal_num`` = ``n alpha + beta (B/s)
-    n`` (LISS numerator), ``comm`` (eq. 2). ``min_mem``: smallest GPU memory; ``solo_iter``: the iteration time
-    with every worker at xi = 1."""
+    otherwise). ``tcnf`` = ``alpha + beta * B/s`` (numerator of the micro-step's compute time, a Python
+    float); for ``n > 1`` ``steal_num`` = ``n alpha + beta (B/s) n`` (LISS numerator) and ``comm`` (eq. 2;
+    0 for one worker). ``comm_xi``: interference also multiplies the all-reduce (``interference_scope ==
+    "iteration"``). ``min_mem``: smallest GPU memory; ``solo_iter``: the iteration time with every worker
+    at xi = 1."""
 
-    __slots__ = ("n", "s", "t", "homog", "stealing", "speed", "sab", "tcn", "tcnf", "steal_num", "alpha", "spd",
+    __slots__ = ("n", "s", "t", "homog", "stealing", "comm_xi", "speed", "tcnf", "steal_num", "alpha", "spd",
                  "comm", "delta", "n_nodes", "min_mem", "solo_iter")
 
     n: int
@@ -110,9 +107,8 @@ class CopyModel:
     t: int
     homog: bool
     stealing: bool
+    comm_xi: bool
     speed: float
-    sab: float
-    tcn: float
     tcnf: float
     steal_num: float
     alpha: float
@@ -126,26 +122,19 @@ class CopyModel:
 
 def copy_model(
     p: ModelProfile, batch: int, s: int, spd: np.ndarray, t: int, n_nodes: int, intra_bw: float,
-    inter_bw: float, min_mem: float, stealing: bool,
+    inter_bw: float, min_mem: float, stealing: bool, comm_xi: bool = True,
 ) -> CopyModel:
     """The :class:`CopyModel` of a copy of model ``p`` (per-GPU batch ``batch``, accumulation ``s``) whose
     workers have speeds ``spd`` (a float64 array, one per GPU); ``t``: the one GPU type of the copy, or -1 when
     mixed; ``intra_bw``: the slowest intra-node bandwidth of its GPU types; ``min_mem``: the smallest GPU
-    memory."""
+    memory; ``comm_xi``: whether interference multiplies the all-reduce too (Castor eq. 4-5)."""
     k = CopyModel()
     n = len(spd)
-    k.n, k.s, k.t, k.homog, k.stealing = n, s, t, t >= 0, stealing
+    k.n, k.s, k.t, k.homog, k.stealing, k.comm_xi = n, s, t, t >= 0, stealing, comm_xi
     k.n_nodes, k.min_mem, k.delta, k.alpha = n_nodes, min_mem, p.delta, p.alpha_s
     k.spd = spd
-    if n == 1:
-        k.speed = float(spd[0])
-        k.sab = s * (p.alpha_s + p.beta_s * (batch / s))
-        k.comm = 0.0
-        k.solo_iter = copy_iter_time(k, 1.0)
-        return k
-    b = np.int64(batch) / s
-    k.tcn = p.alpha_s + p.beta_s * b
-    k.tcnf = float(k.tcn)
+    b = batch / s
+    k.tcnf = p.alpha_s + p.beta_s * b  # as ModelProfile.t_comp's numerator
     k.steal_num = n * p.alpha_s + p.beta_s * b * n
     k.speed = float(spd[0]) if t >= 0 else float("nan")
     k.comm = comm_time(p, n, n_nodes, intra_bw, inter_bw)
@@ -154,29 +143,35 @@ def copy_model(
 
 
 def copy_iter_time(k: CopyModel, xi: np.ndarray | float) -> float:
-    """Iteration time of the copy ``k`` when each worker's compute is slowed by ``xi`` (one ratio per worker,
-    or one for all): Castor eq. 1-3 paced by the slowest worker, or by LISS when ``k.stealing``.
+    """Iteration time of the copy ``k`` when each worker ``i`` is slowed by its interference ratio ``xi_i``
+    (one per worker, or one for all): Castor eq. 1-3 and 4-5.
 
-    One worker: ``s (alpha + beta B/s) xi / speed``. Several: worker ``i`` runs at ``v_i = speed_i / xi_i``;
-    the micro-step takes ``(alpha + beta B/s) / min v`` (slowest worker), or with LISS the per-worker batches
-    ``b_i`` make ``(alpha + beta b_i) / v_i`` equal with ``sum b_i = n B/s`` -- no worker takes fewer than 0
-    samples, and an empty one still pays its fixed alpha, so never below ``alpha / min v``; then eq. 3."""
-    if k.n == 1:
-        x = xi if type(xi) is float else float(np.asarray(xi).reshape(-1)[0])
-        return k.sab * x / k.speed
-    v = k.spd / xi
+    Worker ``i`` computes at ``v_i = speed_i / xi_i``; the micro-step takes ``(alpha + beta B/s) / min v``
+    (the slowest worker paces the gang), or with LISS (``k.stealing``) the per-worker batches ``b_i`` make
+    ``(alpha + beta b_i) / v_i`` equal with ``sum b_i = n B/s`` -- no worker takes fewer than 0 samples, and
+    an empty one still pays its fixed alpha, so never below ``alpha / min v``. The all-reduce is multiplied by
+    ``max xi_i`` when ``k.comm_xi`` (interference scope "iteration"), then eq. 3. For one GPU type without
+    LISS this is exactly eq. 4-5, ``t_iter(xi = 1) * max xi`` (eq. 3 is homogeneous of degree 1), up to
+    rounding."""
+    if type(xi) is float and not (k.stealing and k.n > 1):
+        vmin = k.speed / xi if k.homog else float((k.spd / xi).min())
+        return paced_iter_time(k, vmin, xi if k.comm_xi else 1.0)
+    xa = np.asarray(xi, dtype=float)
+    v = k.spd / xa
     vmin = float(v.min())
-    if k.stealing:
+    xc = float(xa.max()) if k.comm_xi else 1.0
+    if k.stealing and k.n > 1:
         tc = max(k.steal_num / float(v.sum()), k.alpha / vmin)
-        return float(iteration_time(tc, k.s, k.comm, k.delta))
-    return paced_iter_time(k, vmin)
+        return float(iteration_time(tc, k.s, k.comm * xc, k.delta))
+    return paced_iter_time(k, vmin, xc)
 
 
-def paced_iter_time(k: CopyModel, vmin: float) -> float:
-    """Iteration time of the multi-worker copy ``k`` without sample stealing when its slowest worker runs at
-    ``vmin`` (speed / xi): ``(alpha + beta B/s) / vmin`` per micro-step, then eq. 3. For one GPU type,
+def paced_iter_time(k: CopyModel, vmin: float, xcomm: float) -> float:
+    """Iteration time of the copy ``k`` paced by its slowest worker, which computes at ``vmin`` (speed / xi),
+    with the all-reduce multiplied by ``xcomm``: ``(alpha + beta B/s) / vmin`` per micro-step, then eq. 3.
+    One worker: ``s (alpha + beta B/s) / vmin``, the same order as :func:`solo_iter_time`. For one GPU type,
     ``vmin = speed / max xi`` exactly (division rounds monotonically), which the engine's hot path uses."""
-    return float(iteration_time(k.tcnf / vmin, k.s, k.comm, k.delta))
+    return float(iteration_time(k.tcnf / vmin, k.s, k.comm * xcomm, k.delta))
 
 
 def solo_iter_time(

@@ -22,25 +22,28 @@ class Rates:
     config: Any
     _copy_consts: dict[int, list[Copy]]
 
-    def _copy_model(self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int) -> CopyModel:
+    def _copy_model(
+        self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int, stealing: bool
+    ) -> CopyModel:
         """The performance constants of a copy of model ``m`` (per-GPU batch ``batch``, accumulation ``s``) on
-        GPUs ``gl`` over ``n_nodes`` nodes; ``t``: their one GPU type, or -1. One-type copies are cached by
-        (model, batch, accumulation, type, GPUs, nodes), of which they are a pure function."""
+        GPUs ``gl`` over ``n_nodes`` nodes, with sample stealing (LISS) or not; ``t``: their one GPU type, or
+        -1. One-type copies are cached by (model, batch, accumulation, type, GPUs, nodes, stealing), of which
+        they are a pure function."""
         n = len(gl)
         if t >= 0:
-            key = (m, batch, s, t, n, n_nodes)
+            key = (m, batch, s, t, n, n_nodes, stealing)
             k = self._copy_models.get(key)
             if k is None:
                 k = self._copy_models[key] = copy_model(
                     self.profiles[m], batch, s, np.full(n, self.speed_mt[m, t]), t, n_nodes,
                     float(self.type_intra_bw[t]), self.cluster.inter_node_bw_gbps, float(self.type_mem[t]),
-                    self.config.sample_stealing)
+                    stealing, self._comm_xi)
             return k
         types = self.gpu_type[gl]
         return copy_model(
             self.profiles[m], batch, s, self.speed_mt[m, types], -1, n_nodes,
             float(self.type_intra_bw[types].min()), self.cluster.inter_node_bw_gbps,
-            float(self.type_mem[types].min()), self.config.sample_stealing)
+            float(self.type_mem[types].min()), stealing, self._comm_xi)
 
     def _new_copy(self, j: int, g: np.ndarray, s: int, gl: list[int] | None = None) -> Copy:
         """A :class:`~gpucluster_env.engine.occupancy.Copy` of job ``j`` on ``g`` at accumulation ``s``
@@ -61,9 +64,9 @@ class Rates:
                 t = -1
                 c.types = self.gpu_type[g]
         c.t = t
-        c.k = self._copy_model(m, self._batch_l[j], s, gl, t, c.n_nodes)
+        c.k = self._copy_model(m, self._batch_l[j], s, gl, t, c.n_nodes, self.stealing.item(j))
         if t >= 0:
-            c.xi_tl = (self._xi1_tab_l if n == 1 else self._xi_tab_l)[t][m + 1]
+            c.xi_tl = self._xi_tab_l[t][m + 1]
             c.xi_tm = self._xi_tab[t, m + 1]
         return c
 
@@ -78,7 +81,7 @@ class Rates:
             mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
             partner = sj.item(other)
             x = c.xi_tl[self._model_l[partner] + 1 if partner >= 0 else 0][ss.item(mine)][ss.item(other)]
-            return k.sab * x / k.speed
+            return paced_iter_time(k, k.speed / x, x)  # no all-reduce: the scope does not matter
         if c.t >= 0 and not k.stealing:
             # The largest worker xi from a few table lookups, when j and each of its partners has one MPS share
             # on all its GPUs (then each worker's xi is that of its partner, or of no partner).
@@ -96,7 +99,7 @@ class Rates:
                     if x > xmax:
                         xmax = x
                 else:  # the slowest worker: speed / max xi (division rounds monotonically)
-                    return paced_iter_time(k, k.speed / xmax)
+                    return paced_iter_time(k, k.speed / xmax, xmax if k.comm_xi else 1.0)
         return copy_iter_time(k, self._copy_xi(j, c))
 
     def _copy_xi(self, j: int, c: Copy) -> np.ndarray:
@@ -136,9 +139,10 @@ class Rates:
         return copy_iter_time(c.k, self._copy_xi(j, c))
 
     def iter_time_for(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
-        """Iteration time of one copy of job ``j`` on ``gpus`` at accumulation ``s`` with each worker's compute
-        slowed by ``xi`` (Castor eq. 1-3, slowest-worker pacing or LISS). Pure: reads no dynamic state, so
-        agents may use it to evaluate hypothetical placements with their own predicted ``xi``."""
+        """Iteration time of one copy of job ``j`` on ``gpus`` at accumulation ``s`` with each worker slowed by
+        ``xi`` (Castor eq. 1-3 and 4-5 under the engine's interference scope, slowest-worker pacing or LISS).
+        Pure: reads no dynamic state, so agents may use it to evaluate hypothetical placements with their own
+        predicted ``xi``."""
         g = np.asarray(gpus, dtype=np.int64)
         gl = g.tolist()
         gt = self._gpu_type_l
@@ -146,7 +150,7 @@ class Rates:
         if any(gt[x] != t for x in gl):
             t = -1
         n_nodes = len({self._gpu_node_l[x] for x in gl})
-        k = self._copy_model(self._model_l[j], self._batch_l[j], int(s), gl, t, n_nodes)
+        k = self._copy_model(self._model_l[j], self._batch_l[j], int(s), gl, t, n_nodes, self.stealing.item(j))
         return copy_iter_time(k, xi if type(xi) is float else np.asarray(xi, dtype=float))
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:

@@ -33,7 +33,7 @@ from ..catalog import Catalog, default_catalog
 from ..hardware import ClusterSpec
 from ..jobs import validate_jobs
 from . import placement
-from .actions import Action, ActionError, Colocate, Fork, Place, Preempt, Squeeze, Swell, Wait
+from .actions import Action, ActionError, Colocate, Fork, Place, Preempt, SetStealing, Squeeze, Swell, Wait
 from .checks import Checks
 from .clock import Clock
 from .occupancy import Occupancy
@@ -103,8 +103,24 @@ class ClusterEngine(EngineState, Clock, Occupancy, Rates, Checks, Transitions):
             self._preempt(self._running_index(action, action.job))
         elif isinstance(action, Fork):
             self._fork(action, action.job, action.copies, action.gpus)
+        elif isinstance(action, SetStealing):
+            self._set_stealing(action)
         else:
             raise ActionError(f"unknown action {action!r}")
+
+    def _set_stealing(self, action: SetStealing) -> None:
+        """Turn LISS on or off for one job, at no cost (Gimbal: a LISS switch "involves only parameter
+        changes"): a running job's copies get the performance constants of the new setting and its rate is
+        recomputed."""
+        j = int(action.job)
+        self._check_stealing(action, j, action.on)
+        self.stealing[j] = on = bool(action.on)
+        if self.status.item(j) == RUNNING:
+            for c in self._copy_consts[j]:
+                c.k = self._copy_model(self._model_l[j], self._batch_l[j], self.accum.item(j), c.gl, c.t,
+                                       c.n_nodes, on)
+            self.solo_rate[j] = 1.0 / self._copy_consts[j][0].k.solo_iter
+            self._rerate([j], self.now)
 
     # Fast entry points: the typed actions' work from plain ints, without building the action objects (each
     # builds its typed action only to name it in an ActionError). ``apply`` runs the same code for those

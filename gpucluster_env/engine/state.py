@@ -63,7 +63,10 @@ class EngineState:
         self.speed_mt = np.array(
             [[cat.model_speed(p, t) for t in self.type_names] for p in self.profiles], dtype=float
         ).reshape(nm, nt)
-        self.demand_m = np.array([p.gpu_demand for p in self.profiles])
+        # GPU demand of each model on each type (the share model's d), [type, model]
+        self.demand_tm = np.array(
+            [[cat.model_demand(p, t) for p in self.profiles] for t in self.type_names], dtype=float
+        ).reshape(nt, nm)
         self.xi_free = np.ones((nt, nm, nm))
         for ti, t in enumerate(self.type_names):
             for a, pa in enumerate(self.profiles):
@@ -98,15 +101,15 @@ class EngineState:
         """Static lookup tables of the hot paths (pure functions of the catalog, cluster and job table)."""
         nm = len(self.model_names)
         # Worker interference ratio under MPS shares for every GPU type, own model + 1, partner model + 1 (0:
-        # no partner), own share and partner share in tenths (perf.xi_table).
-        self._xi_tab = xi_table(self.xi_free, self.demand_m, TENTHS_MAX, SHARE_STEP)
+        # no partner), own share and partner share in tenths (perf.xi_table), for copies of any size.
+        self._xi_tab = xi_table(self.xi_free, self.demand_tm, TENTHS_MAX)
+        self._comm_xi = self.config.interference_scope == "iteration"  # xi multiplies the all-reduce too
         self._jm1 = np.append(self.job_model + 1, 0)  # model + 1 by job index; index -1 (no job) gives 0
         self._gpu_nt = self.gpu_node * len(self.type_names) + self.gpu_type  # flat index into free_nt
         self._type_order_m = [[int(t) for t in np.argsort(-self.speed_mt[mi], kind="stable")] for mi in range(nm)]
         # The same static values as Python lists (scalar reads from a list cost a fraction of numpy's): the
         # list entries are the arrays' values converted exactly (int64 -> int, float64 -> float).
         self._xi_tab_l = self._xi_tab.tolist()  # [type][own model + 1][partner model + 1][own][partner]
-        self._xi1_tab_l = xi_table(self.xi_free, self.demand_m, TENTHS_MAX, SHARE_STEP, single=True).tolist()
         self._type_mem_l = self.type_mem.tolist()
         self._req_l = self.req_gpus.tolist()
         self._model_l = self.job_model.tolist()
@@ -203,8 +206,12 @@ class EngineState:
         self.share_lo = np.full(J, TENTHS_MAX, dtype=np.int64)  # min / max MPS share over its GPUs (tenths)
         self.share_hi = np.full(J, TENTHS_MAX, dtype=np.int64)
         self.solo_rate = np.zeros(J)  # rate the job would have with no partners, at shares of 100%
+        self.stealing = np.full(J, self.config.sample_stealing, dtype=bool)  # LISS per job (SetStealing)
         self.busy_gpu_s = 0.0
         self.shared_gpu_s = 0.0
+        self.sm_active_gpu_s = 0.0  # estimated active-SM GPU-time (engine.metrics.sm_activity_now)
+        self._sm_key: tuple | None = None
+        self._sm_now = 0.0
         self._acc_t = 0.0
         self._idle_ticks = 0
         self.counts = {"colocations": 0, "preemptions": 0, "forks": 0, "squeezes": 0, "swells": 0,

@@ -10,7 +10,7 @@ from gymnasium import spaces
 
 from ..catalog import Catalog
 from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
-from ..engine.actions import Colocate, Fork, Place, Preempt, Squeeze, Swell
+from ..engine.actions import Colocate, Fork, Place, Preempt, SetStealing, Squeeze, Swell
 from ..engine.build import make_engine
 from ..registration import registered_ids_text
 from ..scenarios import Scenario, get_scenario
@@ -23,7 +23,7 @@ ACTION_KINDS = ("place", "colocate", "squeeze", "swell", "preempt", "fork")
 LAYOUTS = ("compact", "full")
 DEFAULT_MIN_RUN_S = 600.0
 """Minimum run quantum before a job may be preempted where the scenario has no rounds (else one round)."""
-_TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork)
+_TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork, SetStealing)
 _KIND_ACTION = {PLACE: Place, COLOCATE: Colocate, SQUEEZE: Squeeze, SWELL: Swell, PREEMPT: Preempt, FORK: Fork}
 
 
@@ -438,6 +438,8 @@ class GPUClusterEnv(gym.Env):
             else:
                 self._mask_arr[L.fork_off:] = self._fork_cache
         self.rules.restrict(self._mask_arr, L, self._pending, self._running, eng.now)
+        if eng.config.topology_rule:
+            self.codec.restrict_topology(self._mask_arr, eng, self._pending, self._running, self.obs_builder.xi_tab)
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine

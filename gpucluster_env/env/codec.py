@@ -305,6 +305,24 @@ class ActionCodec:
         if len(running) and "fork" in allow and eng.config.round_s is not None:
             m[L.fork_off:L.fork_off + len(running)] = [eng.plan_fork(int(j)) is not None for j in running]
 
+    def restrict_topology(self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray,
+                          xi_tab: np.ndarray) -> None:
+        """Clear, in place, the place, share and colocate actions of ``m`` whose GPU set (planned as the engine
+        plans it) breaks the engine's topology rule
+        (:meth:`~gpucluster_env.engine.checks.Checks.topology_violation`), for scenarios that switch it on;
+        the mask stays exact."""
+        L = self.layout
+        for a in (np.flatnonzero(m[L.place_off:L.squeeze_off]) + L.place_off).tolist():
+            act = self.decode(a, pending, running, eng, xi_tab)
+            if isinstance(act, Place):
+                g = eng.plan_place(act.job, act.gpu_type)
+            elif act.gpus is not None:
+                g = np.asarray(act.gpus, dtype=np.int64)
+            else:
+                g = eng.plan_colocate(act.job, act.partner)
+            if g is None or eng.topology_violation(act.job, g) is not None:
+                m[a] = False
+
 
 RunningInputs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 """Per running job of the window: GPUs it holds alone, memory left beside it plus 1e-9, whether it can be

@@ -63,7 +63,7 @@ def queue_table(eng, n: int = 10) -> Table:  # noqa: ANN001
 
 def status_line(eng) -> Text:  # noqa: ANN001
     m = eng.metrics()
-    util = m["gpu_utilization"]
+    util = m["gpu_occupancy"]
     return Text.assemble(
         ("t = ", "bold"), f"{eng.now:,.0f} s   ",
         ("done ", "bold"), f"{eng.n_done}/{eng.n_jobs}   ",
@@ -71,7 +71,7 @@ def status_line(eng) -> Text:  # noqa: ANN001
         ("free GPUs ", "bold"), f"{int(eng.free_mask().sum())}/{eng.num_gpus}   ",
         ("shared GPUs ", "bold"), f"{eng.shared_gpus}   ",
         ("avg JCT ", "bold"), f"{m['avg_jct_s']:,.0f} s   " if m["jobs_done"] else "–   ",
-        ("util ", "bold"), f"{util:.0%}" if util == util else "–",
+        ("occupancy ", "bold"), f"{util:.0%}" if util == util else "–",
     )
 
 

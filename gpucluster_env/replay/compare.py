@@ -55,7 +55,7 @@ class CompareView:
             table.add_column(f"{name}: {tl.record.header['policy']}"[:16], justify="right")
         table.add_column("B − A", justify="right")
         rows = (("jobs done", "jobs_done", "n"), ("avg JCT (done)", "avg_jct_s", "s"),
-                ("total JCT", "total_jct_s", "s"), ("GPU util", "gpu_utilization", "%"),
+                ("total JCT", "total_jct_s", "s"), ("GPU occupancy", "gpu_occupancy", "%"),
                 ("shared", "sharing_utilization", "%"))
         for label, key, fmt in rows:
             table.add_row(label, _val(ma[key], fmt), _val(mb[key], fmt), _diff(ma[key], mb[key], fmt))

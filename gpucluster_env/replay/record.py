@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
-from ..engine import Action, Colocate, Fork, Place, Preempt, Squeeze, Swell, Wait
+from ..engine import Action, Colocate, Fork, Place, Preempt, SetStealing, Squeeze, Swell, Wait
 
 RECORD_FORMAT = "gpucluster-replay"
 RECORD_VERSION = 2
@@ -39,7 +39,7 @@ READABLE_VERSIONS = (1, 2)
 EVENT_KINDS = frozenset({"arrive", "start", "finish", "preempt", "squeeze", "swell", "fork", "round"})
 
 _TYPED: dict[str, type] = {"wait": Wait, "place": Place, "colocate": Colocate, "squeeze": Squeeze,
-                           "swell": Swell, "preempt": Preempt, "fork": Fork}
+                           "swell": Swell, "preempt": Preempt, "fork": Fork, "set_stealing": SetStealing}
 _TYPE_NAME = {cls: name for name, cls in _TYPED.items()}
 
 

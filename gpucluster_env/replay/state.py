@@ -205,7 +205,7 @@ class Timeline:
         return {
             "jobs_done": a.done,
             "avg_jct_s": a.jct_sum / a.done if a.done else None,
-            "gpu_utilization": a.busy_area / (self.num_gpus * span) if span > 0 else None,
+            "gpu_occupancy": a.busy_area / (self.num_gpus * span) if span > 0 else None,
             "sharing_utilization": a.shared_area / (self.num_gpus * span) if span > 0 else None,
             "total_jct_s": a.in_system_area,
         }

@@ -82,7 +82,7 @@ class FrameView:
         return Text.assemble(
             ("done ", "bold"), f"{m['jobs_done']}/{len(self.tl.jobs)} ",
             ("run ", "bold"), f"{len(state.running)} ", ("queue ", "bold"), f"{len(state.pending)} ",
-            ("JCT ", "bold"), f"{fmt_s(m['avg_jct_s'])} ", ("util ", "bold"), f"{_pct(m['gpu_utilization'])} ",
+            ("JCT ", "bold"), f"{fmt_s(m['avg_jct_s'])} ", ("occupancy ", "bold"), f"{_pct(m['gpu_occupancy'])} ",
             ("shared ", "bold"), f"{_pct(m['sharing_utilization'])}",
             no_wrap=True, overflow="ellipsis",
         )
