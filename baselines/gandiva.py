@@ -27,7 +27,7 @@ from ..engine import Action, Colocate, Place, Preempt, Wait
 from ..engine.view import ClusterView
 from .base import Policy, register_policy
 from .castor import XiPredictor
-from .gimbal_rules import colocation_allowed, host_gpus, optimal_topology, packing_sets
+from .gimbal_rules import TopologyRule, packing_sets, partner_gpus
 from .gimbal_search import ThroughputModel
 from .profiled import JobFacts
 
@@ -52,6 +52,7 @@ class Gandiva(Policy):
         self.tick_s = float(tick_s)
         self.predictor = predictor
         self.facts: JobFacts | None = None
+        self.rule: TopologyRule | None = None  # set by reset
         self.model: ThroughputModel | None = None
         self.harmful: set[tuple[int, int]] = set()
         self.unpacked = 0
@@ -60,6 +61,7 @@ class Gandiva(Policy):
     def reset(self, env: Any) -> None:
         super().reset(env)
         self.facts = JobFacts(env)
+        self.rule = TopologyRule(env)
         view = self.view(env)
         facts = self.facts
         self.model = ThroughputModel(view, lambda j, t: facts.demand(view, j, t), self.predictor)
@@ -80,18 +82,6 @@ class Gandiva(Policy):
         ma, mb = view.model_index(a), view.model_index(b)
         return (ma, mb) if ma <= mb else (mb, ma)
 
-    def partner_gpus(self, view: ClusterView, j: int, p: int) -> np.ndarray | None:
-        """GPUs for pending job ``j`` beside running ``p`` (equal size and alone; or larger under ``unequal``)."""
-        n_j, n_p = int(view.req_gpus[j]), int(view.req_gpus[p])
-        if n_p == n_j:
-            if view.partners_of(p) or len(view.single_gpus_of(p)) != n_p:
-                return None
-            g = np.sort(view.gpus_of(p))
-            return g if not self.unequal or colocation_allowed(view, j, g) else None
-        if self.unequal and n_p > n_j:
-            return host_gpus(view, j, p)
-        return None
-
     def pack(self, view: ClusterView, j: int) -> Colocate | None:
         """Gandiva's packing choice for pending job ``j``: the least-utilized qualifying partner."""
         assert self.facts is not None
@@ -99,7 +89,7 @@ class Gandiva(Policy):
         for p in view.running_jobs().tolist():
             if self.pair_key(view, j, p) in self.harmful:
                 continue
-            g = self.partner_gpus(view, j, p)
+            g = partner_gpus(view, self.rule, j, p, self.unequal)
             if g is None or not view.fits_on(j, g, 1).all():
                 continue
             u = self.facts.demand(view, p, int(view.gpu_type[g[0]]))
@@ -149,7 +139,7 @@ class Gandiva(Policy):
             return Wait()
         for j in self.order(view):
             g = view.plan_place(j)
-            if g is not None and (not self.unequal or optimal_topology(view, g)):
+            if g is not None and self.rule.allows(j, g):
                 return Place(j, gpus=tuple(int(x) for x in g))
             a = self.pack(view, j)
             if a is not None:

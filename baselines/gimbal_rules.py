@@ -1,20 +1,20 @@
-"""Gimbal's packing constraints (gimbal §5.1) and job packing sets, as read-only functions over the view.
+"""Gimbal's packing constraints (gimbal §5.1) as the packing schedulers use them, and job packing sets.
 
-* **Two jobs per GPU** (the engine's own rule).
-* **Optimal topology**: a job sits on the theoretically smallest number of nodes, ``ceil(n / gpus per node)``
-  (:func:`optimal_topology`).
-* **No cascades**: a job may share GPUs only with one job of a larger world size, or, with equal world sizes,
-  only in balanced co-location (the very same GPUs). Then every connected group of sharing jobs is a
-  **job packing set** (:class:`JobSet`): one job of the largest world size, ``J_max``, shares with every
-  other member, and the others share only with it (:func:`packing_sets`, :func:`colocation_allowed`).
+The rule itself -- two jobs per GPU, every job on the fewest nodes, a job packs only on one larger job (all its
+GPUs shared with it) that is not itself packed on a larger one, equal world sizes only balanced -- has one
+implementation, the engine's ``topology_violation`` (enforced on every start when a scenario sets
+``EngineConfig.topology_rule``). Agents ask it through :class:`TopologyRule` before they act, so they never
+send a start the rule forbids, whether the scenario enforces it or not.
 
-:func:`violations` checks the whole cluster against the rule (tests assert it stays empty under Gimbal).
+Under the rule every connected group of sharing jobs is a **job packing set** (:class:`JobSet`): one job of the
+largest world size, ``J_max``, shares with every other member, and the others share only with it
+(:func:`packing_sets`).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -35,16 +35,19 @@ class JobSet:
         return (self.jmax, *self.others)
 
 
-def gpus_per_node(view: ClusterView) -> int:
-    """GPUs of the largest node (the unit of the optimal-topology rule)."""
-    return int(np.bincount(view.gpu_node).max())
+class TopologyRule:
+    """The engine's topology rule as a read-only question: may pending job ``j`` start on ``gpus``?"""
 
+    def __init__(self, env: Any) -> None:
+        self._why = env.unwrapped.engine.topology_violation
 
-def optimal_topology(view: ClusterView, gpus: np.ndarray | list[int]) -> bool:
-    """Whether ``gpus`` span the smallest number of nodes a gang of that size can (gimbal §5.1)."""
-    g = np.asarray(gpus, dtype=np.int64)
-    nodes = len(np.unique(view.gpu_node[g]))
-    return nodes <= math.ceil(len(g) / gpus_per_node(view))
+    def violation(self, j: int, gpus: np.ndarray | list[int]) -> str | None:
+        """Why starting ``j`` on ``gpus`` would break the rule, or None."""
+        return self._why(int(j), np.asarray(gpus, dtype=np.int64))
+
+    def allows(self, j: int, gpus: np.ndarray | list[int]) -> bool:
+        """Whether starting ``j`` on ``gpus`` keeps the rule."""
+        return self.violation(j, gpus) is None
 
 
 def packing_sets(view: ClusterView) -> list[JobSet]:
@@ -67,58 +70,9 @@ def packing_sets(view: ClusterView) -> list[JobSet]:
     return out
 
 
-def can_host(view: ClusterView, p: int) -> bool:
-    """Whether running job ``p`` may take a new partner: it shares with no job of a larger world size and with
-    none of its own size (then it is alone or the ``J_max`` of its set)."""
-    n = int(view.req_gpus[p])
-    return all(int(view.req_gpus[q]) < n for q in view.partners_of(p))
-
-
-def colocation_allowed(view: ClusterView, j: int, gpus: np.ndarray | list[int]) -> bool:
-    """Whether pending job ``j`` may start on ``gpus`` under gimbal §5.1: optimal topology; every GPU free or
-    held by one job ``p``, the same ``p`` on all shared GPUs; ``p`` may host (:func:`can_host`); ``p`` is
-    larger than ``j``, or of the same size and on exactly the same GPUs (balanced co-location)."""
-    g = np.asarray(gpus, dtype=np.int64)
-    if len(g) != int(view.req_gpus[j]) or not optimal_topology(view, g):
-        return False
-    ten = view.tenants(g)
-    if (ten[:, 1] >= 0).any():
-        return False
-    held = np.unique(ten[:, 0][ten[:, 0] >= 0])
-    if len(held) == 0:
-        return True
-    if len(held) > 1:
-        return False
-    p = int(held[0])
-    if not can_host(view, p):
-        return False
-    n_j, n_p = int(view.req_gpus[j]), int(view.req_gpus[p])
-    if n_p > n_j:
-        return True
-    return n_p == n_j and set(g.tolist()) == set(view.gpus_of(p).tolist())
-
-
-def violations(view: ClusterView) -> list[str]:
-    """Every breach of gimbal §5.1 among the running jobs (empty when the rule holds), one line each."""
-    out: list[str] = []
-    for j in view.running_jobs().tolist():
-        if not optimal_topology(view, view.gpus_of(j)):
-            out.append(f"job {j} spans more nodes than its {int(view.req_gpus[j])} GPUs need")
-    for s in packing_sets(view):
-        n_max = int(view.req_gpus[s.jmax])
-        for o in s.others:
-            partners = view.partners_of(o)
-            if partners != [s.jmax]:
-                out.append(f"job {o} shares with {partners}, not only with J_max {s.jmax}")
-            n_o = int(view.req_gpus[o])
-            if n_o > n_max or (n_o == n_max and set(view.gpus_of(o).tolist()) != set(view.gpus_of(s.jmax).tolist())):
-                out.append(f"job {o} ({n_o} GPUs) shares unevenly with J_max {s.jmax} ({n_max} GPUs)")
-    return out
-
-
-def host_gpus(view: ClusterView, j: int, p: int) -> np.ndarray | None:
-    """GPUs for pending job ``j`` among the GPUs running job ``p`` alone, fewest nodes first (whole nodes of
-    ``p`` before partial ones), that satisfy :func:`colocation_allowed`; None when there are none."""
+def host_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int) -> np.ndarray | None:
+    """GPUs for pending job ``j`` among the GPUs running job ``p`` alone -- whole nodes of ``p`` first, so the
+    job spans as few nodes as it can -- when the topology rule allows them; None otherwise."""
     need = int(view.req_gpus[j])
     singles = view.single_gpus_of(p)
     if len(singles) < need:
@@ -127,4 +81,19 @@ def host_gpus(view: ClusterView, j: int, p: int) -> np.ndarray | None:
     per_node = {int(n): int((nodes == n).sum()) for n in np.unique(nodes)}
     order = sorted(range(len(singles)), key=lambda i: (-per_node[int(nodes[i])], int(nodes[i]), int(singles[i])))
     g = np.sort(singles[order[:need]])
-    return g if colocation_allowed(view, j, g) else None
+    return g if rule.allows(j, g) else None
+
+
+def partner_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int, unequal: bool) -> np.ndarray | None:
+    """The GPUs pending job ``j`` would take beside running job ``p`` in Lucid's and Gandiva's packing: all of
+    ``p``'s GPUs when ``p`` has ``j``'s size and runs alone (their only packing), or, with ``unequal`` (Gimbal's
+    relaxation), GPUs of a larger ``p`` by :func:`host_gpus`; only what the ``rule`` allows."""
+    n_j, n_p = int(view.req_gpus[j]), int(view.req_gpus[p])
+    if n_p == n_j:
+        if view.partners_of(p):
+            return None
+        g = np.sort(view.gpus_of(p))
+        return g if rule.allows(j, g) else None
+    if unequal and n_p > n_j:
+        return host_gpus(view, rule, j, p)
+    return None

@@ -26,7 +26,7 @@ import numpy as np
 from ..engine import Action, Colocate, Place, Wait
 from ..engine.view import ClusterView
 from .base import Policy, register_policy
-from .gimbal_rules import colocation_allowed, host_gpus, optimal_topology
+from .gimbal_rules import TopologyRule, partner_gpus
 from .profiled import JobFacts
 
 SCORE_TIERS = (0.5, 0.8)
@@ -62,10 +62,12 @@ class Lucid(Policy):
         self.unequal = bool(unequal)
         self.time_ratio = float(time_ratio)
         self.facts: JobFacts | None = None
+        self.rule: TopologyRule | None = None  # set by reset
 
     def reset(self, env: Any) -> None:
         super().reset(env)
         self.facts = JobFacts(env)
+        self.rule = TopologyRule(env)
 
     def lucid_priority(self, view: ClusterView, j: int) -> float:
         """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
@@ -76,19 +78,6 @@ class Lucid(Policy):
         assert self.facts is not None
         return sharing_score(self.facts.demand(view, j, gpu_type))
 
-    def partner_gpus(self, view: ClusterView, j: int, p: int) -> np.ndarray | None:
-        """The GPUs pending job ``j`` would take beside running job ``p``, or None when ``p`` does not qualify
-        by size, loneliness and topology."""
-        n_j, n_p = int(view.req_gpus[j]), int(view.req_gpus[p])
-        if n_p == n_j:
-            if view.partners_of(p) or len(view.single_gpus_of(p)) != n_p:
-                return None
-            g = np.sort(view.gpus_of(p))
-            return g if not self.unequal or colocation_allowed(view, j, g) else None
-        if self.unequal and n_p > n_j:
-            return host_gpus(view, j, p)
-        return None
-
     def pick_partner(self, view: ClusterView, j: int) -> Colocate | None:
         """The first running job (by index) Lucid would pack pending job ``j`` beside, as an action."""
         pj = self.lucid_priority(view, j)
@@ -98,7 +87,7 @@ class Lucid(Policy):
                 continue
             key = (p, need)
             if key not in self._hosts:
-                self._hosts[key] = self.partner_gpus(view, j, p)
+                self._hosts[key] = partner_gpus(view, self.rule, j, p, self.unequal)
             g = self._hosts[key]
             if g is None:
                 continue
@@ -126,6 +115,6 @@ class Lucid(Policy):
             if a is not None:
                 return a
             g = view.plan_place(j)
-            if g is not None and (not self.unequal or optimal_topology(view, g)):
+            if g is not None and self.rule.allows(j, g):
                 return Place(j, gpus=tuple(int(x) for x in g))
         return Wait()

@@ -12,13 +12,7 @@ from typing import Any
 import numpy as np
 import pytest
 from gpucluster_env.baselines import make_policy
-from gpucluster_env.baselines.gimbal_rules import (
-    can_host,
-    colocation_allowed,
-    optimal_topology,
-    packing_sets,
-    violations,
-)
+from gpucluster_env.baselines.gimbal_rules import TopologyRule, host_gpus, packing_sets
 from gpucluster_env.baselines.gimbal_search import local_objective, priority
 from gpucluster_env.baselines.lucid import sharing_score
 from gpucluster_env.engine.view import ClusterView
@@ -94,27 +88,49 @@ def test_lucid_sharing_score_tiers() -> None:
 
 
 # ---------------------------------------------------------------- the topology rule (gimbal §5.1)
-def two_nodes(build: Any, rows: list[dict]) -> Any:
-    """2 nodes x 2 fast GPUs (GPUs 0-1 on node 0, 2-3 on node 1)."""
-    return build([("fast", 2, 2)], rows, xi=1.5, tick_s=30.0)
+def violations(view: ClusterView) -> list[str]:
+    """Every breach of gimbal §5.1 in the current state (the test's own statement of the rule): each job on
+    the fewest nodes; in every packing set the others share only with J_max, are smaller than it or the same
+    size on exactly its GPUs, and share all their GPUs with it."""
+    per_node = int(np.bincount(view.gpu_node).max())
+    out: list[str] = []
+    for j in view.running_jobs().tolist():
+        g = view.gpus_of(j)
+        if len(np.unique(view.gpu_node[g])) > math.ceil(len(g) / per_node):
+            out.append(f"job {j} spans more nodes than it needs")
+    for s in packing_sets(view):
+        n_max, g_max = int(view.req_gpus[s.jmax]), set(view.gpus_of(s.jmax).tolist())
+        for o in s.others:
+            if view.partners_of(o) != [s.jmax]:
+                out.append(f"job {o} shares with {view.partners_of(o)}, not only with J_max {s.jmax}")
+            g_o = set(view.gpus_of(o).tolist())
+            if not g_o <= g_max:
+                out.append(f"job {o} runs partly off J_max {s.jmax}'s GPUs")
+            if int(view.req_gpus[o]) == n_max and g_o != g_max:
+                out.append(f"job {o} has J_max {s.jmax}'s size but not its GPUs")
+    return out
 
 
 def test_topology_rule_by_hand(build: Any) -> None:
-    rows = [{"num_gpus": 2, "iterations": 1e6}, {"num_gpus": 1}, {"num_gpus": 2}, {"num_gpus": 1}]
-    eng = two_nodes(build, rows)
+    # 2 nodes x 2 fast GPUs (GPUs 0-1 on node 0, 2-3 on node 1)
+    rows = [{"num_gpus": 2, "iterations": 1e6}, {"num_gpus": 1}, {"num_gpus": 2}, {"num_gpus": 1},
+            {"num_gpus": 1}]
+    eng = build([("fast", 2, 2)], rows, xi=1.5, tick_s=30.0)
     eng.advance()
-    v = ClusterView(eng)
+    v, rule = ClusterView(eng), TopologyRule(EngEnv(eng))
     eng.apply(Place(0, gpus=(0, 1)))
-    assert optimal_topology(v, [0, 1]) and not optimal_topology(v, [1, 2])  # 2 GPUs fit on one node
-    assert colocation_allowed(v, 1, [0])  # a smaller job beside the 2-GPU job
-    assert colocation_allowed(v, 2, [0, 1])  # same size: balanced co-location on the very same GPUs
-    assert not colocation_allowed(v, 2, [1, 2])  # spans two nodes
-    assert colocation_allowed(v, 2, [2, 3])  # free GPUs
+    assert rule.allows(1, [0])  # a smaller job beside the 2-GPU job
+    assert rule.allows(2, [0, 1])  # same size: balanced co-location on the very same GPUs
+    assert not rule.allows(2, [1, 2])  # spans two nodes where one would do
+    assert rule.allows(2, [2, 3])  # free GPUs on one node
+    assert host_gpus(v, rule, 1, 0).tolist() == [0]
     eng.apply(Colocate(1, 0, gpus=(0,)))
     assert packing_sets(v)[0].jmax == 0 and packing_sets(v)[0].others == (1,)
-    assert can_host(v, 0) and not can_host(v, 1)  # job 1 already shares with a larger job
-    assert not colocation_allowed(v, 2, [0, 1])  # GPU 0 holds two jobs: not balanced any more
-    assert colocation_allowed(v, 3, [1])  # J_max may take a second small partner
+    assert not rule.allows(2, [0, 1])  # GPU 0 holds two jobs: no balanced packing any more
+    assert rule.allows(3, [1])  # J_max takes a second small partner
+    eng.apply(Place(4, gpus=(2,)))
+    assert rule.allows(3, [2])  # equal sizes (1 GPU each), the very same GPU: balanced
+    assert not rule.allows(2, [2, 3])  # 2 GPUs beside a 1-GPU job: only smaller beside larger
     assert violations(v) == []
 
 
