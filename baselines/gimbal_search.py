@@ -44,11 +44,11 @@ MAX_FAILS = 3
 """Early exit: consecutive attempts without gain that end a search (gimbal §5.2, Algorithm 1 line 9)."""
 
 
-def local_objective(kind: str, remaining: np.ndarray, rate: np.ndarray, slack: np.ndarray | None = None) -> float:
-    """The local objective of a packing set (lower is better): eq. 1 mean ``remaining/rate`` (``jct``), eq. 3
-    largest lateness ``max(0, remaining/rate - slack)`` (``deadline``; ``slack`` = deadline - now), eq. 5 largest
-    ``remaining/rate`` (``makespan``)."""
-    t = np.asarray(remaining, dtype=float) / np.asarray(rate, dtype=float)
+def local_objective(kind: str, times: np.ndarray, slack: np.ndarray | None = None) -> float:
+    """The local objective of a packing set (lower is better) from each job's expected remaining time
+    ``RemainingSteps / Throughput``: eq. 1 their mean (``jct``), eq. 3 the largest lateness ``max(0, time -
+    slack)`` (``deadline``; ``slack`` = deadline - now), eq. 5 their largest (``makespan``)."""
+    t = np.asarray(times, dtype=float)
     if kind == "jct":
         return float(t.mean())
     if kind == "makespan":
@@ -116,16 +116,19 @@ class ThroughputModel:
             self._xi[key] = (max(1.0, float(xa)), max(1.0, float(xb)))
         return self._xi[key][0]
 
-    def worker_xi(self, j: int, shares: dict[tuple[int, int], int]) -> np.ndarray:
-        """Predicted interference ratio of each worker of running job ``j`` (GPUs in ``gpus_of`` order)."""
+    def worker_xi(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()
+                  ) -> np.ndarray:
+        """Predicted interference ratio of each worker of running job ``j`` (GPUs in ``gpus_of`` order); jobs in
+        ``gone`` count as finished (their GPUs free, and a worker left alone back at full share)."""
         v = self.view
         g = v.gpus_of(j)
         ten = v.tenants(g)
         out = np.ones(len(g))
         for i, (x, row) in enumerate(zip(g.tolist(), ten.tolist(), strict=True)):
             q = row[1] if row[0] == j else row[0]
+            q = -1 if q in gone else q
             t = int(v.gpu_type[x])
-            own = shares.get((j, x), FULL) / FULL
+            own = shares.get((j, x), FULL) / FULL if q >= 0 else 1.0
             d = self.demand(j, t)
             if q < 0:
                 out[i] = float(apply_shares(1.0, d, own, 0.0, False))
@@ -134,11 +137,37 @@ class ThroughputModel:
                 out[i] = float(apply_shares(self.free_xi(j, q, t), d, own, other, True))
         return out
 
-    def rate(self, j: int, shares: dict[tuple[int, int], int]) -> float:
-        """Predicted iterations per second of running job ``j`` under ``shares``."""
+    def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
+        """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as
+        :meth:`worker_xi`)."""
         v = self.view
         g = v.gpus_of(j)
-        return 1.0 / v.iter_time(j, g, v.accumulation(j), self.worker_xi(j, shares))
+        return 1.0 / v.iter_time(j, g, v.accumulation(j), self.worker_xi(j, shares, gone))
+
+    def remaining_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
+                        departures: bool = True) -> np.ndarray:
+        """Each job's expected remaining time ``RemainingSteps / Throughput`` under ``shares``. With
+        ``departures`` the throughput is the one over the job's remaining life: the set runs at its predicted
+        rates until its first job finishes, then the others go on without it (alone where it was their
+        partner), and so on; without, the current rates to the end (eq. 1's literal reading)."""
+        rem = self.view.remaining_now()[list(jobs)].astype(float)
+        if not departures:
+            return rem / np.array([self.rate(j, shares) for j in jobs])
+        out = np.zeros(len(jobs))
+        left = list(range(len(jobs)))
+        gone: frozenset[int] = frozenset()
+        t = 0.0
+        while left:
+            r = np.array([self.rate(jobs[i], shares, gone) for i in left])
+            dt = rem[left] / r
+            k = int(np.argmin(dt))
+            step = float(dt[k])
+            t += step
+            rem[left] -= r * step
+            i = left.pop(k)
+            out[i] = t
+            gone = gone | {jobs[i]}
+        return out
 
     def stragglers(self, j: int, shares: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
         """``(slow, fast)`` GPUs of job ``j``: its workers with a predicted ratio above its smallest, and the
@@ -178,15 +207,18 @@ class Coordinator:
     """Gimbal's aggressive packing coordinator for one objective: at each monitoring tick, one Algorithm-1
     step per packing set. ``lgrr``: share calibration allowed; ``liss``: sample stealing allowed (needs a
     ``stealing(job, on)`` action factory); ``early_exit``: stop after :data:`MAX_FAILS` attempts without gain
-    (else after 10 steps, the whole share range)."""
+    (else after 10 steps, the whole share range); ``departures``: expected remaining times account for partners
+    finishing (:meth:`ThroughputModel.remaining_times`)."""
 
     def __init__(self, kind: str, demand: Any, deadline: Any, lgrr: bool = True, liss: bool = True,
-                 early_exit: bool = True, predictor: XiPredictor | None = None, stealing: Any = None) -> None:
+                 early_exit: bool = True, predictor: XiPredictor | None = None, stealing: Any = None,
+                 departures: bool = True) -> None:
         if kind not in OBJECTIVES:
             raise ValueError(f"Coordinator: unknown objective {kind!r}; known: {', '.join(OBJECTIVES)}")
         self.kind, self.demand, self.deadline = kind, demand, deadline
         self.lgrr, self.liss, self.early_exit = lgrr, liss, early_exit
         self.stealing = stealing
+        self.departures = departures
         self._predictor = predictor
         self.model: ThroughputModel | None = None
         self.shares: dict[tuple[int, int], int] = {}
@@ -206,10 +238,9 @@ class Coordinator:
     def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> float:
         """The local objective of ``jobs`` under ``shares`` (predicted rates)."""
         assert self.model is not None
-        rem = view.remaining_now()[list(jobs)]
-        rate = np.array([self.model.rate(j, shares) for j in jobs])
+        times = self.model.remaining_times(jobs, shares, self.departures)
         slack = np.array([self.deadline(j) - view.now for j in jobs])
-        return local_objective(self.kind, rem, rate, slack)
+        return local_objective(self.kind, times, slack)
 
     def _priority(self, view: ClusterView, j: int) -> float:
         assert self.model is not None

@@ -29,8 +29,8 @@ from .base import Policy, register_policy
 from .gimbal_rules import TopologyRule, partner_gpus
 from .profiled import JobFacts
 
-SCORE_TIERS = (0.5, 0.8)
-"""Utilization bounds of Lucid's sharing-score tiers: below 0.5 light (0), below 0.8 medium (1), else heavy
+SCORE_TIERS = (0.85, 0.95)
+"""Utilization bounds of Lucid's sharing-score tiers: below 0.85 light (0), below 0.95 medium (1), else heavy
 (2). Lucid learns its tiers from profiled metrics; these bounds are this project's reading of them."""
 
 

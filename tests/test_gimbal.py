@@ -15,9 +15,9 @@ from gpucluster_env.baselines import make_policy
 from gpucluster_env.baselines.gimbal_rules import TopologyRule, host_gpus, packing_sets
 from gpucluster_env.baselines.gimbal_search import local_objective, priority
 from gpucluster_env.baselines.lucid import sharing_score
-from gpucluster_env.engine.view import ClusterView
 
 from gpucluster_env.engine import Colocate, Place, Wait
+from gpucluster_env.engine.view import ClusterView
 
 
 class StubPredictor:
@@ -61,15 +61,15 @@ def play(eng: Any, policy: Any, max_steps: int = 100_000, check: Any = None) -> 
 
 # ---------------------------------------------------------------- eq. 1-6 (pure)
 def test_local_objectives_by_hand() -> None:
-    rem, rate = np.array([100.0, 300.0]), np.array([1.0, 2.0])  # 100 s and 150 s to go
-    assert local_objective("jct", rem, rate) == pytest.approx(125.0)  # eq. 1: (100 + 150) / 2
-    assert local_objective("makespan", rem, rate) == pytest.approx(150.0)  # eq. 5: max
+    times = np.array([100.0, 150.0])  # remaining steps / throughput of two jobs
+    assert local_objective("jct", times) == pytest.approx(125.0)  # eq. 1: (100 + 150) / 2
+    assert local_objective("makespan", times) == pytest.approx(150.0)  # eq. 5: max
     # eq. 3: deadlines 120 s and 100 s away: lateness max(0, 100 - 120) = 0 and max(0, 150 - 100) = 50
-    assert local_objective("deadline", rem, rate, np.array([120.0, 100.0])) == pytest.approx(50.0)
+    assert local_objective("deadline", times, np.array([120.0, 100.0])) == pytest.approx(50.0)
     # no deadline (inf slack) is never late
-    assert local_objective("deadline", rem, rate, np.array([math.inf, math.inf])) == 0.0
+    assert local_objective("deadline", times, np.array([math.inf, math.inf])) == 0.0
     with pytest.raises(ValueError, match="unknown kind"):
-        local_objective("fairness", rem, rate)
+        local_objective("fairness", times)
 
 
 def test_priorities_by_hand() -> None:
