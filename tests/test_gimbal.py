@@ -7,16 +7,18 @@ at batch 32, GPU demand 0.9; model ``b``: demand 0.6, 2.6 GB).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 from gpucluster_env.baselines import make_policy
+from gpucluster_env.baselines.base import Policy
 from gpucluster_env.baselines.gimbal_rules import TopologyRule, host_gpus, packing_sets
-from gpucluster_env.baselines.gimbal_search import local_objective, priority
+from gpucluster_env.baselines.gimbal_search import Coordinator, local_objective, priority
 from gpucluster_env.baselines.lucid import sharing_score
+from gpucluster_env.baselines.profiled import JobFacts
 
-from gpucluster_env.engine import Colocate, Place, Wait
+from gpucluster_env.engine import DONE, RUNNING, Colocate, Place, Squeeze, Swell, Wait
 from gpucluster_env.engine.view import ClusterView
 
 
@@ -84,7 +86,8 @@ def test_priorities_by_hand() -> None:
 
 
 def test_lucid_sharing_score_tiers() -> None:
-    assert [sharing_score(u) for u in (0.2, 0.5, 0.79, 0.8, 1.0)] == [0, 1, 1, 2, 2]
+    # tiers at 0.85 and 0.95 of profiled utilization
+    assert [sharing_score(u) for u in (0.5, 0.849, 0.85, 0.949, 0.95, 1.0)] == [0, 0, 1, 1, 2, 2]
 
 
 # ---------------------------------------------------------------- the topology rule (gimbal §5.1)
@@ -154,3 +157,133 @@ def test_coordination_never_violates_topology(build: Any, name: str) -> None:
     assert any(isinstance(a, Colocate) for _, a in acts)
     assert pol.coordinator.stats.searches > 0 and eng.counts["squeezes"] > 0  # coordination ran
     assert eng.n_done == len(rows)
+
+
+# ---------------------------------------------------------------- §4.1's worked example through the primitives
+# One fast GPU. Job A: model a (0.16 s/iteration alone, GPU demand 0.9), 1,000 iterations; job B: model b (0.12
+# s/iteration alone, demand 0.6), 2,500 iterations. Free-competition ratios: A beside B 3.0, B beside A 1.2.
+# The share model (interference.apply_shares, memory-contention term m = 0.1), partner's overlap
+# o = max(0, min(p, d) + q - 1) / d, pressure = 1 + (xi_free - 1)(m + (1 - m) o), xi = pressure / min(1, p/d):
+#   free competition (100% + 100%): xi_A = 3.0, xi_B = 1.2;
+#   B squeezed five steps to 50%: o_A = (0.9 + 0.5 - 1) / 0.9 = 4/9 -> xi_A = 1 + 2 (0.1 + 0.4) = 2.0;
+#   o_B = 0.5 / 0.6 -> pressure_B = 1 + 0.2 (0.1 + 0.75) = 1.17, cap 0.5 / 0.6 -> xi_B = 1.17 x 1.2 = 1.404.
+# Free competition: B first at 2,500 x 0.12 x 1.2 = 360 s; A has done 360 / 0.48 = 750 iterations, the other
+#   250 alone take 40 s: A at 400 s. Average 380 s (the paper's "A 10 h, B 5 h, average 7.5 h").
+# B squeezed: A first at 1,000 x 0.16 x 2.0 = 320 s; B has done 320 / 0.16848 = 1,899.335 iterations, the other
+#   600.665 alone (swelled back to 100%) take 72.080 s: B at 392.080 s. Average 356.040 s (the paper's "A 5 h,
+#   B 7 h, average 6 h": the same shape -- A faster, B slower, the average lower).
+# (The paper's exact hours cannot come out of any model where sharing never speeds a job beyond running alone:
+#  A's 10 h with B leaving at 5 h means A alone needs more than 5 h, so A cannot finish at 5 h while sharing.)
+WORKED = [{"model": "a", "iterations": 1000.0}, {"model": "b", "iterations": 2500.0}]
+WORKED_XI = {("a", "b"): 3.0, ("b", "a"): 1.2}
+
+
+def worked_engine(build: Any, **config: Any) -> Any:
+    from tests.conftest import PairXi
+
+    return build([("fast", 1, 1)], WORKED, xi=PairXi(WORKED_XI), tick_s=30.0, **config)
+
+
+def run_pair(eng: Any, squeezes: int) -> tuple[float, float]:
+    """Start A, pack B beside it, squeeze B ``squeezes`` steps at t = 0, swell it back when A finishes."""
+    eng.advance()
+    eng.apply(Place(0, gpus=(0,)))
+    eng.apply(Colocate(1, 0, gpus=(0,)))
+    for _ in range(squeezes):
+        eng.apply(Squeeze(1))
+    while not eng.done:
+        eng.advance()
+        if eng.status[0] == DONE and eng.status[1] == RUNNING and eng.share_of(1) < 1.0:
+            while eng.share_of(1) < 1.0 - 1e-9:
+                eng.apply(Swell(1))
+    return float(eng.finish_t[0]), float(eng.finish_t[1])
+
+
+def test_worked_example_free_competition(build: Any) -> None:
+    a, b = run_pair(worked_engine(build), 0)
+    assert b == pytest.approx(360.0) and a == pytest.approx(400.0)
+    assert (a + b) / 2 == pytest.approx(380.0)
+
+
+def test_worked_example_squeezing_b_lowers_the_average(build: Any) -> None:
+    a, b = run_pair(worked_engine(build), 5)
+    assert a == pytest.approx(320.0)
+    assert b == pytest.approx(320.0 + 0.12 * (2500.0 - 320.0 / 0.16848))  # 392.080
+    assert (a + b) / 2 == pytest.approx(356.0399, abs=1e-3)
+
+
+def test_worked_example_switch_overhead(build: Any) -> None:
+    # Five squeezes at one instant pause B once, 3.6 s: B does nothing until 3.6 s while A runs at xi 2.0; A
+    # still finishes at 320 s, B has done (320 - 3.6) / 0.16848 iterations; swelling B back at 320 s pauses it
+    # another 3.6 s before it runs the rest alone.
+    a, b = run_pair(worked_engine(build, calibration_overhead_s=3.6), 5)
+    assert a == pytest.approx(320.0)
+    assert b == pytest.approx(320.0 + 3.6 + 0.12 * (2500.0 - (320.0 - 3.6) / 0.16848))
+
+
+# ---------------------------------------------------------------- each objective moves its own metric
+class PairPredictor:
+    """Predicts the worked example's ratios (what a perfect predictor would say), through the predictor API."""
+
+    def predict_pair(self, model_a: Any, model_b: Any, gpu_type: str) -> tuple[float, float]:
+        return WORKED_XI.get((model_a.name, model_b.name), 1.0), WORKED_XI.get((model_b.name, model_a.name), 1.0)
+
+
+class PairThenCoordinate(Policy):
+    """Start job 0, pack job 1 beside it, then let Gimbal's coordinator for ``kind`` calibrate every 30 s."""
+
+    name: ClassVar[str] = "test-pair-coordinate"
+
+    def __init__(self, kind: str, coordinate: bool = True) -> None:
+        self.kind, self.coordinate = kind, coordinate
+
+    def reset(self, env: Any) -> None:
+        facts = JobFacts(env)
+        view = self.view(env)
+        self.coord = Coordinator(self.kind, lambda j, t: facts.demand(view, j, t), facts.deadline,
+                                 predictor=PairPredictor())
+        self.next = 0.0
+
+    def act(self, observation: Any, env: Any) -> Any:
+        view = self.view(env)
+        if view.is_pending(0):
+            return Place(0, gpus=(0,))
+        if view.is_pending(1):
+            return Colocate(1, 0, gpus=(0,))
+        if self.coordinate and view.now >= self.next:
+            self.next = view.now + 30.0
+            acts = self.coord.tick(view)
+            if acts:
+                return acts
+        return Wait()
+
+
+def coordinated(build: Any, kind: str, coordinate: bool, rows: list[dict] | None = None) -> Any:
+    """The worked example with ten times the iterations (so the search's 3.6 s switches are small beside the
+    jobs), played with or without the coordinator."""
+    from tests.conftest import PairXi
+
+    rows = [dict(r, iterations=10 * r["iterations"]) for r in (rows or WORKED)]
+    eng = build([("fast", 1, 1)], rows, xi=PairXi(WORKED_XI), tick_s=30.0, calibration_overhead_s=3.6)
+    play(eng, PairThenCoordinate(kind, coordinate))
+    return eng.metrics()
+
+
+def test_jct_coordination_lowers_average_jct(build: Any) -> None:
+    free = coordinated(build, "jct", False)
+    assert free["avg_jct_s"] == pytest.approx(3800.0)  # the worked example, ten times longer
+    assert coordinated(build, "jct", True)["avg_jct_s"] < free["avg_jct_s"]
+
+
+def test_makespan_coordination_lowers_makespan(build: Any) -> None:
+    free = coordinated(build, "makespan", False)
+    assert free["makespan_s"] == pytest.approx(4000.0)
+    assert coordinated(build, "makespan", True)["makespan_s"] < free["makespan_s"]
+
+
+def test_deadline_coordination_meets_more_deadlines(build: Any) -> None:
+    # A must finish by 3,700 s (free competition: 4,000 s, late); B has till 10,000 s (free: 3,600 s)
+    rows = [dict(WORKED[0], deadline_s=3700.0), dict(WORKED[1], deadline_s=10000.0)]
+    free = coordinated(build, "deadline", False, rows)
+    assert free["deadline_satisfaction"] == pytest.approx(0.5)
+    assert coordinated(build, "deadline", True, rows)["deadline_satisfaction"] == pytest.approx(1.0)
