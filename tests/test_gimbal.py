@@ -287,3 +287,35 @@ def test_deadline_coordination_meets_more_deadlines(build: Any) -> None:
     free = coordinated(build, "deadline", False, rows)
     assert free["deadline_satisfaction"] == pytest.approx(0.5)
     assert coordinated(build, "deadline", True, rows)["deadline_satisfaction"] == pytest.approx(1.0)
+
+
+def test_sample_stealing_keeps_global_batch_and_fits_memory(build: Any) -> None:
+    # 2 nodes x 2 fast GPUs: a 4-GPU job of model b (batch 16 per GPU) and 1-GPU jobs of model a packed on
+    # two of its GPUs make its workers unequal; Gimbal turns LISS on for it. After every action, every job
+    # stealing samples keeps its global batch (4 x 16 = 64 per micro-step at s = 1) and each worker's LISS
+    # micro-batch fits in its GPU's memory beside the GPU's other tenant.
+    from gpucluster_env.engine.perf import fits_memory, footprint_gb
+
+    rows = [{"num_gpus": 4, "model": "b", "iterations": 20000.0},
+            {"num_gpus": 1, "model": "a", "iterations": 3000.0, "submit_s": 1.0},
+            {"num_gpus": 1, "model": "a", "iterations": 3000.0, "submit_s": 2.0}]
+    eng = build([("fast", 2, 2)], rows, xi=1.6, tick_s=30.0)
+    stole: list[int] = []
+
+    def check(view: ClusterView) -> None:
+        for j in view.running_jobs().tolist():
+            if not eng.stealing[j]:
+                continue
+            stole.append(j)
+            p = view.model(j)
+            for c in eng._copy_consts[j]:
+                b = eng.liss_micro_batches(j, c)
+                assert b.sum() == pytest.approx(c.n * view.batch(j) / view.accumulation(j))
+                for g, bi in zip(c.gl, b.tolist(), strict=True):
+                    other = [int(x) for x in view.tenants([g])[0] if x >= 0 and x != j]
+                    room = float(view.type_mem[view.gpu_type[g]]) - (view.footprint(other[0]) if other else 0.0)
+                    assert fits_memory(footprint_gb(p, bi, 1), room)
+
+    pol = make_policy("lucid+gimbal", predictor=StubPredictor(1.6))
+    play(eng, pol, check=check)
+    assert 0 in stole and eng.n_done == 3
