@@ -9,7 +9,8 @@ runtime-monitoring tick.
 
 Options (the Fig. 12 ablation): ``lgrr`` (MPS share calibration, each switch pays the scenario's
 ``calibration_overhead_s``), ``liss`` (per-job sample stealing, free to switch), ``early_exit`` (three attempts
-without gain end a search, gimbal §7.4). With both mechanisms off only the relaxed, unequal packing remains.
+without gain end a search, gimbal §7.4), ``granularity`` (share tenths per attempt, §7.4's study). With both
+mechanisms off only the relaxed, unequal packing remains.
 """
 
 from __future__ import annotations
@@ -43,14 +44,17 @@ class GimbalLayer:
     coordinator: Coordinator | None = None
     _next_tick: float = 0.0
 
-    def _init_layer(self, lgrr: bool, liss: bool, early_exit: bool, predictor: XiPredictor | None) -> None:
+    def _init_layer(self, lgrr: bool, liss: bool, early_exit: bool, predictor: XiPredictor | None,
+                    granularity: int) -> None:
         self.lgrr, self.liss, self.early_exit = bool(lgrr), bool(liss), bool(early_exit)
+        self.granularity = int(granularity)
         self.layer_predictor = predictor
 
     def _reset_layer(self, env: Any, view: ClusterView, facts: JobFacts) -> None:
         self.coordinator = Coordinator(
             self.objective, lambda j, t: facts.demand(view, j, t), facts.deadline, lgrr=self.lgrr,
-            liss=self.liss, early_exit=self.early_exit, predictor=self.layer_predictor, stealing=stealing_action())
+            liss=self.liss, early_exit=self.early_exit, predictor=self.layer_predictor, stealing=stealing_action(),
+            granularity=self.granularity)
         self._next_tick = 0.0
 
     def calibrate(self, view: ClusterView) -> list[Action]:
@@ -75,9 +79,10 @@ class LucidGimbal(GimbalLayer, Lucid):
     objective: ClassVar[str] = "jct"
 
     def __init__(self, threshold: int = 4, unequal: bool = True, time_ratio: float = 2.0, lgrr: bool = True,
-                 liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None) -> None:
+                 liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None,
+                 granularity: int = 1) -> None:
         super().__init__(threshold, unequal, time_ratio)
-        self._init_layer(lgrr, liss, early_exit, predictor)
+        self._init_layer(lgrr, liss, early_exit, predictor, granularity)
 
     def reset(self, env: Any) -> None:
         super().reset(env)
@@ -102,9 +107,9 @@ class GandivaGimbal(GimbalLayer, Gandiva):
     objective: ClassVar[str] = "deadline"
 
     def __init__(self, unequal: bool = True, tick_s: float = MONITOR_S, lgrr: bool = True, liss: bool = True,
-                 early_exit: bool = True, predictor: XiPredictor | None = None) -> None:
+                 early_exit: bool = True, predictor: XiPredictor | None = None, granularity: int = 1) -> None:
         super().__init__(unequal, tick_s, predictor)
-        self._init_layer(lgrr, liss, early_exit, predictor)
+        self._init_layer(lgrr, liss, early_exit, predictor, granularity)
 
     def reset(self, env: Any) -> None:
         super().reset(env)

@@ -319,3 +319,24 @@ def test_sample_stealing_keeps_global_batch_and_fits_memory(build: Any) -> None:
     pol = make_policy("lucid+gimbal", predictor=StubPredictor(1.6))
     play(eng, pol, check=check)
     assert 0 in stole and eng.n_done == 3
+
+
+@pytest.mark.parametrize("granularity", [1, 2, 3])
+def test_granularity_is_share_tenths_per_attempt(build: Any, granularity: int) -> None:
+    # the worked example at t = 0: the JCT search's first plan squeezes the low-priority subset by
+    # ``granularity`` tenths (eq. 2: A, utilization 0.9, is squeezed to favour B, utilization 0.6)
+    eng = worked_engine(build)
+    eng.advance()
+    eng.apply(Place(0, gpus=(0,)))
+    eng.apply(Colocate(1, 0, gpus=(0,)))
+    env = EngEnv(eng)
+    facts, view = JobFacts(env), ClusterView(eng)
+    coord = Coordinator("jct", lambda j, t: facts.demand(view, j, t), facts.deadline, predictor=PairPredictor(),
+                        granularity=granularity)
+    acts = coord.tick(view)
+    assert acts == [Squeeze(0, gpus=(0,))] * granularity
+    for a in acts:
+        eng.apply(a)
+    assert eng.share_of(0) == pytest.approx(1.0 - 0.1 * granularity)
+    with pytest.raises(ValueError, match="granularity"):
+        Coordinator("jct", None, None, granularity=5)
