@@ -61,7 +61,7 @@ class Gandiva(Policy):
     def reset(self, env: Any) -> None:
         super().reset(env)
         self.facts = JobFacts(env)
-        self.rule = TopologyRule(env)
+        self.rule = TopologyRule(env, relaxed=self.unequal)
         view = self.view(env)
         facts = self.facts
         self.model = ThroughputModel(view, lambda j, t: facts.demand(view, j, t), self.predictor)

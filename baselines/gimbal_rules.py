@@ -36,13 +36,19 @@ class JobSet:
 
 
 class TopologyRule:
-    """The engine's topology rule as a read-only question: may pending job ``j`` start on ``gpus``?"""
+    """The engine's topology rule as a read-only question: may pending job ``j`` start on ``gpus``? A policy
+    that does not relax packing (``relaxed`` False) follows it only where the scenario enforces it
+    (``EngineConfig.topology_rule``); otherwise every start is allowed."""
 
-    def __init__(self, env: Any) -> None:
-        self._why = env.unwrapped.engine.topology_violation
+    def __init__(self, env: Any, relaxed: bool = True) -> None:
+        eng = env.unwrapped.engine
+        self._why = eng.topology_violation
+        self.on = bool(relaxed or eng.config.topology_rule)
 
     def violation(self, j: int, gpus: np.ndarray | list[int]) -> str | None:
-        """Why starting ``j`` on ``gpus`` would break the rule, or None."""
+        """Why starting ``j`` on ``gpus`` would break the rule, or None (always None when the rule is off)."""
+        if not self.on:
+            return None
         return self._why(int(j), np.asarray(gpus, dtype=np.int64))
 
     def allows(self, j: int, gpus: np.ndarray | list[int]) -> bool:

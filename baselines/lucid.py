@@ -67,7 +67,7 @@ class Lucid(Policy):
     def reset(self, env: Any) -> None:
         super().reset(env)
         self.facts = JobFacts(env)
-        self.rule = TopologyRule(env)
+        self.rule = TopologyRule(env, relaxed=self.unequal)
 
     def lucid_priority(self, view: ClusterView, j: int) -> float:
         """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
