@@ -204,13 +204,13 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "gimbal-philly", "16 nodes x 2 A40, 150 Philly jobs, Gimbal's 12 models, deadlines", "gimbal",
             ClusterSpec.homogeneous("A40", 16, 2, inter_node_bw_gbps=12.5, name="gimbal-16x2"),
-            GIMBAL_MODELS, "philly", 150, window="random", deadlines=True,
+            GIMBAL_MODELS, "philly", 150, window="random", annotate="gimbal", deadlines=True,
             config=_GIMBAL_CONFIG,
         ),
         Scenario(
             "gimbal-alibaba", "16 nodes x 2 A40, 300 Alibaba jobs, Gimbal's 12 models, deadlines", "gimbal",
             ClusterSpec.homogeneous("A40", 16, 2, inter_node_bw_gbps=12.5, name="gimbal-16x2"),
-            GIMBAL_MODELS, "alibaba", 300, window="random", deadlines=True,
+            GIMBAL_MODELS, "alibaba", 300, window="random", annotate="gimbal", deadlines=True,
             config=_GIMBAL_CONFIG,
         ),
         Scenario(

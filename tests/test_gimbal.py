@@ -340,3 +340,24 @@ def test_granularity_is_share_tenths_per_attempt(build: Any, granularity: int) -
     assert eng.share_of(0) == pytest.approx(1.0 - 0.1 * granularity)
     with pytest.raises(ValueError, match="granularity"):
         Coordinator("jct", None, None, granularity=5)
+
+
+# ---------------------------------------------------------------- Table 2's job mix
+def test_gimbal_mix_follows_table2() -> None:
+    from gpucluster_env.traces.gimbal_mix import GIMBAL_CLASSES, class_counts, gimbal_mix, gpu_counts
+
+    # at the paper's sizes the counts are Table 2's; at half size they are halved (largest remainders)
+    assert class_counts(150, {"small": (43, 2.39), "medium": (86, 2.41), "large": (21, 4.85)}) == {
+        "small": 43, "medium": 86, "large": 21}
+    assert sum(class_counts(75, {"small": (43, 2.39), "medium": (86, 2.41), "large": (21, 4.85)}).values()) == 75
+    # 2.39 GPUs on average: 2 or 4 GPUs, 4 with probability (2.39 - 2) / 2 = 0.195
+    g = gpu_counts(2.39, 20000, np.random.default_rng(0), 32)
+    assert set(g.tolist()) == {2, 4} and g.mean() == pytest.approx(2.39, abs=0.03)
+    assert gpu_counts(4.85, 100, np.random.default_rng(0), 4).max() == 4  # capped at the cluster
+    dur = np.arange(150, dtype=float)  # job i lasts i s: the 21 longest are the large ones
+    models, gpus = gimbal_mix(dur, "philly", np.random.default_rng(1), 32)
+    large = set(GIMBAL_CLASSES["large"])
+    assert {i for i, m in enumerate(models) if m in large} == set(range(129, 150))
+    assert sum(m in GIMBAL_CLASSES["small"] for m in models) == 43
+    with pytest.raises(ValueError, match="philly and alibaba"):
+        gimbal_mix(dur, "venus", np.random.default_rng(1), 32)
