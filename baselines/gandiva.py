@@ -68,6 +68,8 @@ class Gandiva(Policy):
         self.harmful = set()
         self.unpacked = 0
         self._next_check = 0.0
+        self._judged: set[tuple] = set()
+        self._stuck: tuple | None = None
 
     # ------------------------------------------------------------------ queue
     def order(self, view: ClusterView) -> list[int]:
@@ -112,6 +114,10 @@ class Gandiva(Policy):
         for s in packing_sets(view):
             if not self.settled(view, s.jmax):
                 continue
+            state = (s.jobs, tuple(sorted((k, v) for k, v in shares.items() if k[0] in s.jobs)))
+            if state in self._judged:  # the same set at the same shares: the same (passing) verdict
+                continue
+            self._judged.add(state)
             for o in s.others:
                 norm = 0.0
                 for x in (s.jmax, o):
@@ -137,6 +143,9 @@ class Gandiva(Policy):
                 return acts
         if view.num_pending == 0:
             return Wait()
+        state = (tuple(view.pending_jobs().tolist()), tuple(view.running_jobs().tolist()), self.unpacked)
+        if state == self._stuck:  # nothing could start in this very state before: nothing can now
+            return Wait()
         for j in self.order(view):
             g = view.plan_place(j)
             if g is not None and self.rule.allows(j, g):
@@ -144,4 +153,5 @@ class Gandiva(Policy):
             a = self.pack(view, j)
             if a is not None:
                 return a
+        self._stuck = state
         return Wait()

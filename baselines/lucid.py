@@ -68,6 +68,7 @@ class Lucid(Policy):
         super().reset(env)
         self.facts = JobFacts(env)
         self.rule = TopologyRule(env, relaxed=self.unequal)
+        self._stuck: tuple | None = None
 
     def lucid_priority(self, view: ClusterView, j: int) -> float:
         """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
@@ -109,6 +110,9 @@ class Lucid(Policy):
         view = self.view(env)
         if view.num_pending == 0:
             return Wait()
+        state = (tuple(view.pending_jobs().tolist()), tuple(view.running_jobs().tolist()))
+        if state == self._stuck:  # nothing could start in this very state before: nothing can now
+            return Wait()
         self._hosts: dict[tuple[int, int], np.ndarray | None] = {}  # partner GPUs by (partner, size), this act
         for j in self.order(view):
             a = self.pick_partner(view, j)
@@ -117,4 +121,5 @@ class Lucid(Policy):
             g = view.plan_place(j)
             if g is not None and self.rule.allows(j, g):
                 return Place(j, gpus=tuple(int(x) for x in g))
+        self._stuck = state
         return Wait()
