@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from .. import engine as _engine
-from ..engine import Action
+from ..engine import Action, SetStealing
 from ..engine.view import ClusterView
 from .base import register_policy
 from .castor import XiPredictor
@@ -29,12 +28,6 @@ from .profiled import JobFacts
 
 MONITOR_S = 30.0
 """Gimbal's runtime-monitoring period (gimbal §6)."""
-
-
-def stealing_action() -> Any:
-    """The engine's per-job sample-stealing action factory ``(job, on) -> action``, or None when the engine has
-    none (then LISS is the scenario-wide ``sample_stealing`` setting and the coordinator does not switch it)."""
-    return getattr(_engine, "SetStealing", None)
 
 
 class GimbalLayer:
@@ -50,12 +43,21 @@ class GimbalLayer:
         self.granularity = int(granularity)
         self.layer_predictor = predictor
 
-    def _reset_layer(self, env: Any, view: ClusterView, facts: JobFacts) -> None:
+    def reset(self, env: Any) -> None:
+        """The base scheduler's reset, then a fresh coordinator."""
+        super().reset(env)  # type: ignore[misc]
+        view: ClusterView = self.view(env)  # type: ignore[attr-defined]
+        facts: JobFacts = self.facts  # type: ignore[attr-defined]
         self.coordinator = Coordinator(
             self.objective, lambda j, t: facts.demand(view, j, t), facts.deadline, lgrr=self.lgrr,
-            liss=self.liss, early_exit=self.early_exit, predictor=self.layer_predictor, stealing=stealing_action(),
+            liss=self.liss, early_exit=self.early_exit, predictor=self.layer_predictor, stealing=SetStealing,
             granularity=self.granularity)
         self._next_tick = 0.0
+
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        """The coordinator's calibration when a monitoring tick is due, else the base scheduler's decision."""
+        acts = self.calibrate(self.view(env))  # type: ignore[attr-defined]
+        return acts if acts else super().act(observation, env)  # type: ignore[misc]
 
     def calibrate(self, view: ClusterView) -> list[Action]:
         """The coordinator's actions when a monitoring tick is due (at most one per ``MONITOR_S``)."""
@@ -84,15 +86,6 @@ class LucidGimbal(GimbalLayer, Lucid):
         super().__init__(threshold, unequal, time_ratio)
         self._init_layer(lgrr, liss, early_exit, predictor, granularity)
 
-    def reset(self, env: Any) -> None:
-        super().reset(env)
-        assert self.facts is not None
-        self._reset_layer(env, self.view(env), self.facts)
-
-    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
-        acts = self.calibrate(self.view(env))
-        return acts if acts else super().act(observation, env)
-
 
 @register_policy
 class GandivaGimbal(GimbalLayer, Gandiva):
@@ -111,11 +104,6 @@ class GandivaGimbal(GimbalLayer, Gandiva):
         super().__init__(unequal, tick_s, predictor)
         self._init_layer(lgrr, liss, early_exit, predictor, granularity)
 
-    def reset(self, env: Any) -> None:
-        super().reset(env)
-        assert self.facts is not None
-        self._reset_layer(env, self.view(env), self.facts)
-
     def settled(self, view: ClusterView, jmax: int) -> bool:
         assert self.coordinator is not None
         st = self.coordinator.searches.get(jmax)
@@ -124,7 +112,3 @@ class GandivaGimbal(GimbalLayer, Gandiva):
     def current_shares(self) -> dict[tuple[int, int], int]:
         assert self.coordinator is not None
         return self.coordinator.shares
-
-    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
-        acts = self.calibrate(self.view(env))
-        return acts if acts else super().act(observation, env)
