@@ -17,10 +17,10 @@ class EngineConfig:
     """Per-scenario settings of the simulation.
 
     ``round_s``: length of scheduling rounds (a decision point at each boundary; forking needs rounds).
-    ``restart_s``: overhead a preempted job pays when it starts again. ``consolidation_s``: overhead a forked
-    job pays at every round boundary. ``tick_s``: period of calibration ticks (decision points for
-    Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent waits and nothing else is
-    due.
+    ``restart_s``: overhead a preempted job pays when it starts again, and a job pays on every ``Reallocate``.
+    ``consolidation_s``: overhead a forked job pays at every round boundary. ``tick_s``: period of calibration
+    ticks (decision points for Gimbal-style coordination). ``idle_tick_s``: how far time moves when the agent
+    waits and nothing else is due.
     ``sample_stealing``: LISS, per-worker batches rebalanced so a job on unequal workers is not paced by the
     slowest: every job's initial setting (``SetStealing`` changes one job's). ``calibration_overhead_s``: pause
     a job pays when its share changes (Gimbal's LGRR switch).
@@ -32,6 +32,10 @@ class EngineConfig:
     sizes only in balanced packing (the very same GPUs).
     ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,
     round or calibration ticks) after which the episode is stalled.
+    ``restart_on_allocation``: Hadar's rule, ``restart_s`` on *every* new allocation, a job's first start
+    included (without it: only a start after a preemption and a ``Reallocate`` pay it).
+    ``copy_startup_s``: time a new copy of a forked job (``Fork``, ``MoveCopy``) makes no progress after it
+    starts (HadarE: the copy loads the job's consolidated parameters).
     """
 
     round_s: float | None = None
@@ -44,13 +48,15 @@ class EngineConfig:
     max_idle_ticks: int = 100_000
     interference_scope: str = "iteration"
     topology_rule: bool = False
+    restart_on_allocation: bool = False
+    copy_startup_s: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("round_s", "tick_s"):
             v = getattr(self, name)
             if v is not None and not (v > 0):
                 raise ValueError(f"EngineConfig.{name} must be positive or None, got {v!r}")
-        for name in ("restart_s", "consolidation_s", "calibration_overhead_s"):
+        for name in ("restart_s", "consolidation_s", "calibration_overhead_s", "copy_startup_s"):
             if not (getattr(self, name) >= 0):
                 raise ValueError(f"EngineConfig.{name} must be >= 0")
         if self.interference_scope not in INTERFERENCE_SCOPES:

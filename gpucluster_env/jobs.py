@@ -10,7 +10,12 @@ Columns (a pandas DataFrame):
 ``batch_size`` int      per-GPU batch size the user asked for
 ``iterations`` float    training iterations to run (> 0)
 ``deadline_s`` float    absolute deadline in seconds, NaN when none (optional column)
+``min_gpus``   int      smallest gang an elastic job may be resized to (optional; default ``num_gpus``)
+``max_gpus``   int      largest gang an elastic job may be resized to (optional; default ``num_gpus``)
 =============  =======  ============================================================================
+
+A job is elastic when ``min_gpus < num_gpus`` or ``max_gpus > num_gpus`` (``Reallocate`` may resize it within
+that range); ``iterations`` always count iterations of the global batch at ``num_gpus`` GPUs.
 
 Trace loaders (:mod:`gpucluster_env.traces`) produce raw traces; annotation turns them into this table.
 """
@@ -26,7 +31,7 @@ from .catalog import Catalog
 from .hardware import ClusterSpec
 
 JOB_COLUMNS = ("job_id", "submit_s", "num_gpus", "model", "batch_size", "iterations")
-OPTIONAL_COLUMNS = ("deadline_s",)
+OPTIONAL_COLUMNS = ("deadline_s", "min_gpus", "max_gpus")
 
 
 class JobTableError(ValueError):
@@ -66,6 +71,14 @@ def _row_problems(df: pd.DataFrame, catalog: Catalog, cluster: ClusterSpec) -> l
                        lambda i: f"field 'batch_size': must be a positive integer, got {float(b[i])!r}"))
         checks.append((~(np.isnan(dl) | (np.isfinite(dl) & (dl >= submit))),
                        lambda i: f"field 'deadline_s': must be NaN or >= submit_s, got {float(dl[i])!r}"))
+    for col in ("min_gpus", "max_gpus"):
+        if col in df.columns:
+            lim = df[col].to_numpy(float)
+            bad = ~((lim >= 1) & (np.mod(lim, 1) == 0) & (lim <= max_gpus))
+            bad |= (lim > n) if col == "min_gpus" else (lim < n)
+            side = "<=" if col == "min_gpus" else ">="
+            checks.append((bad, lambda i, c=col, v=lim, sd=side: f"field {c!r}: must be an integer in [1, "
+                           f"{max_gpus}] and {sd} num_gpus ({float(n[i])!r}), got {float(v[i])!r}"))
     models = df["model"].to_numpy()
     known = np.isin(models, list(catalog.models))
     checks.append((~known, lambda i: f"field 'model': unknown model {str(models[i])!r}"))
@@ -115,13 +128,17 @@ def validate_jobs(
     if len(jobs) == 0:
         raise JobTableError(f"{source}: no jobs")
     df = jobs.reset_index(drop=True).copy()
-    for col in ("submit_s", "num_gpus", "batch_size", "iterations"):
+    for col in ("submit_s", "num_gpus", "batch_size", "iterations", *(c for c in ("min_gpus", "max_gpus")
+                                                                       if c in df.columns)):
         converted = pd.to_numeric(df[col], errors="coerce")
         bad = converted.isna() & df[col].notna()
         if bad.any() and not skip_bad_rows:
             i = int(np.flatnonzero(bad.to_numpy())[0])
             raise JobTableError(f"{source}: row {i}: field {col!r}: not a number: {df[col].iloc[i]!r}")
         df[col] = converted.astype(float)
+    for col in ("min_gpus", "max_gpus"):
+        if col in df.columns:  # an empty cell: not elastic on that side
+            df[col] = df[col].fillna(df["num_gpus"])
     if "deadline_s" not in df.columns:
         df["deadline_s"] = np.nan
     df["deadline_s"] = pd.to_numeric(df["deadline_s"], errors="coerce").astype(float)
@@ -145,4 +162,7 @@ def validate_jobs(
     df = df.sort_values("submit_s", kind="stable").reset_index(drop=True)
     df["num_gpus"] = df["num_gpus"].astype(np.int64)
     df["batch_size"] = df["batch_size"].astype(np.int64)
+    for col in ("min_gpus", "max_gpus"):
+        if col in df.columns:
+            df[col] = df[col].astype(np.int64)
     return df, report

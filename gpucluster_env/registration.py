@@ -8,6 +8,10 @@ from .scenarios import SCENARIOS
 
 NAMESPACE = "gpucluster_env"
 ENTRY_POINT = "gpucluster_env.env.cluster_env:GPUClusterEnv"
+ENV_VERSION = 1
+"""The version in every registered id. v1: engine v2 (interference on the whole iteration, Castor eq. 4-5; the
+MPS share model that relieves the partner; per-type demand; the all-reduce fitted on multi-node runs; HadarE
+copy quotas; restart on every allocation in hadar-philly): episodes differ from v0's."""
 STEPS_PER_JOB = 40
 """``max_episode_steps`` of a registered id is ``STEPS_PER_JOB x jobs + 2,000``: several times the decisions of
 a random masked episode (a few per job, tests/test_env_rl.py), so only an agent that idles for hours of
@@ -15,13 +19,13 @@ simulated time on an empty cluster meets it."""
 
 
 def env_id(scenario: str) -> str:
-    """``castor-philly`` -> ``gpucluster_env/CastorPhilly-v0``."""
+    """``castor-philly`` -> ``gpucluster_env/CastorPhilly-v1``."""
     camel = "".join(part.capitalize() for part in scenario.replace("_", "-").split("-"))
-    return f"{NAMESPACE}/{camel}-v0"
+    return f"{NAMESPACE}/{camel}-v{ENV_VERSION}"
 
 
 def registered_ids_text(width: int = 110, indent: str = "    ") -> str:
-    """The per-scenario ids as docstring text (``Tiny-v0``, ``CastorPhilly-v0``, …), one per scenario of
+    """The per-scenario ids as docstring text (``Tiny-v1``, ``CastorPhilly-v1``, …), one per scenario of
     :data:`~gpucluster_env.scenarios.SCENARIOS`, wrapped for the env's docstring."""
     import textwrap
 
@@ -37,7 +41,7 @@ def max_episode_steps(num_jobs: int) -> int:
 def register_envs() -> list[str]:
     """Register the generic id (on ``tiny`` unless ``scenario=`` is given) and one id per scenario, each with
     its ``max_episode_steps``; return the ids."""
-    ids = [f"{NAMESPACE}/GPUCluster-v0"]
+    ids = [f"{NAMESPACE}/GPUCluster-v{ENV_VERSION}"]
     if ids[0] not in gym.registry:
         gym.register(id=ids[0], entry_point=ENTRY_POINT, disable_env_checker=False,
                      max_episode_steps=max_episode_steps(SCENARIOS["tiny"].num_jobs))

@@ -140,6 +140,8 @@ CONFIG_SETTINGS: dict[str, Setting] = dict((
     _setting("max_idle_ticks", "int", low=1, high=1_000_000_000),
     _setting("interference_scope", "str", choices=INTERFERENCE_SCOPES),
     _setting("topology_rule", "bool"),
+    _setting("restart_on_allocation", "bool"),
+    _setting("copy_startup_s", "float", low=0.0, high=1e6),
 ))
 """The declared type and range of every engine setting a scenario may override (periods of 1 s to 116 days)."""
 
@@ -217,7 +219,7 @@ SCENARIOS: dict[str, Scenario] = {
             "hadar-philly", "15 nodes: 20 V100 + 20 P100 + 20 K80; 480 Philly jobs (hours 3-10) at t=0",
             "hadar-hadare", _hadar_cluster(), HADAR_MODELS, "philly", 480, window="hours:3-10",
             all_at_zero=True, annotate="hadar-class",
-            config=EngineConfig(round_s=360.0, restart_s=10.0, consolidation_s=10.0),
+            config=EngineConfig(round_s=360.0, restart_s=10.0, consolidation_s=10.0, restart_on_allocation=True),
         ),
         Scenario(
             "hadare-testbed", "5 nodes, one GPU each: Titan RTX, T4, T400, RTX 3090, RTX A2000; mix M-5",

@@ -49,7 +49,7 @@ def test_training_writes_model_metadata_logs_and_checkpoints(trained: Path) -> N
     meta = json.loads((trained / "meta.json").read_text())
     assert meta["algo"] == "maskable_ppo" and meta["timesteps"] >= 256
     assert meta["versions"]["gpucluster-env"] and meta["seeds"]["model"] == 0
-    assert meta["env_spec"]["id"] == "gpucluster_env/Tiny-v0"
+    assert meta["env_spec"]["id"] == "gpucluster_env/Tiny-v1"
     assert meta["behaviour_cloning"]["samples"] > 0 and meta["command"].startswith("gpucluster train")
     assert (trained / "model.zip").is_file() and (trained / "bc_model.zip").is_file()
     assert (trained / "logs" / "progress.csv").is_file()

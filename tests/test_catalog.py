@@ -120,6 +120,8 @@ def test_validation_within_targets() -> None:
         # Castor-style predictor held out by pair (80:20, 5 seeds): the targets on every type
         assert rep["predictor_mape_median"][g] <= 0.05, g
         assert rep["predictor_decision_agreement"][g] >= 0.90, g
-    # multi-GPU scaling has no hard target; the fitted communication terms reach these (docs/catalog.md)
-    for g, reached in (("K80", 0.16), ("P100", 0.10), ("V100", 0.28), ("T4", 0.05)):
+    # multi-GPU scaling has no hard target; the fitted communication terms reach these (docs/catalog.md).
+    # V100 moved from 27.4% to 31.1% when alpha_comm of ResNet-50 was refitted on Pollux's multi-node runs
+    # (23 ms single-node -> 3.1 ms); A100 went from 22.3% to 7.7% and P100 from 9.9% to 7.2% with it.
+    for g, reached in (("K80", 0.16), ("P100", 0.08), ("V100", 0.32), ("T4", 0.05), ("A100", 0.08)):
         assert rep["scaling_median_rel_err"][g] <= reached, g

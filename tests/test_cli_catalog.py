@@ -23,7 +23,7 @@ def test_validate_json(capsys):
     assert main(["catalog", "validate", "--json"]) == 0
     rep = json.loads(capsys.readouterr().out)
     for key in ("solo_tput_median_rel_err", "xi_rmse", "predictor_rmse", "predictor_mape_median",
-                "predictor_decision_agreement"):
+                "predictor_decision_agreement", "comm_fit", "xi_heldout_rmse", "xi_heldout_mape_median"):
         assert key in rep, key
     assert rep["solo_tput_median_rel_err"]["V100"] <= 0.10
 
@@ -47,3 +47,24 @@ def test_validate_without_data_is_one_line(tmp_path, capsys, monkeypatch):
 def test_catalog_without_subcommand_prints_help(capsys):
     assert main(["catalog"]) == 2
     assert "validate" in capsys.readouterr().out
+
+
+def test_list_marks_estimated_values(capsys):
+    assert main(["catalog", "list", "--gpu", "A40", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    rows = {r["model"]: r for r in out["models"]}
+    assert out["gpu_speed_estimated"] is True
+    assert rows["resnet18"]["speed_estimated"] and rows["resnet18"]["demand_estimated"]
+    assert 0 < rows["resnet18"]["demand"] < 1
+    assert main(["catalog", "list", "--gpu", "V100", "--json"]) == 0
+    rows = {r["model"]: r for r in json.loads(capsys.readouterr().out)["models"]}
+    assert not rows["resnet50"]["demand_estimated"] and rows["vgg16"]["demand_estimated"]
+
+
+@needs_data
+def test_fit_comm_writes_the_shipped_fit(tmp_path, capsys):
+    assert main(["catalog", "fit-comm", "--out-dir", str(tmp_path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    shipped = json.loads((REPO / "gpucluster_env" / "data" / "comm_fit.json").read_text())
+    assert json.loads((tmp_path / "comm_fit.json").read_text()) == shipped
+    assert out["models"]["imagenet"]["nodes"] == [2, 16]

@@ -41,3 +41,15 @@ def test_bad_snapshot_is_one_line_error(tmp_path):
         load_snapshot(p)
     with pytest.raises(ValueError, match="cannot read"):
         load_snapshot(tmp_path / "missing.json")
+
+
+def test_ablation_rows_get_their_own_table():
+    snap = snapshot([_row("castor", s, 3600.0) for s in range(2)] + [_row("sjf-ffs", s, 7200.0) for s in range(2)],
+                    "v1")
+    abl = [dict(_row(p, s, j), options="interference_scope=compute")
+           for p, j in (("castor", 3600.0), ("sjf-ffs", 5400.0)) for s in range(2)]
+    now = [_row("castor", s, 1800.0) for s in range(2)] + [_row("sjf-ffs", s, 7200.0) for s in range(2)]
+    text = "\n".join(render_change(snap, Results(abl + now), []))
+    line = next(ln for ln in text.splitlines() if ln.startswith("| castor-philly | Castor better than SJF-FFS"))
+    # v1: 1 - 1/2 = 50%; compute-only xi: 1 - 1/1.5 = 33.3%; current: 1 - 0.5/2 = 75%.
+    assert "+50.0%" in line and "+33.3%" in line and "+75.0%" in line

@@ -17,7 +17,7 @@ from gpucluster_env.env import GPUClusterEnv
 ALL_IDS = list(gpucluster_env.ENV_IDS)
 # The generic id needs no keyword (defaults to the tiny scenario); philly-scale has 80,000 jobs per reset, so
 # the checkers, which reset many times, run on the small scenarios and philly-scale gets one reset below.
-CHECKED_IDS = [i for i in ALL_IDS if not i.endswith("PhillyScale-v0")]
+CHECKED_IDS = [i for i in ALL_IDS if not i.endswith("PhillyScale-v1")]
 
 
 def random_rollout(env: gym.Env, seed: int, steps: int) -> list[tuple]:
@@ -39,8 +39,8 @@ def test_registration_is_idempotent_and_complete():
     before = len(gym.registry)
     assert gpucluster_env.register_envs() == ALL_IDS
     assert len(gym.registry) == before
-    assert "gpucluster_env/GPUCluster-v0" in ALL_IDS
-    assert gpucluster_env.env_id("castor-philly") == "gpucluster_env/CastorPhilly-v0"
+    assert "gpucluster_env/GPUCluster-v1" in ALL_IDS
+    assert gpucluster_env.env_id("castor-philly") == "gpucluster_env/CastorPhilly-v1"
     from gpucluster_env.scenarios import SCENARIOS
 
     assert len(ALL_IDS) == len(SCENARIOS) + 1
@@ -70,7 +70,7 @@ def test_sb3_check_env(env_id):
 
 
 def test_philly_scale_id_resets_and_steps():
-    env = gym.make("gpucluster_env/PhillyScale-v0", observation="none").unwrapped
+    env = gym.make("gpucluster_env/PhillyScale-v1", observation="none").unwrapped
     obs, info = env.reset(seed=0)
     assert env.engine.n_jobs == 80_000 and env.engine.num_gpus == 2490
     obs, r, term, trunc, info = env.step(0)
@@ -78,13 +78,13 @@ def test_philly_scale_id_resets_and_steps():
 
 
 def test_same_seed_same_trajectory():
-    a = random_rollout(gym.make("gpucluster_env/Tiny-v0"), seed=3, steps=400)
-    b = random_rollout(gym.make("gpucluster_env/Tiny-v0"), seed=3, steps=400)
+    a = random_rollout(gym.make("gpucluster_env/Tiny-v1"), seed=3, steps=400)
+    b = random_rollout(gym.make("gpucluster_env/Tiny-v1"), seed=3, steps=400)
     assert len(a) == len(b)
     for x, y in zip(a, b, strict=True):
         assert x[0] == y[0] and x[2] == y[2] and x[3:5] == y[3:5]
         assert np.array_equal(x[1], y[1]) and np.array_equal(x[5], y[5])
-    c = random_rollout(gym.make("gpucluster_env/Tiny-v0"), seed=4, steps=50)
+    c = random_rollout(gym.make("gpucluster_env/Tiny-v1"), seed=4, steps=50)
     assert any(not np.array_equal(x[1], y[1]) for x, y in zip(a, c, strict=False))
 
 
@@ -103,7 +103,7 @@ def test_env_pickles_and_continues_identically():
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_make_vec(mode):
-    envs = gym.make_vec("gpucluster_env/Tiny-v0", num_envs=2, vectorization_mode=mode)
+    envs = gym.make_vec("gpucluster_env/Tiny-v1", num_envs=2, vectorization_mode=mode)
     obs, info = envs.reset(seed=[0, 1])
     assert obs["pending"].shape == (2, 16 * 12)
     for _ in range(5):
@@ -299,7 +299,7 @@ def test_import_is_light():
     code = ("import sys, gpucluster_env, gymnasium as gym; "
             "heavy = [m for m in ('torch', 'stable_baselines3', 'sb3_contrib', 'xgboost', 'numba') "
             "if m in sys.modules]; "
-            "assert not heavy, heavy; assert 'gpucluster_env/Tiny-v0' in gym.registry")
+            "assert not heavy, heavy; assert 'gpucluster_env/Tiny-v1' in gym.registry")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 

@@ -13,7 +13,7 @@ from gpucluster_env.env.rules import DecisionRules
 from gpucluster_env.scenarios import SCENARIOS
 
 SCENARIO_NAMES = [s for s in SCENARIOS if s != "philly-scale"]
-IDS = [i for i in gpucluster_env.ENV_IDS if not i.endswith("PhillyScale-v0")]
+IDS = [i for i in gpucluster_env.ENV_IDS if not i.endswith("PhillyScale-v1")]
 
 
 def _check_bound(env: GPUClusterEnv, rng: np.random.Generator, instants: int, eager: bool) -> int:
@@ -147,7 +147,7 @@ def test_sb3_make_vec_env_and_step_limit_with_defaults(env_id: str) -> None:
 
 
 def test_record_video_frames_have_one_shape() -> None:
-    env = gym.make("gpucluster_env/Tiny-v0", render_mode="rgb_array")
+    env = gym.make("gpucluster_env/Tiny-v1", render_mode="rgb_array")
     env.reset(seed=0)
     shapes = set()
     for _ in range(30):

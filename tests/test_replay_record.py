@@ -152,7 +152,7 @@ def _random_rollout(env, rng, seed) -> None:
 def test_recording_wrapper_for_rl_rollouts(tmp_path):
     """Episodes reset with a seed, then without one (as vector envs do after the first), then one cut short by
     gymnasium's TimeLimit: all three records verify."""
-    env = RecordingWrapper(gym.make("gpucluster_env/Tiny-v0", scenario_options={"num_jobs": 10}),
+    env = RecordingWrapper(gym.make("gpucluster_env/Tiny-v1", scenario_options={"num_jobs": 10}),
                            tmp_path / "ep{episode}.jsonl", policy="random")
     rng = np.random.default_rng(0)
     _random_rollout(env, rng, 7)
@@ -165,7 +165,7 @@ def test_recording_wrapper_for_rl_rollouts(tmp_path):
         assert rec.header["scenario_options"] == {"num_jobs": 10} and rec.metrics["end"] == "terminated"
         assert rec.header["env"]["observation"] == "dict" and all(isinstance(a, int) for a in rec.actions)
         assert verify_record(rec).ok, verify_record(rec).message
-    short = RecordingWrapper(gym.make("gpucluster_env/Tiny-v0", max_episode_steps=25), tmp_path / "short.jsonl")
+    short = RecordingWrapper(gym.make("gpucluster_env/Tiny-v1", max_episode_steps=25), tmp_path / "short.jsonl")
     _random_rollout(short, rng, 1)
     rec = read_record(short.written[0])
     assert rec.metrics["end"] == "wrapper" and len(rec.actions) == 25 and rec.metrics["jobs_done"] < 40

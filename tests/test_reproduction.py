@@ -202,7 +202,7 @@ def test_record_rows_carry_the_labels_and_size_split_the_document_reads() -> Non
 
 def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
     """``annotate=pollux-time``: on the catalog's T4 (Pollux's hardware, 4-GPU nodes) a job runs as long as
-    Pollux's iterations took at Pollux's measured step time (within one iteration), and ImageNet's work is far
+    Pollux's iterations took at Pollux's measured step time (within one iteration), and ImageNet's work is
     below the catalog's own count of Pollux's iterations (the reason for the recipe)."""
     from gpucluster_env.traces.pollux import (
         POLLUX_GPU,
@@ -231,7 +231,10 @@ def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
         t_cat = iteration_time(tc, s, comm, p.delta)
         want = pollux_iterations(app, g, cat) * pollux_step_time(app, g, b)
         assert pollux_time_iterations(app, g, cat) * t_cat == pytest.approx(want, abs=t_cat + 1e-9)
-    assert pollux_time_iterations("imagenet", 32, cat) < 0.5 * pollux_iterations("imagenet", 32, cat)
+    # With the all-reduce latency fitted on Pollux's multi-node runs (catalog fit-comm) the catalog's 32-GPU
+    # ImageNet iteration is much closer to Pollux's measured one than the single-node extrapolation was (0.80 of
+    # the count, where it was under 0.5); it is still slower, so the recipe still matters.
+    assert pollux_time_iterations("imagenet", 32, cat) < 0.85 * pollux_iterations("imagenet", 32, cat)
 
 
 @pytest.mark.parametrize("name", ("castor-philly", "castor-venus"))

@@ -16,7 +16,7 @@ from ..interference import InterferenceModel
 from ..workloads import ModelProfile
 from .gpus import GPU_TYPES
 from .models import MODELS
-from .xi_model import MeasuredInterference
+from .xi_model import MeasuredInterference, shipped_demand_exponent, type_demand
 
 
 @dataclass(frozen=True)
@@ -51,9 +51,14 @@ class Catalog:
         return float(self.gpu_type(gpu_type).speed)
 
     def model_demand(self, p: ModelProfile, gpu_type: str) -> float:
-        """GPU demand of model ``p`` on ``gpu_type``: the fraction of the GPU's SMs it keeps busy alone (the MPS
-        share model's ``d``, :func:`gpucluster_env.interference.apply_shares`)."""
-        return p.gpu_demand
+        """Fraction in (0, 1] of a ``gpu_type`` GPU that ``p`` keeps busy running alone
+        (:mod:`.demand`: the reference demand ``p.gpu_demand`` scaled by the type's compute and memory
+        bandwidth, with the exponent of the interference table in use); the MPS share model's ``d``
+        (:func:`gpucluster_env.interference.apply_shares`)."""
+        self.gpu_type(gpu_type)
+        inter = self.interference
+        exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
+        return type_demand(p, gpu_type, exponent)
 
     def with_interference(self, interference: InterferenceModel) -> Catalog:
         """A copy of this catalog with another ground-truth interference model."""

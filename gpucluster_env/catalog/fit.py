@@ -204,15 +204,64 @@ FAMILY_MODEL: dict[str, str] = {
 """Gavel family -> the catalog model whose features describe it."""
 
 
+def pair_design(gd: GavelData, models: dict, exponent: float) -> tuple[np.ndarray, np.ndarray, list, list]:
+    """Regression rows of every measured 1-GPU Gavel pair (demands on the pair's type), ``log max(xi, 1)``,
+    the unordered job-type pair of each row and its GPU type."""
+    from .demand import REFERENCE_TYPE, demand_on
+    from .gpus import GPU_TYPES
+    from .xi_model import regression_row
+
+    ref = GPU_TYPES[REFERENCE_TYPE]
+    rows, y, pairs, types = [], [], [], []
+    for gpu in gd.pairs:
+        for (a, b), x in gd.xi(gpu).items():
+            pa, pb = models[FAMILY_MODEL[job_family(a)]], models[FAMILY_MODEL[job_family(b)]]
+            da, db = (demand_on(q, GPU_TYPES[gpu], ref, exponent) for q in (pa, pb))
+            rows.append(regression_row(pa, pb, da, db, job_batch(a) or 1, job_batch(b) or 1))
+            y.append(math.log(max(x, 1.0)))
+            pairs.append(tuple(sorted((a, b))))
+            types.append(gpu)
+    return np.array(rows), np.array(y), pairs, types
+
+
+def heldout_by_pair(x: np.ndarray, y: np.ndarray, pairs: list, types: list) -> dict[str, dict[str, float]]:
+    """Leave-one-pair-out error of the xi regression: each unordered job-type pair is dropped on every type,
+    the weights refitted on the rest and the pair's xi (clipped to >= 1) predicted; RMSE and median absolute
+    percentage error per GPU type."""
+    pred = np.zeros_like(y)
+    keys = np.array([f"{a}|{b}" for a, b in pairs])
+    for k in sorted(set(keys)):
+        out = keys == k
+        w, *_ = np.linalg.lstsq(x[~out], y[~out], rcond=None)
+        pred[out] = x[out] @ w
+    res: dict[str, dict[str, float]] = {}
+    t = np.array(types)
+    for gpu in sorted(set(types)):
+        m = t == gpu
+        xp, xt = np.maximum(1.0, np.exp(pred[m])), np.maximum(1.0, np.exp(y[m]))
+        res[gpu] = {"rmse": round(float(np.sqrt(np.mean((xp - xt) ** 2))), 4),
+                    "mape_median": round(float(np.median(np.abs(xp - xt) / xt)), 4),
+                    "pairs": int(m.sum())}
+    return res
+
+
 def build_xi_table(gd: GavelData, models: dict | None = None) -> dict:
     """The engine's interference table (see :mod:`.xi_model`): measured ratios of Gavel-mapped catalog models,
-    their cross-type geometric means, and least-squares regressions of log xi on model features."""
+    the demand exponent (:func:`.demand.fit_exponent`), the pooled least-squares regression of log xi on the
+    pair's demands and features, each Gavel-mapped pair's mean residual, and the regression's
+    held-out-by-pair error."""
+    from .demand import REFERENCE_TYPE, demand_on, fit_exponent
+    from .gpus import GPU_TYPES
     from .models import MODELS
     from .xi_model import REGRESSION_TERMS, regression_row
 
     models = models or MODELS
+    exponent = fit_exponent(gd, {f: models[m] for f, m in FAMILY_MODEL.items()}, GPU_TYPES)
+    x, y, pairs, types = pair_design(gd, models, exponent)
+    pooled, *_ = np.linalg.lstsq(x, y, rcond=None)
+    ref = GPU_TYPES[REFERENCE_TYPE]
     measured: dict[str, dict[str, float]] = {}
-    logs: dict[str, list[float]] = {}
+    resid: dict[str, list[float]] = {}
     for gpu in gd.pairs:
         xi = gd.xi(gpu)
         table = {}
@@ -220,32 +269,23 @@ def build_xi_table(gd: GavelData, models: dict | None = None) -> dict:
             for mb, jb in GAVEL_JOB.items():
                 if (ja, jb) in xi:
                     table[f"{ma}|{mb}"] = round(xi[(ja, jb)], 4)
-                    logs.setdefault(f"{ma}|{mb}", []).append(math.log(xi[(ja, jb)]))
+                    pa, pb = models[ma], models[mb]
+                    da, db = (demand_on(q, GPU_TYPES[gpu], ref, exponent) for q in (pa, pb))
+                    pred = float(pooled @ regression_row(pa, pb, da, db))
+                    resid.setdefault(f"{ma}|{mb}", []).append(math.log(max(xi[(ja, jb)], 1.0)) - pred)
         measured[gpu] = table
-    transfer = {k: round(math.exp(float(np.mean(v))), 4) for k, v in logs.items()}
-    regression: dict[str, list[float]] = {}
-    rows_all, y_all = [], []
-    for gpu in gd.pairs:
-        rows, y = [], []
-        for (a, b), x in gd.xi(gpu).items():
-            pa, pb = models[FAMILY_MODEL[job_family(a)]], models[FAMILY_MODEL[job_family(b)]]
-            rows.append(regression_row(pa, pb, job_batch(a) or 1, job_batch(b) or 1))
-            y.append(math.log(max(x, 1.0)))
-        w, *_ = np.linalg.lstsq(np.array(rows), np.array(y), rcond=None)
-        regression[gpu] = [round(float(v), 6) for v in w]
-        rows_all += rows
-        y_all += y
-    pooled, *_ = np.linalg.lstsq(np.array(rows_all), np.array(y_all), rcond=None)
     return {
         "about": "Free-competition interference ratios for the catalog (gpucluster_env.catalog.xi_model). "
                  "measured: Gavel simulation_throughputs.json (Narayanan et al., OSDI'20), solo/colocated "
-                 "steps/s; transfer: geometric mean over K80/P100/V100; regression: log xi on "
-                 "model features, least squares on all measured 1-GPU pairs.",
+                 "steps/s; pooled: least squares of log xi on the pair's demands and features over all "
+                 "measured 1-GPU pairs of K80/P100/V100; offset: each Gavel-mapped pair's mean residual; "
+                 "demand_exponent: gpucluster_env.catalog.demand; heldout: leave-one-pair-out error.",
         "terms": list(REGRESSION_TERMS),
+        "demand_exponent": round(exponent, 6),
         "measured": measured,
-        "transfer": transfer,
-        "regression": regression,
+        "offset": {k: round(float(np.mean(v)), 4) for k, v in sorted(resid.items())},
         "pooled": [round(float(v), 6) for v in pooled],
+        "heldout": heldout_by_pair(x, y, pairs, types),
     }
 
 

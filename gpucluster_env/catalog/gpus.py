@@ -46,10 +46,14 @@ _SOURCES = {
 }
 
 
+def effective_fp32_tflops(g: GPUType) -> float:
+    """FP32 TFLOPS training can use: the data-sheet figure, halved for GA10x dual-issue types."""
+    return g.fp32_tflops / 2.0 if g.name in DUAL_ISSUE_FP32 else g.fp32_tflops
+
+
 def performance_memory_index(g: GPUType) -> float:
     """HadarE's PMI as read here: effective FP32 TFLOPS times the square root of VRAM (GB)."""
-    tflops = g.fp32_tflops / 2.0 if g.name in DUAL_ISSUE_FP32 else g.fp32_tflops
-    return tflops * math.sqrt(g.memory_gb)
+    return effective_fp32_tflops(g) * math.sqrt(g.memory_gb)
 
 
 def hadare_speed(g: GPUType, c: float = HADARE_C, gamma: float = HADARE_GAMMA) -> float:

@@ -18,6 +18,9 @@ Times are seconds per micro-step on a V100 (speed 1.0). Where each number comes 
   ElasticFlow A100/T4 for ResNet-50 and DeepSpeech2). Other types use the type's generic speed.
   BERT's ElasticFlow A100/T4 ratio (x32) is left out: the two files use different batch/sequence setups.
 - ``grad_mb``: 4 bytes x published parameter count (fp32 gradients all-reduced).
+- ``alpha_comm_s`` of the six Pollux models (and resnet18/resnet50, same networks): fitted on Pollux's
+  multi-node all-reduce times (:mod:`.comm_fit`, ``gpucluster catalog fit-comm``, shipped in
+  ``data/comm_fit.json``); the values below are the single-node ones they replace.
 - ``alpha_comm_s, delta`` (Castor eq. 2-3): fitted (:func:`.fit.fit_gavel_comm`) to Gavel's consolidated
   2/4/8-GPU steps/s on K80/P100/V100 for resnet18/cifar10, resnet50/imagenet, transformer and lm (the fits put
   delta near 1: Gavel's jobs barely overlap the all-reduce with compute); Castor's defaults (2 ms, 2.0) for the
@@ -39,8 +42,12 @@ from __future__ import annotations
 import math
 
 from ..workloads import ModelProfile, comm_time, iteration_time
+from .comm_fit import fitted_alpha_comm
 
 _V100_INTRA_BW = 50.0
+_MULTI_NODE_ALPHA = fitted_alpha_comm()
+SINGLE_NODE_ALPHA_COMM: dict[str, float] = {}
+"""Each model's ``alpha_comm_s`` before the multi-node fit (Gavel single-node fit or Castor's default)."""
 
 
 def _profile(
@@ -49,6 +56,8 @@ def _profile(
     source: str, comm: tuple[float, float] = (0.002, 2.0),
 ) -> ModelProfile:
     """Build a profile, deriving memory intensity and communication share from the other constants."""
+    SINGLE_NODE_ALPHA_COMM[name] = comm[0]
+    comm = (_MULTI_NODE_ALPHA.get(name, comm[0]), comm[1])
     mem_int = mem_ps * batch / (mem_base + mem_ps * batch)
     probe = ModelProfile(name, batch, sizes, alpha, beta, grad_mb, *comm)
     t_comp = probe.t_comp(batch, 1.0)

@@ -15,7 +15,8 @@ import numpy as np
 
 from ..workloads import comm_time, iteration_time
 from . import Catalog, default_catalog
-from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4
+from .comm_fit import fit_all
+from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, pair_design
 from .measured import (
     job_batch,
     job_family,
@@ -24,6 +25,8 @@ from .measured import (
     load_pollux_single,
     require_data_dir,
 )
+from .models import SINGLE_NODE_ALPHA_COMM
+from .xi_model import MeasuredInterference, shipped_demand_exponent
 
 
 def _rel(pred: float, true: float) -> float:
@@ -87,6 +90,12 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
                     err.append(pred - max(1.0, xi[(ja, jb)]))
         engine_xi[gpu] = float(np.sqrt(np.mean(np.square(err))))
     ev = _predictor_eval()
+    inter = cat.interference
+    exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
+    heldout = heldout_by_pair(*pair_design(gd, dict(cat.models), exponent))
+    comm = fit_all(dict(cat.models), SINGLE_NODE_ALPHA_COMM, root)
+    for m, rec in comm["models"].items():
+        rec["catalog_alpha_comm_s"] = cat.model(m).alpha_comm_s
     types = sorted(set(solo) | set(scaling) | set(engine_xi))
     stat = lambda d, f: {g: round(float(f(d[g])), 4) for g in types if g in d}  # noqa: E731
     return {
@@ -100,6 +109,10 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
         "predictor_mape_median": {g: round(v["mape_median"], 4) for g, v in ev.items()},
         "predictor_decision_agreement": {g: round(v["decision_agreement"], 4) for g, v in ev.items()},
         "castor_reported_rmse": [0.06, 0.07],
+        "comm_fit": comm,
+        "xi_heldout_rmse": {g: v["rmse"] for g, v in heldout.items()},
+        "xi_heldout_mape_median": {g: v["mape_median"] for g, v in heldout.items()},
+        "demand_exponent": exponent,
     }
 
 
@@ -134,4 +147,30 @@ def format_report(rep: dict[str, Any]) -> str:
                      f"{f('xi_rmse', g, False):>8} {f('predictor_rmse', g, False):>9} "
                      f"{f('predictor_mape_median', g):>10} {f('predictor_decision_agreement', g):>9}")
     lines.append("Castor reports predictor RMSE 0.06 / 0.07 (job 0 / job 1) on its own testbed.")
+    if "xi_heldout_rmse" in rep:
+        lines.append("Engine xi regression on demands, held out by pair (refit without the pair, predict it): "
+                     + ", ".join(f"{g} RMSE {rep['xi_heldout_rmse'][g]:.3f} / median APE "
+                                 f"{100 * rep['xi_heldout_mape_median'][g]:.1f}%" for g in rep["xi_heldout_rmse"])
+                     + f"; demand exponent k = {rep['demand_exponent']:.3f}")
+    if "comm_fit" in rep:
+        lines += ["", format_comm(rep["comm_fit"])]
+    return "\n".join(lines)
+
+
+def format_comm(table: dict[str, Any]) -> str:
+    """A plain-text table of the multi-node all-reduce fit (:func:`.comm_fit.fit_all`), one row per model."""
+    lines = [f"All-reduce latency alpha_comm (Castor eq. 2) fitted on multi-node sync times "
+             f"(T4, {table['intra_bw_gbps']:g} GB/s in a node, {table['inter_bw_gbps']:g} GB/s between):",
+             f"{'model':12} {'alpha ms':>9} {'catalog ms':>10} {'1-node ms':>9} {'rows':>5} {'nodes':>6} "
+             f"{'GPUs':>6} {'med err':>8} {'max err':>8} {'1-node med':>10}"]
+    for m, r in table["models"].items():
+        cat = r.get("catalog_alpha_comm_s")
+        nodes, gpus = "{}-{}".format(*r["nodes"]), "{}-{}".format(*r["gpus"])
+        lines.append(
+            f"{m:12} {1e3 * r['alpha_comm_s']:9.3f} {'-' if cat is None else f'{1e3 * cat:.3f}':>10} "
+            f"{1e3 * r['single_node_alpha_comm_s']:9.3f} {r['rows']:5d} {nodes:>6} "
+            f"{gpus:>6} {100 * r['median_abs_rel_err']:7.1f}% "
+            f"{100 * r['max_abs_rel_err']:7.1f}% {100 * r['median_abs_rel_err_single_node']:9.1f}%")
+    lines.append("rows: median sync_time per (GPUs, nodes) of Pollux scalability.csv and multi-node "
+                 "placements.csv; " + ", ".join(f"{a} uses {b}" for a, b in table["same_architecture"].items()))
     return "\n".join(lines)

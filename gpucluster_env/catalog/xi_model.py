@@ -1,18 +1,22 @@
-"""The engine's default (ground-truth) interference: measured colocation slowdowns, else a fitted regression.
+"""The engine's default (ground-truth) interference: measured colocation slowdowns, else a fitted regression on
+the pair's demands.
 
 ``MeasuredInterference.pair_xi(a, b, gpu)`` gives the free-competition ratios (100% + 100% MPS share):
 
 1. **measured**: both models map to Gavel job types (:data:`.fit.GAVEL_JOB`) and Gavel measured that pair on
-   ``gpu`` (K80, P100, V100): ``xi = solo steps/s / colocated steps/s`` (Gavel, OSDI'20);
-2. **transferred**: both models are Gavel-mapped, the GPU type is not measured (or the pair is missing there):
-   the geometric mean of the pair's measured ratios on the types where it was measured;
-3. **regression**: otherwise ``log xi_a = w . [1, ci_a, demand_b, ci_a demand_b, mem_a, mem_b, comm_a]`` with
-   the model features of :mod:`.models`, fitted by least squares to every measured 1-GPU Gavel pair on that
-   GPU type (pooled coefficients over K80/P100/V100 for other types).
+   ``gpu`` (K80, P100, V100): ``xi = solo steps/s / colocated steps/s`` (Gavel, OSDI'20), exactly;
+2. **regression** otherwise, on the two models' demands on ``gpu`` (:mod:`.demand`):
+   ``log xi_a = w . [e, e ci_a, e d_b, m_a m_b] + o_ab`` with ``e = max(0, d_a + d_b - 1)`` the pair's excess
+   demand (a pair whose combined demand is under 1 keeps only the memory-contention term ``m_a m_b``, the
+   activation shares of the footprints), ``ci_a`` the compute intensity; ``w`` is fitted by least squares to
+   every measured 1-GPU Gavel pair on K80/P100/V100 (demands taken on the pair's type). ``o_ab``
+   (**anchored**) is the pair's mean residual on the types where Gavel measured it (0 for unmeasured pairs),
+   so a measured pair carried to another type keeps its measured level and moves with the type's demands.
 
 All values are clipped to ``>= 1`` (measurement noise gives a few ratios a hair below 1). The table is the
 project's own fitted numbers, written to ``gpucluster_env/data/xi_table.json`` by ``gpucluster catalog
-fit-interference``; the MPS shares are then applied by :func:`gpucluster_env.interference.apply_shares`.
+fit-interference`` (with the demand exponent of :func:`.demand.fit_exponent` and the held-out-by-pair error of
+the regression); the MPS shares are then applied by :func:`gpucluster_env.interference.apply_shares`.
 """
 
 from __future__ import annotations
@@ -28,20 +32,30 @@ import numpy as np
 
 from ..interference import FeatureInterference
 from ..workloads import ModelProfile
+from .demand import REFERENCE_TYPE, demand_on
+from .gpus import GPU_TYPES
 
 XI_TABLE_FILE = "xi_table.json"
-REGRESSION_TERMS = ("1", "ci_a", "demand_b", "ci_a*demand_b", "mem_a", "mem_b", "comm_a")
+REGRESSION_TERMS = ("excess", "excess*ci_a", "excess*demand_b", "mem_a*mem_b")
 
 
-def regression_row(a: ModelProfile, b: ModelProfile, batch_a: float | None = None,
-                   batch_b: float | None = None) -> np.ndarray:
-    """The regression's inputs for ``xi_a`` of the pair (a, b) (see :data:`REGRESSION_TERMS`)."""
+def regression_row(a: ModelProfile, b: ModelProfile, demand_a: float, demand_b: float,
+                   batch_a: float | None = None, batch_b: float | None = None) -> np.ndarray:
+    """The regression's inputs for ``xi_a`` of the pair (a, b) at the given demands on the pair's GPU type
+    (see :data:`REGRESSION_TERMS`)."""
     def mem(p: ModelProfile, batch: float | None) -> float:
         bs = p.batch_size if batch is None else batch
         return float(p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs))
 
-    ci_a, demand_b = a.features[0], b.gpu_demand
-    return np.array([1.0, ci_a, demand_b, ci_a * demand_b, mem(a, batch_a), mem(b, batch_b), a.features[2]])
+    excess = max(0.0, demand_a + demand_b - 1.0)
+    return np.array([excess, excess * a.features[0], excess * demand_b, mem(a, batch_a) * mem(b, batch_b)])
+
+
+def type_demand(p: ModelProfile, gpu_type: str, exponent: float) -> float:
+    """``p``'s demand on a catalog GPU type (:func:`.demand.demand_on`); its reference demand on other types."""
+    if gpu_type not in GPU_TYPES:
+        return float(p.gpu_demand)
+    return demand_on(p, GPU_TYPES[gpu_type], GPU_TYPES[REFERENCE_TYPE], exponent)
 
 
 def _package_table() -> dict[str, Any] | None:
@@ -57,8 +71,14 @@ def _cached_package_table() -> dict[str, Any] | None:
     return _package_table()
 
 
+def shipped_demand_exponent() -> float:
+    """The demand exponent ``k`` of the shipped table (0, demand the same on every type, if it is absent)."""
+    table = _cached_package_table()
+    return float(table.get("demand_exponent", 0.0)) if table else 0.0
+
+
 class MeasuredInterference:
-    """Gavel-measured pair slowdowns where they exist, else a regression fitted to them (see module doc)."""
+    """Gavel-measured pair slowdowns where they exist, else a regression on demands fitted to them (module doc)."""
 
     def __init__(self, table: dict[str, Any] | None = None, path: Path | str | None = None) -> None:
         if path is not None:
@@ -70,22 +90,26 @@ class MeasuredInterference:
             table = _cached_package_table()
         self._fallback = FeatureInterference() if table is None else None
         table = table or {}
-        for key in ("measured", "transfer", "regression", "pooled"):
+        for key in ("measured", "offset", "pooled", "demand_exponent"):
             if table and key not in table:
                 raise ValueError(f"{path or XI_TABLE_FILE}: missing field {key!r}")
         self.measured: dict[str, dict[str, float]] = table.get("measured", {})
-        self.transfer: dict[str, float] = table.get("transfer", {})
-        self.regression = {g: np.asarray(w, float) for g, w in table.get("regression", {}).items()}
+        self.offset: dict[str, float] = table.get("offset", {})
         self.pooled = np.asarray(table.get("pooled", [0.0] * len(REGRESSION_TERMS)), float)
+        self.demand_exponent = float(table.get("demand_exponent", 0.0))
 
     def source_of(self, a: str, b: str, gpu_type: str) -> str:
-        """Which rule gives ``xi_a`` for the pair: ``measured``, ``transferred`` or ``regression``."""
+        """Which rule gives ``xi_a`` for the pair: ``measured``, ``anchored`` or ``regression``."""
         key = f"{a}|{b}"
         if key in self.measured.get(gpu_type, {}):
             return "measured"
-        if key in self.transfer:
-            return "transferred"
+        if key in self.offset:
+            return "anchored"
         return "regression"
+
+    def demand(self, p: ModelProfile, gpu_type: str) -> float:
+        """``p``'s demand on ``gpu_type`` under this table's exponent (:func:`type_demand`)."""
+        return type_demand(p, gpu_type, self.demand_exponent)
 
     def xi_one(self, a: ModelProfile, b: ModelProfile, gpu_type: str) -> float:
         """``xi_a`` of ``a`` colocated with ``b`` on ``gpu_type`` at free competition (>= 1)."""
@@ -94,10 +118,8 @@ class MeasuredInterference:
         key = f"{a.name}|{b.name}"
         x = self.measured.get(gpu_type, {}).get(key)
         if x is None:
-            x = self.transfer.get(key)
-        if x is None:
-            w = self.regression.get(gpu_type, self.pooled)
-            x = math.exp(float(w @ regression_row(a, b)))
+            row = regression_row(a, b, self.demand(a, gpu_type), self.demand(b, gpu_type))
+            x = math.exp(float(self.pooled @ row) + self.offset.get(key, 0.0))
         return max(1.0, float(x)) if math.isfinite(x) else 1.0
 
     def pair_xi(self, a: ModelProfile, b: ModelProfile, gpu_type: str) -> tuple[float, float]:

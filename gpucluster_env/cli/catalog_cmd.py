@@ -23,7 +23,60 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="where to write xi_table.json and xi_predictor.json (default: the package data)")
     f.add_argument("--json", action="store_true", help="print one JSON object")
     f.set_defaults(func=fit_cmd)
+    ls = sub.add_parser("list", help="models with speed and GPU demand on a GPU type; '*' marks estimated values")
+    ls.add_argument("--gpu", default="V100", help="GPU type (default V100)")
+    ls.add_argument("--json", action="store_true", help="print one JSON object")
+    ls.set_defaults(func=list_cmd)
+    c = sub.add_parser("fit-comm",
+                       help="refit the all-reduce latency constant (Castor eq. 2) on Pollux's multi-node runs")
+    c.add_argument("--out-dir", type=Path, default=None,
+                   help="where to write comm_fit.json (default: the package data)")
+    c.add_argument("--json", action="store_true", help="print one JSON object")
+    c.set_defaults(func=fit_comm_cmd)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def list_cmd(args: argparse.Namespace) -> int:
+    from gpucluster_env.catalog import default_catalog
+    from gpucluster_env.catalog.demand import REFERENCE_TYPE
+    from gpucluster_env.catalog.fit import GAVEL_JOB
+
+    cat = default_catalog()
+    g = cat.gpu_type(args.gpu)
+    rows = []
+    for p in cat.models.values():
+        rows.append({
+            "model": p.name, "speed": round(cat.model_speed(p, args.gpu), 4),
+            "speed_estimated": args.gpu not in p.speed and args.gpu != REFERENCE_TYPE,
+            "demand": round(cat.model_demand(p, args.gpu), 4),
+            "demand_estimated": not (p.name in GAVEL_JOB and args.gpu == REFERENCE_TYPE),
+        })
+    if args.json:
+        print(json.dumps({"gpu": args.gpu, "gpu_speed_estimated": g.estimated, "models": rows}, sort_keys=True))
+        return 0
+    print(f"{args.gpu}: generic speed {g.speed:g}{'*' if g.estimated else ''} (V100 = 1); * = estimated")
+    print(f"{'model':14} {'speed':>8} {'demand':>8}")
+    for r in rows:
+        print(f"{r['model']:14} {r['speed']:7.3f}{'*' if r['speed_estimated'] else ' '} "
+              f"{r['demand']:7.3f}{'*' if r['demand_estimated'] else ' '}")
+    return 0
+
+
+def fit_comm_cmd(args: argparse.Namespace) -> int:
+    from gpucluster_env.catalog.comm_fit import COMM_FIT_FILE, fit_all
+    from gpucluster_env.catalog.models import MODELS, SINGLE_NODE_ALPHA_COMM
+    from gpucluster_env.catalog.validate import format_comm
+
+    out_dir = args.out_dir or Path(__file__).resolve().parents[1] / "data"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = fit_all(dict(MODELS), SINGLE_NODE_ALPHA_COMM)
+    (out_dir / COMM_FIT_FILE).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    if args.json:
+        print(json.dumps({"out_dir": str(out_dir), **table}, sort_keys=True))
+    else:
+        print(f"wrote {out_dir / COMM_FIT_FILE}")
+        print(format_comm(table))
+    return 0
 
 
 def validate_cmd(args: argparse.Namespace) -> int:

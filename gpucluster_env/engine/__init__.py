@@ -5,9 +5,12 @@ from .actions import (
     Action,
     ActionError,
     Colocate,
+    DropCopy,
     Fork,
+    MoveCopy,
     Place,
     Preempt,
+    Reallocate,
     SetStealing,
     Squeeze,
     StalledError,
@@ -20,4 +23,5 @@ from .view import ClusterView
 __all__ = [
     "Action", "ActionError", "ClusterEngine", "ClusterView", "Colocate", "DONE", "EngineConfig", "FUTURE", "Fork",
     "PENDING", "Place", "Preempt", "RUNNING", "SetStealing", "Squeeze", "StalledError", "Swell", "Wait",
+    "Reallocate", "DropCopy", "MoveCopy",
 ]

@@ -89,4 +89,42 @@ class SetStealing:
     on: bool
 
 
-Action = Wait | Place | Colocate | Squeeze | Swell | Preempt | Fork | SetStealing
+
+@dataclass(frozen=True)
+class Reallocate:
+    """Move a running, unforked job to another GPU set or GPU type in one action (Gavel's and Hadar's
+    per-round allocations): its progress is kept, its old GPUs are freed and the new ones taken at once (a set
+    overlapping the old one is allowed), and it pays ``restart_s`` of no progress. ``gpus`` names the exact
+    set, whose size may differ from the job's only within its ``[min_gpus, max_gpus]`` (elastic jobs; see
+    ``docs/engine.md``); without it the engine picks ``len(current GPUs)`` GPUs of ``gpu_type`` (``None``:
+    the fastest type that fits) by its placement rule, counting the job's own GPUs as free.
+    ``accumulation=None``: the smallest that fits there."""
+
+    job: int
+    gpus: tuple[int, ...] | None = None
+    gpu_type: str | None = None
+    accumulation: int | None = None
+
+
+@dataclass(frozen=True)
+class DropCopy:
+    """HadarE: stop copy ``copy`` (an index into the job's copies, ``ClusterView.copies_of``) of a forked job;
+    its GPUs are freed and the job's remaining steps are split again among the copies left."""
+
+    job: int
+    copy: int
+
+
+@dataclass(frozen=True)
+class MoveCopy:
+    """HadarE: move copy ``copy`` of a forked job to the free GPUs ``gpus`` (as many as the copy has, on nodes
+    the job's other copies do not use, any GPU type); the moved copy pays ``copy_startup_s`` and the job's
+    remaining steps are split again among its copies."""
+
+    job: int
+    copy: int
+    gpus: tuple[int, ...]
+
+
+Action = (Wait | Place | Colocate | Squeeze | Swell | Preempt | Fork | SetStealing | Reallocate | DropCopy
+          | MoveCopy)

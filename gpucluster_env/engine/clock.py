@@ -106,6 +106,8 @@ class Clock:
             if kind == FINISH:
                 if self.version.item(j) != ver or self.status.item(j) != RUNNING:
                     continue
+                if j in self._cp and not self._cp_event(j, t):
+                    continue  # a copy's quota done or its start-up over (engine.copies), not the job's end
                 self._finish(j, t)
                 if "completion" not in reasons:
                     reasons.append("completion")
@@ -139,8 +141,13 @@ class Clock:
         self.log.add(t, "round", -1)
         c = self.config.consolidation_s
         for j in sorted(self._forked):
-            if len(self.copies[j]) > 1 and c > 0:
-                self._pause(j, t, t + c)
+            if len(self.copies[j]) > 1:
+                # HadarE's consolidation: the copies' steps are summed (already, in remaining), the job pays the
+                # overhead, and its remaining steps are split among its copies again by their throughput
+                self._settle(j, t)
+                self._cp_split(j)
+                if c > 0:
+                    self._pause(j, t, t + c)
                 self._rerate([j], t)
 
     # ------------------------------------------------------------------ progress
@@ -149,9 +156,12 @@ class Clock:
         last = self.last_t.item(j)
         start = max(last, self.active_from.item(j))
         if t > start:
-            rate = self.rate.item(j)
-            if rate > 0:
-                self.remaining[j] = max(0.0, self.remaining.item(j) - rate * (t - start))
+            if j in self._cp:
+                self._cp_settle(j, t, start)
+            else:
+                rate = self.rate.item(j)
+                if rate > 0:
+                    self.remaining[j] = max(0.0, self.remaining.item(j) - rate * (t - start))
         self.last_t[j] = max(last, t)
 
     def _pause(self, j: int, t: float, until: float) -> None:
@@ -167,7 +177,11 @@ class Clock:
             self.last_t, self.active_from, self.rate, self.remaining, self.version)
         heap = self._heap
         tf = float(t)  # the same value
+        cp = self._cp
         for j in jobs:
+            if j in cp:
+                self._cp_rerate(j, tf)  # per-copy progress (engine.copies)
+                continue
             last = last_t.item(j)
             af = active.item(j)
             start = max(last, af)

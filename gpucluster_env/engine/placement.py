@@ -163,3 +163,33 @@ def plan_fork(eng: Any, j: int) -> np.ndarray | None:
     if g is None or not fits_memory(eng.footprint.item(j), float(eng.type_mem[eng.gpu_type[g]].min())):
         return None
     return g
+
+
+def plan_reallocate(eng: Any, j: int, t: int | None, need: int) -> tuple[np.ndarray | None, int | None]:
+    """GPUs for running job ``j`` moved as ``need`` GPUs by the placement rule, counting the GPUs it holds
+    alone as free (its old GPUs are freed as the new ones are taken): with type ``t``, fewest nodes of that
+    type; without, the fastest type it fits that can host the gang, else mixed types. On each node its own GPUs
+    come first, then free ones by index. Also returns the set's one GPU type (None when mixed or no set)."""
+    sj = eng._sj_flat
+    own = [x for x in eng.gpus_of(j).tolist() if sj.item(2 * x + 1) < 0]
+    fnt = eng.free_nt.copy()
+    np.add.at(fnt, (eng.gpu_node[own], eng.gpu_type[own]), 1)
+    fits = eng._fits_l[j]
+    if t is not None:
+        candidates = [[t]] if fits[t] else []
+    else:
+        fitting = [u for u in eng._type_order_m[eng._model_l[j]] if fits[u]]
+        candidates = [[u] for u in fitting] + ([fitting] if len(fitting) > 1 else [])
+    for types in candidates:
+        f = fnt[:, types].sum(axis=1)
+        picks = pick_nodes(f, need)
+        if not picks:
+            continue
+        parts = []
+        for node, k in picks:
+            lo, size = eng._node_start_l[node], eng._node_size_l[node]
+            mine = [x for x in own if lo <= x < lo + size]
+            free = (np.flatnonzero(eng.slot_job[lo:lo + size, 0] < 0) + lo).tolist()
+            parts += (mine + free)[:k]
+        return np.array(parts, dtype=np.int64), (types[0] if len(types) == 1 else None)
+    return None, None

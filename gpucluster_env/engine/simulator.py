@@ -9,6 +9,8 @@
   interference, job rates;
 * :mod:`.placement` -- pure planning functions (place, colocate, fork);
 * :mod:`.checks` and :mod:`.transitions` -- actions: their validation, then their state changes;
+* :mod:`.checks_mech` and :mod:`.moves` -- the same for the moves of running jobs (reallocate, drop or move
+  a copy), :mod:`.copies` -- per-copy progress (HadarE's quotas, copy start-up, resized gangs);
 * :mod:`.metrics` -- episode metrics and the job table.
 
 The engine knows nothing of Gymnasium: it exposes decision points (:meth:`ClusterEngine.advance`) and applies
@@ -33,9 +35,26 @@ from ..catalog import Catalog, default_catalog
 from ..hardware import ClusterSpec
 from ..jobs import validate_jobs
 from . import placement
-from .actions import Action, ActionError, Colocate, Fork, Place, Preempt, SetStealing, Squeeze, Swell, Wait
+from .actions import (
+    Action,
+    ActionError,
+    Colocate,
+    DropCopy,
+    Fork,
+    MoveCopy,
+    Place,
+    Preempt,
+    Reallocate,
+    SetStealing,
+    Squeeze,
+    Swell,
+    Wait,
+)
 from .checks import Checks
+from .checks_mech import MoveChecks
 from .clock import Clock
+from .copies import Copies
+from .moves import Moves
 from .occupancy import Occupancy
 from .rates import Rates
 from .state import DONE, FUTURE, PENDING, RUNNING, STATUS_NAMES, EngineConfig, EngineState
@@ -44,7 +63,7 @@ from .transitions import Transitions
 __all__ = ["DONE", "FUTURE", "PENDING", "RUNNING", "STATUS_NAMES", "ClusterEngine", "EngineConfig"]
 
 
-class ClusterEngine(EngineState, Clock, Occupancy, Rates, Checks, Transitions):
+class ClusterEngine(EngineState, Clock, Occupancy, Rates, Copies, Checks, MoveChecks, Transitions, Moves):
     """Simulates one episode: a cluster, a job table, a catalog, a config.
 
     Typical use::
@@ -105,6 +124,12 @@ class ClusterEngine(EngineState, Clock, Occupancy, Rates, Checks, Transitions):
             self._fork(action, action.job, action.copies, action.gpus)
         elif isinstance(action, SetStealing):
             self._set_stealing(action)
+        elif isinstance(action, Reallocate):
+            self._reallocate(action)
+        elif isinstance(action, DropCopy):
+            self._drop_copy(action)
+        elif isinstance(action, MoveCopy):
+            self._move_copy(action)
         else:
             raise ActionError(f"unknown action {action!r}")
 
@@ -182,6 +207,15 @@ class ClusterEngine(EngineState, Clock, Occupancy, Rates, Checks, Transitions):
         """GPUs for job ``j`` sharing with running job ``partner``, or None
         (:func:`~gpucluster_env.engine.placement.plan_colocate`)."""
         return placement.plan_colocate(self, j, partner)[0]
+
+    def plan_reallocate(self, j: int, gpu_type: str | None = None, n: int | None = None) -> np.ndarray | None:
+        """The GPUs ``Reallocate(j, gpu_type=gpu_type)`` would move running job ``j`` to now (``n`` GPUs,
+        default its current count), counting the GPUs it holds alone as free; None if there is no room
+        (:func:`~gpucluster_env.engine.placement.plan_reallocate`)."""
+        t = None if gpu_type is None else self._type_index(gpu_type)
+        if n is None:
+            n = len(self.copies[j][0]) if j in self.copies else self._req_l[j]
+        return placement.plan_reallocate(self, j, t, n)[0]
 
     def plan_fork(self, j: int) -> np.ndarray | None:
         """Free GPUs for one more copy of running job ``j`` on nodes none of its copies use, or None."""

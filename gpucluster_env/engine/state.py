@@ -86,6 +86,9 @@ class EngineState:
         self.batch = jobs["batch_size"].to_numpy(np.int64)
         self.iterations = jobs["iterations"].to_numpy(float)
         self.deadline = jobs["deadline_s"].to_numpy(float)
+        # elastic jobs (Reallocate may resize them): the optional job-table columns, default the asked size
+        self.min_gpus = jobs["min_gpus"].to_numpy(np.int64) if "min_gpus" in jobs else self.req_gpus.copy()
+        self.max_gpus = jobs["max_gpus"].to_numpy(np.int64) if "max_gpus" in jobs else self.req_gpus.copy()
         # Whether each job fits alone (at some accumulation) on each GPU type; computed per (model, batch).
         keys, inverse = np.unique(np.stack([self.job_model, self.batch], axis=1), axis=0, return_inverse=True)
         fits_key = np.array(
@@ -178,6 +181,8 @@ class EngineState:
         self._pending: dict[int, None] = {}
         self._running: dict[int, None] = {}
         self._forked: set[int] = set()
+        # per-copy progress of the jobs whose rate is not one full-size copy's (engine.copies.CopyProgress)
+        self._cp: dict[int, Any] = {}
         # events (time as a Python float, kind, sequence, job, version, time as given): compared by the float
         # time, kind and sequence (unique), in the same order as the times themselves; the time as given
         # (None for completions: a numpy float) keeps its type for the clock
@@ -215,7 +220,7 @@ class EngineState:
         self._acc_t = 0.0
         self._idle_ticks = 0
         self.counts = {"colocations": 0, "preemptions": 0, "forks": 0, "squeezes": 0, "swells": 0,
-                       "decisions": 0, "actions": 0}
+                       "decisions": 0, "actions": 0, "reallocations": 0, "copy_drops": 0, "copy_moves": 0}
         self.sharing_benefits: list[tuple[int, float, float]] = []
         self.log = EventLog()
         self._start_clock()  # engine.clock.Clock: the first round and calibration ticks

@@ -57,7 +57,9 @@ class Transitions:
         if math.isnan(self.first_start.item(j)):
             self.first_start[j] = t
         self.last_t[j] = t
-        self.active_from[j] = t + (self.config.restart_s if self.n_preempt.item(j) > 0 else 0.0)
+        # restart_s after a preemption; with restart_on_allocation (Hadar) on every new allocation, the first too
+        cfg = self.config
+        self.active_from[j] = t + (cfg.restart_s if self.n_preempt.item(j) > 0 or cfg.restart_on_allocation else 0.0)
         self.copies[j] = [g]
         gl = g.tolist()
         c = self._new_copy(j, g, s, gl)
@@ -81,6 +83,7 @@ class Transitions:
         self._running.pop(j, None)
         self.queue_version += 1
         self._forked.discard(j)
+        self._cp.pop(j, None)
         self.status[j] = DONE
         self.remaining[j] = 0.0
         self.rate[j] = 0.0
@@ -96,6 +99,7 @@ class Transitions:
         self._settle(j, t)
         self._running.pop(j, None)
         self._forked.discard(j)
+        self._cp.pop(j, None)
         self._pending[j] = None
         self.queue_version += 1
         self.status[j] = PENDING
@@ -150,6 +154,11 @@ class Transitions:
     def _fork(self, action: Action | tuple, j: int, copies: int, gpus: tuple[int, ...] | None) -> None:
         j = self._job_index(action, j)
         self._fork_error(action, j, copies, gpus)
+        if len(self.copies[j][0]) != self._req_l[j]:
+            raise ActionError(f"{self._typed(action)}: job {j} runs on {len(self.copies[j][0])} GPUs, not the "
+                              f"{self._req_l[j]} it asked for; copies are full-size gangs (Reallocate it back first)")
+        t = self.now
+        self._settle(j, t)  # progress so far at the old rate, before the steps are split among the copies
         plans: list[np.ndarray] = []
         saved = (float(self.job_min_mem[j]), float(self.solo_rate[j]))
         try:
@@ -162,11 +171,15 @@ class Transitions:
                 self.copies[j].pop()
             self.job_min_mem[j], self.solo_rate[j] = saved
             raise
-        t = self.now
         self._refresh_share_range(j)  # the new copies start at 100% share
         self._forked.add(j)
         self.max_copies[j] = max(self.max_copies[j], len(self.copies[j]))
         self.counts["forks"] += len(plans)
+        # per-copy progress (engine.copies): the new copies start up, the steps left are split by throughput
+        cp = self._cp_track(j, len(self.copies[j]) - len(plans))
+        cp.ready += [t + self.config.copy_startup_s] * len(plans)
+        cp.rate += [0.0] * len(plans)
+        self._cp_split(j)
         for g in plans:
             self.log.add(t, "fork", j, gpus=g.tolist())
         self._rerate([j], t)

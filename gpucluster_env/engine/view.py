@@ -20,7 +20,11 @@ What it offers:
   (:meth:`~ClusterView.accumulation_for`, :meth:`~ClusterView.accumulations_for`,
   :meth:`~ClusterView.fits_on`).
 * **The engine's planners** (:mod:`gpucluster_env.engine.placement`): :meth:`~ClusterView.plan_place`,
-  :meth:`~ClusterView.plan_colocate`, :meth:`~ClusterView.plan_fork`.
+  :meth:`~ClusterView.plan_colocate`, :meth:`~ClusterView.plan_fork`, :meth:`~ClusterView.plan_reallocate`.
+* **Moves of running jobs**: a job's copies with their GPUs, per-copy throughput, quota and start-up
+  (:meth:`~ClusterView.copies_of`, :meth:`~ClusterView.copy_states`), whether it can be reallocated
+  (:meth:`~ClusterView.can_reallocate`) and to which sizes (:meth:`~ClusterView.size_range`,
+  :meth:`~ClusterView.is_elastic`).
 
 The true interference ratios are not in the view; :meth:`~ClusterView.true_pair_xi` exists for oracle agents
 and evaluation only.
@@ -235,6 +239,39 @@ class ClusterView:
     def plan_fork(self, j: int) -> np.ndarray | None:
         """Free GPUs for one more copy of running job ``j`` on nodes it does not use (None: none)."""
         return self._eng.plan_fork(j)
+
+    def plan_reallocate(self, j: int, gpu_type: str | None = None, n: int | None = None) -> np.ndarray | None:
+        """The GPUs ``Reallocate(j, gpu_type=gpu_type)`` would move running job ``j`` to now (``n`` GPUs,
+        default its current count; its own GPUs count as free), or None."""
+        return self._eng.plan_reallocate(j, gpu_type, n)
+
+    # ------------------------------------------------------------------ moves of running jobs
+    def copies_of(self, j: int) -> list[np.ndarray]:
+        """The GPUs of each copy of running job ``j`` (one copy unless forked); copy ``i`` of this list is
+        ``DropCopy(j, i)`` / ``MoveCopy(j, i, ...)``'s ``copy``."""
+        return [g.copy() for g in self._eng.copies.get(j, [])]
+
+    def copy_states(self, j: int) -> list[dict]:
+        """Per copy of running job ``j``: ``gpus``, ``rate`` (its throughput when it progresses, iterations of
+        the job's global batch per second), ``quota`` (steps of its round quota left now, None when not
+        forked), ``ready`` (end of its start-up) and ``active`` (progressing now)."""
+        return self._eng.copy_states(j)
+
+    def size_range(self, j: int) -> tuple[int, int]:
+        """The GPU counts job ``j`` may be reallocated to (``min_gpus``, ``max_gpus``; both its asked count
+        for a job that is not elastic)."""
+        e = self._eng
+        return e.min_gpus.item(j), e.max_gpus.item(j)
+
+    def is_elastic(self, j: int) -> bool:
+        """Whether job ``j`` may run on a GPU count other than the one it asked for."""
+        lo, hi = self.size_range(j)
+        return lo != hi
+
+    def can_reallocate(self, j: int) -> bool:
+        """Whether ``Reallocate`` applies to job ``j`` now: running as one copy (a forked job moves by copy)."""
+        e = self._eng
+        return e.status.item(j) == RUNNING and len(e.copies.get(j, ())) == 1
 
     def true_pair_xi(self, a: int, b: int, gpu_type: str) -> tuple[float, float]:
         """The engine's true free-competition ratios of jobs ``a`` and ``b`` on a ``gpu_type`` GPU: for oracle

@@ -10,7 +10,18 @@ from gymnasium import spaces
 
 from ..catalog import Catalog
 from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
-from ..engine.actions import Colocate, Fork, Place, Preempt, SetStealing, Squeeze, Swell
+from ..engine.actions import (
+    Colocate,
+    DropCopy,
+    Fork,
+    MoveCopy,
+    Place,
+    Preempt,
+    Reallocate,
+    SetStealing,
+    Squeeze,
+    Swell,
+)
 from ..engine.build import make_engine
 from ..registration import registered_ids_text
 from ..scenarios import Scenario, get_scenario
@@ -23,7 +34,7 @@ ACTION_KINDS = ("place", "colocate", "squeeze", "swell", "preempt", "fork")
 LAYOUTS = ("compact", "full")
 DEFAULT_MIN_RUN_S = 600.0
 """Minimum run quantum before a job may be preempted where the scenario has no rounds (else one round)."""
-_TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork, SetStealing)
+_TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork, SetStealing, Reallocate, DropCopy, MoveCopy)
 _KIND_ACTION = {PLACE: Place, COLOCATE: Colocate, SQUEEZE: Squeeze, SWELL: Swell, PREEMPT: Preempt, FORK: Fork}
 
 
@@ -88,7 +99,7 @@ class GPUClusterEnv(gym.Env):
     600 s), ``max_sim_time_s``, ``render_mode="rgb_array"|"ansi"|"human"``.
 
     ## Registered Configurations
-    ``gpucluster_env/GPUCluster-v0`` (generic, ``scenario=`` keyword) and one id per scenario:
+    ``gpucluster_env/GPUCluster-v1`` (generic, ``scenario=`` keyword) and one id per scenario:
     {registered_ids} (all under the ``gpucluster_env/`` namespace).
     """
 
@@ -325,6 +336,12 @@ class GPUClusterEnv(gym.Env):
         elif cls is Squeeze or cls is Swell:
             rules.record_share(j)
         elif cls is Fork:
+            rules.record_fork(j)
+            self.obs_builder.record_gpus(j)
+        elif cls is Reallocate:  # a restart on new GPUs: counts as the job's start at this instant
+            rules.record_start(j, self.engine.now)
+            self.obs_builder.record_gpus(j)
+        elif cls is DropCopy or cls is MoveCopy:  # counts with the job's fork at this instant
             rules.record_fork(j)
             self.obs_builder.record_gpus(j)
 

@@ -21,6 +21,13 @@ and at most one fork. So the non-wait actions between two advances number at mos
 (``J`` on castor-philly). An out-of-mask action sent anyway is by default a counted no-op that advances the
 clock like ``wait``, so it never adds to the count. Typed actions from white-box agents are recorded (so the
 masks that follow them are right) but not restricted: reference policies act as their papers describe.
+
+**The moves of running jobs** (``Reallocate``, ``DropCopy``, ``MoveCopy``) are typed actions only: the
+``Discrete`` space has no entry for them, so they add nothing to ``B(J)``. They are recorded so that the masks
+that follow cannot undo them at the same instant: a ``Reallocate`` counts as the job's start (rule 2: it
+cannot be preempted at this instant, and its minimum run quantum starts again), a ``DropCopy`` or
+``MoveCopy`` as the job's fork (rule 4: no fork of it at this instant). So the masked actions between two
+advances stay within ``B(J)`` whatever typed actions are mixed in.
 """
 
 from __future__ import annotations

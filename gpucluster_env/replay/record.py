@@ -10,8 +10,9 @@ Format ``gpucluster-replay`` version 2 (docs/replay.md has the full description)
 * then, in the order they happened, **actions** ``{"kind": "act", "a": ...}`` (an int of the action space or a
   typed action as ``{"type": "place", "job": 3, "gpus": [0, 1], ...}``), **events** exactly as the engine's
   event log writes them (``{"t", "kind", "job", ...}``: arrive, start, finish, preempt, squeeze, swell, fork,
-  round), and **rate samples** ``{"kind": "rate", "t": ..., "jobs": [[job, remaining, rate, xi, active_from],
-  ...]}`` for the running jobs whose rate changed at ``t`` (what the replay's progress and xi columns show).
+  round, reallocate, drop_copy, move_copy), and **rate samples** ``{"kind": "rate", "t": ..., "jobs": [[job,
+  remaining, rate, xi, active_from], ...]}`` for the running jobs whose rate changed at ``t`` (what the
+  replay's progress and xi columns show).
 * last line, the **metrics**: ``{"kind": "metrics", ...}`` (the engine's episode metrics, plus ``steps``,
   ``actions``, ``events``). A file without it is incomplete.
 
@@ -31,15 +32,30 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
-from ..engine import Action, Colocate, Fork, Place, Preempt, SetStealing, Squeeze, Swell, Wait
+from ..engine import (
+    Action,
+    Colocate,
+    DropCopy,
+    Fork,
+    MoveCopy,
+    Place,
+    Preempt,
+    Reallocate,
+    SetStealing,
+    Squeeze,
+    Swell,
+    Wait,
+)
 
 RECORD_FORMAT = "gpucluster-replay"
 RECORD_VERSION = 2
 READABLE_VERSIONS = (1, 2)
-EVENT_KINDS = frozenset({"arrive", "start", "finish", "preempt", "squeeze", "swell", "fork", "round"})
+EVENT_KINDS = frozenset({"arrive", "start", "finish", "preempt", "squeeze", "swell", "fork", "round", "reallocate",
+                         "drop_copy", "move_copy"})
 
 _TYPED: dict[str, type] = {"wait": Wait, "place": Place, "colocate": Colocate, "squeeze": Squeeze,
-                           "swell": Swell, "preempt": Preempt, "fork": Fork, "set_stealing": SetStealing}
+                           "swell": Swell, "preempt": Preempt, "fork": Fork, "reallocate": Reallocate,
+                           "drop_copy": DropCopy, "move_copy": MoveCopy, "set_stealing": SetStealing}
 _TYPE_NAME = {cls: name for name, cls in _TYPED.items()}
 
 
@@ -237,7 +253,7 @@ def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) ->
             raise RecordError(f"{name}: line {n}: {kind} event needs a time 't' and a job index 'job'")
         if rec.events and t < rec.events[-1]["t"]:
             raise RecordError(f"{name}: line {n}: event time {t} goes back in time")
-        if kind in ("start", "fork", "squeeze", "swell"):
+        if kind in ("start", "fork", "squeeze", "swell", "reallocate", "drop_copy", "move_copy"):
             gpus = d.get("gpus")
             if not isinstance(gpus, list) or not gpus:
                 raise RecordError(f"{name}: line {n}: {kind} event without its 'gpus'")

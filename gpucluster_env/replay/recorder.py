@@ -1,7 +1,7 @@
 """Capturing an episode as a record while it runs: :class:`RecordingWrapper`, a Gymnasium wrapper that the
 benchmark runner puts around its environment when asked to record, and that RL rollouts can use directly::
 
-    env = RecordingWrapper(gym.make("gpucluster_env/Tiny-v0"), "rollouts/ep{episode:03d}.jsonl.gz",
+    env = RecordingWrapper(gym.make("gpucluster_env/Tiny-v1"), "rollouts/ep{episode:03d}.jsonl.gz",
                            policy="maskable-ppo")
 
 Every ``reset`` starts a new record and every episode end (terminated or truncated) writes it, atomically.

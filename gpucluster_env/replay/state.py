@@ -70,6 +70,21 @@ class ClusterState:
             else:
                 self.status[j] = PENDING
                 self.pending[j] = t
+        elif kind in ("reallocate", "drop_copy", "move_copy"):
+            leave = self.gpus.get(j, [])[:] if kind == "reallocate" else e.get("from", e["gpus"])
+            for g in leave:
+                if j in self.slots[g]:
+                    self.slots[g].remove(j)
+                self.share.pop((g, j), None)
+            held = [g for g in self.gpus.get(j, []) if g not in set(leave)]
+            if kind == "drop_copy":
+                self.copies[j] = self.copies.get(j, 1) - 1
+            else:
+                for g in e["gpus"]:
+                    self.slots[g].append(j)
+                    self.share[(g, j)] = SHARE_MAX
+                held += e["gpus"]
+            self.gpus[j] = held
         elif kind in ("squeeze", "swell"):
             step = -1 if kind == "squeeze" else 1
             for g in e["gpus"]:
@@ -141,6 +156,9 @@ class Timeline:
             ia += (len(st.pending) + len(st.running)) * dt
             last_t = t
             touched = e.get("gpus") or (st.gpus.get(j, ()) if kind in ("finish", "preempt") else ())
+            if kind in ("reallocate", "move_copy"):  # the GPUs left and the GPUs taken
+                left = st.gpus.get(j, []) if kind == "reallocate" else e.get("from", [])
+                touched = list(dict.fromkeys([*left, *e["gpus"]]))
             before = [len(st.slots[g]) for g in touched]
             st.apply(e)
             for g, n0 in zip(touched, before, strict=True):
@@ -173,7 +191,13 @@ class Timeline:
             full = [g for g in e["gpus"] if len(st.slots[g]) >= 2 or j in st.slots[g]]
             if full:
                 raise self.record.error(i, f"{kind} of job {j} on GPU {full[0]}, which cannot take it")
-        elif kind in ("squeeze", "swell") and not set(e["gpus"]) <= set(st.gpus.get(j, ())):
+        elif kind in ("reallocate", "move_copy"):
+            left = set(st.gpus.get(j, ()) if kind == "reallocate" else e.get("from", ()))
+            full = [g for g in e["gpus"] if len([x for x in st.slots[g] if x != j or g not in left]) >= 2
+                    or (j in st.slots[g] and g not in left)]
+            if full:
+                raise self.record.error(i, f"{kind} of job {j} onto GPU {full[0]}, which cannot take it")
+        elif kind in ("squeeze", "swell", "drop_copy") and not set(e["gpus"]) <= set(st.gpus.get(j, ())):
             raise self.record.error(i, f"{kind} of job {j} on a GPU it does not hold")
 
     # ------------------------------------------------------------------ access
