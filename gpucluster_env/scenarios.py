@@ -175,6 +175,11 @@ def _hadar_cluster() -> ClusterSpec:
 _ALIBABA_GROUPS = [("P100", 40, 2), ("T4", 25, 2), ("V100", 12, 8)]
 """Alibaba PAI 2020 inventory (P100 798x2, T4 497x2, V100/V100M32 239x8 GPUs) scaled by 1/20."""
 
+_GIMBAL_CONFIG = EngineConfig(tick_s=30.0, sample_stealing=False, calibration_overhead_s=3.6)
+"""Gimbal's testbed (gimbal §5.2, §6, §7.4): runtime monitoring every 30 s, an MPS share switch (LGRR) pauses
+the job 3.6 s, sample stealing (LISS) off until a policy turns it on per job (``SetStealing``), so the
+baselines run without it."""
+
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
     for s in (
@@ -201,14 +206,14 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "gimbal-philly", "16 nodes x 2 A40, 150 Philly jobs, Gimbal's 12 models, deadlines", "gimbal",
             ClusterSpec.homogeneous("A40", 16, 2, inter_node_bw_gbps=12.5, name="gimbal-16x2"),
-            GIMBAL_MODELS, "philly", 150, window="random", deadlines=True,
-            config=EngineConfig(tick_s=30.0, sample_stealing=True),
+            GIMBAL_MODELS, "philly", 150, window="random", annotate="gimbal", deadlines=True,
+            config=_GIMBAL_CONFIG,
         ),
         Scenario(
             "gimbal-alibaba", "16 nodes x 2 A40, 300 Alibaba jobs, Gimbal's 12 models, deadlines", "gimbal",
             ClusterSpec.homogeneous("A40", 16, 2, inter_node_bw_gbps=12.5, name="gimbal-16x2"),
-            GIMBAL_MODELS, "alibaba", 300, window="random", deadlines=True,
-            config=EngineConfig(tick_s=30.0, sample_stealing=True),
+            GIMBAL_MODELS, "alibaba", 300, window="random", annotate="gimbal", deadlines=True,
+            config=_GIMBAL_CONFIG,
         ),
         Scenario(
             "hadar-philly", "15 nodes: 20 V100 + 20 P100 + 20 K80; 480 Philly jobs (hours 3-10) at t=0",

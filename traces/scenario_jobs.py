@@ -265,3 +265,6 @@ def build_jobs(sc: Scenario, seed: int, catalog: Catalog) -> tuple[pd.DataFrame,
         raise ValueError(f"scenario {sc.name!r}: unknown annotation {sc.annotate!r}; known: "
                          f"{', '.join(RECIPES)}") from None
     return make(sc, np.random.default_rng(seed), catalog)
+
+
+from . import gimbal_mix  # noqa: E402, F401  (registers the "gimbal" recipe)

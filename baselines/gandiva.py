@@ -1,0 +1,157 @@
+"""Gandiva (Xiao et al., OSDI '18) with deadlines, the deadline baseline of gimbal §7.1.
+
+As Gimbal describes it: a first-come-first-served scheduler that packs jobs introspectively -- it packs first
+and checks afterwards, from runtime metrics, whether the packing pays, and unpacks when it does not.
+
+* **Queue**: arrival order; the deadline-aware extension gimbal §7.1 asks for puts jobs that can still meet their
+  deadline (now + estimated run time <= deadline) ahead of those that cannot, each group in arrival order.
+* **Start**: on free GPUs when enough are free (fewest nodes first); otherwise **pack** beside a running job of
+  the same GPU count that runs alone and leaves room in memory, the least utilized first (Gandiva packs jobs
+  of low utilization), skipping model pairs found harmful before.
+* **Introspection** (every monitoring tick): a packed pair whose normalized throughputs sum below 1 (each job's
+  rate shared over its rate alone -- packing loses to time-slicing) is unpacked: the job that joined is
+  preempted back to the queue and its model pair marked harmful. The throughputs are the predicted ones of
+  :class:`~gpucluster_env.baselines.gimbal_search.ThroughputModel` (the predictor stands in for Gandiva's
+  runtime profiling; the engine's true ratios are never read).
+
+``unequal`` allows partners with more GPUs under Gimbal's topology rule (``gandiva+gimbal``, gimbal §7.2).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..engine import Action, Colocate, Place, Preempt, Wait
+from ..engine.view import ClusterView
+from .base import Policy, register_policy
+from .castor import XiPredictor
+from .gimbal_rules import TopologyRule, packing_sets, partner_gpus
+from .gimbal_search import ThroughputModel
+from .profiled import JobFacts
+
+
+@register_policy
+class Gandiva(Policy):
+    """Gandiva: FCFS (deadline-feasible first) with introspective packing (see the module docstring)."""
+
+    name: ClassVar[str] = "gandiva"
+    description: ClassVar[str] = (
+        "Gandiva with deadlines: FCFS, feasible deadlines first; pack beside the least-utilized lone equal-size "
+        "job, unpack pairs whose normalized throughputs sum below 1"
+    )
+    paper: ClassVar[str] = "gimbal §7.1 baseline (Gandiva, OSDI '18, extended with deadlines)"
+
+    def __init__(self, unequal: bool = False, tick_s: float = 30.0, predictor: XiPredictor | None = None) -> None:
+        """``unequal``: allow larger partners (Gimbal's relaxation). ``tick_s``: introspection period (s).
+        ``predictor``: interference predictor (default: the catalog's, as Castor)."""
+        if not tick_s > 0:
+            raise ValueError(f"gandiva: tick_s must be positive, got {tick_s!r}")
+        self.unequal = bool(unequal)
+        self.tick_s = float(tick_s)
+        self.predictor = predictor
+        self.facts: JobFacts | None = None
+        self.rule: TopologyRule | None = None  # set by reset
+        self.model: ThroughputModel | None = None
+        self.harmful: set[tuple[int, int]] = set()
+        self.unpacked = 0
+        self._next_check = 0.0
+
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self.facts = JobFacts(env)
+        self.rule = TopologyRule(env, relaxed=self.unequal)
+        view = self.view(env)
+        facts = self.facts
+        self.model = ThroughputModel(view, lambda j, t: facts.demand(view, j, t), self.predictor)
+        self.harmful = set()
+        self.unpacked = 0
+        self._next_check = 0.0
+        self._judged: set[tuple] = set()
+        self._stuck: tuple | None = None
+
+    # ------------------------------------------------------------------ queue
+    def order(self, view: ClusterView) -> list[int]:
+        """Pending jobs in arrival order, those that can still meet their deadline first."""
+        assert self.facts is not None
+        pend = view.pending_jobs()
+        late = np.array([view.now + float(view.solo_time[j]) > self.facts.deadline(j) for j in pend.tolist()],
+                        dtype=bool)
+        return pend[np.argsort(late, kind="stable")].tolist()
+
+    def pair_key(self, view: ClusterView, a: int, b: int) -> tuple[int, int]:
+        ma, mb = view.model_index(a), view.model_index(b)
+        return (ma, mb) if ma <= mb else (mb, ma)
+
+    def pack(self, view: ClusterView, j: int) -> Colocate | None:
+        """Gandiva's packing choice for pending job ``j``: the least-utilized qualifying partner."""
+        assert self.facts is not None
+        best: tuple[float, int, np.ndarray] | None = None
+        for p in view.running_jobs().tolist():
+            if self.pair_key(view, j, p) in self.harmful:
+                continue
+            g = partner_gpus(view, self.rule, j, p, self.unequal)
+            if g is None or not view.fits_on(j, g, 1).all():
+                continue
+            u = self.facts.demand(view, p, int(view.gpu_type[g[0]]))
+            if best is None or u < best[0]:
+                best = (u, p, g)
+        if best is None:
+            return None
+        return Colocate(j, best[1], accumulation=1, gpus=tuple(int(x) for x in best[2]))
+
+    # ------------------------------------------------------------------ introspection
+    def settled(self, view: ClusterView, jmax: int) -> bool:
+        """Whether the packing set of ``jmax`` may be judged now (always, without Gimbal)."""
+        return True
+
+    def introspect(self, view: ClusterView) -> list[Action]:
+        """Unpack every packed job whose pair loses to running apart (normalized throughputs sum < 1)."""
+        assert self.model is not None
+        shares = self.current_shares()
+        out: list[Action] = []
+        for s in packing_sets(view):
+            if not self.settled(view, s.jmax):
+                continue
+            state = (s.jobs, tuple(sorted((k, v) for k, v in shares.items() if k[0] in s.jobs)))
+            if state in self._judged:  # the same set at the same shares: the same (passing) verdict
+                continue
+            self._judged.add(state)
+            for o in s.others:
+                norm = 0.0
+                for x in (s.jmax, o):
+                    g = view.gpus_of(x)
+                    alone = view.iter_time(x, g, view.accumulation(x), 1.0)
+                    norm += alone * self.model.rate(x, shares)
+                if norm < 1.0:
+                    self.harmful.add(self.pair_key(view, o, s.jmax))
+                    self.unpacked += 1
+                    out.append(Preempt(o))
+        return out
+
+    def current_shares(self) -> dict[tuple[int, int], int]:
+        """The MPS shares this policy set, in tenths per (job, GPU) (none: all at 100%)."""
+        return {}
+
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        view = self.view(env)
+        if view.now >= self._next_check:
+            self._next_check = view.now + self.tick_s
+            acts = self.introspect(view)
+            if acts:
+                return acts
+        if view.num_pending == 0:
+            return Wait()
+        state = (tuple(view.pending_jobs().tolist()), tuple(view.running_jobs().tolist()), self.unpacked)
+        if state == self._stuck:  # nothing could start in this very state before: nothing can now
+            return Wait()
+        for j in self.order(view):
+            g = view.plan_place(j)
+            if g is not None and self.rule.allows(j, g):
+                return Place(j, gpus=tuple(int(x) for x in g))
+            a = self.pack(view, j)
+            if a is not None:
+                return a
+        self._stuck = state
+        return Wait()

@@ -1,0 +1,114 @@
+"""Schedulers "with Gimbal" (gimbal §7.1-7.3): a base scheduler whose packing is relaxed, with Gimbal's
+coordinator (:class:`~gpucluster_env.baselines.gimbal_search.Coordinator`) calibrating every packing set at each
+runtime-monitoring tick.
+
+* ``lucid+gimbal``: Lucid with a relaxed score threshold (any pair may pack) and unequal packing under the
+  topology rule; JCT objective (eq. 1-2).
+* ``gandiva+gimbal``: Gandiva with unequal packing; deadline objective (eq. 3-4); Gandiva's introspection
+  judges a packed set only after Gimbal's search on it has ended.
+
+Options (the Fig. 12 ablation): ``lgrr`` (MPS share calibration, each switch pays the scenario's
+``calibration_overhead_s``), ``liss`` (per-job sample stealing, free to switch), ``early_exit`` (three attempts
+without gain end a search, gimbal §7.4), ``granularity`` (share tenths per attempt, §7.4's study). With both
+mechanisms off only the relaxed, unequal packing remains.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..engine import Action, SetStealing
+from ..engine.view import ClusterView
+from .base import register_policy
+from .castor import XiPredictor
+from .gandiva import Gandiva
+from .gimbal_search import Coordinator
+from .lucid import Lucid
+from .profiled import JobFacts
+
+MONITOR_S = 30.0
+"""Gimbal's runtime-monitoring period (gimbal §6)."""
+
+
+class GimbalLayer:
+    """The coordination layer a "+gimbal" policy mixes into its base scheduler."""
+
+    objective: ClassVar[str] = "jct"
+    coordinator: Coordinator | None = None
+    _next_tick: float = 0.0
+
+    def _init_layer(self, lgrr: bool, liss: bool, early_exit: bool, predictor: XiPredictor | None,
+                    granularity: int) -> None:
+        self.lgrr, self.liss, self.early_exit = bool(lgrr), bool(liss), bool(early_exit)
+        self.granularity = int(granularity)
+        self.layer_predictor = predictor
+
+    def reset(self, env: Any) -> None:
+        """The base scheduler's reset, then a fresh coordinator."""
+        super().reset(env)  # type: ignore[misc]
+        view: ClusterView = self.view(env)  # type: ignore[attr-defined]
+        facts: JobFacts = self.facts  # type: ignore[attr-defined]
+        self.coordinator = Coordinator(
+            self.objective, lambda j, t: facts.demand(view, j, t), facts.deadline, lgrr=self.lgrr,
+            liss=self.liss, early_exit=self.early_exit, predictor=self.layer_predictor, stealing=SetStealing,
+            granularity=self.granularity)
+        self._next_tick = 0.0
+
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        """The coordinator's calibration when a monitoring tick is due, else the base scheduler's decision."""
+        acts = self.calibrate(self.view(env))  # type: ignore[attr-defined]
+        return acts if acts else super().act(observation, env)  # type: ignore[misc]
+
+    def calibrate(self, view: ClusterView) -> list[Action]:
+        """The coordinator's actions when a monitoring tick is due (at most one per ``MONITOR_S``)."""
+        assert self.coordinator is not None
+        if view.now < self._next_tick:
+            return []
+        self._next_tick = view.now + MONITOR_S
+        return self.coordinator.tick(view)
+
+
+@register_policy
+class LucidGimbal(GimbalLayer, Lucid):
+    """Lucid with Gimbal: any pair may pack, unequal GPU counts allowed, JCT coordination."""
+
+    name: ClassVar[str] = "lucid+gimbal"
+    description: ClassVar[str] = (
+        "Lucid relaxed (any sharing scores, unequal GPU counts under Gimbal's topology rule) + Gimbal's JCT "
+        "coordination (squeeze/swell, sample stealing, early exit)"
+    )
+    paper: ClassVar[str] = "gimbal §5.2 Alg. 1, eq. 1-2, §7.2 (JCT)"
+    objective: ClassVar[str] = "jct"
+
+    def __init__(self, threshold: int = 4, unequal: bool = True, time_ratio: float = 2.0, lgrr: bool = True,
+                 liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None,
+                 granularity: int = 1) -> None:
+        super().__init__(threshold, unequal, time_ratio)
+        self._init_layer(lgrr, liss, early_exit, predictor, granularity)
+
+
+@register_policy
+class GandivaGimbal(GimbalLayer, Gandiva):
+    """Gandiva with Gimbal: unequal GPU counts allowed, deadline coordination before introspection."""
+
+    name: ClassVar[str] = "gandiva+gimbal"
+    description: ClassVar[str] = (
+        "Gandiva with deadlines, unequal packing under Gimbal's topology rule + Gimbal's deadline coordination; "
+        "introspection after each set's search"
+    )
+    paper: ClassVar[str] = "gimbal §5.2 Alg. 1, eq. 3-4, §7.2 (deadlines)"
+    objective: ClassVar[str] = "deadline"
+
+    def __init__(self, unequal: bool = True, tick_s: float = MONITOR_S, lgrr: bool = True, liss: bool = True,
+                 early_exit: bool = True, predictor: XiPredictor | None = None, granularity: int = 1) -> None:
+        super().__init__(unequal, tick_s, predictor)
+        self._init_layer(lgrr, liss, early_exit, predictor, granularity)
+
+    def settled(self, view: ClusterView, jmax: int) -> bool:
+        assert self.coordinator is not None
+        st = self.coordinator.searches.get(jmax)
+        return st is not None and st.done
+
+    def current_shares(self) -> dict[tuple[int, int], int]:
+        assert self.coordinator is not None
+        return self.coordinator.shares

@@ -1,0 +1,105 @@
+"""Gimbal's packing constraints (gimbal §5.1) as the packing schedulers use them, and job packing sets.
+
+The rule itself -- two jobs per GPU, every job on the fewest nodes, a job packs only on one larger job (all its
+GPUs shared with it) that is not itself packed on a larger one, equal world sizes only balanced -- has one
+implementation, the engine's ``topology_violation`` (enforced on every start when a scenario sets
+``EngineConfig.topology_rule``). Agents ask it through :class:`TopologyRule` before they act, so they never
+send a start the rule forbids, whether the scenario enforces it or not.
+
+Under the rule every connected group of sharing jobs is a **job packing set** (:class:`JobSet`): one job of the
+largest world size, ``J_max``, shares with every other member, and the others share only with it
+(:func:`packing_sets`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..engine.view import ClusterView
+
+
+@dataclass(frozen=True)
+class JobSet:
+    """A job packing set: ``jmax`` (largest world size; ties: the lowest index) and the jobs sharing its GPUs,
+    by index."""
+
+    jmax: int
+    others: tuple[int, ...]
+
+    @property
+    def jobs(self) -> tuple[int, ...]:
+        """Every member, ``jmax`` first."""
+        return (self.jmax, *self.others)
+
+
+class TopologyRule:
+    """The engine's topology rule as a read-only question: may pending job ``j`` start on ``gpus``? A policy
+    that does not relax packing (``relaxed`` False) follows it only where the scenario enforces it
+    (``EngineConfig.topology_rule``); otherwise every start is allowed."""
+
+    def __init__(self, env: Any, relaxed: bool = True) -> None:
+        eng = env.unwrapped.engine
+        self._why = eng.topology_violation
+        self.on = bool(relaxed or eng.config.topology_rule)
+
+    def violation(self, j: int, gpus: np.ndarray | list[int]) -> str | None:
+        """Why starting ``j`` on ``gpus`` would break the rule, or None (always None when the rule is off)."""
+        if not self.on:
+            return None
+        return self._why(int(j), np.asarray(gpus, dtype=np.int64))
+
+    def allows(self, j: int, gpus: np.ndarray | list[int]) -> bool:
+        """Whether starting ``j`` on ``gpus`` keeps the rule."""
+        return self.violation(j, gpus) is None
+
+
+def packing_sets(view: ClusterView) -> list[JobSet]:
+    """The job packing sets of the running jobs that share at least one GPU, ordered by ``jmax``."""
+    seen: set[int] = set()
+    out: list[JobSet] = []
+    for j in view.running_jobs().tolist():
+        if j in seen or not view.partners_of(j):
+            continue
+        comp, stack = {j}, [j]
+        while stack:
+            for p in view.partners_of(stack.pop()):
+                if p not in comp:
+                    comp.add(p)
+                    stack.append(p)
+        seen |= comp
+        jmax = min(comp, key=lambda x: (-int(view.req_gpus[x]), x))
+        out.append(JobSet(jmax, tuple(sorted(comp - {jmax}))))
+    out.sort(key=lambda s: s.jmax)
+    return out
+
+
+def host_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int) -> np.ndarray | None:
+    """GPUs for pending job ``j`` among the GPUs running job ``p`` alone -- whole nodes of ``p`` first, so the
+    job spans as few nodes as it can -- when the topology rule allows them; None otherwise."""
+    need = int(view.req_gpus[j])
+    singles = view.single_gpus_of(p)
+    if len(singles) < need:
+        return None
+    nodes = view.gpu_node[singles]
+    per_node = {int(n): int((nodes == n).sum()) for n in np.unique(nodes)}
+    order = sorted(range(len(singles)), key=lambda i: (-per_node[int(nodes[i])], int(nodes[i]), int(singles[i])))
+    g = np.sort(singles[order[:need]])
+    return g if rule.allows(j, g) else None
+
+
+def partner_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int, unequal: bool) -> np.ndarray | None:
+    """The GPUs pending job ``j`` would take beside running job ``p`` in Lucid's and Gandiva's packing: all of
+    ``p``'s GPUs when ``p`` has ``j``'s size and runs alone (their only packing), or, with ``unequal`` (Gimbal's
+    relaxation), GPUs of a larger ``p`` by :func:`host_gpus`; only what the ``rule`` allows."""
+    n_j, n_p = int(view.req_gpus[j]), int(view.req_gpus[p])
+    if n_p == n_j:
+        if view.partners_of(p):
+            return None
+        g = np.sort(view.gpus_of(p))
+        return g if rule.allows(j, g) else None
+    if unequal and n_p > n_j:
+        return host_gpus(view, rule, j, p)
+    return None

@@ -1,0 +1,384 @@
+"""Gimbal's coordination search (gimbal §5.2, Algorithm 1) over the read-only view.
+
+* **Local objectives and priorities** (:func:`local_objective`, :func:`priority`) for JCT (eq. 1-2), deadlines
+  (eq. 3-4) and makespan (eq. 5-6), from each job's remaining steps and *predicted* throughput.
+* **Predicted throughput** (:class:`ThroughputModel`): a job's iteration time on its GPUs
+  (:meth:`~gpucluster_env.engine.view.ClusterView.iter_time`) with each worker's interference ratio taken from
+  a predictor's free-competition ratio (Castor's, :func:`~gpucluster_env.baselines.castor.default_predictor`)
+  under the MPS shares by the one share model (:func:`gpucluster_env.interference.apply_shares`). Never the
+  engine's true ratios.
+* **Algorithm 1** (:class:`SetSearch`, driven by :class:`Coordinator` at every runtime-monitoring tick, 30 s in
+  the gimbal scenarios): split a packing set into ``{J_max}`` and the rest, the lower-priority subset is
+  squeezed one 10% step per tick (LGRR, paying the engine's switch overhead), or, when ``J_max`` is the
+  low-priority one and has stragglers, its slow workers are relieved by sample stealing (LISS, free) and its
+  fast ones squeezed; each step's gain is the change of the local objective; three consecutive steps without
+  gain end the search (early exit) and the shares go back to the best point seen.
+
+How the paper's priority signs are read: Algorithm 1 swells the subset of *higher* priority. Eq. 2
+(``-Utilization``) is used as printed (low-utilization jobs are swelled, big ones squeezed, §5.2's text); for
+eq. 4 and 6 the text says jobs closer to their deadline and longer jobs are favoured, so the subset with the
+*smaller* slack and the *longer* duration is swelled. Eq. 3 is read as the largest predicted lateness
+``max(0, RemainingSteps/Throughput - (Deadline - now))`` (the text: "minimize the maximum duration of jobs that
+exceed their deadlines").
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..engine import Action, Squeeze, Swell
+from ..engine.view import ClusterView
+from ..interference import apply_shares
+from .castor import XiPredictor, default_predictor
+from .gimbal_rules import JobSet, packing_sets
+
+OBJECTIVES = ("jct", "deadline", "makespan")
+FULL = 10
+"""A full MPS share in tenths (the engine's 10% steps)."""
+MIN_TENTHS = 1
+MAX_FAILS = 3
+"""Early exit: consecutive attempts without gain that end a search (gimbal §5.2, Algorithm 1 line 9)."""
+
+
+def local_objective(kind: str, times: np.ndarray, slack: np.ndarray | None = None) -> float:
+    """The local objective of a packing set (lower is better) from each job's expected remaining time
+    ``RemainingSteps / Throughput``: eq. 1 their mean (``jct``), eq. 3 the largest lateness ``max(0, time -
+    slack)`` (``deadline``; ``slack`` = deadline - now), eq. 5 their largest (``makespan``)."""
+    t = np.asarray(times, dtype=float)
+    if kind == "jct":
+        return float(t.mean())
+    if kind == "makespan":
+        return float(t.max())
+    if kind == "deadline":
+        if slack is None:
+            raise ValueError("local_objective: kind 'deadline' needs slack")
+        late = np.maximum(0.0, t - np.nan_to_num(np.asarray(slack, dtype=float), nan=math.inf))
+        return float(late.max())
+    raise ValueError(f"local_objective: unknown kind {kind!r}; known: {', '.join(OBJECTIVES)}")
+
+
+def priority(kind: str, remaining: float, rate: float, utilization: float, slack: float = math.nan) -> float:
+    """How much a job should be favoured (higher: swelled first): eq. 2 ``-utilization`` (``jct``), eq. 4 minus
+    the headroom ``slack - remaining/rate`` (``deadline``; no deadline: no urgency), eq. 6 the expected
+    duration ``remaining/rate`` (``makespan``); see the module docstring for the signs."""
+    if kind == "jct":
+        return -float(utilization)
+    t = float(remaining) / float(rate)
+    if kind == "makespan":
+        return t
+    if kind == "deadline":
+        return -math.inf if math.isnan(slack) else -(float(slack) - t)
+    raise ValueError(f"priority: unknown kind {kind!r}; known: {', '.join(OBJECTIVES)}")
+
+
+class ThroughputModel:
+    """Predicted per-job throughput under MPS shares (see the module docstring). ``demand(j, gpu_type)`` is the
+    job's profiled GPU demand (its utilization alone); shares are in tenths per ``(job, gpu)``."""
+
+    def __init__(self, view: ClusterView, demand: Any, predictor: XiPredictor | None = None) -> None:
+        self.view = view
+        self.demand = demand
+        self.predictor = predictor if predictor is not None else default_predictor()
+        self._xi: dict[tuple[int, int, int], tuple[float, float]] = {}
+        self._warmed = False
+
+    def _warm(self) -> None:
+        """Predict every pair of the episode's models on every GPU type in one batch when the predictor can
+        (the XGBoost predictor's ``predict_many``: one call instead of one per pair)."""
+        v = self.view
+        many = getattr(self.predictor, "predict_many", None)
+        if many is None:
+            return
+        first: dict[int, int] = {}
+        for j in range(v.n_jobs):
+            first.setdefault(v.model_index(j), j)
+        ms = sorted(first)
+        pairs = [(a, b) for i, a in enumerate(ms) for b in ms[i:]]
+        for t in np.unique(v.gpu_type).tolist():
+            pred = many([(v.model(first[a]), v.model(first[b])) for a, b in pairs], v.type_names[t])
+            for (a, b), (xa, xb) in zip(pairs, np.asarray(pred).tolist(), strict=True):
+                self._xi[(a, b, t)] = (max(1.0, float(xa)), max(1.0, float(xb)))
+                self._xi[(b, a, t)] = (max(1.0, float(xb)), max(1.0, float(xa)))
+
+    def free_xi(self, a: int, b: int, gpu_type: int) -> float:
+        """Predicted free-competition ratio of job ``a`` beside job ``b`` on a GPU of type index ``gpu_type``."""
+        v = self.view
+        if not self._warmed:
+            self._warmed = True
+            self._warm()
+        key = (v.model_index(a), v.model_index(b), int(gpu_type))
+        if key not in self._xi:
+            xa, xb = self.predictor.predict_pair(v.model(a), v.model(b), v.type_names[key[2]])
+            self._xi[key] = (max(1.0, float(xa)), max(1.0, float(xb)))
+        return self._xi[key][0]
+
+    def worker_xi(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()
+                  ) -> np.ndarray:
+        """Predicted interference ratio of each worker of running job ``j`` (GPUs in ``gpus_of`` order); jobs in
+        ``gone`` count as finished (their GPUs free, and a worker left alone back at full share)."""
+        v = self.view
+        g = v.gpus_of(j)
+        ten = v.tenants(g)
+        out = np.ones(len(g))
+        for i, (x, row) in enumerate(zip(g.tolist(), ten.tolist(), strict=True)):
+            q = row[1] if row[0] == j else row[0]
+            q = -1 if q in gone else q
+            t = int(v.gpu_type[x])
+            own = shares.get((j, x), FULL) / FULL if q >= 0 else 1.0
+            d = self.demand(j, t)
+            if q < 0:
+                out[i] = float(apply_shares(1.0, d, own, 0.0, False))
+            else:
+                other = shares.get((q, x), FULL) / FULL
+                out[i] = float(apply_shares(self.free_xi(j, q, t), d, own, other, True))
+        return out
+
+    def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
+        """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as
+        :meth:`worker_xi`)."""
+        v = self.view
+        g = v.gpus_of(j)
+        return 1.0 / v.iter_time(j, g, v.accumulation(j), self.worker_xi(j, shares, gone))
+
+    def remaining_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
+                        departures: bool = True) -> np.ndarray:
+        """Each job's expected remaining time ``RemainingSteps / Throughput`` under ``shares``. With
+        ``departures`` the throughput is the one over the job's remaining life: the set runs at its predicted
+        rates until its first job finishes, then the others go on without it (alone where it was their
+        partner), and so on; without, the current rates to the end (eq. 1's literal reading)."""
+        rem = self.view.remaining_now()[list(jobs)].astype(float)
+        if not departures:
+            return rem / np.array([self.rate(j, shares) for j in jobs])
+        out = np.zeros(len(jobs))
+        left = list(range(len(jobs)))
+        gone: frozenset[int] = frozenset()
+        t = 0.0
+        while left:
+            r = np.array([self.rate(jobs[i], shares, gone) for i in left])
+            dt = rem[left] / r
+            k = int(np.argmin(dt))
+            step = float(dt[k])
+            t += step
+            rem[left] -= r * step
+            i = left.pop(k)
+            out[i] = t
+            gone = gone | {jobs[i]}
+        return out
+
+    def stragglers(self, j: int, shares: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
+        """``(slow, fast)`` GPUs of job ``j``: its workers with a predicted ratio above its smallest, and the
+        rest (``slow`` empty: no straggler)."""
+        g = self.view.gpus_of(j)
+        xi = self.worker_xi(j, shares)
+        slow = xi > xi.min() * (1.0 + 1e-9)
+        return g[slow], g[~slow]
+
+
+@dataclass
+class SetSearch:
+    """Algorithm 1's state for one packing set: the members it was started for, the subsets, the shares of the
+    best point so far, consecutive failures, attempts, and whether it has ended."""
+
+    members: tuple[int, ...]
+    low: tuple[int, ...]
+    high: tuple[int, ...]
+    best_shares: dict[tuple[int, int], int]
+    fails: int = 0
+    done: bool = False
+    attempts: int = 0
+
+
+@dataclass
+class SearchStats:
+    """What the coordinator did over an episode (the early-exit study reads it)."""
+
+    searches: int = 0
+    attempts: int = 0
+    early_exits: int = 0
+    lgrr_steps: int = 0
+    liss_switches: int = 0
+
+
+class Coordinator:
+    """Gimbal's aggressive packing coordinator for one objective: at each monitoring tick, one Algorithm-1
+    step per packing set. ``lgrr``: share calibration allowed; ``liss``: sample stealing allowed (needs a
+    ``stealing(job, on)`` action factory); ``early_exit``: stop after :data:`MAX_FAILS` attempts without gain
+    (else after the whole share range); ``granularity``: share tenths per attempt (1: Gimbal's 10%, 2: 20%, 3:
+    30%; the engine's grid has no 5%); ``departures``: expected remaining times account for partners
+    finishing (:meth:`ThroughputModel.remaining_times`)."""
+
+    def __init__(self, kind: str, demand: Any, deadline: Any, lgrr: bool = True, liss: bool = True,
+                 early_exit: bool = True, predictor: XiPredictor | None = None, stealing: Any = None,
+                 departures: bool = True, granularity: int = 1) -> None:
+        if kind not in OBJECTIVES:
+            raise ValueError(f"Coordinator: unknown objective {kind!r}; known: {', '.join(OBJECTIVES)}")
+        self.kind, self.demand, self.deadline = kind, demand, deadline
+        self.lgrr, self.liss, self.early_exit = lgrr, liss, early_exit
+        self.stealing = stealing
+        self.departures = departures
+        if granularity not in (1, 2, 3):
+            raise ValueError(f"Coordinator: granularity must be 1, 2 or 3 tenths, got {granularity!r}")
+        self.granularity = granularity
+        self._predictor = predictor
+        self.model: ThroughputModel | None = None
+        self.shares: dict[tuple[int, int], int] = {}
+        self.liss_on: set[int] = set()
+        self.searches: dict[int, SetSearch] = {}
+        self.stats = SearchStats()
+
+    # ------------------------------------------------------------------ bookkeeping
+    def _sync(self, view: ClusterView) -> None:
+        """Drop the shares of jobs that stopped (a restarted job starts again at full share)."""
+        if self.model is None or self.model.view is not view:
+            self.model = ThroughputModel(view, self.demand, self._predictor)
+        running = set(view.running_jobs().tolist())
+        self.shares = {k: s for k, s in self.shares.items() if k[0] in running}
+        self.liss_on &= running
+
+    def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> float:
+        """The local objective of ``jobs`` under ``shares`` (predicted rates)."""
+        assert self.model is not None
+        times = self.model.remaining_times(jobs, shares, self.departures)
+        slack = np.array([self.deadline(j) - view.now for j in jobs])
+        return local_objective(self.kind, times, slack)
+
+    def _priority(self, view: ClusterView, j: int) -> float:
+        assert self.model is not None
+        t = int(view.gpu_type[view.gpus_of(j)[0]])
+        return priority(self.kind, float(view.remaining_now()[j]), self.model.rate(j, self.shares),
+                        self.demand(j, t), self.deadline(j) - view.now)
+
+    # ------------------------------------------------------------------ Algorithm 1
+    def start(self, view: ClusterView, s: JobSet, acts: list[Action]) -> SetSearch:
+        """Lines 1-5: the subsets by mean priority, and the high one swelled back to full share (its actions
+        go to ``acts``); the search's best point is where it starts."""
+        sub1, sub2 = (s.jmax,), s.others
+        p1 = float(np.mean([self._priority(view, j) for j in sub1]))
+        p2 = float(np.mean([self._priority(view, j) for j in sub2]))
+        if p2 < p1:
+            sub1, sub2 = sub2, sub1
+        self.move_to(view, {(j, g): FULL for j in sub2 for g in view.gpus_of(j).tolist()}, acts)
+        self.stats.searches += 1
+        return SetSearch(s.jobs, sub1, sub2, dict(self.shares))
+
+    def _set(self, j: int, g: int, acts: list[Action], swell: bool) -> None:
+        """One share step of job ``j`` on GPU ``g`` (merged with the previous action when it moves the same job
+        the same way, so a plan changes a job's share once)."""
+        cur = self.shares.get((j, g), FULL)
+        new = min(FULL, cur + 1) if swell else max(MIN_TENTHS, cur - 1)
+        if new == cur:
+            return
+        if new == FULL:
+            self.shares.pop((j, g), None)
+        else:
+            self.shares[(j, g)] = new
+        kind = Swell if swell else Squeeze
+        last = acts[-1] if acts else None
+        if isinstance(last, kind) and last.job == j and last.gpus is not None and g not in last.gpus:
+            acts[-1] = kind(j, gpus=(*last.gpus, g))
+        else:
+            acts.append(kind(j, gpus=(g,)))
+
+    def move_to(self, view: ClusterView, target: dict[tuple[int, int], int], acts: list[Action]) -> None:
+        """Every step that takes the ``(job, gpu)`` shares of ``target`` from the current ones to theirs, at
+        once (the steps of one instant pay one switch pause)."""
+        while True:
+            n = len(acts)
+            for (j, g), want in sorted(target.items()):
+                cur = self.shares.get((j, g), FULL)
+                if cur != want:
+                    self._set(j, g, acts, swell=want > cur)
+            if len(acts) == n:
+                return
+
+    def _squeeze_workers(self, view: ClusterView, j: int, gpus: np.ndarray, acts: list[Action]) -> None:
+        """Squeeze job ``j`` one step on those of ``gpus`` it shares (a worker alone gains nothing from it)."""
+        for _ in range(self.granularity):
+            for g in gpus.tolist():
+                if (view.tenants([g])[0] >= 0).all():
+                    self._set(j, g, acts, swell=False)
+
+    def step(self, view: ClusterView, st: SetSearch, jmax: int) -> list[Action]:
+        """Lines 7 and 11-20: one coordination plan as engine actions (empty: nothing left to try).
+
+        ``J_max``'s stragglers are its workers with a larger predicted ratio. Sample stealing (LISS) is the
+        mechanism of "swell the slow workers, squeeze the fast ones" inside one job (gimbal §4.2), and also
+        removes the stragglers LGRR creates, so it is switched on (free) the first time ``J_max`` has
+        stragglers; after that they no longer pace the job. Then: no stragglers, or ``J_max`` stealing and
+        low-priority: squeeze the low subset (each job on the GPUs it shares); ``J_max`` high-priority with
+        stragglers: squeeze the partners' workers on its slow GPUs; without LISS and ``J_max`` low-priority:
+        swell its slow workers and squeeze its fast shared ones (LGRR alone)."""
+        assert self.model is not None
+        acts: list[Action] = []
+        slow, fast = self.model.stragglers(jmax, self.shares)
+        if len(slow) and self.liss and self.stealing is not None and jmax not in self.liss_on:
+            self.liss_on.add(jmax)
+            self.stats.liss_switches += 1
+            acts.append(self.stealing(jmax, True))
+            if jmax in st.low:
+                return acts  # LISS is this attempt's plan
+        if not self.lgrr:
+            return acts
+        n0 = len(acts)
+        balanced = len(slow) == 0 or jmax in self.liss_on
+        if balanced or jmax not in st.low:
+            for j in st.low:
+                gp = view.gpus_of(j)
+                if not balanced and j != jmax:
+                    gp = np.intersect1d(gp, slow)  # the workers colocated with J_max's slow ones
+                self._squeeze_workers(view, j, gp, acts)
+        else:
+            for _ in range(self.granularity):
+                for g in slow.tolist():
+                    self._set(jmax, g, acts, swell=True)
+            self._squeeze_workers(view, jmax, fast, acts)
+        self.stats.lgrr_steps += len(acts) - n0
+        return acts
+
+    def _restore(self, view: ClusterView, st: SetSearch, acts: list[Action]) -> None:
+        """Back to the best point of the search, at once."""
+        self.move_to(view, {(j, g): st.best_shares.get((j, g), FULL) for j in st.members
+                            for g in view.gpus_of(j).tolist()}, acts)
+
+    def release_lone(self, view: ClusterView, acts: list[Action]) -> None:
+        """Full share back for every worker that no longer shares its GPU (its partner finished or left)."""
+        lone = {k: FULL for k in self.shares if not (view.tenants([k[1]])[0] >= 0).all()}
+        self.move_to(view, lone, acts)
+
+    def tick(self, view: ClusterView) -> list[Action]:
+        """Runtime monitoring: release lone workers, then for every packing set evaluate the last plan's gain
+        (the objective under the current shares against the best point's, both at the current progress) and
+        issue the next plan, or end the search and go back to its best point."""
+        self._sync(view)
+        acts: list[Action] = []
+        self.release_lone(view, acts)
+        sets = packing_sets(view)
+        live = {s.jmax for s in sets}
+        self.searches = {k: v for k, v in self.searches.items() if k in live}
+        for s in sets:
+            st = self.searches.get(s.jmax)
+            if st is None or st.members != s.jobs:
+                st = self.searches[s.jmax] = self.start(view, s, acts)
+            elif not st.done:
+                if self.objective(view, s.jobs, self.shares) < self.objective(view, s.jobs, st.best_shares) * (
+                        1.0 - 1e-9):
+                    st.best_shares, st.fails = dict(self.shares), 0
+                else:
+                    st.fails += 1
+            if st.done:
+                continue
+            limit = MAX_FAILS if self.early_exit else -(-FULL // self.granularity)
+            plan = self.step(view, st, s.jmax) if st.fails < limit else []
+            if plan:
+                st.attempts += 1
+                self.stats.attempts += 1
+                acts += plan
+            else:
+                st.done = True
+                self.stats.early_exits += int(st.fails >= MAX_FAILS and self.early_exit)
+                self._restore(view, st, acts)
+        return acts

@@ -1,0 +1,125 @@
+"""Lucid (Hu et al., ASPLOS '23), the JCT baseline of gimbal §7.1 and castor Tables 4-6.
+
+As Gimbal and Castor describe it, and as Lucid's public simulator does it:
+
+* **Queue order**: ascending priority = estimated duration x GPUs (shortest GPU-time first; the estimate here is
+  the job's solo run time, the SJF oracle's duration).
+* **Non-intrusive packing** (Lucid's "indolent packing"): each job has a *sharing score*, a tier of its
+  profiled GPU utilization (0 light, 1 medium, 2 heavy; :func:`sharing_score`). A queued job is first offered a
+  partner: a running job that runs alone, asks the same number of GPUs, leaves room in GPU memory, whose score
+  summed with the job's is at most ``threshold`` (2), and that is not much shorter than the job (the job's
+  priority at most ``time_ratio`` (2) times the partner's). The first such partner is taken; otherwise the job
+  starts on free GPUs when enough are free. Nothing is ever preempted or migrated.
+
+``threshold`` and ``unequal`` relax it (gimbal §7.2: "we adjust the score threshold to enable more aggressive
+job packing" and "remove this restriction" of equal GPU counts); an unequal partner must then be larger and
+allowed to host by Gimbal's topology rule (:mod:`.gimbal_rules`). ``lucid+gimbal`` (:mod:`.gimbal`) adds
+Gimbal's coordination on top.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..engine import Action, Colocate, Place, Wait
+from ..engine.view import ClusterView
+from .base import Policy, register_policy
+from .gimbal_rules import TopologyRule, partner_gpus
+from .profiled import JobFacts
+
+SCORE_TIERS = (0.85, 0.95)
+"""Utilization bounds of Lucid's sharing-score tiers: below 0.85 light (0), below 0.95 medium (1), else heavy
+(2). Lucid learns its tiers from profiled metrics; these bounds are this project's reading of them."""
+
+
+def sharing_score(utilization: float, tiers: tuple[float, float] = SCORE_TIERS) -> int:
+    """Lucid's sharing score of a job from its profiled GPU utilization: 0, 1 or 2."""
+    return int(utilization >= tiers[0]) + int(utilization >= tiers[1])
+
+
+@register_policy
+class Lucid(Policy):
+    """Lucid: shortest GPU-time first with non-intrusive packing by sharing score (see the module docstring)."""
+
+    name: ClassVar[str] = "lucid"
+    description: ClassVar[str] = (
+        "Lucid: duration x GPUs first; pack beside a lone equal-size job when sharing scores sum <= 2, else "
+        "free GPUs; never preempts"
+    )
+    paper: ClassVar[str] = "gimbal §7.1 baseline (Lucid, ASPLOS '23); castor Tables 4-6"
+
+    def __init__(self, threshold: int = 2, unequal: bool = False, time_ratio: float = 2.0) -> None:
+        """``threshold``: largest sum of the two sharing scores that may pack (2 as Lucid; 4 packs any pair).
+        ``unequal``: allow partners with more GPUs (Gimbal's relaxation). ``time_ratio``: a job packs only
+        beside a partner whose priority is at least 1/``time_ratio`` of its own."""
+        if not 0 <= int(threshold) <= 4:
+            raise ValueError(f"lucid: threshold must lie in 0..4, got {threshold!r}")
+        if not time_ratio > 0:
+            raise ValueError(f"lucid: time_ratio must be positive, got {time_ratio!r}")
+        self.threshold = int(threshold)
+        self.unequal = bool(unequal)
+        self.time_ratio = float(time_ratio)
+        self.facts: JobFacts | None = None
+        self.rule: TopologyRule | None = None  # set by reset
+
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self.facts = JobFacts(env)
+        self.rule = TopologyRule(env, relaxed=self.unequal)
+        self._stuck: tuple | None = None
+
+    def lucid_priority(self, view: ClusterView, j: int) -> float:
+        """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
+        return float(view.solo_time[j]) * int(view.req_gpus[j])
+
+    def score(self, view: ClusterView, j: int, gpu_type: int) -> int:
+        """Sharing score of job ``j`` on GPU type index ``gpu_type``."""
+        assert self.facts is not None
+        return sharing_score(self.facts.demand(view, j, gpu_type))
+
+    def pick_partner(self, view: ClusterView, j: int) -> Colocate | None:
+        """The first running job (by index) Lucid would pack pending job ``j`` beside, as an action."""
+        pj = self.lucid_priority(view, j)
+        need = int(view.req_gpus[j])
+        for p in view.running_jobs().tolist():
+            if pj > self.time_ratio * self.lucid_priority(view, p):
+                continue
+            key = (p, need)
+            if key not in self._hosts:
+                self._hosts[key] = partner_gpus(view, self.rule, j, p, self.unequal)
+            g = self._hosts[key]
+            if g is None:
+                continue
+            t = int(view.gpu_type[g[0]])
+            if self.score(view, j, t) + self.score(view, p, t) > self.threshold:
+                continue
+            if not view.fits_on(j, g, 1).all():
+                continue
+            return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
+        return None
+
+    def order(self, view: ClusterView) -> list[int]:
+        """Pending jobs by Lucid's priority (ties: queue order)."""
+        pend = view.pending_jobs()
+        key = view.solo_time[pend] * view.req_gpus[pend]
+        return pend[np.argsort(key, kind="stable")].tolist()
+
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        view = self.view(env)
+        if view.num_pending == 0:
+            return Wait()
+        state = (tuple(view.pending_jobs().tolist()), tuple(view.running_jobs().tolist()))
+        if state == self._stuck:  # nothing could start in this very state before: nothing can now
+            return Wait()
+        self._hosts: dict[tuple[int, int], np.ndarray | None] = {}  # partner GPUs by (partner, size), this act
+        for j in self.order(view):
+            a = self.pick_partner(view, j)
+            if a is not None:
+                return a
+            g = view.plan_place(j)
+            if g is not None and self.rule.allows(j, g):
+                return Place(j, gpus=tuple(int(x) for x in g))
+        self._stuck = state
+        return Wait()
