@@ -93,7 +93,7 @@ def discussion(res: Results) -> list[str]:
     a("### Orderings the papers report (per cell, by average JCT)\n")
     for sc, opts in MAIN:
         ol = _opts_label(opts)
-        j = {p: res.m(sc, p, "avg_jct_s", ol) for p in POLICIES}
+        j = {p: v for p in POLICIES if (v := res.m(sc, p, "avg_jct_s", ol)) == v}
         pj = {p: v[0] for p, v in PAPER.get((sc, ol), {}).items()}
         label = f"{sc}{' (' + ol + ')' if ol else ''}"
         a(f"**{label}**\n")
