@@ -77,23 +77,32 @@ def sharing_benefit_ratios(records: list[tuple[int, float, float]]) -> list[floa
     return [s / c for _, s, c in records if c > 0]
 
 
-def worker_demand(eng: ClusterEngine, types: np.ndarray, models: np.ndarray) -> np.ndarray:
-    """The GPU demand (fraction of the SMs kept busy alone) of models ``models`` on GPU types ``types``
-    (broadcast together), read from the engine's static tables."""
-    return eng.demand_tm[types, models]
+def gpu_sm_activity(eng: ClusterEngine, g: int) -> float:
+    """Estimated fraction of the SMs active now on GPU ``g``: each worker counts ``min(demand, share)``, summed
+    over the GPU's two slots and capped at 1 (the one formula; see the module docstring)."""
+    sj, ss, t = eng._sj_flat, eng._ss_flat, eng._gpu_type_l[g]
+    act = 0.0
+    for i in (2 * g, 2 * g + 1):
+        j = sj.item(i)
+        if j >= 0:
+            act += min(eng._demand_tm_l[t][eng._model_l[j]], ss.item(i) * SHARE_STEP)
+    return min(1.0, act)
 
 
 def sm_activity_now(eng: ClusterEngine) -> float:
-    """Estimated active SMs summed over the GPUs now (in GPUs: 1 = one GPU's SMs all active); see the module
-    docstring. Recomputed only when the GPUs' tenants or shares have changed since the last call."""
-    key = (eng.epoch, eng.gpu_version, eng.counts["squeezes"], eng.counts["swells"])
+    """Estimated active SMs summed over the GPUs now (in GPUs: 1 = one GPU's SMs all active). Kept per GPU:
+    after a start or stop only the GPUs it touched (``eng._sm_dirty``, marked by the occupancy code) are
+    computed again; after a new episode or a share change, all of them."""
+    key = (eng.epoch, eng.counts["squeezes"], eng.counts["swells"])
     if key != eng._sm_key:
-        sj = eng.slot_job
-        held = sj >= 0
-        d = worker_demand(eng, eng.gpu_type[:, None], eng.job_model[np.maximum(sj, 0)])
-        act = np.where(held, np.minimum(d, eng.slot_share * SHARE_STEP), 0.0)
-        eng._sm_now = float(np.minimum(1.0, act.sum(axis=1)).sum())
+        eng._sm_dirty = range(eng.num_gpus)
         eng._sm_key = key
+    if eng._sm_dirty:
+        per_gpu = eng._sm_gpu
+        for g in set(eng._sm_dirty):
+            per_gpu[g] = gpu_sm_activity(eng, g)
+        eng._sm_dirty = []
+        eng._sm_now = float(per_gpu.sum())
     return eng._sm_now
 
 

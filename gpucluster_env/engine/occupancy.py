@@ -84,6 +84,7 @@ class Occupancy:
         """Put job ``j``'s copy ``c`` on its GPUs: slot 0 of a free GPU, slot 1 beside a GPU's one tenant, at
         full share. Returns the partners it now shares with."""
         self.gpu_version += 1
+        self._sm_dirty.extend(c.gl)
         sjf, ssf = self._sj_flat, self._ss_flat
         tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU
         alone: list[int] = []
@@ -107,6 +108,7 @@ class Occupancy:
         """Take job ``j``'s copy ``c`` off its GPUs; returns the partners it shared with. On each GPU the other
         tenant, if any, ends in slot 0 with its share; slot 1 ends empty."""
         self.gpu_version += 1
+        self._sm_dirty.extend(c.gl)
         sjf, ssf = self._sj_flat, self._ss_flat
         tenants: dict[int, int] = {}
         alone: list[int] = []

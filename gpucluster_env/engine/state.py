@@ -114,6 +114,7 @@ class EngineState:
         # list entries are the arrays' values converted exactly (int64 -> int, float64 -> float).
         self._xi_tab_l = self._xi_tab.tolist()  # [type][own model + 1][partner model + 1][own][partner]
         self._type_mem_l = self.type_mem.tolist()
+        self._demand_tm_l = self.demand_tm.tolist()  # [type][model]
         self._req_l = self.req_gpus.tolist()
         self._model_l = self.job_model.tolist()
         self._batch_l = self.batch.tolist()
@@ -217,6 +218,8 @@ class EngineState:
         self.sm_active_gpu_s = 0.0  # estimated active-SM GPU-time (engine.metrics.sm_activity_now)
         self._sm_key: tuple | None = None
         self._sm_now = 0.0
+        self._sm_gpu = np.zeros(self.num_gpus)  # per-GPU estimate (engine.metrics.sm_activity_now)
+        self._sm_dirty: list[int] = []  # GPUs whose tenants changed since it was last brought up to date
         self._acc_t = 0.0
         self._idle_ticks = 0
         self.counts = {"colocations": 0, "preemptions": 0, "forks": 0, "squeezes": 0, "swells": 0,
