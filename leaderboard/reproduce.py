@@ -27,8 +27,7 @@ from .papers import LARGE_GPUS, PAPER, PAPER_SIZES, implied_large_share
 from .stats import improvement, improvement_ci, mean_ci
 
 POLICIES = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "sjf-ffs", "lucid", "castor", "castor-oracle"]
-"""Rows of the main tables (a policy a board did not run on a setting shows as '–'; lucid runs on the castor
-board only)."""
+"""Rows of the main tables (a policy a board did not run on a setting shows as '–')."""
 SWEEP_POLICIES = ["fifo", "sjf", "tiresias", "sjf-ffs", "castor"]
 MAIN = [("castor-philly", {}), ("castor-venus", {}), ("sjfbsbf-philly", {}),
         ("sjfbsbf-philly", {"num_jobs": 480})]
