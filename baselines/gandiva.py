@@ -60,8 +60,8 @@ class Gandiva(Policy):
 
     def reset(self, env: Any) -> None:
         super().reset(env)
-        self.facts = JobFacts(env)
-        self.rule = TopologyRule(env, relaxed=self.unequal)
+        self.facts = JobFacts(self.view(env))
+        self.rule = TopologyRule(self.view(env), relaxed=self.unequal)
         view = self.view(env)
         facts = self.facts
         self.model = ThroughputModel(view, lambda j, t: facts.demand(view, j, t), self.predictor)

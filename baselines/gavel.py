@@ -114,8 +114,7 @@ class Gavel(Policy):
     # ------------------------------------------------------------------ episode state
     def reset(self, env: Any) -> None:
         view = self.view(env)
-        eng_round = env.unwrapped.engine.config.round_s
-        self.round_s = round_length(self.round_s_option, eng_round)
+        self.round_s = round_length(self.round_s_option, view.round_s)
         self.nk = len(view.type_names)
         self.capacity = np.bincount(view.gpu_type, minlength=self.nk)
         self.tputs = Throughputs(view)

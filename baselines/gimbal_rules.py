@@ -14,7 +14,6 @@ largest world size, ``J_max``, shares with every other member, and the others sh
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -40,16 +39,15 @@ class TopologyRule:
     that does not relax packing (``relaxed`` False) follows it only where the scenario enforces it
     (``EngineConfig.topology_rule``); otherwise every start is allowed."""
 
-    def __init__(self, env: Any, relaxed: bool = True) -> None:
-        eng = env.unwrapped.engine
-        self._why = eng.topology_violation
-        self.on = bool(relaxed or eng.config.topology_rule)
+    def __init__(self, view: ClusterView, relaxed: bool = True) -> None:
+        self._why = view.topology_violation
+        self.on = bool(relaxed or view.topology_rule)
 
     def violation(self, j: int, gpus: np.ndarray | list[int]) -> str | None:
         """Why starting ``j`` on ``gpus`` would break the rule, or None (always None when the rule is off)."""
         if not self.on:
             return None
-        return self._why(int(j), np.asarray(gpus, dtype=np.int64))
+        return self._why(j, gpus)
 
     def allows(self, j: int, gpus: np.ndarray | list[int]) -> bool:
         """Whether starting ``j`` on ``gpus`` keeps the rule."""

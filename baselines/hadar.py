@@ -67,9 +67,8 @@ class Hadar(Policy):
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
-        cfg = env.unwrapped.engine.config
-        self.round_s = round_length(self.round_s_option, cfg.round_s)
-        self.overhead_s = float(cfg.restart_s)
+        self.round_s = round_length(self.round_s_option, view.round_s)
+        self.overhead_s = view.restart_s
         self.tputs = Throughputs(view, partial=True)
         nk = len(view.type_names)
         cap = np.zeros((view.num_nodes, nk), dtype=np.int64)

@@ -66,8 +66,8 @@ class Lucid(Policy):
 
     def reset(self, env: Any) -> None:
         super().reset(env)
-        self.facts = JobFacts(env)
-        self.rule = TopologyRule(env, relaxed=self.unequal)
+        self.facts = JobFacts(self.view(env))
+        self.rule = TopologyRule(self.view(env), relaxed=self.unequal)
         self._stuck: tuple | None = None
 
     def lucid_priority(self, view: ClusterView, j: int) -> float:

@@ -7,35 +7,22 @@ truth: a profile is measured on the job alone, a deadline is part of the submiss
 from __future__ import annotations
 
 import math
-from typing import Any
 
-import numpy as np
+from ..engine.view import ClusterView
 
 
 class JobFacts:
-    """Profiled demand and submitted deadline of the jobs of one environment (rebuilt at each ``reset``)."""
+    """Profiled demand and submitted deadline of the jobs of one environment, read from its
+    :class:`~gpucluster_env.engine.view.ClusterView` (rebuilt at each ``reset``)."""
 
-    def __init__(self, env: Any) -> None:
-        eng = env.unwrapped.engine
-        self._catalog = eng.catalog
-        dl = np.array(eng.deadline, dtype=float)
-        dl.flags.writeable = False
-        self.deadlines = dl
+    def __init__(self, view: ClusterView) -> None:
+        self.deadlines = view.deadline
         """Each job's deadline (s; NaN: none)."""
-        self._types = tuple(eng.type_names)
-        self._cache: dict[tuple[int, int], float] = {}
 
-    def demand(self, view: Any, j: int, gpu_type: int) -> float:
+    @staticmethod
+    def demand(view: ClusterView, j: int, gpu_type: int) -> float:
         """Profiled GPU demand of job ``j`` on GPU type index ``gpu_type`` (in (0, 1])."""
-        key = (view.model_index(j), int(gpu_type))
-        d = self._cache.get(key)
-        if d is None:
-            cat = self._catalog
-            p = view.model(j)
-            f = getattr(cat, "model_demand", None)
-            d = float(f(p, self._types[key[1]])) if f is not None else float(p.gpu_demand)
-            self._cache[key] = d
-        return d
+        return view.demand(j, int(gpu_type))
 
     def deadline(self, j: int) -> float:
         """Job ``j``'s deadline (s), ``inf`` when it has none."""

@@ -120,7 +120,8 @@ def test_topology_rule_by_hand(build: Any) -> None:
             {"num_gpus": 1}]
     eng = build([("fast", 2, 2)], rows, xi=1.5, tick_s=30.0)
     eng.advance()
-    v, rule = ClusterView(eng), TopologyRule(EngEnv(eng))
+    v = ClusterView(eng)
+    rule = TopologyRule(v)
     eng.apply(Place(0, gpus=(0, 1)))
     assert rule.allows(1, [0])  # a smaller job beside the 2-GPU job
     assert rule.allows(2, [0, 1])  # same size: balanced co-location on the very same GPUs
@@ -238,8 +239,8 @@ class PairThenCoordinate(Policy):
         self.kind, self.coordinate = kind, coordinate
 
     def reset(self, env: Any) -> None:
-        facts = JobFacts(env)
         view = self.view(env)
+        facts = JobFacts(view)
         self.coord = Coordinator(self.kind, lambda j, t: facts.demand(view, j, t), facts.deadline,
                                  predictor=PairPredictor())
         self.next = 0.0
@@ -329,8 +330,8 @@ def test_granularity_is_share_tenths_per_attempt(build: Any, granularity: int) -
     eng.advance()
     eng.apply(Place(0, gpus=(0,)))
     eng.apply(Colocate(1, 0, gpus=(0,)))
-    env = EngEnv(eng)
-    facts, view = JobFacts(env), ClusterView(eng)
+    view = ClusterView(eng)
+    facts = JobFacts(view)
     coord = Coordinator("jct", lambda j, t: facts.demand(view, j, t), facts.deadline, predictor=PairPredictor(),
                         granularity=granularity)
     acts = coord.tick(view)

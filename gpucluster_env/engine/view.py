@@ -75,6 +75,14 @@ class ClusterView:
         self.iterations = _frozen(e.iterations)
         self.solo_time = _frozen(e.solo_time)
         """Each job's run time alone on the fastest type it fits (the SJF oracle's duration)."""
+        self.deadline = _frozen(e.deadline)
+        """Each job's submitted deadline (s; NaN: none)."""
+        self.round_s: float | None = e.config.round_s
+        """The scenario's round length (s), or None."""
+        self.restart_s: float = float(e.config.restart_s)
+        """The restart overhead (s) a preempted or moved job pays."""
+        self.topology_rule: bool = e.config.topology_rule
+        """Whether the scenario enforces Gimbal's topology rule on every start."""
 
     def views(self, engine: ClusterEngine) -> bool:
         """Whether this is a view of ``engine``."""
@@ -132,6 +140,16 @@ class ClusterView:
     def model(self, j: int) -> ModelProfile:
         """Job ``j``'s model (its catalog profile)."""
         return self._eng.profiles[self._eng._model_l[j]]
+
+    def demand(self, j: int, gpu_type: int) -> float:
+        """Job ``j``'s profiled GPU demand on GPU type index ``gpu_type``: the fraction of the GPU its model keeps
+        busy alone (``Catalog.model_demand``; measured alone, so not the interference truth)."""
+        return self._eng._demand_tm_l[gpu_type][self._eng._model_l[j]]
+
+    def topology_violation(self, j: int, gpus: np.ndarray | list[int]) -> str | None:
+        """Why starting job ``j`` on ``gpus`` would break Gimbal's topology rule, or None (the engine's check,
+        asked whether or not the scenario enforces it)."""
+        return self._eng.topology_violation(int(j), np.asarray(gpus, dtype=np.int64))
 
     def batch(self, j: int) -> int:
         """Job ``j``'s per-GPU batch."""
