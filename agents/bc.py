@@ -1,6 +1,8 @@
-"""Warm start by behaviour cloning: the policy learns Castor's decisions (as int actions of the flat space,
-:mod:`.expert`) by maximum likelihood under the mask, and the value head learns the discounted return of those
-episodes, before reinforcement learning starts."""
+"""Warm start by imitation: behaviour cloning of a reference policy's decisions (as int actions of the flat
+space, :mod:`.expert`) by maximum likelihood under the mask, then DAgger rounds (Ross et al., AISTATS 2011):
+the cloned policy plays episodes, the reference policy labels every state it visits, and the policy is fitted
+again on all the labels so far. The value head learns the discounted return of the recorded episodes. All of
+it before reinforcement learning starts."""
 
 from __future__ import annotations
 
@@ -9,53 +11,60 @@ from typing import Any
 import numpy as np
 
 
-def demonstrations(cfg: Any) -> tuple[list[list[Any]], list[np.ndarray]]:
-    """``cfg.bc_episodes`` episodes of each scenario's expert on the training scenarios and windows (seeds from
-    ``cfg.seed``): their recorded ``[obs, action, mask, reward]`` rows and each episode's discounted
-    returns-to-go under ``cfg.gamma``."""
+def _returns(rows: list[list[Any]], gamma: float) -> np.ndarray:
+    """Discounted returns-to-go of one episode's recorded rewards."""
+    g = np.zeros(len(rows))
+    acc = 0.0
+    for t in range(len(rows) - 1, -1, -1):
+        acc = rows[t][3] + gamma * acc
+        g[t] = acc
+    return g
+
+
+def _episodes(cfg: Any, n: int, salt: int, actor: Any | None = None) -> tuple[list[list[Any]], list[np.ndarray]]:
+    """``n`` episodes cycling over the training scenarios and windows, labelled by each scenario's expert and
+    driven by the expert itself or by ``actor``; seeds from ``(cfg.seed, salt)``."""
     from ..scenarios import get_scenario
     from .expert import play
 
-    rng = np.random.default_rng([cfg.seed, 7])
+    rng = np.random.default_rng([cfg.seed, salt])
     rows: list[list[Any]] = []
     returns: list[np.ndarray] = []
-    for k in range(cfg.bc_episodes):
+    for k in range(n):
         sc = cfg.scenarios[k % len(cfg.scenarios)]
         expert = cfg.expert_for(k % len(cfg.scenarios))
         window = cfg.windows[(k // len(cfg.scenarios)) % len(cfg.windows)] or get_scenario(sc).window
         ep: list[list[Any]] = []
         play(sc, expert, int(rng.integers(2**31 - 1)), env_kwargs=cfg.env_args(), record=ep,
-             scenario_options={"window": window})
-        r = np.array([row[3] for row in ep])
-        g = np.zeros(len(r))
-        acc = 0.0
-        for t in range(len(r) - 1, -1, -1):
-            acc = r[t] + cfg.gamma * acc
-            g[t] = acc
+             scenario_options={"window": window}, actor=actor)
         rows += ep
-        returns.append(g)
+        returns.append(_returns(ep, cfg.gamma))
     return rows, returns
 
 
-def behaviour_clone(model: Any, cfg: Any, batch_size: int = 256) -> dict[str, Any]:
-    """Fit ``model``'s policy (MaskablePPO) to the expert's actions and its value head to their returns;
-    returns the number of samples, the final loss and the accuracy of the greedy action on the samples."""
+def demonstrations(cfg: Any) -> tuple[list[list[Any]], list[np.ndarray]]:
+    """``cfg.bc_episodes`` episodes of each scenario's expert on the training scenarios and windows (seeds from
+    ``cfg.seed``): their recorded ``[obs, action, mask, reward]`` rows and each episode's discounted
+    returns-to-go under ``cfg.gamma``."""
+    return _episodes(cfg, cfg.bc_episodes, 7)
+
+
+def _fit(policy: Any, rows: list[list[Any]], g: np.ndarray, epochs: int, seed: int,
+         batch_size: int = 256) -> tuple[float, float]:
+    """Fit ``policy`` (a MaskablePPO policy) to the rows' actions and its value head to ``g``; returns the final
+    batch loss and the greedy accuracy on the rows."""
     import torch
 
-    if cfg.algo != "maskable_ppo":
-        raise ValueError("behaviour cloning warm-starts MaskablePPO (the masked Dict policy)")
-    rows, returns = demonstrations(cfg)
-    g = np.concatenate(returns).astype(np.float32)
     keys = rows[0][0].keys()
     obs = {k: np.stack([r[0][k] for r in rows]) for k in keys}
     acts = np.array([r[1] for r in rows], dtype=np.int64)
     masks = np.stack([r[2] for r in rows])
-    policy = model.policy
+    g = g.astype(np.float32)
     opt = torch.optim.Adam(policy.parameters(), lr=1e-3)
-    rng = np.random.default_rng(cfg.seed)
+    rng = np.random.default_rng(seed)
     n = len(acts)
     loss_v = 0.0
-    for _ in range(cfg.bc_epochs):
+    for _ in range(epochs):
         order = rng.permutation(n)
         for lo in range(0, n, batch_size):
             idx = order[lo:lo + batch_size]
@@ -74,5 +83,47 @@ def behaviour_clone(model: Any, cfg: Any, batch_size: int = 256) -> dict[str, An
             o, _ = policy.obs_to_tensor({k: v[lo:lo + 1024] for k, v in obs.items()})
             dist = policy.get_distribution(o, action_masks=masks[lo:lo + 1024])
             hits += int((dist.mode().numpy() == acts[lo:lo + 1024]).sum())
+    return loss_v, hits / n
+
+
+def behaviour_clone(model: Any, cfg: Any) -> dict[str, Any]:
+    """Fit ``model``'s policy (MaskablePPO) to the experts' actions and its value head to their returns, then
+    run ``cfg.dagger_rounds`` DAgger rounds of ``cfg.dagger_episodes`` episodes each; returns the sample
+    counts, the final loss and the greedy accuracy on all samples after each fit."""
+    if cfg.algo != "maskable_ppo":
+        raise ValueError("behaviour cloning warm-starts MaskablePPO (the masked Dict policy)")
+    rows, returns = demonstrations(cfg)
+    loss, acc = _fit(model.policy, rows, np.concatenate(returns), cfg.bc_epochs, cfg.seed)
+    history = [{"round": 0, "samples": len(rows), "loss": loss, "accuracy": acc}]
+    for r in range(1, cfg.dagger_rounds + 1):
+        # the policy's own states, labelled by the expert: accuracy on them before refitting says how far
+        # the policy drifts from the expert where it actually goes
+        new, new_returns = _episodes(cfg, cfg.dagger_episodes, 100 + r, actor=model)
+        agree = _agreement(model, new)
+        rows += new
+        returns += new_returns
+        loss, acc = _fit(model.policy, rows, np.concatenate(returns), max(cfg.bc_epochs // 2, 1), cfg.seed + r)
+        history.append({"round": r, "samples": len(rows), "new_samples": len(new),
+                        "agreement_before_fit": agree, "loss": loss, "accuracy": acc})
     experts = {sc: cfg.expert_for(k) for k, sc in enumerate(cfg.scenarios)}
-    return {"samples": n, "episodes": cfg.bc_episodes, "experts": experts, "loss": loss_v, "accuracy": hits / n}
+    return {"samples": len(rows), "episodes": cfg.bc_episodes, "dagger_rounds": cfg.dagger_rounds,
+            "dagger_episodes": cfg.dagger_episodes, "experts": experts, "loss": loss, "accuracy": acc,
+            "history": history}
+
+
+def _agreement(model: Any, rows: list[list[Any]]) -> float:
+    """Fraction of ``rows`` where the model's greedy masked action is the expert's label."""
+    import torch
+
+    if not rows:
+        return 1.0
+    policy = model.policy
+    keys = rows[0][0].keys()
+    hits = 0
+    with torch.no_grad():
+        for lo in range(0, len(rows), 1024):
+            chunk = rows[lo:lo + 1024]
+            o, _ = policy.obs_to_tensor({k: np.stack([r[0][k] for r in chunk]) for k in keys})
+            dist = policy.get_distribution(o, action_masks=np.stack([r[2] for r in chunk]))
+            hits += int((dist.mode().numpy() == np.array([r[1] for r in chunk])).sum())
+    return hits / len(rows)

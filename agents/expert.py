@@ -95,34 +95,46 @@ class Coverage:
 
 
 def play(scenario: str, policy: Any, seed: int, env_kwargs: dict[str, Any] | None = None,
-         record: list[list[Any]] | None = None, scenario_options: dict[str, Any] | None = None) -> Coverage:
-    """Play reference ``policy`` (a name or object) for one episode, applying its own typed actions, and count
-    how many have an equivalent int action. With ``record``, append ``[observation, int action, mask, reward]``
-    for every decision that has one (the demonstrations of behaviour cloning; the reward is the step's)."""
+         record: list[list[Any]] | None = None, scenario_options: dict[str, Any] | None = None,
+         actor: Any | None = None) -> Coverage:
+    """Play reference ``policy`` (a name or object) for one episode and count how many of its actions have an
+    equivalent int action. With ``record``, append ``[observation, int action, mask, reward]`` for every
+    decision that has one (the demonstrations of behaviour cloning; the reward is the step's).
+
+    By default the policy's own typed actions drive the episode. With ``actor`` (an SB3 model, or any object
+    with ``predict(obs, action_masks=..., deterministic=True)``) the actor's int actions drive it and the
+    reference policy only labels the states the actor visits (DAgger's relabelling: the demonstrations then
+    cover the states a learned policy reaches, not only the expert's)."""
     from ..baselines.base import make_policy
     from ..env import GPUClusterEnv
+    from ..registration import max_episode_steps
 
     pol = make_policy(policy) if isinstance(policy, str) else policy
-    kwargs: dict[str, Any] = {"observation": "dict" if record is not None else "none"}
+    kwargs: dict[str, Any] = {"observation": "dict" if record is not None or actor is not None else "none"}
     kwargs.update(pol.env_kwargs())
     kwargs.update(env_kwargs or {})
     env = GPUClusterEnv(scenario, scenario_options=scenario_options, **kwargs)
     obs, _ = env.reset(seed=seed)
     pol.reset(env)
     cov = Coverage()
+    limit = max_episode_steps(env.engine.n_jobs)
     while True:
         act = pol.act(obs, env)
         typed = act if not isinstance(act, int | np.integer) else env.decode_action(int(act))
         a, exact = equivalent_action(env, typed)
         if not isinstance(typed, Wait):
             cov.add(type(typed).__name__.lower(), a is not None, exact)
-        row = [obs, a, env.action_masks(), 0.0] if record is not None and a is not None else None
+        mask = env.action_masks()
+        row = [obs, a, mask, 0.0] if record is not None and a is not None else None
+        if actor is not None:
+            act, _ = actor.predict(obs, action_masks=mask, deterministic=True)
+            act = int(act)
         obs, reward, term, trunc, _ = env.step(act)
         if row is not None:
             row[3] = float(reward)
             record.append(row)
         cov.decisions += 1
-        if term or trunc:
+        if term or trunc or cov.decisions >= limit:
             break
     env.close()
     return cov

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ..scenarios import Scenario
 
 SHIPPED_DIR = Path(__file__).with_name("models") / "rl-castor-philly"
-ENV_KEYS = ("n_pending", "n_running", "action_layout", "observation", "min_run_s")
+ENV_KEYS = ("n_pending", "n_running", "action_layout", "observation", "min_run_s", "pending_order")
 """Environment arguments a model was trained with, recorded in meta.json and reused to evaluate it."""
 
 
@@ -56,12 +56,13 @@ def read_meta(model_dir: str | Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def load_model(model_dir: str | Path) -> tuple[Any, dict[str, Any]]:
-    """The trained SB3 model of ``model_dir`` (on the CPU) and its metadata."""
+def load_model(model_dir: str | Path, zip_name: str = "model.zip") -> tuple[Any, dict[str, Any]]:
+    """The trained SB3 model of ``model_dir`` (on the CPU; ``zip_name``: another file of the run, e.g. a
+    checkpoint) and its metadata."""
     meta = read_meta(model_dir)
-    zip_path = Path(model_dir) / "model.zip"
+    zip_path = Path(model_dir) / zip_name
     if not zip_path.is_file():
-        raise FileNotFoundError(f"{model_dir}: no model.zip")
+        raise FileNotFoundError(f"{model_dir}: no {zip_name}")
     algo = meta["algo"]
     if algo == "maskable_ppo":
         from sb3_contrib import MaskablePPO as cls
@@ -82,10 +83,10 @@ class RLPolicy(Policy):
     paper: ClassVar[str] = "-"
     needs_observation: ClassVar[bool] = True
 
-    def __init__(self, model_dir: str | Path, deterministic: bool = True) -> None:
+    def __init__(self, model_dir: str | Path, deterministic: bool = True, zip_name: str = "model.zip") -> None:
         self.model_dir = str(model_dir)
         self.deterministic = deterministic
-        self.model, self.meta = load_model(model_dir)
+        self.model, self.meta = load_model(model_dir, zip_name)
         self.masked = self.meta["algo"] == "maskable_ppo"
 
     def env_kwargs(self) -> dict[str, Any]:

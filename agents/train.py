@@ -51,6 +51,11 @@ class TrainConfig:
     bc_epochs: int = 20
     bc_experts: tuple[str, ...] = ("castor",)
     """The reference policy cloned on each scenario (one for all, or one per scenario in order)."""
+    dagger_rounds: int = 0
+    """DAgger rounds after behaviour cloning: the policy plays, the expert labels its states, refit."""
+    dagger_episodes: int = 10
+    select_seeds: tuple[int, ...] = ()
+    """Validation seeds: after training, the best saved model on them becomes model.zip (:mod:`.select`)."""
     eval_freq: int = 20_000
     eval_episodes: int = 2
     checkpoint_freq: int = 50_000
@@ -67,6 +72,10 @@ class TrainConfig:
             raise ValueError(f"vec must be 'subproc' or 'dummy', got {self.vec!r}")
         if not self.scenarios:
             raise ValueError("at least one scenario is needed")
+        if self.dagger_rounds < 0 or self.dagger_episodes < 1:
+            raise ValueError("dagger_rounds must be >= 0 and dagger_episodes >= 1")
+        if self.dagger_rounds and not self.bc_episodes:
+            raise ValueError("DAgger rounds refine behaviour cloning: give bc_episodes too")
         if len(self.bc_experts) not in (1, len(self.scenarios)):
             raise ValueError("give one behaviour-cloning expert, or one per scenario")
 
@@ -79,6 +88,15 @@ class TrainConfig:
         kw = {"observation": "dict" if self.algo == "maskable_ppo" else "box"}
         kw.update(self.env_kwargs)
         return kw
+
+
+SHIPPED: dict[str, Any] = {
+    "scenarios": ("castor-philly", "sjfbsbf-philly"),
+    "bc_experts": ("srsf",),
+    "env_kwargs": {"pending_order": "remaining"},
+}
+"""The configuration of the shipped policy that differs from :class:`TrainConfig`'s defaults (the rest of its
+command is in docs/rl.md and its meta.json); ``gpucluster bench`` times training in it."""
 
 
 class TraceWindows(gym.Wrapper):
@@ -112,20 +130,28 @@ def _make_env(cfg: TrainConfig, rank: int) -> Any:
         env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
         env = gym.wrappers.TimeLimit(env, max_episode_steps(env.engine.n_jobs))
         env = TraceWindows(env, cfg.scenarios, cfg.windows, seed=cfg.seed * 1000 + rank)
-        return Monitor(env)
+        if cfg.algo != "maskable_ppo":
+            return Monitor(env)
+        from .vec_masks import MaskInInfo
+
+        return MaskInInfo(Monitor(env))
 
     return thunk
 
 
 def make_vec(cfg: TrainConfig) -> Any:
     """The training vector env: ``n_envs`` environments in subprocesses (or in-process with ``vec='dummy'``),
-    seeded ``seed + rank``."""
+    seeded ``seed + rank``; for MaskablePPO the masks come back with each step (:mod:`.vec_masks`)."""
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     fns = [_make_env(cfg, r) for r in range(cfg.n_envs)]
     # forkserver (SB3's default here), not fork: forking a process whose torch threads already ran can deadlock
     vec = SubprocVecEnv(fns) if cfg.vec == "subproc" and cfg.n_envs > 1 else DummyVecEnv(fns)
     vec.seed(cfg.seed)
+    if cfg.algo == "maskable_ppo":
+        from .vec_masks import CachedMasks
+
+        vec = CachedMasks(vec)
     return vec
 
 
@@ -157,6 +183,10 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
     eval_cfg = TrainConfig(**{**asdict(cfg), "windows": ("",), "seed": EVAL_SEED, "n_envs": 1})
     eval_env = DummyVecEnv([_make_env(eval_cfg, 0)])
     eval_env.seed(EVAL_SEED)
+    if cfg.algo == "maskable_ppo":
+        from .vec_masks import CachedMasks
+
+        eval_env = CachedMasks(eval_env)  # the training env's type (SB3 warns when they differ)
     every = max(cfg.eval_freq // cfg.n_envs, 1)
     kwargs = {"eval_freq": every, "n_eval_episodes": cfg.eval_episodes * len(cfg.scenarios), "deterministic": True,
               "best_model_save_path": str(out / "best"), "log_path": str(out / "eval"), "verbose": 0}
@@ -220,8 +250,29 @@ def _gpu_types(scenario: str) -> int:
     return len({n.gpu_type for n in get_scenario(scenario).cluster.nodes})
 
 
+class _NoDistributionChecks:
+    """Turns off torch.distributions' argument validation while training (SB3 builds a distribution per
+    step; the checks cost about a quarter of the policy's forward pass) and restores the setting after."""
+
+    def __enter__(self) -> None:
+        from torch.distributions import Distribution
+
+        self._prev = Distribution._validate_args
+        Distribution.set_default_validate_args(False)
+
+    def __exit__(self, *exc: object) -> None:
+        from torch.distributions import Distribution
+
+        Distribution.set_default_validate_args(self._prev)
+
+
 def train(cfg: TrainConfig, command: str | None = None) -> Path:
     """Train a model by ``cfg``; returns the output directory."""
+    with _NoDistributionChecks():
+        return _train(cfg, command)
+
+
+def _train(cfg: TrainConfig, command: str | None) -> Path:
     import torch
 
     torch.set_num_threads(cfg.threads)
@@ -255,6 +306,12 @@ def train(cfg: TrainConfig, command: str | None = None) -> Path:
     finally:
         vec.close()
     meta.update(timesteps=int(model.num_timesteps), wall_s=time.perf_counter() - t0, behaviour_cloning=bc_stats)
+    if cfg.select_seeds:
+        from .select import select_model
+
+        _write_meta(out, meta)
+        meta["selection"] = select_model(out, cfg.scenarios, list(cfg.select_seeds))
+        meta["wall_s_with_selection"] = time.perf_counter() - t0
     _write_meta(out, meta)
     return out
 
@@ -264,14 +321,15 @@ def _write_meta(out: Path, meta: dict[str, Any]) -> None:
 
 
 def measure_train_speed(timesteps: int = 4096, n_envs: int = 2, **overrides: Any) -> float:
-    """``sb3_train_steps_per_s``: timesteps per second of the shipped training configuration (MaskablePPO,
-    ``n_envs`` subprocess envs on castor-philly) over ``timesteps`` steps, rollouts and updates included."""
+    """``sb3_train_steps_per_s``: timesteps per second of the shipped training configuration (:data:`SHIPPED`:
+    MaskablePPO, ``n_envs`` subprocess envs (``vec="dummy"``: in one process) on castor-philly and
+    sjfbsbf-philly windows) over ``timesteps`` steps, rollouts and updates included."""
     import tempfile
 
     import torch
 
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = TrainConfig(out=tmp, timesteps=timesteps, n_envs=n_envs, progress=False, **overrides)
+    with tempfile.TemporaryDirectory() as tmp, _NoDistributionChecks():
+        cfg = TrainConfig(out=tmp, timesteps=timesteps, n_envs=n_envs, progress=False, **{**SHIPPED, **overrides})
         torch.set_num_threads(cfg.threads)
         vec = make_vec(cfg)
         try:

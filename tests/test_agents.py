@@ -35,12 +35,13 @@ class MaskChecked:
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A short MaskablePPO run on tiny through the CLI: behaviour cloning, 2 subprocess envs, evaluation and
-    checkpoint callbacks."""
+    """A short MaskablePPO run on tiny through the CLI: behaviour cloning of SRSF and one DAgger round, the
+    pending window by remaining work, 2 subprocess envs, evaluation and checkpoint callbacks."""
     out = tmp_path_factory.mktemp("rl") / "run"
     rc = main(["train", "--scenario", "tiny", "--timesteps", "256", "--n-steps", "64", "--out", str(out),
-               "--bc-episodes", "1", "--bc-epochs", "1", "--eval-freq", "128", "--eval-episodes", "1",
-               "--checkpoint-freq", "128", "--no-progress", "--windows", ""])
+               "--bc-episodes", "1", "--bc-epochs", "1", "--bc-expert", "srsf", "--dagger-rounds", "1",
+               "--dagger-episodes", "1", "--env-arg", "pending_order=remaining", "--eval-freq", "128",
+               "--eval-episodes", "1", "--checkpoint-freq", "128", "--no-progress", "--windows", ""])
     assert rc == 0
     return out
 
@@ -50,7 +51,13 @@ def test_training_writes_model_metadata_logs_and_checkpoints(trained: Path) -> N
     assert meta["algo"] == "maskable_ppo" and meta["timesteps"] >= 256
     assert meta["versions"]["gpucluster-env"] and meta["seeds"]["model"] == 0
     assert meta["env_spec"]["id"] == "gpucluster_env/Tiny-v1"
-    assert meta["behaviour_cloning"]["samples"] > 0 and meta["command"].startswith("gpucluster train")
+    bc = meta["behaviour_cloning"]
+    assert bc["samples"] > 0 and meta["command"].startswith("gpucluster train")
+    assert [h["round"] for h in bc["history"]] == [0, 1] and bc["history"][1]["new_samples"] > 0
+    assert bc["samples"] == bc["history"][1]["samples"] > bc["history"][0]["samples"]
+    assert 0.0 <= bc["history"][1]["agreement_before_fit"] <= 1.0
+    assert meta["env_kwargs"] == {"observation": "dict", "pending_order": "remaining"}
+    assert "--env-arg pending_order=remaining" in meta["command"]
     assert (trained / "model.zip").is_file() and (trained / "bc_model.zip").is_file()
     assert (trained / "logs" / "progress.csv").is_file()
     assert any((trained / "checkpoints").iterdir()) and (trained / "best" / "best_model.zip").is_file()
@@ -87,6 +94,60 @@ def test_flat_variants_train(tmp_path: Path, algo: str) -> None:
     assert meta["env_kwargs"]["observation"] == "box" and model.num_timesteps >= 128
     r = run_episode("tiny", make_policy(f"rl:{out}"), 0)
     assert r["jobs"] > 0
+
+
+def test_train_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    for extra, needle in ((["--env-arg", "foo=1"], "unknown environment keyword 'foo'"),
+                          (["--env-arg", "pending_order"], "expected KEY=VALUE"),
+                          (["--dagger-rounds", "1"], "give bc_episodes too")):
+        assert main(["train", "--scenario", "tiny", "--out", str(tmp_path / "x"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_masks_sent_with_each_step_are_the_envs_own() -> None:
+    """MaskablePPO reads masks from the vector env; those sent back with each step's result (and the reset
+    state's after an episode ends) must equal each worker env's own ``action_masks()``."""
+    from gpucluster_env.agents.train import TrainConfig, make_vec
+
+    for vec_kind in ("dummy", "subproc"):
+        vec = make_vec(TrainConfig(out="unused", scenarios=("tiny",), windows=("",), n_envs=2, vec=vec_kind,
+                                   progress=False))
+        try:
+            vec.reset()
+            rng = np.random.default_rng(0)
+            ends = 0
+            for _ in range(400):
+                cached = np.stack(vec.env_method("action_masks"))
+                direct = np.stack(vec.venv.env_method("action_masks"))
+                assert cached.dtype == direct.dtype and (cached == direct).all()
+                acts = np.array([rng.choice(np.flatnonzero(m)) for m in cached])
+                _, _, dones, _ = vec.step(acts)
+                ends += int(dones.sum())
+            assert ends > 0  # episodes ended and reset inside the loop
+        finally:
+            vec.close()
+
+
+def test_pending_window_by_remaining_work() -> None:
+    from gpucluster_env.env import GPUClusterEnv
+
+    env = GPUClusterEnv("tiny", observation="none", pending_order="remaining", n_pending=4)
+    env.reset(seed=0)
+    eng, seen = env.engine, 0
+    for _ in range(200):
+        env.action_masks()
+        pend = eng.pending_head(eng.num_pending)
+        left = eng.solo_time[pend] * eng.remaining[pend] / eng.iterations[pend]
+        want = pend[np.argsort(left, kind="stable")[:4]]
+        assert env._pending.tolist() == want.tolist()
+        seen += len(pend) > 4
+        _, _, term, trunc, _ = env.step(0)
+        if term or trunc:
+            break
+    assert seen > 0  # the queue was longer than the window at some point
+    with pytest.raises(ValueError, match="pending_order"):
+        GPUClusterEnv("tiny", pending_order="shortest")
 
 
 def test_bad_model_directory_is_one_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

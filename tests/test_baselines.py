@@ -19,7 +19,7 @@ from gpucluster_env.baselines.tiresias import Tiresias
 from gpucluster_env.engine import Colocate, Place, Preempt, Wait
 from gpucluster_env.engine.simulator import RUNNING
 
-ALL = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "sjf-ffs", "castor", "castor-oracle"]
+ALL = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "srsf", "sjf-ffs", "castor", "castor-oracle"]
 
 
 class StubPredictor:
@@ -247,6 +247,29 @@ def test_tiresias_does_not_preempt_within_same_queue(build: Any) -> None:
     assert eng.metrics()["preemptions"] == 0
 
 
+def test_srsf_preempts_the_most_remaining_service_after_the_quantum(build: Any) -> None:
+    # Job 0 (1 GPU, 16,000 s alone) runs; job 1 (100 iterations, 16 s) arrives at t = 300, inside job 0's
+    # 600 s quantum: it waits. At t = 600 job 0 may be preempted and has far more service left: preempted, job
+    # 1 runs, job 0 restarts when it finishes (paying the 30 s restart overhead).
+    from gpucluster_env.baselines.srsf import SRSF
+
+    rows = [{"iterations": 100_000.0}, {"submit_s": 300.0, "iterations": 100.0}]
+    eng = build([("fast", 1, 1)], rows, restart_s=30.0, round_s=600.0)
+    acts = drive(eng, SRSF())
+    assert (300.0, Place(1)) not in acts
+    assert acts[1] == (pytest.approx(600.0), Preempt(0)) and acts[2] == (pytest.approx(600.0), Place(1))
+    assert acts[3] == (pytest.approx(616.0), Place(0))
+    assert eng.finish_t[0] == pytest.approx(616.0 + 30.0 + (100_000 - 600 / 0.16) * 0.16)
+    # without a quantum the short job starts on arrival; a job with less service left is never preempted
+    acts = drive(build([("fast", 1, 1)], rows, restart_s=30.0), SRSF(min_run_s=0.0))
+    assert acts[1] == (300.0, Preempt(0)) and acts[2] == (300.0, Place(1))
+    rows = [{"iterations": 1000.0}, {"submit_s": 10.0, "iterations": 100_000.0}]
+    acts = drive(build([("fast", 1, 1)], rows), SRSF(min_run_s=0.0))
+    assert not any(isinstance(a, Preempt) for _, a in acts)
+    with pytest.raises(ValueError, match="min_run_s"):
+        SRSF(min_run_s=-1.0)
+
+
 # ---------------------------------------------------------------- registry and paper scenarios
 def test_policies_listed_with_description_and_paper() -> None:
     names = policy_names()
@@ -298,9 +321,9 @@ def test_every_policy_completes_paper_scenarios(scenario: str) -> None:
         m = info["metrics"]
         assert term and not trunc and m["jobs_done"] == m["jobs"], (scenario, name)
         assert m["avg_jct_s"] > 0 and m["avg_queue_s"] >= 0 and m["makespan_s"] > 0
-        if name in ("fifo", "sjf", "ssf", "yarn-cs", "tiresias"):
+        if name in ("fifo", "sjf", "ssf", "yarn-cs", "tiresias", "srsf"):
             assert m["colocations"] == 0
-        if name != "tiresias":
+        if name not in ("tiresias", "srsf"):
             assert m["preemptions"] == 0
 
 

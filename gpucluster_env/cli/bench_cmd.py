@@ -7,7 +7,8 @@
 * Replay frame rendering (``replay_frame_ms``): median milliseconds to draw one frame of the replay of a
   500-job ``castor-philly`` episode (128 GPUs); see :mod:`gpucluster_env.replay.bench`.
 * ``sb3_train_steps_per_s``: MaskablePPO timesteps per second in the shipped training configuration with 2
-  subprocess envs on castor-philly (``--train-steps``; 0 skips it).
+  subprocess envs on castor-philly and sjfbsbf-philly (``--train-steps``; 0 skips it), and
+  ``sb3_train_steps_per_s_inprocess`` with the 2 envs in the training process (``gpucluster train --vec dummy``).
 * Allocation decision times (``gavel_decision_s_2048``, ``gavel_makespan_decision_s_256``,
   ``gavel_packed_decision_s_256``, ``hadar_decision_s_2048`` ...): one decision of Gavel's LPs (max-min
   fairness, minimize makespan, packed max-min fairness) and of Hadar's allocator at 32, 256 and 2,048 active
@@ -121,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
 
         with console.status(f"MaskablePPO, 2 subprocess envs, {args.train_steps} steps …", spinner="dots"):
             out["sb3_train_steps_per_s"] = measure_train_speed(args.train_steps)
+        with console.status(f"MaskablePPO, 2 envs in one process, {args.train_steps} steps …", spinner="dots"):
+            out["sb3_train_steps_per_s_inprocess"] = measure_train_speed(args.train_steps, vec="dummy")
     if sizes:
         from gpucluster_env.leaderboard.decision_speed import decision_times
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
+from typing import Any
 
 
 def _csv(text: str) -> tuple[str, ...]:
@@ -22,12 +24,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--timesteps", type=int, default=100_000)
     p.add_argument("--out", required=True, help="output directory (model.zip, meta.json, logs/, checkpoints/)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-envs", type=int, default=2, help="environments, in subprocesses")
+    p.add_argument("--n-envs", type=int, default=2, help="environments")
+    p.add_argument("--vec", default="subproc", choices=("subproc", "dummy"),
+                   help="environments in subprocesses, or in the training process (faster on 2 cores)")
     p.add_argument("--bc-episodes", type=int, default=0,
                    help="warm start: behaviour-clone this many expert episodes first (MaskablePPO)")
     p.add_argument("--bc-epochs", type=int, default=20)
     p.add_argument("--bc-expert", default="castor",
                    help="reference policy cloned, or one per scenario, comma-separated")
+    p.add_argument("--dagger-rounds", type=int, default=0,
+                   help="after cloning: rounds in which the policy plays and the expert labels its states")
+    p.add_argument("--dagger-episodes", type=int, default=10, help="episodes per DAgger round")
+    p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="environment keyword for every training and evaluation env (repeatable), "
+                        "e.g. pending_order=remaining")
+    p.add_argument("--select-seeds", default="",
+                   help="validation seeds ('A-B' or a list): after training, the saved model with the lowest "
+                        "average JCT on them becomes model.zip (keep them apart from evaluation seeds)")
     p.add_argument("--learning-rate", type=float, default=3e-4)
     p.add_argument("--ent-coef", type=float, default=0.003)
     p.add_argument("--n-steps", type=int, default=1024, help="rollout steps per env between updates")
@@ -48,13 +61,39 @@ def command_line(args: argparse.Namespace) -> str:
         flag = "--" + key.replace("_", "-")
         if isinstance(value, bool):
             parts += [flag] if value else []
+        elif isinstance(value, list):
+            for v in value:
+                parts += [flag, shlex.quote(str(v))]
         else:
             parts += [flag, shlex.quote(str(value))]
     return " ".join(parts)
 
 
+def env_args(pairs: list[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings as keyword arguments (values read as JSON where they parse, else strings)."""
+    import inspect
+
+    from gpucluster_env.env import GPUClusterEnv
+
+    known = set(inspect.signature(GPUClusterEnv.__init__).parameters) - {"self", "scenario", "observation"}
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip().isidentifier():
+            raise ValueError(f"--env-arg: expected KEY=VALUE, got {pair!r}")
+        if key.strip() not in known:
+            raise ValueError(f"--env-arg: unknown environment keyword {key.strip()!r}; "
+                             f"known: {', '.join(sorted(known))}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
     from gpucluster_env.agents.train import TrainConfig, train
+    from gpucluster_env.cli.evaluate_cmd import parse_seeds
     from gpucluster_env.scenarios import get_scenario
 
     scenarios = _csv(args.scenario)
@@ -62,10 +101,12 @@ def run(args: argparse.Namespace) -> int:
         get_scenario(s)  # fail fast on a bad name
     cfg = TrainConfig(
         out=args.out, algo=args.algo, scenarios=scenarios, windows=_csv(args.windows) or ("",),
-        timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs, learning_rate=args.learning_rate,
+        timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs, vec=args.vec, learning_rate=args.learning_rate,
         ent_coef=args.ent_coef, n_steps=args.n_steps, bc_episodes=args.bc_episodes, bc_epochs=args.bc_epochs,
         bc_experts=_csv(args.bc_expert), eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
         checkpoint_freq=args.checkpoint_freq, threads=args.threads, progress=not args.no_progress,
+        select_seeds=tuple(parse_seeds(args.select_seeds)) if args.select_seeds else (),
+        dagger_rounds=args.dagger_rounds, dagger_episodes=args.dagger_episodes, env_kwargs=env_args(args.env_arg),
     )
     out = train(cfg, command=command_line(args))
     print(f"model written to {out / 'model.zip'} (metadata: {out / 'meta.json'})")

@@ -170,6 +170,7 @@ class EngineState:
         self.accum = np.ones(J, dtype=np.int64)
         self.footprint = np.zeros(J)
         self.first_start = np.full(J, np.nan)
+        self.last_start = np.full(J, np.nan)  # time of each job's latest start (NaN: never started)
         self.finish_t = np.full(J, np.nan)
         self.queue_s = np.zeros(J)
         self.pending_since = np.zeros(J)

@@ -56,6 +56,7 @@ class Transitions:
         self.queue_s[j] = self.queue_s.item(j) + (t - self.pending_since.item(j))  # queue_s[j] += ...
         if math.isnan(self.first_start.item(j)):
             self.first_start[j] = t
+        self.last_start[j] = t
         self.last_t[j] = t
         # restart_s after a preemption; with restart_on_allocation (Hadar) on every new allocation, the first too
         cfg = self.config

@@ -129,6 +129,10 @@ class ClusterView:
         """When job ``j`` finished (NaN while it has not)."""
         return self._eng.finish_t.item(j)
 
+    def last_start(self, j: int) -> float:
+        """Time job ``j`` last started (s; NaN if it never has)."""
+        return self._eng.last_start.item(j)
+
     def pending_since(self, j: int) -> float:
         """Since when job ``j`` has waited in the queue (its submit time, or its last preemption)."""
         return self._eng.pending_since.item(j)

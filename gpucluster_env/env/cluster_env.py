@@ -33,6 +33,7 @@ OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
 ACTION_KINDS = ("place", "colocate", "squeeze", "swell", "preempt", "fork")
 LAYOUTS = ("compact", "full")
 DEFAULT_MIN_RUN_S = 600.0
+PENDING_ORDERS = ("queue", "remaining")
 """Minimum run quantum before a job may be preempted where the scenario has no rounds (else one round)."""
 _TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork, SetStealing, Reallocate, DropCopy, MoveCopy)
 _KIND_ACTION = {PLACE: Place, COLOCATE: Colocate, SQUEEZE: Squeeze, SWELL: Swell, PREEMPT: Preempt, FORK: Fork}
@@ -96,7 +97,9 @@ class GPUClusterEnv(gym.Env):
     (an out-of-mask action is a counted no-op: it advances the clock as ``wait`` and ``info["invalid_actions"]``
     counts it) or ``"raise"`` (a ``ValueError`` naming it, for debugging), ``actions`` (the action kinds
     exposed, default all the scenario supports), ``min_run_s`` (preemption quantum; default one round, else
-    600 s), ``max_sim_time_s``, ``render_mode="rgb_array"|"ansi"|"human"``.
+    600 s), ``pending_order="queue"`` (the pending window holds the first jobs in queue order) or
+    ``"remaining"`` (the jobs with the least estimated remaining work, least first: short jobs deep in a long
+    queue become visible), ``max_sim_time_s``, ``render_mode="rgb_array"|"ansi"|"human"``.
 
     ## Registered Configurations
     ``gpucluster_env/GPUCluster-v1`` (generic, ``scenario=`` keyword) and one id per scenario:
@@ -122,6 +125,7 @@ class GPUClusterEnv(gym.Env):
         render_mode: str | None = None,
         action_layout: str = "compact",
         min_run_s: float | None = None,
+        pending_order: str = "queue",
     ) -> None:
         super().__init__()
         sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
@@ -139,6 +143,8 @@ class GPUClusterEnv(gym.Env):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         if reward_scale is not None and not (reward_scale > 0):
             raise ValueError("reward_scale must be positive (or None: normalized per episode)")
+        if pending_order not in PENDING_ORDERS:
+            raise ValueError(f"pending_order must be one of {', '.join(PENDING_ORDERS)}, got {pending_order!r}")
         if action_layout not in LAYOUTS:
             raise ValueError(f"action_layout must be one of {', '.join(LAYOUTS)}, got {action_layout!r}")
         if n_accum is None:
@@ -165,6 +171,7 @@ class GPUClusterEnv(gym.Env):
         self.reward_scale = float(reward_scale or 1.0)  # set per episode by reset() when normalized
         self.min_run_s = float(min_run_s)
         self.action_layout = action_layout
+        self.pending_order = pending_order
         self.calibrates = sc.config.tick_s is not None
         self.invalid_action = invalid_action
         self.max_sim_time_s = max_sim_time_s
@@ -405,10 +412,21 @@ class GPUClusterEnv(gym.Env):
         self._met, self._late = met, late
         return float(term)
 
+    def _shortest_pending(self, n: int) -> np.ndarray:
+        """The ``n`` pending jobs with the least estimated remaining work (solo time on the fastest type left),
+        least first; ties in queue order."""
+        eng = self.engine
+        pend = eng.pending_head(eng.num_pending)
+        if len(pend) == 0:
+            return pend
+        left = eng.solo_time[pend] * (eng.remaining[pend] / np.maximum(eng.iterations[pend], 1))
+        return pend[np.argsort(left, kind="stable")[:n]]
+
     def _observe(self) -> Any:
         eng = self.engine
         if self._windows_at != (eng.epoch, eng.queue_version):  # else the same jobs, in the same order
-            self._pending = eng.pending_head(self.layout.n_pending)
+            self._pending = (eng.pending_head(self.layout.n_pending) if self.pending_order == "queue"
+                             else self._shortest_pending(self.layout.n_pending))
             self._running = eng.running_head(self.layout.n_running)
             self._windows_at = (eng.epoch, eng.queue_version)
         if self.observation_mode == "none":

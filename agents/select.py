@@ -1,0 +1,69 @@
+"""Choosing the model a training run keeps: model selection on validation seeds.
+
+PPO's returns are noisy and a late update can undo earlier gains, so the last weights are not always the best.
+:func:`select_model` plays every saved candidate of a run -- the behaviour-cloned start (``bc_model.zip``), the
+periodic checkpoints, the evaluation callback's best and the final model -- greedily on validation seeds of
+every training scenario, scores each by the geometric mean over scenarios of its mean average JCT, and makes
+the best one the run's ``model.zip`` (the last weights stay in ``final_model.zip``). The validation seeds must
+differ from the seeds a model is finally evaluated on (``gpucluster evaluate`` defaults to 100-109).
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def candidates(out: Path) -> dict[str, str]:
+    """The saved models of the run in ``out``, by name: file name relative to ``out``."""
+    found: dict[str, str] = {}
+    if (out / "bc_model.zip").is_file():
+        found["bc"] = "bc_model.zip"
+    ckpts = sorted((out / "checkpoints").glob("model_*_steps.zip"), key=lambda p: int(p.stem.split("_")[1]))
+    for p in ckpts:
+        found[f"step {int(p.stem.split('_')[1])}"] = f"checkpoints/{p.name}"
+    if (out / "best" / "best_model.zip").is_file():
+        found["eval best"] = "best/best_model.zip"
+    if (out / "model.zip").is_file():
+        found["final"] = "model.zip"
+    return found
+
+
+def select_model(out: str | Path, scenarios: tuple[str, ...], seeds: list[int],
+                 metric: str = "avg_jct_s") -> dict[str, Any]:
+    """Score every candidate of the run in ``out`` on ``scenarios`` x ``seeds`` (lower ``metric`` is better),
+    copy the best to ``model.zip`` (the final weights to ``final_model.zip`` first) and return the scores:
+    ``{"seeds", "metric", "scores": {name: {"file", scenario: mean, "score"}}, "chosen"}``."""
+    from ..leaderboard.runner import run_episode
+    from .policies import RLPolicy
+
+    out = Path(out)
+    if (out / "final_model.zip").is_file():  # selected before: the candidates are the run's own files
+        shutil.copyfile(out / "final_model.zip", out / "model.zip")
+    found = candidates(out)
+    if not found:
+        raise FileNotFoundError(f"{out}: no model to select from")
+    scores: dict[str, dict[str, Any]] = {}
+    for name, rel in found.items():
+        pol = RLPolicy(out, zip_name=rel)
+        row: dict[str, Any] = {"file": rel}
+        logs = []
+        for sc in scenarios:
+            vals = []
+            for seed in seeds:
+                r = run_episode(sc, pol, seed)
+                vals.append(math.inf if r["truncated"] else float(r[metric]))
+            row[sc] = float(np.mean(vals))
+            logs.append(math.log(row[sc]) if math.isfinite(row[sc]) and row[sc] > 0 else math.inf)
+        row["score"] = float(math.exp(np.mean(logs))) if all(map(math.isfinite, logs)) else math.inf
+        scores[name] = row
+    chosen = min(scores, key=lambda n: (scores[n]["score"], n != "final"))
+    if "final" in found:
+        shutil.copyfile(out / "model.zip", out / "final_model.zip")
+    if scores[chosen]["file"] != "model.zip":
+        shutil.copyfile(out / scores[chosen]["file"], out / "model.zip")
+    return {"seeds": list(seeds), "metric": metric, "scores": scores, "chosen": chosen}
