@@ -110,7 +110,8 @@ class ShippedRL(RLPolicy):
 
     name: ClassVar[str] = "rl-castor-philly"
     description: ClassVar[str] = (
-        "MaskablePPO trained on castor-philly trace windows, warm-started by cloning Castor (docs/rl.md)"
+        "MaskablePPO on castor-philly and sjfbsbf-philly windows, warm-started by cloning SRSF with DAgger "
+        "(docs/rl.md)"
     )
     paper: ClassVar[str] = "this package (issue 13)"
 

@@ -46,6 +46,11 @@ class TrainConfig:
     gae_lambda: float = 0.95
     ent_coef: float = 0.003
     clip_range: float = 0.1
+    target_kl: float | None = None
+    """PPO stops an update's epochs early once the approximate KL to the rollout policy passes this."""
+    critic_warmup: int = 0
+    """Timesteps at the start of PPO during which only the value head learns (the cloned policy is frozen), so
+    the first policy updates use advantages from a critic fitted to the policy's own returns."""
     net_arch: tuple[int, ...] = (128, 128)
     bc_episodes: int = 0
     bc_epochs: int = 20
@@ -166,7 +171,7 @@ def make_model(cfg: TrainConfig, vec: Any, logdir: Path | None) -> Any:
                    learning_starts=min(5_000, cfg.timesteps // 4), batch_size=cfg.batch_size, **common)
     ppo_args = {"learning_rate": cfg.learning_rate, "n_steps": cfg.n_steps, "batch_size": cfg.batch_size,
                 "n_epochs": cfg.n_epochs, "gamma": cfg.gamma, "gae_lambda": cfg.gae_lambda,
-                "ent_coef": cfg.ent_coef, "clip_range": cfg.clip_range, **common}
+                "ent_coef": cfg.ent_coef, "clip_range": cfg.clip_range, "target_kl": cfg.target_kl, **common}
     if cfg.algo == "ppo":
         from stable_baselines3 import PPO
 
@@ -200,11 +205,40 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
         ev = EvalCallback(eval_env, **kwargs)
     ckpt = CheckpointCallback(max(cfg.checkpoint_freq // cfg.n_envs, 1), str(out / "checkpoints"), "model")
     cbs = [ev, ckpt]
+    if cfg.critic_warmup > 0 and cfg.algo != "dqn":
+        cbs.append(_CriticWarmup(cfg.critic_warmup))
     if cfg.progress:
         from .progress import RichProgress
 
         cbs.append(RichProgress(cfg.timesteps))
     return cbs
+
+
+def _CriticWarmup(steps: int) -> Any:  # noqa: N802 (a class made on demand: SB3 is imported lazily)
+    """A callback freezing the policy's own layers (``mlp_extractor.policy_net``, ``action_net``) for the first
+    ``steps`` timesteps; the value layers keep learning."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class CriticWarmup(BaseCallback):
+        def _set(self, trainable: bool) -> None:
+            pol = self.model.policy
+            for mod in (pol.mlp_extractor.policy_net, pol.action_net):
+                for p in mod.parameters():
+                    p.requires_grad_(trainable)
+
+        def _on_training_start(self) -> None:
+            self._set(False)
+            self.frozen = True
+
+        def _on_rollout_start(self) -> None:
+            if self.frozen and self.model.num_timesteps >= steps:
+                self._set(True)
+                self.frozen = False
+
+        def _on_step(self) -> bool:
+            return True
+
+    return CriticWarmup()
 
 
 def _logger(out: Path) -> Any:

@@ -41,7 +41,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rc = main(["train", "--scenario", "tiny", "--timesteps", "256", "--n-steps", "64", "--out", str(out),
                "--bc-episodes", "1", "--bc-epochs", "1", "--bc-expert", "srsf", "--dagger-rounds", "1",
                "--dagger-episodes", "1", "--env-arg", "pending_order=remaining", "--eval-freq", "128",
-               "--eval-episodes", "1", "--checkpoint-freq", "128", "--no-progress", "--windows", ""])
+               "--eval-episodes", "1", "--checkpoint-freq", "128", "--select-seeds", "0,1", "--critic-warmup", "64",
+               "--no-progress", "--windows", ""])
     assert rc == 0
     return out
 
@@ -58,7 +59,17 @@ def test_training_writes_model_metadata_logs_and_checkpoints(trained: Path) -> N
     assert 0.0 <= bc["history"][1]["agreement_before_fit"] <= 1.0
     assert meta["env_kwargs"] == {"observation": "dict", "pending_order": "remaining"}
     assert "--env-arg pending_order=remaining" in meta["command"]
+    sel = meta["selection"]
+    assert sel["first"] == "bc" and sel["seeds"] == [0, 1]
+    assert {"bc", "final", "step 128", "step 256"} <= set(sel["scores"])
+    chosen = sel["scores"][sel["chosen"]]
+    assert (trained / "model.zip").read_bytes() == (trained / chosen["file"].replace("model.zip", "final_model.zip")
+                                                     if chosen["file"] == "model.zip" else
+                                                     trained / chosen["file"]).read_bytes()
+    # the chosen one is the first candidate or one significantly better than it on the validation episodes
+    assert sel["chosen"] == "bc" or chosen["vs_first"]["ci95"][1] < 0
     assert (trained / "model.zip").is_file() and (trained / "bc_model.zip").is_file()
+    assert (trained / "final_model.zip").is_file()
     assert (trained / "logs" / "progress.csv").is_file()
     assert any((trained / "checkpoints").iterdir()) and (trained / "best" / "best_model.zip").is_file()
 
@@ -81,6 +92,25 @@ def test_evaluation_is_deterministic_and_inside_the_mask(trained: Path) -> None:
     assert pol.checked > 0 and not a["truncated"]
     same = [json.dumps({k: v for k, v in r.items() if k != "wall_s"}, sort_keys=True, default=str) for r in (a, b)]
     assert same[0] == same[1]  # (as JSON: NaN metrics compare equal)
+
+
+def test_critic_warmup_freezes_the_cloned_policy(tmp_path: Path) -> None:
+    import torch
+    from gpucluster_env.agents.policies import load_model
+    from gpucluster_env.agents.train import TrainConfig, train
+
+    out = train(TrainConfig(out=str(tmp_path / "w"), scenarios=("tiny",), windows=("",), timesteps=128, n_steps=64,
+                            n_envs=1, vec="dummy", bc_episodes=1, bc_epochs=1, critic_warmup=10_000,
+                            eval_freq=10_000, progress=False))
+    final, _ = load_model(out)
+    cloned, _ = load_model(out, "bc_model.zip")
+    a, b = final.policy, cloned.policy
+    for mod in ("action_net", "mlp_extractor.policy_net"):
+        pa, pb = a.get_submodule(mod).state_dict(), b.get_submodule(mod).state_dict()
+        assert all(torch.equal(pa[k], pb[k]) for k in pa), mod
+    va, vb = a.value_net.state_dict(), b.value_net.state_dict()
+    assert not all(torch.equal(va[k], vb[k]) for k in va)  # the critic learned
+    assert torch.distributions.Distribution._validate_args  # training restored torch's default
 
 
 @pytest.mark.parametrize("algo", ["ppo", "dqn"])

@@ -43,6 +43,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "average JCT on them becomes model.zip (keep them apart from evaluation seeds)")
     p.add_argument("--learning-rate", type=float, default=3e-4)
     p.add_argument("--ent-coef", type=float, default=0.003)
+    p.add_argument("--gamma", type=float, default=0.995, help="discount per decision")
+    p.add_argument("--target-kl", type=float, default=None, help="stop an update early past this KL (PPO)")
+    p.add_argument("--critic-warmup", type=int, default=0,
+                   help="timesteps at the start of PPO during which only the value head learns")
     p.add_argument("--n-steps", type=int, default=1024, help="rollout steps per env between updates")
     p.add_argument("--eval-freq", type=int, default=20_000, help="timesteps between evaluations")
     p.add_argument("--eval-episodes", type=int, default=2, help="evaluation episodes per scenario")
@@ -106,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         bc_experts=_csv(args.bc_expert), eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
         checkpoint_freq=args.checkpoint_freq, threads=args.threads, progress=not args.no_progress,
         select_seeds=tuple(parse_seeds(args.select_seeds)) if args.select_seeds else (),
+        gamma=args.gamma, target_kl=args.target_kl, critic_warmup=args.critic_warmup,
         dagger_rounds=args.dagger_rounds, dagger_episodes=args.dagger_episodes, env_kwargs=env_args(args.env_arg),
     )
     out = train(cfg, command=command_line(args))
