@@ -99,9 +99,14 @@ SHIPPED: dict[str, Any] = {
     "scenarios": ("castor-philly", "sjfbsbf-philly"),
     "bc_experts": ("srsf",),
     "env_kwargs": {"pending_order": "remaining"},
+    "learning_rate": 3e-5,
+    "gamma": 1.0,
+    "target_kl": 0.01,
+    "n_steps": 2048,
 }
-"""The configuration of the shipped policy that differs from :class:`TrainConfig`'s defaults (the rest of its
-command is in docs/rl.md and its meta.json); ``gpucluster bench`` times training in it."""
+"""The PPO configuration of the shipped policy that differs from :class:`TrainConfig`'s defaults; its whole command
+(behaviour cloning, DAgger, ``--critic-warmup 20000``, ``--vec dummy``, selection) is in docs/rl.md and its
+meta.json. ``gpucluster bench`` times training in it, past the critic warm-up (a tenth of the shipped run)."""
 
 
 class TraceWindows(gym.Wrapper):

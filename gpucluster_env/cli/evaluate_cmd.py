@@ -9,7 +9,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="evaluate a trained model against reference policies",
                        description="Run a trained model (a directory written by `gpucluster train`, or a "
                                    "registered rl-* policy) and reference policies on held-out seeds; print the "
-                                   "mean metric with 95%% intervals and the paired difference to each reference.")
+                                   "mean metric with 95% intervals and the paired difference to each reference.")
     p.add_argument("--model", required=True, help="directory written by `gpucluster train`, or a policy name")
     p.add_argument("--scenario", default="castor-philly", help="scenario(s), comma-separated")
     p.add_argument("--seeds", default="100-109", help="seeds: 'A-B' (inclusive) or a comma-separated list")

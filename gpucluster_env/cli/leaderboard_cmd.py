@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--json", action="store_true", help="no progress bar; print the run report and summary as JSON")
     r.set_defaults(func=run)
     s = lsub.add_parser("show", help="the leaderboard of a results folder",
-                        description="Per scenario: each policy's mean, IQM, 95%% bootstrap CI over seeds, rank, "
+                        description="Per scenario: each policy's mean, IQM, 95% bootstrap CI over seeds, rank, "
                                     "improvement over a reference with its CI, probability of improvement; then a "
                                     "normalized score across scenarios.")
     s.add_argument("dir", nargs="+", help="results folder(s) written by `leaderboard run` (shown together)")
@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--output", help="write to this file instead of the terminal")
     s.set_defaults(func=show)
     pl = lsub.add_parser("plot", help="PNG figures of a results folder (needs matplotlib: the `plot` extra)",
-                         description="JCT CDFs per scenario, bar charts with 95%% CIs, and ours beside the papers' "
+                         description="JCT CDFs per scenario, bar charts with 95% CIs, and ours beside the papers' "
                                      "published numbers where they exist.")
     pl.add_argument("dir", nargs="+", help="results folder(s) written by `leaderboard run`")
     _filters(pl)
