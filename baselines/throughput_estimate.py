@@ -24,8 +24,10 @@ uses that function and nothing else of the GPU; the rules below are ours where t
   that type, for the job's model at its batch and gang size (the paper's "throughputs of every model on all
   nodes"; the latest report wins). A copy on several types reports its slowest type's pace, which it cannot
   name, so it is not recorded. A measured type's estimate *is* the measured rate.
-* **Unmeasured, job measured elsewhere.** The job factor is taken from the measurement on the measured type
-  ``a`` whose spec speed is nearest (in ratio) to ``k``'s: ``rate_a * hadare_speed(k) / hadare_speed(a)``.
+* **Unmeasured, job measured elsewhere.** The job factor of eq. 10 is fitted to the job's measurements instead
+  of taken from its profile: least squares in log space over its measured types ``a`` (as the catalog fits
+  ``c`` and ``gamma``), i.e. the geometric mean of ``rate_a / hadare_speed(a)``, times ``hadare_speed(k)``.
+  Measured on one type only, that is ``rate_a * hadare_speed(k) / hadare_speed(a)``.
 * **Does not fit.** 0 on a type whose memory cannot hold one worker at any accumulation (memory is a data-sheet
   figure and the job's footprint its own), and, unless ``partial``, on a type with fewer GPUs than the gang.
 """
@@ -97,23 +99,16 @@ class SpecEstimate:
         return self.spec_speed / float(self.view.model(j).t_comp(self.view.batch(j), 1.0))
 
     def of(self, j: int) -> np.ndarray:
-        """Job ``j``'s throughput on each type: measured where its model ran, else scaled by spec from the
-        nearest measured type, else :meth:`prior` (0 where it does not fit)."""
+        """Job ``j``'s throughput on each type: measured where its model ran, else the spec speed times the job
+        factor fitted to its measurements, else :meth:`prior` (0 where it does not fit)."""
         key = self._key(j)
         ok = self._feasible(j, key)
         row = self.measured.get(key)
         if row is None:
             return np.where(ok, self.prior(j), 0.0)
-        out = np.zeros(len(self.spec_speed))
-        seen = np.flatnonzero(~np.isnan(row))
-        for k in np.flatnonzero(ok).tolist():
-            if not math.isnan(row[k]):
-                out[k] = row[k]
-                continue
-            gap = np.abs(np.log(self.spec_speed[seen] / self.spec_speed[k]))
-            a = int(seen[np.argmin(gap)])
-            out[k] = row[a] * self.spec_speed[k] / self.spec_speed[a]
-        return out
+        seen = ~np.isnan(row)
+        factor = math.exp(float(np.mean(np.log(row[seen] / self.spec_speed[seen]))))
+        return np.where(seen, row, np.where(ok, factor * self.spec_speed, 0.0))
 
     def matrix(self, jobs: list[int]) -> np.ndarray:
         return np.array([self.of(j) for j in jobs]).reshape(len(jobs), len(self.spec_speed))

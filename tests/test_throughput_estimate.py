@@ -64,6 +64,21 @@ def test_measured_rate_replaces_the_estimate_and_scales_the_others() -> None:
     assert est.of(0) == pytest.approx([3.125, 1.5625], rel=1e-12)
 
 
+def test_job_factor_fitted_to_several_measurements() -> None:
+    # V100, K80 and T4 (8.1 TFLOPS, 16 GB, PCIe 3); the job measured at 4 it/s on the V100 and 2 it/s on the
+    # K80: the T4 gets its spec speed x the geometric mean of the two job factors (rate / spec speed)
+    t4_speed = math.exp(-3.585) * (8.1 * math.sqrt(16.0)) ** 0.874
+    cat = Catalog(gpu_types={t: GPU_TYPES[t] for t in ("V100", "K80", "T4")}, models={"a": TEST_MODELS["a"]},
+                  interference=ConstantInterference(1.5))
+    eng = ClusterEngine(ClusterSpec.from_groups([("V100", 1, 1), ("K80", 1, 1), ("T4", 1, 1)]),
+                        make_jobs([{}]), cat, EngineConfig(round_s=100.0))
+    est = SpecEstimate(ClusterView(eng), partial=True)
+    est.record(0, 0, 4.0)
+    est.record(0, 1, 2.0)
+    factor = math.sqrt(4.0 / V100_SPEED * 2.0 / K80_SPEED)
+    assert est.of(0) == pytest.approx([4.0, 2.0, t4_speed * factor], rel=1e-12)
+
+
 def test_a_gang_over_two_types_is_not_recorded_and_memory_zeroes() -> None:
     eng = _engine(num_gpus=2)
     view = ClusterView(eng)
