@@ -204,7 +204,7 @@ class HadarE(Hadar):
     name: ClassVar[str] = "hadare"
     description: ClassVar[str] = (
         "HadarE: Hadar, then copies of running jobs forked onto idle nodes every round (any GPU type), progress "
-        "added up with a consolidation overhead per round"
+        "added up with a consolidation overhead per round; throughputs estimated from GPU specs until measured"
     )
     paper: ClassVar[str] = "HadarE (hadar-hadare §V)"
     default_estimate: ClassVar[str] = "spec"
