@@ -6,7 +6,10 @@ Fig. 1(b) where jobs change GPUs from round to round: every active job is offere
 (:func:`.hadar_alloc.make_prices`); a running job may keep its GPUs (no restart overhead) or take what
 FIND_ALLOC finds (paying the restart overhead, the scenario's ``restart_s``); each chosen job runs on GPUs
 possibly of several types (task-level heterogeneity: the gang runs at its slowest GPU's pace, which the engine
-models). A job's throughput on a type is the performance model's estimate for its gang there. A running job
+models). A job's throughput on a type is, with ``estimate="oracle"`` (Hadar's default: the paper feeds Hadar
+measured throughputs as input, §III-E), the performance model's value for its gang there; with
+``estimate="spec"`` (HadarE's default, §V-A) HadarE's initial estimate from GPU specs, replaced by the rate a
+job's model is measured at once it has run on a type (:mod:`.throughput_estimate`). A running job
 given new GPUs moves there (``Reallocate``); running jobs left out are preempted. One rule of ours: when the
 cluster would otherwise sit empty (no job running and none with a positive payoff), the job with the best
 payoff starts anyway, so an episode cannot stall on prices.
@@ -30,6 +33,10 @@ from .base import Policy, register_policy
 from .gavel import Throughputs
 from .gavel_rounds import next_boundary, order_moves, round_length
 from .hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
+from .throughput_estimate import SpecEstimate
+
+ESTIMATES = ("oracle", "spec")
+"""Where Hadar's per-type throughputs come from: the performance model, or HadarE's spec estimate."""
 
 
 @register_policy
@@ -42,14 +49,17 @@ class Hadar(Policy):
         "(task-level heterogeneity), consolidated or spread; re-allocated every round (restart overhead)"
     )
     paper: ClassVar[str] = "Hadar (hadar-hadare §III)"
+    default_estimate: ClassVar[str] = "oracle"
 
     def __init__(self, round_s: float | None = None, eta: float = 1.0, comm_weight: float = 1.0,
-                 dp_window: int = 6, normalize: bool = True) -> None:
+                 dp_window: int = 6, normalize: bool = True, estimate: str | None = None) -> None:
         """``round_s``: round length (None: the scenario's, else 360 s); ``eta``: the price scaling factor of
         Eq. (5); ``comm_weight``: base prices per worker charged per extra server of a spread allocation;
         ``dp_window``: queued jobs the exact DP ranges over each round (the rest greedily); ``normalize``: a
         job's utility in units of its best throughput (its best-case run time over its completion time), so
-        models of different iteration sizes compare; False: raw iterations per second."""
+        models of different iteration sizes compare; False: raw iterations per second; ``estimate``: ``oracle``
+        (the performance model's throughputs) or ``spec`` (HadarE's estimate from GPU specs until measured);
+        None: the policy's default (Hadar: oracle, HadarE: spec)."""
         round_length(round_s, None)
         if not eta > 0:
             raise ValueError(f"eta: must be positive, got {eta}")
@@ -64,18 +74,31 @@ class Hadar(Policy):
         if not isinstance(normalize, bool):
             raise ValueError(f"normalize: expected true or false, got {normalize!r}")
         self.normalize = normalize
+        est = self.default_estimate if estimate is None else estimate
+        if est not in ESTIMATES:
+            raise ValueError(f"estimate: expected one of {', '.join(ESTIMATES)}, got {estimate!r}")
+        self.estimate = est
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
         self.round_s = round_length(self.round_s_option, view.round_s)
         self.overhead_s = view.restart_s
-        self.tputs = Throughputs(view, partial=True)
+        self.tputs: Throughputs | SpecEstimate = (Throughputs(view, partial=True) if self.estimate == "oracle"
+                                                  else SpecEstimate(view, partial=True))
+        self._observed_at: float | None = None
         nk = len(view.type_names)
         cap = np.zeros((view.num_nodes, nk), dtype=np.int64)
         np.add.at(cap, (view.gpu_node, view.gpu_type), 1)
         self.capacity = cap
         self._next_round = view.now
         self._acted_at: float | None = None
+
+    def _observe(self, view: ClusterView) -> None:
+        """At a round boundary, before anything changes: the spec estimate records the rates the running
+        copies reached in the round just ended (the nodes' reports to the Job Tracker)."""
+        if isinstance(self.tputs, SpecEstimate) and self._observed_at != view.now:
+            self._observed_at = view.now
+            self.tputs.observe()
 
     def _pinned(self, view: ClusterView, j: int) -> bool:
         """A running job Hadar leaves as it is this round (one with forked copies)."""
@@ -167,6 +190,7 @@ class Hadar(Policy):
             return self._after_starts(view)
         if now < self._next_round - 1e-9:
             return Wait()
+        self._observe(view)
         self._acted_at = now
         self._next_round = next_boundary(now, self.round_s)
         out = self._starts(view)
@@ -180,9 +204,10 @@ class HadarE(Hadar):
     name: ClassVar[str] = "hadare"
     description: ClassVar[str] = (
         "HadarE: Hadar, then copies of running jobs forked onto idle nodes every round (any GPU type), progress "
-        "added up with a consolidation overhead per round"
+        "added up with a consolidation overhead per round; throughputs estimated from GPU specs until measured"
     )
     paper: ClassVar[str] = "HadarE (hadar-hadare §V)"
+    default_estimate: ClassVar[str] = "spec"
 
     @classmethod
     def applies_to(cls, scenario: Any) -> bool:
@@ -197,6 +222,7 @@ class HadarE(Hadar):
         view = self.view(env)
         now = view.now
         if self._acted_at != now and self._dropped_at != now and now >= self._next_round - 1e-9:
+            self._observe(view)
             self._dropped_at = now
             drops = self._drops(view)
             if drops:

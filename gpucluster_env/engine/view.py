@@ -11,9 +11,10 @@ What it offers:
   the running jobs, each job's status, GPUs asked, model, batch, accumulation, memory footprint, remaining
   work, and per-job tables (:attr:`~ClusterView.submit`, :attr:`~ClusterView.req_gpus`,
   :attr:`~ClusterView.solo_time` ...) as read-only arrays.
-* **GPUs**: each GPU's type, node and tenants (:meth:`~ClusterView.tenants`), the free and singly-held GPUs
-  (:meth:`~ClusterView.free_gpus`, :meth:`~ClusterView.single_gpus`), free GPUs by type and by node and type,
-  a job's GPUs and the ones it holds alone (:meth:`~ClusterView.single_gpus_of`), its partners and MPS share.
+* **GPUs**: each GPU's type, node and tenants (:meth:`~ClusterView.tenants`), each type's published specs
+  (:attr:`~ClusterView.gpu_specs`), the free and singly-held GPUs (:meth:`~ClusterView.free_gpus`,
+  :meth:`~ClusterView.single_gpus`), free GPUs by type and by node and type, a job's GPUs and the ones it holds
+  alone (:meth:`~ClusterView.single_gpus_of`), its partners and MPS share.
 * **The performance model for a hypothetical placement** (:mod:`gpucluster_env.engine.perf`): the iteration
   time of a job on a GPU set at an accumulation under given per-worker interference ratios
   (:meth:`~ClusterView.iter_time`), and the accumulations that fit beside the GPUs' tenants
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..hardware import GPUType
 from ..workloads import ModelProfile
 from . import placement
 from .perf import accumulations, fit_accumulation, fits_memory, footprint_gb
@@ -68,6 +70,11 @@ class ClusterView:
         """Node of each GPU."""
         self.type_mem = _frozen(e.type_mem)
         """Memory (GB) of each GPU type."""
+        self.gpu_specs: tuple[GPUType, ...] = tuple(e.catalog.gpu_type(t) for t in e.type_names)
+        """Each GPU type's catalog entry, by type index: its published data-sheet specs (memory, FP32 TFLOPS,
+        memory bandwidth, PCIe generation; what HadarE's initial estimate reads) and the catalog's generic
+        speed. No per-job throughput: a job's rate on a type is observable only by running it there
+        (:meth:`copy_states`)."""
         self.submit = _frozen(e.submit)
         """Submit time of each job (s)."""
         self.req_gpus = _frozen(e.req_gpus)
