@@ -13,10 +13,11 @@ against Gavel's makespan policy, so Gimbal's packing is laid on Gavel's round de
    priority first, each beside the running job of least profiled utilization that Gimbal's topology rule lets
    it share (:func:`~.gimbal_rules.least_utilized_host`; a smaller job on GPUs of a larger one, equal sizes only
    on exactly its GPUs), where it fits in memory;
-3. at the next round a packed job whose host keeps its GPUs and that is not granted GPUs of its own stays where
-   it is (no restart); one granted its own gang moves there; one whose host stops stops with it. Packed time is
-   not counted as time received by Gavel's priorities (it is extra to the allocation), though the progress it
-   makes shortens the job's remaining steps in the next LP;
+3. at the next round a packed job stays where it is (no restart) while the job it shares with keeps its GPUs
+   and it is not granted GPUs of its own; granted while its host is granted too, it moves to its own gang;
+   granted while its host is not, it keeps its GPUs (the host stops, or in a balanced pair stays beside it
+   packed). Packed time is not counted as time received by Gavel's priorities (it is extra to the allocation),
+   though the progress it makes shortens the job's remaining steps in the next LP;
 4. every 30 s Gimbal's coordinator runs Algorithm 1 with the makespan local objective (eq. 5) and priority
    (eq. 6) on every packing set: the shorter side squeezed to speed the longer one, LISS against stragglers.
 
@@ -72,7 +73,7 @@ class GavelGimbal(GimbalLayer, Gavel):
         self.rule = TopologyRule(view, relaxed=True)
         self._starts: list[Place] = []
         self._queue: list[int] = []
-        self._jmax: set[int] = set()
+        self._anchors: set[int] = set()
         self._round_rows: tuple[list[tuple[int, ...]], np.ndarray] = ([], np.zeros((0, 0), dtype=bool))
         super().reset(env)
 
@@ -83,9 +84,10 @@ class GavelGimbal(GimbalLayer, Gavel):
         return self._round_rows
 
     def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
-        """As Gavel's, and a job hosting packed jobs (the ``J_max`` of its set) also keeps its GPUs."""
+        """As Gavel's, and a packed job granted a round keeps its GPUs when it anchors its set this round (see
+        :meth:`_actions`)."""
         j = key[0]
-        if not view.is_running(j) or (view.partners_of(j) and j not in self._jmax):
+        if not view.is_running(j) or (view.partners_of(j) and j not in self._anchors):
             return False
         return bool((view.gpu_type[view.gpus_of(j)] == k).all())
 
@@ -98,11 +100,23 @@ class GavelGimbal(GimbalLayer, Gavel):
                  ) -> list[Action]:
         """Gavel's round actions, less the preemption of packed jobs that stay beside a kept host; the jobs left
         waiting are queued for packing, by Gavel's priority."""
-        sets = packing_sets(view)
-        self._jmax = {s.jmax for s in sets}
+        req = view.req_gpus
         granted = {j for key, _ in grants for j in key}
+        # who keeps a packing set's GPUs: J_max when granted (its packed jobs not granted stay beside it); else
+        # each granted packed job in place (J_max stops), and of a balanced pair J_max stays beside it
+        self._anchors = set()
+        stay_by: dict[int, int] = {}
+        for s in packing_sets(view):
+            if s.jmax in granted:
+                self._anchors.add(s.jmax)
+                stay_by.update({o: s.jmax for o in s.others if o not in granted})
+                continue
+            mine = [o for o in s.others if o in granted]
+            self._anchors.update(mine)
+            if mine and len(s.others) == 1 and req[s.others[0]] == req[s.jmax]:
+                stay_by[s.jmax] = s.others[0]
         hosts = {key[0] for key, k in grants if self._kept(view, key, k)}
-        stay = {o for s in sets if s.jmax in hosts for o in s.others if o not in granted}
+        stay = {j for j, a in stay_by.items() if a in hosts}
         self._starts = []
         out = [a for a in super()._actions(view, grants, anywhere)
                if not isinstance(a, Wait) and not (isinstance(a, Preempt) and a.job in stay)]

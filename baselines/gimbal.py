@@ -6,6 +6,8 @@ runtime-monitoring tick.
   topology rule; JCT objective (eq. 1-2).
 * ``gandiva+gimbal``: Gandiva with unequal packing; deadline objective (eq. 3-4); Gandiva's introspection
   judges a packed set only after Gimbal's search on it has ended.
+* ``gavel+gimbal`` (:mod:`.gavel_gimbal`): Gavel's makespan rounds, the jobs a round leaves waiting packed under
+  the topology rule; makespan objective (eq. 5-6).
 
 Options (the Fig. 12 ablation): ``lgrr`` (MPS share calibration, each switch pays the scenario's
 ``calibration_overhead_s``), ``liss`` (per-job sample stealing, free to switch), ``early_exit`` (three attempts
