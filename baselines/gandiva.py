@@ -27,7 +27,7 @@ from ..engine import Action, Colocate, Place, Preempt, Wait
 from ..engine.view import ClusterView
 from .base import Policy, register_policy
 from .castor import XiPredictor
-from .gimbal_rules import TopologyRule, packing_sets, partner_gpus
+from .gimbal_rules import TopologyRule, least_utilized_host, packing_sets
 from .gimbal_search import ThroughputModel
 from .profiled import JobFacts
 
@@ -85,21 +85,12 @@ class Gandiva(Policy):
         return (ma, mb) if ma <= mb else (mb, ma)
 
     def pack(self, view: ClusterView, j: int) -> Colocate | None:
-        """Gandiva's packing choice for pending job ``j``: the least-utilized qualifying partner."""
-        assert self.facts is not None
-        best: tuple[float, int, np.ndarray] | None = None
-        for p in view.running_jobs().tolist():
-            if self.pair_key(view, j, p) in self.harmful:
-                continue
-            g = partner_gpus(view, self.rule, j, p, self.unequal)
-            if g is None or not view.fits_on(j, g, 1).all():
-                continue
-            u = self.facts.demand(view, p, int(view.gpu_type[g[0]]))
-            if best is None or u < best[0]:
-                best = (u, p, g)
-        if best is None:
-            return None
-        return Colocate(j, best[1], accumulation=1, gpus=tuple(int(x) for x in best[2]))
+        """Gandiva's packing choice for pending job ``j``: the least-utilized qualifying partner, skipping model
+        pairs found harmful."""
+        assert self.facts is not None and self.rule is not None
+        facts = self.facts
+        return least_utilized_host(view, self.rule, j, self.unequal, lambda p, t: facts.demand(view, p, t),
+                                   lambda p: self.pair_key(view, j, p) in self.harmful)
 
     # ------------------------------------------------------------------ introspection
     def settled(self, view: ClusterView, jmax: int) -> bool:

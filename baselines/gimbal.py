@@ -6,6 +6,8 @@ runtime-monitoring tick.
   topology rule; JCT objective (eq. 1-2).
 * ``gandiva+gimbal``: Gandiva with unequal packing; deadline objective (eq. 3-4); Gandiva's introspection
   judges a packed set only after Gimbal's search on it has ended.
+* ``gavel+gimbal`` (:mod:`.gavel_gimbal`): Gavel's makespan rounds, the jobs a round leaves waiting packed under
+  the topology rule; makespan objective (eq. 5-6).
 
 Options (the Fig. 12 ablation): ``lgrr`` (MPS share calibration, each switch pays the scenario's
 ``calibration_overhead_s``), ``liss`` (per-job sample stealing, free to switch), ``early_exit`` (three attempts
@@ -33,7 +35,8 @@ MONITOR_S = 30.0
 class GimbalLayer:
     """The coordination layer a "+gimbal" policy mixes into its base scheduler."""
 
-    objective: ClassVar[str] = "jct"
+    gimbal_objective: ClassVar[str] = "jct"
+    """The coordination objective (:data:`~.gimbal_search.OBJECTIVES`): eq. 1-2, 3-4 or 5-6."""
     coordinator: Coordinator | None = None
     _next_tick: float = 0.0
 
@@ -49,7 +52,7 @@ class GimbalLayer:
         view: ClusterView = self.view(env)  # type: ignore[attr-defined]
         facts: JobFacts = self.facts  # type: ignore[attr-defined]
         self.coordinator = Coordinator(
-            self.objective, lambda j, t: facts.demand(view, j, t), facts.deadline, lgrr=self.lgrr,
+            self.gimbal_objective, lambda j, t: facts.demand(view, j, t), facts.deadline, lgrr=self.lgrr,
             liss=self.liss, early_exit=self.early_exit, predictor=self.layer_predictor, stealing=SetStealing,
             granularity=self.granularity)
         self._next_tick = 0.0
@@ -78,7 +81,7 @@ class LucidGimbal(GimbalLayer, Lucid):
         "coordination (squeeze/swell, sample stealing, early exit)"
     )
     paper: ClassVar[str] = "gimbal §5.2 Alg. 1, eq. 1-2, §7.2 (JCT)"
-    objective: ClassVar[str] = "jct"
+    gimbal_objective: ClassVar[str] = "jct"
 
     def __init__(self, threshold: int = 4, unequal: bool = True, time_ratio: float = 2.0, lgrr: bool = True,
                  liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None,
@@ -97,7 +100,7 @@ class GandivaGimbal(GimbalLayer, Gandiva):
         "introspection after each set's search"
     )
     paper: ClassVar[str] = "gimbal §5.2 Alg. 1, eq. 3-4, §7.2 (deadlines)"
-    objective: ClassVar[str] = "deadline"
+    gimbal_objective: ClassVar[str] = "deadline"
 
     def __init__(self, unequal: bool = True, tick_s: float = MONITOR_S, lgrr: bool = True, liss: bool = True,
                  early_exit: bool = True, predictor: XiPredictor | None = None, granularity: int = 1) -> None:

@@ -13,10 +13,12 @@ largest world size, ``J_max``, shares with every other member, and the others sh
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..engine import Colocate
 from ..engine.view import ClusterView
 
 
@@ -101,3 +103,24 @@ def partner_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int, unequal:
     if unequal and n_p > n_j:
         return host_gpus(view, rule, j, p)
     return None
+
+
+def least_utilized_host(view: ClusterView, rule: TopologyRule, j: int, unequal: bool,
+                        demand: Callable[[int, int], float], skip: Callable[[int], bool] | None = None
+                        ) -> Colocate | None:
+    """Gandiva's packing choice for pending job ``j``, also Gavel+Gimbal's: beside the running job of least
+    profiled ``demand(job, gpu_type)`` among those :func:`partner_gpus` offers (ties: the lowest index) where
+    ``j`` fits in memory at accumulation 1, hosts for which ``skip`` says True left out; None: no host."""
+    best: tuple[float, int, np.ndarray] | None = None
+    for p in view.running_jobs().tolist():
+        if skip is not None and skip(p):
+            continue
+        g = partner_gpus(view, rule, j, p, unequal)
+        if g is None or not view.fits_on(j, g, 1).all():
+            continue
+        u = demand(p, int(view.gpu_type[g[0]]))
+        if best is None or u < best[0]:
+            best = (u, p, g)
+    if best is None:
+        return None
+    return Colocate(j, best[1], accumulation=1, gpus=tuple(int(x) for x in best[2]))

@@ -239,6 +239,12 @@ class Coordinator:
         self.shares = {k: s for k, s in self.shares.items() if k[0] in running}
         self.liss_on &= running
 
+    def forget(self, jobs: Any) -> None:
+        """Drop the shares of ``jobs`` that a scheduler stops or moves (a job starts again at full share, maybe
+        at once, before the next tick's bookkeeping could see it stop)."""
+        gone = set(jobs)
+        self.shares = {k: s for k, s in self.shares.items() if k[0] not in gone}
+
     def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> float:
         """The local objective of ``jobs`` under ``shares`` (predicted rates)."""
         assert self.model is not None

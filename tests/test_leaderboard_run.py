@@ -208,3 +208,18 @@ def test_show_counts_a_cell_in_two_folders_once(tmp_path: Path, capsys: pytest.C
                  "--policies", "fifo"]) == 0
     rows = json.loads(capsys.readouterr().out)[0]["scenarios"][0]["rows"]
     assert [(r["policy"], r["n"], r["seeds"]) for r in rows] == [("fifo", 3, [0, 1, 2])]
+
+
+def test_show_reference_by_label(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # a policy run with options is named by its label, as the tables print it
+    board = tmp_path / "b.toml"
+    board.write_text('name = "b"\ndescription = "d"\nseeds = 1\nreference = "fifo"\nmetrics = ["makespan_s"]\n'
+                     '[[group]]\nscenarios = ["tiny"]\n'
+                     'policies = ["fifo", { name = "gavel", options = { objective = "makespan" } }]\n')
+    out = tmp_path / "res"
+    assert main(["leaderboard", "run", str(board), "--out", str(out), "--json"]) == 0
+    capsys.readouterr()
+    label = 'gavel (objective="makespan")'
+    assert main(["leaderboard", "show", str(out), "--json", "--reference", label]) == 0
+    rows = json.loads(capsys.readouterr().out)[0]["scenarios"][0]["rows"]
+    assert {r["policy"]: r["improvement"] for r in rows}[label] == 0.0

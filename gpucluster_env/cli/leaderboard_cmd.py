@@ -43,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--format", default="table", choices=("table", "md", "csv", "json"))
     s.add_argument("--json", action="store_true", help="same as --format json")
     s.add_argument("--metric", action="append", help="metric(s) to rank by (repeatable; default: the board's)")
-    s.add_argument("--reference", help="policy the others are compared with (default: the board's, else fifo)")
+    s.add_argument("--reference", help="policy the others are compared with, a name or a label as in the tables "
+                   "(e.g. 'gavel (objective=\"makespan\")'; default: the board's, else fifo)")
     s.add_argument("--output", help="write to this file instead of the terminal")
     s.set_defaults(func=show)
     pl = lsub.add_parser("plot", help="PNG figures of a results folder (needs matplotlib: the `plot` extra)",
@@ -261,12 +262,12 @@ def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any
 
 
 def show(args: argparse.Namespace) -> int:
-    from gpucluster_env.leaderboard.summary import summarize
+    from gpucluster_env.leaderboard.summary import labelled, summarize
     from gpucluster_env.leaderboard.tables import print_rich, render
 
     records, meta = _load(args)
     reference = args.reference or meta.get("reference", "fifo")
-    if reference not in {r["cell"]["policy"] for r in records}:
+    if reference not in {r["cell"]["policy"] for r in records} | {p for _, p in labelled(records)[0]}:
         raise ValueError(f"reference policy {reference!r} has no records in {', '.join(args.dir)}")
     metrics = args.metric or meta.get("metrics", ["avg_jct_s"])
     summaries = [summarize(records, m, reference) for m in metrics]

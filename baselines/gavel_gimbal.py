@@ -1,0 +1,149 @@
+"""Gavel with Gimbal (gimbal §7.2, makespan): Gavel's minimize-makespan allocation realized in rounds, with
+Gimbal's relaxed packing on Gavel's placement and Gimbal's makespan coordination (eq. 5-6) on every packing set.
+
+How packing sets form under Gavel. The paper's original Gavel packs by its optimization problem and
+round-robins the highest-priority job pairs, equal GPU counts only; the Gimbal-enhanced one is "relaxed for more
+aggressive packing decisions" with the equal-size restriction removed (§7.1-7.2). Gavel's packed LP here
+(``gavel-packed``) has max-min fairness only and pairs equal sizes only, and the comparison gimbal §7.2 makes is
+against Gavel's makespan policy, so Gimbal's packing is laid on Gavel's round decisions instead of on its LP:
+
+1. each round Gavel grants exclusive gangs exactly as ``gavel`` does (the makespan LP by default, priority =
+   allocation / share of time received, deficits, the round length of the scenario or 360 s);
+2. the jobs the round leaves waiting -- those plain Gavel time-slices out -- are then packed, highest Gavel
+   priority first, each beside the running job of least profiled utilization that Gimbal's topology rule lets
+   it share (:func:`~.gimbal_rules.least_utilized_host`; a smaller job on GPUs of a larger one, equal sizes only
+   on exactly its GPUs), where it fits in memory;
+3. at the next round a packed job stays where it is (no restart) while the job it shares with keeps its GPUs
+   and it is not granted GPUs of its own; granted while its host is granted too, it moves to its own gang;
+   granted while its host is not, it keeps its GPUs (the host stops, or in a balanced pair stays beside it
+   packed). Packed time is not counted as time received by Gavel's priorities (it is extra to the allocation),
+   though the progress it makes shortens the job's remaining steps in the next LP;
+4. every 30 s Gimbal's coordinator runs Algorithm 1 with the makespan local objective (eq. 5) and priority
+   (eq. 6) on every packing set: the shorter side squeezed to speed the longer one, LISS against stragglers.
+
+Gavel's own starts also keep the topology rule (they are applied after the round's preemptions and dropped when
+the rule forbids their gang: the job stays in the queue and may be packed instead). On one GPU type the LP only
+sets each job's share of rounds, so Gavel reduces to round-robin by priority. Options as the other "+gimbal"
+policies (``lgrr``, ``liss``, ``early_exit``, ``granularity``); ``objective`` is Gavel's (default makespan),
+the coordination objective is always eq. 5-6.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..engine import Action, Place, Preempt, Reallocate, Wait
+from ..engine.view import ClusterView
+from .base import register_policy
+from .castor import XiPredictor
+from .gavel import Gavel
+from .gavel_rounds import round_priorities
+from .gimbal import GimbalLayer
+from .gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from .profiled import JobFacts
+
+
+@register_policy
+class GavelGimbal(GimbalLayer, Gavel):
+    """Gavel (makespan) with Gimbal: round grants as Gavel, the jobs left waiting packed beside granted ones
+    under the topology rule, makespan coordination (module docstring)."""
+
+    name: ClassVar[str] = "gavel+gimbal"
+    description: ClassVar[str] = (
+        "Gavel's minimize-makespan rounds; jobs a round leaves waiting packed (unequal sizes, Gimbal's topology "
+        "rule) beside the least-utilized running job + Gimbal's makespan coordination"
+    )
+    paper: ClassVar[str] = "gimbal §5.2 Alg. 1, eq. 5-6, §7.2 (makespan)"
+    default_objective: ClassVar[str] = "makespan"
+    gimbal_objective: ClassVar[str] = "makespan"
+
+    def __init__(self, objective: str | None = None, round_s: float | None = None, min_reset_s: float = 1920.0,
+                 lgrr: bool = True, liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None,
+                 granularity: int = 1) -> None:
+        """``objective``, ``round_s``, ``min_reset_s``: Gavel's (default objective: makespan); the rest: the
+        Gimbal layer's (:mod:`.gimbal`)."""
+        super().__init__(objective, round_s, min_reset_s)
+        self._init_layer(lgrr, liss, early_exit, predictor, granularity)
+
+    def reset(self, env: Any) -> None:
+        view = self.view(env)
+        self.facts = JobFacts(view)
+        self.rule = TopologyRule(view, relaxed=True)
+        self._starts: list[Place] = []
+        self._queue: list[int] = []
+        self._anchors: set[int] = set()
+        self._round_rows: tuple[list[tuple[int, ...]], np.ndarray] = ([], np.zeros((0, 0), dtype=bool))
+        super().reset(env)
+
+    # ------------------------------------------------------------------ Gavel's hooks
+    def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
+                        ) -> tuple[list[tuple[int, ...]], np.ndarray]:
+        self._round_rows = super()._candidate_rows(view, active, t)
+        return self._round_rows
+
+    def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
+        """As Gavel's, and a packed job granted a round keeps its GPUs when it anchors its set this round (see
+        :meth:`_actions`)."""
+        j = key[0]
+        if not view.is_running(j) or (view.partners_of(j) and j not in self._anchors):
+            return False
+        return bool((view.gpu_type[view.gpus_of(j)] == k).all())
+
+    def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
+        """Deferred to the follow-up, after the round's preemptions, where the topology rule is asked."""
+        self._starts.append(Place(key[0], gpus=gang))
+        return []
+
+    def _actions(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]], anywhere: list[int]
+                 ) -> list[Action]:
+        """Gavel's round actions, less the preemption of packed jobs that stay beside a kept host; the jobs left
+        waiting are queued for packing, by Gavel's priority."""
+        req = view.req_gpus
+        granted = {j for key, _ in grants for j in key}
+        # who keeps a packing set's GPUs: J_max when granted (its packed jobs not granted stay beside it); else
+        # each granted packed job in place (J_max stops), and of a balanced pair J_max stays beside it
+        self._anchors = set()
+        stay_by: dict[int, int] = {}
+        for s in packing_sets(view):
+            if s.jmax in granted:
+                self._anchors.add(s.jmax)
+                stay_by.update({o: s.jmax for o in s.others if o not in granted})
+                continue
+            mine = [o for o in s.others if o in granted]
+            self._anchors.update(mine)
+            if mine and len(s.others) == 1 and req[s.others[0]] == req[s.jmax]:
+                stay_by[s.jmax] = s.others[0]
+        hosts = {key[0] for key, k in grants if self._kept(view, key, k)}
+        stay = {j for j, a in stay_by.items() if a in hosts}
+        self._starts = []
+        out = [a for a in super()._actions(view, grants, anywhere)
+               if not isinstance(a, Wait) and not (isinstance(a, Preempt) and a.job in stay)]
+        assert self.coordinator is not None
+        self.coordinator.forget(a.job for a in out if isinstance(a, Preempt | Reallocate))
+        rows, runnable = self._round_rows
+        alloc = self._rows(self.alloc, rows)
+        pr = round_priorities(alloc, self._rows(self.job_time, rows), runnable).max(axis=1)
+        deficit = self._rows(self.deficit, rows).sum(axis=1)
+        order = np.lexsort((-np.arange(len(rows)), alloc.sum(axis=1), deficit, pr))[::-1]
+        self._queue = [rows[i][0] for i in order.tolist() if len(rows[i]) == 1 and rows[i][0] not in granted]
+        return out or [self._follow_up(view)]
+
+    def _follow_up(self, view: ClusterView) -> Action:
+        """The round's deferred starts the topology rule allows, then one packing of a waiting job per call."""
+        while self._starts:
+            a = self._starts.pop(0)
+            assert a.gpus is not None
+            if view.is_pending(a.job) and (view.tenants(list(a.gpus)) < 0).all() and self.rule.allows(a.job, a.gpus):
+                return a
+            self.granted.pop((a.job,), None)
+        facts = self.facts
+        while self._queue:
+            j = self._queue.pop(0)
+            if not view.is_pending(j):
+                continue
+            a = least_utilized_host(view, self.rule, j, True, lambda p, t: facts.demand(view, p, t))
+            if a is not None:
+                return a
+        return Wait()
