@@ -7,6 +7,7 @@ Hand-built cases use the test catalog of conftest.py: model ``a`` takes 0.16 s/i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -70,6 +71,25 @@ def drive(eng: Any, policy: Any, max_steps: int = 100_000) -> list[tuple[float, 
                 acts.append((eng.now, a))
             eng.apply(a)
             check_invariants(eng)
+    raise AssertionError("episode did not finish")
+
+
+def play_env(env: Any, policy: Any, after_step: Callable[[], None] | None = None,
+             max_steps: int = 200_000) -> dict:
+    """Play an episode of a reset ``GPUClusterEnv`` (a policy's list of actions applied in turn), checking the
+    engine's invariants, and ``after_step`` when given, after every step; return the last step's info."""
+    policy.reset(env)
+    info: dict = {}
+    for _ in range(max_steps):
+        out = policy.act(None, env)
+        for a in out if isinstance(out, list) else [out]:
+            _, _, term, trunc, info = env.step(a)
+            check_invariants(env.engine)
+            if after_step is not None:
+                after_step()
+            if term or trunc:
+                assert not trunc, "episode truncated"
+                return info
     raise AssertionError("episode did not finish")
 
 

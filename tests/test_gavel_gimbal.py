@@ -16,7 +16,7 @@ from gpucluster_env.baselines.gimbal_rules import packing_sets
 
 from gpucluster_env.engine import Colocate
 from gpucluster_env.engine.view import ClusterView
-from tests.test_baselines import check_invariants
+from tests.test_baselines import play_env
 from tests.test_gimbal import WORKED, WORKED_XI, PairPredictor, StubPredictor, play, violations
 
 
@@ -37,24 +37,16 @@ def test_finishes_a_gimbal_scenario_with_invariants() -> None:
     env = GPUClusterEnv("gimbal-philly", scenario_options={"num_jobs": 30}, observation="none")
     env.reset(seed=1)
     pol = make_policy("gavel+gimbal")
-    pol.reset(env)
     view = ClusterView(env.engine)
-    packed = 0
-    term = trunc = False
-    info: dict = {}
-    for _ in range(200_000):
-        out = pol.act(None, env)
-        for a in out if isinstance(out, list) else [out]:
-            _, _, term, trunc, info = env.step(a)
-            check_invariants(env.engine)
-            assert violations(view) == []
-            packed = max(packed, len(packing_sets(view)))
-            if term or trunc:
-                break
-        if term or trunc:
-            break
-    assert term and not trunc and info["metrics"]["jobs_done"] == 30
-    assert packed >= 1 and pol.coordinator.stats.searches > 0
+    packed = [0]
+
+    def check() -> None:
+        assert violations(view) == []
+        packed[0] = max(packed[0], len(packing_sets(view)))
+
+    info = play_env(env, pol, check)
+    assert info["metrics"]["jobs_done"] == 30
+    assert packed[0] >= 1 and pol.coordinator.stats.searches > 0
 
 
 def test_coordination_never_violates_topology(build: Any) -> None:

@@ -12,7 +12,7 @@ from gpucluster_env.traces.gavel_synth import GAVEL_JOB_TYPES, gavel_raw
 
 from gpucluster_env.engine import Place
 from gpucluster_env.scenarios import get_scenario
-from tests.test_baselines import check_invariants, drive
+from tests.test_baselines import drive, play_env
 
 
 def test_yarn_cs_without_backfill_blocks_like_tiresias_fifo(build: Any) -> None:
@@ -108,21 +108,8 @@ def test_new_policies_finish_with_invariants(scenario: str, options: dict) -> No
             continue
         env = GPUClusterEnv(scenario, scenario_options=options, observation="none")
         env.reset(seed=2)
-        pol = make_policy(name)
-        pol.reset(env)
-        term = trunc = False
-        info: dict = {}
-        for _ in range(200_000):
-            out = pol.act(None, env)
-            for a in out if isinstance(out, list) else [out]:
-                _, _, term, trunc, info = env.step(a)
-                check_invariants(env.engine)
-                if term or trunc:
-                    break
-            if term or trunc:
-                break
-        m = info["metrics"]
-        assert term and not trunc and m["jobs_done"] == m["jobs"], (scenario, name)
+        m = play_env(env, make_policy(name))["metrics"]
+        assert m["jobs_done"] == m["jobs"], (scenario, name)
         if name != "hadare":
             assert m["forks"] == 0
 
