@@ -39,6 +39,8 @@ class Scenario:
     by GPU-time class, ``trace`` the file's own models and iterations, or ``pollux`` / ``pollux-lucid`` /
     ``pollux-time``: Pollux's recipe of :mod:`gpucluster_env.traces.pollux`). ``load`` scales the arrival rate
     (castor §9.5 sweeps 0.5x-2x). ``deadlines``: Gimbal's submit + duration x lambda, lambda ~ U[1.5, 2.5].
+    ``max_gpu_hours``: sample only jobs of at most this many GPU-hours (GPUs x traced duration); Hadar's
+    workload (hadar-hadare §IV-A) draws from its four GPU-time classes, which end at 100 GPU-hours.
     """
 
     name: str
@@ -57,6 +59,7 @@ class Scenario:
     config: EngineConfig = field(default_factory=EngineConfig)
     trace_file: str | None = None
     trace_format: str | None = None
+    max_gpu_hours: float | None = None
 
     def __post_init__(self) -> None:
         where = f"scenario {self.name!r}: option " if isinstance(self.name, str) else "scenario: option "
@@ -125,6 +128,7 @@ SCENARIO_SETTINGS: dict[str, Setting] = dict((
     _setting("mix", "str", nullable=True),
     _setting("trace_file", "str", nullable=True),
     _setting("trace_format", "str", nullable=True),
+    _setting("max_gpu_hours", "float", nullable=True, low=0.0, low_open=True, high=1e9),
 ))
 """The declared type and range of every scenario field but ``config`` (an arrival-rate factor ``load`` of 0.01
 to 100: beyond that an episode is a single job or an instant; at most 10 million jobs)."""
@@ -218,7 +222,7 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario(
             "hadar-philly", "15 nodes: 20 V100 + 20 P100 + 20 K80; 480 Philly jobs (hours 3-10) at t=0",
             "hadar-hadare", _hadar_cluster(), HADAR_MODELS, "philly", 480, window="hours:3-10",
-            all_at_zero=True, annotate="hadar-class",
+            all_at_zero=True, annotate="hadar-class", max_gpu_hours=100.0,
             config=EngineConfig(round_s=360.0, restart_s=10.0, consolidation_s=10.0, restart_on_allocation=True),
         ),
         Scenario(

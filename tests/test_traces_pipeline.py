@@ -87,6 +87,29 @@ def test_annotation_hadar_classes_gimbal_deadlines_and_mixes() -> None:
     )
 
 
+def test_max_gpu_hours_leaves_out_longer_jobs_and_says_so() -> None:
+    from gpucluster_env.traces.scenario_jobs import within_gpu_hours
+
+    from gpucluster_env.settings import SettingError
+
+    raw = pd.DataFrame({"num_gpus": [1, 4, 8, 2], "duration_s": [3600.0, 90_000.0, 45_000.0, np.nan],
+                        "submit_s": [0.0, 1, 2, 3], "job_id": list("abcd")})
+    # GPU-hours 1, 100, 100 (kept: at most the limit), 8 x 12.5 = 100; the job without a duration is kept
+    kept, out = within_gpu_hours(raw, 100.0)
+    assert out == 0 and len(kept) == 4
+    kept, out = within_gpu_hours(raw, 99.0)
+    assert out == 2 and kept["job_id"].tolist() == ["a", "d"]
+    # hadar-philly samples only Hadar's GPU-time classes (at most 100 GPU-hours) and its note says how many left
+    sc = get_scenario("hadar-philly")
+    assert sc.max_gpu_hours == 100.0
+    jobs, note = sc.build_jobs(0)
+    assert "over 100 GPU-hours left out" in note
+    assert (jobs["num_gpus"] * jobs["duration_s"] / 3600.0).max() <= 100.0
+    assert get_scenario("castor-philly").max_gpu_hours is None
+    with pytest.raises(SettingError, match="max_gpu_hours"):
+        sc.with_options(max_gpu_hours=0.0)
+
+
 def _log_q(df: pd.DataFrame, q: float) -> float:
     return float(np.log10(df.loc[df["duration_s"] > 0, "duration_s"].quantile(q)))
 

@@ -141,9 +141,22 @@ def _mix_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, s
 def _sampled_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, str, None]:
     """``num_jobs`` jobs of the full trace by the scenario's window, capped at the cluster size."""
     full, note = full_trace(sc)
+    if sc.max_gpu_hours is not None:
+        full, left_out = within_gpu_hours(full, sc.max_gpu_hours)
+        note += f"; {left_out} of {left_out + len(full)} jobs over {sc.max_gpu_hours:g} GPU-hours left out"
     raw, rep = sample(full, sc.num_jobs, sc.window, rng)
     raw = fit_to_cluster(raw, sc.cluster.num_gpus, "cap", rep)
     return raw, f"{note}; {rep.summary()}", None
+
+
+def within_gpu_hours(df: pd.DataFrame, limit: float) -> tuple[pd.DataFrame, int]:
+    """The jobs of ``df`` whose GPUs x duration is at most ``limit`` GPU-hours (jobs without a duration are
+    kept: a Gavel trace gives steps), and how many were left out."""
+    gpu_hours = df["num_gpus"].to_numpy(float) * df["duration_s"].to_numpy(float) / 3600.0
+    over = gpu_hours > limit
+    kept = df.loc[~over]
+    kept.attrs = dict(df.attrs)
+    return kept, int(over.sum())
 
 
 def _model_recipe(
