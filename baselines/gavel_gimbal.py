@@ -60,17 +60,21 @@ class GavelGimbal(GimbalLayer, Gavel):
     gimbal_objective: ClassVar[str] = "makespan"
 
     def __init__(self, objective: str | None = None, round_s: float | None = None, min_reset_s: float = 1920.0,
-                 lgrr: bool = True, liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None,
-                 granularity: int = 1) -> None:
-        """``objective``, ``round_s``, ``min_reset_s``: Gavel's (default objective: makespan); the rest: the
-        Gimbal layer's (:mod:`.gimbal`)."""
+                 unequal: bool = True, lgrr: bool = True, liss: bool = True, early_exit: bool = True,
+                 predictor: XiPredictor | None = None, granularity: int = 1) -> None:
+        """``objective``, ``round_s``, ``min_reset_s``: Gavel's (default objective: makespan). ``unequal``:
+        Gimbal's relaxed packing (partners of other sizes under its topology rule); False packs equal sizes
+        only, on exactly the host's GPUs, as Gavel's own packing does. The rest: the Gimbal layer's
+        (:mod:`.gimbal`); with ``unequal``, ``lgrr`` and ``liss`` all off this is Gavel with conservative packing
+        and no coordination, the baseline of gimbal §7.2-7.3."""
         super().__init__(objective, round_s, min_reset_s)
+        self.unequal = bool(unequal)
         self._init_layer(lgrr, liss, early_exit, predictor, granularity)
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
         self.facts = JobFacts(view)
-        self.rule = TopologyRule(view, relaxed=True)
+        self.rule = TopologyRule(view, relaxed=self.unequal)
         self._starts: list[Place] = []
         self._queue: list[int] = []
         self._anchors: set[int] = set()
@@ -143,7 +147,7 @@ class GavelGimbal(GimbalLayer, Gavel):
             j = self._queue.pop(0)
             if not view.is_pending(j):
                 continue
-            a = least_utilized_host(view, self.rule, j, True, lambda p, t: facts.demand(view, p, t))
+            a = least_utilized_host(view, self.rule, j, self.unequal, lambda p, t: facts.demand(view, p, t))
             if a is not None:
                 return a
         return Wait()

@@ -8,6 +8,13 @@ decision point the policy computes the set of jobs that should run (walking jobs
 priority order and taking each that fits in the cluster's remaining GPU count) and moves the cluster toward
 it: it preempts running jobs outside the set (the engine charges each preempted job ``EngineConfig.restart_s``
 when it starts again) and starts waiting jobs inside it. Exclusive GPUs; no prior knowledge of durations.
+
+``order`` sets the order within a queue: ``"submit"`` (default, Pollux's Tiresias: by submission) or
+``"start"``, the order of Tiresias' own simulator (artifact ``simulator/run_sim.py``, ``dlas_sim_jobs``): the
+jobs running stay ahead of the waiting ones in their queue, which follow by the time they first started (never
+started last), then by submission. So under ``"start"`` a waiting job never preempts a running job of its own
+queue. With every job submitted at once (hadar-philly) the two orders differ most: ``"submit"`` then breaks
+ties by trace index and swaps equal-priority jobs in and out.
 """
 
 from __future__ import annotations
@@ -32,12 +39,17 @@ class Tiresias(Policy):
     )
     paper: ClassVar[str] = "Tiresias (NSDI'19); castor §9.1 / sjf-bsbf §VI-A3 baseline"
 
-    def __init__(self, thresholds: tuple[float, ...] = (16 * 3600.0,), starve_factor: float | None = None) -> None:
+    def __init__(self, thresholds: tuple[float, ...] = (16 * 3600.0,), starve_factor: float | None = None,
+                 order: str = "submit") -> None:
         """``thresholds``: attained-service limits (GPU-seconds) between consecutive queues.
         ``starve_factor``: Tiresias' STARVELIMIT; a job waiting longer than that multiple of its last run is
-        promoted back to the top queue (None: off)."""
+        promoted back to the top queue (None: off). ``order``: ``"submit"`` or ``"start"`` (module docstring)."""
+        if order not in ("submit", "start"):
+            raise ValueError(f"tiresias: order must be 'submit' or 'start', got {order!r}")
         self.thresholds = tuple(float(x) for x in thresholds)
         self.starve_factor = starve_factor
+        self.order = order
+        self._first = np.zeros(0)
         self._attained = np.zeros(0)
         self._last_run = np.zeros(0)
         self._promoted = np.zeros(0, dtype=bool)
@@ -49,6 +61,7 @@ class Tiresias(Policy):
         self._attained = np.zeros(view.n_jobs)
         self._last_run = np.zeros(view.n_jobs)
         self._promoted = np.zeros(view.n_jobs, dtype=bool)
+        self._first = np.full(view.n_jobs, np.inf)  # when each job first started (inf: never)
         self._t = view.now
         self._running = []
 
@@ -82,7 +95,11 @@ class Tiresias(Policy):
                     self._promoted[j] = True
         active = pending + self._running
         submit, req = view.submit, view.req_gpus
-        active.sort(key=lambda j: (self.queue_of(j), submit[j], j))
+        if self.order == "start":
+            first = self._first
+            active.sort(key=lambda j: (self.queue_of(j), not view.is_running(j), first[j], submit[j], j))
+        else:
+            active.sort(key=lambda j: (self.queue_of(j), submit[j], j))
         cap = view.num_gpus
         desired: set[int] = set()
         for j in active:
@@ -95,6 +112,7 @@ class Tiresias(Policy):
         for j in to_start:
             if view.plan_place(j) is not None:
                 self._start_bookkeeping(j)
+                self._first[j] = min(self._first[j], view.now)
                 return Place(j)
         victims = [j for j in active if j not in desired and view.is_running(j)]
         if victims:

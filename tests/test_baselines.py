@@ -267,6 +267,25 @@ def test_tiresias_does_not_preempt_within_same_queue(build: Any) -> None:
     assert eng.metrics()["preemptions"] == 0
 
 
+def test_tiresias_start_order_keeps_running_jobs_ahead_in_their_queue(build: Any) -> None:
+    # Two 8,000 s jobs submitted together on one GPU, queues split at 3,600 GPU-s, a decision point every 600 s.
+    # Job 0 runs, is demoted at t = 3600 and job 1 (top queue) takes the GPU; at t = 7200 job 1 is demoted too.
+    # By submission (Pollux's order) job 0 is ahead in the low queue and preempts job 1 again; in Tiresias'
+    # simulator's order the running job 1 stays ahead and finishes first.
+    rows = [{"iterations": 50_000.0}, {"iterations": 50_000.0}]
+    by_submit = build([("fast", 1, 1)], rows, restart_s=30.0, round_s=600.0)
+    drive(by_submit, Tiresias(thresholds=(3600.0,)))
+    by_start = build([("fast", 1, 1)], rows, restart_s=30.0, round_s=600.0)
+    acts = drive(by_start, Tiresias(thresholds=(3600.0,), order="start"))
+    assert by_submit.metrics()["preemptions"] == 2 and by_start.metrics()["preemptions"] == 1
+    assert [a for _, a in acts if isinstance(a, Preempt)] == [Preempt(0)]
+    assert by_start.finish_t[1] == pytest.approx(3600.0 + 8000.0)  # its first start: no restart overhead
+    assert by_start.finish_t[0] == pytest.approx(by_start.finish_t[1] + 30.0 + 8000.0 - 3600.0)
+    assert by_submit.finish_t[0] < by_submit.finish_t[1]
+    with pytest.raises(ValueError, match="order"):
+        Tiresias(order="arrival")
+
+
 def test_srsf_preempts_the_most_remaining_service_after_the_quantum(build: Any) -> None:
     # Job 0 (1 GPU, 16,000 s alone) runs; job 1 (100 iterations, 16 s) arrives at t = 300, inside job 0's
     # 600 s quantum: it waits. At t = 600 job 0 may be preempted and has far more service left: preempted, job

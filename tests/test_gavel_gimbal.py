@@ -72,6 +72,23 @@ def test_coordination_never_violates_topology(build: Any) -> None:
     assert eng.n_done == len(rows)
 
 
+def test_equal_packing_option_packs_only_equal_sizes(build: Any) -> None:
+    # the case above with unequal=False (and both mechanisms off): Gavel with conservative packing, the
+    # baseline of gimbal §7.2-7.3. Jobs are still packed, but only beside running jobs of their own size, on
+    # exactly their GPUs, and nothing is squeezed.
+    rows = [{"num_gpus": n, "model": m, "iterations": it, "submit_s": float(i)}
+            for i, (n, m, it) in enumerate([(4, "a", 4000), (2, "b", 3000), (1, "a", 2000), (1, "b", 2500),
+                                             (2, "a", 1500), (4, "b", 3000), (1, "a", 800), (2, "b", 1200),
+                                             (1, "b", 900), (2, "a", 700), (4, "a", 600), (1, "a", 500)])]
+    eng = build([("fast", 4, 2)], rows, xi=1.4, tick_s=30.0, calibration_overhead_s=3.6)
+    pol = make_policy("gavel+gimbal", round_s=120.0, predictor=StubPredictor(1.4), unequal=False, lgrr=False,
+                      liss=False)
+    acts = play(eng, pol, check=lambda view: None)
+    packs = [a for _, a in acts if isinstance(a, Colocate)]
+    assert packs and all(eng.req_gpus[a.job] == eng.req_gpus[a.partner] for a in packs)
+    assert eng.counts["squeezes"] == 0 and eng.n_done == len(rows)
+
+
 def worked_makespan(build: Any, name: str, **options: Any) -> float:
     """Makespan of the worked example (ten times the iterations: A 1,600 s alone, B 3,000 s) on one GPU, both
     jobs at t = 0, under ``name``."""

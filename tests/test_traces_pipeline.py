@@ -110,6 +110,28 @@ def test_max_gpu_hours_leaves_out_longer_jobs_and_says_so() -> None:
         sc.with_options(max_gpu_hours=0.0)
 
 
+def test_max_duration_h_leaves_out_longer_jobs_and_says_so() -> None:
+    from gpucluster_env.traces.scenario_jobs import within_gpu_hours
+
+    from gpucluster_env.settings import SettingError
+
+    raw = pd.DataFrame({"num_gpus": [1, 8, 2, 1], "duration_s": [3600.0, 16_200.0, 16_201.0, np.nan],
+                        "submit_s": [0.0, 1, 2, 3], "job_id": list("abcd")})
+    # by duration alone, not GPUs x duration: the 8-GPU 4.5 h job is kept, the 2-GPU one a second longer is not
+    kept, out = within_gpu_hours(raw, 4.5, per_gpu=False)
+    assert out == 1 and kept["job_id"].tolist() == ["a", "b", "d"]
+    # the gimbal scenarios fit every job in Gavel's published makespan (gimbal §7.2) and say how many are left out
+    for name, limit in (("gimbal-philly", 4.5), ("gimbal-alibaba", 17.6)):
+        sc = get_scenario(name)
+        assert sc.max_duration_h == limit
+        jobs, note = sc.build_jobs(0)
+        assert f"running over {limit:g} h left out" in note
+        assert jobs["duration_s"].max() <= limit * 3600.0
+    assert get_scenario("hadar-philly").max_duration_h is None
+    with pytest.raises(SettingError, match="max_duration_h"):
+        get_scenario("gimbal-philly").with_options(max_duration_h=-1.0)
+
+
 def _log_q(df: pd.DataFrame, q: float) -> float:
     return float(np.log10(df.loc[df["duration_s"] > 0, "duration_s"].quantile(q)))
 

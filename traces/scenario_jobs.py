@@ -144,16 +144,22 @@ def _sampled_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFram
     if sc.max_gpu_hours is not None:
         full, left_out = within_gpu_hours(full, sc.max_gpu_hours)
         note += f"; {left_out} of {left_out + len(full)} jobs over {sc.max_gpu_hours:g} GPU-hours left out"
+    if sc.max_duration_h is not None:
+        full, left_out = within_gpu_hours(full, sc.max_duration_h, per_gpu=False)
+        note += f"; {left_out} of {left_out + len(full)} jobs running over {sc.max_duration_h:g} h left out"
     raw, rep = sample(full, sc.num_jobs, sc.window, rng)
     raw = fit_to_cluster(raw, sc.cluster.num_gpus, "cap", rep)
     return raw, f"{note}; {rep.summary()}", None
 
 
-def within_gpu_hours(df: pd.DataFrame, limit: float) -> tuple[pd.DataFrame, int]:
-    """The jobs of ``df`` whose GPUs x duration is at most ``limit`` GPU-hours (jobs without a duration are
-    kept: a Gavel trace gives steps), and how many were left out."""
-    gpu_hours = df["num_gpus"].to_numpy(float) * df["duration_s"].to_numpy(float) / 3600.0
-    over = gpu_hours > limit
+def within_gpu_hours(df: pd.DataFrame, limit: float, per_gpu: bool = True) -> tuple[pd.DataFrame, int]:
+    """The jobs of ``df`` whose GPUs x duration is at most ``limit`` GPU-hours, or with ``per_gpu=False`` whose
+    duration is at most ``limit`` hours (jobs without a duration are kept: a Gavel trace gives steps), and how
+    many were left out."""
+    hours = df["duration_s"].to_numpy(float) / 3600.0
+    if per_gpu:
+        hours = hours * df["num_gpus"].to_numpy(float)
+    over = hours > limit
     kept = df.loc[~over]
     kept.attrs = dict(df.attrs)
     return kept, int(over.sum())
