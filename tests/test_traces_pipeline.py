@@ -128,6 +128,15 @@ def test_max_duration_h_leaves_out_longer_jobs_and_says_so() -> None:
         assert f"running over {limit:g} h left out" in note
         assert jobs["duration_s"].max() <= limit * 3600.0
     assert get_scenario("hadar-philly").max_duration_h is None
+    # Gimbal's recipe counts iterations on the scenario's own A40 nodes: each job alone on the cluster runs
+    # exactly its traced duration (to the iteration), so none runs past Gavel's published makespan either
+    from gpucluster_env.engine.build import make_engine
+
+    eng = make_engine(get_scenario("gimbal-philly"), 0)
+    jobs, _ = get_scenario("gimbal-philly").build_jobs(0)
+    per_iter = eng.solo_time / jobs["iterations"].to_numpy()
+    assert np.all(eng.solo_time >= jobs["duration_s"].to_numpy() - 1e-6)
+    assert np.all(eng.solo_time <= jobs["duration_s"].to_numpy() + per_iter + 1e-6)
     with pytest.raises(SettingError, match="max_duration_h"):
         get_scenario("gimbal-philly").with_options(max_duration_h=-1.0)
 

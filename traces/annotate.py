@@ -41,11 +41,14 @@ def to_job_table(
     deadlines: np.ndarray | None = None,
     iterations: np.ndarray | None = None,
     batch_sizes: np.ndarray | None = None,
+    reference: tuple[str, int, float] | None = None,
 ) -> pd.DataFrame:
     """Build the engine's job table from a raw trace (``job_id``, ``submit_s``, ``num_gpus``, ``duration_s``)
     and one model name per row. ``iterations`` (one per row), when given, replaces the iterations derived from
     the durations (Pollux's recipe fixes the work per application); ``batch_sizes`` (per-GPU, one per row)
-    replaces the catalog's batch of each model."""
+    replaces the catalog's batch of each model. ``reference``: ``(gpu type, GPUs per node, inter-node GB/s)``
+    the durations are run on (default: the reference V100 in 8-GPU nodes at 12.5 GB/s)."""
+    ref_gpu, ref_node, ref_net = reference or (REFERENCE_GPU, REFERENCE_NODE_GPUS, 12.5)
     n = len(raw)
     gpus = raw["num_gpus"].to_numpy(np.int64)
     dur = raw["duration_s"].to_numpy(float)
@@ -56,7 +59,7 @@ def to_job_table(
         b = int(batch_sizes[i]) if batch_sizes is not None else catalog.model(str(models[i])).batch_size
         key = (str(models[i]), int(gpus[i]), b)
         if key not in cache:
-            cache[key] = reference_iter_time(catalog, key[0], key[1], b)
+            cache[key] = reference_iter_time(catalog, key[0], key[1], b, ref_gpu, ref_node, ref_net)
         iters[i] = max(1.0, np.ceil(dur[i] / cache[key]))
         batch[i] = b
     if iterations is not None:
