@@ -10,9 +10,9 @@ calculated iteration counts" itself, generating the large workloads "to resemble
   VGG-11, VGG-16, PLNAS, OFA; large BERT, LLaMA);
 * a GPU count from {1, 2, 4, 8} whose mean is Table 2's average for the class (two adjacent powers of two,
   mixed in the proportion that gives that mean), capped at the cluster;
-* iterations from the trace duration on the scenario's own GPUs (its first node's type) at that GPU count ("calculated iteration counts
-  based on the model's computation profiles", profiled on Gimbal's A40 testbed: a job runs its traced duration
-  alone on the cluster, on the fewest nodes), and Gimbal's deadlines.
+* iterations from the trace duration on the scenario's own GPUs (its first node's type) at that GPU count
+  ("calculated iteration counts based on the model's computation profiles", profiled on Gimbal's A40 testbed: a
+  job runs its traced duration alone on the cluster, on the fewest nodes), and Gimbal's deadlines.
 """
 
 from __future__ import annotations
