@@ -301,13 +301,13 @@ class Coordinator:
         self.stats.searches += 1
         return SetSearch(s.jobs, sub1, sub2, dict(self.shares))
 
-    def _set(self, j: int, g: int, acts: list[Action], swell: bool) -> None:
+    def _set(self, j: int, g: int, acts: list[Action], swell: bool) -> bool:
         """One step of the engine's share grid for job ``j`` on GPU ``g`` (merged with the previous action when it
-        moves the same job the same way, so a plan changes a job's share once)."""
+        moves the same job the same way, so a plan changes a job's share once); whether the share moved."""
         cur = self.shares.get((j, g), self.full)
         new = min(self.full, cur + 1) if swell else max(self.least, cur - 1)
         if new == cur:
-            return
+            return False
         if new == self.full:
             self.shares.pop((j, g), None)
         else:
@@ -318,18 +318,18 @@ class Coordinator:
             acts[-1] = kind(j, gpus=(*last.gpus, g))
         else:
             acts.append(kind(j, gpus=(g,)))
+        return True
 
     def move_to(self, view: ClusterView, target: dict[tuple[int, int], int], acts: list[Action]) -> None:
         """Every step that takes the ``(job, gpu)`` shares of ``target`` from the current ones to theirs, at
         once (the steps of one instant pay one switch pause)."""
-        while True:
-            n = len(acts)
+        moved = True
+        while moved:  # (not the number of actions: a step may merge into the action before it)
+            moved = False
             for (j, g), want in sorted(target.items()):
                 cur = self.shares.get((j, g), self.full)
                 if cur != want:
-                    self._set(j, g, acts, swell=want > cur)
-            if len(acts) == n:
-                return
+                    moved = self._set(j, g, acts, swell=want > cur) or moved
 
     def _squeeze_workers(self, view: ClusterView, j: int, gpus: np.ndarray, acts: list[Action]) -> None:
         """Squeeze job ``j`` by one attempt's ``granularity`` on those of ``gpus`` it shares (a worker alone gains

@@ -416,3 +416,15 @@ def test_gimbal_mix_follows_table2() -> None:
     assert sum(m in GIMBAL_CLASSES["small"] for m in models) == 43
     with pytest.raises(ValueError, match="philly and alibaba"):
         gimbal_mix(dur, "venus", np.random.default_rng(1), 32)
+
+
+def test_move_to_reaches_its_target_when_a_step_merges_into_the_action_before() -> None:
+    # Fixed bug: move_to stopped when a round added no action, but a round's steps may all merge into the action
+    # before the call (here a swell of the same job on other GPUs, as release_lone leaves it), so a search's
+    # start or restore moved a share one step instead of to its target
+    coord = Coordinator("jct", None, None)
+    coord.shares = {(0, 0): 1, (0, 1): 1}
+    acts: list[Any] = [Swell(0, gpus=(2, 3))]
+    coord.move_to(None, {(0, 0): 10, (0, 1): 10}, acts)  # type: ignore[arg-type]
+    assert coord.shares == {}
+    assert [sum(g in a.gpus for a in acts) for g in (0, 1)] == [9, 9]
