@@ -122,7 +122,8 @@ class Gandiva(Policy):
         return out
 
     def current_shares(self) -> dict[tuple[int, int], int]:
-        """The MPS shares this policy set, in tenths per (job, GPU) (none: all at 100%)."""
+        """The MPS shares this policy set, in steps of the engine's share grid per (job, GPU) (none: all
+        at 100%)."""
         return {}
 
     def act(self, observation: Any, env: Any) -> Action | int | list[Action]:

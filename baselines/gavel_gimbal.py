@@ -42,6 +42,7 @@ from .gavel import Gavel
 from .gavel_rounds import round_priorities
 from .gimbal import GimbalLayer
 from .gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from .gimbal_search import DEFAULT_GRANULARITY
 from .profiled import JobFacts
 
 
@@ -61,7 +62,7 @@ class GavelGimbal(GimbalLayer, Gavel):
 
     def __init__(self, objective: str | None = None, round_s: float | None = None, min_reset_s: float = 1920.0,
                  unequal: bool = True, lgrr: bool = True, liss: bool = True, early_exit: bool = True,
-                 predictor: XiPredictor | None = None, granularity: int = 1) -> None:
+                 predictor: XiPredictor | None = None, granularity: int = DEFAULT_GRANULARITY) -> None:
         """``objective``, ``round_s``, ``min_reset_s``: Gavel's (default objective: makespan). ``unequal``:
         Gimbal's relaxed packing (partners of other sizes under its topology rule); False packs equal sizes
         only, on exactly the host's GPUs, as Gavel's own packing does. The rest: the Gimbal layer's

@@ -11,8 +11,9 @@ runtime-monitoring tick.
 
 Options (the Fig. 12 ablation): ``lgrr`` (MPS share calibration, each switch pays the scenario's
 ``calibration_overhead_s``), ``liss`` (per-job sample stealing, free to switch), ``early_exit`` (three attempts
-without gain end a search, gimbal §7.4), ``granularity`` (share tenths per attempt, §7.4's study). With both
-mechanisms off only the relaxed, unequal packing remains.
+without gain end a search, gimbal §7.4), ``granularity`` (percent of the GPU a share moves per search attempt,
+§7.4's study of 5, 10, 20 and 30; default 10; a multiple of the scenario's ``share_step``, so 5 needs the
+scenario option ``share_step=0.05``). With both mechanisms off only the relaxed, unequal packing remains.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..engine.view import ClusterView
 from .base import register_policy
 from .castor import XiPredictor
 from .gandiva import Gandiva
-from .gimbal_search import Coordinator
+from .gimbal_search import DEFAULT_GRANULARITY, Coordinator, attempt_steps
 from .lucid import Lucid
 from .profiled import JobFacts
 
@@ -43,7 +44,8 @@ class GimbalLayer:
     def _init_layer(self, lgrr: bool, liss: bool, early_exit: bool, predictor: XiPredictor | None,
                     granularity: int) -> None:
         self.lgrr, self.liss, self.early_exit = bool(lgrr), bool(liss), bool(early_exit)
-        self.granularity = int(granularity)
+        attempt_steps(granularity, 100)  # a percentage (the scenario's grid is checked at reset)
+        self.granularity = granularity
         self.layer_predictor = predictor
 
     def reset(self, env: Any) -> None:
@@ -54,7 +56,7 @@ class GimbalLayer:
         self.coordinator = Coordinator(
             self.gimbal_objective, lambda j, t: facts.demand(view, j, t), facts.deadline, lgrr=self.lgrr,
             liss=self.liss, early_exit=self.early_exit, predictor=self.layer_predictor, stealing=SetStealing,
-            granularity=self.granularity)
+            granularity=self.granularity, share_units=view.share_units)
         self._next_tick = 0.0
 
     def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
@@ -85,7 +87,7 @@ class LucidGimbal(GimbalLayer, Lucid):
 
     def __init__(self, threshold: int = 4, unequal: bool = True, time_ratio: float = 2.0, lgrr: bool = True,
                  liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None,
-                 granularity: int = 1) -> None:
+                 granularity: int = DEFAULT_GRANULARITY) -> None:
         super().__init__(threshold, unequal, time_ratio)
         self._init_layer(lgrr, liss, early_exit, predictor, granularity)
 
@@ -103,7 +105,8 @@ class GandivaGimbal(GimbalLayer, Gandiva):
     gimbal_objective: ClassVar[str] = "deadline"
 
     def __init__(self, unequal: bool = True, tick_s: float = MONITOR_S, lgrr: bool = True, liss: bool = True,
-                 early_exit: bool = True, predictor: XiPredictor | None = None, granularity: int = 1) -> None:
+                 early_exit: bool = True, predictor: XiPredictor | None = None,
+                 granularity: int = DEFAULT_GRANULARITY) -> None:
         super().__init__(unequal, tick_s, predictor)
         self._init_layer(lgrr, liss, early_exit, predictor, granularity)
 

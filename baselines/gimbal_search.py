@@ -9,7 +9,8 @@
   engine's true ratios.
 * **Algorithm 1** (:class:`SetSearch`, driven by :class:`Coordinator` at every runtime-monitoring tick, 30 s in
   the gimbal scenarios): split a packing set into ``{J_max}`` and the rest, the lower-priority subset is
-  squeezed one 10% step per tick (LGRR, paying the engine's switch overhead), or, when ``J_max`` is the
+  squeezed one ``granularity`` (10% of the GPU by default) per tick (LGRR, paying the engine's switch
+  overhead), or, when ``J_max`` is the
   low-priority one and has stragglers, its slow workers are relieved by sample stealing (LISS, free) and its
   fast ones squeezed; each step's gain is the change of the local objective; three consecutive steps without
   gain end the search (early exit) and the shares go back to the best point seen.
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..config import DEFAULT_SHARE_STEP
 from ..engine import Action, Squeeze, Swell
 from ..engine.view import ClusterView
 from ..interference import apply_shares
@@ -37,9 +39,8 @@ from .castor import XiPredictor, default_predictor
 from .gimbal_rules import JobSet, packing_sets
 
 OBJECTIVES = ("jct", "deadline", "makespan")
-FULL = 10
-"""A full MPS share in tenths (the engine's 10% steps)."""
-MIN_TENTHS = 1
+DEFAULT_GRANULARITY = 10
+"""Percent of the GPU a search attempt moves a share by: Gimbal's 10% (§7.4 found it best)."""
 MAX_FAILS = 3
 """Early exit: consecutive attempts without gain that end a search (gimbal §5.2, Algorithm 1 line 9)."""
 
@@ -77,10 +78,12 @@ def priority(kind: str, remaining: float, rate: float, utilization: float, slack
 
 class ThroughputModel:
     """Predicted per-job throughput under MPS shares (see the module docstring). ``demand(j, gpu_type)`` is the
-    job's profiled GPU demand (its utilization alone); shares are in tenths per ``(job, gpu)``."""
+    job's profiled GPU demand (its utilization alone); shares are in steps of the engine's share grid per
+    ``(job, gpu)`` (``view.share_units`` steps: 100%; a pair absent: full share)."""
 
     def __init__(self, view: ClusterView, demand: Any, predictor: XiPredictor | None = None) -> None:
         self.view = view
+        self.full = view.share_units
         self.demand = demand
         self.predictor = predictor if predictor is not None else default_predictor()
         self._xi: dict[tuple[int, int, int], tuple[float, float]] = {}
@@ -124,16 +127,17 @@ class ThroughputModel:
         g = v.gpus_of(j)
         ten = v.tenants(g)
         out = np.ones(len(g))
+        full = self.full
         for i, (x, row) in enumerate(zip(g.tolist(), ten.tolist(), strict=True)):
             q = row[1] if row[0] == j else row[0]
             q = -1 if q in gone else q
             t = int(v.gpu_type[x])
-            own = shares.get((j, x), FULL) / FULL if q >= 0 else 1.0
+            own = shares.get((j, x), full) / full if q >= 0 else 1.0
             d = self.demand(j, t)
             if q < 0:
                 out[i] = float(apply_shares(1.0, d, own, 0.0, False))
             else:
-                other = shares.get((q, x), FULL) / FULL
+                other = shares.get((q, x), full) / full
                 out[i] = float(apply_shares(self.free_xi(j, q, t), d, own, other, True))
         return out
 
@@ -203,26 +207,49 @@ class SearchStats:
     liss_switches: int = 0
 
 
+def attempt_steps(granularity: int, share_units: int) -> int:
+    """Steps of the engine's share grid (``share_units`` of them a whole GPU) in one search attempt of
+    ``granularity`` percent of the GPU; a ValueError naming ``granularity`` when it is not a whole number of
+    steps (5% on the 10% grid) or not a percentage below 100."""
+    if isinstance(granularity, bool) or not isinstance(granularity, int) or not 0 < granularity < 100:
+        raise ValueError(f"Coordinator: granularity must be a percentage of the GPU from 1 to 99 (5, 10, 20, 30), "
+                         f"got {granularity!r}")
+    if granularity * share_units % 100:
+        raise ValueError(f"Coordinator: granularity={granularity}% is not a multiple of the engine's MPS share step "
+                         f"({100 / share_units:g}%); run the scenario with a finer share_step (e.g. --option "
+                         f"share_step=0.05 for 5%) or pick a multiple of {100 / share_units:g}")
+    return granularity * share_units // 100
+
+
 class Coordinator:
     """Gimbal's aggressive packing coordinator for one objective: at each monitoring tick, one Algorithm-1
     step per packing set. ``lgrr``: share calibration allowed; ``liss``: sample stealing allowed (needs a
     ``stealing(job, on)`` action factory); ``early_exit``: stop after :data:`MAX_FAILS` attempts without gain
-    (else after the whole share range); ``granularity``: share tenths per attempt (1: Gimbal's 10%, 2: 20%, 3:
-    30%; the engine's grid has no 5%); ``departures``: expected remaining times account for partners
-    finishing (:meth:`ThroughputModel.remaining_times`)."""
+    (else after the whole share range); ``granularity``: percent of the GPU a share moves per attempt (10:
+    Gimbal's; §7.4 studies 5, 10, 20 and 30), a multiple of the engine's share step, of which ``share_units``
+    make a whole GPU (10 on the default 10% grid, 20 on the 5% one: the scenario option ``share_step``); an
+    attempt of several steps issues them at one instant, so each job moved pays one switch pause; shares stay
+    at 100% less whole attempts, down to the lowest such share above 0;
+    ``departures``: expected remaining times account for partners finishing
+    (:meth:`ThroughputModel.remaining_times`)."""
 
     def __init__(self, kind: str, demand: Any, deadline: Any, lgrr: bool = True, liss: bool = True,
                  early_exit: bool = True, predictor: XiPredictor | None = None, stealing: Any = None,
-                 departures: bool = True, granularity: int = 1) -> None:
+                 departures: bool = True, granularity: int = DEFAULT_GRANULARITY,
+                 share_units: int = round(1.0 / DEFAULT_SHARE_STEP)) -> None:
         if kind not in OBJECTIVES:
             raise ValueError(f"Coordinator: unknown objective {kind!r}; known: {', '.join(OBJECTIVES)}")
         self.kind, self.demand, self.deadline = kind, demand, deadline
         self.lgrr, self.liss, self.early_exit = lgrr, liss, early_exit
         self.stealing = stealing
         self.departures = departures
-        if granularity not in (1, 2, 3):
-            raise ValueError(f"Coordinator: granularity must be 1, 2 or 3 tenths, got {granularity!r}")
         self.granularity = granularity
+        self.full = share_units
+        self.steps = attempt_steps(granularity, share_units)
+        # Shares stay on the attempt's lattice, 100% less whole attempts; the least is the lowest such share
+        # above 0 (10% for 10% attempts, 20% for 20%, 10% for 30%), whatever the engine's grid, so a search
+        # is the same on a finer grid
+        self.least = share_units - self.steps * ((share_units - 1) // self.steps)
         self._predictor = predictor
         self.model: ThroughputModel | None = None
         self.shares: dict[tuple[int, int], int] = {}
@@ -234,6 +261,9 @@ class Coordinator:
     def _sync(self, view: ClusterView) -> None:
         """Drop the shares of jobs that stopped (a restarted job starts again at full share)."""
         if self.model is None or self.model.view is not view:
+            if view.share_units != self.full:
+                raise ValueError(f"Coordinator: made for a share grid of {self.full} steps per GPU, the engine's has "
+                                 f"{view.share_units} (pass share_units=view.share_units)")
             self.model = ThroughputModel(view, self.demand, self._predictor)
         running = set(view.running_jobs().tolist())
         self.shares = {k: s for k, s in self.shares.items() if k[0] in running}
@@ -267,18 +297,18 @@ class Coordinator:
         p2 = float(np.mean([self._priority(view, j) for j in sub2]))
         if p2 < p1:
             sub1, sub2 = sub2, sub1
-        self.move_to(view, {(j, g): FULL for j in sub2 for g in view.gpus_of(j).tolist()}, acts)
+        self.move_to(view, {(j, g): self.full for j in sub2 for g in view.gpus_of(j).tolist()}, acts)
         self.stats.searches += 1
         return SetSearch(s.jobs, sub1, sub2, dict(self.shares))
 
-    def _set(self, j: int, g: int, acts: list[Action], swell: bool) -> None:
-        """One share step of job ``j`` on GPU ``g`` (merged with the previous action when it moves the same job
-        the same way, so a plan changes a job's share once)."""
-        cur = self.shares.get((j, g), FULL)
-        new = min(FULL, cur + 1) if swell else max(MIN_TENTHS, cur - 1)
+    def _set(self, j: int, g: int, acts: list[Action], swell: bool) -> bool:
+        """One step of the engine's share grid for job ``j`` on GPU ``g`` (merged with the previous action when it
+        moves the same job the same way, so a plan changes a job's share once); whether the share moved."""
+        cur = self.shares.get((j, g), self.full)
+        new = min(self.full, cur + 1) if swell else max(self.least, cur - 1)
         if new == cur:
-            return
-        if new == FULL:
+            return False
+        if new == self.full:
             self.shares.pop((j, g), None)
         else:
             self.shares[(j, g)] = new
@@ -288,22 +318,23 @@ class Coordinator:
             acts[-1] = kind(j, gpus=(*last.gpus, g))
         else:
             acts.append(kind(j, gpus=(g,)))
+        return True
 
     def move_to(self, view: ClusterView, target: dict[tuple[int, int], int], acts: list[Action]) -> None:
         """Every step that takes the ``(job, gpu)`` shares of ``target`` from the current ones to theirs, at
         once (the steps of one instant pay one switch pause)."""
-        while True:
-            n = len(acts)
+        moved = True
+        while moved:  # (not the number of actions: a step may merge into the action before it)
+            moved = False
             for (j, g), want in sorted(target.items()):
-                cur = self.shares.get((j, g), FULL)
+                cur = self.shares.get((j, g), self.full)
                 if cur != want:
-                    self._set(j, g, acts, swell=want > cur)
-            if len(acts) == n:
-                return
+                    moved = self._set(j, g, acts, swell=want > cur) or moved
 
     def _squeeze_workers(self, view: ClusterView, j: int, gpus: np.ndarray, acts: list[Action]) -> None:
-        """Squeeze job ``j`` one step on those of ``gpus`` it shares (a worker alone gains nothing from it)."""
-        for _ in range(self.granularity):
+        """Squeeze job ``j`` by one attempt's ``granularity`` on those of ``gpus`` it shares (a worker alone gains
+        nothing from it)."""
+        for _ in range(self.steps):
             for g in gpus.tolist():
                 if (view.tenants([g])[0] >= 0).all():
                     self._set(j, g, acts, swell=False)
@@ -338,7 +369,7 @@ class Coordinator:
                     gp = np.intersect1d(gp, slow)  # the workers colocated with J_max's slow ones
                 self._squeeze_workers(view, j, gp, acts)
         else:
-            for _ in range(self.granularity):
+            for _ in range(self.steps):
                 for g in slow.tolist():
                     self._set(jmax, g, acts, swell=True)
             self._squeeze_workers(view, jmax, fast, acts)
@@ -347,12 +378,12 @@ class Coordinator:
 
     def _restore(self, view: ClusterView, st: SetSearch, acts: list[Action]) -> None:
         """Back to the best point of the search, at once."""
-        self.move_to(view, {(j, g): st.best_shares.get((j, g), FULL) for j in st.members
+        self.move_to(view, {(j, g): st.best_shares.get((j, g), self.full) for j in st.members
                             for g in view.gpus_of(j).tolist()}, acts)
 
     def release_lone(self, view: ClusterView, acts: list[Action]) -> None:
         """Full share back for every worker that no longer shares its GPU (its partner finished or left)."""
-        lone = {k: FULL for k in self.shares if not (view.tenants([k[1]])[0] >= 0).all()}
+        lone = {k: self.full for k in self.shares if not (view.tenants([k[1]])[0] >= 0).all()}
         self.move_to(view, lone, acts)
 
     def tick(self, view: ClusterView) -> list[Action]:
@@ -377,7 +408,7 @@ class Coordinator:
                     st.fails += 1
             if st.done:
                 continue
-            limit = MAX_FAILS if self.early_exit else -(-FULL // self.granularity)
+            limit = MAX_FAILS if self.early_exit else -(-self.full // self.steps)
             plan = self.step(view, st, s.jmax) if st.fails < limit else []
             if plan:
                 st.attempts += 1

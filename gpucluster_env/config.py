@@ -11,6 +11,21 @@ from dataclasses import dataclass
 INTERFERENCE_SCOPES = ("iteration", "compute")
 """What xi multiplies: the whole iteration (Castor eq. 4-5) or only the compute term."""
 
+DEFAULT_SHARE_STEP = 0.1
+"""The engine's MPS share grid by default: 10% of the GPU, the granularity Gimbal §7.4 found best."""
+MAX_SHARE_UNITS = 20
+"""The finest share grid the engine keeps: 20 steps of 5% per GPU (Gimbal §7.4 studies 5% to 30%)."""
+
+
+def share_grid_problem(step: float) -> str | None:
+    """Why ``step`` cannot be the engine's MPS share grid, or None: the step must cut a GPU into a whole number
+    of equal parts, 2 to :data:`MAX_SHARE_UNITS` (e.g. 0.1 or 0.05)."""
+    n = round(1.0 / step) if step > 0 else 0
+    if not (2 <= n <= MAX_SHARE_UNITS) or abs(n * step - 1.0) > 1e-9:
+        return (f"must cut a GPU into a whole number of equal steps, 2 to {MAX_SHARE_UNITS} (1/step an integer: "
+                f"0.1, 0.05 ...), got {step!r}")
+    return None
+
 
 @dataclass(frozen=True)
 class EngineConfig:
@@ -36,6 +51,10 @@ class EngineConfig:
     included (without it: only a start after a preemption and a ``Reallocate`` pay it).
     ``copy_startup_s``: time a new copy of a forked job (``Fork``, ``MoveCopy``) makes no progress after it
     starts (HadarE: the copy loads the job's consolidated parameters).
+    ``share_step``: the MPS active-thread share grid, as a fraction of the GPU: every worker's share is a whole
+    number of steps (:attr:`share_units` of them make 100%, one step is the least), and ``Squeeze`` / ``Swell``
+    move a share by one step. 0.1 (10%, the default) or 0.05 (5%, for Gimbal §7.4's granularity study); any
+    step cutting the GPU into 2 to :data:`MAX_SHARE_UNITS` equal parts is accepted.
     """
 
     round_s: float | None = None
@@ -50,6 +69,13 @@ class EngineConfig:
     topology_rule: bool = False
     restart_on_allocation: bool = False
     copy_startup_s: float = 0.0
+    share_step: float = DEFAULT_SHARE_STEP
+
+    @property
+    def share_units(self) -> int:
+        """Share steps in a whole GPU (``round(1 / share_step)``: 10 at 10%, 20 at 5%); the engine keeps every
+        share as an integer number of steps, from 1 to this."""
+        return round(1.0 / self.share_step)
 
     def __post_init__(self) -> None:
         for name in ("round_s", "tick_s"):
@@ -62,5 +88,8 @@ class EngineConfig:
         if self.interference_scope not in INTERFERENCE_SCOPES:
             raise ValueError(f"EngineConfig.interference_scope must be one of {', '.join(INTERFERENCE_SCOPES)}, "
                              f"got {self.interference_scope!r}")
+        problem = share_grid_problem(self.share_step)
+        if problem is not None:
+            raise ValueError(f"EngineConfig.share_step {problem}")
         if not (self.idle_tick_s > 0):
             raise ValueError("EngineConfig.idle_tick_s must be positive")

@@ -15,11 +15,6 @@ import numpy as np
 
 from .workloads import ModelProfile
 
-SHARE_STEP = 0.1
-"""Granularity of squeeze/swell: 10% of the GPU, as Gimbal §4 found best."""
-MIN_SHARE = 0.1
-MAX_SHARE = 1.0
-
 
 class InterferenceModel(Protocol):
     """Free-competition interference ratios of a job pair on one GPU type."""

@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from .config import INTERFERENCE_SCOPES, EngineConfig
+from .config import INTERFERENCE_SCOPES, EngineConfig, share_grid_problem
 from .hardware import ClusterSpec
 from .settings import Setting, SettingError, check_value
 
@@ -151,6 +151,7 @@ CONFIG_SETTINGS: dict[str, Setting] = dict((
     _setting("topology_rule", "bool"),
     _setting("restart_on_allocation", "bool"),
     _setting("copy_startup_s", "float", low=0.0, high=1e6),
+    _setting("share_step", "float", low=0.0, low_open=True, high=0.5, check=share_grid_problem),
 ))
 """The declared type and range of every engine setting a scenario may override (periods of 1 s to 116 days)."""
 

@@ -233,6 +233,123 @@ def test_shares_monotone(build):
         assert rate[0, 9] < rate[9, 9]  # 10% of the GPU is below either model's demand
 
 
+# ---------------------------------------------------------------- the share grid (EngineConfig.share_step)
+def _ab_pair(build, **config):
+    """A (model a, demand 0.9) and B (model b, demand 0.6) sharing one fast GPU at free-competition xi 1.5."""
+    eng = build([("fast", 1, 1)], [{"model": "a", "iterations": 1e4}, {"model": "b", "iterations": 1e4}], 1.5,
+                **config)
+    eng.advance()
+    eng.apply(Place(0))
+    eng.apply(Colocate(1, 0))
+    return eng
+
+
+def test_five_percent_grid_moves_shares_by_five_percent(build):
+    """On the 5% grid one Squeeze of B takes it to 95%: A (demand 0.9) may contend for o = (0.9 + 0.95 - 1) /
+    0.9 of its demand, xi_A = 1 + 0.5 (0.1 + 0.85) = 1.475 (between the 10% grid's 1.5 at 100% and 1.45 at
+    90%). A share ranges over 5% .. 100% (20 steps of 5%), and the environment's masks follow."""
+    eng = _ab_pair(build, share_step=0.05)
+    assert (eng.share_units, eng.share_step) == (20, 0.05)
+    assert eng._xi_tab.shape[-2:] == (21, 21)  # own and partner share: 0 .. 20 steps
+    eng.apply(Squeeze(1))
+    assert (eng.share_lo[1], eng.share_hi[1]) == (19, 19)
+    assert eng.share_of(1) == pytest.approx(0.95)
+    assert 1.0 / eng.rate[0] == pytest.approx(0.16 * 1.475, rel=REL)
+    assert 1.0 / eng.rate[1] == pytest.approx(T_B * 1.5, rel=REL)  # B keeps u = 0.6 < 0.95: no own cap
+    for _ in range(18):
+        eng.apply(Squeeze(1))
+    assert eng.share_lo[1] == 1 and eng.share_of(1) == pytest.approx(0.05)  # the least share: one step
+    with pytest.raises(ActionError, match="already at the minimum"):
+        eng.apply(Squeeze(1))
+    for _ in range(19):
+        eng.apply(Swell(1))
+    assert eng.share_of(1) == 1.0
+    with pytest.raises(ActionError, match="already at the maximum"):
+        eng.apply(Swell(1))
+    assert eng.counts["squeezes"] == 19 and eng.counts["swells"] == 19
+
+
+def test_five_percent_grid_shares_summing_to_a_gpu(build):
+    """A at 55% and B at 45% (shares only the 5% grid has) sum to 100%: no overlap is left, so each worker
+    keeps its own cap and the memory term 1 + 0.1 * 0.5 = 1.05: xi_A = 1.05 / (0.55 / 0.9), xi_B = 1.05 /
+    (0.45 / 0.6) = 1.4 (both above their value at full own share against the same partner, 1.225 and 1.1625,
+    so the cap binds). The SM-activity estimate sums min(demand, share): 0.55 + 0.45 = one GPU. Memory does
+    not depend on shares: the same accumulations and footprints as on the 10% grid."""
+    from gpucluster_env.engine.metrics import gpu_sm_activity
+
+    eng = _ab_pair(build, share_step=0.05)
+    for _ in range(9):
+        eng.apply(Squeeze(0))
+    for _ in range(11):
+        eng.apply(Squeeze(1))
+    assert eng.share_of(0) == pytest.approx(0.55) and eng.share_of(1) == pytest.approx(0.45)
+    assert 1.0 / eng.rate[0] == pytest.approx(0.16 * 1.05 / (0.55 / 0.9), rel=REL)
+    assert 1.0 / eng.rate[1] == pytest.approx(T_B * 1.4, rel=REL)
+    assert gpu_sm_activity(eng, 0) == pytest.approx(1.0)
+    ref = _ab_pair(build)
+    assert eng.accum.tolist() == ref.accum.tolist() and eng.footprint.tolist() == ref.footprint.tolist()
+
+
+@pytest.mark.parametrize("bad", [0.0, 0.3, 0.07, 0.01, -0.1, 1.0])
+def test_share_step_must_cut_the_gpu_into_equal_steps(build, bad):
+    from gpucluster_env.engine import EngineConfig
+
+    with pytest.raises(ValueError, match="share_step"):
+        EngineConfig(share_step=bad)
+    assert EngineConfig(share_step=0.05).share_units == 20 and EngineConfig().share_units == 10
+
+
+def _ten_percent_schedule(build, share_step):
+    """A fixed schedule of 10% share moves played on the grid of ``share_step`` (each move repeated
+    0.1 / share_step times): a 4-GPU job of b on two nodes, two 1-GPU jobs of a packed beside it, squeezes and
+    swells on all and on some GPUs, a 2 s pause per share change. Returns the engine and the rates after every
+    decision point."""
+    k = round(0.1 / share_step)
+    rows = [{"model": "b", "num_gpus": 4, "iterations": 3000.0}, {"model": "a", "iterations": 800.0},
+            {"model": "a", "iterations": 2000.0, "submit_s": 5.0}]
+    eng = build([("fast", 2, 2)], rows, 1.6, tick_s=10.0, calibration_overhead_s=2.0, share_step=share_step)
+    plan = {
+        0: [Place(0, gpus=(0, 1, 2, 3)), Colocate(1, 0, gpus=(0,))] + [Squeeze(0, gpus=(0,))] * (3 * k)
+        + [Squeeze(1)] * (2 * k),
+        1: [Colocate(2, 0, gpus=(2,))] + [Squeeze(2)] * (6 * k) + [Squeeze(0, gpus=(2,))] * k,
+        3: [Swell(0)] * k + [Squeeze(1)] * k,
+        5: [Swell(2)] * (2 * k) + [Squeeze(0)] * k,
+        8: [Swell(0, gpus=(1, 3))] * k,
+    }
+    rates = []
+    step = [0]
+
+    def policy(e, reasons):
+        for a in plan.get(step[0], []):
+            e.apply(a)
+        rates.append(e.rate.tolist())
+        step[0] += 1
+
+    run_to_end(eng, policy)
+    return eng, rates
+
+
+def test_ten_percent_schedule_on_five_percent_grid_is_identical(build):
+    """The 10% grid's shares are exactly the even steps of the 5% grid (k/10 and 2k/20 are the same double),
+    and share changes at one instant pause a job once: the same schedule with every move doubled gives the
+    same rates at every decision point, the same finish times and the same metrics, bit for bit, with twice
+    the squeezes and swells. The GPU-time integrals behind the utilization figures agree to rounding only:
+    the half-way rate of each doubled move pushes a completion event that is stale by the time it is popped,
+    and the clock still stops there, so the same integral is summed over more pieces."""
+    ten, r10 = _ten_percent_schedule(build, 0.1)
+    five, r5 = _ten_percent_schedule(build, 0.05)
+    assert r10 == r5 and len(r10) > 8
+    assert ten.finish_t.tolist() == five.finish_t.tolist()
+    m10, m5 = ten.metrics(), five.metrics()
+    assert (m5["squeezes"], m5["swells"]) == (2 * m10["squeezes"], 2 * m10["swells"]) and m10["squeezes"] > 0
+    integrals = ("squeezes", "swells", "gpu_occupancy", "sm_activity_est", "sharing_utilization")
+    assert ({k: repr(v) for k, v in m10.items() if k not in integrals}
+            == {k: repr(v) for k, v in m5.items() if k not in integrals})
+    for k in integrals[2:]:
+        assert m5[k] == pytest.approx(m10[k], rel=1e-12)
+    assert ten.sharing_benefits == five.sharing_benefits
+
+
 # ---------------------------------------------------------------- mixed GPU types, LISS
 def _mixed(build, liss):
     eng = build([("fast", 1, 1), ("slow", 1, 1)], [{"model": "b", "num_gpus": 2, "iterations": 100}],

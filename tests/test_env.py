@@ -336,3 +336,32 @@ def test_human_render_in_a_real_terminal():
     assert "\x1b[" in out  # ANSI colour codes: rich saw a terminal
     assert "GPUs by node" in out and "queue (" in out
     assert out.count("gpucluster · tiny") >= 12  # one frame per step
+
+
+def test_five_percent_share_grid_keeps_the_spaces_and_passes_check_env():
+    """``share_step=0.05`` (Gimbal's 5% granularity) changes what a squeeze does, not the spaces: the same
+    observation and action spaces, the mean-share feature still in [0, 1] (5% steps now), and both checkers
+    pass."""
+    from gymnasium.utils.env_checker import check_env
+
+    opts = {"num_jobs": 30}
+    five = GPUClusterEnv("gimbal-philly", scenario_options={**opts, "share_step": 0.05})
+    ten = GPUClusterEnv("gimbal-philly", scenario_options=opts)
+    assert five.engine.share_units == 20 and ten.engine.share_units == 10
+    assert five.observation_space == ten.observation_space and five.action_space == ten.action_space
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(five, skip_render_check=True)
+    five.reset(seed=0)
+    rng = np.random.default_rng(0)
+    L, seen = five.layout, set()
+    for _ in range(600):
+        m = five.action_masks()
+        a = int(rng.choice(np.flatnonzero(m)))
+        obs, _, term, trunc, _ = five.step(a)
+        share = obs["running"].reshape(L.n_running, -1)[:, 2]
+        assert ((share >= 0) & (share <= 1)).all()
+        seen |= {round(float(x) * 20) / 20 - float(x) for x in share}  # multiples of 5% (to float32 rounding)
+        if term or trunc:
+            five.reset()
+    assert five.engine.counts["squeezes"] > 0 and max(abs(x) for x in seen) < 1e-6

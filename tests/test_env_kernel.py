@@ -22,13 +22,17 @@ def _from_scratch(env: GPUClusterEnv) -> tuple[np.ndarray, dict[str, np.ndarray]
     return mask, obs
 
 
-@pytest.mark.parametrize("scenario", ["tiny", "castor-philly", "hadar-philly", "gimbal-philly", "hadare-testbed"])
+@pytest.mark.parametrize("scenario", ["tiny", "castor-philly", "hadar-philly", "gimbal-philly", "hadare-testbed",
+                                      "gimbal-philly:share_step=0.05"])
 @pytest.mark.parametrize("observation", ["dict", "box"])
 @pytest.mark.parametrize("layout", ["compact", "full"])
 def test_kernel_mask_and_observation_match_the_numpy_reference(scenario: str, observation: str, layout: str) -> None:
     """Every feature (deadline slack, GPU type and nodes of running jobs, accumulation, predicted pair
-    slowdowns, the horizon clock included) and every mask entry, bit for bit, on both action layouts."""
-    env = GPUClusterEnv(scenario, observation=observation, action_layout=layout)
+    slowdowns, the horizon clock, the mean MPS share on the 5% grid included) and every mask entry, bit for
+    bit, on both action layouts."""
+    name, _, step = scenario.partition(":share_step=")
+    env = GPUClusterEnv(name, observation=observation, action_layout=layout,
+                        scenario_options={"share_step": float(step)} if step else None)
     obs, _ = env.reset(seed=3)
     rng = np.random.default_rng(3)
     for _ in range(400):

@@ -242,7 +242,7 @@ class PairThenCoordinate(Policy):
         view = self.view(env)
         facts = JobFacts(view)
         self.coord = Coordinator(self.kind, lambda j, t: facts.demand(view, j, t), facts.deadline,
-                                 predictor=PairPredictor())
+                                 predictor=PairPredictor(), share_units=view.share_units)
         self.next = 0.0
 
     def act(self, observation: Any, env: Any) -> Any:
@@ -322,25 +322,79 @@ def test_sample_stealing_keeps_global_batch_and_fits_memory(build: Any) -> None:
     assert 0 in stole and eng.n_done == 3
 
 
-@pytest.mark.parametrize("granularity", [1, 2, 3])
-def test_granularity_is_share_tenths_per_attempt(build: Any, granularity: int) -> None:
+@pytest.mark.parametrize(("share_step", "granularity", "steps"),
+                         [(0.1, 10, 1), (0.1, 20, 2), (0.1, 30, 3), (0.05, 5, 1), (0.05, 10, 2), (0.05, 30, 6)])
+def test_granularity_is_percent_of_the_gpu_per_attempt(build: Any, share_step: float, granularity: int,
+                                                       steps: int) -> None:
     # the worked example at t = 0: the JCT search's first plan squeezes the low-priority subset by
-    # ``granularity`` tenths (eq. 2: A, utilization 0.9, is squeezed to favour B, utilization 0.6)
-    eng = worked_engine(build)
+    # ``granularity`` percent, that many steps of the engine's share grid (eq. 2: A, utilization 0.9, is
+    # squeezed to favour B, utilization 0.6)
+    eng = worked_engine(build, share_step=share_step)
     eng.advance()
     eng.apply(Place(0, gpus=(0,)))
     eng.apply(Colocate(1, 0, gpus=(0,)))
     view = ClusterView(eng)
     facts = JobFacts(view)
     coord = Coordinator("jct", lambda j, t: facts.demand(view, j, t), facts.deadline, predictor=PairPredictor(),
-                        granularity=granularity)
+                        granularity=granularity, share_units=view.share_units)
     acts = coord.tick(view)
-    assert acts == [Squeeze(0, gpus=(0,))] * granularity
+    assert acts == [Squeeze(0, gpus=(0,))] * steps
     for a in acts:
         eng.apply(a)
-    assert eng.share_of(0) == pytest.approx(1.0 - 0.1 * granularity)
+    assert eng.share_of(0) == pytest.approx(1.0 - granularity / 100)
+
+
+@pytest.mark.parametrize("bad", [5, 15, 1, 2, 0, 100, 12.5, True, "10"])
+def test_granularity_must_be_a_percentage_on_the_share_grid(bad: Any) -> None:
+    # 5% and 15% are not whole steps of the default 10% grid; 1, 2 (the old "tenths") are not either
     with pytest.raises(ValueError, match="granularity"):
-        Coordinator("jct", None, None, granularity=5)
+        Coordinator("jct", None, None, granularity=bad)
+    assert Coordinator("jct", None, None, granularity=5, share_units=20).steps == 1
+    # the least share a search sets: 100% less whole attempts, above 0, in engine steps, the same on any grid
+    least = {(g, u): Coordinator("jct", None, None, granularity=g, share_units=u).least
+             for g, u in ((10, 10), (20, 10), (30, 10), (5, 20), (10, 20), (20, 20), (30, 20))}
+    assert least == {(10, 10): 1, (20, 10): 2, (30, 10): 1, (5, 20): 1, (10, 20): 2, (20, 20): 4, (30, 20): 2}
+    with pytest.raises(ValueError, match="granularity=5% is not a multiple of the engine's MPS share step"):
+        Coordinator("jct", None, None, granularity=5, share_units=10)
+
+
+def test_gimbal_policy_checks_granularity_against_the_scenario_grid(build: Any) -> None:
+    # the policy option is checked as a percentage when made, against the engine's grid at reset
+    with pytest.raises(ValueError, match="granularity"):
+        make_policy("lucid+gimbal", granularity=1.5)
+    pol = make_policy("lucid+gimbal", granularity=5, predictor=PairPredictor())
+    with pytest.raises(ValueError, match=r"granularity=5% .*share_step=0.05"):
+        play(worked_engine(build), pol)
+    eng = worked_engine(build, share_step=0.05)
+    play(eng, make_policy("lucid+gimbal", granularity=5, predictor=PairPredictor()))
+    assert eng.n_done == 2
+    # a coordinator made for one grid refuses an engine on another
+    eng = worked_engine(build, share_step=0.05)
+    eng.advance()
+    coord = Coordinator("jct", lambda j, t: 0.5, lambda j: math.nan, predictor=PairPredictor())
+    with pytest.raises(ValueError, match="share grid"):
+        coord.tick(ClusterView(eng))
+
+
+def test_a_10_percent_search_on_the_5_percent_grid_is_the_same_episode(build: Any) -> None:
+    # Gimbal's 10% attempts on the 5% grid issue two engine steps per job at one instant: the pause of 3.6 s is
+    # paid once per job and attempt, as on the 10% grid, so the episode is the same bit for bit (the searched
+    # shares stay above 10% here) with twice the squeeze / swell actions
+    runs = {}
+    for step in (0.1, 0.05):
+        from tests.conftest import PairXi
+
+        rows = [dict(r, iterations=10 * r["iterations"]) for r in WORKED]
+        eng = build([("fast", 1, 1)], rows, xi=PairXi(WORKED_XI), tick_s=30.0, calibration_overhead_s=3.6,
+                    share_step=step)
+        play(eng, PairThenCoordinate("jct", True))
+        runs[step] = eng
+    a, b = runs[0.1], runs[0.05]
+    assert a.counts["squeezes"] > 0
+    assert (b.counts["squeezes"], b.counts["swells"]) == (2 * a.counts["squeezes"], 2 * a.counts["swells"])
+    assert a.finish_t.tolist() == b.finish_t.tolist()
+    same = [{k: repr(v) for k, v in m.metrics().items() if k not in ("squeezes", "swells")} for m in (a, b)]
+    assert same[0] == same[1]  # repr: exact floats, NaN equal to NaN
 
 
 # ---------------------------------------------------------------- Table 2's job mix
@@ -362,3 +416,15 @@ def test_gimbal_mix_follows_table2() -> None:
     assert sum(m in GIMBAL_CLASSES["small"] for m in models) == 43
     with pytest.raises(ValueError, match="philly and alibaba"):
         gimbal_mix(dur, "venus", np.random.default_rng(1), 32)
+
+
+def test_move_to_reaches_its_target_when_a_step_merges_into_the_action_before() -> None:
+    # Fixed bug: move_to stopped when a round added no action, but a round's steps may all merge into the action
+    # before the call (here a swell of the same job on other GPUs, as release_lone leaves it), so a search's
+    # start or restore moved a share one step instead of to its target
+    coord = Coordinator("jct", None, None)
+    coord.shares = {(0, 0): 1, (0, 1): 1}
+    acts: list[Any] = [Swell(0, gpus=(2, 3))]
+    coord.move_to(None, {(0, 0): 10, (0, 1): 10}, acts)  # type: ignore[arg-type]
+    assert coord.shares == {}
+    assert [sum(g in a.gpus for a in acts) for g in (0, 1)] == [9, 9]

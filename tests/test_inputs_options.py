@@ -23,6 +23,7 @@ from gpucluster_env.settings import SettingError
     ("all_at_zero=False", False), ("all_at_zero=no", False), ("all_at_zero=0", False), ("all_at_zero=true", True),
     ("deadlines=off", False), ("num_jobs=480", 480), ("load=2", 2.0), ("round_s=null", None),
     ("models=bert,ncf", ("bert", "ncf")), ("models=[\"bert\"]", ("bert",)), ("sample_stealing=yes", True),
+    ("share_step=0.05", 0.05), ("share_step=0.1", 0.1),
 ])
 def test_options_parse_by_declared_type(text: str, value: object) -> None:
     key = text.split("=")[0]
@@ -36,7 +37,8 @@ def test_options_parse_by_declared_type(text: str, value: object) -> None:
     "num_jobs=-5", "num_jobs=1e3", "num_jobs=100000000000", "load=fast", "load=Infinity", "load=nan", "load=0",
     "load=1e-300", "load=-1", "tick_s=abc", "tick_s=1e-9", "round_s=inf", "restart_s=-1", "cluster=1",
     "cluster=36:36:36", "cluster=V100:0x4", "cluster=Bogus:1x4", "cluster=V100:1x4,net=0", "config=1",
-    "max_idle_ticks=2.5", "models=[1]", "xi=1",
+    "max_idle_ticks=2.5", "models=[1]", "xi=1", "share_step=0.03", "share_step=0", "share_step=1",
+    "share_step=0.3", "share_step=abc",
 ])
 def test_bad_options_are_one_line_errors(text: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--option", text]) == 2
@@ -107,6 +109,19 @@ def test_scenarios_show_toml_loads_back_and_runs_alike(tmp_path: Path, capsys: p
     b = capsys.readouterr().out
     strip = (lambda s: s.split('"wall_s"')[0])  # noqa: E731 - wall time differs
     assert strip(a) == strip(b)
+
+
+def test_share_step_from_a_scenario_file(tmp_path: Path) -> None:
+    # the engine's share grid is an [engine] setting like the others: TOML, --option and Python alike
+    text = scenario_to_toml(get_scenario("gimbal-philly", share_step=0.05))
+    assert "share_step = 0.05" in text
+    f = tmp_path / "g5.toml"
+    f.write_text(text)
+    sc = load_scenario_file(f)
+    assert sc.config.share_step == 0.05 and sc.config.share_units == 20
+    assert SCENARIOS["gimbal-philly"].config.share_units == 10
+    with pytest.raises(SettingError, match="'share_step'"):
+        get_scenario("tiny", share_step=0.07)
 
 
 @pytest.mark.parametrize("edit, needle", [

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from ..interference import SHARE_STEP
 from .perf import fit_accumulation
 
 if TYPE_CHECKING:
@@ -85,7 +84,7 @@ def gpu_sm_activity(eng: ClusterEngine, g: int) -> float:
     for i in (2 * g, 2 * g + 1):
         j = sj.item(i)
         if j >= 0:
-            act += min(eng._demand_tm_l[t][eng._model_l[j]], ss.item(i) * SHARE_STEP)
+            act += min(eng._demand_tm_l[t][eng._model_l[j]], ss.item(i) * eng.share_step)
     return min(1.0, act)
 
 

@@ -11,7 +11,6 @@ from typing import Any
 from .actions import DropCopy, MoveCopy, Reallocate
 from .copies import CopyProgress
 from .perf import footprint_gb
-from .state import TENTHS_MAX
 
 
 class Moves:
@@ -32,7 +31,7 @@ class Moves:
         self._copy_consts[j] = [c]
         self.accum[j] = s
         self.footprint[j] = footprint_gb(self.profiles[self._model_l[j]], self._batch_l[j], s)
-        self.share_lo[j] = self.share_hi[j] = TENTHS_MAX
+        self.share_lo[j] = self.share_hi[j] = self.share_units
         partners |= self._occupy(j, c)
         if c.n != self._req_l[j]:
             self._cp[j] = CopyProgress(1)  # a resized gang: its rate is scaled by n / N (engine.copies)

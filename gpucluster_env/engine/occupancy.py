@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..interference import SHARE_STEP
 from .perf import CopyModel
-from .state import TENTHS_MAX
 
 
 class Copy:
@@ -79,13 +77,15 @@ class Occupancy:
     slot_share: np.ndarray
     held_shared: np.ndarray
     held: np.ndarray
+    share_units: int
+    share_step: float
 
     def _occupy(self, j: int, c: Copy) -> set[int]:
         """Put job ``j``'s copy ``c`` on its GPUs: slot 0 of a free GPU, slot 1 beside a GPU's one tenant, at
         full share. Returns the partners it now shares with."""
         self.gpu_version += 1
         self._sm_dirty.extend(c.gl)
-        sjf, ssf = self._sj_flat, self._ss_flat
+        sjf, ssf, full = self._sj_flat, self._ss_flat, self.share_units
         tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU
         alone: list[int] = []
         shared: list[int] = []
@@ -94,11 +94,11 @@ class Occupancy:
             o = sjf.item(i)
             if o < 0:
                 sjf[i] = j
-                ssf[i] = TENTHS_MAX
+                ssf[i] = full
                 alone.append(x)
             else:
                 sjf[i + 1] = j
-                ssf[i + 1] = TENTHS_MAX
+                ssf[i + 1] = full
                 shared.append(x)
                 tenants[o] = tenants.get(o, 0) + 1
         self._count_gpus(j, c, alone, shared, tenants, 1)
@@ -121,7 +121,7 @@ class Occupancy:
                 sjf[i] = o
                 ssf[i] = ssf.item(i + 1)  # the empty slot 1 holds a full share
             sjf[i + 1] = -1  # (j in slot 1: the tenant of slot 0 stays there with its share)
-            ssf[i + 1] = TENTHS_MAX
+            ssf[i + 1] = self.share_units
             if o >= 0:
                 shared.append(x)
                 tenants[o] = tenants.get(o, 0) + 1
@@ -219,4 +219,4 @@ class Occupancy:
         if len(g) == 0:
             return 0.0
         slot = (self.slot_job[g, 1] == j).astype(np.int64)
-        return float(self.slot_share[g, slot].mean() * SHARE_STEP)
+        return float(self.slot_share[g, slot].mean() * self.share_step)

@@ -69,17 +69,18 @@ def accumulations(p: ModelProfile, batch: int, room_gb: float) -> list[int]:
     return out
 
 
-def xi_table(xi_free: np.ndarray, demand: np.ndarray, max_tenths: int) -> np.ndarray:
+def xi_table(xi_free: np.ndarray, demand: np.ndarray, units: int) -> np.ndarray:
     """Every worker interference ratio under MPS shares, indexed ``[type, own model + 1, partner model + 1,
-    own share, partner share]`` (shares in tenths, ``0..max_tenths``, the share being ``tenths /
-    max_tenths``; partner model 0: no partner; own model 0 is padding), computed elementwise by
+    own share, partner share]`` (shares in steps of the engine's share grid, ``0..units``, the share being
+    ``steps / units``: ``k / 10`` on the 10% grid, ``2k / 20``, the same double, on the 5% one; partner model
+    0: no partner; own model 0 is padding), computed elementwise by
     :func:`~gpucluster_env.interference.apply_shares` on ``xi_free[type, own, partner]`` (free-competition
     ratios) and ``demand[type, own]`` (GPU demand). The engine's only source of worker ratios."""
     nt, nm = xi_free.shape[0], xi_free.shape[1]
     t_ = np.arange(nt).reshape(nt, 1, 1, 1, 1)
     m1 = np.arange(nm + 1).reshape(1, nm + 1, 1, 1, 1)
     pm1 = np.arange(nm + 1).reshape(1, 1, nm + 1, 1, 1)
-    shares = np.arange(max_tenths + 1) / max_tenths  # correctly rounded: tenths summing to 10 give 1.0
+    shares = np.arange(units + 1) / units  # correctly rounded: steps summing to ``units`` give 1.0
     m = np.maximum(m1 - 1, 0)
     has = pm1 > 0
     xi0 = xi_free[t_, m, np.where(has, pm1 - 1, 0)]

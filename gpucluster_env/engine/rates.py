@@ -11,7 +11,6 @@ import numpy as np
 
 from .occupancy import Copy
 from .perf import CopyModel, copy_iter_time, copy_model, fit_accumulation, paced_iter_time
-from .state import TENTHS_MAX
 
 
 class Rates:
@@ -89,7 +88,7 @@ class Rates:
             sh = lo.item(j)
             if sh == hi.item(j) and len(self.copies[j]) == 1:
                 tab = c.xi_tl
-                xmax = tab[0][sh][TENTHS_MAX] if self.held_shared.item(j) < c.n else 0.0
+                xmax = tab[0][sh][self.share_units] if self.held_shared.item(j) < c.n else 0.0
                 jm = self._model_l
                 for p in self._shared_with.get(j, ()):
                     sp = lo.item(p)
@@ -114,7 +113,7 @@ class Rates:
         return self._xi_tab[c.types, self._model_l[j] + 1, pm1, ss[mine], ss[other]]
 
     def _job_rate(self, j: int) -> float:
-        if self.held_shared.item(j) == 0 and self.share_lo.item(j) == TENTHS_MAX:
+        if self.held_shared.item(j) == 0 and self.share_lo.item(j) == self.share_units:
             solo = self.solo_rate.item(j)
             if solo > 0:
                 return solo  # alone at full share on every GPU: xi = 1 everywhere

@@ -2,10 +2,11 @@
 :class:`~gpucluster_env.config.EngineConfig`), and the dynamic arrays an episode starts from (:class:`EngineState`).
 
 State lives in numpy arrays (one entry per GPU, per node, per job). Each GPU has two slots (at most two jobs
-per GPU, MPS sharing); each slot holds a job index and that worker's MPS active-thread share in tenths (10 =
-100%). The environment (``gpucluster_env.env``) reads these arrays by name (``submit``, ``remaining``,
-``rate``, ``held``, ``held_shared``, ``share_lo`` ...); agents read :class:`~gpucluster_env.engine.view.ClusterView`
-instead.
+per GPU, MPS sharing); each slot holds a job index and that worker's MPS active-thread share as a whole number
+of steps of the engine's share grid (``EngineConfig.share_step``: ``share_units`` steps are 100%, one step is
+the least share). The environment (``gpucluster_env.env``) reads these arrays by name (``submit``,
+``remaining``, ``rate``, ``held``, ``held_shared``, ``share_lo`` ...); agents read
+:class:`~gpucluster_env.engine.view.ClusterView` instead.
 """
 
 from __future__ import annotations
@@ -17,15 +18,14 @@ from typing import Any
 import numpy as np
 
 from ..config import EngineConfig
-from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
 from .eventlog import EventLog
 from .perf import fit_accumulation, solo_iter_time, xi_table
 
 FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
 STATUS_NAMES = ("future", "pending", "running", "done")
 
-TENTHS_MIN = round(MIN_SHARE / SHARE_STEP)
-TENTHS_MAX = round(MAX_SHARE / SHARE_STEP)
+SHARE_MIN_UNITS = 1
+"""The least MPS share a worker may have: one step of the engine's share grid."""
 _EPOCHS = itertools.count()  # one per engine state started (construction or reset), process-wide
 
 
@@ -41,6 +41,9 @@ class EngineState:
     # ------------------------------------------------------------------ static tables
     def _build_static(self) -> None:
         cat, cl = self.catalog, self.cluster
+        # the MPS share grid: shares are whole numbers of steps, share_units of them a whole GPU
+        self.share_step: float = self.config.share_step
+        self.share_units: int = self.config.share_units
         self.type_names: tuple[str, ...] = cl.gpu_types
         type_idx = {t: i for i, t in enumerate(self.type_names)}
         gtypes = [cat.gpu_type(t) for t in self.type_names]
@@ -104,8 +107,8 @@ class EngineState:
         """Static lookup tables of the hot paths (pure functions of the catalog, cluster and job table)."""
         nm = len(self.model_names)
         # Worker interference ratio under MPS shares for every GPU type, own model + 1, partner model + 1 (0:
-        # no partner), own share and partner share in tenths (perf.xi_table), for copies of any size.
-        self._xi_tab = xi_table(self.xi_free, self.demand_tm, TENTHS_MAX)
+        # no partner), own share and partner share in share steps (perf.xi_table), for copies of any size.
+        self._xi_tab = xi_table(self.xi_free, self.demand_tm, self.share_units)
         self._comm_xi = self.config.interference_scope == "iteration"  # xi multiplies the all-reduce too
         self._jm1 = np.append(self.job_model + 1, 0)  # model + 1 by job index; index -1 (no job) gives 0
         self._gpu_nt = self.gpu_node * len(self.type_names) + self.gpu_type  # flat index into free_nt
@@ -158,7 +161,7 @@ class EngineState:
         G, J = self.num_gpus, self.n_jobs
         self.now = 0.0
         self.slot_job = np.full((G, 2), -1, dtype=np.int64)
-        self.slot_share = np.full((G, 2), TENTHS_MAX, dtype=np.int64)
+        self.slot_share = np.full((G, 2), self.share_units, dtype=np.int64)
         self.free_nt = np.zeros((self.num_nodes, len(self.type_names)), dtype=np.int64)
         np.add.at(self.free_nt, (self.gpu_node, self.gpu_type), 1)
         self.status = np.zeros(J, dtype=np.int8)
@@ -210,8 +213,9 @@ class EngineState:
         # for each job sharing GPUs: its partners and how many GPUs it shares with each (sums to held_shared)
         self._shared_with: dict[int, dict[int, int]] = {}
         self.job_min_mem = np.zeros(J)  # smallest GPU memory among the job's GPUs
-        self.share_lo = np.full(J, TENTHS_MAX, dtype=np.int64)  # min / max MPS share over its GPUs (tenths)
-        self.share_hi = np.full(J, TENTHS_MAX, dtype=np.int64)
+        # min / max MPS share over its GPUs (share steps)
+        self.share_lo = np.full(J, self.share_units, dtype=np.int64)
+        self.share_hi = np.full(J, self.share_units, dtype=np.int64)
         self.solo_rate = np.zeros(J)  # rate the job would have with no partners, at shares of 100%
         self.stealing = np.full(J, self.config.sample_stealing, dtype=bool)  # LISS per job (SetStealing)
         self.busy_gpu_s = 0.0

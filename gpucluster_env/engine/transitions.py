@@ -14,7 +14,7 @@ from . import placement
 from .actions import Action, ActionError
 from .metrics import sharing_benefit
 from .perf import fits_memory, footprint_gb
-from .state import DONE, PENDING, RUNNING, TENTHS_MAX, TENTHS_MIN
+from .state import DONE, PENDING, RUNNING, SHARE_MIN_UNITS
 
 
 class Transitions:
@@ -66,7 +66,7 @@ class Transitions:
         c = self._new_copy(j, g, s, gl)
         self._copy_consts[j] = [c]
         self.job_min_mem[j] = c.k.min_mem
-        self.share_lo[j] = self.share_hi[j] = TENTHS_MAX
+        self.share_lo[j] = self.share_hi[j] = self.share_units
         self.solo_rate[j] = 1.0 / c.k.solo_iter
         partners = self._occupy(j, c)
         self.log.records.append((t, "start", j, {"gpus": gl[:], "accumulation": s}))  # log.add(...)
@@ -115,12 +115,12 @@ class Transitions:
         self._rerate(sorted(partners), t)
 
     def _calibrate(self, action: Action | tuple, j: int, step: int, gpus: tuple[int, ...] | None) -> None:
-        """One share step (``step`` -1 squeeze, +1 swell) of running job ``j`` on ``gpus`` (None: all its
-        GPUs)."""
+        """One share step of the engine's grid (``step`` -1 squeeze, +1 swell) of running job ``j`` on ``gpus``
+        (None: all its GPUs)."""
         j = self._running_index(action, j)
-        lo, hi = self.share_lo.item(j), self.share_hi.item(j)
+        lo, hi, full = self.share_lo.item(j), self.share_hi.item(j), self.share_units
         if gpus is None:
-            if (step < 0 and hi <= TENTHS_MIN) or (step > 0 and lo >= TENTHS_MAX):
+            if (step < 0 and hi <= SHARE_MIN_UNITS) or (step > 0 and lo >= full):
                 bound = "minimum" if step < 0 else "maximum"
                 raise ActionError(f"{self._typed(action)}: job {j}'s share is already at the {bound} on all its GPUs")
             g = self.gpus_of(j)
@@ -138,7 +138,7 @@ class Transitions:
             self.share_lo[j] = self.share_hi[j] = lo + step
         else:
             cur = [ssf.item(i) for i in pos]
-            new = [min(x + 1, TENTHS_MAX) if step > 0 else max(x - 1, TENTHS_MIN) for x in cur]
+            new = [min(x + 1, full) if step > 0 else max(x - 1, SHARE_MIN_UNITS) for x in cur]
             if new == cur:
                 bound = "minimum" if step < 0 else "maximum"
                 raise ActionError(f"{self._typed(action)}: job {j}'s share is already at the {bound} on those GPUs")

@@ -14,7 +14,8 @@ What it offers:
 * **GPUs**: each GPU's type, node and tenants (:meth:`~ClusterView.tenants`), each type's published specs
   (:attr:`~ClusterView.gpu_specs`), the free and singly-held GPUs (:meth:`~ClusterView.free_gpus`,
   :meth:`~ClusterView.single_gpus`), free GPUs by type and by node and type, a job's GPUs and the ones it holds
-  alone (:meth:`~ClusterView.single_gpus_of`), its partners and MPS share.
+  alone (:meth:`~ClusterView.single_gpus_of`), its partners and MPS share, and the share grid
+  (:attr:`~ClusterView.share_step`, :attr:`~ClusterView.share_units`).
 * **The performance model for a hypothetical placement** (:mod:`gpucluster_env.engine.perf`): the iteration
   time of a job on a GPU set at an accumulation under given per-worker interference ratios
   (:meth:`~ClusterView.iter_time`), and the accumulations that fit beside the GPUs' tenants
@@ -226,6 +227,17 @@ class ClusterView:
     def share_of(self, j: int) -> float:
         """Mean MPS share of job ``j`` over its GPUs (1.0 = 100%)."""
         return self._eng.share_of(j)
+
+    @property
+    def share_step(self) -> float:
+        """The engine's MPS share grid as a fraction of the GPU (``EngineConfig.share_step``: 0.1, 0.05 ...):
+        ``Squeeze`` and ``Swell`` move a share by one step."""
+        return self._eng.share_step
+
+    @property
+    def share_units(self) -> int:
+        """Steps of the share grid in a whole GPU (10 on the 10% grid, 20 on the 5% one)."""
+        return self._eng.share_units
 
     # ------------------------------------------------------------------ the performance model
     def iter_time(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:

@@ -450,7 +450,8 @@ class GPUClusterEnv(gym.Env):
             # the dynamic arrays are passed as they are: the kernel must read the engine's own
             self._kernel_args = (
                 static(eng.submit), eng.remaining, eng.n_preempt, eng.rate, eng.last_t, eng.active_from, eng.held,
-                eng.held_shared, eng.share_lo, eng.share_hi, eng.solo_rate, static(eng.iterations),
+                eng.held_shared, eng.share_lo, eng.share_hi, eng.share_units, 0.5 * eng.share_step, eng.solo_rate,
+                static(eng.iterations),
                 static(eng.req_gpus), eng.job_min_mem, eng.footprint, static(eng.type_total), eng.busy_t,
                 eng.shared_t, static(eng.fits_type),
                 static(eng.deadline), eng.accum, static(eng.job_model), ob.job_type, ob.job_nodes, ob.xi_tab,

@@ -50,10 +50,7 @@ from ..engine import (
     Swell,
     Wait,
 )
-from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
-
-_MIN_T = round(MIN_SHARE / SHARE_STEP)
-_MAX_T = round(MAX_SHARE / SHARE_STEP)
+from ..engine.state import SHARE_MIN_UNITS
 
 # Kinds of action ints, as ActionCodec.table gives them.
 WAIT, PLACE, COLOCATE, SQUEEZE, SWELL, PREEMPT, FORK, SHARE = range(8)
@@ -334,6 +331,6 @@ def running_mask_inputs(eng: ClusterEngine, running: np.ndarray) -> RunningInput
     return (
         eng.held[running] - eng.held_shared[running],  # GPUs of r holding r alone
         (eng.job_min_mem[running] - eng.footprint[running]) + 1e-9,  # memory left beside r
-        eng.share_hi[running] > _MIN_T,
-        eng.share_lo[running] < _MAX_T,
+        eng.share_hi[running] > SHARE_MIN_UNITS,
+        eng.share_lo[running] < eng.share_units,
     )

@@ -20,11 +20,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
+from ..engine.state import SHARE_MIN_UNITS
 from .observation import CLUSTER_FEATURES, PAIR_FEATURES, PENDING_FEATURES, RUNNING_FEATURES
-
-MIN_T = round(MIN_SHARE / SHARE_STEP)
-MAX_T = round(MAX_SHARE / SHARE_STEP)
 
 # Fields of the int64 ``layout`` vector passed to the kernel.
 (L_N, L_M, L_K, L_T, L_PLACE, L_COLOC, L_SQUEEZE, L_SWELL, L_PREEMPT, L_ALLOW_PLACE, L_ALLOW_COLOC, L_ALLOW_SQUEEZE,
@@ -61,13 +58,17 @@ def _clip01(x: np.float32) -> np.float32:
 @numba.njit(cache=True, error_model="numpy", boundscheck=False)
 def observe(layout, pending, running, now, round_s, num_pending, num_running, n_done, next_arrival,
             submit, remaining, n_preempt, rate, last_t, active_from, held, held_shared, share_lo, share_hi,
-            solo_rate, iterations, req_gpus, job_min_mem, footprint, type_total, busy_t, shared_t, fits_type,
+            share_units, share_half_step, solo_rate, iterations, req_gpus, job_min_mem, footprint, type_total,
+            busy_t, shared_t, fits_type,
             deadline, accum, job_model, job_type, job_nodes, xi_tab, inv_types, inv_horizon,
             slot_job, gpu_type, type_mem,
             static_pending, static_running, solo_iter, log_held, footprints, inv_type_total, type_frac,
             buf, mask, placeable):  # pragma: no cover - compiled; its twin in numpy is tested against it
     """Write the observation into ``buf`` (when ``layout[L_OBS]``) and the mask blocks into ``mask``; fill
-    ``placeable`` (per pending window slot: some free-GPU placement is valid)."""
+    ``placeable`` (per pending window slot: some free-GPU placement is valid). ``share_units``: the engine's
+    share steps in a whole GPU (``share_lo`` / ``share_hi`` count steps, one step the least share);
+    ``share_half_step``: half a step as a fraction of the GPU, so ``(lo + hi) * share_half_step`` is the mean
+    share in [0, 1] whatever the grid."""
     N, M, K, T, W = layout[L_N], layout[L_M], layout[L_K], layout[L_T], layout[L_PW]
     n_p, n_r = pending.shape[0], running.shape[0]
     n_jobs = submit.shape[0]
@@ -143,9 +144,9 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
             if allowed and r < n_r:
                 j = running[r]
                 if kind == 0:
-                    v = share_hi[j] > MIN_T
+                    v = share_hi[j] > SHARE_MIN_UNITS
                 elif kind == 1:
-                    v = share_lo[j] < MAX_T
+                    v = share_lo[j] < share_units
                 else:
                     v = True
             mask[off + r] = v
@@ -189,7 +190,7 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
             t_left = rem / rt
             buf[base] = static_running[j, 0]
             buf[base + 1] = _clip01(np.float32(log_held[h]))
-            buf[base + 2] = _clip01(np.float32((share_lo[j] + share_hi[j]) * 0.05))
+            buf[base + 2] = _clip01(np.float32((share_lo[j] + share_hi[j]) * share_half_step))
             buf[base + 3] = _clip01(np.float32(1.0 - rt / solo_rate[j]))
             buf[base + 4] = _clip01(np.float32(1.0 - rem / iterations[j]))
             buf[base + 5] = _clip01(np.float32(t_left / (t_left + 3600.0)))

@@ -183,7 +183,7 @@ class ObservationBuilder:
             lo, hi = eng.share_lo[j], eng.share_hi[j]
             t_left = rem / rate
             r[:, 1] = self.log_held[held]
-            r[:, 2] = (lo + hi) * 0.05
+            r[:, 2] = (lo + hi) * (0.5 * eng.share_step)  # the mean share in [0, 1] on any share grid
             r[:, 3] = 1.0 - rate / eng.solo_rate[j]  # 1 - 1/xi
             r[:, 4] = 1.0 - rem / eng.iterations[j]
             r[:, 5] = t_left / (t_left + _HOUR)

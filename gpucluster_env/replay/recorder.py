@@ -90,6 +90,7 @@ def header_of(env: GPUClusterEnv, seed: int | None, policy: str, policy_options:
         "catalog": catalog,
         "trace": env.trace_note,
         "cluster": [[eng.type_names[eng.node_type[n]], int(eng.node_size[n])] for n in range(eng.num_nodes)],
+        "share_step": eng.share_step,
         "jobs": [
             {"id": jsonable(eng.job_ids[j]), "model": eng.model_names[eng.job_model[j]], "gpus": int(eng.req_gpus[j]),
              "submit_s": float(eng.submit[j]), "iterations": float(eng.iterations[j])}

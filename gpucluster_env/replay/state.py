@@ -11,23 +11,23 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..interference import MAX_SHARE, MIN_SHARE, SHARE_STEP
+from ..config import DEFAULT_SHARE_STEP
 from .record import Record
 
 CHECKPOINT_EVERY = 128
-SHARE_MAX = round(MAX_SHARE / SHARE_STEP)
-SHARE_MIN = round(MIN_SHARE / SHARE_STEP)
 FUTURE, PENDING, RUNNING, DONE = range(4)
 
 
 @dataclass
 class ClusterState:
     """The cluster after some prefix of the event log. ``slots[g]``: the jobs on GPU ``g`` (at most two, in
-    the order they came); ``share[(g, j)]``: job ``j``'s MPS share on ``g`` in tenths; ``pending``: queued jobs
+    the order they came); ``share_units``: steps of the episode's share grid in a whole GPU (10: 10% steps);
+    ``share[(g, j)]``: job ``j``'s MPS share on ``g`` in those steps (absent: full); ``pending``: queued jobs
     in queue order with the time each joined the queue; ``running``: running jobs in start order."""
 
     slots: list[list[int]]
     status: list[int]
+    share_units: int
     share: dict[tuple[int, int], int] = field(default_factory=dict)
     pending: dict[int, float] = field(default_factory=dict)
     running: dict[int, None] = field(default_factory=dict)
@@ -36,7 +36,8 @@ class ClusterState:
     applied: int = 0
 
     def copy(self) -> ClusterState:
-        return ClusterState([s[:] for s in self.slots], self.status[:], dict(self.share), dict(self.pending),
+        return ClusterState([s[:] for s in self.slots], self.status[:], self.share_units, dict(self.share),
+                            dict(self.pending),
                             dict(self.running), {j: g[:] for j, g in self.gpus.items()}, dict(self.copies),
                             self.applied)
 
@@ -56,7 +57,7 @@ class ClusterState:
             self.copies[j] = self.copies.get(j, 0) + 1
             for g in e["gpus"]:
                 self.slots[g].append(j)
-                self.share[(g, j)] = SHARE_MAX
+                self.share[(g, j)] = self.share_units
             self.gpus.setdefault(j, []).extend(e["gpus"])
         elif kind in ("finish", "preempt"):
             for g in self.gpus.pop(j, ()):
@@ -82,14 +83,14 @@ class ClusterState:
             else:
                 for g in e["gpus"]:
                     self.slots[g].append(j)
-                    self.share[(g, j)] = SHARE_MAX
+                    self.share[(g, j)] = self.share_units
                 held += e["gpus"]
             self.gpus[j] = held
         elif kind in ("squeeze", "swell"):
-            step = -1 if kind == "squeeze" else 1
+            step = -1 if kind == "squeeze" else 1  # one step of the grid, at least one step, at most full
             for g in e["gpus"]:
-                cur = self.share.get((g, j), SHARE_MAX)
-                self.share[(g, j)] = min(SHARE_MAX, max(SHARE_MIN, cur + step))
+                cur = self.share.get((g, j), self.share_units)
+                self.share[(g, j)] = min(self.share_units, max(1, cur + step))
         self.applied += 1
 
 
@@ -122,6 +123,8 @@ class Timeline:
         self.num_gpus = sum(self.node_sizes)
         self.type_names = list(dict.fromkeys(self.node_types))
         self.gpu_type = [t for t, n in zip(self.node_types, self.node_sizes, strict=True) for _ in range(n)]
+        # the engine's share grid (records written before it was a setting: the 10% grid)
+        self.share_units = round(1.0 / float(h.get("share_step", DEFAULT_SHARE_STEP)))
         self.events = rec.events
         self.times = [e["t"] for e in self.events]
         self.t0 = min((j["submit_s"] for j in self.jobs), default=0.0)
@@ -136,7 +139,7 @@ class Timeline:
         self._build()
 
     def empty_state(self) -> ClusterState:
-        return ClusterState([[] for _ in range(self.num_gpus)], [FUTURE] * len(self.jobs))
+        return ClusterState([[] for _ in range(self.num_gpus)], [FUTURE] * len(self.jobs), self.share_units)
 
     def _build(self) -> None:
         st = self.empty_state()

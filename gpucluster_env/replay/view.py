@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..env.render import job_style
-from .state import SHARE_MAX, ClusterState, Timeline
+from .state import ClusterState, Timeline
 
 SPARK = " ▁▂▃▄▅▆▇█"
 FOLD_NODES = 48
@@ -98,7 +98,8 @@ class FrameView:
         jobs = state.slots[g]
         if not jobs:
             return Text("·".rjust(width - 1) + " ", style="dim")
-        labels = [str(state.share.get((g, j), SHARE_MAX) * 10) if shares else str(j) for j in jobs]
+        full = state.share_units
+        labels = [str(round(100 * state.share.get((g, j), full) / full)) if shares else str(j) for j in jobs]
         text = "◆".join(labels)
         if len(text) > width - 1:
             labels = [x[: max(1, (width - 2) // 2)] for x in labels]
