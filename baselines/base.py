@@ -64,6 +64,11 @@ class Policy:
         or a list of typed actions applied one at a time."""
         raise NotImplementedError
 
+    def episode_stats(self) -> dict[str, float]:
+        """Counts of what the policy itself did over the episode, recorded beside the environment's metrics
+        (e.g. Gimbal's searches and attempts, for its §7.4 studies). Default: none."""
+        return {}
+
 
 def register_policy(cls: type[Policy]) -> type[Policy]:
     """Class decorator adding a policy to :data:`POLICIES` under ``cls.name``."""

@@ -18,6 +18,7 @@ scenario option ``share_step=0.05``). With both mechanisms off only the relaxed,
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 from ..engine import Action, SetStealing
@@ -63,6 +64,13 @@ class GimbalLayer:
         """The coordinator's calibration when a monitoring tick is due, else the base scheduler's decision."""
         acts = self.calibrate(self.view(env))  # type: ignore[attr-defined]
         return acts if acts else super().act(observation, env)  # type: ignore[misc]
+
+    def episode_stats(self) -> dict[str, float]:
+        """The coordinator's counts (:class:`~.gimbal_search.SearchStats`) as ``gimbal_searches``,
+        ``gimbal_attempts``, ``gimbal_early_exits``, ``gimbal_lgrr_steps`` and ``gimbal_liss_switches``."""
+        if self.coordinator is None:
+            return {}
+        return {f"gimbal_{k}": float(v) for k, v in dataclasses.asdict(self.coordinator.stats).items()}
 
     def calibrate(self, view: ClusterView) -> list[Action]:
         """The coordinator's actions when a monitoring tick is due (at most one per ``MONITOR_S``)."""

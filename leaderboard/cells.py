@@ -105,14 +105,16 @@ def _per_job(env: Any) -> dict[str, Any]:
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:
-    """Run one cell's episode and return its result: the runner's metrics, per-job results and, for policies
-    that keep a performance model (Castor), their sharing-benefit decisions (castor §9.2 eq. 24)."""
+    """Run one cell's episode and return its result: the runner's metrics, per-job results, the policy's own
+    :meth:`~gpucluster_env.baselines.base.Policy.episode_stats` and, for policies that keep a performance model
+    (Castor), their sharing-benefit decisions (castor §9.2 eq. 24)."""
     from ..baselines import make_policy
     from .runner import run_episode
 
     pol = make_policy(cell.policy, **cell.policy_options)
     r = run_episode(cell.scenario, pol, cell.seed, scenario_options=cell.scenario_options or None,
                     env_kwargs=_env_kwargs(cell), extra=_per_job)
+    r.update(pol.episode_stats())
     eng = getattr(pol, "engine", None)
     benefits = sharing_benefit_ratios(getattr(eng, "sharing_benefits", []))
     if benefits:

@@ -64,6 +64,17 @@ def test_cell_keys_are_stable_and_select_overrides_seeds() -> None:
     assert sorted({(x.policy, x.seed) for x in b.cells}) == [(p, s) for p in ("fifo", "sjf") for s in range(3)]
 
 
+def test_a_cell_records_the_policys_own_counts() -> None:
+    # Gimbal's coordinator counts (searches, attempts, early exits; gimbal §7.4) travel with the cell's metrics,
+    # so `leaderboard show --metric gimbal_attempts` works; a policy without any adds nothing
+    from gpucluster_env.leaderboard.cells import run_cell
+
+    r = run_cell(Cell("tiny", "lucid+gimbal", 0, {}))
+    assert r["gimbal_searches"] >= 1 and r["gimbal_attempts"] >= 1
+    assert r["gimbal_early_exits"] <= r["gimbal_searches"] and r["gimbal_lgrr_steps"] >= 0
+    assert not any(k.startswith("gimbal_") for k in run_cell(Cell("tiny", "fifo", 0, {})))
+
+
 def test_records_are_atomic_complete_and_resumed(tmp_path: Path) -> None:
     store = ResultStore(tmp_path / "r", create=True)
     rep = execute(_board(["fifo", "sjf"], 2), store)
