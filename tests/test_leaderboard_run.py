@@ -234,3 +234,15 @@ def test_show_reference_by_label(tmp_path: Path, capsys: pytest.CaptureFixture) 
     assert main(["leaderboard", "show", str(out), "--json", "--reference", label]) == 0
     rows = json.loads(capsys.readouterr().out)[0]["scenarios"][0]["rows"]
     assert {r["policy"]: r["improvement"] for r in rows}[label] == 0.0
+
+
+def test_policy_lists_keep_commas_inside_a_label() -> None:
+    # `--policies` and `--scenarios` split on commas, but not inside a variant's parentheses or brackets
+    from gpucluster_env.cli.leaderboard_cmd import _split
+
+    assert _split('gavel (objective="makespan"),gavel+gimbal (lgrr=false,liss=false), lucid', "policies") == [
+        'gavel (objective="makespan")', "gavel+gimbal (lgrr=false,liss=false)", "lucid"]
+    assert _split("tiresias (thresholds=[3600.0, 7200.0]),fifo", "policies") == [
+        "tiresias (thresholds=[3600.0, 7200.0])", "fifo"]
+    with pytest.raises(ValueError, match="--policies is empty"):
+        _split(" , ", "policies")

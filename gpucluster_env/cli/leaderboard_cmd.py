@@ -72,9 +72,21 @@ def _filters(p: argparse.ArgumentParser) -> None:
 
 
 def _split(v: str | None, what: str) -> list[str] | None:
+    """Comma-separated names; a comma inside a label's parentheses or brackets (``gavel+gimbal
+    (lgrr=false,liss=false)``, ``[3600.0, 7200.0]``) does not split."""
     if v is None:
         return None
-    items = [x.strip() for x in v.split(",") if x.strip()]
+    items, depth, cur = [], 0, []
+    for ch in v:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth <= 0:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    items.append("".join(cur))
+    items = [x.strip() for x in items if x.strip()]
     if not items:
         raise ValueError(f"--{what} is empty")
     return items
