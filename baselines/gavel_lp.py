@@ -19,7 +19,7 @@ a per-job demand ``d`` -- :func:`max_scaled_rate` solves it once, for
   iso_thr_j)``; for a fixed ``rho`` the demands ``rem_j / (rho D_j - t_j)`` are feasible iff ``z >= 1``, so
   :func:`finish_time_fairness` bisects on ``rho`` (``z`` grows with ``rho``);
 * **space sharing** (Gavel §3.1, "packed" policies): pairs of jobs run together on the same GPUs get a combined
-  column with each member's colocated throughput (:func:`packed_max_min_fairness`).
+  column with each member's colocated throughput (:func:`packed_max_min_fairness`, :func:`packed_min_makespan`).
 
 Jobs that are alike (same throughputs, GPU count and demand) are solved as one class (exact by symmetry), as
 Gavel's own packed policy groups jobs by job type; that is what lets every pair of 2,048 jobs be considered.
@@ -295,3 +295,28 @@ def packed_max_min_fairness(
         raise ValueError(f"weights: expected {len(t)} positive priority weights")
     demand = w * equal_share_throughputs(t, c) / g
     return max_scaled_rate(t, g, c, demand, job_class, class_pair_throughputs)
+
+
+def packed_min_makespan(
+    throughputs: np.ndarray,
+    gpus: np.ndarray,
+    capacity: np.ndarray,
+    remaining: np.ndarray,
+    pair_throughputs: np.ndarray,
+) -> tuple[float, RateLP]:
+    """Gavel's minimize-total-duration policy with space sharing: the allocation over single jobs and pairs of
+    jobs finishing every job's ``remaining`` steps soonest, and that makespan (s; ``inf`` as
+    :func:`min_makespan`). ``pair_throughputs[a, b, k]``: job ``a``'s throughput on type ``k`` while it shares
+    GPUs with job ``b`` (0: they cannot pair; pairs need equal GPU counts). Every job is its own class here (their
+    demands, the steps left, differ), so ``RateLP.pairs`` are pairs of job indices."""
+    t, g, c = _check(throughputs, gpus, capacity)
+    rem = np.asarray(remaining, dtype=float)
+    pt = np.asarray(pair_throughputs, dtype=float)
+    n = len(t)
+    if pt.shape != (n, n, t.shape[1]):
+        raise ValueError(f"pair_throughputs: expected shape ({n}, {n}, {t.shape[1]}), got {pt.shape}")
+    r = max_scaled_rate(t, g, c, rem, np.arange(n), pt)
+    runnable = t.max(axis=1) > 0
+    if r.z <= 0 or ((rem > 0) & ~runnable).any():
+        return float("inf"), r
+    return 1.0 / r.z, r

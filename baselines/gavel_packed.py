@@ -1,15 +1,19 @@
-"""Gavel's space-sharing policy (packed max-min fairness, Gavel §3.1 / §4.1) acting through the environment.
+"""Gavel's space-sharing policies (packed max-min fairness, Gavel §3.1 / §4.1, and packed minimize-makespan,
+§4.2) acting through the environment.
 
-The allocation comes from :func:`.gavel_lp.packed_max_min_fairness` over job classes (model, batch, GPUs):
+The max-min allocation comes from :func:`.gavel_lp.packed_max_min_fairness` over job classes (model, batch, GPUs):
 single columns and one column per pair of classes and GPU type, a pair's throughputs being each member's solo
 throughput divided by its interference ratio beside the other. As in Gavel's simulator, which reads measured
 pair throughputs, the ratios are the engine's true ones (:meth:`~gpucluster_env.engine.view.ClusterView.
 true_pair_xi`); a pair is offered on a type only where both workers fit in one GPU's memory.
 
-A class pair's time is realized by job pairs: the i-th job of one class with the i-th of the other (consecutive
-jobs within one class), each pair given the class pair's time divided by the number of job pairs. Those pairs
-are rows of Gavel's rounds beside the single jobs (priority = allocation / share of time received); a granted
-pair starts its first job on the gang (``Place``) and its second beside it on the same GPUs (``Colocate``).
+A class pair's time is realized by job pairs: the i-th job of one class with the i-th of the other (consecutive jobs
+within one class), each pair given the class pair's time divided by the number of job pairs. With
+``objective="makespan"`` (:func:`.gavel_lp.packed_min_makespan`) the steps left differ from job to job, so every job
+is its own class and the LP chooses job pairs directly (gimbal §7.2's baseline: Gavel's makespan policy with its own
+packing). Those pairs are rows of Gavel's rounds beside the single jobs (priority = allocation / share of time
+received); a granted pair starts its first job on the gang (``Place``) and its second beside it on the same GPUs
+(``Colocate``).
 """
 
 from __future__ import annotations
@@ -32,14 +36,17 @@ class GavelPacked(Gavel):
 
     name: ClassVar[str] = "gavel-packed"
     description: ClassVar[str] = (
-        "Gavel with space sharing: max-min fairness LP over single jobs and packed pairs (measured pair "
-        "throughputs), realized in rounds; a pair shares its GPUs (MPS)"
+        "Gavel with space sharing: max-min fairness (or minimize-makespan) LP over single jobs and packed pairs "
+        "(measured pair throughputs), realized in rounds; a pair shares its GPUs (MPS)"
     )
 
-    def __init__(self, round_s: float | None = None, min_reset_s: float = 1920.0) -> None:
-        """``round_s``: round length (None: the scenario's, else 360 s); ``min_reset_s``: least time between
-        allocation recomputations."""
-        super().__init__("max-min", round_s, min_reset_s)
+    def __init__(self, objective: str = "max-min", round_s: float | None = None, min_reset_s: float = 1920.0
+                 ) -> None:
+        """``objective``: ``max-min`` or ``makespan``; ``round_s``: round length (None: the scenario's, else
+        360 s); ``min_reset_s``: least time between allocation recomputations."""
+        if objective not in ("max-min", "makespan"):
+            raise ValueError(f"objective: gavel-packed has max-min and makespan, got {objective!r}")
+        super().__init__(objective, round_s, min_reset_s)
 
     def reset(self, env: Any) -> None:
         super().reset(env)
@@ -85,10 +92,16 @@ class GavelPacked(Gavel):
                     xa, xb = view.true_pair_xi(ja, jb, tname)
                     cp[a, b, k] = t[ti[ja], k] / xa
                     cp[b, a, k] = t[ti[jb], k] / xb
-        r = lp.packed_max_min_fairness(t, view.req_gpus[active], self.capacity, cls, cp)
+        if self.objective == "makespan":
+            rem = view.remaining_now()[active]
+            r = lp.packed_min_makespan(t, view.req_gpus[active], self.capacity, rem, cp[cls][:, cls])[1]
+            cp = cp[cls][:, cls]
+            members = [[j] for j in active]
+        else:
+            r = lp.packed_max_min_fairness(t, view.req_gpus[active], self.capacity, cls, cp)
+            members = [[active[i] for i in np.flatnonzero(cls == c)] for c in range(nc)]
         self.alloc = {(j,): r.x[i] for i, j in enumerate(active)}
         self.pair_ok = {}
-        members = [[active[i] for i in np.flatnonzero(cls == c)] for c in range(nc)]
         for (a, b), y in zip(r.pairs.tolist(), r.y, strict=True):
             if y.sum() <= 1e-9:
                 continue

@@ -49,6 +49,36 @@ def test_finishes_a_gimbal_scenario_with_invariants() -> None:
     assert packed[0] >= 1 and pol.coordinator.stats.searches > 0
 
 
+def test_coordination_on_gavels_own_packed_pairs() -> None:
+    # gavel-packed+gimbal: Gavel's packed minimize-makespan LP picks the pairs (equal GPU counts, on exactly one
+    # gang), Gimbal's makespan coordination squeezes inside them; 30 jobs of gimbal-philly all finish, every
+    # step keeps the topology rule, and the pairs it runs are only the LP's (equal sizes)
+    from gpucluster_env.engine import Colocate as C
+    from gpucluster_env.env import GPUClusterEnv
+
+    pol = make_policy("gavel-packed+gimbal")
+    assert pol.objective == "makespan" and pol.gimbal_objective == "makespan"
+    env = GPUClusterEnv("gimbal-philly", scenario_options={"num_jobs": 30}, observation="none")
+    env.reset(seed=1)
+    view = ClusterView(env.engine)
+    eng = env.engine
+    sizes_ok, packs = [True], [0]
+    orig = eng.apply
+
+    def apply(a: Any) -> Any:
+        if isinstance(a, C):
+            packs[0] += 1
+            sizes_ok[0] &= bool(eng.req_gpus[a.job] == eng.req_gpus[a.partner])
+        return orig(a)
+
+    eng.apply = apply  # type: ignore[method-assign]
+    info = play_env(env, pol, lambda: violations(view) == [] or pytest.fail(str(violations(view))))
+    assert info["metrics"]["jobs_done"] == 30 and info["metrics"]["colocations"] > 0
+    assert packs[0] == info["metrics"]["colocations"] and sizes_ok[0]
+    assert pol.coordinator.stats.searches > 0 and info["metrics"]["squeezes"] > 0
+    assert pol.episode_stats()["gimbal_searches"] == pol.coordinator.stats.searches
+
+
 def test_coordination_never_violates_topology(build: Any) -> None:
     # 4 nodes x 2 GPUs; 1-, 2- and 4-GPU jobs arriving together, rounds of 120 s so Gavel reshuffles often:
     # the jobs each round leaves waiting are packed (unequal sizes too) and coordinated, never against the rule

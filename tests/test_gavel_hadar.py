@@ -72,7 +72,7 @@ def test_decision_timing_code_path_tiny() -> None:
 
 
 # ------------------------------------------------------------------------------------ the policies
-NEW = ["gavel", "gavel-makespan", "gavel-ftf", "gavel-packed", "hadar", "hadare"]
+NEW = ["gavel", "gavel-makespan", "gavel-ftf", "gavel-packed", "hadar", "hadare", "gavel-packed (makespan)"]
 
 
 def test_gavel_time_slices_by_priority(build: Any) -> None:
@@ -104,11 +104,12 @@ def test_new_policies_finish_with_invariants(scenario: str, options: dict) -> No
 
     sc = get_scenario(scenario, **options)
     for name in NEW:
-        if not POLICIES[name].applies_to(sc):
+        pol = make_policy("gavel-packed", objective="makespan") if name.endswith("(makespan)") else make_policy(name)
+        if not type(pol).applies_to(sc):
             continue
         env = GPUClusterEnv(scenario, scenario_options=options, observation="none")
         env.reset(seed=2)
-        m = play_env(env, make_policy(name))["metrics"]
+        m = play_env(env, pol)["metrics"]
         assert m["jobs_done"] == m["jobs"], (scenario, name)
         if name != "hadare":
             assert m["forks"] == 0
@@ -135,6 +136,19 @@ def test_gavel_packed_shares_a_gpu_when_the_pair_pays(build: Any) -> None:
     # at a ratio of 2.5 a pair runs each at 0.4 < 0.5: time sharing, no colocation
     eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], xi=2.5, round_s=100.0)
     assert not any(type(a).__name__ == "Colocate" for _, a in drive(eng, make_policy("gavel-packed")))
+
+
+def test_gavel_packed_makespan_pairs_jobs_when_that_finishes_sooner(build: Any) -> None:
+    # the same two jobs under the minimize-makespan objective: at ratio 1.2 the pair (both done at 1000 x 0.16 x
+    # 1.2 = 192 s) beats time sharing (320 s), so they start packed; at 2.5 they do not
+    eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], xi=1.2, round_s=100.0)
+    acts = drive(eng, make_policy("gavel-packed", objective="makespan"))
+    assert [(t, type(a).__name__, a.job) for t, a in acts[:2]] == [(0.0, "Place", 0), (0.0, "Colocate", 1)]
+    eng = build([("fast", 1, 1)], [{"iterations": 1000.0}, {"iterations": 1000.0}], xi=2.5, round_s=100.0)
+    acts = drive(eng, make_policy("gavel-packed", objective="makespan"))
+    assert not any(type(a).__name__ == "Colocate" for _, a in acts)
+    with pytest.raises(ValueError, match="objective"):
+        make_policy("gavel-packed", objective="ftf")
 
 
 def test_forked_job_progress_is_the_sum_of_its_copies(build: Any) -> None:

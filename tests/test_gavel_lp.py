@@ -125,6 +125,27 @@ def test_packed_never_pairs_different_gang_sizes() -> None:
     assert len(r.pairs) == 0
 
 
+def test_packed_min_makespan_by_hand() -> None:
+    # one GPU; job 0 has 100 steps left, job 1 has 50, both 1 step/s alone, 0.6 step/s each when packed. Time
+    # sharing alone finishes both in 150 s; the pair all the time, job 0 in 100 / 0.6 = 166.7 s. The optimum
+    # mixes job 0 alone (x0), the pair (y) and job 1 alone (x1), x0 + x1 + y <= 1, maximizing z = 1 / makespan
+    # with x0 + 0.6 y >= 100 z and x1 + 0.6 y >= 50 z: x1 = 0, x0 = 1 - y, 1 - 0.4 y = 100 z, 0.6 y = 50 z,
+    # so y = 5/8 and z = 0.0075: 133.3 s
+    pt = np.zeros((2, 2, 1))
+    pt[0, 1] = pt[1, 0] = 0.6
+    mk, r = G.packed_min_makespan(np.ones((2, 1)), [1, 1], [1], [100.0, 50.0], pt)
+    assert mk == pytest.approx(400.0 / 3.0, rel=1e-6)
+    assert sorted(r.pairs[0].tolist()) == [0, 1] and r.y[0, 0] == pytest.approx(5.0 / 8.0, rel=1e-6)
+    _feasible(r.x, [1, 1], [1], r.y, r.pairs, [1])
+    # without pairs it is the plain policy (150 s); pairs worse than time sharing are not used
+    assert G.packed_min_makespan(np.ones((2, 1)), [1, 1], [1], [100.0, 50.0], np.zeros((2, 2, 1)))[0] == (
+        pytest.approx(G.min_makespan(np.ones((2, 1)), [1, 1], [1], [100.0, 50.0])[0]))
+    assert G.packed_min_makespan(np.ones((2, 1)), [1, 1], [1], [100.0, 50.0], np.full((2, 2, 1), 0.3))[0] == (
+        pytest.approx(150.0))
+    with pytest.raises(ValueError, match="pair_throughputs"):
+        G.packed_min_makespan(np.ones((2, 1)), [1, 1], [1], [100.0, 50.0], np.zeros((1, 1, 1)))
+
+
 def test_lp_scales_to_2048_jobs_sparse() -> None:
     rng = np.random.default_rng(0)
     n = 2048
