@@ -79,13 +79,17 @@ def test_coordination_on_gavels_own_packed_pairs() -> None:
     assert pol.episode_stats()["gimbal_searches"] == pol.coordinator.stats.searches
 
 
+MIXED_SIZES = [{"num_gpus": n, "model": m, "iterations": it, "submit_s": float(i)}
+               for i, (n, m, it) in enumerate([(4, "a", 4000), (2, "b", 3000), (1, "a", 2000), (1, "b", 2500),
+                                                (2, "a", 1500), (4, "b", 3000), (1, "a", 800), (2, "b", 1200),
+                                                (1, "b", 900), (2, "a", 700), (4, "a", 600), (1, "a", 500)])]
+"""1-, 2- and 4-GPU jobs of models ``a`` and ``b`` arriving one second apart (4 nodes x 2 GPUs below)."""
+
+
 def test_coordination_never_violates_topology(build: Any) -> None:
     # 4 nodes x 2 GPUs; 1-, 2- and 4-GPU jobs arriving together, rounds of 120 s so Gavel reshuffles often:
     # the jobs each round leaves waiting are packed (unequal sizes too) and coordinated, never against the rule
-    rows = [{"num_gpus": n, "model": m, "iterations": it, "submit_s": float(i)}
-            for i, (n, m, it) in enumerate([(4, "a", 4000), (2, "b", 3000), (1, "a", 2000), (1, "b", 2500),
-                                             (2, "a", 1500), (4, "b", 3000), (1, "a", 800), (2, "b", 1200),
-                                             (1, "b", 900), (2, "a", 700), (4, "a", 600), (1, "a", 500)])]
+    rows = MIXED_SIZES
     eng = build([("fast", 4, 2)], rows, xi=1.4, tick_s=30.0, calibration_overhead_s=3.6)
     sets: list[int] = []
 
@@ -106,10 +110,7 @@ def test_equal_packing_option_packs_only_equal_sizes(build: Any) -> None:
     # the case above with unequal=False (and both mechanisms off): Gavel with conservative packing, the
     # baseline of gimbal §7.2-7.3. Jobs are still packed, but only beside running jobs of their own size, on
     # exactly their GPUs, and nothing is squeezed.
-    rows = [{"num_gpus": n, "model": m, "iterations": it, "submit_s": float(i)}
-            for i, (n, m, it) in enumerate([(4, "a", 4000), (2, "b", 3000), (1, "a", 2000), (1, "b", 2500),
-                                             (2, "a", 1500), (4, "b", 3000), (1, "a", 800), (2, "b", 1200),
-                                             (1, "b", 900), (2, "a", 700), (4, "a", 600), (1, "a", 500)])]
+    rows = MIXED_SIZES
     eng = build([("fast", 4, 2)], rows, xi=1.4, tick_s=30.0, calibration_overhead_s=3.6)
     pol = make_policy("gavel+gimbal", round_s=120.0, predictor=StubPredictor(1.4), unequal=False, lgrr=False,
                       liss=False)
