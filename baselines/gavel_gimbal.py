@@ -3,9 +3,10 @@ Gimbal's relaxed packing on Gavel's placement and Gimbal's makespan coordination
 
 How packing sets form under Gavel. The paper's original Gavel packs by its optimization problem and
 round-robins the highest-priority job pairs, equal GPU counts only; the Gimbal-enhanced one is "relaxed for more
-aggressive packing decisions" with the equal-size restriction removed (§7.1-7.2). Gavel's packed LP here
-(``gavel-packed``) has max-min fairness only and pairs equal sizes only, and the comparison gimbal §7.2 makes is
-against Gavel's makespan policy, so Gimbal's packing is laid on Gavel's round decisions instead of on its LP:
+aggressive packing decisions" with the equal-size restriction removed (§7.1-7.2). Gavel's packed LP
+(``gavel-packed``, also with ``objective="makespan"``) pairs equal sizes only, so ``gavel+gimbal`` lays Gimbal's
+relaxed packing on Gavel's round decisions instead of on that LP (``gavel-packed+gimbal``, at the end of this
+module, is the other reading: Gimbal's coordination on the LP's own pairs):
 
 1. each round Gavel grants exclusive gangs exactly as ``gavel`` does (the makespan LP by default, priority =
    allocation / share of time received, deficits, the round length of the scenario or 360 s);

@@ -93,9 +93,8 @@ class GavelPacked(Gavel):
                     cp[a, b, k] = t[ti[ja], k] / xa
                     cp[b, a, k] = t[ti[jb], k] / xb
         if self.objective == "makespan":
-            rem = view.remaining_now()[active]
-            r = lp.packed_min_makespan(t, view.req_gpus[active], self.capacity, rem, cp[cls][:, cls])[1]
-            cp = cp[cls][:, cls]
+            cp = cp[cls][:, cls]  # every job its own class: the steps left differ
+            r = lp.packed_min_makespan(t, view.req_gpus[active], self.capacity, view.remaining_now()[active], cp)[1]
             members = [[j] for j in active]
         else:
             r = lp.packed_max_min_fairness(t, view.req_gpus[active], self.capacity, cls, cp)

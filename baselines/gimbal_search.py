@@ -10,10 +10,10 @@
 * **Algorithm 1** (:class:`SetSearch`, driven by :class:`Coordinator` at every runtime-monitoring tick, 30 s in
   the gimbal scenarios): split a packing set into ``{J_max}`` and the rest, the lower-priority subset is
   squeezed one ``granularity`` (10% of the GPU by default) per tick (LGRR, paying the engine's switch
-  overhead), or, when ``J_max`` is the
-  low-priority one and has stragglers, its slow workers are relieved by sample stealing (LISS, free) and its
-  fast ones squeezed; each step's gain is the change of the local objective; three consecutive steps without
-  gain end the search (early exit) and the shares go back to the best point seen.
+  overhead), or, when ``J_max`` is the low-priority one and has stragglers, its slow workers are relieved by
+  sample stealing (LISS, free) and its fast ones squeezed; each step's gain is the change of the local
+  objective; three consecutive steps without gain end the search (early exit) and the shares go back to the
+  best point seen.
 
 How the paper's priority signs are read: Algorithm 1 swells the subset of *higher* priority. Eq. 2
 (``-Utilization``) is used as printed (low-utilization jobs are swelled, big ones squeezed, §5.2's text); for
