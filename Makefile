@@ -4,12 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench clean lock
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 ## The default leaderboard: every reference policy on the embedded tiny scenario (load 1 and 2), 10 seeds, ranked
@@ -26,6 +26,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/gpucluster bench
+
+## Re-pin constraints.txt to what .venv has now (after an intended upgrade; run `make test` and commit both).
+lock: $(STAMP)
+	{ sed -n '1,3p' constraints.txt; $(BIN)/python -m pip freeze --exclude-editable | sed 's/+cpu$$//'; } > constraints.tmp
+	mv constraints.tmp constraints.txt
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

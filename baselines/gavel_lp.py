@@ -191,7 +191,11 @@ def equal_share_throughputs(throughputs: np.ndarray, capacity: np.ndarray) -> np
     total = c.sum()
     if total <= 0:
         raise ValueError("capacity: the cluster has no GPUs")
-    return t @ (c / total)
+    w = c / total
+    out = np.zeros(t.shape[:-1])
+    for k in range(t.shape[-1]):  # type by type, in a fixed order: no BLAS product, whose rounding depends on the CPU
+        out += t[..., k] * w[k]
+    return out
 
 
 def isolated_throughputs(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> np.ndarray:

@@ -87,14 +87,14 @@ def _row_problems(df: pd.DataFrame, catalog: Catalog, cluster: ClusterSpec) -> l
     if known.any():
         types = cluster.gpus_by_type()
         mem_t = np.array([catalog.gpu_type(t).memory_gb for t in types])
-        count_t = np.array(list(types.values()), dtype=float)
+        count_t = np.array(list(types.values()), dtype=np.int64)
         base = np.array([catalog.models[m].mem_base_gb if ok else 0.0 for m, ok in zip(models, known, strict=True)])
         slope = np.array([catalog.models[m].mem_per_sample_gb if ok else 0.0
                           for m, ok in zip(models, known, strict=True)])
         with np.errstate(invalid="ignore", divide="ignore"):
             micro = np.where(b >= 1, b / np.exp2(np.floor(np.log2(np.maximum(b, 1.0)))), 1.0)
         fp_min = base + slope * micro
-        room = (fp_min[:, None] <= mem_t[None, :] + 1e-9).astype(float) @ count_t
+        room = (fp_min[:, None] <= mem_t[None, :] + 1e-9).astype(np.int64) @ count_t  # integers: no BLAS
         checks.append((known & (room == 0),
                        lambda i: f"field 'model': {str(models[i])!r} does not fit in the memory of any GPU of the "
                                  "cluster "

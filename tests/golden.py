@@ -12,10 +12,15 @@ Two families of cases:
 Each case stores the trace note of the run it was recorded on (the real trace or the synthetic stand-in); a
 case whose trace differs on this machine (e.g. ``../shared/data`` absent) is skipped, not failed.
 
+The hashes hold on every machine: no result may depend on the BLAS kernel, the thread count or the CPU's vector
+units (``test_golden_portable`` replays every case under several OpenBLAS kernels, thread counts and numpy/numba
+CPU targets and compares).
+
 Regenerate after an intended change of results (and say why in the commit)::
 
     .venv/bin/python -m tests.golden --write          # all cases
     .venv/bin/python -m tests.golden --write env:tiny:0
+    .venv/bin/python -m tests.golden --hashes [CASE ...]   # print this machine's hashes as JSON
 """
 
 from __future__ import annotations
@@ -186,6 +191,15 @@ def load() -> dict[str, dict[str, str]]:
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--hashes":  # {case: {hash, trace}} as JSON, for the cross-machine test
+        only = argv[1:]
+        out = {}
+        for c in all_cases():
+            if not only or c in only:
+                digest, note = run_case(c)
+                out[c] = {"hash": digest, "trace": note}
+        print(json.dumps(out))
+        return 0
     if not argv or argv[0] != "--write":
         print(__doc__)
         return 2

@@ -253,7 +253,7 @@ def build_xi_table(gd: GavelData, models: dict | None = None) -> dict:
     from .demand import REFERENCE_TYPE, demand_on, fit_exponent
     from .gpus import GPU_TYPES
     from .models import MODELS
-    from .xi_model import REGRESSION_TERMS, regression_row
+    from .xi_model import REGRESSION_TERMS, regression_log_xi, regression_row
 
     models = models or MODELS
     exponent = fit_exponent(gd, {f: models[m] for f, m in FAMILY_MODEL.items()}, GPU_TYPES)
@@ -271,7 +271,7 @@ def build_xi_table(gd: GavelData, models: dict | None = None) -> dict:
                     table[f"{ma}|{mb}"] = round(xi[(ja, jb)], 4)
                     pa, pb = models[ma], models[mb]
                     da, db = (demand_on(q, GPU_TYPES[gpu], ref, exponent) for q in (pa, pb))
-                    pred = float(pooled @ regression_row(pa, pb, da, db))
+                    pred = regression_log_xi(pooled, regression_row(pa, pb, da, db))
                     resid.setdefault(f"{ma}|{mb}", []).append(math.log(max(xi[(ja, jb)], 1.0)) - pred)
         measured[gpu] = table
     return {

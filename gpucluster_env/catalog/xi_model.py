@@ -51,6 +51,15 @@ def regression_row(a: ModelProfile, b: ModelProfile, demand_a: float, demand_b: 
     return np.array([excess, excess * a.features[0], excess * demand_b, mem(a, batch_a) * mem(b, batch_b)])
 
 
+def regression_log_xi(weights: np.ndarray | list[float], row: np.ndarray | list[float]) -> float:
+    """The regression's ``log xi`` (before the pair's offset): ``w . row`` summed term by term in a fixed order
+    with Python floats, never through a BLAS product, whose kernel (chosen per CPU) may round differently."""
+    total = 0.0
+    for w, r in zip(np.asarray(weights, float).tolist(), np.asarray(row, float).tolist(), strict=True):
+        total += w * r
+    return total
+
+
 def type_demand(p: ModelProfile, gpu_type: str, exponent: float) -> float:
     """``p``'s demand on a catalog GPU type (:func:`.demand.demand_on`); its reference demand on other types."""
     if gpu_type not in GPU_TYPES:
@@ -119,7 +128,7 @@ class MeasuredInterference:
         x = self.measured.get(gpu_type, {}).get(key)
         if x is None:
             row = regression_row(a, b, self.demand(a, gpu_type), self.demand(b, gpu_type))
-            x = math.exp(float(self.pooled @ row) + self.offset.get(key, 0.0))
+            x = math.exp(regression_log_xi(self.pooled, row) + self.offset.get(key, 0.0))
         return max(1.0, float(x)) if math.isfinite(x) else 1.0
 
     def pair_xi(self, a: ModelProfile, b: ModelProfile, gpu_type: str) -> tuple[float, float]:

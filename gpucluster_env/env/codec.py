@@ -230,7 +230,7 @@ class ActionCodec:
             return ok
         fits = eng.fits_type[pending]  # (n_p, T)
         np.logical_and(fits, free_t >= need[:, None], out=block[:, :T])
-        placeable = fits @ free_t >= need  # free GPUs of the types it fits, all together: the "any" column
+        placeable = fits @ free_t >= need  # free GPUs of the types it fits, together ("any"); integers: no BLAS
         block[:, T] = placeable
         return placeable
 
