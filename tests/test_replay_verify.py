@@ -232,3 +232,40 @@ def test_a_corrupt_gzip_record_is_refused_in_one_line(records, tmp_path, capsys)
     assert main(["replay", str(path), "--verify"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"{path}: line " in err and "unreadable" in err, err
+
+
+def test_records_of_other_action_layouts_and_pending_orders_verify(tmp_path):
+    """The environment settings that change what an int action means (``action_layout``, ``pending_order``,
+    ``min_run_s``; rl-castor-philly's model runs with ``pending_order="remaining"``) are in the header, so such
+    a record replays; saying otherwise in the header fails it."""
+    import numpy as np
+
+    from gpucluster_env.env import GPUClusterEnv
+    from gpucluster_env.replay.recorder import RecordingWrapper
+
+    env = RecordingWrapper(GPUClusterEnv("tiny", scenario_options={"num_jobs": 12}, action_layout="full",
+                                         pending_order="remaining", min_run_s=120.0, observation="none"),
+                           tmp_path / "ep.jsonl", policy="rollout")
+    env.reset(seed=4)
+    rng = np.random.default_rng(2)
+    done = False
+    while not done:
+        valid = np.flatnonzero(env.unwrapped.action_masks())
+        a = int(rng.choice(valid[1:])) if len(valid) > 1 and rng.random() < 0.5 else 0
+        _, _, term, trunc, _ = env.step(a)
+        done = term or trunc
+    lines = [json.loads(x) for x in env.written[0].read_text().splitlines()]
+    assert {k: lines[0]["env"][k] for k in ("action_layout", "pending_order", "min_run_s")} == {
+        "action_layout": "full", "pending_order": "remaining", "min_run_s": 120.0}
+    res = verify_record(read_record(env.written[0]))
+    assert res.ok and "policy 'rollout' is not a registered one" in res.message, res.message
+    for key, other in (("pending_order", "queue"), ("action_layout", "compact")):
+        forged = copy.deepcopy(lines)
+        forged[0]["env"][key] = other
+        res = verify_record(read_record(_write(forged, tmp_path / f"{key}.jsonl")))
+        assert not res.ok and "\n" not in res.message, (key, res.message)
+    # a record from before these settings were written replays with the environment's defaults
+    old = copy.deepcopy(lines)
+    for k in ("action_layout", "pending_order", "min_run_s"):
+        del old[0]["env"][k]
+    assert not verify_record(read_record(_write(old, tmp_path / "old.jsonl"))).ok
