@@ -269,3 +269,15 @@ def test_records_of_other_action_layouts_and_pending_orders_verify(tmp_path):
     for k in ("action_layout", "pending_order", "min_run_s"):
         del old[0]["env"][k]
     assert not verify_record(read_record(_write(old, tmp_path / "old.jsonl"))).ok
+
+
+def test_a_cli_record_names_the_options_it_ran_with(tmp_path, capsys):
+    """``run --option`` changes the scenario: the header's ``scenario_options`` say so (they were ``{}``), and
+    the record verifies from the command line."""
+    path = tmp_path / "o.jsonl"
+    assert main(["run", "--scenario", "tiny", "--option", "num_jobs=6", "--option", "load=2.0", "--policy", "sjf",
+                 "--record", str(path), "--json"]) == 0
+    assert read_record(path).header["scenario_options"] == {"num_jobs": 6, "load": 2.0}
+    capsys.readouterr()
+    assert main(["replay", str(path), "--verify"]) == 0
+    assert capsys.readouterr().out.startswith(f"{path}: ok: ")
