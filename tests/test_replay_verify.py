@@ -281,3 +281,28 @@ def test_a_cli_record_names_the_options_it_ran_with(tmp_path, capsys):
     capsys.readouterr()
     assert main(["replay", str(path), "--verify"]) == 0
     assert capsys.readouterr().out.startswith(f"{path}: ok: ")
+
+
+@pytest.mark.parametrize("action, needle", [
+    ({"type": "place", "job": "x", "gpus": [0]}, "'job' must be an integer >= 0"),
+    ({"type": "place", "job": 0, "gpu_type": 5}, "'gpu_type' must be a GPU type name"),
+    ({"type": "place", "job": 0, "gpus": "ab"}, "'gpus' must be a list of GPU indices"),
+    ({"type": "place", "job": 0, "accumulation": True}, "'accumulation' must be an integer >= 0"),
+])
+def test_a_mistyped_action_is_refused_naming_its_line(records, tmp_path, action, needle):
+    lines = copy.deepcopy(records["fifo"])
+    k = _kind(lines, "act")
+    lines[k]["a"] = action
+    with pytest.raises(RecordError, match=rf"bad\.jsonl: line {k + 1}: bad place action .*: {needle}"):
+        read_record(_write(lines, tmp_path / "bad.jsonl"))
+
+
+def test_an_action_the_replay_refuses_fails_in_one_line(records, tmp_path):
+    """An agent's (unregistered) record whose action names a GPU type the cluster lacks: the replay refuses it
+    (it was an internal error)."""
+    lines = copy.deepcopy(records["fifo"])
+    lines[0]["policy"] = "agent"
+    lines[_kind(lines, "act")]["a"] = {"type": "place", "job": 0, "gpu_type": "Z9"}
+    res = verify_record(read_record(_write(lines, tmp_path / "a.jsonl")))
+    assert not res.ok and "\n" not in res.message
+    assert res.message.startswith("action 0 (") or res.message.startswith("event 1:"), res.message

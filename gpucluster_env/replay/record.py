@@ -123,12 +123,31 @@ def action_from_json(a: Any) -> Any:
     if isinstance(a, int) and not isinstance(a, bool):
         return a
     if isinstance(a, dict) and a.get("type") in _TYPED:
+        bad = next((k for k, v in a.items() if k != "type" and not _action_field_ok(k, v)), None)
+        if bad is not None:
+            raise ValueError(f"bad {a['type']} action {a}: {bad!r} must be "
+                             f"{_ACTION_FIELD_TYPES.get(bad, 'an integer >= 0')}")
         kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items() if k != "type"}
         try:
             return _TYPED[a["type"]](**kw)
         except TypeError as e:
             raise ValueError(f"bad {a['type']} action {a}: {e}") from None
     raise ValueError(f"not an action: {a!r}")
+
+
+_ACTION_FIELD_TYPES = {"gpus": "a list of GPU indices", "gpu_type": "a GPU type name", "on": "true or false"}
+
+
+def _action_field_ok(name: str, v: Any) -> bool:
+    """Whether ``v`` is of the type a typed action's field ``name`` holds (every other field is an index or a
+    count: an integer >= 0)."""
+    if name == "gpus":
+        return isinstance(v, list) and all(_is_int(g) for g in v)
+    if name == "gpu_type":
+        return isinstance(v, str)
+    if name == "on":
+        return isinstance(v, bool)
+    return _is_int(v)
 
 
 def event_dict(t: float, kind: str, job: int, extra: dict[str, Any] | None) -> dict[str, Any]:

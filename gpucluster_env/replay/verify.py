@@ -283,7 +283,7 @@ def _verify(rec: Record) -> VerifyResult:
         try:
             action = action_from_json(a)
             obs, _, term, trunc, info = env.step(action)
-        except ValueError as e:
+        except (ValueError, TypeError, IndexError, KeyError) as e:  # an action the environment refuses
             return VerifyResult(False, f"action {i} ({a}) failed on replay: {str(e).splitlines()[0]}", checked, i,
                                 checked)
         capture.step(action)
