@@ -132,7 +132,6 @@ FORGERIES: list[tuple[str, str, Callable[[Lines], None], str]] = [
      "rate sample 3 (t="),
     ("rate xi", "random", _rate(lambda x, i: x[i]["jobs"][0].__setitem__(3, 9.99)),
      ").jobs[0][3]: record has 9.99, replay has"),
-    ("rate junk", "fifo", _rate(lambda x, i: x[i].__setitem__("jobs", [["junk"]])), "rate sample 3"),
     ("rate sample duplicated", "fifo", _rate(lambda x, i: x.insert(i, x[i])), "rate sample"),
     ("rate moved past an action", "fifo", _move_after_next_act("rate"), "record has it after action"),
     ("metric deleted", "fifo", _metric("avg_jct_s", delete=True), "metric avg_jct_s: the record lacks it"),
@@ -144,7 +143,6 @@ FORGERIES: list[tuple[str, str, Callable[[Lines], None], str]] = [
     ("count of events", "random", _metric("events", 1), "metric events: record has 1"),
     ("count of jobs", "fifo", _metric("jobs", 41), "metric jobs: record has 41, replay has 40"),
     ("end", "fifo", _metric("end", "truncated"), 'metric end: record has "truncated", replay has "terminated"'),
-    ("colocations as bool", "fifo", _metric("colocations", False), "metric colocations: record has false"),
 ]
 
 
@@ -306,3 +304,25 @@ def test_an_action_the_replay_refuses_fails_in_one_line(records, tmp_path):
     res = verify_record(read_record(_write(lines, tmp_path / "a.jsonl")))
     assert not res.ok and "\n" not in res.message
     assert res.message.startswith("action 0 (") or res.message.startswith("event 1:"), res.message
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda x: x[_kind(x, "act")].update(gpus=[0]), r"act line with unknown key\(s\) 'gpus'"),
+    (lambda x: x[_kind(x, "rate")].update(zz=1), r"rate line with unknown key\(s\) 'zz'"),
+    (lambda x: x[_kind(x, "rate")].update(jobs=[["junk"]]), r"rate sample entry 0 is not \[job, remaining"),
+    (lambda x: x[_kind(x, "rate")]["jobs"][0].__setitem__(0, 99), r"rate sample entry 0 is not"),
+    (lambda x: x[_kind(x, "rate")]["jobs"][0].__setitem__(2, "fast"), r"rate sample entry 0 is not"),
+    (lambda x: x[-1].update(colocations=False), r"metric 'colocations': expected a number or null, got false"),
+    (lambda x: x[-1].update(avg_jct_s="x"), r"metric 'avg_jct_s': expected a number or null, got \"x\""),
+    (lambda x: x[-1].update(end=5), r"metric 'end': expected 'terminated', 'truncated' or 'wrapper', got 5"),
+])
+def test_a_malformed_line_is_refused_naming_it(records, tmp_path, capsys, edit, needle):
+    """Lines the viewer reads as well as --verify: an unknown key, a junk rate entry or a metric of the wrong
+    type is refused when the file is read (``--no-live`` failed on some without naming the file)."""
+    lines = copy.deepcopy(records["fifo"])
+    edit(lines)
+    path = _write(lines, tmp_path / "bad.jsonl")
+    with pytest.raises(RecordError, match=rf"^{path}: line \d+: {needle}"):
+        read_record(path)
+    assert main(["replay", str(path), "--no-live"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -352,9 +352,30 @@ def _check_header(d: dict[str, Any], name: str) -> dict[str, Any]:
     return d
 
 
+_LINE_KEYS = {"act": frozenset({"kind", "a"}), "rate": frozenset({"kind", "t", "jobs"})}
+_METRIC_TYPES = {"end": "'terminated', 'truncated' or 'wrapper'"}
+
+
+def _metric_ok(key: str, v: Any) -> bool:
+    """A version 2 metrics line's value: the engine's metrics and the counts are numbers (NaN written null),
+    ``end`` says how the episode ended."""
+    if key == "end":
+        return v in ("terminated", "truncated", "wrapper")
+    return v is None or _is_num(v)
+
+
+def _rate_entry_ok(x: Any, n_jobs: int) -> bool:
+    """``[job, remaining, rate, xi, active_from]`` of a rate sample."""
+    return (isinstance(x, list) and len(x) == 5 and _is_int(x[0]) and x[0] < n_jobs and _is_num(x[1])
+            and _is_num(x[2]) and (x[3] is None or _is_num(x[3])) and _is_num(x[4]))
+
+
 def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) -> None:
     kind = d.get("kind")
     n_jobs = len(rec.header["jobs"])
+    if kind in _LINE_KEYS and not d.keys() <= _LINE_KEYS[kind]:
+        extra = ", ".join(repr(k) for k in d if k not in _LINE_KEYS[kind])
+        raise RecordError(f"{name}: line {n}: {kind} line with unknown key(s) {extra}")
     if kind == "act":
         if "a" not in d:
             raise RecordError(f"{name}: line {n}: action line without 'a'")
@@ -365,11 +386,22 @@ def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) ->
         rec.actions.append(d["a"])
         rec.steps.append(len(rec.events))
     elif kind == "rate":
-        if not isinstance(d.get("t"), int | float) or not isinstance(d.get("jobs"), list):
+        if not _is_num(d.get("t")) or not isinstance(d.get("jobs"), list):
             raise RecordError(f"{name}: line {n}: rate sample needs 't' and 'jobs'")
+        bad = next((i for i, x in enumerate(d["jobs"]) if not _rate_entry_ok(x, n_jobs)), None)
+        if bad is not None:
+            raise RecordError(f"{name}: line {n}: rate sample entry {bad} is not [job, remaining, rate, xi, "
+                              f"active_from] (a job index, numbers, xi a number or null): "
+                              f"{json.dumps(d['jobs'][bad])[:80]}")
         rec.rates.append(d)
         rec.rate_steps.append(len(rec.actions))
     elif kind == "metrics":
+        if rec.version >= 2:
+            bad_metric = next((k for k, v in d.items() if k != "kind" and not _metric_ok(k, v)), None)
+            if bad_metric is not None:
+                raise RecordError(f"{name}: line {n}: metric {bad_metric!r}: expected "
+                                  f"{_METRIC_TYPES.get(bad_metric, 'a number or null')}, got "
+                                  f"{json.dumps(d[bad_metric])[:80]}")
         rec.metrics = {k: v for k, v in d.items() if k != "kind"}
     elif kind in EVENT_KINDS:
         t, job = d.get("t"), d.get("job")
