@@ -326,3 +326,17 @@ def test_a_malformed_line_is_refused_naming_it(records, tmp_path, capsys, edit, 
         read_record(path)
     assert main(["replay", str(path), "--no-live"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_policy_that_cannot_act_in_the_header_s_world_fails_in_one_line(records, tmp_path, monkeypatch):
+    """The header's policy raising on the replayed state (rl-castor-philly under a header saying
+    ``observation: "none"`` did: an internal error) fails verification naming the action and the policy."""
+    from gpucluster_env.baselines import POLICIES
+
+    def act(self, observation, env):
+        raise IndexError("only integers are valid indices")
+
+    monkeypatch.setattr(POLICIES["fifo"], "act", act)
+    res = verify_record(read_record(_write(records["fifo"], tmp_path / "f.jsonl")))
+    assert not res.ok and res.message == ("action 0: policy 'fifo' of the header cannot act in the replay "
+                                          "(IndexError: only integers are valid indices)"), res.message

@@ -274,7 +274,12 @@ def _verify(rec: Record) -> VerifyResult:
                                 checked if checked < len(expected) else None)
         if policy is not None:
             while not chosen:
-                acts = policy.act(obs, env)
+                try:
+                    acts = policy.act(obs, env)
+                except Exception as e:  # e.g. a header whose settings the policy cannot act in
+                    text = str(e).splitlines()[0] if str(e) else ""
+                    return VerifyResult(False, f"action {i}: policy {h['policy']!r} of the header cannot act in the "
+                                               f"replay ({type(e).__name__}: {text})", checked, i)
                 chosen = list(acts) if isinstance(acts, list) else [acts]
             want = _json(action_to_json(chosen.pop(0)))
             if first_difference(a, want, ""):
