@@ -9,12 +9,15 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..env.cluster_env import GPUClusterEnv
 from ..scenarios import Scenario
 from .record import Record, RecordError, action_from_json, action_to_json, event_dict
 from .recorder import EpisodeCapture, header_of, package_versions
+
+if TYPE_CHECKING:
+    from ..baselines.base import Policy
 
 INFORMATIONAL = frozenset({"package_version", "versions"})
 """Header keys a replay does not check: what made the record (a failure's note names those that differ)."""
@@ -34,7 +37,8 @@ class VerifyResult:
     mismatch_event: int | None = None
 
 
-def _header_error(header: dict[str, Any], where: str, key: str, e: BaseException) -> RecordError:
+def _header_error(where: str, key: str, e: BaseException) -> RecordError:
+    """A :class:`RecordError` naming the file, line 1 and the header ``key`` the replay could not use."""
     text = str(e).splitlines()[0] if str(e) else type(e).__name__
     return RecordError(f"{where}: line 1: header {key!r}: {text}")
 
@@ -42,7 +46,7 @@ def _header_error(header: dict[str, Any], where: str, key: str, e: BaseException
 _BAD_INPUT = (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError)
 
 
-def _scenario(header: dict[str, Any], where: str) -> Scenario | str:
+def _scenario(header: dict[str, Any], where: str) -> Scenario:
     spec = header.get("scenario_spec")
     if isinstance(spec, str):  # the whole scenario (a scenario file, or a trace file on a given cluster)
         from ..scenario_files import scenario_from_toml
@@ -50,20 +54,20 @@ def _scenario(header: dict[str, Any], where: str) -> Scenario | str:
         try:
             return scenario_from_toml(spec, source="the record's scenario")
         except _BAD_INPUT as e:
-            raise _header_error(header, where, "scenario_spec", e) from None
+            raise _header_error(where, "scenario_spec", e) from None
     from ..scenarios import get_scenario
 
     try:
         sc = get_scenario(header["scenario"])
     except _BAD_INPUT as e:
-        raise _header_error(header, where, "scenario", e) from None
+        raise _header_error(where, "scenario", e) from None
     try:
         return sc.with_options(**header["scenario_options"]) if header["scenario_options"] else sc
     except _BAD_INPUT as e:
-        raise _header_error(header, where, "scenario_options", e) from None
+        raise _header_error(where, "scenario_options", e) from None
 
 
-def header_policy(header: dict[str, Any], where: str = "record") -> Any:
+def header_policy(header: dict[str, Any], where: str = "record") -> Policy | None:
     """The policy the header names, built with its options, or None when the name is not a registered policy
     (an RL agent, a hand-written rollout: its actions can only be replayed as recorded). A registered name
     with options it refuses is a :class:`RecordError` naming ``policy_options``."""
@@ -74,10 +78,10 @@ def header_policy(header: dict[str, Any], where: str = "record") -> Any:
     try:
         return make_policy(header["policy"], **header["policy_options"])
     except _BAD_INPUT as e:
-        raise _header_error(header, where, "policy_options", e) from None
+        raise _header_error(where, "policy_options", e) from None
 
 
-def build_env(header: dict[str, Any], where: str = "record", policy: Any = None) -> GPUClusterEnv:
+def build_env(header: dict[str, Any], where: str = "record", policy: Policy | None = None) -> GPUClusterEnv:
     """A fresh environment as the record's header describes it (scenario and options, settings, catalog);
     ``policy``: the header's (:func:`header_policy`), for a ``policy`` catalog. A header value the environment
     refuses is a :class:`RecordError` naming the file (``where``), line 1 and the key."""
@@ -88,17 +92,17 @@ def build_env(header: dict[str, Any], where: str = "record", policy: Any = None)
     if catalog == "policy":
         settings["catalog"] = policy.env_kwargs().get("catalog") if policy is not None else None
         if settings["catalog"] is None:
-            raise _header_error(header, where, "catalog", ValueError(
+            raise _header_error(where, "catalog", ValueError(
                 f"'policy' needs a registered policy that brings its own catalog; {header['policy']!r} does not"))
     elif catalog != "default":
-        raise _header_error(header, where, "catalog", ValueError(
+        raise _header_error(where, "catalog", ValueError(
             f"record was made with a {catalog!r} catalog, which a replay cannot rebuild"))
     sc = _scenario(header, where)
     try:
         return GPUClusterEnv(sc, **settings)
     except _BAD_INPUT as e:
         key = "scenario_spec" if isinstance(e, OSError) and "scenario_spec" in header else "env"
-        raise _header_error(header, where, key, e) from None
+        raise _header_error(where, key, e) from None
 
 
 def _reset(env: GPUClusterEnv, header: dict[str, Any], where: str) -> Any:
@@ -111,7 +115,7 @@ def _reset(env: GPUClusterEnv, header: dict[str, Any], where: str) -> Any:
         rng = np.random.Generator(getattr(np.random, header["rng_state"]["bit_generator"])())
         rng.bit_generator.state = header["rng_state"]
     except _BAD_INPUT as e:
-        raise _header_error(header, where, "rng_state", e) from None
+        raise _header_error(where, "rng_state", e) from None
     env.np_random = rng
     obs, _ = env.reset()
     return obs
