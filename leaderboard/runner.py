@@ -38,7 +38,7 @@ def run_episode(
     if record is not None:
         from ..replay.recorder import RecordingWrapper
 
-        stepper = RecordingWrapper(env, record, pol.name, pol.options, scenario_options or {})
+        stepper = RecordingWrapper(env, record, pol.name, pol.options)
     t0 = time.perf_counter()
     obs, info = stepper.reset(seed=seed)
     pol.reset(env)

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import tempfile
+import zlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
@@ -67,7 +68,8 @@ class RecordError(ValueError):
 class Record:
     """An episode record in memory. ``events`` are the event log's dicts; ``actions`` the actions in the form
     :func:`action_from_json` reads; ``steps[i]`` is how many events had been logged before action ``i`` (so
-    action ``i`` caused events ``steps[i]:steps[i + 1]``); ``rates`` the rate samples."""
+    action ``i`` caused events ``steps[i]:steps[i + 1]``); ``rates`` the rate samples. The header's keys
+    and types are those of :data:`HEADER_FIELDS`."""
 
     header: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -78,6 +80,8 @@ class Record:
     path: str = ""
     event_lines: list[int] = field(default_factory=list)
     """The file's line number of each event (for errors found when the events are replayed)."""
+    rate_steps: list[int] = field(default_factory=list)
+    """``rate_steps[i]``: how many actions came before rate sample ``i`` in the file."""
 
     @property
     def num_gpus(self) -> int:
@@ -119,12 +123,31 @@ def action_from_json(a: Any) -> Any:
     if isinstance(a, int) and not isinstance(a, bool):
         return a
     if isinstance(a, dict) and a.get("type") in _TYPED:
+        bad = next((k for k, v in a.items() if k != "type" and not _action_field_ok(k, v)), None)
+        if bad is not None:
+            raise ValueError(f"bad {a['type']} action {a}: {bad!r} must be "
+                             f"{_ACTION_FIELD_TYPES.get(bad, 'an integer >= 0')}")
         kw = {k: (tuple(v) if isinstance(v, list) else v) for k, v in a.items() if k != "type"}
         try:
             return _TYPED[a["type"]](**kw)
         except TypeError as e:
             raise ValueError(f"bad {a['type']} action {a}: {e}") from None
     raise ValueError(f"not an action: {a!r}")
+
+
+_ACTION_FIELD_TYPES = {"gpus": "a list of GPU indices", "gpu_type": "a GPU type name", "on": "true or false"}
+
+
+def _action_field_ok(name: str, v: Any) -> bool:
+    """Whether ``v`` is of the type a typed action's field ``name`` holds (every other field is an index or a
+    count: an integer >= 0)."""
+    if name == "gpus":
+        return isinstance(v, list) and all(_is_int(g) for g in v)
+    if name == "gpu_type":
+        return isinstance(v, str)
+    if name == "on":
+        return isinstance(v, bool)
+    return _is_int(v)
 
 
 def event_dict(t: float, kind: str, job: int, extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -199,7 +222,7 @@ def read_record(path: str | Path) -> Record:
                     n_gpus = rec.num_gpus
                 else:
                     _add_line(rec, d, name, n, n_gpus)
-    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile) as e:
+    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile, zlib.error) as e:
         if isinstance(e, FileNotFoundError | IsADirectoryError | PermissionError):
             raise
         raise RecordError(f"{name}: line {n + 1}: unreadable ({type(e).__name__}: {e})") from None
@@ -210,28 +233,149 @@ def read_record(path: str | Path) -> Record:
     return rec
 
 
+def _is_int(v: Any, lo: int = 0) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v >= lo
+
+
+def _is_num(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _is_dict(v: Any) -> bool:
+    return isinstance(v, dict)
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One header key: whether every version 2 record has it, the check of its value, and what it accepts."""
+
+    required: bool
+    ok: Any
+    accepts: str
+
+
+_ENV_FIELDS: dict[str, _Field] = {
+    "n_pending": _Field(True, lambda v: _is_int(v, 1), "a positive integer"),
+    "n_running": _Field(True, lambda v: _is_int(v, 1), "a positive integer"),
+    "n_accum": _Field(True, lambda v: _is_int(v, 1), "a positive integer"),
+    "observation": _Field(True, _is_str, "a string"),
+    "objective": _Field(True, _is_str, "a string"),
+    "reward_scale": _Field(True, lambda v: _is_num(v) and v > 0, "a positive number"),
+    "invalid_action": _Field(True, _is_str, "a string"),
+    "actions": _Field(True, lambda v: isinstance(v, list) and all(map(_is_str, v)), "a list of action kinds"),
+    "max_sim_time_s": _Field(True, lambda v: v is None or (_is_num(v) and v > 0), "a positive number or null"),
+    # written since the record carried them; a record without them was made with the environment's defaults
+    "action_layout": _Field(False, _is_str, "a string"),
+    "min_run_s": _Field(False, lambda v: _is_num(v) and v >= 0, "a number >= 0"),
+    "pending_order": _Field(False, _is_str, "a string"),
+}
+"""The environment settings a record's ``env`` holds (:func:`~gpucluster_env.replay.recorder.env_settings`)."""
+
+_JOB_FIELDS: dict[str, _Field] = {
+    "id": _Field(True, lambda v: v is None or _is_str(v) or _is_int(v, -(2**63)), "a string or an integer"),
+    "model": _Field(True, _is_str, "a model name"),
+    "gpus": _Field(True, lambda v: _is_int(v, 1), "a positive integer"),
+    "submit_s": _Field(True, lambda v: _is_num(v) and v >= 0, "a number of seconds >= 0"),
+    "iterations": _Field(True, lambda v: _is_num(v) and v > 0, "a positive number"),
+}
+
+
+def _is_node(v: Any) -> bool:
+    return isinstance(v, list) and len(v) == 2 and _is_str(v[0]) and _is_int(v[1], 1)
+
+
+HEADER_FIELDS: dict[str, _Field] = {
+    "format": _Field(True, lambda v: v == RECORD_FORMAT, f"{RECORD_FORMAT!r}"),
+    "version": _Field(True, lambda v: _is_int(v) and v in READABLE_VERSIONS, "a record version"),
+    "package_version": _Field(True, _is_str, "a version string"),
+    "versions": _Field(False, lambda v: _is_dict(v) and all(x is None or _is_str(x) for x in v.values()),
+                       "an object of package versions"),
+    "scenario": _Field(True, _is_str, "a scenario name"),
+    "scenario_options": _Field(True, _is_dict, "an object of scenario options"),
+    "scenario_spec": _Field(False, _is_str, "a scenario as TOML text"),
+    "seed": _Field(True, lambda v: v is None or _is_int(v), "an integer >= 0 or null"),
+    "rng_state": _Field(False, lambda v: _is_dict(v) and _is_str(v.get("bit_generator")),
+                        "a numpy bit generator state"),
+    "policy": _Field(True, _is_str, "a policy name"),
+    "policy_options": _Field(True, _is_dict, "an object of policy options"),
+    "env": _Field(True, _is_dict, "an object of environment settings"),
+    "catalog": _Field(True, lambda v: v in ("default", "policy", "custom"), "'default', 'policy' or 'custom'"),
+    "trace": _Field(True, lambda v: v is None or _is_str(v), "a string"),
+    "cluster": _Field(True, lambda v: isinstance(v, list) and len(v) > 0 and all(map(_is_node, v)),
+                      "a list of [gpu_type, gpus] nodes"),
+    "share_step": _Field(False, lambda v: _is_num(v) and 0 < v <= 1, "a number in (0, 1]"),
+    "jobs": _Field(True, lambda v: isinstance(v, list) and all(map(_is_dict, v)), "a list of job objects"),
+}
+"""Every key of a version 2 header, typed: a key not here is refused by name (docs/replay.md)."""
+
+_V1_KEYS = ("format", "version", "scenario", "options", "policy", "policy_options", "seed", "trace", "cluster",
+            "jobs")
+
+
+def _check_fields(d: dict[str, Any], spec: dict[str, _Field], where: str) -> None:
+    """Every key of ``d`` known to ``spec``, the required ones there, each value of its type; else
+    :class:`RecordError` naming the first key that is not."""
+    unknown = [k for k in d if k not in spec]
+    if unknown:
+        raise RecordError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(spec)}")
+    missing = [k for k, f in spec.items() if f.required and k not in d]
+    if missing:
+        raise RecordError(f"{where}: lacks {', '.join(map(repr, missing))}")
+    for k, f in spec.items():
+        if k in d and not f.ok(d[k]):
+            raise RecordError(f"{where}: {k!r}: expected {f.accepts}, got {json.dumps(d[k])[:80]}")
+
+
 def _check_header(d: dict[str, Any], name: str) -> dict[str, Any]:
+    """The header ``d`` if every key is known and of its type (version 1: the keys a replay reads); else
+    :class:`RecordError` naming the file, line 1 and the key."""
     if d.get("format") != RECORD_FORMAT:
         raise RecordError(f"{name}: line 1: not a {RECORD_FORMAT} record (format {d.get('format')!r})")
-    if d.get("version") not in READABLE_VERSIONS:
+    if not HEADER_FIELDS["version"].ok(d.get("version")):
         raise RecordError(f"{name}: line 1: record version {d.get('version')!r} is not one this reader knows "
                           f"({', '.join(map(str, READABLE_VERSIONS))})")
-    missing = [k for k in ("scenario", "seed", "policy", "cluster", "jobs") if k not in d]
-    if missing:
-        raise RecordError(f"{name}: line 1: header lacks {', '.join(missing)}")
-    try:
-        for node in d["cluster"]:
-            str(node[0]), int(node[1])
-        for job in d["jobs"]:
-            int(job["gpus"]), float(job["submit_s"]), float(job["iterations"]), job["model"]
-    except (TypeError, KeyError, IndexError, ValueError) as e:
-        raise RecordError(f"{name}: line 1: malformed cluster or jobs in the header ({e!r})") from None
+    where = f"{name}: line 1: header"
+    if d["version"] == 1:
+        spec = {k: HEADER_FIELDS.get(k, _Field(True, _is_dict, "an object")) for k in _V1_KEYS}
+        spec = {k: _Field(k in ("scenario", "seed", "policy", "cluster", "jobs"), f.ok, f.accepts)
+                for k, f in spec.items()}
+        _check_fields({k: v for k, v in d.items() if k in spec}, spec, where)
+    else:
+        _check_fields(d, HEADER_FIELDS, where)
+        _check_fields(d["env"], _ENV_FIELDS, f"{where} 'env'")
+    for i, job in enumerate(d["jobs"]):
+        _check_fields(job, _JOB_FIELDS, f"{where} 'jobs': job {i}")
     return d
+
+
+_LINE_KEYS = {"act": frozenset({"kind", "a"}), "rate": frozenset({"kind", "t", "jobs"})}
+_METRIC_TYPES = {"end": "'terminated', 'truncated' or 'wrapper'"}
+
+
+def _metric_ok(key: str, v: Any) -> bool:
+    """A version 2 metrics line's value: the engine's metrics and the counts are numbers (NaN written null),
+    ``end`` says how the episode ended."""
+    if key == "end":
+        return v in ("terminated", "truncated", "wrapper")
+    return v is None or _is_num(v)
+
+
+def _rate_entry_ok(x: Any, n_jobs: int) -> bool:
+    """``[job, remaining, rate, xi, active_from]`` of a rate sample."""
+    return (isinstance(x, list) and len(x) == 5 and _is_int(x[0]) and x[0] < n_jobs and _is_num(x[1])
+            and _is_num(x[2]) and (x[3] is None or _is_num(x[3])) and _is_num(x[4]))
 
 
 def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) -> None:
     kind = d.get("kind")
     n_jobs = len(rec.header["jobs"])
+    if kind in _LINE_KEYS and not d.keys() <= _LINE_KEYS[kind]:
+        extra = ", ".join(repr(k) for k in d if k not in _LINE_KEYS[kind])
+        raise RecordError(f"{name}: line {n}: {kind} line with unknown key(s) {extra}")
     if kind == "act":
         if "a" not in d:
             raise RecordError(f"{name}: line {n}: action line without 'a'")
@@ -242,10 +386,22 @@ def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) ->
         rec.actions.append(d["a"])
         rec.steps.append(len(rec.events))
     elif kind == "rate":
-        if not isinstance(d.get("t"), int | float) or not isinstance(d.get("jobs"), list):
+        if not _is_num(d.get("t")) or not isinstance(d.get("jobs"), list):
             raise RecordError(f"{name}: line {n}: rate sample needs 't' and 'jobs'")
+        bad = next((i for i, x in enumerate(d["jobs"]) if not _rate_entry_ok(x, n_jobs)), None)
+        if bad is not None:
+            raise RecordError(f"{name}: line {n}: rate sample entry {bad} is not [job, remaining, rate, xi, "
+                              f"active_from] (a job index, numbers, xi a number or null): "
+                              f"{json.dumps(d['jobs'][bad])[:80]}")
         rec.rates.append(d)
+        rec.rate_steps.append(len(rec.actions))
     elif kind == "metrics":
+        if rec.version >= 2:
+            bad_metric = next((k for k, v in d.items() if k != "kind" and not _metric_ok(k, v)), None)
+            if bad_metric is not None:
+                raise RecordError(f"{name}: line {n}: metric {bad_metric!r}: expected "
+                                  f"{_METRIC_TYPES.get(bad_metric, 'a number or null')}, got "
+                                  f"{json.dumps(d[bad_metric])[:80]}")
         rec.metrics = {k: v for k, v in d.items() if k != "kind"}
     elif kind in EVENT_KINDS:
         t, job = d.get("t"), d.get("job")

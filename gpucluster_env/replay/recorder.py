@@ -10,7 +10,9 @@ Policies keep reading ``env.unwrapped``; the wrapper changes no observation, rew
 
 from __future__ import annotations
 
+import platform
 from dataclasses import fields
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -24,38 +26,56 @@ from .record import RECORD_FORMAT, RECORD_VERSION, action_to_json, event_dict, j
 _SCALARS = (int, float, str, bool, type(None))
 
 
+def _canonical(scenario: Scenario) -> Scenario:
+    """``scenario`` with its trace file (if any) by absolute path: what the record describes."""
+    from dataclasses import replace
+
+    tf = getattr(scenario, "trace_file", None)
+    return replace(scenario, trace_file=str(Path(tf).resolve())) if isinstance(tf, str) else scenario
+
+
 def scenario_options_of(scenario: Scenario) -> dict[str, Any]:
-    """The options that turn the named scenario ``scenario.name`` into ``scenario`` (fields that differ),
-    so that ``get_scenario(name, **options)`` rebuilds it. ``ValueError`` if that cannot be said in JSON."""
+    """The plain-valued options (numbers, strings, booleans, null) that turn the named scenario
+    ``scenario.name`` into ``scenario``: the fields that differ, as ``get_scenario(name, **options)`` takes them.
+    Options that are not plain values (a cluster, a model list) and scenarios that are not named are described
+    by :func:`scenario_spec`, from which a replay builds the scenario; a replay re-derives these options from
+    the scenario it built, so they must be what this function says."""
     base = SCENARIOS.get(scenario.name)
     if base is None:
-        raise ValueError(f"cannot record scenario {scenario.name!r}: it is not a named scenario")
+        return {}
+    scenario = _canonical(scenario)
     out: dict[str, Any] = {}
     for obj, ref in ((scenario, base), (scenario.config, base.config)):
         for f in fields(obj):
             if f.name == "config":
                 continue
             v, v0 = getattr(obj, f.name), getattr(ref, f.name)
-            if v == v0:
-                continue
-            if not isinstance(v, _SCALARS):
-                raise ValueError(f"cannot record scenario {scenario.name!r}: option {f.name} is not a plain value")
-            out[f.name] = v
+            if v != v0 and isinstance(v, _SCALARS):
+                out[f.name] = v
     return out
 
 
 def scenario_spec(scenario: Scenario) -> str:
     """The whole scenario as TOML (what ``gpucluster scenarios show --toml`` prints; a trace file by its
     absolute path), so a record of a scenario file or of ``run --trace FILE --cluster SPEC`` verifies too."""
-    from dataclasses import replace
-    from pathlib import Path
-
     from ..scenario_files import scenario_to_toml
 
-    tf = getattr(scenario, "trace_file", None)
-    if isinstance(tf, str):
-        scenario = replace(scenario, trace_file=str(Path(tf).resolve()))
-    return scenario_to_toml(scenario)
+    return scenario_to_toml(_canonical(scenario))
+
+
+@cache
+def package_versions() -> dict[str, str | None]:
+    """The versions of Python and of the packages that decide a record's numbers (null: not installed). A
+    record carries them for information; ``--verify`` names those that differ when a record fails."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in ("numpy", "scipy", "xgboost", "numba", "gymnasium", "gpucluster-env"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
 
 
 def env_settings(env: GPUClusterEnv) -> dict[str, Any]:
@@ -65,22 +85,24 @@ def env_settings(env: GPUClusterEnv) -> dict[str, Any]:
         "n_pending": L.n_pending, "n_running": L.n_running, "n_accum": L.n_accum,
         "observation": env.observation_mode, "objective": env.objective, "reward_scale": env.reward_scale,
         "invalid_action": env.invalid_action, "actions": [k for k in ACTION_KINDS if k in env.allowed],
-        "max_sim_time_s": env.max_sim_time_s,
+        "max_sim_time_s": env.max_sim_time_s, "action_layout": env.action_layout, "min_run_s": env.min_run_s,
+        "pending_order": env.pending_order,
     }
 
 
-def header_of(env: GPUClusterEnv, seed: int | None, policy: str, policy_options: dict[str, Any],
-              scenario_options: dict[str, Any] | None, catalog: str, rng_state: dict[str, Any] | None = None
-              ) -> dict[str, Any]:
+def header_of(env: GPUClusterEnv, seed: int | None, policy: str, policy_options: dict[str, Any], catalog: str,
+              rng_state: dict[str, Any] | None = None) -> dict[str, Any]:
     """The record's first line for the episode ``env`` has just been reset to. ``rng_state``: the env's random
-    generator state before a reset without a seed (what a replay needs to draw the same episode)."""
+    generator state before a reset without a seed (what a replay needs to draw the same episode). Everything
+    but the arguments is read off ``env``, so a replay re-derives it (``--verify`` checks that it does)."""
     eng = env.engine
     return {
         "format": RECORD_FORMAT,
         "version": RECORD_VERSION,
         "package_version": __version__,
+        "versions": package_versions(),
         "scenario": env.scenario.name,
-        "scenario_options": scenario_options if scenario_options is not None else scenario_options_of(env.scenario),
+        "scenario_options": scenario_options_of(env.scenario),
         "scenario_spec": scenario_spec(env.scenario),
         "seed": seed,
         **({"rng_state": rng_state} if seed is None and rng_state is not None else {}),
@@ -154,20 +176,20 @@ class EpisodeCapture:
 class RecordingWrapper(gym.Wrapper):
     """Records every episode of the wrapped :class:`GPUClusterEnv` to ``path`` (``{episode}`` in it is
     replaced by the episode number, from 0; without it each episode overwrites the last). ``policy`` and
-    ``policy_options`` name what acted (a registered policy name lets ``--verify`` rebuild the policy's own
-    environment settings, e.g. the time-slicing catalog). ``scenario_options`` default to those read off the
-    environment's scenario. The written paths are in :attr:`written`."""
+    ``policy_options`` name what acted. A registered policy name is a claim that ``--verify`` checks: it
+    rebuilds that policy (and its own environment settings, e.g. the time-slicing catalog) and requires it to
+    choose every recorded action; name an RL agent or a hand-written rollout otherwise (default ``"agent"``),
+    and its actions are replayed as recorded. The scenario and its options are read off the environment. The
+    written paths are in :attr:`written`."""
 
     def __init__(self, env: gym.Env, path: str | Path, policy: str = "agent",
-                 policy_options: dict[str, Any] | None = None, scenario_options: dict[str, Any] | None = None,
-                 catalog: str | None = None) -> None:
+                 policy_options: dict[str, Any] | None = None, catalog: str | None = None) -> None:
         super().__init__(env)
         if not isinstance(env.unwrapped, GPUClusterEnv):
             raise TypeError("RecordingWrapper wraps a GPUClusterEnv (or a wrapper of one)")
         self.path = str(path)
         self.policy = policy
         self.policy_options = dict(policy_options or {})
-        self.scenario_options = scenario_options
         self.catalog = catalog
         self.episode = -1
         self.written: list[Path] = []
@@ -190,8 +212,7 @@ class RecordingWrapper(gym.Wrapper):
         rng_state = base.np_random.bit_generator.state if seed is None else None
         obs, info = self.env.reset(seed=seed, options=options)
         self.episode += 1
-        header = header_of(base, seed, self.policy, self.policy_options, self.scenario_options,
-                           self._catalog_kind(base), rng_state)
+        header = header_of(base, seed, self.policy, self.policy_options, self._catalog_kind(base), rng_state)
         self._capture = EpisodeCapture(base, header)
         return obs, info
 
