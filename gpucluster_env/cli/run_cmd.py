@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop (truncate) the episode after this much simulated time "
                         f"(default {DEFAULT_MAX_SIM_DAYS:g})")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
-                   help=f"stop after this many env steps (default {DEFAULT_MAX_STEPS:,})")
+                   help=f"stop (truncate) the episode after this many env steps (default {DEFAULT_MAX_STEPS:,})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.add_argument("--record", metavar="FILE",
                    help="write the episode as a record for `gpucluster replay` (JSON lines; .gz compresses)")
@@ -135,6 +135,7 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.cli.jsonout import dumps
     from gpucluster_env.cli.options import parse_policy_options
     from gpucluster_env.cli.progress import EpisodeLimits, ProgressPolicy
+    from gpucluster_env.env.limits import ENV_LIMITS
     from gpucluster_env.leaderboard.runner import run_episode
     from gpucluster_env.settings import SettingError
 
@@ -142,8 +143,8 @@ def run(args: argparse.Namespace) -> int:
         raise SettingError(f"--seed {args.seed}: must be an integer from 0 to {2**32 - 1}")
     if not (0 < args.max_sim_days <= 1e6):
         raise SettingError(f"--max-sim-days {args.max_sim_days:g}: must be a number of days in (0, 1e6]")
-    if args.max_steps < 1:
-        raise SettingError(f"--max-steps {args.max_steps}: must be positive")
+    if not (1 <= args.max_steps <= ENV_LIMITS["max_steps"].high):  # type: ignore[operator]
+        raise SettingError(f"--max-steps {args.max_steps}: must be from 1 to {ENV_LIMITS['max_steps'].high:.0e}")
     sc = scenario_from_args(args)
     from gpucluster_env.baselines import POLICIES
 
@@ -158,8 +159,7 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         pol = ProgressPolicy(make_policy(name, **popts), limits, show=not args.no_progress and not args.json)
         try:
-            results.append(run_episode(sc, pol, args.seed, record=args.record,  # type: ignore[arg-type]
-                                       env_kwargs={"max_sim_time_s": limits.max_sim_s}))
+            results.append(run_episode(sc, pol, args.seed, record=args.record))  # type: ignore[arg-type]
         finally:
             pol.close()
         results[-1]["limits"] = limits.describe()

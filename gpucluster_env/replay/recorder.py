@@ -66,6 +66,7 @@ def env_settings(env: GPUClusterEnv) -> dict[str, Any]:
         "observation": env.observation_mode, "objective": env.objective, "reward_scale": env.reward_scale,
         "invalid_action": env.invalid_action, "actions": [k for k in ACTION_KINDS if k in env.allowed],
         "max_sim_time_s": env.max_sim_time_s,
+        **({"max_steps": env.max_steps} if env.max_steps is not None else {}),  # a step-limited run
     }
 
 
