@@ -39,6 +39,9 @@ def test_options_parse_by_declared_type(text: str, value: object) -> None:
     "cluster=36:36:36", "cluster=V100:0x4", "cluster=Bogus:1x4", "cluster=V100:1x4,net=0", "config=1",
     "max_idle_ticks=2.5", "models=[1]", "xi=1", "share_step=0.03", "share_step=0", "share_step=1",
     "share_step=0.3", "share_step=abc",
+    # accepted and ignored before (issue #25): now one line naming the option and its allowed values
+    "window=bogus", "window=hours:10-3", "window=hours:3-30", "mix=M-99", "trace_format=bogus", "trace=bogus",
+    "annotate=bogus",
 ])
 def test_bad_options_are_one_line_errors(text: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--option", text]) == 2
@@ -56,6 +59,49 @@ def test_python_keywords_are_checked_too() -> None:
     assert get_scenario("tiny", restart_s=30).config.restart_s == 30.0  # an int is a float, not an error
     with pytest.raises(SettingError):
         GPUClusterEnv("tiny", scenario_options={"num_jobs": True})
+
+
+@pytest.mark.parametrize("scenario, options, needle", [
+    ("castor-philly", {"mix": "M-5"}, "option 'mix' applies only to trace 'mix'"),
+    ("castor-philly", {"trace_format": "pai"}, "option 'trace_format' applies only to trace 'file'"),
+    ("tiny", {"max_gpu_hours": 5.0}, "option 'max_gpu_hours': trace 'tiny' is generated whole"),
+    ("hadare-testbed", {"max_duration_h": 1.0}, "option 'max_duration_h': trace 'mix' is generated whole"),
+    ("gavel-hetero", {"window": "random"}, "option 'window' = 'random': trace 'gavel' is generated whole"),
+    ("tiny", {"annotate": "gavel"}, "annotation 'gavel' is Gavel's job generator and goes with trace 'gavel'"),
+    ("castor-philly", {"annotate": "trace"}, "annotation 'trace' reads a trace file's own models"),
+])
+def test_options_a_scenario_cannot_honour_are_refused(scenario: str, options: dict, needle: str) -> None:
+    """Before, each of these was accepted and changed nothing (issue #25)."""
+    with pytest.raises(SettingError, match=needle) as e:
+        get_scenario(scenario, **options)
+    assert "\n" not in str(e.value) and scenario in str(e.value)
+
+
+def test_trace_bounds_apply_to_every_sampled_recipe() -> None:
+    """``max_gpu_hours`` / ``max_duration_h`` work on the Pollux recipes too (castor-philly ignored them), and a
+    bound that leaves no job is a one-line error naming the option, not an empty episode."""
+    sc = get_scenario("castor-philly", num_jobs=20)
+    _, note = sc.build_jobs(0)
+    assert "left out" not in note
+    for name, what in (("max_gpu_hours", " GPU-hours"), ("max_duration_h", " h")):
+        jobs, note = sc.with_options(**{name: 0.5}).build_jobs(0)
+        assert f"over 0.5{what} left out" in note and len(jobs) == 20
+        with pytest.raises(SettingError, match=rf"'castor-philly': option '{name}' = 1e-09 leaves no job"):
+            sc.with_options(**{name: 1e-9}).build_jobs(0)
+    with pytest.raises(SettingError, match="leaves no job"):
+        GPUClusterEnv("castor-philly", scenario_options={"max_gpu_hours": 1e-9})
+
+
+def test_pollux_recipe_honours_the_window() -> None:
+    """castor-philly's recipe samples Pollux's 8 hours; a window now picks which hours (it was ignored, so the
+    training curriculum over windows saw one window)."""
+    sc = get_scenario("castor-philly", num_jobs=20)
+    assert "submitted 2:00-10:00" in sc.build_jobs(0)[1]
+    assert "submitted 2:00-10:00" in sc.with_options(window="busiest").build_jobs(0)[1]
+    assert "submitted 12:00-18:00" in sc.with_options(window="hours:12-18").build_jobs(0)[1]
+    assert "submitted 0:00-24:00" in sc.with_options(window="all").build_jobs(0)[1]
+    starts = {sc.with_options(window="random").build_jobs(seed)[1].split("submitted ")[1][:5] for seed in range(6)}
+    assert len(starts) > 1
 
 
 @pytest.mark.parametrize("policy, text", [
