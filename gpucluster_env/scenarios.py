@@ -151,7 +151,7 @@ def parse_window(window: str) -> tuple[str, float, float]:
     whole day (0, 24); a window that is none of :data:`WINDOWS` is a :class:`SettingError` naming them."""
     problem = window_problem(window)
     if problem:
-        raise SettingError(f"window {window!r}: {problem}")
+        raise SettingError(problem)
     m = _HOURS.fullmatch(window)
     return ("hours", float(m.group(1)), float(m.group(2))) if m else (window, 0.0, 24.0)
 
@@ -162,10 +162,10 @@ def window_problem(window: str) -> str | None:
         return None
     m = _HOURS.fullmatch(window)
     if m is None:
-        return f"expected one of {', '.join(WINDOWS)}, got {window}"
+        return f"unknown window {window!r}; known: {', '.join(WINDOWS)}"
     a, b = float(m.group(1)), float(m.group(2))
     if not (0.0 <= a < b <= 24.0):
-        return f"hours:A-B needs 0 <= A < B <= 24 (hours of the day), got {window}"
+        return f"window {window!r}: hours:A-B needs 0 <= A < B <= 24 (hours of the day)"
     return None
 
 
@@ -191,6 +191,11 @@ def scenario_problem(sc: Scenario) -> str | None:
     if sc.annotate == "trace" and sc.trace != "file":
         return (f"annotation 'trace' reads a trace file's own models (trace 'file', a Gavel .trace file), not "
                 f"trace {sc.trace!r}")
+    own = own_models(sc.trace, sc.annotate)
+    if own is not None and set(sc.models) != set(own):
+        by = f"trace {sc.trace!r}" if sc.trace == "mix" else f"annotation {sc.annotate!r}"
+        return (f"option 'models': {by} uses its own models ({', '.join(own)}); models apply to the annotations "
+                f"uniform and hadar-class")
     if generated:
         what = f"trace {sc.trace!r} is generated whole, not sampled from a trace file"
         for name in ("max_gpu_hours", "max_duration_h"):
@@ -200,6 +205,17 @@ def scenario_problem(sc: Scenario) -> str | None:
             return (f"option 'window' = {sc.window!r}: {what} (every job is used: window 'all' or none); it "
                     f"applies to traces {', '.join(SAMPLED_TRACES)}")
     return None
+
+
+def own_models(trace: str, annotate: str) -> tuple[str, ...] | None:
+    """The models a scenario's trace or recipe fixes itself (so its ``models`` must be these), or None where
+    the recipe draws from the scenario's ``models`` (``uniform``, ``hadar-class``) or reads the trace file's
+    own (``trace``)."""
+    if trace == "mix":
+        return HADAR_MODELS  # HadarE's mixes: resnet50, lm, transformer, recommendation, mima
+    if annotate in POLLUX_RECIPES:
+        return POLLUX_MODELS
+    return {"gavel": GAVEL_MODELS, "gimbal": GIMBAL_MODELS}.get(annotate)
 
 
 def _setting(name: str, kind: str, **kw: Any) -> tuple[str, Setting]:

@@ -46,9 +46,13 @@ def test_run_own_trace_on_own_cluster(my_trace: Path, capsys: pytest.CaptureFixt
 
 def test_run_own_trace_options(my_trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for annotate in ("uniform", "hadar-class", "pollux-lucid"):
-        assert main(["run", "--trace", str(my_trace), "--cluster", "V100:2x4", "--annotate", annotate, "--models",
-                     "resnet50,bert", "--jobs", "3", "--trace-format", "philly", "--json"]) == 0
+        models = [] if annotate.startswith("pollux") else ["--models", "resnet50,bert"]  # Pollux has its own
+        assert main(["run", "--trace", str(my_trace), "--cluster", "V100:2x4", "--annotate", annotate, *models,
+                     "--jobs", "3", "--trace-format", "philly", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["jobs_done"] == 3
+    assert main(["run", "--trace", str(my_trace), "--cluster", "V100:2x4", "--annotate", "pollux-lucid",
+                 "--models", "resnet50,bert"]) == 2  # accepted and ignored before (issue #25)
+    assert "option 'models': annotation 'pollux-lucid' uses its own models" in capsys.readouterr().err
     for argv, needle in [
         (["--annotate", "bogus"], "unknown annotation 'bogus'"),
         (["--jobs", "9"], "--jobs 9"),

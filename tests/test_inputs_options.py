@@ -69,6 +69,10 @@ def test_python_keywords_are_checked_too() -> None:
     ("gavel-hetero", {"window": "random"}, "option 'window' = 'random': trace 'gavel' is generated whole"),
     ("tiny", {"annotate": "gavel"}, "annotation 'gavel' is Gavel's job generator and goes with trace 'gavel'"),
     ("castor-philly", {"annotate": "trace"}, "annotation 'trace' reads a trace file's own models"),
+    ("castor-philly", {"models": ("bert",)}, "option 'models': annotation 'pollux-lucid' uses its own models"),
+    ("gimbal-philly", {"models": ("bert",)}, "option 'models': annotation 'gimbal' uses its own models"),
+    ("gavel-hetero", {"models": ("bert",)}, "option 'models': annotation 'gavel' uses its own models"),
+    ("hadare-aws", {"models": ("bert",)}, "option 'models': trace 'mix' uses its own models"),
 ])
 def test_options_a_scenario_cannot_honour_are_refused(scenario: str, options: dict, needle: str) -> None:
     """Before, each of these was accepted and changed nothing (issue #25)."""
@@ -90,6 +94,19 @@ def test_trace_bounds_apply_to_every_sampled_recipe() -> None:
             sc.with_options(**{name: 1e-9}).build_jobs(0)
     with pytest.raises(SettingError, match="leaves no job"):
         GPUClusterEnv("castor-philly", scenario_options={"max_gpu_hours": 1e-9})
+
+
+@pytest.mark.parametrize("scenario", ["castor-philly", "gimbal-philly", "gavel-hetero"])
+def test_arrival_and_deadline_options_act_on_every_recipe(scenario: str) -> None:
+    """``all_at_zero`` and ``deadlines`` were ignored by the Pollux, Gimbal (all_at_zero) and Gavel (deadlines)
+    recipes; now each acts on every recipe, and the default episode is unchanged."""
+    sc = get_scenario(scenario, num_jobs=30)
+    jobs, _ = sc.build_jobs(0)
+    zero, _ = sc.with_options(all_at_zero=True).build_jobs(0)
+    assert jobs["submit_s"].max() > 0 and (zero["submit_s"] == 0).all()
+    dl, _ = sc.with_options(deadlines=True).build_jobs(0)
+    assert dl["deadline_s"].notna().all() and (dl["deadline_s"] > dl["submit_s"]).all()
+    assert jobs.equals(sc.build_jobs(0)[0])
 
 
 def test_pollux_recipe_honours_the_window() -> None:

@@ -183,6 +183,16 @@ def within_gpu_hours(df: pd.DataFrame, limit: float, per_gpu: bool = True) -> tu
     return kept, int(over.sum())
 
 
+def arrivals(sc: Scenario, raw: pd.DataFrame) -> pd.DataFrame:
+    """``raw`` with the scenario's ``load`` (arrival times divided by it) and ``all_at_zero`` (every job
+    submitted at 0) applied: the one place both options act, for every recipe that reads a trace."""
+    if sc.load != 1.0:
+        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
+    if sc.all_at_zero:
+        raw = raw.assign(submit_s=0.0)
+    return raw
+
+
 def _model_recipe(
     sc: Scenario, rng: np.random.Generator, catalog: Catalog,
     assign: Callable[[pd.DataFrame, np.random.Generator], np.ndarray],
@@ -200,10 +210,7 @@ def _model_recipe(
         if not np.isfinite(dur).all():
             raise ValueError(f"{note.split(';')[0]}: {int((~np.isfinite(dur)).sum())} jobs have no duration (a "
                              "Gavel trace gives steps, not times); use the annotation 'trace'")
-    if sc.load != 1.0:
-        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
-    if sc.all_at_zero:
-        raw = raw.assign(submit_s=0.0)
+    raw = arrivals(sc, raw)
     if models is None:
         models = assign(raw, rng)
     deadlines = gimbal_deadlines(raw, rng) if sc.deadlines else None
@@ -244,11 +251,12 @@ def _gavel_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame,
 @recipe("gavel")
 def _gavel_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
     """Gavel's generator (:mod:`.gavel_synth`): its job types with their own batch sizes, GPU counts and run
-    times on the reference V100; ``load`` scales its arrival rate."""
+    times on the reference V100; ``load`` scales its arrival rate; ``deadlines`` as Gimbal's."""
     raw, note, models = _gavel_source(sc, rng)
     if sc.all_at_zero:
         raw = raw.assign(submit_s=0.0)
-    return to_job_table(raw, models, catalog, batch_sizes=raw["batch_size"].to_numpy(np.int64)), note
+    deadlines = gimbal_deadlines(raw, rng) if sc.deadlines else None
+    return to_job_table(raw, models, catalog, deadlines, batch_sizes=raw["batch_size"].to_numpy(np.int64)), note
 
 
 @recipe("pollux", "pollux-lucid", "pollux-time")
@@ -258,16 +266,15 @@ def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tu
     count as Pollux. The work: ``pollux`` = Pollux's epochs x dataset per application (SJF-BSBF §VI-A follows
     Pollux); ``pollux-lucid`` = the sampled job's own GPU time in the trace (``duration x GPUs`` on reference
     GPUs), spread over Pollux's GPU count, as Lucid keeps the trace's durations (Castor §9.1 follows "Pollux and
-    Lucid"). ``load`` divides arrival times as for the other recipes."""
+    Lucid"). Another ``window`` picks other hours (:func:`pollux_period`); ``load``, ``all_at_zero``,
+    ``deadlines``, ``max_gpu_hours`` and ``max_duration_h`` act as for the other recipes."""
     full, note = bounded_trace(sc)
     start_h, period_h = pollux_period(sc, rng)
     raw, start, pool = pollux_sample(full, sc.num_jobs, rng, start_h, period_h)
     apps = pollux_applications(raw, rng)
     gpus = np.minimum(pollux_replicas(apps, rng), sc.cluster.num_gpus)
     trace_gpus = raw["num_gpus"].to_numpy(float)
-    raw = raw.assign(num_gpus=gpus)
-    if sc.load != 1.0:
-        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
+    raw = arrivals(sc, raw.assign(num_gpus=gpus))
     keys = [(str(a), int(g)) for a, g in zip(apps, gpus, strict=True)]
     batch = np.array([pollux_batch(a, g) for a, g in keys], dtype=np.int64)
     ref = {k: reference_iter_time(catalog, k[0], k[1], pollux_batch(*k)) for k in set(keys)}
@@ -283,7 +290,8 @@ def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tu
     else:
         iters = np.array([pollux_iterations(k[0], k[1], catalog) for k in keys])
     raw = raw.assign(duration_s=[it * ref[k] for it, k in zip(iters, keys, strict=True)])
-    jobs = to_job_table(raw, apps, catalog, iterations=iters, batch_sizes=batch)
+    deadlines = gimbal_deadlines(raw, rng) if sc.deadlines else None
+    jobs = to_job_table(raw, apps, catalog, deadlines, iterations=iters, batch_sizes=batch)
     work = {"pollux-lucid": "the trace's GPU time (Lucid)",
             "pollux-time": "Pollux's epochs x dataset timed on Pollux's T4s (measured step times)"}.get(
         sc.annotate, "iterations as Pollux")

@@ -110,7 +110,7 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
     row and field, and the job count is the file's own unless ``--jobs`` says otherwise."""
     from pathlib import Path
 
-    from gpucluster_env.scenarios import POLLUX_MODELS
+    from gpucluster_env.scenarios import POLLUX_MODELS, own_models
     from gpucluster_env.settings import SettingError
     from gpucluster_env.traces.registry import guess_format, load_file
     from gpucluster_env.traces.samplers import SampleReport, usable_jobs
@@ -122,8 +122,9 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
         raise SettingError(f"{args.trace}: no job with a positive duration or number of iterations")
     if args.jobs is not None and not (1 <= args.jobs <= usable):
         raise SettingError(f"--jobs {args.jobs}: {args.trace} has {usable} usable jobs; ask for 1 to {usable}")
-    models = tuple(m.strip() for m in args.models.split(",")) if args.models else POLLUX_MODELS
     annotate = args.annotate or ("trace" if fmt.startswith("gavel") else "uniform")
+    models = (tuple(m.strip() for m in args.models.split(",")) if args.models
+              else own_models("file", annotate) or POLLUX_MODELS)
     return {"name": Path(args.trace).name, "description": f"trace file {args.trace}", "paper": "",
             "trace": "file", "trace_file": str(args.trace), "trace_format": fmt, "num_jobs": args.jobs or usable,
             "window": args.window or "all", "annotate": annotate, "models": models, "mix": None,
