@@ -77,6 +77,14 @@ def test_environment_sizes_and_limits_are_bounded(kwargs: dict[str, Any], needle
     assert "\n" not in str(e.value)
 
 
+def test_an_action_kind_the_scenario_cannot_offer_is_refused() -> None:
+    """``actions=("fork",)`` on a scenario without rounds was accepted and never offered."""
+    with pytest.raises(SettingError, match="action kind 'fork' needs a scenario with rounds"):
+        GPUClusterEnv("tiny", actions=("place", "fork"))
+    env = GPUClusterEnv("hadar-philly", actions=("place", "fork"), observation="none")
+    assert "fork" in env.allowed
+
+
 def test_empty_list_means_wait() -> None:
     """A policy that always answers ``[]`` lets time run: the episode ends (stalled, truncated)."""
     pol = _Bad(lambda env: [])

@@ -25,6 +25,7 @@ from ..engine.actions import (
 from ..engine.build import make_engine
 from ..registration import registered_ids_text
 from ..scenarios import Scenario, get_scenario
+from ..settings import SettingError
 from .codec import COLOCATE, FORK, PLACE, PREEMPT, SHARE, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
 from .limits import check_env_limit
 from .observation import ObservationBuilder
@@ -164,6 +165,9 @@ class GPUClusterEnv(gym.Env):
         unknown = set(kinds) - set(ACTION_KINDS)
         if unknown:
             raise ValueError(f"unknown action kind(s) {', '.join(sorted(unknown))}; known: {', '.join(ACTION_KINDS)}")
+        if "fork" in kinds and sc.config.round_s is None:  # it would be accepted and never offered
+            raise SettingError(f"action kind 'fork' needs a scenario with rounds (round_s); scenario {sc.name!r} "
+                               "has none")
         self.allowed = frozenset(kinds)
         self.observation_mode = observation
         self.objective = objective
