@@ -92,7 +92,8 @@ class Scenario:
     def with_options(self, **overrides: Any) -> Scenario:
         """A copy with fields replaced (``num_jobs=480``, ``load=2.0``, engine settings by their names), each
         value checked against its declared type and range (:class:`~gpucluster_env.settings.SettingError`).
-        ``trace=PATH`` of an existing file is the user's trace file (``trace="file"``, window ``all``)."""
+        ``trace=PATH`` of an existing file is the user's trace file (``trace="file"``, window ``all``);
+        ``mix=M-12`` alone also sets ``num_jobs`` to the mix's jobs (a mix is run whole)."""
         if "config" in overrides:
             raise SettingError(f"scenario {self.name!r}: option 'config' cannot be set as a whole; set the engine "
                                f"settings by their names ({', '.join(CONFIG_SETTINGS)})")
@@ -101,6 +102,9 @@ class Scenario:
         if unknown:
             raise SettingError(f"scenario {self.name!r}: unknown option(s) {', '.join(sorted(unknown))}; known: "
                                f"{', '.join(option_names())}")
+        mix = overrides.get("mix")
+        if isinstance(mix, str) and mix in MIXES and "num_jobs" not in overrides:  # a mix is run whole
+            overrides["num_jobs"] = len(MIXES[mix])
         trace = overrides.get("trace")
         if isinstance(trace, str) and trace != "file" and os.path.exists(trace):  # trace=PATH: the user's file
             overrides.update(trace="file", trace_file=trace)
@@ -184,6 +188,10 @@ def scenario_problem(sc: Scenario) -> str | None:
     if sc.mix is not None and sc.trace != "mix":
         return (f"option 'mix' applies only to trace 'mix' (HadarE's workload mixes); this scenario's trace is "
                 f"{sc.trace!r}")
+    if sc.trace == "mix" and sc.num_jobs != len(MIXES[sc.mix or "M-5"]):
+        mix = sc.mix or "M-5"
+        return (f"option 'num_jobs' = {sc.num_jobs}: workload mix {mix!r} has {len(MIXES[mix])} jobs (a mix is run "
+                f"whole; set num_jobs={len(MIXES[mix])} or another mix)")
     if sc.trace_format is not None and sc.trace != "file":
         return f"option 'trace_format' applies only to trace 'file'; this scenario's trace is {sc.trace!r}"
     if sc.annotate == "gavel" and sc.trace != "gavel":

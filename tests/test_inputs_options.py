@@ -73,6 +73,8 @@ def test_python_keywords_are_checked_too() -> None:
     ("gimbal-philly", {"models": ("bert",)}, "option 'models': annotation 'gimbal' uses its own models"),
     ("gavel-hetero", {"models": ("bert",)}, "option 'models': annotation 'gavel' uses its own models"),
     ("hadare-aws", {"models": ("bert",)}, "option 'models': trace 'mix' uses its own models"),
+    ("hadare-aws", {"num_jobs": 100}, "option 'num_jobs' = 100: workload mix 'M-5' has 5 jobs"),
+    ("hadare-aws", {"mix": "M-12", "num_jobs": 5}, "option 'num_jobs' = 5: workload mix 'M-12' has 12 jobs"),
 ])
 def test_options_a_scenario_cannot_honour_are_refused(scenario: str, options: dict, needle: str) -> None:
     """Before, each of these was accepted and changed nothing (issue #25)."""
@@ -94,6 +96,11 @@ def test_trace_bounds_apply_to_every_sampled_recipe() -> None:
             sc.with_options(**{name: 1e-9}).build_jobs(0)
     with pytest.raises(SettingError, match="leaves no job"):
         GPUClusterEnv("castor-philly", scenario_options={"max_gpu_hours": 1e-9})
+
+
+def test_a_mix_sets_its_own_number_of_jobs() -> None:
+    sc = get_scenario("hadare-testbed", mix="M-12")
+    assert sc.num_jobs == 12 and len(sc.build_jobs(0)[0]) == 12
 
 
 @pytest.mark.parametrize("scenario", ["castor-philly", "gimbal-philly", "gavel-hetero"])
