@@ -184,7 +184,7 @@ def scenario_problem(sc: Scenario) -> str | None:
     """Why the scenario's options do not go together, or None: an option its trace or recipe cannot honour is
     refused by name, never silently ignored. This is the one check of option combinations; a scenario runs it
     whenever it is made or changed (names, files, ``--option``, boards)."""
-    generated = sc.trace in GENERATED_TRACES or sc.annotate == "gavel"
+    generated = not samples_trace(sc)
     if sc.mix is not None and sc.trace != "mix":
         return (f"option 'mix' applies only to trace 'mix' (HadarE's workload mixes); this scenario's trace is "
                 f"{sc.trace!r}")
@@ -213,6 +213,12 @@ def scenario_problem(sc: Scenario) -> str | None:
             return (f"option 'window' = {sc.window!r}: {what} (every job is used: window 'all' or none); it "
                     f"applies to traces {', '.join(SAMPLED_TRACES)}")
     return None
+
+
+def samples_trace(sc: Scenario) -> bool:
+    """Whether the scenario's jobs are sampled from a trace (so ``window``, ``max_gpu_hours`` and
+    ``max_duration_h`` apply), not generated whole (``tiny``, ``mix``, Gavel's generator)."""
+    return sc.trace not in GENERATED_TRACES and sc.annotate != "gavel"
 
 
 def own_models(trace: str, annotate: str) -> tuple[str, ...] | None:

@@ -241,3 +241,13 @@ def test_scenarios_module_makes_no_engine() -> None:
     import gpucluster_env.scenarios as scenarios
 
     assert not hasattr(scenarios.Scenario, "make_engine") and "ClusterEngine" not in vars(scenarios)
+
+
+def test_window_curriculum_applies_windows_only_where_a_trace_is_sampled() -> None:
+    """Training's window curriculum sets ``window`` only on scenarios that sample a trace (on ``tiny`` it was
+    accepted and ignored, and is now refused by the scenario)."""
+    from gpucluster_env.agents.train import TraceWindows
+
+    tw = TraceWindows(GPUClusterEnv("tiny", observation="none"), ("tiny", "castor-philly"), ("busiest", "random"), 0)
+    assert [(c.name, c.window) for c in tw.choices] == [
+        ("tiny", "all"), ("castor-philly", "busiest"), ("castor-philly", "random")]
