@@ -24,7 +24,7 @@ def _returns(rows: list[list[Any]], gamma: float) -> np.ndarray:
 def _episodes(cfg: Any, n: int, salt: int, actor: Any | None = None) -> tuple[list[list[Any]], list[np.ndarray]]:
     """``n`` episodes cycling over the training scenarios and windows, labelled by each scenario's expert and
     driven by the expert itself or by ``actor``; seeds from ``(cfg.seed, salt)``."""
-    from ..scenarios import get_scenario
+    from ..scenarios import get_scenario, samples_trace
     from .expert import play
 
     rng = np.random.default_rng([cfg.seed, salt])
@@ -34,9 +34,10 @@ def _episodes(cfg: Any, n: int, salt: int, actor: Any | None = None) -> tuple[li
         sc = cfg.scenarios[k % len(cfg.scenarios)]
         expert = cfg.expert_for(k % len(cfg.scenarios))
         window = cfg.windows[(k // len(cfg.scenarios)) % len(cfg.windows)] or get_scenario(sc).window
+        options = {"window": window} if samples_trace(get_scenario(sc)) else {}  # tiny: no windows
         ep: list[list[Any]] = []
         play(sc, expert, int(rng.integers(2**31 - 1)), env_kwargs=cfg.env_args(), record=ep,
-             scenario_options={"window": window}, actor=actor)
+             scenario_options=options, actor=actor)
         rows += ep
         returns.append(_returns(ep, cfg.gamma))
     return rows, returns

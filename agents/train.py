@@ -112,14 +112,17 @@ meta.json. ``gpucluster bench`` times training in it, past the critic warm-up (a
 class TraceWindows(gym.Wrapper):
     """Curriculum over trace windows: each ``reset`` draws the episode's scenario among ``scenarios`` and its
     trace window among ``windows`` (``busiest``, ``random``, ``hours:A-B``) from the wrapper's own generator.
+    A scenario whose jobs are generated, not sampled from a trace (``tiny``), has no windows: it is one choice.
     The scenarios must share the cluster's GPU types (the spaces do not change)."""
 
     def __init__(self, env: gym.Env, scenarios: tuple[str, ...], windows: tuple[str, ...], seed: int) -> None:
         super().__init__(env)
-        from ..scenarios import get_scenario
+        from ..scenarios import get_scenario, samples_trace
 
-        self.choices = [get_scenario(s).with_options(window=w) if w else get_scenario(s)
-                        for s in scenarios for w in windows]
+        self.choices = []
+        for s in scenarios:
+            sc = get_scenario(s)
+            self.choices += [sc.with_options(window=w) if w else sc for w in windows] if samples_trace(sc) else [sc]
         self._rng = np.random.default_rng(seed)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:

@@ -31,6 +31,9 @@ from .catalog import Catalog
 from .hardware import ClusterSpec
 
 JOB_COLUMNS = ("job_id", "submit_s", "num_gpus", "model", "batch_size", "iterations")
+MAX_BATCH_SIZE = 1 << 20
+"""The largest per-GPU batch a job may ask for (1,048,576 samples; real training jobs use at most thousands):
+beyond it a typo, not a job, and its run time would be a meaningless number."""
 OPTIONAL_COLUMNS = ("deadline_s", "min_gpus", "max_gpus")
 
 
@@ -67,8 +70,9 @@ def _row_problems(df: pd.DataFrame, catalog: Catalog, cluster: ClusterSpec) -> l
                        lambda i: f"field 'num_gpus': asks for {int(n[i])} GPUs but the cluster has {max_gpus}"))
         checks.append((~(np.isfinite(it) & (it > 0)),
                        lambda i: f"field 'iterations': must be a finite number > 0, got {float(it[i])!r}"))
-        checks.append((~((b >= 1) & (np.mod(b, 1) == 0)),
-                       lambda i: f"field 'batch_size': must be a positive integer, got {float(b[i])!r}"))
+        checks.append((~((b >= 1) & (np.mod(b, 1) == 0) & (b <= MAX_BATCH_SIZE)),
+                       lambda i: f"field 'batch_size': must be an integer from 1 to {MAX_BATCH_SIZE:,}, got "
+                                 f"{float(b[i])!r}"))
         checks.append((~(np.isnan(dl) | (np.isfinite(dl) & (dl >= submit))),
                        lambda i: f"field 'deadline_s': must be NaN or >= submit_s, got {float(dl[i])!r}"))
     for col in ("min_gpus", "max_gpus"):

@@ -13,6 +13,7 @@ A scenario file (TOML, :mod:`gpucluster_env.scenario_files`) is accepted whereve
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -43,7 +44,10 @@ class Scenario:
     workload (hadar-hadare §IV-A) draws from its four GPU-time classes, which end at 100 GPU-hours.
     ``max_duration_h``: sample only jobs whose traced duration is at most this many hours; Gimbal's testbed
     runs (gimbal §7.2) finished every job of their trace within Gavel's makespan, 4.5 h (Philly) and 17.6 h
-    (Alibaba).
+    (Alibaba). ``window``, ``max_gpu_hours`` and ``max_duration_h`` apply to traces sampled from a file
+    (:data:`SAMPLED_TRACES`); ``mix`` only to trace ``mix``, ``trace_format`` only to trace ``file``: an option
+    the scenario's trace or recipe cannot honour is refused by name (:func:`scenario_problem`), not ignored.
+    ``window=None`` is the recipe's own: ``busiest`` for a sampled trace, every job of a generated one.
     """
 
     name: str
@@ -53,7 +57,7 @@ class Scenario:
     models: tuple[str, ...]
     trace: str
     num_jobs: int
-    window: str = "busiest"
+    window: str | None = None
     all_at_zero: bool = False
     annotate: str = "uniform"
     deadlines: bool = False
@@ -81,11 +85,15 @@ class Scenario:
         if (self.trace == "file") != (self.trace_file is not None):
             raise SettingError(f"scenario {self.name!r}: trace 'file' and trace_file go together "
                                f"(trace={self.trace!r}, trace_file={self.trace_file!r})")
+        problem = scenario_problem(self)
+        if problem:
+            raise SettingError(f"scenario {self.name!r}: {problem}")
 
     def with_options(self, **overrides: Any) -> Scenario:
         """A copy with fields replaced (``num_jobs=480``, ``load=2.0``, engine settings by their names), each
         value checked against its declared type and range (:class:`~gpucluster_env.settings.SettingError`).
-        ``trace=PATH`` of an existing file is the user's trace file (``trace="file"``, window ``all``)."""
+        ``trace=PATH`` of an existing file is the user's trace file (``trace="file"``, window ``all``);
+        ``mix=M-12`` alone also sets ``num_jobs`` to the mix's jobs (a mix is run whole)."""
         if "config" in overrides:
             raise SettingError(f"scenario {self.name!r}: option 'config' cannot be set as a whole; set the engine "
                                f"settings by their names ({', '.join(CONFIG_SETTINGS)})")
@@ -94,6 +102,9 @@ class Scenario:
         if unknown:
             raise SettingError(f"scenario {self.name!r}: unknown option(s) {', '.join(sorted(unknown))}; known: "
                                f"{', '.join(option_names())}")
+        mix = overrides.get("mix")
+        if isinstance(mix, str) and mix in MIXES and "num_jobs" not in overrides:  # a mix is run whole
+            overrides["num_jobs"] = len(MIXES[mix])
         trace = overrides.get("trace")
         if isinstance(trace, str) and trace != "file" and os.path.exists(trace):  # trace=PATH: the user's file
             overrides.update(trace="file", trace_file=trace)
@@ -112,6 +123,115 @@ class Scenario:
         return build_jobs(self, seed, catalog or default_catalog())
 
 
+SAMPLED_TRACES = ("philly", "venus", "alibaba", "alibaba-gpu", "file")
+"""Traces whose jobs are sampled from a trace file (the real one or its synthetic stand-in, or the user's):
+``window``, ``max_gpu_hours`` and ``max_duration_h`` apply to them."""
+GENERATED_TRACES = ("tiny", "mix", "gavel")
+"""Traces generated whole (the tiny generator, HadarE's mixes, Gavel's generator): every job is used."""
+TRACE_NAMES: list[str] = [*SAMPLED_TRACES, *GENERATED_TRACES]
+"""Every scenario ``trace`` (:mod:`gpucluster_env.traces.scenario_jobs` adds the sources it registers)."""
+POLLUX_RECIPES = ("pollux", "pollux-lucid", "pollux-time")
+RECIPE_NAMES: list[str] = ["uniform", "hadar-class", "trace", "gimbal", "gavel", *POLLUX_RECIPES]
+"""Every scenario ``annotate`` (:mod:`gpucluster_env.traces.scenario_jobs` adds the recipes it registers)."""
+TRACE_FILE_FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb", "table")
+"""The formats a trace file may be read as (``trace_format``; None sniffs it)."""
+MIXES: dict[str, tuple[str, ...]] = {
+    "M-1": ("MM",),
+    "M-3": ("LT", "MM", "MM"),
+    "M-4": ("IC", "LM", "LT", "MM"),
+    "M-5": ("IC", "LM", "LT", "RS", "MM"),
+    "M-8": ("IC", "LM", "LT", "RS") + ("MM",) * 4,
+    "M-10": ("IC", "LM", "LT", "RS") + ("MM",) * 6,
+    "M-12": ("IC", "LM", "LT", "RS") + ("MM",) * 8,
+}
+"""HadarE's workload mixes (hadar-hadare §VI-B), by model abbreviation (``mix``)."""
+WINDOWS = ("busiest", "random", "all", "hours:A-B")
+"""How jobs are sampled from a trace (``window``; ``hours:A-B`` with 0 <= A < B <= 24)."""
+_HOURS = re.compile(r"hours:(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)")
+
+
+def parse_window(window: str) -> tuple[str, float, float]:
+    """``window`` as ``(kind, start_h, end_h)``: ``("hours", A, B)`` for ``hours:A-B``, else the kind with the
+    whole day (0, 24); a window that is none of :data:`WINDOWS` is a :class:`SettingError` naming them."""
+    problem = window_problem(window)
+    if problem:
+        raise SettingError(problem)
+    m = _HOURS.fullmatch(window)
+    return ("hours", float(m.group(1)), float(m.group(2))) if m else (window, 0.0, 24.0)
+
+
+def window_problem(window: str) -> str | None:
+    """Why ``window`` is not a window (one of :data:`WINDOWS`), or None."""
+    if window in ("busiest", "random", "all"):
+        return None
+    m = _HOURS.fullmatch(window)
+    if m is None:
+        return f"unknown window {window!r}; known: {', '.join(WINDOWS)}"
+    a, b = float(m.group(1)), float(m.group(2))
+    if not (0.0 <= a < b <= 24.0):
+        return f"window {window!r}: hours:A-B needs 0 <= A < B <= 24 (hours of the day)"
+    return None
+
+
+def _named(value: str, names: list[str], what: str) -> str | None:
+    if value in names:
+        return None
+    path = " (or the path of a trace file)" if what == "trace" else ""
+    return f"unknown {what} {value!r}; known: {', '.join(names)}{path}"
+
+
+def scenario_problem(sc: Scenario) -> str | None:
+    """Why the scenario's options do not go together, or None: an option its trace or recipe cannot honour is
+    refused by name, never silently ignored. This is the one check of option combinations; a scenario runs it
+    whenever it is made or changed (names, files, ``--option``, boards)."""
+    generated = not samples_trace(sc)
+    if sc.mix is not None and sc.trace != "mix":
+        return (f"option 'mix' applies only to trace 'mix' (HadarE's workload mixes); this scenario's trace is "
+                f"{sc.trace!r}")
+    if sc.trace == "mix" and sc.num_jobs != len(MIXES[sc.mix or "M-5"]):
+        mix = sc.mix or "M-5"
+        return (f"option 'num_jobs' = {sc.num_jobs}: workload mix {mix!r} has {len(MIXES[mix])} jobs (a mix is run "
+                f"whole; set num_jobs={len(MIXES[mix])} or another mix)")
+    if sc.trace_format is not None and sc.trace != "file":
+        return f"option 'trace_format' applies only to trace 'file'; this scenario's trace is {sc.trace!r}"
+    if sc.annotate == "gavel" and sc.trace != "gavel":
+        return f"annotation 'gavel' is Gavel's job generator and goes with trace 'gavel', not {sc.trace!r}"
+    if sc.annotate == "trace" and sc.trace != "file":
+        return (f"annotation 'trace' reads a trace file's own models (trace 'file', a Gavel .trace file), not "
+                f"trace {sc.trace!r}")
+    own = own_models(sc.trace, sc.annotate)
+    if own is not None and set(sc.models) != set(own):
+        by = f"trace {sc.trace!r}" if sc.trace == "mix" else f"annotation {sc.annotate!r}"
+        return (f"option 'models': {by} uses its own models ({', '.join(own)}); models apply to the annotations "
+                f"uniform and hadar-class")
+    if generated:
+        what = f"trace {sc.trace!r} is generated whole, not sampled from a trace file"
+        for name in ("max_gpu_hours", "max_duration_h"):
+            if getattr(sc, name) is not None:
+                return f"option {name!r}: {what}; it applies to traces {', '.join(SAMPLED_TRACES)}"
+        if sc.window not in (None, "all"):
+            return (f"option 'window' = {sc.window!r}: {what} (every job is used: window 'all' or none); it "
+                    f"applies to traces {', '.join(SAMPLED_TRACES)}")
+    return None
+
+
+def samples_trace(sc: Scenario) -> bool:
+    """Whether the scenario's jobs are sampled from a trace (so ``window``, ``max_gpu_hours`` and
+    ``max_duration_h`` apply), not generated whole (``tiny``, ``mix``, Gavel's generator)."""
+    return sc.trace not in GENERATED_TRACES and sc.annotate != "gavel"
+
+
+def own_models(trace: str, annotate: str) -> tuple[str, ...] | None:
+    """The models a scenario's trace or recipe fixes itself (so its ``models`` must be these), or None where
+    the recipe draws from the scenario's ``models`` (``uniform``, ``hadar-class``) or reads the trace file's
+    own (``trace``)."""
+    if trace == "mix":
+        return HADAR_MODELS  # HadarE's mixes: resnet50, lm, transformer, recommendation, mima
+    if annotate in POLLUX_RECIPES:
+        return POLLUX_MODELS
+    return {"gavel": GAVEL_MODELS, "gimbal": GIMBAL_MODELS}.get(annotate)
+
+
 def _setting(name: str, kind: str, **kw: Any) -> tuple[str, Setting]:
     return name, Setting(name, kind, **kw)
 
@@ -122,16 +242,16 @@ SCENARIO_SETTINGS: dict[str, Setting] = dict((
     _setting("paper", "str"),
     _setting("cluster", "cluster"),
     _setting("models", "list[str]", check=lambda v: None if v else "needs at least one model"),
-    _setting("trace", "str"),
+    _setting("trace", "str", check=lambda v: None if os.path.exists(v) else _named(v, TRACE_NAMES, "trace")),
     _setting("num_jobs", "int", low=1, high=10_000_000),
-    _setting("window", "str"),
+    _setting("window", "str", nullable=True, check=window_problem),
     _setting("all_at_zero", "bool"),
-    _setting("annotate", "str"),
+    _setting("annotate", "str", check=lambda v: _named(v, RECIPE_NAMES, "annotation")),
     _setting("deadlines", "bool"),
     _setting("load", "float", low=0.01, high=100.0),
-    _setting("mix", "str", nullable=True),
+    _setting("mix", "str", nullable=True, choices=tuple(MIXES)),
     _setting("trace_file", "str", nullable=True),
-    _setting("trace_format", "str", nullable=True),
+    _setting("trace_format", "str", nullable=True, choices=TRACE_FILE_FORMATS),
     _setting("max_gpu_hours", "float", nullable=True, low=0.0, low_open=True, high=1e9),
     _setting("max_duration_h", "float", nullable=True, low=0.0, low_open=True, high=1e9),
 ))

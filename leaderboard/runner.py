@@ -9,7 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from ..baselines.base import Policy, make_policy
+from ..engine import Wait
 from ..env import GPUClusterEnv
+
+WAIT = Wait()
+"""What an empty list of actions stands for."""
 
 
 def run_episode(
@@ -28,7 +32,12 @@ def run_episode(
     (e.g. ``castor-timeslice`` runs in the time-slicing world), then ``env_kwargs``, which win where both set
     a key. ``extra``, when given, is called on the finished environment and its entries are added to the
     result (e.g. per-class statistics a harness wants beside the standard metrics). The record is written by
-    :class:`gpucluster_env.replay.RecordingWrapper` (format in docs/replay.md)."""
+    :class:`gpucluster_env.replay.RecordingWrapper` (format in docs/replay.md).
+
+    A policy's answer is an action or a list of actions for the decision point; an empty list means ``wait``.
+    The episode always ends: the environment bounds the steps at one instant (``env.rules``: a run of rejected
+    actions forces a ``wait``), stops a run that only waits with nothing running (``max_idle_ticks``), and
+    ``env_kwargs`` may set ``max_sim_time_s`` and ``max_steps`` (``truncated`` at the limit)."""
     pol = make_policy(policy) if isinstance(policy, str) else policy
     kwargs: dict[str, Any] = {"observation": "dict" if pol.needs_observation else "none"}
     kwargs.update(pol.env_kwargs())
@@ -46,6 +55,8 @@ def run_episode(
     terminated = truncated = False
     while not (terminated or truncated):
         acts = pol.act(obs, env)
+        if isinstance(acts, list) and not acts:
+            acts = WAIT
         for a in acts if isinstance(acts, list) else (acts,):  # a list: the decision point's actions in turn
             obs, _, terminated, truncated, info = stepper.step(a)
             steps += 1

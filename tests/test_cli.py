@@ -17,7 +17,7 @@ GPUCLUSTER = str(Path(sys.executable).parent / "gpucluster")
 
 def run_cli(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = dict(os.environ, COLUMNS="200")
-    proc = subprocess.run([GPUCLUSTER, *args], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run([GPUCLUSTER, *args], capture_output=True, text=True, env=env)
     if check and proc.returncode != 0:
         raise AssertionError(f"gpucluster {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
     return proc

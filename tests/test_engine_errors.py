@@ -46,6 +46,7 @@ def engine(rows, cluster=CLUSTER, **kw):
         ("submit_s", -1.0, r"row 1 .*field 'submit_s'"),
         ("submit_s", math.nan, r"row 1 .*field 'submit_s'"),
         ("batch_size", 0, r"row 1 .*field 'batch_size'"),
+        ("batch_size", 99_999_999_999, r"row 1 .*field 'batch_size': must be an integer from 1 to 1,048,576"),
         ("model", "resnet-nope", r"row 1 .*field 'model': unknown model 'resnet-nope'"),
         ("deadline_s", -5.0, r"row 1 .*field 'deadline_s'"),
     ],

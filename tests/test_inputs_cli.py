@@ -46,9 +46,13 @@ def test_run_own_trace_on_own_cluster(my_trace: Path, capsys: pytest.CaptureFixt
 
 def test_run_own_trace_options(my_trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for annotate in ("uniform", "hadar-class", "pollux-lucid"):
-        assert main(["run", "--trace", str(my_trace), "--cluster", "V100:2x4", "--annotate", annotate, "--models",
-                     "resnet50,bert", "--jobs", "3", "--trace-format", "philly", "--json"]) == 0
+        models = [] if annotate.startswith("pollux") else ["--models", "resnet50,bert"]  # Pollux has its own
+        assert main(["run", "--trace", str(my_trace), "--cluster", "V100:2x4", "--annotate", annotate, *models,
+                     "--jobs", "3", "--trace-format", "philly", "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["jobs_done"] == 3
+    assert main(["run", "--trace", str(my_trace), "--cluster", "V100:2x4", "--annotate", "pollux-lucid",
+                 "--models", "resnet50,bert"]) == 2  # accepted and ignored before (issue #25)
+    assert "option 'models': annotation 'pollux-lucid' uses its own models" in capsys.readouterr().err
     for argv, needle in [
         (["--annotate", "bogus"], "unknown annotation 'bogus'"),
         (["--jobs", "9"], "--jobs 9"),
@@ -81,9 +85,29 @@ def test_truncated_episode_says_so_in_the_table(capsys: pytest.CaptureFixture[st
     assert r["truncated"] and r["jobs_done"] < r["jobs"] and "simulated days" in r["limits"]
 
 
-def test_step_limit_stops_with_a_stated_message(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--max-steps", "10"]) == 2
-    assert "stopped after 10 env steps (--max-steps)" in capsys.readouterr().err
+def test_step_limit_truncates_at_the_limit(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--max-steps`` stops the episode after that many steps, reporting what finished (nothing is lost)."""
+    assert main(["run", "--max-steps", "10", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["truncated"] and r["steps"] == 10 and r["jobs_done"] < r["jobs"] and "10 steps" in r["limits"]
+    assert main(["run", "--max-steps", "0"]) == 2
+    assert "--max-steps 0: must be from 1" in capsys.readouterr().err
+
+
+def test_sim_time_limit_applies_when_one_event_jumps_past_it(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A 300-day job with --max-sim-days 10: its completion lies past the limit, so the run is truncated at
+    day 10 with no job finished (before: the jump to day 300 ended the episode, reported as complete)."""
+    p = tmp_path / "long.csv"
+    p.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n"
+                 f"2017-10-03 02:00:00,{300 * 86400},1,{300 * 86400},vc1\n")
+    argv = ["run", "--trace", str(p), "--cluster", "V100:1x4", "--json"]
+    assert main([*argv, "--max-sim-days", "10"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["truncated"] and r["jobs_done"] == 0 and r["jobs"] == 1
+    assert main(argv) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert not r["truncated"] and r["jobs_done"] == 1 and r["avg_jct_s"] > 10 * 86400
 
 
 def test_ctrl_c_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -102,7 +126,7 @@ def test_closed_pipe_exits_quietly(tmp_path: Path) -> None:
             "def boom(*a):\n    raise BrokenPipeError\n"
             "import gpucluster_env.cli.scenarios_cmd as s; s.run = boom\n"
             "sys.exit(main(['scenarios']))")
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 141 and p.stderr == ""
 
 

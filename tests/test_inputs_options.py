@@ -39,6 +39,9 @@ def test_options_parse_by_declared_type(text: str, value: object) -> None:
     "cluster=36:36:36", "cluster=V100:0x4", "cluster=Bogus:1x4", "cluster=V100:1x4,net=0", "config=1",
     "max_idle_ticks=2.5", "models=[1]", "xi=1", "share_step=0.03", "share_step=0", "share_step=1",
     "share_step=0.3", "share_step=abc",
+    # accepted and ignored before (issue #25): now one line naming the option and its allowed values
+    "window=bogus", "window=hours:10-3", "window=hours:3-30", "mix=M-99", "trace_format=bogus", "trace=bogus",
+    "annotate=bogus",
 ])
 def test_bad_options_are_one_line_errors(text: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--option", text]) == 2
@@ -56,6 +59,73 @@ def test_python_keywords_are_checked_too() -> None:
     assert get_scenario("tiny", restart_s=30).config.restart_s == 30.0  # an int is a float, not an error
     with pytest.raises(SettingError):
         GPUClusterEnv("tiny", scenario_options={"num_jobs": True})
+
+
+@pytest.mark.parametrize("scenario, options, needle", [
+    ("castor-philly", {"mix": "M-5"}, "option 'mix' applies only to trace 'mix'"),
+    ("castor-philly", {"trace_format": "pai"}, "option 'trace_format' applies only to trace 'file'"),
+    ("tiny", {"max_gpu_hours": 5.0}, "option 'max_gpu_hours': trace 'tiny' is generated whole"),
+    ("hadare-testbed", {"max_duration_h": 1.0}, "option 'max_duration_h': trace 'mix' is generated whole"),
+    ("gavel-hetero", {"window": "random"}, "option 'window' = 'random': trace 'gavel' is generated whole"),
+    ("tiny", {"annotate": "gavel"}, "annotation 'gavel' is Gavel's job generator and goes with trace 'gavel'"),
+    ("castor-philly", {"annotate": "trace"}, "annotation 'trace' reads a trace file's own models"),
+    ("castor-philly", {"models": ("bert",)}, "option 'models': annotation 'pollux-lucid' uses its own models"),
+    ("gimbal-philly", {"models": ("bert",)}, "option 'models': annotation 'gimbal' uses its own models"),
+    ("gavel-hetero", {"models": ("bert",)}, "option 'models': annotation 'gavel' uses its own models"),
+    ("hadare-aws", {"models": ("bert",)}, "option 'models': trace 'mix' uses its own models"),
+    ("hadare-aws", {"num_jobs": 100}, "option 'num_jobs' = 100: workload mix 'M-5' has 5 jobs"),
+    ("hadare-aws", {"mix": "M-12", "num_jobs": 5}, "option 'num_jobs' = 5: workload mix 'M-12' has 12 jobs"),
+])
+def test_options_a_scenario_cannot_honour_are_refused(scenario: str, options: dict, needle: str) -> None:
+    """Before, each of these was accepted and changed nothing (issue #25)."""
+    with pytest.raises(SettingError, match=needle) as e:
+        get_scenario(scenario, **options)
+    assert "\n" not in str(e.value) and scenario in str(e.value)
+
+
+def test_trace_bounds_apply_to_every_sampled_recipe() -> None:
+    """``max_gpu_hours`` / ``max_duration_h`` work on the Pollux recipes too (castor-philly ignored them), and a
+    bound that leaves no job is a one-line error naming the option, not an empty episode."""
+    sc = get_scenario("castor-philly", num_jobs=20)
+    _, note = sc.build_jobs(0)
+    assert "left out" not in note
+    for name, what in (("max_gpu_hours", " GPU-hours"), ("max_duration_h", " h")):
+        jobs, note = sc.with_options(**{name: 0.5}).build_jobs(0)
+        assert f"over 0.5{what} left out" in note and len(jobs) == 20
+        with pytest.raises(SettingError, match=rf"'castor-philly': option '{name}' = 1e-09 leaves no job"):
+            sc.with_options(**{name: 1e-9}).build_jobs(0)
+    with pytest.raises(SettingError, match="leaves no job"):
+        GPUClusterEnv("castor-philly", scenario_options={"max_gpu_hours": 1e-9})
+
+
+def test_a_mix_sets_its_own_number_of_jobs() -> None:
+    sc = get_scenario("hadare-testbed", mix="M-12")
+    assert sc.num_jobs == 12 and len(sc.build_jobs(0)[0]) == 12
+
+
+@pytest.mark.parametrize("scenario", ["castor-philly", "gimbal-philly", "gavel-hetero"])
+def test_arrival_and_deadline_options_act_on_every_recipe(scenario: str) -> None:
+    """``all_at_zero`` and ``deadlines`` were ignored by the Pollux, Gimbal (all_at_zero) and Gavel (deadlines)
+    recipes; now each acts on every recipe, and the default episode is unchanged."""
+    sc = get_scenario(scenario, num_jobs=30)
+    jobs, _ = sc.build_jobs(0)
+    zero, _ = sc.with_options(all_at_zero=True).build_jobs(0)
+    assert jobs["submit_s"].max() > 0 and (zero["submit_s"] == 0).all()
+    dl, _ = sc.with_options(deadlines=True).build_jobs(0)
+    assert dl["deadline_s"].notna().all() and (dl["deadline_s"] > dl["submit_s"]).all()
+    assert jobs.equals(sc.build_jobs(0)[0])
+
+
+def test_pollux_recipe_honours_the_window() -> None:
+    """castor-philly's recipe samples Pollux's 8 hours; a window now picks which hours (it was ignored, so the
+    training curriculum over windows saw one window)."""
+    sc = get_scenario("castor-philly", num_jobs=20)
+    assert "submitted 2:00-10:00" in sc.build_jobs(0)[1]
+    assert "submitted 2:00-10:00" in sc.with_options(window="busiest").build_jobs(0)[1]
+    assert "submitted 12:00-18:00" in sc.with_options(window="hours:12-18").build_jobs(0)[1]
+    assert "submitted 0:00-24:00" in sc.with_options(window="all").build_jobs(0)[1]
+    starts = {sc.with_options(window="random").build_jobs(seed)[1].split("submitted ")[1][:5] for seed in range(6)}
+    assert len(starts) > 1
 
 
 @pytest.mark.parametrize("policy, text", [
@@ -171,3 +241,13 @@ def test_scenarios_module_makes_no_engine() -> None:
     import gpucluster_env.scenarios as scenarios
 
     assert not hasattr(scenarios.Scenario, "make_engine") and "ClusterEngine" not in vars(scenarios)
+
+
+def test_window_curriculum_applies_windows_only_where_a_trace_is_sampled() -> None:
+    """Training's window curriculum sets ``window`` only on scenarios that sample a trace (on ``tiny`` it was
+    accepted and ignored, and is now refused by the scenario)."""
+    from gpucluster_env.agents.train import TraceWindows
+
+    tw = TraceWindows(GPUClusterEnv("tiny", observation="none"), ("tiny", "castor-philly"), ("busiest", "random"), 0)
+    assert [(c.name, c.window) for c in tw.choices] == [
+        ("tiny", "all"), ("castor-philly", "busiest"), ("castor-philly", "random")]

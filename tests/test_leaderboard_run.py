@@ -208,7 +208,7 @@ def test_a_failing_cell_is_one_line_and_keeps_finished_records(tmp_path: Path, c
                  "[[group]]\nscenarios = ['tiny']\npolicies = ['sjf']\nenv_options = { n_pending = 0 }\n")
     assert main(["leaderboard", "run", str(f), "--out", str(tmp_path / "r"), "--json"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "x sjf seed 0 failed: ValueError: n_pending must be a positive integer" in err
+    assert "x sjf seed 0 failed: SettingError: environment argument 'n_pending': expected an integer >= 1" in err
     assert len(err.splitlines()) == 1 and len(list((tmp_path / "r").glob("*.json"))) == 1
 
 

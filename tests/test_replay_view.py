@@ -156,7 +156,7 @@ def test_side_by_side_differences(records):
 
 
 def _cli(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run([GPUCLUSTER, *args], capture_output=True, text=True, timeout=300,
+    return subprocess.run([GPUCLUSTER, *args], capture_output=True, text=True,
                           env=dict(os.environ, COLUMNS="80", **env), stdin=subprocess.DEVNULL)
 
 
@@ -208,8 +208,8 @@ def test_version_1_records_still_play(records, tmp_path):
 
 
 def _tmux(*args: str) -> str:
-    return subprocess.run(["tmux", "-L", "gpucluster-replay-test", *args], capture_output=True, text=True,
-                          timeout=30).stdout
+    return subprocess.run(["tmux", "-L", "gpucluster-replay-test", *args], capture_output=True,
+                          text=True).stdout
 
 
 def _screen_until(pred, timeout: float = 30.0, stable: bool = True) -> str:

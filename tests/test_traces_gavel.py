@@ -72,6 +72,10 @@ def test_layouts_mix_in_a_folder(tmp_path: Path) -> None:
         (SEVEN.replace("\t1\n", "\t0\n"), r"vc\.trace: row 2: field 'scale_factor'"),
         ("LM (batch size 80)\tcmd\t--steps\t1\t6000\n", r"vc\.trace: row 1: expected 7 .* or 10 .*found 5"),
         (TEN + SEVEN, r"vc\.trace: row 3: expected 10 fields"),
+        # a batch size of 0 ran as the model's default (64), one of 99999999999 gave a JCT of 1e13 s
+        (SEVEN.replace("batch size 32", "batch size 0"), r"vc\.trace: row 2: field 'job_type': batch size must be"),
+        (SEVEN.replace("batch size 80", "batch size 99999999999"),
+         r"vc\.trace: row 1: field 'job_type': batch size must be from 1 to 1,048,576"),
     ],
 )
 def test_malformed_rows_name_file_row_field(tmp_path: Path, text: str, match: str) -> None:

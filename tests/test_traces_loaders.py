@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
@@ -219,12 +218,11 @@ def test_openb_fixture_keeps_fraction_and_spec(tmp_path: Path) -> None:
 
 
 @pytest.mark.data
-def test_real_philly_csv_fast_and_complete() -> None:
+def test_real_philly_csv_complete() -> None:
+    """Every row of the real Philly CSV read (its speed is ``gpucluster bench``'s business, not a test's)."""
     p = real_file("traces/philly/philly_jobs.csv")
-    t = time.perf_counter()
     df, rep = load_philly_csv(p)
-    elapsed = time.perf_counter() - t
-    assert len(df) == 82247 and rep.skipped_count == 0 and elapsed < 2.0
+    assert len(df) == 82247 and rep.skipped_count == 0
     assert (df["num_gpus"] == 1).sum() == 76627 and df["duration_s"].median() == pytest.approx(1144, rel=0.01)
     assert df["vc"].nunique() == 15
 

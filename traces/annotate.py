@@ -15,6 +15,7 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..engine.perf import fit_accumulation, solo_iter_time
+from ..scenarios import MIXES as SCENARIO_MIXES
 
 REFERENCE_GPU = "V100"
 REFERENCE_NODE_GPUS = 8
@@ -151,16 +152,8 @@ def assign_models(
 MIX_ABBREVIATIONS = {"IC": "resnet50", "LM": "lm", "LT": "transformer", "RS": "recommendation", "MM": "mima"}
 """HadarE §VI: image classification, language modelling, language translation, recommendation, MiMa."""
 
-MIXES: dict[str, tuple[str, ...]] = {
-    "M-1": ("MM",),
-    "M-3": ("LT", "MM", "MM"),
-    "M-4": ("IC", "LM", "LT", "MM"),
-    "M-5": ("IC", "LM", "LT", "RS", "MM"),
-    "M-8": ("IC", "LM", "LT", "RS") + ("MM",) * 4,
-    "M-10": ("IC", "LM", "LT", "RS") + ("MM",) * 6,
-    "M-12": ("IC", "LM", "LT", "RS") + ("MM",) * 8,
-}
-"""HadarE's workload mixes (hadar-hadare §VI-B)."""
+MIXES = SCENARIO_MIXES
+"""HadarE's workload mixes (hadar-hadare §VI-B), declared with the scenario options."""
 
 MIX_DURATION_S = {"Small": 600.0, "Medium": 1200.0, "Large": 1800.0, "XLarge": 2400.0}
 """Reference-GPU run time of a mix job by its size class. An assumption of this project (the paper gives

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..jobs import MAX_BATCH_SIZE
 from .files import numbers, open_text, read_csv
 from .tables import LoadReport, RowChecker, TraceFormatError, finish
 
@@ -139,6 +140,9 @@ def load_gavel_trace(
         chk.check(bad.to_numpy() | np.isnan(slo.to_numpy(float)) | np.isinf(slo.to_numpy(float)), "slo",
                   "not a number (Gavel writes -1 for no SLO)", df["slo"])
         extra = {"priority_weight": w.to_numpy(float), "slo": np.where(slo.to_numpy(float) > 0, slo, np.nan)}
+    batches = [parse_job_type(t)[1] if isinstance(t, str) else None for t in df["job_type"]]
+    chk.check(np.array([b is not None and not (1 <= b <= MAX_BATCH_SIZE) for b in batches], dtype=bool),
+              "job_type", f"batch size must be from 1 to {MAX_BATCH_SIZE:,}", df["job_type"])
     k = chk.keep
     jt = df["job_type"][k].astype(str).to_numpy()
     parsed = [parse_job_type(t) for t in jt]

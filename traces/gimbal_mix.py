@@ -24,7 +24,7 @@ import pandas as pd
 
 from ..catalog import Catalog
 from .annotate import gimbal_deadlines, to_job_table
-from .scenario_jobs import SOURCES, recipe
+from .scenario_jobs import SOURCES, arrivals, recipe
 
 if TYPE_CHECKING:
     from ..scenarios import Scenario
@@ -83,8 +83,7 @@ def gimbal_mix(durations: np.ndarray, trace: str, rng: np.random.Generator, cap:
 def _gimbal_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
     """Gimbal's recipe: the trace's arrivals and durations, Table 2's classes, models and GPU counts."""
     raw, note, _ = SOURCES[sc.trace](sc, rng)
-    if sc.load != 1.0:
-        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
+    raw = arrivals(sc, raw)
     trace = "alibaba" if sc.trace.startswith("alibaba") else sc.trace
     models, gpus = gimbal_mix(raw["duration_s"].to_numpy(float), trace, rng, sc.cluster.num_gpus)
     raw = raw.assign(num_gpus=gpus)

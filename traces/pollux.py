@@ -116,10 +116,11 @@ def pollux_pool(df: pd.DataFrame, start_h: float | None = POLLUX_START_HOUR,
 
 
 def pollux_sample(df: pd.DataFrame, n: int, rng: np.random.Generator,
-                  start_h: float | None = POLLUX_START_HOUR) -> tuple[pd.DataFrame, float, int]:
+                  start_h: float | None = POLLUX_START_HOUR,
+                  period_h: float = POLLUX_PERIOD_H) -> tuple[pd.DataFrame, float, int]:
     """``n`` jobs drawn uniformly without replacement (with replacement when the pool is smaller) from
     :func:`pollux_pool`, sorted by arrival. Returns the sample, the start hour and the pool size."""
-    pool, start = pollux_pool(df, start_h)
+    pool, start = pollux_pool(df, start_h, period_h)
     if len(pool) == 0:
         raise ValueError(f"{df.attrs.get('source', 'trace')}: no usable job in the Pollux period")
     idx = rng.choice(len(pool), size=n, replace=len(pool) < n)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ..scenarios import TRACE_FILE_FORMATS
 from .tables import LoadReport
 
 
@@ -219,7 +220,7 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
         raise ValueError(f"unknown trace format {fmt!r}; known: {', '.join(table)}") from None
 
 
-FORMAT_NAMES = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb", "table")
+FORMAT_NAMES = TRACE_FILE_FORMATS  # declared with the scenario options (scenarios.py)
 
 
 def _sniff(p: Path) -> str | None:

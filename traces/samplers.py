@@ -18,13 +18,13 @@ dropped first (counted).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-WINDOWS = ("busiest", "random", "all", "hours:A-B")
+from ..scenarios import parse_window
+
 BUSIEST_PERIOD_S = 8 * 3600.0
 
 
@@ -122,17 +122,15 @@ def sample(
     report.jobs_in = len(df)
     if len(usable) == 0:
         raise ValueError(f"{df.attrs.get('source', 'trace')}: no job with a positive duration")
-    m = re.fullmatch(r"hours:(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)", window)
-    if window == "busiest":
+    kind, start_h, end_h = parse_window(window)
+    if kind == "busiest":
         out = busiest_window(usable, n, rng)
-    elif window == "random":
+    elif kind == "random":
         out = random_window(usable, n, rng)
-    elif window == "all":
+    elif kind == "all":
         out = _take(usable, np.arange(min(n, len(usable))))
-    elif m:
-        out = hours_window(usable, float(m.group(1)), float(m.group(2)), n, rng)
     else:
-        raise ValueError(f"unknown window {window!r}; known: {', '.join(WINDOWS)}")
+        out = hours_window(usable, start_h, end_h, n, rng)
     out.attrs = dict(df.attrs)
     report.jobs_out = len(out)
     report.span_s = float(out["submit_s"].max()) if len(out) else 0.0

@@ -24,9 +24,12 @@ import pandas as pd
 
 from ..catalog import Catalog
 from ..catalog.measured import data_dir
+from ..scenarios import RECIPE_NAMES, TRACE_NAMES, parse_window
+from ..settings import SettingError
 from .annotate import assign_models, gimbal_deadlines, mix_raw, reference_iter_time, to_job_table
 from .gavel_synth import DEFAULT_RATE_PER_HOUR, gavel_raw
 from .pollux import (
+    POLLUX_PERIOD_H,
     pollux_applications,
     pollux_batch,
     pollux_iterations,
@@ -117,12 +120,14 @@ def _register(table: dict, names: tuple[str, ...]) -> Callable:
 
 
 def source(*names: str) -> Callable[[Source], Source]:
-    """Register a trace source under ``names``."""
+    """Register a trace source under ``names`` (also made valid values of a scenario's ``trace``)."""
+    TRACE_NAMES.extend(n for n in names if n not in TRACE_NAMES)
     return _register(SOURCES, names)
 
 
 def recipe(*names: str) -> Callable[[Recipe], Recipe]:
-    """Register an annotation recipe under ``names``."""
+    """Register an annotation recipe under ``names`` (also made valid values of a scenario's ``annotate``)."""
+    RECIPE_NAMES.extend(n for n in names if n not in RECIPE_NAMES)
     return _register(RECIPES, names)
 
 
@@ -140,16 +145,29 @@ def _mix_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, s
 @source(*SCENARIO_TRACES, "file")
 def _sampled_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, str, None]:
     """``num_jobs`` jobs of the full trace by the scenario's window, capped at the cluster size."""
-    full, note = full_trace(sc)
-    if sc.max_gpu_hours is not None:
-        full, left_out = within_gpu_hours(full, sc.max_gpu_hours)
-        note += f"; {left_out} of {left_out + len(full)} jobs over {sc.max_gpu_hours:g} GPU-hours left out"
-    if sc.max_duration_h is not None:
-        full, left_out = within_gpu_hours(full, sc.max_duration_h, per_gpu=False)
-        note += f"; {left_out} of {left_out + len(full)} jobs running over {sc.max_duration_h:g} h left out"
-    raw, rep = sample(full, sc.num_jobs, sc.window, rng)
+    full, note = bounded_trace(sc)
+    raw, rep = sample(full, sc.num_jobs, sc.window or "busiest", rng)
     raw = fit_to_cluster(raw, sc.cluster.num_gpus, "cap", rep)
     return raw, f"{note}; {rep.summary()}", None
+
+
+def bounded_trace(sc: Scenario) -> tuple[pd.DataFrame, str]:
+    """The scenario's whole trace (:func:`full_trace`) within its ``max_gpu_hours`` and ``max_duration_h``, and
+    the note saying how many jobs each bound left out; a bound that leaves no job is a one-line error naming
+    the option (the one implementation of both bounds, for every recipe that samples a trace)."""
+    full, note = full_trace(sc)
+    for name, per_gpu, what in (("max_gpu_hours", True, "over {:g} GPU-hours"),
+                                ("max_duration_h", False, "running over {:g} h")):
+        limit = getattr(sc, name)
+        if limit is None:
+            continue
+        kept, left_out = within_gpu_hours(full, limit, per_gpu=per_gpu)
+        if len(kept) == 0 and left_out:
+            raise SettingError(f"scenario {sc.name!r}: option {name!r} = {limit:g} leaves no job of the trace "
+                               f"({left_out} jobs, all {what.format(limit)})")
+        full = kept
+        note += f"; {left_out} of {left_out + len(full)} jobs {what.format(limit)} left out"
+    return full, note
 
 
 def within_gpu_hours(df: pd.DataFrame, limit: float, per_gpu: bool = True) -> tuple[pd.DataFrame, int]:
@@ -163,6 +181,16 @@ def within_gpu_hours(df: pd.DataFrame, limit: float, per_gpu: bool = True) -> tu
     kept = df.loc[~over]
     kept.attrs = dict(df.attrs)
     return kept, int(over.sum())
+
+
+def arrivals(sc: Scenario, raw: pd.DataFrame) -> pd.DataFrame:
+    """``raw`` with the scenario's ``load`` (arrival times divided by it) and ``all_at_zero`` (every job
+    submitted at 0) applied: the one place both options act, for every recipe that reads a trace."""
+    if sc.load != 1.0:
+        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
+    if sc.all_at_zero:
+        raw = raw.assign(submit_s=0.0)
+    return raw
 
 
 def _model_recipe(
@@ -182,10 +210,7 @@ def _model_recipe(
         if not np.isfinite(dur).all():
             raise ValueError(f"{note.split(';')[0]}: {int((~np.isfinite(dur)).sum())} jobs have no duration (a "
                              "Gavel trace gives steps, not times); use the annotation 'trace'")
-    if sc.load != 1.0:
-        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
-    if sc.all_at_zero:
-        raw = raw.assign(submit_s=0.0)
+    raw = arrivals(sc, raw)
     if models is None:
         models = assign(raw, rng)
     deadlines = gimbal_deadlines(raw, rng) if sc.deadlines else None
@@ -226,11 +251,12 @@ def _gavel_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame,
 @recipe("gavel")
 def _gavel_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
     """Gavel's generator (:mod:`.gavel_synth`): its job types with their own batch sizes, GPU counts and run
-    times on the reference V100; ``load`` scales its arrival rate."""
+    times on the reference V100; ``load`` scales its arrival rate; ``deadlines`` as Gimbal's."""
     raw, note, models = _gavel_source(sc, rng)
     if sc.all_at_zero:
         raw = raw.assign(submit_s=0.0)
-    return to_job_table(raw, models, catalog, batch_sizes=raw["batch_size"].to_numpy(np.int64)), note
+    deadlines = gimbal_deadlines(raw, rng) if sc.deadlines else None
+    return to_job_table(raw, models, catalog, deadlines, batch_sizes=raw["batch_size"].to_numpy(np.int64)), note
 
 
 @recipe("pollux", "pollux-lucid", "pollux-time")
@@ -240,15 +266,15 @@ def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tu
     count as Pollux. The work: ``pollux`` = Pollux's epochs x dataset per application (SJF-BSBF §VI-A follows
     Pollux); ``pollux-lucid`` = the sampled job's own GPU time in the trace (``duration x GPUs`` on reference
     GPUs), spread over Pollux's GPU count, as Lucid keeps the trace's durations (Castor §9.1 follows "Pollux and
-    Lucid"). ``load`` divides arrival times as for the other recipes."""
-    full, note = full_trace(sc)
-    raw, start, pool = pollux_sample(full, sc.num_jobs, rng, 2.0 if sc.trace == "philly" else None)
+    Lucid"). Another ``window`` picks other hours (:func:`pollux_period`); ``load``, ``all_at_zero``,
+    ``deadlines``, ``max_gpu_hours`` and ``max_duration_h`` act as for the other recipes."""
+    full, note = bounded_trace(sc)
+    start_h, period_h = pollux_period(sc, rng)
+    raw, start, pool = pollux_sample(full, sc.num_jobs, rng, start_h, period_h)
     apps = pollux_applications(raw, rng)
     gpus = np.minimum(pollux_replicas(apps, rng), sc.cluster.num_gpus)
     trace_gpus = raw["num_gpus"].to_numpy(float)
-    raw = raw.assign(num_gpus=gpus)
-    if sc.load != 1.0:
-        raw = raw.assign(submit_s=raw["submit_s"].to_numpy(float) / sc.load)
+    raw = arrivals(sc, raw.assign(num_gpus=gpus))
     keys = [(str(a), int(g)) for a, g in zip(apps, gpus, strict=True)]
     batch = np.array([pollux_batch(a, g) for a, g in keys], dtype=np.int64)
     ref = {k: reference_iter_time(catalog, k[0], k[1], pollux_batch(*k)) for k in set(keys)}
@@ -264,15 +290,29 @@ def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tu
     else:
         iters = np.array([pollux_iterations(k[0], k[1], catalog) for k in keys])
     raw = raw.assign(duration_s=[it * ref[k] for it, k in zip(iters, keys, strict=True)])
-    jobs = to_job_table(raw, apps, catalog, iterations=iters, batch_sizes=batch)
+    deadlines = gimbal_deadlines(raw, rng) if sc.deadlines else None
+    jobs = to_job_table(raw, apps, catalog, deadlines, iterations=iters, batch_sizes=batch)
     work = {"pollux-lucid": "the trace's GPU time (Lucid)",
             "pollux-time": "Pollux's epochs x dataset timed on Pollux's T4s (measured step times)"}.get(
         sc.annotate, "iterations as Pollux")
     if sc.annotate == "pollux-time" and data_dir() is None:
         work = "iterations as Pollux (Pollux's placements.csv not found, so not timed on Pollux's T4s)"
-    note = (f"{note}; Pollux recipe: {len(raw)} of {pool} jobs submitted {start:g}:00-{start + 8:g}:00 "
+    note = (f"{note}; Pollux recipe: {len(raw)} of {pool} jobs submitted {start:g}:00-{start + period_h:g}:00 "
             f"(any day), application by GPU time, GPUs as Pollux, work {work}")
     return jobs, note
+
+
+def pollux_period(sc: Scenario, rng: np.random.Generator) -> tuple[float | None, float]:
+    """The hours of the day Pollux's recipe samples from, by the scenario's ``window``: ``busiest`` (or none)
+    Pollux's own 8 hours (from 2:00 on Philly, the busiest 8-hour range of the day elsewhere), ``random`` 8
+    hours from a random whole hour, ``hours:A-B`` those hours, ``all`` the whole day. Returns the start hour
+    (None: the busiest) and the length in hours."""
+    kind, start_h, end_h = parse_window(sc.window or "busiest")
+    if kind == "busiest":
+        return (2.0 if sc.trace == "philly" else None), POLLUX_PERIOD_H
+    if kind == "random":
+        return float(rng.integers(0, 24)), POLLUX_PERIOD_H
+    return start_h, end_h - start_h
 
 
 def build_jobs(sc: Scenario, seed: int, catalog: Catalog) -> tuple[pd.DataFrame, str]:

@@ -1,6 +1,7 @@
 """Progress and limits of a long ``gpucluster run``: a policy wrapper that shows a rich progress bar (jobs
-finished, simulated time) on a terminal and stops the run at a stated number of steps; the simulated-time
-limit is the environment's own ``max_sim_time_s`` truncation."""
+finished, simulated time) on a terminal; both limits are the environment's own truncation (``max_sim_time_s``:
+the clock stops at the limit; ``max_steps``: the episode stops after that many steps), so a run cut short
+still reports the metrics of the jobs finished by then, marked truncated."""
 
 from __future__ import annotations
 
@@ -13,10 +14,6 @@ from gpucluster_env.baselines.base import Policy
 UPDATE_EVERY = 512
 
 
-class LimitReached(ValueError):
-    """A run stopped at its stated step limit."""
-
-
 @dataclass(frozen=True)
 class EpisodeLimits:
     """Where a run stops: simulated seconds (the episode is then truncated) and env steps."""
@@ -25,12 +22,13 @@ class EpisodeLimits:
     max_steps: int
 
     def describe(self) -> str:
+        """The limits in words, with the flags that set them."""
         return f"{self.max_sim_s / 86400:g} simulated days (--max-sim-days), {self.max_steps:,} steps (--max-steps)"
 
 
 class ProgressPolicy(Policy):
-    """``inner`` as seen by the runner (same name, options, environment and actions), counting steps, drawing
-    the progress bar and raising :class:`LimitReached` past ``limits.max_steps``."""
+    """``inner`` as seen by the runner (same name, options and actions; its environment arguments with the
+    run's ``limits``), counting steps and drawing the progress bar."""
 
     def __init__(self, inner: Policy, limits: EpisodeLimits, show: bool = True) -> None:
         self.inner = inner
@@ -44,7 +42,9 @@ class ProgressPolicy(Policy):
         self._task: Any = None
 
     def env_kwargs(self) -> dict[str, Any]:
-        return self.inner.env_kwargs()
+        """The inner policy's environment arguments with the run's limits."""
+        return {**self.inner.env_kwargs(), "max_sim_time_s": self.limits.max_sim_s,
+                "max_steps": self.limits.max_steps}
 
     def reset(self, env: Any) -> None:
         self.steps = 0
@@ -60,11 +60,6 @@ class ProgressPolicy(Policy):
 
     def act(self, observation: Any, env: Any) -> Any:
         self.steps += 1
-        if self.steps > self.limits.max_steps:
-            self.close()
-            raise LimitReached(f"stopped after {self.limits.max_steps:,} env steps (--max-steps) with "
-                               f"{env.unwrapped.engine.n_done} of {env.unwrapped.engine.n_jobs} jobs finished; "
-                               "raise --max-steps to run on")
         if self._bar is not None and self.steps % UPDATE_EVERY == 0:
             eng = env.unwrapped.engine
             self._bar.update(self._task, completed=int(eng.n_done), sim=f"{eng.now / 3600:,.1f} h")

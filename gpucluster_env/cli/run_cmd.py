@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop (truncate) the episode after this much simulated time "
                         f"(default {DEFAULT_MAX_SIM_DAYS:g})")
     p.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS,
-                   help=f"stop after this many env steps (default {DEFAULT_MAX_STEPS:,})")
+                   help=f"stop (truncate) the episode after this many env steps (default {DEFAULT_MAX_STEPS:,})")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it shows only on a terminal)")
     p.add_argument("--record", metavar="FILE",
                    help="write the episode as a record for `gpucluster replay` (JSON lines; .gz compresses)")
@@ -110,7 +110,7 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
     row and field, and the job count is the file's own unless ``--jobs`` says otherwise."""
     from pathlib import Path
 
-    from gpucluster_env.scenarios import POLLUX_MODELS
+    from gpucluster_env.scenarios import POLLUX_MODELS, own_models
     from gpucluster_env.settings import SettingError
     from gpucluster_env.traces.registry import guess_format, load_file
     from gpucluster_env.traces.samplers import SampleReport, usable_jobs
@@ -122,8 +122,9 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
         raise SettingError(f"{args.trace}: no job with a positive duration or number of iterations")
     if args.jobs is not None and not (1 <= args.jobs <= usable):
         raise SettingError(f"--jobs {args.jobs}: {args.trace} has {usable} usable jobs; ask for 1 to {usable}")
-    models = tuple(m.strip() for m in args.models.split(",")) if args.models else POLLUX_MODELS
     annotate = args.annotate or ("trace" if fmt.startswith("gavel") else "uniform")
+    models = (tuple(m.strip() for m in args.models.split(",")) if args.models
+              else own_models("file", annotate) or POLLUX_MODELS)
     return {"name": Path(args.trace).name, "description": f"trace file {args.trace}", "paper": "",
             "trace": "file", "trace_file": str(args.trace), "trace_format": fmt, "num_jobs": args.jobs or usable,
             "window": args.window or "all", "annotate": annotate, "models": models, "mix": None,
@@ -135,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.cli.jsonout import dumps
     from gpucluster_env.cli.options import parse_policy_options
     from gpucluster_env.cli.progress import EpisodeLimits, ProgressPolicy
+    from gpucluster_env.env.limits import ENV_LIMITS
     from gpucluster_env.leaderboard.runner import run_episode
     from gpucluster_env.settings import SettingError
 
@@ -142,8 +144,8 @@ def run(args: argparse.Namespace) -> int:
         raise SettingError(f"--seed {args.seed}: must be an integer from 0 to {2**32 - 1}")
     if not (0 < args.max_sim_days <= 1e6):
         raise SettingError(f"--max-sim-days {args.max_sim_days:g}: must be a number of days in (0, 1e6]")
-    if args.max_steps < 1:
-        raise SettingError(f"--max-steps {args.max_steps}: must be positive")
+    if not (1 <= args.max_steps <= ENV_LIMITS["max_steps"].high):  # type: ignore[operator]
+        raise SettingError(f"--max-steps {args.max_steps}: must be from 1 to {ENV_LIMITS['max_steps'].high:.0e}")
     sc = scenario_from_args(args)
     from gpucluster_env.baselines import POLICIES
 
@@ -158,8 +160,7 @@ def run(args: argparse.Namespace) -> int:
     for name in names:
         pol = ProgressPolicy(make_policy(name, **popts), limits, show=not args.no_progress and not args.json)
         try:
-            results.append(run_episode(sc, pol, args.seed, record=args.record,  # type: ignore[arg-type]
-                                       env_kwargs={"max_sim_time_s": limits.max_sim_s}))
+            results.append(run_episode(sc, pol, args.seed, record=args.record))  # type: ignore[arg-type]
         finally:
             pol.close()
         results[-1]["limits"] = limits.describe()

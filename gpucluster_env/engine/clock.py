@@ -68,9 +68,14 @@ class Clock:
             self.sm_active_gpu_s += dt * sm_activity_now(self)
             self._acc_t = t
 
-    def advance(self) -> tuple[str, ...]:
+    def advance(self, until: float | None = None) -> tuple[str, ...]:
         """Run time forward to the next decision point (the ``wait`` action) and return its reasons:
-        some of ``arrival``, ``completion``, ``round``, ``tick``, ``idle``. Returns ``()`` when done."""
+        some of ``arrival``, ``completion``, ``round``, ``tick``, ``idle``. Returns ``()`` when done.
+
+        ``until``: a time limit. When the next decision point lies past it, the clock stops at ``until``
+        exactly (utilization and progress count up to it, no event past it happens) and the reason is
+        ``("limit",)``; an event exactly at ``until`` still happens. A run truncated there reports the jobs
+        finished by the limit, not those an event jump past it would have finished."""
         self.counts["decisions"] += 1
         while self.n_done != self.n_jobs:  # not self.done
             t = self._next_time()
@@ -79,6 +84,12 @@ class Clock:
                     raise RuntimeError("engine invariant broken: running jobs but no completion event")
                 self._push(self.now + self.config.idle_tick_s, IDLE, -1, 0)
                 continue
+            if until is not None and t > until:
+                if until > self.now:
+                    self._accumulate_util(until)
+                    self.now = until
+                self.last_reasons = ("limit",)
+                return self.last_reasons
             reasons = self._process_time(t)
             if reasons:
                 self.last_reasons = tuple(reasons)
@@ -122,10 +133,12 @@ class Clock:
             elif kind == IDLE:
                 reasons.append("idle")
         # A decision point with no arrival or completion, nothing running and jobs waiting is an idle wait
-        # (idle ticks, and round or calibration ticks in scenarios that have them).
-        if "arrival" in reasons or "completion" in reasons or self._running or not reasons:
+        # (idle ticks, and round or calibration ticks in scenarios that have them). A time with only stale
+        # events (a completion its job's preemption cancelled) is no decision point and counts neither way, so
+        # a policy that starts and preempts a job at every instant is still stalled after max_idle_ticks.
+        if "arrival" in reasons or "completion" in reasons or self._running:
             self._idle_ticks = 0
-        else:
+        elif reasons:
             self._idle_ticks += 1
             if self._idle_ticks > self.config.max_idle_ticks:
                 raise StalledError(

@@ -25,7 +25,9 @@ from ..engine.actions import (
 from ..engine.build import make_engine
 from ..registration import registered_ids_text
 from ..scenarios import Scenario, get_scenario
+from ..settings import SettingError
 from .codec import COLOCATE, FORK, PLACE, PREEMPT, SHARE, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
+from .limits import check_env_limit
 from .observation import ObservationBuilder
 from .rules import DecisionRules
 
@@ -85,9 +87,10 @@ class GPUClusterEnv(gym.Env):
 
     ## Episode End
     ``terminated`` when every job of the trace has finished (``info["metrics"]`` then holds the episode
-    metrics). ``truncated`` when ``max_sim_time_s`` is passed, when the episode stalls (the agent keeps
-    waiting with nothing running), or by ``max_episode_steps`` (set per registered id) when made through
-    ``gym.make``.
+    metrics). ``truncated`` at ``max_sim_time_s`` (the clock stops at the limit: a decision point past it
+    does not happen, so the metrics count only the jobs finished by then), after ``max_steps`` steps, when
+    the episode stalls (the agent keeps waiting with nothing running), or by ``max_episode_steps`` (set per
+    registered id) when made through ``gym.make``; ``info["metrics"]`` then holds the metrics so far.
 
     ## Arguments
     ``scenario`` (name or :class:`~gpucluster_env.scenarios.Scenario`), ``scenario_options`` (dict of
@@ -99,7 +102,8 @@ class GPUClusterEnv(gym.Env):
     exposed, default all the scenario supports), ``min_run_s`` (preemption quantum; default one round, else
     600 s), ``pending_order="queue"`` (the pending window holds the first jobs in queue order) or
     ``"remaining"`` (the jobs with the least estimated remaining work, least first: short jobs deep in a long
-    queue become visible), ``max_sim_time_s``, ``render_mode="rgb_array"|"ansi"|"human"``.
+    queue become visible), ``max_sim_time_s`` (simulated seconds), ``max_steps`` (env steps),
+    ``render_mode="rgb_array"|"ansi"|"human"``.
 
     ## Registered Configurations
     ``gpucluster_env/GPUCluster-v1`` (generic, ``scenario=`` keyword) and one id per scenario:
@@ -126,6 +130,7 @@ class GPUClusterEnv(gym.Env):
         action_layout: str = "compact",
         min_run_s: float | None = None,
         pending_order: str = "queue",
+        max_steps: int | None = None,
     ) -> None:
         super().__init__()
         sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
@@ -141,8 +146,9 @@ class GPUClusterEnv(gym.Env):
             raise ValueError(f"invalid_action must be 'raise' or 'wait', got {invalid_action!r}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        if reward_scale is not None and not (reward_scale > 0):
-            raise ValueError("reward_scale must be positive (or None: normalized per episode)")
+        for name, v in (("n_pending", n_pending), ("n_running", n_running), ("n_accum", n_accum),
+                        ("min_run_s", min_run_s), ("reward_scale", reward_scale)):
+            check_env_limit(name, v)  # sizes bounded before any array is made
         if pending_order not in PENDING_ORDERS:
             raise ValueError(f"pending_order must be one of {', '.join(PENDING_ORDERS)}, got {pending_order!r}")
         if action_layout not in LAYOUTS:
@@ -153,17 +159,15 @@ class GPUClusterEnv(gym.Env):
             n_running = 32 if action_layout == "compact" else 16
         if min_run_s is None:
             min_run_s = sc.config.round_s or DEFAULT_MIN_RUN_S
-        if not (min_run_s >= 0):
-            raise ValueError(f"min_run_s must be >= 0, got {min_run_s!r}")
-        for name, v in (("n_pending", n_pending), ("n_running", n_running), ("n_accum", n_accum)):
-            if not (isinstance(v, int) and v >= 1):
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
         kinds = tuple(actions) if actions is not None else tuple(
             k for k in ACTION_KINDS if k != "fork" or sc.config.round_s is not None
         )
         unknown = set(kinds) - set(ACTION_KINDS)
         if unknown:
             raise ValueError(f"unknown action kind(s) {', '.join(sorted(unknown))}; known: {', '.join(ACTION_KINDS)}")
+        if "fork" in kinds and sc.config.round_s is None:  # it would be accepted and never offered
+            raise SettingError(f"action kind 'fork' needs a scenario with rounds (round_s); scenario {sc.name!r} "
+                               "has none")
         self.allowed = frozenset(kinds)
         self.observation_mode = observation
         self.objective = objective
@@ -174,7 +178,8 @@ class GPUClusterEnv(gym.Env):
         self.pending_order = pending_order
         self.calibrates = sc.config.tick_s is not None
         self.invalid_action = invalid_action
-        self.max_sim_time_s = max_sim_time_s
+        self.max_sim_time_s: float | None = check_env_limit("max_sim_time_s", max_sim_time_s)
+        self.max_steps: int | None = check_env_limit("max_steps", max_steps)
         self.render_mode = render_mode
 
         # A first engine fixes the spaces (GPU types of the cluster); reset() builds each episode's own.
@@ -242,7 +247,7 @@ class GPUClusterEnv(gym.Env):
         self._steps = 0
         self._met = 0
         self._late = 0
-        self.engine.advance()
+        self.engine.advance(self.max_sim_time_s)
         obs = self._observe()
         return obs, self._info({})
 
@@ -266,6 +271,15 @@ class GPUClusterEnv(gym.Env):
                 self._invalid += 1
                 kind = WAIT
         self._steps += 1
+        forced = None
+        if kind != WAIT:
+            forced = self.rules.must_wait(eng.num_pending + eng.num_running)
+            if forced is not None:  # the bound on steps at one instant (env.rules): time must move
+                if self.invalid_action == "raise":
+                    raise ValueError(f"action {desc or typed} at t={eng.now:.1f}s: {forced}; send wait")
+                self._invalid += 1
+                kind = WAIT
+                desc = f"{desc or typed} (not applied: forced wait)"
         terms = dict.fromkeys(OBJECTIVES, 0.0)
         truncated = False
         stalled = False
@@ -275,7 +289,7 @@ class GPUClusterEnv(gym.Env):
             busy = eng.busy_gpus
             done0 = eng.n_done
             try:
-                eng.advance()
+                eng.advance(self.max_sim_time_s)
             except StalledError:
                 stalled = truncated = True
             self.rules.advanced()
@@ -311,19 +325,24 @@ class GPUClusterEnv(gym.Env):
                     else:
                         eng.fork_job(job)
                     self._record(_KIND_ACTION[kind], job)
+                self.rules.step_taken(rejected=False)
             except ActionError as e:
                 if self.invalid_action == "raise":
                     raise
                 self._invalid += 1
+                self.rules.step_taken(rejected=True)
                 desc = f"{desc or typed} (rejected: {e})"
         terminated = eng.done
-        if self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s and not terminated:
+        if not terminated and ((self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s)
+                               or (self.max_steps is not None and self._steps >= self.max_steps)):
             truncated = True
         obs = self._observe()
         info = self._info(terms)
         info["action"] = desc or repr(typed)
         if stalled:
             info["stalled"] = True
+        if forced is not None:
+            info["forced_wait"] = forced
         if terminated or truncated:
             info["metrics"] = eng.metrics()
         if self.render_mode == "human":

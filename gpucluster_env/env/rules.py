@@ -22,6 +22,19 @@ and at most one fork. So the non-wait actions between two advances number at mos
 clock like ``wait``, so it never adds to the count. Typed actions from white-box agents are recorded (so the
 masks that follow them are right) but not restricted: reference policies act as their papers describe.
 
+**The bound on every step, typed actions included.** Typed actions are not masked, and an action the engine
+rejects (a typed action that does not fit, or a masked one that fails, e.g. ``share`` with no GPUs to share)
+is a counted no-op that does not move the clock. So one more rule holds for every non-wait step, applied or
+rejected: after :data:`MAX_REJECTED_RUN` rejected actions in a row at one instant, or after
+``step_cap(J) = STEPS_PER_JOB x J + STEPS_SLACK`` non-wait steps at one instant, the next non-wait step is a
+forced ``wait`` (counted in ``info["invalid_actions"]``, marked ``info["forced_wait"]``; with
+``invalid_action="raise"`` a ``ValueError`` naming the bound). The runner reads an empty list of actions as
+``wait``. So a policy whose actions are all rejected, or that undoes its own typed actions forever, still
+lets time run and the episode ends (a run that then does nothing is truncated as stalled after
+``max_idle_ticks`` idle waits). The caps lie far above what the reference policies do: on the 97 golden policy
+cases their most non-wait steps at one instant is 57 (never more than ``2 x J + 3``), their longest run of
+rejected actions 1, so no reference result changes.
+
 **The moves of running jobs** (``Reallocate``, ``DropCopy``, ``MoveCopy``) are typed actions only: the
 ``Discrete`` space has no entry for them, so they add nothing to ``B(J)``. They are recorded so that the masks
 that follow cannot undo them at the same instant: a ``Reallocate`` counts as the job's start (rule 2: it
@@ -37,6 +50,17 @@ import numpy as np
 from .codec import ActionLayout
 
 NEVER = -1  # instant id of "never"
+STEPS_PER_JOB = 8
+"""Non-wait steps allowed per job in the system at one instant (see :func:`step_cap`)."""
+STEPS_SLACK = 64
+"""Non-wait steps allowed at one instant whatever the jobs in the system."""
+MAX_REJECTED_RUN = 32
+"""Rejected actions in a row at one instant after which the next non-wait step is a forced ``wait``."""
+
+
+def step_cap(jobs_in_system: int) -> int:
+    """The most non-wait steps (applied or rejected, masked or typed) at one instant before a forced ``wait``."""
+    return STEPS_PER_JOB * jobs_in_system + STEPS_SLACK
 
 
 class DecisionRules:
@@ -53,6 +77,8 @@ class DecisionRules:
         self.forked = np.full(n_jobs, NEVER, dtype=np.int64)
         self.run_since = np.full(n_jobs, -np.inf)
         self.actions_now = 0  # non-wait actions applied since the last clock advance
+        self.steps_now = 0  # non-wait steps since the last clock advance, applied or rejected
+        self.rejected_run = 0  # rejected actions in a row at this instant
         self._preempts_now = 0  # of which preemptions, and forks (their masks need no work without any)
         self._forks_now = 0
 
@@ -60,8 +86,24 @@ class DecisionRules:
         """The clock moved to the next decision point."""
         self.instant += 1
         self.actions_now = 0
+        self.steps_now = 0
+        self.rejected_run = 0
         self._preempts_now = 0
         self._forks_now = 0
+
+    def must_wait(self, jobs_in_system: int) -> str | None:
+        """Why the next non-wait step must be a forced ``wait`` (the bound on steps at one instant), or None."""
+        if self.rejected_run >= MAX_REJECTED_RUN:
+            return f"{self.rejected_run} rejected actions in a row at this instant (at most {MAX_REJECTED_RUN})"
+        cap = step_cap(jobs_in_system)
+        if self.steps_now >= cap:
+            return f"{self.steps_now} non-wait steps at this instant (at most {cap} with {jobs_in_system} jobs)"
+        return None
+
+    def step_taken(self, rejected: bool) -> None:
+        """Count a non-wait step at this instant, and whether the engine rejected it."""
+        self.steps_now += 1
+        self.rejected_run = self.rejected_run + 1 if rejected else 0
 
     def record_start(self, j: int, now: float) -> None:
         self.started[j] = self.instant

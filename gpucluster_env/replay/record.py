@@ -272,6 +272,7 @@ _ENV_FIELDS: dict[str, _Field] = {
     "action_layout": _Field(False, _is_str, "a string"),
     "min_run_s": _Field(False, lambda v: _is_num(v) and v >= 0, "a number >= 0"),
     "pending_order": _Field(False, _is_str, "a string"),
+    "max_steps": _Field(False, lambda v: _is_int(v, 1), "a positive integer"),  # only in step-limited runs
 }
 """The environment settings a record's ``env`` holds (:func:`~gpucluster_env.replay.recorder.env_settings`)."""
 

@@ -87,6 +87,7 @@ def env_settings(env: GPUClusterEnv) -> dict[str, Any]:
         "invalid_action": env.invalid_action, "actions": [k for k in ACTION_KINDS if k in env.allowed],
         "max_sim_time_s": env.max_sim_time_s, "action_layout": env.action_layout, "min_run_s": env.min_run_s,
         "pending_order": env.pending_order,
+        **({"max_steps": env.max_steps} if env.max_steps is not None else {}),  # a step-limited run
     }
 
 
