@@ -150,6 +150,10 @@ def run(args: argparse.Namespace) -> int:
     names = [n for n in policy_names() if POLICIES[n].applies_to(sc)] if args.policy == "all" else [args.policy]
     if args.record and len(names) > 1:
         raise SettingError("--record needs a single --policy")
+    if args.record:
+        from gpucluster_env.atomic_write import check_output
+
+        check_output(args.record)  # now, not after the episode
     if args.policy_option and len(names) > 1:
         raise SettingError("--policy-option needs a single --policy")
     popts = parse_policy_options(args.policy_option, names[0]) if len(names) == 1 else {}

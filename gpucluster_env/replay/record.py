@@ -17,21 +17,21 @@ Format ``gpucluster-replay`` version 2 (docs/replay.md has the full description)
   ``actions``, ``events``). A file without it is incomplete.
 
 A record is written to a temporary name beside its target and renamed when complete, so a reader never sees
-half a file under the real name. A ``.gz`` suffix writes (and reads) gzip.
+half a file under the real name (:mod:`gpucluster_env.atomic_write`). A ``.gz`` suffix writes (and reads) gzip.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
+from ..atomic_write import atomic_output
 from ..engine import (
     Action,
     Colocate,
@@ -152,26 +152,20 @@ def _open_text(path: Path, mode: str) -> IO[str]:
 
 
 def write_lines(path: str | Path, lines: list[dict[str, Any]]) -> Path:
-    """Write ``lines`` as JSON Lines to ``path`` atomically (temporary file in the same folder, then rename);
-    gzip when ``path`` ends in ``.gz``. Returns the path."""
+    """Write ``lines`` as JSON Lines to ``path`` with :func:`~gpucluster_env.atomic_write.atomic_output` (a
+    temporary file beside it, renamed when complete; a device or pipe is written straight into); gzip when
+    ``path`` ends in ``.gz``. Returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp + (".gz" if path.suffix == ".gz" else ""))
-    os.replace(tmp, tmp_path)
-    try:
-        with _open_text(tmp_path, "w") as f:
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output(path) as raw:
+        out: IO[bytes] = raw
+        with contextlib.ExitStack() as stack:
+            if path.suffix == ".gz":
+                out = stack.enter_context(gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0))
             for d in lines:
-                f.write(json.dumps(d, separators=(",", ":"), allow_nan=False))
-                f.write("\n")
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp_path, 0o666 & ~mask)
-        os.replace(tmp_path, path)
-    except BaseException:
-        tmp_path.unlink(missing_ok=True)
-        raise
+                out.write(json.dumps(d, separators=(",", ":"), allow_nan=False).encode())
+                out.write(b"\n")
     return path
 
 

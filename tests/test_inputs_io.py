@@ -1,0 +1,193 @@
+"""Files in and out (issue #25): writers never replace a device, pipe, folder or link and name the file when a
+write fails; readers of a results folder never delete another writer's temporary file."""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from gpucluster_env.leaderboard.board import parse_board
+from gpucluster_env.leaderboard.execute import execute
+from gpucluster_env.leaderboard.store import ResultStore
+
+from gpucluster_env.atomic_write import (
+    ABANDONED_AFTER_S,
+    STALE_AFTER_S,
+    OutputError,
+    atomic_output,
+    check_output,
+    is_temporary,
+    remove_stale_temporaries,
+    write_bytes_atomic,
+)
+from gpucluster_env.cli.main import main
+from gpucluster_env.replay.record import write_lines
+
+DEAD_PID = 999_999_999
+"""A process id no process has (Linux ids stop at 4,194,304)."""
+
+
+def one_line_error(capsys: pytest.CaptureFixture[str], argv: list[str], code: int = 2) -> str:
+    """Run the CLI expecting exit ``code`` and one line on stderr; return that line."""
+    assert main(argv) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and "internal error" not in err, err
+    return err
+
+
+@pytest.fixture
+def devices(tmp_path: Path) -> tuple[Path, Path]:
+    """A null and a full device: under root, copies made with mknod (so a bug cannot replace the machine's
+    own /dev/null); otherwise the system's own, which a user cannot replace."""
+    if os.geteuid() != 0:
+        return Path("/dev/null"), Path("/dev/full")
+    null, full = tmp_path / "null", tmp_path / "full"
+    try:
+        os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+        null.write_bytes(b"x")  # the folder may be mounted nodev
+    except OSError:
+        pytest.skip("cannot make device nodes here")
+    return null, full
+
+
+def _is_char_device(p: Path) -> bool:
+    return stat.S_ISCHR(os.lstat(p).st_mode)
+
+
+# --- writers -------------------------------------------------------------------------------------------------
+
+
+def test_record_onto_devices_writes_into_them(devices: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    null, full = devices
+    assert main(["run", "--scenario", "tiny", "--policy", "fifo", "--record", str(null), "--json"]) == 0
+    assert _is_char_device(null)  # was turned into a regular file
+    capsys.readouterr()
+    err = one_line_error(capsys, ["run", "--scenario", "tiny", "--policy", "fifo", "--record", str(full), "--json"])
+    assert f"{full}: cannot write: No space left on device" in err
+    assert _is_char_device(full)
+
+
+def test_sampled_trace_onto_devices(devices: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    null, full = devices
+    assert main(["traces", "sample", "synthetic:philly", "--jobs", "5", "--out", str(null)]) == 0
+    assert _is_char_device(null)
+    capsys.readouterr()
+    err = one_line_error(capsys, ["traces", "sample", "synthetic:philly", "--jobs", "5", "--out", str(full)])
+    assert f"{full}: cannot write: No space left on device" in err
+    assert _is_char_device(full)
+
+
+def test_writes_into_a_fifo(tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_lines(fifo, [{"a": 1}, {"b": 2}])
+    reader.join(10)
+    assert got == [b'{"a":1}\n{"b":2}\n'] and stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_symlink_kept_and_its_target_written(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    target = tmp_path / "data" / "ep.jsonl"
+    target.write_text("old\n")
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(target)
+    write_lines(link, [{"a": 1}])
+    assert link.is_symlink() and target.read_text() == '{"a":1}\n'
+    dangling = tmp_path / "new.jsonl"
+    dangling.symlink_to(tmp_path / "data" / "made.jsonl")
+    write_bytes_atomic(dangling, b"x")
+    assert dangling.is_symlink() and (tmp_path / "data" / "made.jsonl").read_bytes() == b"x"
+    assert not [p for p in (tmp_path / "data").iterdir() if is_temporary(p.name)]
+
+
+def test_folder_and_socket_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(OutputError, match="is a folder"):
+        write_bytes_atomic(tmp_path, b"x")
+    sock_path = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as s:
+        s.bind(str(sock_path))
+        with pytest.raises(OutputError, match="is a socket"):
+            check_output(sock_path)
+    assert tmp_path.is_dir() and not sock_path.is_file()
+    # refused before the episode runs, in one line
+    err = one_line_error(capsys, ["run", "--scenario", "tiny", "--policy", "fifo", "--record", str(tmp_path)])
+    assert f"{tmp_path}: is a folder" in err
+    err = one_line_error(capsys, ["traces", "sample", "synthetic:philly", "--out", str(tmp_path / "no" / "f.csv")])
+    assert f"{tmp_path / 'no' / 'f.csv'}: cannot write: folder" in err
+
+
+def test_failed_write_keeps_the_old_file_and_its_mode(tmp_path: Path) -> None:
+    f = tmp_path / "t.csv"
+    f.write_text("old")
+    f.chmod(0o640)
+    with pytest.raises(RuntimeError), atomic_output(f) as out:
+        out.write(b"half")
+        raise RuntimeError("killed")
+    assert f.read_text() == "old" and os.listdir(tmp_path) == ["t.csv"]
+    write_bytes_atomic(f, b"new")
+    assert f.read_text() == "new" and stat.S_IMODE(f.stat().st_mode) == 0o640
+
+
+# --- temporary files in a results folder ------------------------------------------------------------------------
+
+
+def _temp(folder: Path, pid: int, age_s: float, cell: str = "cell") -> Path:
+    p = folder / f".tmp-{pid}-0badf00d-{cell}.json"
+    p.write_text("{")
+    os.utime(p, (time.time() - age_s, time.time() - age_s))
+    return p
+
+
+@pytest.fixture(scope="module")
+def board_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("board")
+    execute(parse_board({"name": "t", "seeds": 1, "group": [{"scenarios": ["tiny"], "policies": ["fifo"]}]}),
+            ResultStore(d, create=True))
+    return d
+
+
+def test_show_never_deletes_an_in_flight_write(board_folder: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    tried: list[str] = []
+
+    def read_only(p: object, *a: object, **k: object) -> None:
+        tried.append(str(p))
+        raise PermissionError(13, "Read-only file system")
+
+    in_flight = _temp(board_folder, os.getpid(), 0)  # a writer at work right now
+    stale = _temp(board_folder, DEAD_PID, 2 * ABANDONED_AFTER_S)  # one a killed run left
+    monkeypatch.setattr(os, "unlink", read_only)
+    monkeypatch.setattr(os, "remove", read_only)
+    monkeypatch.setattr(Path, "unlink", read_only)
+    assert main(["leaderboard", "show", str(board_folder), "--json"]) == 0, capsys.readouterr().err
+    assert len(ResultStore(board_folder)) == 1
+    assert tried == [] and in_flight.exists() and stale.exists()
+    # a writer on a read-only folder does not fail on the temporaries it cannot remove
+    assert remove_stale_temporaries(board_folder) == [] and tried == [str(stale)]
+    monkeypatch.undo()
+    in_flight.unlink()
+    stale.unlink()
+
+
+def test_a_writer_removes_only_stale_temporaries(tmp_path: Path) -> None:
+    live = _temp(tmp_path, os.getpid(), STALE_AFTER_S + 60, "live")  # slow, but its writer is running
+    fresh = _temp(tmp_path, DEAD_PID, 1, "fresh")  # just written (perhaps by another host)
+    dead = _temp(tmp_path, DEAD_PID, STALE_AFTER_S + 60, "dead")
+    legacy = tmp_path / ".tmp-k3j2h1"  # an older release's name, no pid
+    legacy.write_text("{")
+    os.utime(legacy, (time.time() - STALE_AFTER_S - 60,) * 2)
+    abandoned = _temp(tmp_path, os.getpid(), ABANDONED_AFTER_S + 60, "old")  # a live pid, reused long since
+    mine = tmp_path / "notes.tmp"
+    mine.write_text("mine")
+    removed = remove_stale_temporaries(tmp_path)
+    assert sorted(p.name for p in removed) == sorted([dead.name, legacy.name, abandoned.name])
+    assert live.exists() and fresh.exists() and mine.exists()
