@@ -111,6 +111,14 @@ class RowChecker:
         """A job's id: not empty (an empty id would become the text ``nan``)."""
         self.check(raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy(), fld, "empty job id")
 
+    def unique(self, raw: pd.Series, fld: str) -> None:
+        """A key that names one row only (a job table's job name): a later kept row repeating the key of an
+        earlier kept row is an error (skipped, with ``skip_bad_rows``: the first row stays)."""
+        idx = np.flatnonzero(self.keep)
+        dup = np.zeros(len(self.keep), dtype=bool)
+        dup[idx] = raw.iloc[idx].astype(str).str.strip().duplicated(keep="first").to_numpy()
+        self.check(dup, fld, "repeats an earlier row's value (each job is one row)", raw)
+
     def count(self, values: pd.Series, raw: pd.Series, bad_text: pd.Series, fld: str, low: int = 0) -> None:
         """A GPU or instance count: an integer from ``low`` to :data:`MAX_JOB_GPUS` (``1e20``, ``inf``, ``2.5``
         and ``-1`` are errors, never a wrapped or rounded number)."""
