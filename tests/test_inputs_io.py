@@ -1,8 +1,10 @@
 """Files in and out (issue #25): writers never replace a device, pipe, folder or link and name the file when a
-write fails; readers of a results folder never delete another writer's temporary file."""
+write fails; readers of a results folder never delete another writer's temporary file; inputs are read once
+(pipes work), within a bound, and their format comes from their content."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import socket
 import stat
@@ -15,6 +17,7 @@ from gpucluster_env.leaderboard.board import parse_board
 from gpucluster_env.leaderboard.execute import execute
 from gpucluster_env.leaderboard.store import ResultStore
 
+from gpucluster_env import input_files
 from gpucluster_env.atomic_write import (
     ABANDONED_AFTER_S,
     STALE_AFTER_S,
@@ -27,6 +30,7 @@ from gpucluster_env.atomic_write import (
 )
 from gpucluster_env.cli.main import main
 from gpucluster_env.replay.record import write_lines
+from tests.test_inputs_cli import MY_TRACE
 
 DEAD_PID = 999_999_999
 """A process id no process has (Linux ids stop at 4,194,304)."""
@@ -191,3 +195,77 @@ def test_a_writer_removes_only_stale_temporaries(tmp_path: Path) -> None:
     removed = remove_stale_temporaries(tmp_path)
     assert sorted(p.name for p in removed) == sorted([dead.name, legacy.name, abandoned.name])
     assert live.exists() and fresh.exists() and mine.exists()
+
+
+# --- inputs -----------------------------------------------------------------------------------------------------
+
+
+def test_trace_from_a_pipe_is_read_once(capsys: pytest.CaptureFixture[str]) -> None:
+    r, w = os.pipe()
+    try:
+        os.write(w, MY_TRACE.encode())
+        os.close(w)
+        assert main(["run", "--trace", f"/dev/fd/{r}", "--cluster", "V100:2x4", "--policy", "fifo", "--json"]) == 0
+    finally:
+        os.close(r)
+    assert '"jobs_done": 4' in capsys.readouterr().out
+
+
+def test_trace_from_a_named_fifo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fifo = tmp_path / "jobs"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text(MY_TRACE))
+    writer.start()
+    assert main(["run", "--trace", str(fifo), "--cluster", "V100:2x4", "--policy", "fifo", "--json"]) == 0
+    writer.join(10)
+    assert '"jobs_done": 4' in capsys.readouterr().out
+
+
+def test_endless_or_binary_input_stops_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    err = one_line_error(capsys, ["run", "--trace", "/dev/zero", "--cluster", "V100:2x4", "--policy", "fifo"])
+    assert "/dev/zero: binary data (a NUL byte at offset 0), expected text" in err
+    monkeypatch.setattr(input_files, "MAX_INPUT_BYTES", 1000)
+    big = tmp_path / "big.csv"
+    big.write_text(MY_TRACE * 10)
+    err = one_line_error(capsys, ["run", "--trace", str(big), "--cluster", "V100:2x4", "--policy", "fifo"])
+    assert f"{big}: larger than 1,000 bytes (the input limit)" in err
+    bomb = tmp_path / "small.csv.gz"
+    bomb.write_bytes(gzip.compress(MY_TRACE.encode() * 10))
+    assert bomb.stat().st_size < 1000
+    err = one_line_error(capsys, ["traces", "info", str(bomb)])
+    assert f"{bomb}: larger than 1,000 bytes decompressed" in err
+
+
+def test_format_comes_from_the_content(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "philly_20.csv"  # named like the Philly table, holds the normalized one
+    assert main(["traces", "sample", "synthetic:philly", "--jobs", "20", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["run", "--trace", str(out), "--cluster", "V100:2x4", "--policy", "fifo", "--json"]) == 0
+    assert '"jobs": 20' in capsys.readouterr().out
+
+
+def test_deep_nesting_and_bad_bytes_name_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / "deep.toml"
+    deep.write_text("a = " + "[" * 50_000 + "]" * 50_000 + "\n")
+    err = one_line_error(capsys, ["run", "--scenario", str(deep), "--policy", "fifo"])
+    assert f"{deep}: not valid TOML (nested too deeply)" in err
+    err = one_line_error(capsys, ["leaderboard", "run", str(deep), "--out", str(tmp_path / "r")])
+    assert f"{deep}: not valid TOML (nested too deeply)" in err
+    bad = tmp_path / "board.toml"
+    bad.write_bytes(b'name = "\xff\xfe"\n')
+    err = one_line_error(capsys, ["leaderboard", "run", str(bad), "--out", str(tmp_path / "r")])
+    assert f"{bad}: line 1, column 9: not UTF-8 text (byte 0xff)" in err
+    err = one_line_error(capsys, ["run", "--scenario", str(bad), "--policy", "fifo"])
+    assert f"{bad}: line 1, column 9: not UTF-8 text" in err
+
+
+def test_corrupt_records_are_one_line_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "ep.jsonl.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00garbagegarbage")
+    err = one_line_error(capsys, ["replay", str(bad)])
+    assert f"{bad}: corrupt gzip stream" in err
+    deep = tmp_path / "deep.jsonl"
+    deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
+    err = one_line_error(capsys, ["replay", str(deep)])
+    assert f"{deep}: line 1: not valid JSON (nested too deeply)" in err

@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..input_files import InputFileError
+
 NORMALIZED_COLUMNS = ("job_id", "submit_s", "num_gpus", "duration_s", "vc", "user", "status")
 MAX_JOB_GPUS = 100_000
 """The most GPUs one job may ask for (real traces: at most a few hundred); beyond it a count is an error."""
@@ -34,7 +36,7 @@ MAX_TIME_S = 1e10
 """The largest absolute time stamp in seconds a numeric time column may hold (about 317 years)."""
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(InputFileError):
     """Input a loader cannot read; the message is one line naming the file, the row and the field."""
 
 
