@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 TEMP_PREFIX = ".tmp-"
-"""How every temporary file of an atomic write is named: ``.tmp-<pid>-<random>-<target name>``."""
+"""How every temporary file of an atomic write is named: ``.tmp-<pid>-<random>-<target name>.part`` (hidden, and
+not ending like the target, so ``*.json`` never matches one)."""
 STALE_AFTER_S = 600.0
 """A temporary file untouched this long whose writer process is not running on this host is stale (a
 write takes well under a second; the age guards writers on other hosts sharing the folder)."""
@@ -93,7 +94,7 @@ def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
         return
     if not real.parent.is_dir():
         raise OutputError(f"{shown}: cannot write: folder {real.parent} does not exist")
-    tmp = real.with_name(f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{real.name[:_NAME_PART]}")
+    tmp = real.with_name(f"{TEMP_PREFIX}{os.getpid()}-{secrets.token_hex(4)}-{real.name[:_NAME_PART]}.part")
     with _errors_named(shown):
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for any new file
     try:

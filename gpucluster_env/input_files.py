@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import os
 import stat
 import tomllib
@@ -123,6 +124,17 @@ def decode_text(path: str | Path, raw: bytes) -> str:
 def read_text(path: str | Path, gunzip: bool = False) -> str:
     """File ``path`` as UTF-8 text, read with :func:`read_input` and :func:`decode_text`."""
     return decode_text(path, read_input(path, gunzip=gunzip))
+
+
+def parse_json(text: str, source: str) -> Any:
+    """JSON ``text``; a syntax error (with its line and column) or nesting too deep for the parser is one line
+    naming ``source``."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputFileError(f"{source}: not valid JSON (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise InputFileError(f"{source}: not valid JSON (nested too deeply)") from None
 
 
 def parse_toml(text: str, source: str) -> dict[str, Any]:

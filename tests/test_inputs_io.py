@@ -145,7 +145,7 @@ def test_failed_write_keeps_the_old_file_and_its_mode(tmp_path: Path) -> None:
 
 
 def _temp(folder: Path, pid: int, age_s: float, cell: str = "cell") -> Path:
-    p = folder / f".tmp-{pid}-0badf00d-{cell}.json"
+    p = folder / f".tmp-{pid}-0badf00d-{cell}.json.part"
     p.write_text("{")
     os.utime(p, (time.time() - age_s, time.time() - age_s))
     return p
@@ -180,6 +180,29 @@ def test_show_never_deletes_an_in_flight_write(board_folder: Path, monkeypatch: 
     monkeypatch.undo()
     in_flight.unlink()
     stale.unlink()
+
+
+def test_show_output_onto_devices_and_links(board_folder: Path, devices: tuple[Path, Path], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    null, full = devices
+    assert main(["leaderboard", "show", str(board_folder), "--format", "csv", "--output", str(null)]) == 0
+    assert _is_char_device(null)
+    capsys.readouterr()
+    err = one_line_error(capsys, ["leaderboard", "show", str(board_folder), "--format", "csv", "--output", str(full)])
+    assert f"{full}: cannot write: No space left on device" in err  # the file was not named
+    target = tmp_path / "table.csv"
+    link = tmp_path / "latest.csv"
+    link.symlink_to(target)
+    assert main(["leaderboard", "show", str(board_folder), "--format", "csv", "--output", str(link)]) == 0
+    assert link.is_symlink() and "fifo" in target.read_text()
+
+
+def test_plots_written_whole(board_folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "plots"
+    assert main(["leaderboard", "plot", str(board_folder), "--out", str(out), "--json"]) == 0
+    pngs = sorted(out.glob("*.png"))
+    assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert not [p for p in out.iterdir() if is_temporary(p.name)]
 
 
 def test_a_writer_removes_only_stale_temporaries(tmp_path: Path) -> None:
@@ -258,6 +281,24 @@ def test_deep_nesting_and_bad_bytes_name_the_file(tmp_path: Path, capsys: pytest
     assert f"{bad}: line 1, column 9: not UTF-8 text (byte 0xff)" in err
     err = one_line_error(capsys, ["run", "--scenario", str(bad), "--policy", "fifo"])
     assert f"{bad}: line 1, column 9: not UTF-8 text" in err
+
+
+def test_model_metadata_and_pai_header_errors_name_the_file(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucluster_env.agents.policies import read_meta
+
+    meta = tmp_path / "meta.json"
+    for text, needle in ((b"{oops", "not valid JSON (line 1, column 2"), (b"[" * 100_000, "nested too deeply"),
+                         (b'{"algo": "\xff"}', "line 1, column 11: not UTF-8"), (b"[1]", "expected a JSON object")):
+        meta.write_bytes(text)
+        with pytest.raises(ValueError, match=f"{meta}: .*{needle}".replace("(", r"\(").replace("[", r"\[")):
+            read_meta(tmp_path)
+    jobs = tmp_path / "pai_job_table.csv"
+    jobs.write_text("jA,1,u1,Terminated,100.0,700.0\n")
+    (tmp_path / "pai_task_table.csv").write_text("jA,worker,2,Terminated,100.0,700.0,600.0,29.0,100.0,V100\n")
+    (tmp_path / "pai_job_table.header").write_bytes(b"job_name,inst_id,\xffuser\n")
+    err = one_line_error(capsys, ["traces", "info", str(jobs)])
+    assert f"{tmp_path / 'pai_job_table.header'}: line 1, column 18: not UTF-8" in err
 
 
 def test_corrupt_records_are_one_line_naming_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -83,7 +83,7 @@ def test_records_are_atomic_complete_and_resumed(tmp_path: Path) -> None:
     for k in ("metrics", "per_job", "env_spec", "package_version", "git_revision", "policy_version", "wall_s"):
         assert k in rec, k
     assert rec["env_spec"]["scenario"]["name"] == "tiny" and len(rec["per_job"]["jct_s"]) == rec["metrics"]["jobs"]
-    left = tmp_path / "r" / ".tmp-999999999-0badf00d-x.json"  # a write cut short by a kill, an hour ago
+    left = tmp_path / "r" / ".tmp-999999999-0badf00d-x.json.part"  # a write cut short by a kill, an hour ago
     left.write_text("{")
     os.utime(left, (time.time() - 3600, time.time() - 3600))
     again = ResultStore(tmp_path / "r")

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..input_files import read_text
 from .files import numbers, read_csv
 from .tables import MAX_JOB_GPUS, LoadReport, RowChecker, TraceFormatError, finish
 
@@ -61,7 +62,7 @@ def _header_names(table: Path, default: tuple[str, ...]) -> tuple[str, ...]:
     stem = table.name.split(".")[0]
     for cand in (table.with_name(stem + ".header"), table.with_name(stem + ".csv.header")):
         if cand.exists():
-            return tuple(c.strip() for c in cand.read_text().strip().split(","))
+            return tuple(c.strip() for c in read_text(cand).strip().split(","))
     return default
 
 
