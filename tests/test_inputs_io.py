@@ -244,6 +244,20 @@ def test_trace_from_a_named_fifo(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert '"jobs_done": 4' in capsys.readouterr().out
 
 
+def test_scenario_file_from_a_pipe(capsys: pytest.CaptureFixture[str]) -> None:
+    from gpucluster_env.scenario_files import scenario_to_toml
+    from gpucluster_env.scenarios import SCENARIOS
+
+    r, w = os.pipe()
+    try:
+        os.write(w, scenario_to_toml(SCENARIOS["tiny"]).encode())
+        os.close(w)
+        assert main(["run", "--scenario", f"/dev/fd/{r}", "--policy", "fifo", "--json"]) == 0
+    finally:
+        os.close(r)
+    assert '"scenario": "tiny"' in capsys.readouterr().out
+
+
 def test_endless_or_binary_input_stops_with_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     err = one_line_error(capsys, ["run", "--trace", "/dev/zero", "--cluster", "V100:2x4", "--policy", "fifo"])
