@@ -5,7 +5,9 @@ write fails; readers of a results folder never delete another writer's temporary
 from __future__ import annotations
 
 import gzip
+import json
 import os
+import shutil
 import socket
 import stat
 import threading
@@ -29,7 +31,7 @@ from gpucluster_env.atomic_write import (
     write_bytes_atomic,
 )
 from gpucluster_env.cli.main import main
-from gpucluster_env.replay.record import write_lines
+from gpucluster_env.replay.record import read_record, write_lines
 from tests.test_inputs_cli import MY_TRACE
 
 DEAD_PID = 999_999_999
@@ -72,9 +74,14 @@ def test_record_onto_devices_writes_into_them(devices: tuple[Path, Path], capsys
     assert main(["run", "--scenario", "tiny", "--policy", "fifo", "--record", str(null), "--json"]) == 0
     assert _is_char_device(null)  # was turned into a regular file
     capsys.readouterr()
-    err = one_line_error(capsys, ["run", "--scenario", "tiny", "--policy", "fifo", "--record", str(full), "--json"])
-    assert f"{full}: cannot write: No space left on device" in err
+    assert main(["run", "--scenario", "tiny", "--policy", "fifo", "--record", str(full), "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and f"{full}: cannot write: No space left on device" in err
     assert _is_char_device(full)
+    assert json.loads(out)["jobs_done"] == 40  # nothing lost: the results are printed, the record kept
+    kept = Path(err.split("the record is kept at ")[1].strip())
+    assert read_record(kept).metrics["jobs_done"] == 40
+    shutil.rmtree(kept.parent)
 
 
 def test_sampled_trace_onto_devices(devices: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
