@@ -47,6 +47,15 @@ def test_bad_options_are_one_line_errors(text: str, capsys: pytest.CaptureFixtur
     assert err.count("\n") == 1 and err.startswith("gpucluster run: error:") and text.split("=")[0] in err
 
 
+def test_deeply_nested_list_option_is_one_short_line(capsys: pytest.CaptureFixture[str]) -> None:
+    deep = "[" * 50_000 + "]" * 50_000
+    for argv in (["--option", f"models={deep}"], ["--policy", "tiresias", "--policy-option", f"thresholds={deep}"]):
+        assert main(["run", "--scenario", "tiny", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "recursion" not in err and len(err) < 300, err[:300]
+        assert "'models'" in err or "thresholds" in err
+
+
 def test_python_keywords_are_checked_too() -> None:
     with pytest.raises(SettingError, match="'num_jobs'"):
         get_scenario("tiny", num_jobs=2.5)
