@@ -5,8 +5,8 @@ scenario and board files (TOML) and replay records are read.
   FIFO, ``/dev/stdin``): its bytes are kept in memory the first time and every later read of the same pipe in
   this process gets them (until something writes to it again), so a pipe works wherever a file does.
 * **Bounded.** At most :data:`MAX_INPUT_BYTES` are read (checked while reading, and again after gzip
-  decompression), and text never holds a NUL byte, so ``/dev/zero``, ``/dev/urandom`` or ``yes |`` stop at
-  once with one line instead of eating memory.
+  decompression), and text never holds a NUL byte: ``/dev/zero`` or ``/dev/urandom`` stop at their first
+  block, an endless text stream (``yes |``) at the bound, each with one line instead of eating memory.
 * **Named.** Every problem (no such file, a folder, not UTF-8, corrupt gzip, too large, too deeply nested)
   is an :class:`InputFileError` (a ``ValueError``) or ``FileNotFoundError`` whose one line names the file.
 """
