@@ -50,10 +50,17 @@ def is_temporary(name: str) -> bool:
     return name.startswith(TEMP_PREFIX)
 
 
-def check_output(path: str | Path) -> None:
-    """Raise :class:`OutputError` now if ``path`` cannot be an output (a folder, a socket or block device),
-    so a long run does not end with nothing written."""
-    _target(Path(path))
+def check_output(path: str | Path, inputs: tuple[str | Path | None, ...] = ()) -> None:
+    """Raise :class:`OutputError` now if ``path`` cannot be an output (a folder, a socket or block device) or
+    is one of the command's ``inputs`` (writing it would destroy what was read), so a long run does not end
+    with nothing written and nothing is lost."""
+    real, straight = _target(Path(path))
+    if straight or not real.exists():
+        return
+    for src in inputs:
+        if src is not None and os.path.exists(src) and os.path.samefile(real, src):
+            raise OutputError(f"{path}: is also the input {src}; writing it would destroy the input, write "
+                              "elsewhere")
 
 
 def _target(path: Path) -> tuple[Path, bool]:

@@ -136,6 +136,20 @@ def test_folder_and_socket_refused(tmp_path: Path, capsys: pytest.CaptureFixture
     assert f"{tmp_path / 'no' / 'f.csv'}: cannot write: folder" in err
 
 
+def test_output_onto_its_own_input_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(MY_TRACE)
+    link = tmp_path / "same.csv"
+    link.symlink_to(trace)
+    err = one_line_error(capsys, ["run", "--trace", str(trace), "--cluster", "V100:2x4", "--policy", "fifo",
+                                  "--record", str(link)])
+    assert f"{link}: is also the input {trace}" in err
+    err = one_line_error(capsys, ["traces", "sample", "x", "--file", str(trace), "--window", "all", "--jobs", "2",
+                                  "--out", str(trace)])
+    assert f"{trace}: is also the input" in err
+    assert trace.read_text() == MY_TRACE
+
+
 def test_failed_write_keeps_the_old_file_and_its_mode(tmp_path: Path) -> None:
     f = tmp_path / "t.csv"
     f.write_text("old")

@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     names = [n for n in policy_names() if POLICIES[n].applies_to(sc)] if args.policy == "all" else [args.policy]
     if args.record and len(names) > 1:
         raise SettingError("--record needs a single --policy")
-    scratch = _scratch_record(args.record) if args.record else None
+    scratch = _scratch_record(args.record, args.trace) if args.record else None
     if args.policy_option and len(names) > 1:
         raise SettingError("--policy-option needs a single --policy")
     popts = parse_policy_options(args.policy_option, names[0]) if len(names) == 1 else {}
@@ -182,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _scratch_record(target: str) -> Path:
+def _scratch_record(target: str, trace: str | None) -> Path:
     """Where the episode's record is written first (a private temporary folder), once ``target`` is known
     to be a possible output, so a target that fails at the end (a full disk, ``/dev/full``) costs neither the
     results nor the record."""
@@ -190,7 +190,7 @@ def _scratch_record(target: str) -> Path:
 
     from gpucluster_env.atomic_write import check_output
 
-    check_output(target)  # a folder or socket: refused now, not after the episode
+    check_output(target, (trace,))  # a folder, a socket or the trace itself: refused now, not after the episode
     return Path(tempfile.mkdtemp(prefix="gpucluster-record-")) / ("record.jsonl.gz" if target.endswith(".gz")
                                                                    else "record.jsonl")
 

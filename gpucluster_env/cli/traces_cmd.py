@@ -184,7 +184,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         raise ValueError("--drop-oversize goes with --max-gpus N")
     if not (0 <= args.seed < 2**32):
         raise ValueError(f"--seed {args.seed}: must be an integer from 0 to {2**32 - 1}")
-    check_output(args.out)
+    check_output(args.out, (args.file,))
     report_load = None
     if args.file:
         df, report_load = load_file(args.file, args.format, skip_bad_rows=args.skip_bad_rows)
@@ -199,6 +199,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
                 f"trace {args.name!r} not found; 'gpucluster traces fetch {args.name}', "
                 f"--file PATH, or synthetic:{get_trace(args.name).synthetic}"
             )
+        check_output(args.out, (path,))
         df, report_load = load_file(path, get_trace(args.name).loader, skip_bad_rows=args.skip_bad_rows)
     out, rep = sample(df, args.jobs, args.window, np.random.default_rng(args.seed))
     if args.downscale > 1:
