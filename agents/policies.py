@@ -10,7 +10,6 @@ This module stays light: torch and stable-baselines3 are imported when a model i
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -53,7 +52,12 @@ def read_meta(model_dir: str | Path) -> dict[str, Any]:
     path = Path(model_dir) / "meta.json"
     if not path.is_file():
         raise FileNotFoundError(f"{model_dir}: no meta.json (not a directory written by `gpucluster train`)")
-    return json.loads(path.read_text())
+    from ..input_files import parse_json, read_text
+
+    meta = parse_json(read_text(path), str(path))
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected a JSON object of metadata, got {type(meta).__name__}")
+    return meta
 
 
 def load_model(model_dir: str | Path, zip_name: str = "model.zip") -> tuple[Any, dict[str, Any]]:
@@ -63,7 +67,7 @@ def load_model(model_dir: str | Path, zip_name: str = "model.zip") -> tuple[Any,
     zip_path = Path(model_dir) / zip_name
     if not zip_path.is_file():
         raise FileNotFoundError(f"{model_dir}: no {zip_name}")
-    algo = meta["algo"]
+    algo = meta.get("algo")
     if algo == "maskable_ppo":
         from sb3_contrib import MaskablePPO as cls
     elif algo == "ppo":

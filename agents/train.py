@@ -359,7 +359,9 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
 
 
 def _write_meta(out: Path, meta: dict[str, Any]) -> None:
-    (out / "meta.json").write_text(json.dumps(meta, indent=1, default=str) + "\n")
+    from ..atomic_write import write_bytes_atomic
+
+    write_bytes_atomic(out / "meta.json", (json.dumps(meta, indent=1, default=str) + "\n").encode())
 
 
 def measure_train_speed(timesteps: int = 4096, n_envs: int = 2, **overrides: Any) -> float:

@@ -14,7 +14,18 @@ from dataclasses import dataclass, field
 MAX_NODES = 100_000
 """The most nodes a cluster spec may hold (Philly had 552 servers, Alibaba PAI about 1,800)."""
 MAX_GPUS_PER_NODE = 64
+MIN_BANDWIDTH_GBPS = 0.01
+"""The slowest inter-node network a cluster may have, in GB/s (10 MB/s; 1 Gbit/s Ethernet is 0.125): below it
+an all-reduce takes longer than any job and iteration times overflow."""
 MAX_BANDWIDTH_GBPS = 10_000.0
+
+
+def bandwidth_problem(bw: object) -> str | None:
+    """Why ``bw`` is not an inter-node bandwidth (a number of GB/s from :data:`MIN_BANDWIDTH_GBPS` to
+    :data:`MAX_BANDWIDTH_GBPS`), or None when it is."""
+    ok = isinstance(bw, int | float) and not isinstance(bw, bool) and MIN_BANDWIDTH_GBPS <= bw <= MAX_BANDWIDTH_GBPS
+    return None if ok else (f"the inter-node bandwidth must be a number of GB/s from {MIN_BANDWIDTH_GBPS:g} to "
+                            f"{MAX_BANDWIDTH_GBPS:g}")
 _GROUP = re.compile(r"(?P<type>[A-Za-z][A-Za-z0-9_.-]*):(?P<nodes>\d+)x(?P<per>\d+)")
 
 
@@ -68,8 +79,9 @@ class ClusterSpec:
     def __post_init__(self) -> None:
         if not self.nodes:
             raise ValueError(f"cluster {self.name!r} has no nodes")
-        if not (self.inter_node_bw_gbps > 0):
-            raise ValueError(f"cluster {self.name!r}: inter_node_bw_gbps must be positive")
+        problem = bandwidth_problem(self.inter_node_bw_gbps)
+        if problem:
+            raise ValueError(f"cluster {self.name!r}: {problem}, got {self.inter_node_bw_gbps!r}")
 
     @classmethod
     def homogeneous(
@@ -136,9 +148,9 @@ def parse_cluster_spec(text: str, known_types: Iterable[str] | None = None, name
                 bw = float(item[4:])
             except ValueError:
                 bw = float("nan")
-            if not (0 < bw <= MAX_BANDWIDTH_GBPS):
-                raise ValueError(f"cluster spec {text!r}: {item!r}: the inter-node bandwidth must be a number of "
-                                 f"GB/s in (0, {MAX_BANDWIDTH_GBPS:g}]")
+            problem = bandwidth_problem(bw)
+            if problem:
+                raise ValueError(f"cluster spec {text!r}: {item!r}: {problem}")
             continue
         m = _GROUP.fullmatch(item)
         if not m:

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import json
 import math
-import tomllib
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from .hardware import ClusterSpec
+from .input_files import InputFileError, parse_toml, read_text
 from .scenarios import CONFIG_SETTINGS, SCENARIO_SETTINGS, Scenario
 from .settings import SettingError
 
@@ -83,9 +83,9 @@ def scenario_from_toml(text: str, source: str = "scenario file", base_dir: Path 
     from .config import EngineConfig
 
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise SettingError(f"{source}: not valid TOML ({e})") from None
+        data = parse_toml(text, source)
+    except InputFileError as e:
+        raise SettingError(str(e)) from None
     engine = data.pop("engine", {})
     if not isinstance(engine, dict):
         raise SettingError(f"{source}: 'engine' must be a table [engine] of engine settings")
@@ -127,12 +127,13 @@ def scenario_from_toml(text: str, source: str = "scenario file", base_dir: Path 
 
 
 def load_scenario_file(path: str | Path) -> Scenario:
-    """The scenario in TOML file ``path`` (see the module docstring)."""
+    """The scenario in TOML file ``path`` (see the module docstring), read with
+    :func:`~gpucluster_env.input_files.read_text` (strict UTF-8, bounded, a pipe works)."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise FileNotFoundError(f"{p}: no such scenario file")
     try:
-        text = p.read_text(encoding="utf-8")
-    except UnicodeDecodeError as e:
-        raise SettingError(f"{p}: not UTF-8 text (byte {e.start})") from None
+        text = read_text(p)
+    except InputFileError as e:
+        raise SettingError(str(e)) from None
     return scenario_from_toml(text, str(p), p.resolve().parent)

@@ -392,11 +392,11 @@ SCENARIOS: dict[str, Scenario] = {
 
 
 def get_scenario(name: str, **options: Any) -> Scenario:
-    """A scenario by name, or from a scenario file (a path ending in ``.toml``), with options applied (see
-    :meth:`Scenario.with_options`)."""
+    """A scenario by name, or from a scenario file (a path ending in ``.toml``, or any existing path that is
+    not a scenario's name, such as a pipe ``<(...)``), with options applied (see :meth:`Scenario.with_options`)."""
     if not isinstance(name, str):
         raise SettingError(f"a scenario is a name or a .toml file, got {name!r}")
-    if name.lower().endswith(".toml"):
+    if name.lower().endswith(".toml") or (name not in SCENARIOS and os.path.exists(name)):
         from .scenario_files import load_scenario_file
 
         sc = load_scenario_file(name)

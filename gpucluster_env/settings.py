@@ -70,6 +70,8 @@ def _num(v: float) -> str:
 
 def _fail(setting: Setting, value: Any, where: str) -> SettingError:
     shown = value if isinstance(value, str) else repr(value)
+    if len(shown) > 80:
+        shown = f"{shown[:60]}… ({len(shown):,} characters)"
     return SettingError(f"{where}{setting.name!r}: expected {setting.accepts()}, got {shown}")
 
 
@@ -181,7 +183,7 @@ def _parse_list(setting: Setting, t: str, text: str, where: str) -> list[Any]:
     if t.startswith("["):
         try:
             items = json.loads(t)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # not JSON, or nested too deeply for the parser
             raise _fail(setting, text, where) from None
         if not isinstance(items, list):
             raise _fail(setting, text, where)

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+from ..input_files import parse_toml, read_text
 
 BOARD_KEYS = {"name", "description", "seeds", "reference", "metrics", "scenario_options", "group"}
 GROUP_KEYS = {"scenarios", "policies", "scenario_options", "policy_options", "env_options", "seeds"}
@@ -134,20 +135,16 @@ def load_board(name_or_path: str) -> Board:
     """A shipped board by name (``castor``) or a board file by path; one-line ``ValueError`` on any mistake."""
     path = Path(name_or_path)
     if path.suffix == ".toml" or path.exists():
-        if not path.is_file():
+        if not path.exists() or path.is_dir():
             raise ValueError(f"board file {name_or_path} not found")
-        text, where = path.read_text(), str(path)
+        text, where = read_text(path), str(path)
     else:
         res = resources.files("gpucluster_env.leaderboard") / "boards" / f"{name_or_path}.toml"
         if not res.is_file():
             raise ValueError(f"unknown board {name_or_path!r}; shipped boards: {', '.join(board_names())} "
                              "(or give a .toml path)")
         text, where = res.read_text(), f"board {name_or_path}"
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"{where}: {e}") from None
-    return parse_board(data, where)
+    return parse_board(parse_toml(text, where), where)
 
 
 def parse_board(data: dict[str, Any], where: str = "board") -> Board:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic_write import write_bytes_atomic
 from .reproduce import MAIN, POLICIES, Results, _opts_label, load_rows
 from .stats import improvement, improvement_ci
 
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         ap.error("no current records in " + ", ".join(args.results))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(snapshot(rows, args.label), indent=0, sort_keys=True) + "\n")
+    write_bytes_atomic(args.out, (json.dumps(snapshot(rows, args.label), indent=0, sort_keys=True) + "\n").encode())
     print(f"wrote {args.out} ({len(rows)} records)")
     return 0
 

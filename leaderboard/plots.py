@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic_write import atomic_output
 from .board import Cell
 from .papers import paper_rows
 from .summary import labelled, summarize
@@ -39,7 +40,8 @@ def _slug(label: str) -> str:
 
 def _save(plt: Any, fig: Any, path: Path) -> Path:
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_output(path) as f:
+        fig.savefig(f, format="png", dpi=120)
     plt.close(fig)
     return path
 

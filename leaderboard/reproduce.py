@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic_write import write_bytes_atomic
 from .papers import LARGE_GPUS, PAPER, PAPER_SIZES, implied_large_share
 from .stats import improvement, improvement_ci, mean_ci
 
@@ -474,7 +475,7 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(str(e))
         text += "\n" + "\n".join(render_change(snap, res, ENGINE_CHANGES)) + "\n"
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(text)
+    write_bytes_atomic(args.out, text.encode())
     print(f"wrote {args.out} ({len(rows)} episodes, {time.perf_counter() - t0:.0f} s)")
     return 0
 

@@ -1,27 +1,27 @@
 """The results folder: one JSON record per finished cell, written atomically, read back with checks.
 
 Layout: ``DIR/<cell key>.json`` per cell (see :attr:`~gpucluster_env.leaderboard.board.Cell.key`); a record is
-first written to a hidden temporary file in ``DIR`` and then renamed over its final name, so a killed run leaves
-complete records or none (a leftover temporary file is removed on the next open). Sub-folders (e.g. plots) are
-ignored; any other file is foreign and stops the command with a one-line error, as does a record that is not
-valid JSON or not of this format.
+written with :func:`~gpucluster_env.atomic_write.atomic_output` (a hidden temporary file in ``DIR``, renamed over
+its final name), so a killed run leaves complete records or none. Reading a folder never changes it: temporary
+files (another process's write in flight, or one a killed run left) are skipped; a writer removes the stale
+ones on its first write (:func:`~gpucluster_env.atomic_write.remove_stale_temporaries`). Sub-folders (e.g.
+plots) are ignored; any other file is foreign and stops the command with a one-line error, as does a record
+that is not valid JSON or not of this format.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic_write import atomic_output, is_temporary, remove_stale_temporaries
 from .board import Cell, canonical
 
 RECORD_FORMAT = "gpucluster-leaderboard-record"
 RECORD_VERSION = 1
-TMP_PREFIX = ".tmp-"
 
 
 @dataclass(frozen=True)
@@ -45,11 +45,9 @@ class ResultStore:
             raise ValueError(f"{self.root} is not a folder")
         self.records: dict[str, dict[str, Any]] = {}
         self.paths: dict[str, Path] = {}
+        self._cleaned = False
         for path in sorted(self.root.iterdir()):
-            if path.is_dir():
-                continue
-            if path.name.startswith(TMP_PREFIX):
-                path.unlink(missing_ok=True)  # a write cut short by a killed run
+            if path.is_dir() or is_temporary(path.name):  # a write in flight, or one a killed run left
                 continue
             rec = read_record(path)
             self.records[rec["key"]] = rec
@@ -59,20 +57,16 @@ class ResultStore:
         return len(self.records)
 
     def write(self, record: dict[str, Any]) -> Path:
-        """Write ``record`` atomically (temporary file in the folder, then rename) under its cell key."""
+        """Write ``record`` atomically (temporary file in the folder, then rename) under its cell key; the
+        first write also removes the temporary files of writers that died."""
         key = record["key"]
         path = self.root / f"{key}.json"
         text = json.dumps(record, allow_nan=False, separators=(",", ":"))
-        fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX, dir=self.root)
-        try:
-            with os.fdopen(fd, "w") as f:
-                f.write(text)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        if not self._cleaned:
+            remove_stale_temporaries(self.root)
+            self._cleaned = True
+        with atomic_output(path) as f:
+            f.write(text.encode())
         self.records[key] = record
         self.paths[key] = path
         return path

@@ -28,7 +28,7 @@ EXTREMES = ("1e20", "-1e20", "inf", "-inf", "nan", "NaN", "Infinity", "1e300", "
 BAD_BYTES = (b"\xf2", b"\x00", b"\xff\xfe", b"\r", b"\"", b",", b"\t", b"\n", b"[", b"}")
 FILE_LEVEL = ("header:", "missing column", "empty file", "no data rows", "left", "not valid JSON",
               "expected a JSON list", "nested too deeply", "no job with a started attempt", "not UTF-8",
-              "cannot tell the trace format")
+              "cannot tell the trace format", "binary data")
 
 FORMATS = {  # format: (file name, text, separator, header lines)
     "philly-csv": ("philly_jobs.csv", PHILLY, ",", 1),

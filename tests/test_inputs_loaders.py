@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from gpucluster_env.traces.registry import load_file
-from gpucluster_env.traces.tables import TraceFormatError
+from gpucluster_env.traces.tables import MAX_JOB_GPUS, TraceFormatError
 
 from gpucluster_env.cli.main import main
 
@@ -158,6 +158,24 @@ def test_job_log_schema_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert f"{p}: row 1: field '{fld}'" in cli_error(capsys, "traces", "info", str(p))
     df, rep = load_file(p, skip_bad_rows=True)
     assert rep.skipped_count == 1 and df["job_id"].tolist() == ["application_2"]
+
+
+def test_job_log_gpus_per_job_bounded(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    p = write(tmp_path, "cluster_job_log", json.dumps(job_log(gpus=MAX_JOB_GPUS + 1)))
+    err = cli_error(capsys, "traces", "info", str(p))
+    assert f"{p}: row 1: field 'attempts.detail.gpus': not an integer from 0 to {MAX_JOB_GPUS:,}" in err
+    df, rep = load_file(p, skip_bad_rows=True)
+    assert rep.skipped_count == 1 and df["job_id"].tolist() == ["application_2"]
+
+
+def test_pai_job_name_is_one_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    jobs = write(tmp_path, "pai_job_table.csv", PAI_JOBS + "jA,3,u3,Terminated,800.0,900.0\n")
+    write(tmp_path, "pai_task_table.csv", PAI_TASKS)
+    err = cli_error(capsys, "traces", "info", str(jobs))
+    assert f"{jobs}: row 3: field 'job_name': repeats an earlier row's value" in err
+    df, rep = load_file(jobs, skip_bad_rows=True)  # the first row stays; its tasks are not counted twice
+    assert rep.skipped_count == 1 and sorted(df["job_id"]) == ["jA", "jB"]
+    assert df.set_index("job_id").loc["jA", "num_gpus"] == 2
 
 
 def test_job_log_nested_too_deeply(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

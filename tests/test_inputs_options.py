@@ -37,6 +37,7 @@ def test_options_parse_by_declared_type(text: str, value: object) -> None:
     "num_jobs=-5", "num_jobs=1e3", "num_jobs=100000000000", "load=fast", "load=Infinity", "load=nan", "load=0",
     "load=1e-300", "load=-1", "tick_s=abc", "tick_s=1e-9", "round_s=inf", "restart_s=-1", "cluster=1",
     "cluster=36:36:36", "cluster=V100:0x4", "cluster=Bogus:1x4", "cluster=V100:1x4,net=0", "config=1",
+    "cluster=V100:2x4,net=1e-300", "cluster=V100:2x4,net=0.001", "cluster=V100:2x4,net=1e5",
     "max_idle_ticks=2.5", "models=[1]", "xi=1", "share_step=0.03", "share_step=0", "share_step=1",
     "share_step=0.3", "share_step=abc",
     # accepted and ignored before (issue #25): now one line naming the option and its allowed values
@@ -47,6 +48,15 @@ def test_bad_options_are_one_line_errors(text: str, capsys: pytest.CaptureFixtur
     assert main(["run", "--option", text]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("gpucluster run: error:") and text.split("=")[0] in err
+
+
+def test_deeply_nested_list_option_is_one_short_line(capsys: pytest.CaptureFixture[str]) -> None:
+    deep = "[" * 50_000 + "]" * 50_000
+    for argv in (["--option", f"models={deep}"], ["--policy", "tiresias", "--policy-option", f"thresholds={deep}"]):
+        assert main(["run", "--scenario", "tiny", *argv]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "recursion" not in err and len(err) < 300, err[:300]
+        assert "'models'" in err or "thresholds" in err
 
 
 def test_python_keywords_are_checked_too() -> None:
@@ -160,6 +170,9 @@ def test_cluster_spec_parse_and_round_trip() -> None:
         with pytest.raises(ValueError, match="cluster spec"):
             parse_cluster_spec(bad, GPU_TYPES)
     assert isinstance(c, ClusterSpec)
+    for bw in (1e-300, 0.001, 0.0, math.nan, 1e5):  # too slow to simulate (iteration times overflow), or absurd
+        with pytest.raises(ValueError, match="inter-node bandwidth must be a number of GB/s from 0.01 to 10000"):
+            ClusterSpec.homogeneous("V100", 2, 4, inter_node_bw_gbps=bw)
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

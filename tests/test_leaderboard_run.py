@@ -83,11 +83,14 @@ def test_records_are_atomic_complete_and_resumed(tmp_path: Path) -> None:
     for k in ("metrics", "per_job", "env_spec", "package_version", "git_revision", "policy_version", "wall_s"):
         assert k in rec, k
     assert rec["env_spec"]["scenario"]["name"] == "tiny" and len(rec["per_job"]["jct_s"]) == rec["metrics"]["jobs"]
-    (tmp_path / "r" / ".tmp-leftover").write_text("{")  # a write cut short by a kill
+    left = tmp_path / "r" / ".tmp-999999999-0badf00d-x.json.part"  # a write cut short by a kill, an hour ago
+    left.write_text("{")
+    os.utime(left, (time.time() - 3600, time.time() - 3600))
     again = ResultStore(tmp_path / "r")
-    assert len(again) == 4 and not (tmp_path / "r" / ".tmp-leftover").exists()
+    assert len(again) == 4 and left.exists()  # reading changes nothing
     rep2 = execute(_board(["fifo", "sjf"], 3), again)
     assert (rep2.ran, rep2.skipped) == (2, 4) and len(list((tmp_path / "r").glob("*.json"))) == 6
+    assert not left.exists()  # the writer removed it
 
 
 def test_stale_records_are_reported_not_mixed(tmp_path: Path) -> None:

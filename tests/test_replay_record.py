@@ -117,7 +117,7 @@ def test_corrupt_or_truncated_records_name_the_line(tmp_path):
         assert str(ei.value) == f"{p}: {needle}" or str(ei.value).startswith(f"{p}: {needle}"), (name, ei.value)
     gz = tmp_path / "cut.jsonl.gz"
     gz.write_bytes(gzip.compress(path.read_bytes())[:-30])
-    with pytest.raises(RecordError, match=r"cut\.jsonl\.gz: line \d+: "):
+    with pytest.raises(RecordError, match=r"cut\.jsonl\.gz: corrupt gzip stream"):
         read_record(gz)
 
 

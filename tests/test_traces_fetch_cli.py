@@ -133,6 +133,16 @@ def test_cli_fetch_from_url_and_from_path(
     assert "sha256 mismatch" in capsys.readouterr().err
 
 
+def test_fetch_from_a_device_is_refused(test_trace: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "copy"
+    src.mkdir()
+    (src / "philly_jobs.csv").symlink_to("/dev/zero")  # copied, it would fill the disk
+    assert main(["traces", "fetch", test_trace, "--from", str(src)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{src / 'philly_jobs.csv'}: not a regular file" in err
+    assert not list((tmp_path / "cache").rglob("philly_jobs.csv*"))
+
+
 def test_cli_list_info_compare(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["traces", "list", "--json"]) == 0
     names = [r["name"] for r in json.loads(capsys.readouterr().out)]

@@ -3,7 +3,8 @@ whose column names ship as ``*.header``) and the 2023 GPU-sharing cluster (``ope
 
 PAI 2020: a job's submit time is the job table's ``start_time`` (seconds), its duration ``end_time -
 start_time``; its GPUs are ``sum(inst_num x plan_gpu / 100)`` over its tasks (``plan_gpu`` is in percent of a
-GPU), rounded up; ``gpu_type`` is the first task's. Jobs without GPUs are dropped (``CPU-only``), jobs without
+GPU), rounded up; ``gpu_type`` is the first task's. ``job_name`` is the job table's key (the task table joins on
+it), so a name on two rows is an error, not two jobs. Jobs without GPUs are dropped (``CPU-only``), jobs without
 an end time (still running when the trace ended) are dropped (``unfinished``); both counted.
 
 2023: submit = ``creation_time``, duration = ``deletion_time - scheduled_time`` (seconds); ``gpu_milli`` (<
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..input_files import read_text
 from .files import numbers, read_csv
 from .tables import MAX_JOB_GPUS, LoadReport, RowChecker, TraceFormatError, finish
 
@@ -60,7 +62,7 @@ def _header_names(table: Path, default: tuple[str, ...]) -> tuple[str, ...]:
     stem = table.name.split(".")[0]
     for cand in (table.with_name(stem + ".header"), table.with_name(stem + ".csv.header")):
         if cand.exists():
-            return tuple(c.strip() for c in cand.read_text().strip().split(","))
+            return tuple(c.strip() for c in read_text(cand).strip().split(","))
     return default
 
 
@@ -99,6 +101,7 @@ def load_pai(
 
     chk = RowChecker.for_table(job_path, jobs, report, skip_bad_rows)
     chk.ident(jobs["job_name"], "job_name")
+    chk.unique(jobs["job_name"], "job_name")  # tasks join their job by name: a repeated name would count twice
     st, bad = numbers(jobs, "start_time")
     chk.time(st, jobs["start_time"], bad, "start_time", required=True)
     en, bad = numbers(jobs, "end_time")

@@ -176,6 +176,8 @@ def _import(src: Path, f: RemoteFile, dest: Path, check: Callable[[Path], None] 
         raise FileNotFoundError(
             f"{src}: no {Path(f.relpath).name} there (looked for {', '.join(map(str, cands))})"
         )
+    if not (found.is_dir() or found.is_file()):  # a device or pipe: /dev/zero would fill the disk
+        raise ValueError(f"{found}: not a regular file (a device or a pipe); copy the trace into a file first")
     if found.is_dir() != _is_folder(f):
         raise ValueError(f"{found}: expected {'a folder' if _is_folder(f) else 'a file'} for {f.relpath}")
     dest.parent.mkdir(parents=True, exist_ok=True)

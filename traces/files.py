@@ -1,59 +1,28 @@
-"""Opening trace files: gzip by content (and a clear error when a ``.gz`` file is not gzip), strict UTF-8,
-empty files, CSV headers checked for the columns a format needs and every row for the header's number of
-fields."""
+"""Opening trace files: read once within a size bound, gzip by content (and a clear error when a ``.gz`` file
+is not gzip), strict UTF-8, empty files, CSV headers checked for the columns a format needs and every row for
+the header's number of fields."""
 
 from __future__ import annotations
 
 import csv
-import gzip
 import io
-import zlib
 from pathlib import Path
 
 import pandas as pd
 
+from ..input_files import InputFileError, read_text
 from .tables import LoadReport, TraceFormatError
-
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-def read_bytes_head(path: Path, n: int = 2) -> bytes:
-    with open(path, "rb") as f:
-        return f.read(n)
-
-
-def _decode(p: Path, raw: bytes) -> str:
-    """``raw`` as UTF-8 text (a byte-order mark dropped); a byte that is not UTF-8 is an error naming the file,
-    the line and the column, never a silently replaced character."""
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise TraceFormatError(f"{p}: line {line}, column {col}: not UTF-8 text (byte 0x{raw[e.start]:02x})") from None
 
 
 def open_text(path: str | Path) -> io.StringIO:
-    """A text stream over ``path``, decompressing gzip (detected by content). A missing file, a folder, a file
-    named ``*.gz`` that is not gzip, a corrupt gzip stream, bytes that are not UTF-8, or an empty file raise
-    an error naming it."""
+    """A text stream over ``path``, read once within the input bound and decompressed when gzip (by content;
+    see :mod:`gpucluster_env.input_files`). A missing file, a folder, a file named ``*.gz`` that is not gzip,
+    a corrupt gzip stream, binary data, bytes that are not UTF-8, or an empty file raise an error naming it."""
     p = Path(path)
-    if not p.exists():
-        raise FileNotFoundError(f"{p}: no such file")
-    if p.is_dir():
-        raise TraceFormatError(f"{p}: is a directory, expected a trace file")
-    head = read_bytes_head(p)
-    if p.suffix == ".gz" and head != GZIP_MAGIC:
-        raise TraceFormatError(f"{p}: named .gz but is not gzip-compressed (starts with {head!r})")
-    if head == GZIP_MAGIC:
-        try:
-            with gzip.open(p, "rb") as f:
-                raw = f.read()
-        except (OSError, EOFError, zlib.error) as e:
-            raise TraceFormatError(f"{p}: corrupt gzip stream ({e})") from None
-    else:
-        raw = p.read_bytes()
-    data = _decode(p, raw)
+    try:
+        data = read_text(p, gunzip=True)
+    except InputFileError as e:
+        raise TraceFormatError(str(e)) from None
     if not data.strip():
         raise TraceFormatError(f"{p}: empty file")
     return io.StringIO(data, newline="")

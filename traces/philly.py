@@ -105,7 +105,8 @@ def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[
     ``status``,
     ``submitted_time`` and ``attempts``, each attempt with ``start_time``, ``end_time`` and ``detail``, a
     list of
-    ``{"ip", "gpus"}``). GPUs = the GPUs of the last attempt; duration = last attempt end - first attempt
+    ``{"ip", "gpus"}``). GPUs = the GPUs of the last attempt (at most
+    :data:`~gpucluster_env.traces.tables.MAX_JOB_GPUS`); duration = last attempt end - first attempt
     start. Jobs that never started (no attempt with both times) and jobs without GPUs (CPU-only) are dropped and
     counted."""
     try:
@@ -149,6 +150,8 @@ def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[
     chk.check(bad_en.to_numpy(), "attempts.end_time", f"not a timestamp {TIME_FORMAT!r}", df["end"])
     dur = (en - st).dt.total_seconds()
     chk.duration(dur, df["end"], "attempts.end_time", "ends before it starts (negative duration)")
+    gpus = df["num_gpus"].astype(float)
+    chk.count(gpus, df["num_gpus"], pd.Series(False, index=df.index), "attempts.detail.gpus")
     chk.drop_cpu_only((df["num_gpus"] == 0).to_numpy())
     if not chk.keep.any():
         raise TraceFormatError(f"{path}: no GPU job left ({report.summary()})")

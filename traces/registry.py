@@ -244,31 +244,36 @@ def _sniff(p: Path) -> str | None:
     return None
 
 
+_NAME_HINTS = (
+    ("cluster_job_log", "philly-json"),
+    ("philly", "philly-csv"),
+    (".trace", "gavel"),
+    ("cluster_log", "helios"),
+    ("pai_job_table", "pai"),
+    ("openb_pod_list", "openb"),
+)
+"""Parts of the official file names and their formats: a hint, used when the content does not tell."""
+
+
 def guess_format(path: str | Path) -> str:
-    """The format of a trace file: from its name (the official file names), else from its first line."""
+    """The format of a trace file: from its content (the first line's columns), else from its name (the
+    official file names; PAI's tables have no header), so a renamed or re-sampled file reads as what it is."""
     p = Path(path)
     n = p.name.lower()
     if not p.exists():
         raise FileNotFoundError(f"{p}: no such file or folder")
     if p.is_dir():
         return "gavel-dir"
-    for key, fmt in (
-        ("cluster_job_log", "philly-json"),
-        ("philly", "philly-csv"),
-        (".trace", "gavel"),
-        ("cluster_log", "helios"),
-        ("pai_job_table", "pai"),
-        ("openb_pod_list", "openb"),
-    ):
+    sniffed = _sniff(p)
+    if sniffed:
+        return sniffed
+    for key, fmt in _NAME_HINTS:
         if key in n:
             return fmt
     if n.endswith(".json") or n.endswith(".json.gz"):
         return "philly-json"
-    sniffed = _sniff(p)
-    if sniffed:
-        return sniffed
     raise ValueError(
-        f"{p}: cannot tell the trace format from the file name or its first line; pass a format "
+        f"{p}: cannot tell the trace format from its first line or its file name; pass a format "
         f"({', '.join(FORMAT_NAMES)})"
     )
 

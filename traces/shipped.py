@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..atomic_write import atomic_output
 from .profiles import get_profile
 from .synthetic import generate
 from .tables import finish
@@ -42,7 +43,7 @@ def write_embedded(name: str, directory: Path = EMBEDDED_DIR) -> Path:
     text = f"# start_hour={df.attrs['start_hour']!r}\n" + df.to_csv(index=False, lineterminator="\n")
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{name}.csv.gz"
-    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
+    with atomic_output(path) as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz:
         gz.write(text.encode())
     return path
 

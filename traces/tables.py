@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..input_files import InputFileError
+
 NORMALIZED_COLUMNS = ("job_id", "submit_s", "num_gpus", "duration_s", "vc", "user", "status")
 MAX_JOB_GPUS = 100_000
 """The most GPUs one job may ask for (real traces: at most a few hundred); beyond it a count is an error."""
@@ -34,7 +36,7 @@ MAX_TIME_S = 1e10
 """The largest absolute time stamp in seconds a numeric time column may hold (about 317 years)."""
 
 
-class TraceFormatError(ValueError):
+class TraceFormatError(InputFileError):
     """Input a loader cannot read; the message is one line naming the file, the row and the field."""
 
 
@@ -110,6 +112,14 @@ class RowChecker:
     def ident(self, raw: pd.Series, fld: str) -> None:
         """A job's id: not empty (an empty id would become the text ``nan``)."""
         self.check(raw.isna().to_numpy() | (raw.astype(str).str.strip() == "").to_numpy(), fld, "empty job id")
+
+    def unique(self, raw: pd.Series, fld: str) -> None:
+        """A key that names one row only (a job table's job name): a later kept row repeating the key of an
+        earlier kept row is an error (skipped, with ``skip_bad_rows``: the first row stays)."""
+        idx = np.flatnonzero(self.keep)
+        dup = np.zeros(len(self.keep), dtype=bool)
+        dup[idx] = raw.iloc[idx].astype(str).str.strip().duplicated(keep="first").to_numpy()
+        self.check(dup, fld, "repeats an earlier row's value (each job is one row)", raw)
 
     def count(self, values: pd.Series, raw: pd.Series, bad_text: pd.Series, fld: str, low: int = 0) -> None:
         """A GPU or instance count: an integer from ``low`` to :data:`MAX_JOB_GPUS` (``1e20``, ``inf``, ``2.5``

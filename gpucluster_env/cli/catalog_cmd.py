@@ -63,6 +63,7 @@ def list_cmd(args: argparse.Namespace) -> int:
 
 
 def fit_comm_cmd(args: argparse.Namespace) -> int:
+    from gpucluster_env.atomic_write import write_bytes_atomic
     from gpucluster_env.catalog.comm_fit import COMM_FIT_FILE, fit_all
     from gpucluster_env.catalog.models import MODELS, SINGLE_NODE_ALPHA_COMM
     from gpucluster_env.catalog.validate import format_comm
@@ -70,7 +71,7 @@ def fit_comm_cmd(args: argparse.Namespace) -> int:
     out_dir = args.out_dir or Path(__file__).resolve().parents[1] / "data"
     out_dir.mkdir(parents=True, exist_ok=True)
     table = fit_all(dict(MODELS), SINGLE_NODE_ALPHA_COMM)
-    (out_dir / COMM_FIT_FILE).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    write_bytes_atomic(out_dir / COMM_FIT_FILE, (json.dumps(table, indent=1, sort_keys=True) + "\n").encode())
     if args.json:
         print(json.dumps({"out_dir": str(out_dir), **table}, sort_keys=True))
     else:
@@ -88,6 +89,7 @@ def validate_cmd(args: argparse.Namespace) -> int:
 
 
 def fit_cmd(args: argparse.Namespace) -> int:
+    from gpucluster_env.atomic_write import write_bytes_atomic
     from gpucluster_env.catalog.fit import build_xi_table
     from gpucluster_env.catalog.measured import load_gavel
     from gpucluster_env.catalog.predictor import PREDICTOR_FILE, evaluate, fit_predictor
@@ -99,11 +101,11 @@ def fit_cmd(args: argparse.Namespace) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     gd = load_gavel()
     table = build_xi_table(gd)
-    (out_dir / XI_TABLE_FILE).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
+    write_bytes_atomic(out_dir / XI_TABLE_FILE, (json.dumps(table, indent=1, sort_keys=True) + "\n").encode())
     ev = evaluate(gd, seeds=tuple(range(args.seeds)))
     saved = fit_predictor(gd)
     saved["evaluation"] = ev
-    (out_dir / PREDICTOR_FILE).write_text(json.dumps(saved) + "\n")
+    write_bytes_atomic(out_dir / PREDICTOR_FILE, (json.dumps(saved) + "\n").encode())
     keys = ("rmse", "mape_median", "decision_agreement")
     summary = {g: {k: round(v[k], 4) for k in keys} for g, v in ev.items()}
     if args.json:

@@ -233,10 +233,12 @@ def _save_board_meta(out: Path, board: Any) -> None:
     """Keep the board's name, reference and metrics beside the records (for `show` and `plot`)."""
     import json
 
+    from gpucluster_env.atomic_write import write_bytes_atomic
+
     meta_dir = out / ".board"
     meta_dir.mkdir(exist_ok=True)
-    (meta_dir / BOARD_META).write_text(json.dumps({"name": board.name, "reference": board.reference,
-                                                  "metrics": list(board.metrics)}))
+    write_bytes_atomic(meta_dir / BOARD_META, json.dumps({"name": board.name, "reference": board.reference,
+                                                         "metrics": list(board.metrics)}).encode())
 
 
 def _board_meta(d: Path) -> dict[str, Any]:
@@ -291,7 +293,9 @@ def show(args: argparse.Namespace) -> int:
         return 0
     text = render(summaries, "md" if fmt == "table" else fmt)
     if args.output:
-        Path(args.output).write_text(text)
+        from gpucluster_env.atomic_write import write_bytes_atomic
+
+        write_bytes_atomic(args.output, text.encode())
         print(f"wrote {args.output}")
     else:
         sys.stdout.write(text)

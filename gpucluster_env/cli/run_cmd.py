@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import shutil
+from pathlib import Path
 from typing import Any
 
 COLUMNS = (
@@ -152,27 +154,63 @@ def run(args: argparse.Namespace) -> int:
     names = [n for n in policy_names() if POLICIES[n].applies_to(sc)] if args.policy == "all" else [args.policy]
     if args.record and len(names) > 1:
         raise SettingError("--record needs a single --policy")
+    scratch = _scratch_record(args.record, args.trace) if args.record else None
     if args.policy_option and len(names) > 1:
         raise SettingError("--policy-option needs a single --policy")
     popts = parse_policy_options(args.policy_option, names[0]) if len(names) == 1 else {}
     limits = EpisodeLimits(args.max_sim_days * 86400.0, args.max_steps)
     results = []
-    for name in names:
-        pol = ProgressPolicy(make_policy(name, **popts), limits, show=not args.no_progress and not args.json)
-        try:
-            results.append(run_episode(sc, pol, args.seed, record=args.record))  # type: ignore[arg-type]
-        finally:
-            pol.close()
-        results[-1]["limits"] = limits.describe()
-        results[-1]["jobs_asked"] = sc.num_jobs
+    try:
+        for name in names:
+            pol = ProgressPolicy(make_policy(name, **popts), limits, show=not args.no_progress and not args.json)
+            try:
+                results.append(run_episode(sc, pol, args.seed, record=scratch))  # type: ignore[arg-type]
+            finally:
+                pol.close()
+            results[-1]["limits"] = limits.describe()
+            results[-1]["jobs_asked"] = sc.num_jobs
+    except BaseException:
+        if scratch:
+            shutil.rmtree(scratch.parent, ignore_errors=True)
+        raise
+    failed = _deliver_record(scratch, args.record) if scratch else None
     if args.json:
         print(dumps(results[0] if len(results) == 1 else results))
-        return 0
-    _print_table(results, args, sc)
+    else:
+        _print_table(results, args, sc, record_written=scratch is not None and failed is None)
+    if failed:
+        raise failed  # after the results: a record that cannot be written loses nothing else
     return 0
 
 
-def _print_table(results: list[dict[str, Any]], args: argparse.Namespace, sc: Any) -> None:
+def _scratch_record(target: str, trace: str | None) -> Path:
+    """Where the episode's record is written first (a private temporary folder), once ``target`` is known
+    to be a possible output, so a target that fails at the end (a full disk, ``/dev/full``) costs neither the
+    results nor the record."""
+    import tempfile
+
+    from gpucluster_env.atomic_write import check_output
+
+    check_output(target, (trace,))  # a folder, a socket or the trace itself: refused now, not after the episode
+    return Path(tempfile.mkdtemp(prefix="gpucluster-record-")) / ("record.jsonl.gz" if target.endswith(".gz")
+                                                                   else "record.jsonl")
+
+
+def _deliver_record(scratch: Path, target: str) -> OSError | None:
+    """Copy the record from ``scratch`` to ``target`` (atomically; a device or pipe written into) and remove
+    the scratch copy; on failure keep it and return the error naming both."""
+    from gpucluster_env.atomic_write import OutputError, atomic_output
+
+    try:
+        with atomic_output(target) as out, open(scratch, "rb") as src:
+            shutil.copyfileobj(src, out)
+    except OutputError as e:
+        return OutputError(f"{e}; the record is kept at {scratch}")
+    shutil.rmtree(scratch.parent, ignore_errors=True)
+    return None
+
+
+def _print_table(results: list[dict[str, Any]], args: argparse.Namespace, sc: Any, record_written: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -197,5 +235,5 @@ def _print_table(results: list[dict[str, Any]], args: argparse.Namespace, sc: An
     if cut:
         console.print(f"truncated: the episode stopped at a limit ({first['limits']}); the metrics cover only the "
                       "jobs finished by then")
-    if args.record:
+    if record_written:
         console.print(f"replay written to {args.record}")

@@ -173,6 +173,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_sample(args: argparse.Namespace) -> int:
     import numpy as np
 
+    from gpucluster_env.atomic_write import check_output
     from gpucluster_env.traces.registry import get_trace, load_file, locate
     from gpucluster_env.traces.samplers import downscale_gpus, fit_to_cluster, sample
 
@@ -183,6 +184,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
         raise ValueError("--drop-oversize goes with --max-gpus N")
     if not (0 <= args.seed < 2**32):
         raise ValueError(f"--seed {args.seed}: must be an integer from 0 to {2**32 - 1}")
+    check_output(args.out, (args.file,))
     report_load = None
     if args.file:
         df, report_load = load_file(args.file, args.format, skip_bad_rows=args.skip_bad_rows)
@@ -197,6 +199,7 @@ def cmd_sample(args: argparse.Namespace) -> int:
                 f"trace {args.name!r} not found; 'gpucluster traces fetch {args.name}', "
                 f"--file PATH, or synthetic:{get_trace(args.name).synthetic}"
             )
+        check_output(args.out, (path,))
         df, report_load = load_file(path, get_trace(args.name).loader, skip_bad_rows=args.skip_bad_rows)
     out, rep = sample(df, args.jobs, args.window, np.random.default_rng(args.seed))
     if args.downscale > 1:
@@ -222,16 +225,10 @@ def cmd_sample(args: argparse.Namespace) -> int:
 
 
 def _write_atomic(df: object, out: str) -> None:
-    """``df`` as CSV at ``out``, written under a temporary name and renamed when complete."""
-    import os
+    """``df`` as CSV at ``out``, written whole or not at all (see :mod:`gpucluster_env.atomic_write`)."""
+    from gpucluster_env.atomic_write import write_bytes_atomic
 
-    dest = Path(out)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
-    try:
-        df.to_csv(tmp, index=False)  # type: ignore[attr-defined]
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_bytes_atomic(out, df.to_csv(index=False).encode())  # type: ignore[attr-defined]
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

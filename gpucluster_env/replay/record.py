@@ -17,22 +17,22 @@ Format ``gpucluster-replay`` version 2 (docs/replay.md has the full description)
   ``actions``, ``events``). A file without it is incomplete.
 
 A record is written to a temporary name beside its target and renamed when complete, so a reader never sees
-half a file under the real name. A ``.gz`` suffix writes (and reads) gzip.
+half a file under the real name (:mod:`gpucluster_env.atomic_write`). A ``.gz`` suffix writes gzip; a reader
+takes gzip by content, and reads a record once, within :data:`~gpucluster_env.input_files.MAX_INPUT_BYTES`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
 import math
-import os
-import tempfile
-import zlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
+from ..atomic_write import atomic_output
 from ..engine import (
     Action,
     Colocate,
@@ -47,6 +47,7 @@ from ..engine import (
     Swell,
     Wait,
 )
+from ..input_files import InputFileError, read_text
 
 RECORD_FORMAT = "gpucluster-replay"
 RECORD_VERSION = 2
@@ -168,64 +169,50 @@ def jsonable(v: Any) -> Any:
     return v
 
 
-def _open_text(path: Path, mode: str) -> IO[str]:
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, mode + "b"), encoding="utf-8")  # type: ignore[arg-type]
-    return path.open(mode, encoding="utf-8")
-
-
 def write_lines(path: str | Path, lines: list[dict[str, Any]]) -> Path:
-    """Write ``lines`` as JSON Lines to ``path`` atomically (temporary file in the same folder, then rename);
-    gzip when ``path`` ends in ``.gz``. Returns the path."""
+    """Write ``lines`` as JSON Lines to ``path`` with :func:`~gpucluster_env.atomic_write.atomic_output` (a
+    temporary file beside it, renamed when complete; a device or pipe is written straight into); gzip when
+    ``path`` ends in ``.gz``. Returns the path."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
-    tmp_path = Path(tmp + (".gz" if path.suffix == ".gz" else ""))
-    os.replace(tmp, tmp_path)
-    try:
-        with _open_text(tmp_path, "w") as f:
+    if not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_output(path) as raw:
+        out: IO[bytes] = raw
+        with contextlib.ExitStack() as stack:
+            if path.suffix == ".gz":
+                out = stack.enter_context(gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0))
             for d in lines:
-                f.write(json.dumps(d, separators=(",", ":"), allow_nan=False))
-                f.write("\n")
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp_path, 0o666 & ~mask)
-        os.replace(tmp_path, path)
-    except BaseException:
-        tmp_path.unlink(missing_ok=True)
-        raise
+                out.write(json.dumps(d, separators=(",", ":"), allow_nan=False).encode())
+                out.write(b"\n")
     return path
 
 
 def read_record(path: str | Path) -> Record:
     """Read and check a record; :class:`RecordError` names the file and the first bad line."""
     path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
     name = str(path)
+    try:
+        text = read_text(path, gunzip=True)  # once, bounded, strict UTF-8, gzip by content
+    except InputFileError as e:
+        raise RecordError(str(e)) from None
     rec: Record | None = None
     n = 0
-    try:
-        with _open_text(path, "r") as f:
-            for n, raw in enumerate(f, start=1):
-                if rec is not None and rec.metrics:
-                    raise RecordError(f"{name}: line {n}: content after the final metrics line")
-                try:
-                    d = json.loads(raw)
-                except json.JSONDecodeError as e:
-                    raise RecordError(f"{name}: line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
-                if not isinstance(d, dict):
-                    raise RecordError(f"{name}: line {n}: expected a JSON object, got {type(d).__name__}")
-                if rec is None:
-                    rec = Record(header=_check_header(d, name), path=name)
-                    n_gpus = rec.num_gpus
-                else:
-                    _add_line(rec, d, name, n, n_gpus)
-    except (OSError, EOFError, UnicodeDecodeError, gzip.BadGzipFile, zlib.error) as e:
-        if isinstance(e, FileNotFoundError | IsADirectoryError | PermissionError):
-            raise
-        raise RecordError(f"{name}: line {n + 1}: unreadable ({type(e).__name__}: {e})") from None
+    for n, raw in enumerate(io.StringIO(text), start=1):
+        if rec is not None and rec.metrics:
+            raise RecordError(f"{name}: line {n}: content after the final metrics line")
+        try:
+            d = json.loads(raw)
+        except json.JSONDecodeError as e:
+            raise RecordError(f"{name}: line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
+        except RecursionError:
+            raise RecordError(f"{name}: line {n}: not valid JSON (nested too deeply)") from None
+        if not isinstance(d, dict):
+            raise RecordError(f"{name}: line {n}: expected a JSON object, got {type(d).__name__}")
+        if rec is None:
+            rec = Record(header=_check_header(d, name), path=name)
+            n_gpus = rec.num_gpus
+        else:
+            _add_line(rec, d, name, n, n_gpus)
     if rec is None:
         raise RecordError(f"{name}: line 1: empty file, expected a {RECORD_FORMAT} header")
     if not rec.metrics:
