@@ -2,7 +2,8 @@
 record as it finishes, and show a progress bar with ETA, the rate in cells per minute and live partial results.
 
 Records are written by this (the driving) process as results arrive, so killing the run at any moment loses
-only the cells in flight; the next run skips every recorded cell and never runs one twice.
+only the cells in flight; the next run skips every recorded cell and never runs one twice. Local worker
+processes die with the driving process, even when it is killed with SIGKILL (:func:`_init_worker`).
 """
 
 from __future__ import annotations
@@ -10,14 +11,15 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .board import Board, Cell
-from .cells import env_spec, git_revision, package_version, policy_version, run_cell
-from .store import ResultStore, make_record
+from .board import Board, Cell, canonical, trace_identity
+from .cells import env_spec, git_revision, package_version, policy_version, run_cell, versions
+from .store import ResultStore, Stale, make_record
 
 BACKENDS = ("local", "ray")
 LIVE_METRIC = "avg_jct_s"
@@ -80,10 +82,31 @@ def plan(board: Board, store: ResultStore, replace_stale: bool) -> tuple[list[Ce
     return todo, prov
 
 
-def _init_worker() -> None:
+def _one_thread() -> None:
     # One OpenMP thread per worker process: the workers are the parallelism (XGBoost, torch read this at import).
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+
+
+PR_SET_PDEATHSIG = 1
+"""Linux ``prctl`` option: the signal a process gets when its parent dies."""
+
+
+def _init_worker(parent: int) -> None:
+    """Set up a local worker process: one thread, and death with the driving process ``parent``: on Linux the
+    kernel sends the worker SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and for a
+    parent already gone before that took effect, the worker exits at once."""
+    _one_thread()
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _failed(cell: Cell, e: BaseException) -> ValueError:
@@ -95,7 +118,7 @@ def _failed(cell: Cell, e: BaseException) -> ValueError:
 
 def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any]]]:
     if workers == 1:
-        _init_worker()
+        _one_thread()
         for c in todo:
             try:
                 result = run_cell(c)
@@ -106,7 +129,8 @@ def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_init_worker)
+    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+                             initargs=(os.getpid(),))
     try:
         pending = {ex.submit(run_cell, c): c for c in todo}
         while pending:
@@ -171,14 +195,14 @@ def execute(
         raise ValueError(f"--workers must be at least 1, got {workers}")
     check_policies(board)
     todo, prov = plan(board, store, replace_stale)
-    rev = git_revision()
+    rev, vers = git_revision(), versions()
     if on_start is not None:
         on_start(len(todo), len(board.cells) - len(todo))
     t0 = time.perf_counter()
     stream = _local(todo, workers) if backend == "local" else _ray(todo, workers, address)
     done = 0
     for cell, result in stream:
-        rec = make_record(cell, result, {**prov[cell.key], "git_revision": rev})
+        rec = make_record(cell, result, {**prov[cell.key], "git_revision": rev}, vers)
         store.write(rec)
         done += 1
         if on_record is not None:
@@ -189,22 +213,47 @@ def execute(
 
 def current_records(store: ResultStore) -> tuple[list[dict[str, Any]], list[str]]:
     """The folder's records made under the current spec and versions, and a note on each kind of record left
-    out (another spec or version: reported, never mixed in)."""
+    out: another spec or version, or another version of its trace file (reported, never mixed in). Records of
+    the synthetic and of the real trace are both current; their labels tell them apart."""
     keep, notes = [], {}
     cache: dict[tuple[str, str], dict[str, Any]] = {}
+    traces: dict[tuple[str, str], str] = {}
     for rec in store.select():
         cell = Cell.from_dict(rec["cell"])
         skey = (cell.scenario_label, cell.policy)
         if skey not in cache:
             cache[skey] = provenance(cell)
         stale = store.stale({rec["key"]: cache[skey]})
+        why = _trace_changed(cell, traces)
         if stale:
             notes.setdefault(stale[0].why.split(" ")[0], []).append(stale[0])
+        elif why:
+            notes.setdefault("trace", []).append(Stale(store.paths[rec["key"]], why))
         else:
             keep.append(rec)
     msgs = [f"{len(v)} record(s) made under another {k} left out, e.g. {v[0].path.name}: {v[0].why}"
             for k, v in notes.items()]
     return keep, msgs
+
+
+def _trace_changed(cell: Cell, cache: dict[tuple[str, str], str]) -> str:
+    """Why ``cell``'s trace is not the one its scenario reads now (a trace file or real trace of other
+    content, or gone), or empty. The current identity is computed once per scenario and options."""
+    kind = cell.trace.partition(":")[0]
+    if kind not in ("file", "real"):
+        return ""
+    key = (cell.scenario, canonical(cell.scenario_options))
+    if key not in cache:
+        from ..scenarios import get_scenario
+
+        try:
+            cache[key] = trace_identity(get_scenario(cell.scenario, **cell.scenario_options))
+        except (ValueError, OSError) as e:
+            cache[key] = f"unreadable ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    now = cache[key]
+    if now == cell.trace or (kind == "real" and not now.startswith("real:")):
+        return ""
+    return f"trace {cell.trace} (current {now})"
 
 
 def load_current(dirs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:

@@ -4,12 +4,17 @@ Layout: ``DIR/<cell key>.json`` per cell (see :attr:`~gpucluster_env.leaderboard
 first written to a hidden temporary file in ``DIR`` and then renamed over its final name, so a killed run leaves
 complete records or none (a leftover temporary file is removed on the next open). Sub-folders (e.g. plots) are
 ignored; any other file is foreign and stops the command with a one-line error, as does a record that is not
-valid JSON or not of this format.
+valid JSON or not of this format, or whose cell or metrics are not what a run writes (:func:`check_metrics`):
+a record is never dropped or averaged in without a word.
+
+Format version 2 added the trace to a cell's identity and wrote options in canonical form; a version-1 record
+names other cells, so it stops the command (run into a new results folder).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from collections.abc import Iterable
@@ -20,7 +25,9 @@ from typing import Any
 from .board import Cell, canonical
 
 RECORD_FORMAT = "gpucluster-leaderboard-record"
-RECORD_VERSION = 1
+RECORD_VERSION = 2
+CORE_METRICS = ("jobs", "jobs_done", "avg_jct_s", "median_jct_s", "p95_jct_s", "makespan_s", "avg_queue_s")
+"""Metrics every episode's record has; the times among them are numbers (not null) once a job has finished."""
 TMP_PREFIX = ".tmp-"
 
 
@@ -125,16 +132,53 @@ def read_record(path: Path) -> dict[str, Any]:
                          f"{RECORD_VERSION}")
     try:
         cell = Cell.from_dict(rec["cell"])
-        ok = cell.key == rec["key"] == path.stem and isinstance(rec["metrics"], dict)
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"{path}: corrupt record (missing or bad field {e}); delete it and run again") from None
+        ok = cell.key == rec["key"] == path.stem
+    except KeyError as e:
+        raise ValueError(f"{path}: corrupt record (missing field {e}); delete it and run again") from None
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{path}: corrupt record ({e}); delete it and run again") from None
     if not ok:
         raise ValueError(f"{path}: corrupt record (its cell does not match its key or name); delete it and run again")
+    check_metrics(rec.get("metrics"), f"{path}: corrupt record")
+    if not isinstance(rec.get("truncated"), bool):
+        raise ValueError(f"{path}: corrupt record: field 'truncated' must be true or false, got "
+                         f"{rec.get('truncated')!r}")
+    if not isinstance(rec.get("per_job"), dict | None):
+        raise ValueError(f"{path}: corrupt record: field 'per_job' must be an object or null")
     return rec
 
 
-def make_record(cell: Cell, result: dict[str, Any], provenance: dict[str, Any]) -> dict[str, Any]:
-    """The record of a finished cell: its cell, metrics, per-job results, wall time and provenance."""
+def check_metrics(metrics: Any, where: str) -> None:
+    """A record's metrics as a run writes them, or a one-line ``ValueError`` naming ``where`` and the field:
+    every value a finite number >= 0 (times, counts, fractions) or null (undefined in that episode, e.g.
+    deadline satisfaction without deadlines); :data:`CORE_METRICS` present, the job counts integers, and the
+    times numbers once a job has finished."""
+    if not isinstance(metrics, dict):
+        raise ValueError(f"{where}: field 'metrics' must be an object, got {metrics!r}")
+    missing = [m for m in CORE_METRICS if m not in metrics]
+    if missing:
+        raise ValueError(f"{where}: metric {missing[0]!r} is missing")
+    for k, v in metrics.items():
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+            raise ValueError(f"{where}: metric {k!r} is {json.dumps(v)}; a metric is a finite number >= 0, or "
+                             "null where undefined")
+    for k in ("jobs", "jobs_done"):
+        if not isinstance(metrics[k], int):
+            raise ValueError(f"{where}: metric {k!r} must be an integer count, got {json.dumps(metrics[k])}")
+    if metrics["jobs_done"] > metrics["jobs"]:
+        raise ValueError(f"{where}: metric 'jobs_done' ({metrics['jobs_done']}) exceeds 'jobs' ({metrics['jobs']})")
+    if metrics["jobs_done"] > 0:
+        for k in CORE_METRICS[2:]:
+            if metrics[k] is None:
+                raise ValueError(f"{where}: metric {k!r} is null although {metrics['jobs_done']} job(s) finished")
+
+
+def make_record(cell: Cell, result: dict[str, Any], provenance: dict[str, Any],
+                versions: dict[str, str | None] | None = None) -> dict[str, Any]:
+    """The record of a finished cell: its cell, metrics, per-job results, wall time, provenance and the
+    versions of the packages that made it (not part of its identity)."""
     result = dict(result)
     detail = result.pop("jobs_detail", None)
     meta = {k: result.pop(k) for k in ("scenario", "policy", "policy_options", "seed", "trace", "wall_s", "steps",
@@ -150,5 +194,6 @@ def make_record(cell: Cell, result: dict[str, Any], provenance: dict[str, Any]) 
         "steps": meta.get("steps"),
         "truncated": bool(meta.get("truncated", False)),
         "wall_s": meta.get("wall_s"),
+        "versions": versions,
         **provenance,
     }

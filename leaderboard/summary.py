@@ -69,6 +69,8 @@ class Summary:
     common_options: str
     scenarios: list[ScenarioTable]
     overall: list[OverallRow]
+    versions: dict[str, list[str]] = field(default_factory=dict)
+    """Each package's versions among the records (``python``, ``numpy``, ...; ``none``: not installed)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (``--format json``); NaN as None."""
@@ -87,14 +89,14 @@ def _clean(v: Any) -> Any:
 
 def labelled(records: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], str]:
     """Each record's (scenario label, policy label) without the options shared by every record, and those
-    shared options as a label."""
+    shared options as a label. The trace is one of the options (``trace="synthetic"``), so records of two
+    traces are never one row."""
     cells = [Cell.from_dict(r["cell"]) for r in records]
-    pairs = [{f"{k}={canonical(v)}" for k, v in {**c.scenario_options, **c.env_options}.items()} for c in cells]
+    pairs = [{f"{k}={canonical(v)}" for k, v in c.labelled_options.items()} for c in cells]
     common = set.intersection(*pairs) if pairs else set()
     out = []
     for c in cells:
-        opts = {k: v for k, v in {**c.scenario_options, **c.env_options}.items()
-                if f"{k}={canonical(v)}" not in common}
+        opts = {k: v for k, v in c.labelled_options.items() if f"{k}={canonical(v)}" not in common}
         lab = options_label(opts)
         out.append((f"{c.scenario} ({lab})" if lab else c.scenario, c.policy_label))
     return out, ",".join(sorted(common))
@@ -136,7 +138,16 @@ def summarize(records: list[dict[str, Any]], metric: str, reference: str = "fifo
     for row, rk in zip(overall, stats.ranks([o.iqm for o in overall], lower), strict=True):
         row.rank = rk
     overall.sort(key=lambda r: (r.rank, r.policy))
-    return Summary(metric, reference, lower, common, tables, overall)
+    return Summary(metric, reference, lower, common, tables, overall, record_versions(records))
+
+
+def record_versions(records: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The versions of each package the records were made with (several where they differ)."""
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        for pkg, v in (r.get("versions") or {}).items():
+            seen.setdefault(pkg, set()).add(str(v) if v is not None else "none")
+    return {pkg: sorted(v) for pkg, v in seen.items()}
 
 
 def _series(recs: list[dict[str, Any]], metric: str) -> tuple[list[int], np.ndarray]:

@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Run every cell (scenario x policy x seed) of a board not yet recorded in the "
                                     "results folder, then show the leaderboard. With no arguments: the default board.")
     r.add_argument("board", nargs="?", help="a shipped board name (see `leaderboard boards`) or a .toml file")
-    r.add_argument("--scenarios", help="comma-separated scenarios (a board's subset, or a new board with --policies)")
+    r.add_argument("--scenarios", help="comma-separated scenarios or scenario files (.toml): a board's subset, or "
+                                       "a new board (with --policies, else every policy that can run on them)")
     r.add_argument("--policies", help="comma-separated policies (rl:DIR for a trained policy)")
     r.add_argument("--seeds", type=int, help="seeds per cell: 0..N-1 (overrides the board's)")
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
@@ -92,37 +93,22 @@ def _split(v: str | None, what: str) -> list[str] | None:
     return items
 
 
-def _check_names(scenarios: list[str] | None, policies: list[str] | None) -> None:
-    from gpucluster_env.baselines import policy_names
-    from gpucluster_env.scenarios import SCENARIOS
-
-    for s in scenarios or []:
-        if s not in SCENARIOS:
-            raise ValueError(f"unknown scenario {s!r}; known: {', '.join(SCENARIOS)}")
-    known = policy_names()
-    for p in policies or []:
-        if p not in known and not p.startswith("rl:"):
-            raise ValueError(f"unknown policy {p!r}; known: {', '.join(known)}")
-
-
-def resolve_board(args: argparse.Namespace) -> Any:
-    """The board ``run`` covers: a board (filtered by --scenarios/--policies, --seeds), or one made of them."""
+def resolve_board(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The board ``run`` covers: a board (filtered by --scenarios/--policies, --seeds), or one made of them;
+    and notes on policies left out (those that cannot run on a scenario, when --policies is not given)."""
     from gpucluster_env.cli.options import parse_options
     from gpucluster_env.leaderboard.board import cells_from_args, check_seeds, load_board
 
     scenarios, policies = _split(args.scenarios, "scenarios"), _split(args.policies, "policies")
-    _check_names(scenarios, policies)
     if args.seeds is not None:
-        check_seeds(args.seeds)
+        check_seeds(args.seeds, "--seeds")
     options = parse_options(args.option)
     if args.board is None and scenarios:
-        from gpucluster_env.baselines import policy_names
-
-        return cells_from_args(scenarios, policies or policy_names(), args.seeds or 5, options)
+        return cells_from_args(scenarios, policies, args.seeds or 5, options)
     if options:
         raise ValueError("--option applies to a board made by --scenarios/--policies; put options in the board file")
     board = load_board(args.board or DEFAULT_BOARD)
-    return board.select(scenarios, policies, args.seeds)
+    return board.select(scenarios, policies, args.seeds), []
 
 
 def _slug(name: str) -> str:
@@ -133,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.execute import current_records, execute
     from gpucluster_env.leaderboard.store import ResultStore
 
-    board = resolve_board(args)
+    board, notes = resolve_board(args)
+    for n in notes:
+        print(f"gpucluster leaderboard: note: {n}", file=sys.stderr)
     out = Path(args.out) if args.out else Path(RESULTS_ROOT) / _slug(Path(board.name).stem)
     store = ResultStore(out, create=True)
     _save_board_meta(out, board)

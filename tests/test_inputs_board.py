@@ -1,0 +1,267 @@
+"""Bad input to the leaderboard's cells, found by the "numbers you can trust" probe (#25): a cell's identity
+covers everything that fixes its episode, records with invalid metrics stop the command with one line, boards
+are checked whole by the command line's own settings before any cell runs, selections that match nothing are
+refused, workers die with their parent, and records carry the versions that made them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from gpucluster_env.leaderboard.board import MAX_SEEDS, cells_from_args, parse_board
+from gpucluster_env.leaderboard.execute import current_records, execute
+from gpucluster_env.leaderboard.store import ResultStore
+from gpucluster_env.leaderboard.summary import labelled
+
+from gpucluster_env.cli.main import main
+
+GPUCLUSTER = [sys.executable, "-c", "import sys; from gpucluster_env.cli.main import main; sys.exit(main())"]
+
+
+def _board(group: dict, seeds: int = 1, where: str = "b.toml") -> object:
+    return parse_board({"name": "t", "seeds": seeds, "group": [group]}, where)
+
+
+def _one_line_error(argv: list[str], capsys: pytest.CaptureFixture) -> str:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err and "internal error" not in err, err
+    return err
+
+
+# 1. identity -------------------------------------------------------------------------------------------------
+
+def test_equivalent_option_spellings_are_one_cell() -> None:
+    # tiny's own values are num_jobs = 40, load = 1.0: three spellings of one episode
+    b = parse_board({"name": "t", "seeds": 1, "group": [
+        {"scenarios": ["tiny"], "policies": ["fifo"]},
+        {"scenarios": ["tiny"], "policies": ["fifo"], "scenario_options": {"num_jobs": 40, "load": 1}},
+        {"scenarios": ["tiny"], "policies": ["fifo"], "scenario_options": {"load": 1.0}}]})
+    assert len(b.cells) == 1 and b.cells[0].scenario_label == "tiny"
+    two = _board({"scenarios": ["tiny"], "policies": ["fifo"], "scenario_options": {"load": 2}})
+    assert two.cells[0].scenario_options == {"load": 2.0}  # an int for a float option is the float
+    pol = parse_board({"name": "t", "seeds": 1, "reference": "tiresias", "group": [
+        {"scenarios": ["tiny"], "policies": ["tiresias", {"name": "tiresias", "options": {"thresholds": [3600]}}]}]})
+    assert {c.policy_label for c in pol.cells} == {"tiresias", "tiresias (thresholds=[3600.0])"}
+
+
+def test_trace_source_is_part_of_the_identity_and_the_label(monkeypatch: pytest.MonkeyPatch) -> None:
+    import gpucluster_env.traces.scenario_jobs as sj
+
+    group = {"scenarios": ["castor-philly"], "policies": ["fifo"]}
+    monkeypatch.setenv("GPUCLUSTER_TRACE_SOURCE", "synthetic")
+    syn = _board(group).cells[0]
+    assert syn.trace == "synthetic"
+    monkeypatch.setenv("GPUCLUSTER_TRACE_SOURCE", "auto")
+    monkeypatch.setattr(sj, "trace_identity", lambda sc: "real:0123456789ab")
+    real = _board(group).cells[0]
+    assert real.trace == "real:0123456789ab" and real.key != syn.key
+    recs = [{"cell": c.as_dict()} for c in (syn, real)]
+    (a, _), (b, _) = labelled(recs)[0]
+    assert a != b and 'trace="synthetic"' in a  # two rows, each saying which trace
+    assert labelled(recs[:1])[1] == 'trace="synthetic"'  # one trace only: said once, for every cell
+
+
+def _lab(tmp_path: Path, rows: int) -> Path:
+    (tmp_path / "jobs.csv").write_text("job_id,submit_s,num_gpus,duration_s\n" + "\n".join(
+        f"j{i},{60 * i},1,{600 + 60 * i}" for i in range(rows)) + "\n")
+    f = tmp_path / "lab.toml"
+    f.write_text('name = "lab"\ncluster = "V100:1x4"\ntrace = "file"\ntrace_file = "jobs.csv"\nnum_jobs = 4\n'
+                 'window = "all"\nmodels = ["resnet50"]\n')
+    return f
+
+
+def test_an_edited_trace_file_is_another_cell(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    lab = _lab(tmp_path, 4)
+    board = tmp_path / "b.toml"
+    board.write_text(f"seeds = 1\n[[group]]\nscenarios = [{json.dumps(str(lab))}]\npolicies = ['fifo']\n")
+    out = tmp_path / "r"
+    assert main(["leaderboard", "run", str(board), "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ran"] == 1
+    _lab(tmp_path, 6)  # same scenario file, other jobs
+    assert main(["leaderboard", "run", str(board), "--out", str(out), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["ran"] == 1 and rep["skipped"] == 0  # before: 0 run, the old cell counted as done
+    keep, notes = current_records(ResultStore(out))
+    assert len(keep) == 1 and len(notes) == 1 and "trace file:" in notes[0]
+    assert main(["leaderboard", "show", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)[0]["scenarios"][0]["rows"]
+    assert [r["n"] for r in rows] == [1]  # the old file's cell is not mixed in
+
+
+# 2. records ----------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def one_record(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    d = tmp_path_factory.mktemp("rec")
+    execute(_board({"scenarios": ["tiny"], "policies": ["fifo"]}), ResultStore(d, create=True))
+    f = next(d.glob("*.json"))
+    return f.name, f.read_text()
+
+
+@pytest.mark.parametrize("value", ['"fast"', "NaN", "Infinity", "null", "[1, 2]", "-5000", "true", None])
+def test_a_record_with_an_invalid_metric_stops_show_and_run(value: str | None, one_record: tuple[str, str],
+                                                             tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    name, text = one_record
+    rec = json.loads(text)
+    if value is None:
+        del rec["metrics"]["avg_jct_s"]
+    raw = json.dumps(rec, separators=(",", ":"))
+    if value is not None:
+        raw = raw.replace(f'"avg_jct_s":{json.dumps(rec["metrics"]["avg_jct_s"])}', f'"avg_jct_s":{value}')
+        assert value in raw
+    (tmp_path / name).write_text(raw)
+    err = _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
+    assert name in err and "'avg_jct_s'" in err
+    err = _one_line_error(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo", "--seeds", "1",
+                           "--out", str(tmp_path)], capsys)
+    assert name in err and "'avg_jct_s'" in err
+
+
+def test_a_record_with_a_bad_cell_field_is_named(one_record: tuple[str, str], tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture) -> None:
+    name, text = one_record
+    rec = json.loads(text)
+    rec["cell"]["seed"] = 0.9
+    (tmp_path / name).write_text(json.dumps(rec))
+    assert "'seed'" in _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
+
+
+def test_records_carry_versions_shown_by_show_json(one_record: tuple[str, str], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture) -> None:
+    name, text = one_record
+    rec = json.loads(text)
+    assert set(rec["versions"]) == {"python", "numpy", "scipy", "xgboost", "numba", "gymnasium", "torch",
+                                    "gpucluster-env"}
+    assert rec["versions"]["numpy"] and rec["versions"]["python"].count(".") == 2
+    assert "versions" not in rec["cell"]  # not part of the identity
+    (tmp_path / name).write_text(text)
+    assert main(["leaderboard", "show", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)[0]["versions"]["numpy"] == [rec["versions"]["numpy"]]
+
+
+# 3. one validation path, whole board first ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("group, want", [
+    ({"policies": [{"name": "tiresias", "options": {"thresholds": [-1.0]}}]}, "'thresholds'"),
+    ({"policies": [{"name": "tiresias", "options": {"thresholds": [True]}}]}, "'thresholds'"),
+    ({"policies": ["fifo"], "env_options": {"max_sim_time_s": -5}}, "env option 'max_sim_time_s'"),
+    ({"policies": ["fifo"], "env_options": {"n_pending": 10**8}}, "env option 'n_pending'"),
+    ({"policies": ["fifo"], "env_options": {"objective": "fastest"}}, "env option 'objective'"),
+    ({"policies": ["fifo"], "env_options": {"xi": 0.5}}, "env option 'xi'"),
+    ({"policies": ["fifo"], "scenario_options": {"num_jobs": 2.5}}, "'num_jobs'"),
+    ({"policies": ["fifo"], "seeds": 2**70}, "group 1: seeds"),
+    ({"policies": ["rl:somewhere", ], "policy_options": {"x": 1}}, "takes no options"),
+])
+def test_boards_refuse_what_the_command_line_refuses(group: dict, want: str) -> None:
+    with pytest.raises(ValueError, match=want) as e:
+        _board({"scenarios": ["tiny"], **group})
+    assert str(e.value).startswith("b.toml: group 1") and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("seeds", [1e9, 2**70, MAX_SEEDS + 1, 0, -3, 0.9, True, [1, 2], "5"])
+def test_bad_seed_counts_are_refused_by_name(seeds: object) -> None:
+    with pytest.raises(ValueError, match=r"^b.toml: seeds must be a positive integer"):
+        parse_board({"seeds": seeds, "group": [{"scenarios": ["tiny"], "policies": ["fifo"]}]}, "b.toml")
+
+
+def test_seed_bound_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    err = _one_line_error(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo", "--seeds",
+                           str(2**40), "--out", str(tmp_path)], capsys)
+    assert "--seeds must be a positive integer" in err
+
+
+def test_board_and_cli_share_policy_option_checks(capsys: pytest.CaptureFixture) -> None:
+    err = _one_line_error(["run", "--policy", "tiresias", "--policy-option", "thresholds=[-1]"], capsys)
+    with pytest.raises(ValueError) as e:
+        _board({"scenarios": ["tiny"], "policies": [{"name": "tiresias", "options": {"thresholds": [-1]}}]})
+    assert err.split("'thresholds': ")[1].split(",")[0] == str(e.value).split("'thresholds': ")[1].split(",")[0]
+
+
+# 4. selections -------------------------------------------------------------------------------------------------
+
+def test_scenarios_without_policies_leave_out_those_that_cannot_run() -> None:
+    board, notes = cells_from_args(["tiny"], None, 1)
+    pols = {c.policy for c in board.cells}
+    assert "rl-castor-philly" not in pols and "fifo" in pols
+    assert any(n.startswith("rl-castor-philly left out on tiny") for n in notes)
+
+
+def test_a_policy_that_cannot_run_is_refused_before_any_cell(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    err = _one_line_error(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo,rl-castor-philly",
+                           "--seeds", "1", "--out", str(tmp_path / "r")], capsys)
+    assert "'rl-castor-philly' cannot run on scenario tiny" in err
+    assert not list((tmp_path / "r").glob("*.json"))
+
+
+@pytest.mark.parametrize("argv, want", [
+    (["default", "--policies", "random"], "board 'default' has no policy 'random'"),
+    (["default", "--scenarios", "castor-philly"], "board 'default' has no scenario 'castor-philly'"),
+    (["default", "--policies", "fifo,random"], "has no policy 'random'"),
+])
+def test_a_selection_that_matches_nothing_is_an_error(argv: list[str], want: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    err = _one_line_error(["leaderboard", "run", *argv, "--out", str(tmp_path / "r")], capsys)
+    assert want in err
+
+
+def test_scenarios_accepts_a_scenario_file(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    lab = _lab(tmp_path, 4)
+    assert main(["leaderboard", "run", "--scenarios", str(lab), "--policies", "fifo,sjf", "--seeds", "1",
+                 "--out", str(tmp_path / "r"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["ran"] == 2
+
+
+# 5. workers die with their parent ------------------------------------------------------------------------------
+
+def _children(pid: int) -> set[int]:
+    out = set()
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.add(int(d.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_die_when_the_run_is_killed(tmp_path: Path) -> None:
+    args = ["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo,sjf", "--seeds", "200",
+            "--workers", "2", "--no-show", "--out", str(tmp_path / "r")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen([*GPUCLUSTER, *args], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list((tmp_path / "r").glob("*.json")) and proc.poll() is None:
+            time.sleep(0.05)
+        workers = {p for p in _children(proc.pid) if "multiprocessing" in Path(f"/proc/{p}/cmdline").read_text()}
+        assert len(workers) >= 2 and proc.poll() is None
+        os.kill(proc.pid, signal.SIGKILL)  # the parent only, as `kill -9 PID` does
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in workers)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
