@@ -48,6 +48,9 @@ MAX_SEEDS = 1000
 """The most seeds a cell may have (seeds 0..N-1): far beyond what a bootstrap interval needs."""
 MAX_CELLS = 100_000
 """The most cells a board may expand to (checked before the cells are made)."""
+KEY_NAME_CHARS = 80
+"""The readable part of a cell's key is cut to this length, so its record's file name stays short (the hash
+after it keeps keys apart)."""
 MAX_WINDOW = 4096
 """The largest observation window (``n_pending``, ``n_running``) a board may ask for."""
 
@@ -123,10 +126,12 @@ class Cell:
 
     @property
     def key(self) -> str:
-        """A stable file-name-safe identifier: readable names, then a hash of the options and the seed."""
+        """A stable file-name-safe identifier: readable names (a scenario file by its stem, at most
+        :data:`KEY_NAME_CHARS` characters), then the seed and a hash of the whole cell."""
         digest = hashlib.sha1(canonical(self.as_dict()).encode()).hexdigest()[:10]
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{self.scenario}.{self.policy}")
-        return f"{safe.replace('.', '__')}__s{self.seed}__{digest}"
+        scenario = Path(self.scenario).stem if self.scenario.lower().endswith(".toml") else self.scenario
+        safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "_" for c in f"{scenario}.{self.policy}")
+        return f"{safe[:KEY_NAME_CHARS]}__s{self.seed}__{digest}"
 
     @property
     def labelled_options(self) -> dict[str, Any]:

@@ -23,6 +23,8 @@ from .store import ResultStore, Stale, make_record
 
 BACKENDS = ("local", "ray")
 LIVE_METRIC = "avg_jct_s"
+MAX_WORKERS = 1024
+"""The most parallel episodes a run may ask for (local processes are started only as cells need them)."""
 
 
 @dataclass
@@ -129,8 +131,8 @@ def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_init_worker,
-                             initargs=(os.getpid(),))
+    ex = ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=mp.get_context("spawn"),
+                             initializer=_init_worker, initargs=(os.getpid(),))
     try:
         pending = {ex.submit(run_cell, c): c for c in todo}
         while pending:
@@ -191,8 +193,8 @@ def execute(
     with each new record, the count done and the count to do (the progress display)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
-    if workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {workers}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"--workers must be at least 1 and at most {MAX_WORKERS}, got {workers!r}")
     check_policies(board)
     todo, prov = plan(board, store, replace_stale)
     rev, vers = git_revision(), versions()

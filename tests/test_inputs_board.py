@@ -265,3 +265,27 @@ def test_workers_die_when_the_run_is_killed(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+# 7. more of the same -------------------------------------------------------------------------------------------
+
+def test_a_long_scenario_path_gives_a_short_record_name(tmp_path: Path) -> None:
+    # before: the key held the whole path, and writing the record failed (file name too long) after the episode
+    deep = tmp_path / ("d" * 120) / ("e" * 120)
+    deep.mkdir(parents=True)
+    lab = _lab(deep, 4)
+    cell = _board({"scenarios": [str(lab)], "policies": ["fifo"]}).cells[0]
+    assert len(cell.key) < 120 and cell.key.startswith("lab_fifo__s0__")
+    store = ResultStore(tmp_path / "r", create=True)
+    assert execute(_board({"scenarios": [str(lab)], "policies": ["fifo"]}), store).ran == 1
+
+
+@pytest.mark.parametrize("text", ["{", '{"reference": 5}', '{"metrics": []}', '{"metrics": "avg_jct_s"}', "[]"])
+def test_corrupt_board_settings_beside_the_records_are_named(text: str, one_record: tuple[str, str], tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture) -> None:
+    # before: silently ignored, so show ranked by another metric against another reference than the board's
+    name, rec = one_record
+    (tmp_path / name).write_text(rec)
+    (tmp_path / ".board").mkdir()
+    (tmp_path / ".board" / "board.json").write_text(text)
+    assert "board.json: corrupt board settings" in _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)

@@ -191,6 +191,7 @@ def test_every_subcommand_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     (["run", "--scenarios", "tiny", "--policies", "fifo", "--seeds", "0"], "seeds must be a positive integer"),
     (["run", "no-such-board"], "unknown board 'no-such-board'"),
     (["run", "--scenarios", "tiny", "--policies", "fifo", "--workers", "0"], "--workers must be at least 1"),
+    (["run", "--scenarios", "tiny", "--policies", "fifo", "--workers", "1000000"], "at most 1024, got 1000000"),
     (["show", "/nonexistent/results"], "does not exist"),
 ])
 def test_bad_arguments_give_one_line_and_exit_2(argv: list[str], want: str, tmp_path: Path,

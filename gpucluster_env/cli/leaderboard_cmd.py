@@ -228,13 +228,24 @@ def _save_board_meta(out: Path, board: Any) -> None:
 
 
 def _board_meta(d: Path) -> dict[str, Any]:
+    """The board settings `run` kept beside the records (none if absent); a file that is not what `run` writes
+    is a one-line error naming it, not a silent fall-back to other settings."""
     import json
 
     f = d / ".board" / BOARD_META
-    try:
-        return json.loads(f.read_text()) if f.is_file() else {}
-    except (OSError, ValueError):
+    if not f.is_file():
         return {}
+    try:
+        meta = json.loads(f.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{f}: corrupt board settings ({e}); delete it (show then uses fifo and avg_jct_s)") from None
+    ok = (isinstance(meta, dict) and isinstance(meta.get("reference", ""), str)
+          and isinstance(meta.get("metrics", ["x"]), list) and meta.get("metrics", ["x"])
+          and all(isinstance(m, str) for m in meta.get("metrics", [])))
+    if not ok:
+        raise ValueError(f"{f}: corrupt board settings (reference must be a name, metrics a non-empty list of "
+                         "names); delete it (show then uses fifo and avg_jct_s)")
+    return meta
 
 
 def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
