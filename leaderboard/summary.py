@@ -71,6 +71,9 @@ class Summary:
     overall: list[OverallRow]
     versions: dict[str, list[str]] = field(default_factory=dict)
     """Each package's versions among the records (``python``, ``numpy``, ...; ``none``: not installed)."""
+    notes: list[str] = field(default_factory=list)
+    """What is not counted and why: records without a value of the metric, scenarios left out of the overall
+    score (their reference's mean is 0, so no run can be expressed as a multiple of it)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (``--format json``); NaN as None."""
@@ -119,13 +122,21 @@ def summarize(records: list[dict[str, Any]], metric: str, reference: str = "fifo
         raise ValueError(f"no record has metric {metric!r}; e.g.: {', '.join(sorted(records[0]['metrics'])[:12])}")
     tables: list[ScenarioTable] = []
     norm: dict[str, list[np.ndarray]] = {}
+    notes: list[str] = []
     for sl in sorted(groups):
         pols = groups[sl]
         series = {p: _series(rs, metric) for p, rs in pols.items()}
         ref = series.get(reference)
+        if ref is not None and len(ref[1]) and float(np.mean(ref[1])) == 0.0:
+            notes.append(f"{sl}: {reference}'s mean {metric} is 0, so no improvement over it and no overall score "
+                         "are computed on this scenario.")
+            ref = None
         rows = []
         for p, (seeds, vals) in series.items():
             rows.append(_row(p, seeds, vals, ref, lower, sum(bool(r.get("truncated")) for r in pols[p])))
+            if len(vals) < len(pols[p]):
+                notes.append(f"{sl} · {p}: {len(pols[p]) - len(vals)} of {len(pols[p])} record(s) have no "
+                             f"{metric} (undefined in their episode, e.g. no job finished) and are not counted.")
             if ref is not None and len(vals) and len(ref[1]):
                 norm.setdefault(p, []).append(stats.normalized(vals, float(np.mean(ref[1]))))
         for row, rk in zip(rows, stats.ranks([r.mean for r in rows], lower), strict=True):
@@ -138,7 +149,7 @@ def summarize(records: list[dict[str, Any]], metric: str, reference: str = "fifo
     for row, rk in zip(overall, stats.ranks([o.iqm for o in overall], lower), strict=True):
         row.rank = rk
     overall.sort(key=lambda r: (r.rank, r.policy))
-    return Summary(metric, reference, lower, common, tables, overall, record_versions(records))
+    return Summary(metric, reference, lower, common, tables, overall, record_versions(records), notes)
 
 
 def record_versions(records: list[dict[str, Any]]) -> dict[str, list[str]]:

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from gpucluster_env.leaderboard.board import MAX_SEEDS, cells_from_args, parse_board
 from gpucluster_env.leaderboard.execute import current_records, execute
@@ -289,3 +290,33 @@ def test_corrupt_board_settings_beside_the_records_are_named(text: str, one_reco
     (tmp_path / ".board").mkdir()
     (tmp_path / ".board" / "board.json").write_text(text)
     assert "board.json: corrupt board settings" in _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
+
+
+def _rec(scenario_options: dict, policy: str, seed: int, **metrics: float | None) -> dict:
+    from gpucluster_env.leaderboard.board import Cell
+
+    return {"cell": Cell("tiny", policy, seed, scenario_options).as_dict(), "metrics": metrics, "truncated": False}
+
+
+def test_a_zero_reference_mean_is_said_not_divided_by() -> None:
+    # before: sjf's runs over fifo's mean of 0 gave inf, and the overall score pooled them with the other scenario
+    from gpucluster_env.leaderboard.summary import summarize
+
+    recs = [_rec({}, p, s, avg_queue_s=v) for p, vals in (("fifo", (0.0, 0.0)), ("sjf", (5.0, 7.0)))
+            for s, v in enumerate(vals)]
+    recs += [_rec({"load": 2.0}, p, s, avg_queue_s=v) for p, vals in (("fifo", (10.0, 12.0)), ("sjf", (5.0, 6.0)))
+             for s, v in enumerate(vals)]
+    summ = summarize(recs, "avg_queue_s", "fifo")
+    assert {o.policy: o.scenarios for o in summ.overall} == {"fifo": 1, "sjf": 1}
+    assert all(np.isfinite(o.mean) for o in summ.overall)
+    assert any("tiny: fifo's mean avg_queue_s is 0" in n for n in summ.notes)
+
+
+def test_records_without_a_value_of_the_metric_are_counted_in_a_note() -> None:
+    from gpucluster_env.leaderboard.summary import summarize
+    from gpucluster_env.leaderboard.tables import render
+
+    recs = [_rec({}, "fifo", s, avg_jct_s=v) for s, v in enumerate((10.0, None, 12.0))]
+    summ = summarize(recs, "avg_jct_s", "fifo")
+    assert summ.scenarios[0].rows[0].n == 2
+    assert "tiny · fifo: 1 of 3 record(s) have no avg_jct_s" in render([summ], "md")
