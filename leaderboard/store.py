@@ -140,12 +140,43 @@ def read_record(path: Path) -> dict[str, Any]:
     if not ok:
         raise ValueError(f"{path}: corrupt record (its cell does not match its key or name); delete it and run again")
     check_metrics(rec.get("metrics"), f"{path}: corrupt record")
-    if not isinstance(rec.get("truncated"), bool):
-        raise ValueError(f"{path}: corrupt record: field 'truncated' must be true or false, got "
-                         f"{rec.get('truncated')!r}")
-    if not isinstance(rec.get("per_job"), dict | None):
-        raise ValueError(f"{path}: corrupt record: field 'per_job' must be an object or null")
+    check_fields(rec, f"{path}: corrupt record")
     return rec
+
+
+def _count(v: Any) -> bool:
+    return v is None or (isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0)
+
+
+def check_fields(rec: dict[str, Any], where: str) -> None:
+    """A record's other fields as a run writes them (the tables, plots and reproduction pages read them), or a
+    one-line ``ValueError`` naming ``where`` and the field: ``truncated`` true or false, ``trace`` text,
+    ``steps`` and ``wall_s`` numbers >= 0 or null, ``versions`` an object of version texts, ``per_job`` null or
+    lists (``jct_s``, ``queue_s``: numbers >= 0 or null; ``gpus``: counts) of one length per job."""
+    if not isinstance(rec.get("truncated"), bool):
+        raise ValueError(f"{where}: field 'truncated' must be true or false, got {json.dumps(rec.get('truncated'))}")
+    if not isinstance(rec.get("trace", ""), str):
+        raise ValueError(f"{where}: field 'trace' must be text, got {json.dumps(rec.get('trace'))}")
+    for k in ("steps", "wall_s"):
+        if not _count(rec.get(k)):
+            raise ValueError(f"{where}: field {k!r} must be a number >= 0 or null, got {json.dumps(rec.get(k))}")
+    vers = rec.get("versions")
+    if not (vers is None or (isinstance(vers, dict) and all(isinstance(v, str | None) for v in vers.values()))):
+        raise ValueError(f"{where}: field 'versions' must be an object of version texts, got {json.dumps(vers)}")
+    per_job = rec.get("per_job")
+    if per_job is None:
+        return
+    if not isinstance(per_job, dict):
+        raise ValueError(f"{where}: field 'per_job' must be an object or null, got {json.dumps(per_job)}")
+    lengths = set()
+    for k, v in per_job.items():
+        ok = isinstance(v, list) and all(
+            (isinstance(x, int) and not isinstance(x, bool) and x >= 0) if k == "gpus" else _count(x) for x in v)
+        if not ok:
+            raise ValueError(f"{where}: field 'per_job.{k}' must be a list of numbers >= 0 (or null)")
+        lengths.add(len(v))
+    if len(lengths) > 1 or (lengths and lengths != {rec["metrics"]["jobs"]}):
+        raise ValueError(f"{where}: field 'per_job' lists must each have one entry per job ({rec['metrics']['jobs']})")
 
 
 def check_metrics(metrics: Any, where: str) -> None:

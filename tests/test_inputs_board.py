@@ -320,3 +320,19 @@ def test_records_without_a_value_of_the_metric_are_counted_in_a_note() -> None:
     summ = summarize(recs, "avg_jct_s", "fifo")
     assert summ.scenarios[0].rows[0].n == 2
     assert "tiny · fifo: 1 of 3 record(s) have no avg_jct_s" in render([summ], "md")
+
+
+@pytest.mark.parametrize("field, value", [
+    ("truncated", "no"), ("trace", 5), ("wall_s", "fast"), ("steps", -1), ("versions", 5),
+    ("versions", {"numpy": 2}), ("per_job", [1]), ("per_job", {"jct_s": ["x"]}), ("per_job", {"jct_s": [1.0]}),
+    ("per_job", {"gpus": [True] * 40}),
+])
+def test_a_record_with_a_bad_field_stops_show(field: str, value: object, one_record: tuple[str, str],
+                                              tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # before: a string wall_s or a garbage versions/per_job crashed show, plot or the reproduction page
+    name, text = one_record
+    rec = json.loads(text)
+    rec[field] = value
+    (tmp_path / name).write_text(json.dumps(rec))
+    err = _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
+    assert name in err and f"field '{field}" in err
