@@ -51,15 +51,29 @@ def provenance(cell: Cell) -> dict[str, Any]:
 
 
 def check_policies(board: Board) -> None:
-    """Build each distinct (policy, options) of the board once, so a bad option fails before any cell runs."""
+    """Build each distinct (policy, options) of the board once, so a bad option fails before any cell runs, and
+    refuse env options that would replace the world a policy asks for (``xi`` replaces ``castor-timeslice``'s
+    time-slicing catalog; an env keyword a policy sets itself, such as a trained model's window) instead of
+    silently running another experiment."""
     from ..baselines import make_policy
 
-    seen: set[str] = set()
+    built: dict[str, dict[str, Any]] = {}
+    seen: set[tuple[str, str]] = set()
     for c in board.cells:
         label = c.policy_label
-        if label not in seen:
-            seen.add(label)
-            make_policy(c.policy, **c.policy_options)
+        if label not in built:
+            built[label] = make_policy(c.policy, **c.policy_options).env_kwargs()
+        pair = (label, canonical(c.env_options))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        own = built[label]
+        for k, v in c.env_options.items():
+            target = "catalog" if k == "xi" else k
+            if target in own and (target == "catalog" or own[target] != v):
+                raise ValueError(f"{c.scenario_label} x {label}: env option {k}={v!r} would replace the policy's own "
+                                 f"{target} ({'its world' if target == 'catalog' else repr(own[target])}); "
+                                 "run that policy in a group without it")
 
 
 def plan(board: Board, store: ResultStore, replace_stale: bool) -> tuple[list[Cell], dict[str, dict[str, Any]]]:

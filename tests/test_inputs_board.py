@@ -336,3 +336,12 @@ def test_a_record_with_a_bad_field_stops_show(field: str, value: object, one_rec
     (tmp_path / name).write_text(json.dumps(rec))
     err = _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
     assert name in err and f"field '{field}" in err
+
+
+def test_an_env_option_that_would_replace_a_policys_world_is_refused(tmp_path: Path) -> None:
+    # before: xi = 1.5 silently replaced castor-timeslice's time-slicing catalog, so it ran in the MPS world
+    board = _board({"scenarios": ["tiny"], "policies": ["fifo", "castor-timeslice"], "env_options": {"xi": 1.5}})
+    store = ResultStore(tmp_path, create=True)
+    with pytest.raises(ValueError, match="x castor-timeslice: env option xi=1.5 would replace the policy's own"):
+        execute(board, store)
+    assert len(store) == 0
