@@ -274,10 +274,19 @@ def cells_from_args(scenarios: list[str], policies: list[str] | None, seeds: int
 
 
 def runnable(policy: str, sc: Any) -> str | None:
-    """Why registered ``policy`` cannot run on scenario ``sc`` (its ``applies_to`` says no), or None."""
+    """Why ``policy`` cannot run on scenario ``sc``, or None: a trained model (``rl:DIR`` or shipped) needs a
+    cluster with as many GPU types as it was trained on (its spaces depend on that number); a reference policy
+    says so by its ``applies_to``. A missing ``rl:DIR`` is a one-line ``FileNotFoundError``."""
+    from ..agents.policies import SHIPPED_DIR, RLPolicy, read_meta
     from ..baselines import POLICIES
 
     cls = POLICIES.get(policy)
+    if policy.startswith("rl:") or (cls is not None and issubclass(cls, RLPolicy)):
+        trained = read_meta(policy[3:] if policy.startswith("rl:") else SHIPPED_DIR).get("gpu_types")
+        here = len({n.gpu_type for n in sc.cluster.nodes})
+        if trained is None or trained == here:
+            return None
+        return f"the model was trained on clusters with {trained} GPU type(s), {sc.name} has {here}"
     if cls is None or cls.applies_to(sc):
         return None
     doc = (cls.applies_to.__doc__ or "").strip().splitlines()
@@ -387,7 +396,10 @@ def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any], room: i
         except (ValueError, OSError) as e:
             raise ValueError(f"{where}: scenario {s}: {e}") from None
         for name, popts in entries:
-            why = runnable(name, sc)
+            try:
+                why = runnable(name, sc)
+            except (ValueError, OSError) as e:
+                raise ValueError(f"{where}: policy {name}: {str(e).splitlines()[0]}") from None
             if why is not None:
                 raise ValueError(f"{where}: policy {name!r} cannot run on scenario {s}: {why}")
             cells.append(Cell(s, name, 0, canon, popts, eopts, trace))

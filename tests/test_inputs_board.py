@@ -345,3 +345,14 @@ def test_an_env_option_that_would_replace_a_policys_world_is_refused(tmp_path: P
     with pytest.raises(ValueError, match="x castor-timeslice: env option xi=1.5 would replace the policy's own"):
         execute(board, store)
     assert len(store) == 0
+
+
+def test_a_trained_model_for_other_clusters_is_refused_before_any_cell(tmp_path: Path) -> None:
+    # before: rl:DIR was only checked by loading it, and failed mid-run on the observation's shape
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "meta.json").write_text(json.dumps({"algo": "maskable_ppo", "gpu_types": 1}))
+    with pytest.raises(ValueError, match=r"^b.toml: group 1: policy 'rl:.*' cannot run on scenario tiny: the model "
+                                         r"was trained on clusters with 1 GPU type\(s\), tiny has 3"):
+        _board({"scenarios": ["tiny"], "policies": [f"rl:{tmp_path / 'm'}"]})
+    with pytest.raises(ValueError, match=r"^b.toml: group 1: policy rl:.*nowhere: no meta.json"):
+        _board({"scenarios": ["tiny"], "policies": [f"rl:{tmp_path / 'nowhere'}"]})
