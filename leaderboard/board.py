@@ -136,8 +136,8 @@ class Cell:
     @property
     def labelled_options(self) -> dict[str, Any]:
         """What sets the cell's scenario apart, as shown in its label: scenario options, env options and the
-        trace (``trace="synthetic"``) where it has one."""
-        return {**self.scenario_options, **self.env_options, **({"trace": self.trace} if self.trace else {})}
+        trace (``trace_id="synthetic"``; not ``trace``, a scenario option) where it has one."""
+        return {**self.scenario_options, **self.env_options, **({"trace_id": self.trace} if self.trace else {})}
 
     @property
     def scenario_label(self) -> str:

@@ -76,6 +76,25 @@ def check_policies(board: Board) -> None:
                                  "run that policy in a group without it")
 
 
+def check_scenarios(cells: list[Cell]) -> None:
+    """Build the jobs of each distinct scenario (with its options) among ``cells`` once, for its first seed, so
+    a trace that cannot be read or sampled (an unknown trace name, a bad row in a trace file, a window with no
+    jobs) stops the run with one line before any cell instead of failing in the middle of it."""
+    from ..scenarios import get_scenario
+
+    seen: set[tuple[str, str]] = set()
+    for c in cells:
+        key = (c.scenario, canonical(c.scenario_options))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            get_scenario(c.scenario, **c.scenario_options).build_jobs(c.seed)
+        except (ValueError, OSError, KeyError) as e:
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ValueError(f"scenario {c.scenario_label}: its jobs cannot be built: {msg}") from None
+
+
 def plan(board: Board, store: ResultStore, replace_stale: bool) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
     """The cells still to run and every cell's provenance. Records from another spec or version stop the run
     with a one-line error naming them, unless ``replace_stale`` (then their cells run again and overwrite
@@ -211,6 +230,7 @@ def execute(
         raise ValueError(f"--workers must be at least 1 and at most {MAX_WORKERS}, got {workers!r}")
     check_policies(board)
     todo, prov = plan(board, store, replace_stale)
+    check_scenarios(todo)
     rev, vers = git_revision(), versions()
     if on_start is not None:
         on_start(len(todo), len(board.cells) - len(todo))

@@ -92,7 +92,7 @@ def _clean(v: Any) -> Any:
 
 def labelled(records: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], str]:
     """Each record's (scenario label, policy label) without the options shared by every record, and those
-    shared options as a label. The trace is one of the options (``trace="synthetic"``), so records of two
+    shared options as a label. The trace is one of the options (``trace_id="synthetic"``), so records of two
     traces are never one row."""
     cells = [Cell.from_dict(r["cell"]) for r in records]
     pairs = [{f"{k}={canonical(v)}" for k, v in c.labelled_options.items()} for c in cells]

@@ -65,8 +65,8 @@ def test_trace_source_is_part_of_the_identity_and_the_label(monkeypatch: pytest.
     assert real.trace == "real:0123456789ab" and real.key != syn.key
     recs = [{"cell": c.as_dict()} for c in (syn, real)]
     (a, _), (b, _) = labelled(recs)[0]
-    assert a != b and 'trace="synthetic"' in a  # two rows, each saying which trace
-    assert labelled(recs[:1])[1] == 'trace="synthetic"'  # one trace only: said once, for every cell
+    assert a != b and 'trace_id="synthetic"' in a  # two rows, each saying which trace
+    assert labelled(recs[:1])[1] == 'trace_id="synthetic"'  # one trace only: said once, for every cell
 
 
 def _lab(tmp_path: Path, rows: int) -> Path:
@@ -356,3 +356,23 @@ def test_a_trained_model_for_other_clusters_is_refused_before_any_cell(tmp_path:
         _board({"scenarios": ["tiny"], "policies": [f"rl:{tmp_path / 'm'}"]})
     with pytest.raises(ValueError, match=r"^b.toml: group 1: policy rl:.*nowhere: no meta.json"):
         _board({"scenarios": ["tiny"], "policies": [f"rl:{tmp_path / 'nowhere'}"]})
+
+
+def test_a_trace_option_and_the_trace_identity_are_both_shown(tmp_path: Path) -> None:
+    lab = _lab(tmp_path, 4)
+    cell = _board({"scenarios": ["tiny"], "policies": ["fifo"],
+                   "scenario_options": {"trace": str(tmp_path / "jobs.csv")}}).cells[0]
+    assert cell.trace.startswith("file:") and lab.exists()
+    assert f'trace="{tmp_path / "jobs.csv"}"' in cell.scenario_label and 'trace_id="file:' in cell.scenario_label
+
+
+def test_a_trace_that_cannot_be_built_stops_the_run_before_any_cell(tmp_path: Path) -> None:
+    # before: the fifo cell on tiny ran and was recorded, then the cell on the unknown trace failed mid-run
+    board = parse_board({"name": "t", "seeds": 1, "group": [
+        {"scenarios": ["tiny"], "policies": ["fifo"]},
+        {"scenarios": ["tiny"], "policies": ["fifo"], "scenario_options": {"trace": "/nonexistent.csv"}}]})
+    store = ResultStore(tmp_path, create=True)
+    with pytest.raises(ValueError, match=r"scenario tiny \(trace=\"/nonexistent.csv\"\): its jobs cannot be built: "
+                                         r".*unknown trace"):
+        execute(board, store)
+    assert len(store) == 0
