@@ -105,6 +105,20 @@ def labelled(records: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], str]
     return out, ",".join(sorted(common))
 
 
+def check_reference(records: list[dict[str, Any]], reference: str, where: str) -> None:
+    """``reference`` must be a policy label of ``records`` (a name alone where that policy ran without options),
+    or a one-line ``ValueError`` naming the labels it could mean; comparing with a policy that has no row would
+    leave every improvement and the overall score empty without a word."""
+    labels = {p for _, p in labelled(records)[0]}
+    if reference in labels:
+        return
+    variants = sorted(p for p in labels if p.split(" (")[0] == reference)
+    if variants:
+        raise ValueError(f"reference policy {reference!r} ran only with options in {where}; name one by its label, "
+                         f"e.g. {variants[0]!r}")
+    raise ValueError(f"reference policy {reference!r} has no records in {where}")
+
+
 def metric_value(record: dict[str, Any], metric: str) -> float:
     """A record's value of ``metric`` (NaN where absent or null)."""
     v = record["metrics"].get(metric)
@@ -127,7 +141,10 @@ def summarize(records: list[dict[str, Any]], metric: str, reference: str = "fifo
         pols = groups[sl]
         series = {p: _series(rs, metric) for p, rs in pols.items()}
         ref = series.get(reference)
-        if ref is not None and len(ref[1]) and float(np.mean(ref[1])) == 0.0:
+        if ref is None or not len(ref[1]):
+            notes.append(f"{sl}: no {metric} of {reference} here, so no improvement over it and no overall score "
+                         "are computed on this scenario.")
+        elif float(np.mean(ref[1])) == 0.0:
             notes.append(f"{sl}: {reference}'s mean {metric} is 0, so no improvement over it and no overall score "
                          "are computed on this scenario.")
             ref = None

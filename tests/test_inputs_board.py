@@ -376,3 +376,23 @@ def test_a_trace_that_cannot_be_built_stops_the_run_before_any_cell(tmp_path: Pa
                                          r".*unknown trace"):
         execute(board, store)
     assert len(store) == 0
+
+
+def test_a_reference_that_ran_only_with_options_must_be_named_by_its_label(tmp_path: Path,
+                                                                           capsys: pytest.CaptureFixture) -> None:
+    # before: `--reference tiresias` was accepted, matched no row, and every comparison was silently empty
+    board = parse_board({"name": "t", "seeds": 1, "group": [{"scenarios": ["tiny"], "policies": [
+        "fifo", {"name": "tiresias", "options": {"thresholds": [600.0]}}]}]})
+    execute(board, ResultStore(tmp_path, create=True))
+    err = _one_line_error(["leaderboard", "show", str(tmp_path), "--reference", "tiresias"], capsys)
+    assert "ran only with options" in err and "'tiresias (thresholds=[600.0])'" in err
+    assert main(["leaderboard", "show", str(tmp_path), "--json", "--reference", "tiresias (thresholds=[600.0])"]) == 0
+
+
+def test_a_scenario_without_the_reference_is_said() -> None:
+    from gpucluster_env.leaderboard.summary import summarize
+
+    recs = [_rec({}, "fifo", 0, avg_jct_s=10.0), _rec({}, "sjf", 0, avg_jct_s=8.0),
+            _rec({"load": 2.0}, "sjf", 0, avg_jct_s=9.0)]
+    summ = summarize(recs, "avg_jct_s", "fifo")
+    assert any(n.startswith("tiny (load=2.0): no avg_jct_s of fifo here") for n in summ.notes)

@@ -273,13 +273,12 @@ def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any
 
 
 def show(args: argparse.Namespace) -> int:
-    from gpucluster_env.leaderboard.summary import labelled, summarize
+    from gpucluster_env.leaderboard.summary import check_reference, summarize
     from gpucluster_env.leaderboard.tables import print_rich, render
 
     records, meta = _load(args)
     reference = args.reference or meta.get("reference", "fifo")
-    if reference not in {r["cell"]["policy"] for r in records} | {p for _, p in labelled(records)[0]}:
-        raise ValueError(f"reference policy {reference!r} has no records in {', '.join(args.dir)}")
+    check_reference(records, reference, ", ".join(args.dir))
     metrics = args.metric or meta.get("metrics", ["avg_jct_s"])
     summaries = [summarize(records, m, reference) for m in metrics]
     fmt = "json" if args.json else args.format
@@ -299,9 +298,12 @@ def show(args: argparse.Namespace) -> int:
 
 def plot(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.plots import write_plots
+    from gpucluster_env.leaderboard.summary import check_reference
 
     records, meta = _load(args)
-    files = write_plots(records, Path(args.out), args.metric, args.reference or meta.get("reference", "fifo"))
+    reference = args.reference or meta.get("reference", "fifo")
+    check_reference(records, reference, ", ".join(args.dir))
+    files = write_plots(records, Path(args.out), args.metric, reference)
     if args.json:
         import json
 
