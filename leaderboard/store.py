@@ -128,8 +128,10 @@ def read_record(path: Path) -> dict[str, Any]:
     if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
         raise ValueError(f"{path}: foreign file in the results folder (not a {RECORD_FORMAT}); move it out")
     if rec.get("format_version") != RECORD_VERSION:
-        raise ValueError(f"{path}: record format version {rec.get('format_version')!r}, this package reads "
-                         f"{RECORD_VERSION}")
+        older = " (made before a cell's identity held its trace and canonical options)" if rec.get(
+            "format_version") == 1 else ""
+        raise ValueError(f"{path}: record format version {json.dumps(rec.get('format_version'))}{older}, this "
+                         f"package reads {RECORD_VERSION}; run into a new results folder (--out)")
     try:
         cell = Cell.from_dict(rec["cell"])
         ok = cell.key == rec["key"] == path.stem

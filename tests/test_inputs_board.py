@@ -396,3 +396,13 @@ def test_a_scenario_without_the_reference_is_said() -> None:
             _rec({"load": 2.0}, "sjf", 0, avg_jct_s=9.0)]
     summ = summarize(recs, "avg_jct_s", "fifo")
     assert any(n.startswith("tiny (load=2.0): no avg_jct_s of fifo here") for n in summ.notes)
+
+
+def test_a_version_1_record_is_named_with_what_to_do(one_record: tuple[str, str], tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture) -> None:
+    name, text = one_record
+    rec = json.loads(text)
+    rec["format_version"] = 1
+    (tmp_path / name).write_text(json.dumps(rec))
+    err = _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
+    assert f"{name}: record format version 1 (made before" in err and "new results folder" in err
