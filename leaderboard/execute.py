@@ -238,6 +238,7 @@ def execute(
     stream = _local(todo, workers) if backend == "local" else _ray(todo, workers, address)
     done = 0
     for cell, result in stream:
+        _check_trace(cell, str(result.get("trace", "")))
         rec = make_record(cell, result, {**prov[cell.key], "git_revision": rev}, vers)
         store.write(rec)
         done += 1
@@ -245,6 +246,21 @@ def execute(
             on_record(rec, done, len(todo))
     return RunReport(len(board.cells), len(board.cells) - len(todo), done, time.perf_counter() - t0, workers,
                      backend)
+
+
+TRACE_NOTES = {"synthetic": "synthetic", "real": "real ", "file": "trace file "}
+"""How the note of the trace an episode used begins, for each kind of trace identity."""
+
+
+def _check_trace(cell: Cell, note: str) -> None:
+    """The episode ran on the kind of trace its cell names (``synthetic``, ``real:…``, ``file:…``), or a
+    one-line ``ValueError``: a record is never filed under a trace it did not use (e.g. when the real file
+    appeared or vanished between planning and running)."""
+    kind = cell.trace.partition(":")[0]
+    want = TRACE_NOTES.get(kind)
+    if want is not None and not note.startswith(want):
+        raise ValueError(f"cell {cell.scenario_label} x {cell.policy_label} seed {cell.seed} ran on {note!r}, not "
+                         f"on the {kind} trace it was planned on; not recorded (rerun to plan again)")
 
 
 def current_records(store: ResultStore) -> tuple[list[dict[str, Any]], list[str]]:

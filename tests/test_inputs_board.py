@@ -406,3 +406,18 @@ def test_a_version_1_record_is_named_with_what_to_do(one_record: tuple[str, str]
     (tmp_path / name).write_text(json.dumps(rec))
     err = _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
     assert f"{name}: record format version 1 (made before" in err and "new results folder" in err
+
+
+def test_an_episode_on_another_trace_than_planned_is_not_recorded(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    # e.g. the real file appeared between planning (synthetic) and running: the record would carry the wrong trace
+    from gpucluster_env.leaderboard import execute as ex
+
+    monkeypatch.setenv("GPUCLUSTER_TRACE_SOURCE", "synthetic")
+    board = _board({"scenarios": ["castor-philly"], "policies": ["fifo"], "scenario_options": {"num_jobs": 4}})
+    monkeypatch.setattr(ex, "run_cell", lambda cell: {"trace": "real philly trace (/data/philly.csv)",
+                                                      "jobs": 4, "jobs_done": 4})
+    store = ResultStore(tmp_path, create=True)
+    with pytest.raises(ValueError, match="ran on 'real philly trace .*', not on the synthetic trace it was planned"):
+        execute(board, store)
+    assert len(store) == 0
