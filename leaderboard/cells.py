@@ -124,6 +124,31 @@ def _per_job(env: Any) -> dict[str, Any]:
                             "gpus": [int(g) for g in eng.req_gpus]}}
 
 
+SB_METRICS = ("sb_median", "sb_frac_gt1", "sb_decisions")
+"""The sharing-benefit metrics :func:`run_cell` adds for policies that keep a performance model."""
+
+
+@cache
+def engine_metric_names() -> frozenset[str]:
+    """The names of the metrics every episode reports (those of a fresh engine's metrics)."""
+    from ..engine.build import make_engine
+    from ..engine.metrics import episode_metrics
+    from ..scenarios import get_scenario
+
+    return frozenset(episode_metrics(make_engine(get_scenario("tiny"), 0)))
+
+
+def metric_names(policies: set[str]) -> set[str]:
+    """The metrics a record of one of ``policies`` may have: the engine's, the sharing-benefit ones and the
+    policies' own :attr:`~gpucluster_env.baselines.base.Policy.stat_names`."""
+    from ..baselines import POLICIES
+
+    names = set(engine_metric_names()) | set(SB_METRICS)
+    for p in policies:
+        names |= set(getattr(POLICIES.get(p), "stat_names", ()))
+    return names
+
+
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell's episode and return its result: the runner's metrics, per-job results, the policy's own
     :meth:`~gpucluster_env.baselines.base.Policy.episode_stats` and, for policies that keep a performance model

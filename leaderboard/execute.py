@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .board import Board, Cell, canonical, trace_identity
-from .cells import env_spec, git_revision, package_version, policy_version, run_cell, versions
+from .cells import env_spec, git_revision, metric_names, package_version, policy_version, run_cell, versions
 from .store import ResultStore, Stale, make_record
 
 BACKENDS = ("local", "ray")
@@ -74,6 +74,16 @@ def check_policies(board: Board) -> None:
                 raise ValueError(f"{c.scenario_label} x {label}: env option {k}={v!r} would replace the policy's own "
                                  f"{target} ({'its world' if target == 'catalog' else repr(own[target])}); "
                                  "run that policy in a group without it")
+
+
+def check_metric_names(board: Board) -> None:
+    """Every metric the board ranks by is one its cells record (:func:`~.cells.metric_names`), or a one-line
+    ``ValueError`` before any cell runs (a typo would otherwise stop the run after its last cell)."""
+    known = metric_names({c.policy for c in board.cells})
+    for m in board.metrics:
+        if m not in known:
+            raise ValueError(f"{board.source or board.name}: metric {m!r} is not recorded by any of the board's "
+                             f"cells; known: {', '.join(sorted(known))}")
 
 
 def check_scenarios(cells: list[Cell]) -> None:
@@ -229,6 +239,7 @@ def execute(
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
         raise ValueError(f"--workers must be at least 1 and at most {MAX_WORKERS}, got {workers!r}")
     check_policies(board)
+    check_metric_names(board)
     todo, prov = plan(board, store, replace_stale)
     check_scenarios(todo)
     rev, vers = git_revision(), versions()

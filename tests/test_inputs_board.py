@@ -5,6 +5,7 @@ refused, workers die with their parent, and records carry the versions that made
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -421,3 +422,21 @@ def test_an_episode_on_another_trace_than_planned_is_not_recorded(tmp_path: Path
     with pytest.raises(ValueError, match="ran on 'real philly trace .*', not on the synthetic trace it was planned"):
         execute(board, store)
     assert len(store) == 0
+
+
+def test_a_metric_no_cell_records_stops_the_board_before_its_first_cell(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    # before: every cell ran, then the run stopped at the end on "no record has metric 'avg_jtc_s'"
+    f = tmp_path / "b.toml"
+    f.write_text("seeds = 1\nmetrics = ['avg_jtc_s']\n[[group]]\nscenarios = ['tiny']\npolicies = ['fifo']\n")
+    err = _one_line_error(["leaderboard", "run", str(f), "--out", str(tmp_path / "r"), "--json"], capsys)
+    assert f"{f}: metric 'avg_jtc_s' is not recorded" in err and not list((tmp_path / "r").glob("*.json"))
+    # a policy's own counts are known where the board has that policy
+    ok = parse_board({"seeds": 1, "metrics": ["gimbal_attempts"], "reference": "lucid+gimbal",
+                      "group": [{"scenarios": ["tiny"], "policies": ["lucid+gimbal"]}]}, "g.toml")
+    from gpucluster_env.leaderboard.execute import check_metric_names
+
+    check_metric_names(ok)
+    fifo_only = dataclasses.replace(_board({"scenarios": ["tiny"], "policies": ["fifo"]}), metrics=("gimbal_attempts",))
+    with pytest.raises(ValueError, match="metric 'gimbal_attempts' is not recorded"):
+        check_metric_names(fifo_only)
