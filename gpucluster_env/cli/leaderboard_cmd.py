@@ -23,10 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--scenarios", help="comma-separated scenarios or scenario files (.toml): a board's subset, or "
                                        "a new board (with --policies, else every policy that can run on them)")
     r.add_argument("--policies", help="comma-separated policies (rl:DIR for a trained policy)")
-    r.add_argument("--seeds", type=int, help="seeds per cell: 0..N-1 (overrides the board's)")
+    r.add_argument("--seeds", type=int, help="seeds per cell: 0..N-1, N from 1 to 1000 (overrides the board's)")
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="scenario option for a board given by --scenarios/--policies (repeatable)")
-    r.add_argument("--workers", type=int, default=1, help="parallel episodes (processes or Ray tasks)")
+    r.add_argument("--workers", type=int, default=1, help="parallel episodes (processes or Ray tasks; 1 to 1024)")
     r.add_argument("--backend", default="local", choices=("local", "ray"))
     r.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local instance)")
     r.add_argument("--out", help=f"results folder (default: {RESULTS_ROOT}/BOARD)")
