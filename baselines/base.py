@@ -64,6 +64,9 @@ class Policy:
         or a list of typed actions applied one at a time."""
         raise NotImplementedError
 
+    stat_names: ClassVar[tuple[str, ...]] = ()
+    """The names :meth:`episode_stats` may return (a board may rank by them; checked before a run)."""
+
     def episode_stats(self) -> dict[str, float]:
         """Counts of what the policy itself did over the episode, recorded beside the environment's metrics
         (e.g. Gimbal's searches and attempts, for its §7.4 studies). Default: none."""

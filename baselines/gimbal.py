@@ -26,7 +26,7 @@ from ..engine.view import ClusterView
 from .base import register_policy
 from .castor import XiPredictor
 from .gandiva import Gandiva
-from .gimbal_search import DEFAULT_GRANULARITY, Coordinator, attempt_steps
+from .gimbal_search import DEFAULT_GRANULARITY, Coordinator, SearchStats, attempt_steps
 from .lucid import Lucid
 from .profiled import JobFacts
 
@@ -41,6 +41,7 @@ class GimbalLayer:
     """The coordination objective (:data:`~.gimbal_search.OBJECTIVES`): eq. 1-2, 3-4 or 5-6."""
     coordinator: Coordinator | None = None
     _next_tick: float = 0.0
+    stat_names: ClassVar[tuple[str, ...]] = tuple(f"gimbal_{f.name}" for f in dataclasses.fields(SearchStats))
 
     def _init_layer(self, lgrr: bool, liss: bool, early_exit: bool, predictor: XiPredictor | None,
                     granularity: int) -> None:

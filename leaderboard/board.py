@@ -15,8 +15,15 @@ A board file (``leaderboard/boards/NAME.toml``, or any path) looks like::
     scenario_options = { num_jobs = 480 }
     env_options = { xi = 1.5 }      # `xi`: a constant interference ratio in the world; others: env keywords
 
-A :class:`Cell` is one episode: scenario, its options, policy, its options, env options and seed. Its
-:attr:`Cell.key` names it in the results folder, so a rerun finds the cells already done.
+A :class:`Cell` is one episode: scenario, its options, policy, its options, env options, seed and the trace
+the scenario reads (real, synthetic, or a trace file's content hash: :func:`trace_identity`). Options are kept
+in one canonical form (checked by their declared settings, numbers by their type, options equal to their
+default left out), so equivalent spellings are one cell. Its :attr:`Cell.key` names it in the results folder,
+so a rerun finds the cells already done.
+
+A board is checked whole before anything runs, by the same settings the command line uses: scenario and
+policy options, env options (:data:`ENV_OPTION_SETTINGS`), seed counts (at most :data:`MAX_SEEDS` per cell)
+and its size (at most :data:`MAX_CELLS` cells); each mistake is one line naming the file, group and field.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..input_files import parse_toml, read_text
+from ..settings import Setting, SettingError, check_value
 
 BOARD_KEYS = {"name", "description", "seeds", "reference", "metrics", "scenario_options", "group"}
 GROUP_KEYS = {"scenarios", "policies", "scenario_options", "policy_options", "env_options", "seeds"}
@@ -36,6 +44,37 @@ ENV_OPTION_KEYS = {"xi", "objective", "max_sim_time_s", "n_pending", "n_running"
 """Env options a board may set: ``xi`` injects a constant interference ratio (sjf-bsbf Fig. 6(b)); the others
 are :class:`~gpucluster_env.env.GPUClusterEnv` keywords."""
 DEFAULT_METRICS = ("avg_jct_s", "avg_queue_s", "makespan_s")
+MAX_SEEDS = 1000
+"""The most seeds a cell may have (seeds 0..N-1): far beyond what a bootstrap interval needs."""
+MAX_CELLS = 100_000
+"""The most cells a board may expand to (checked before the cells are made)."""
+KEY_NAME_CHARS = 80
+"""The readable part of a cell's key is cut to this length, so its record's file name stays short (the hash
+after it keeps keys apart)."""
+MAX_WINDOW = 4096
+"""The largest observation window (``n_pending``, ``n_running``) a board may ask for."""
+
+
+def _env_option_settings() -> dict[str, Setting]:
+    from ..env.cluster_env import OBJECTIVES
+
+    return {
+        "xi": Setting("xi", "float", low=1.0, high=100.0),
+        "objective": Setting("objective", "str", choices=OBJECTIVES),
+        "max_sim_time_s": Setting("max_sim_time_s", "float", nullable=True, low=0.0, low_open=True,
+                                  high=1e6 * 86400.0),
+        "n_pending": Setting("n_pending", "int", low=1, high=MAX_WINDOW),
+        "n_running": Setting("n_running", "int", nullable=True, low=1, high=MAX_WINDOW),
+        "n_accum": Setting("n_accum", "int", nullable=True, low=1, high=64),
+        "reward_scale": Setting("reward_scale", "float", nullable=True, low=0.0, low_open=True, high=1e15),
+    }
+
+
+ENV_OPTION_SETTINGS = _env_option_settings()
+"""The declared type and range of each env option a board may set (``xi``: a constant interference ratio,
+at least 1; ``max_sim_time_s``: at most 10^6 days, as ``run --max-sim-days``; windows up to
+:data:`MAX_WINDOW`)."""
+assert set(ENV_OPTION_SETTINGS) == ENV_OPTION_KEYS
 
 
 def canonical(obj: Any) -> str:
@@ -58,29 +97,52 @@ class Cell:
     scenario_options: dict[str, Any] = field(default_factory=dict)
     policy_options: dict[str, Any] = field(default_factory=dict)
     env_options: dict[str, Any] = field(default_factory=dict)
+    trace: str = ""
+    """The trace the scenario reads (:func:`trace_identity`): part of the identity, as two traces give two
+    different episodes for one seed."""
 
     def as_dict(self) -> dict[str, Any]:
         """The cell as plain JSON data (stored in its record)."""
         return {"scenario": self.scenario, "scenario_options": self.scenario_options, "policy": self.policy,
-                "policy_options": self.policy_options, "env_options": self.env_options, "seed": self.seed}
+                "policy_options": self.policy_options, "env_options": self.env_options, "seed": self.seed,
+                "trace": self.trace}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cell:
-        """The inverse of :meth:`as_dict`."""
-        return cls(d["scenario"], d["policy"], int(d["seed"]), dict(d.get("scenario_options") or {}),
-                   dict(d.get("policy_options") or {}), dict(d.get("env_options") or {}))
+        """The inverse of :meth:`as_dict`; a field of the wrong type is a one-line ``ValueError`` naming it."""
+        if not isinstance(d, dict):
+            raise ValueError(f"cell must be an object, got {d!r}")
+        for name in ("scenario", "policy", "trace"):
+            if not isinstance(d.get(name), str):
+                raise ValueError(f"cell field {name!r} must be a string, got {d.get(name)!r}")
+        for name in ("scenario_options", "policy_options", "env_options"):
+            if not isinstance(d.get(name), dict):
+                raise ValueError(f"cell field {name!r} must be an object, got {d.get(name)!r}")
+        seed = d.get("seed")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"cell field 'seed' must be an integer >= 0, got {seed!r}")
+        return cls(d["scenario"], d["policy"], seed, dict(d["scenario_options"]), dict(d["policy_options"]),
+                   dict(d["env_options"]), d["trace"])
 
     @property
     def key(self) -> str:
-        """A stable file-name-safe identifier: readable names, then a hash of the options and the seed."""
+        """A stable file-name-safe identifier: readable names (a scenario file by its stem, at most
+        :data:`KEY_NAME_CHARS` characters), then the seed and a hash of the whole cell."""
         digest = hashlib.sha1(canonical(self.as_dict()).encode()).hexdigest()[:10]
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in f"{self.scenario}.{self.policy}")
-        return f"{safe.replace('.', '__')}__s{self.seed}__{digest}"
+        scenario = Path(self.scenario).stem if self.scenario.lower().endswith(".toml") else self.scenario
+        safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "_" for c in f"{scenario}.{self.policy}")
+        return f"{safe[:KEY_NAME_CHARS]}__s{self.seed}__{digest}"
+
+    @property
+    def labelled_options(self) -> dict[str, Any]:
+        """What sets the cell's scenario apart, as shown in its label: scenario options, env options and the
+        trace (``trace_id="synthetic"``; not ``trace``, a scenario option) where it has one."""
+        return {**self.scenario_options, **self.env_options, **({"trace_id": self.trace} if self.trace else {})}
 
     @property
     def scenario_label(self) -> str:
-        """The scenario with its options and env options, e.g. ``sjfbsbf-philly (num_jobs=480)``."""
-        opts = options_label({**self.scenario_options, **self.env_options})
+        """The scenario with its options, env options and trace, e.g. ``sjfbsbf-philly (num_jobs=480)``."""
+        opts = options_label(self.labelled_options)
         return f"{self.scenario} ({opts})" if opts else self.scenario
 
     @property
@@ -102,27 +164,40 @@ class Board:
     source: str = ""
 
     def select(self, scenarios: list[str] | None, policies: list[str] | None, seeds: int | None) -> Board:
-        """The board restricted to some scenarios and policies (by name), with ``seeds`` seeds per cell."""
+        """The board restricted to some scenarios and policies (by name), with ``seeds`` seeds per cell. A name
+        the board does not have, or a selection with no cell, is a one-line ``ValueError``."""
+        for want, have, what in ((scenarios, {c.scenario for c in self.cells}, "scenario"),
+                                 (policies, {c.policy for c in self.cells}, "policy")):
+            missing = [x for x in want or () if x not in have]
+            if missing:
+                raise ValueError(f"board {self.name!r} has no {what} {missing[0]!r}; its {what} names: "
+                                 f"{', '.join(sorted(have))}")
         cells = [c for c in self.cells if (not scenarios or c.scenario in scenarios)
                  and (not policies or c.policy in policies)]
-        if scenarios and not cells:
-            raise ValueError(f"board {self.name!r} has no cell for scenario(s) {', '.join(scenarios)}")
+        if not cells:
+            raise ValueError(f"board {self.name!r} has no cell for scenario(s) {', '.join(scenarios or ['any'])} "
+                             f"x policy(ies) {', '.join(policies or ['any'])}")
         if seeds is not None:
-            check_seeds(seeds)
-            cells = _with_seeds({replace(c, seed=0).key: replace(c, seed=0) for c in cells}.values(), seeds)
+            check_seeds(seeds, "--seeds")
+            base = {replace(c, seed=0).key: replace(c, seed=0) for c in cells}
+            if len(base) * seeds > MAX_CELLS:
+                raise ValueError(f"--seeds {seeds}: the selection would have {len(base) * seeds:,} cells; at most "
+                                 f"{MAX_CELLS:,}")
+            cells = _with_seeds(base.values(), seeds)
         return Board(self.name, self.description, tuple(cells), self.reference, self.metrics, self.source)
 
 
-def check_seeds(seeds: Any) -> int:
-    """``seeds`` as a positive int, or a one-line ``ValueError``."""
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"seeds must be a positive integer, got {seeds!r}")
+def check_seeds(seeds: Any, where: str = "seeds") -> int:
+    """A number of seeds per cell (seeds 0..N-1) as an int from 1 to :data:`MAX_SEEDS`, or a one-line
+    ``ValueError`` naming ``where`` (a float, bool, list or string is refused, not rounded)."""
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or not 1 <= seeds <= MAX_SEEDS:
+        raise ValueError(f"{where} must be a positive integer (a number of seeds, at most {MAX_SEEDS:,}), "
+                         f"got {seeds!r}")
     return seeds
 
 
 def _with_seeds(cells: Any, seeds: int) -> list[Cell]:
-    return [Cell(c.scenario, c.policy, s, c.scenario_options, c.policy_options, c.env_options)
-            for c in cells for s in range(seeds)]
+    return [replace(c, seed=s) for c in cells for s in range(seeds)]
 
 
 def board_names() -> list[str]:
@@ -148,16 +223,20 @@ def load_board(name_or_path: str) -> Board:
 
 
 def parse_board(data: dict[str, Any], where: str = "board") -> Board:
-    """Validate a board's TOML data (names of scenarios and policies included) and expand its cells."""
+    """Validate a board's TOML data whole (names, options of scenarios, policies and env, seeds, size) and
+    expand its cells; the first mistake is a one-line ``ValueError`` naming ``where`` and the field."""
     _check_keys(data, BOARD_KEYS, where)
-    seeds = check_seeds(data.get("seeds", 5))
+    for key in ("name", "description"):
+        if key in data and not isinstance(data[key], str):
+            raise ValueError(f"{where}: {key} must be a string, got {data[key]!r}")
+    seeds = check_seeds(data.get("seeds", 5), f"{where}: seeds")
     common = _table(data.get("scenario_options", {}), f"{where}: scenario_options")
     groups = data.get("group")
     if not isinstance(groups, list) or not groups:
         raise ValueError(f"{where}: needs at least one [[group]] with scenarios and policies")
     cells: list[Cell] = []
     for i, g in enumerate(groups, 1):
-        cells += _group_cells(g, f"{where}: group {i}", seeds, common)
+        cells += _group_cells(g, f"{where}: group {i}", seeds, common, MAX_CELLS - len(cells))
     metrics = data.get("metrics", list(DEFAULT_METRICS))
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise ValueError(f"{where}: metrics must be a list of metric names")
@@ -168,13 +247,94 @@ def parse_board(data: dict[str, Any], where: str = "board") -> Board:
                  reference, tuple(metrics), where)
 
 
-def cells_from_args(scenarios: list[str], policies: list[str], seeds: int,
-                    scenario_options: dict[str, Any] | None = None) -> Board:
-    """A board given on the command line (``--scenarios A,B --policies X,Y --seeds N``)."""
-    group = {"scenarios": scenarios, "policies": policies, "scenario_options": scenario_options or {}}
-    data = {"name": "command line", "seeds": seeds, "group": [group],
-            "reference": "fifo" if "fifo" in policies else (policies[0] if policies else "fifo")}
-    return parse_board(data, "--scenarios/--policies")
+def cells_from_args(scenarios: list[str], policies: list[str] | None, seeds: int,
+                    scenario_options: dict[str, Any] | None = None) -> tuple[Board, list[str]]:
+    """A board given on the command line (``--scenarios A,B --policies X,Y --seeds N``) and notes on what it
+    leaves out. Without ``policies``: every registered policy that can run on each scenario (one note per
+    policy left out); a policy named that cannot run on a scenario is a one-line ``ValueError``."""
+    from ..baselines import policy_names
+
+    notes: list[str] = []
+    groups = []
+    for s in scenarios:
+        names = policies
+        if names is None:
+            sc = _scenario(s, scenario_options or {}, "--scenarios")
+            names = [p for p in policy_names() if runnable(p, sc) is None]
+            notes += [f"{p} left out on {s}: {runnable(p, sc)}" for p in policy_names() if p not in names]
+        groups.append({"scenarios": [s], "policies": names, "scenario_options": scenario_options or {}})
+    names = [p for g in groups for p in g["policies"]]
+    data = {"name": "command line", "seeds": seeds, "group": groups,
+            "reference": "fifo" if "fifo" in names else (names[0] if names else "fifo")}
+    return parse_board(data, "--scenarios/--policies"), notes
+
+
+def runnable(policy: str, sc: Any) -> str | None:
+    """Why ``policy`` cannot run on scenario ``sc``, or None: a trained model (``rl:DIR`` or shipped) needs a
+    cluster with as many GPU types as it was trained on (its spaces depend on that number); a reference policy
+    says so by its ``applies_to``. A missing ``rl:DIR`` is a one-line ``FileNotFoundError``."""
+    from ..agents.policies import SHIPPED_DIR, RLPolicy, read_meta
+    from ..baselines import POLICIES
+
+    cls = POLICIES.get(policy)
+    if policy.startswith("rl:") or (cls is not None and issubclass(cls, RLPolicy)):
+        trained = read_meta(policy[3:] if policy.startswith("rl:") else SHIPPED_DIR).get("gpu_types")
+        here = len({n.gpu_type for n in sc.cluster.nodes})
+        if trained is None or trained == here:
+            return None
+        return f"the model was trained on clusters with {trained} GPU type(s), {sc.name} has {here}"
+    if cls is None or cls.applies_to(sc):
+        return None
+    doc = (cls.applies_to.__doc__ or "").strip().splitlines()
+    return f"it cannot run on this cluster ({doc[0].rstrip('.')})" if doc else "it cannot run on this cluster"
+
+
+def trace_identity(sc: Any) -> str:
+    """The trace identity of a scenario (see :func:`gpucluster_env.traces.scenario_jobs.trace_identity`)."""
+    from ..traces.scenario_jobs import trace_identity as identity
+
+    return identity(sc)
+
+
+def canonical_scenario_options(scenario: str, options: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """``options`` of ``scenario`` checked by their declared settings and written in one canonical form:
+    values as the scenario holds them (``load = 1`` is ``1.0``, a cluster as its spec), and options equal to
+    the scenario's own value left out (so ``tiny``, ``tiny`` with ``num_jobs = 40`` and ``tiny`` with
+    ``load = 1.0`` are one scenario)."""
+    from ..hardware import ClusterSpec
+    from ..scenarios import CONFIG_SETTINGS
+
+    base = _scenario(scenario, {}, where)
+    sc = _scenario(scenario, options, where)
+    out: dict[str, Any] = {}
+    for k, v in options.items():
+        if k == "trace" and isinstance(v, str) and v != "file" and sc.trace == "file":
+            out[k] = v  # trace=PATH: the user's file, kept as given
+            continue
+        new, old = ((getattr(sc.config, k), getattr(base.config, k)) if k in CONFIG_SETTINGS
+                    else (getattr(sc, k), getattr(base, k)))
+        if new != old:
+            out[k] = new.to_spec() if isinstance(new, ClusterSpec) else list(new) if isinstance(new, tuple) else new
+    return out
+
+
+def check_env_options(options: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """Env options checked by :data:`ENV_OPTION_SETTINGS` (ints as ints, numbers as floats); an unknown one
+    or a value out of range is a one-line ``SettingError``."""
+    bad = set(options) - ENV_OPTION_KEYS
+    if bad:
+        raise SettingError(f"{where}unknown env option(s) {', '.join(sorted(bad))}; allowed: "
+                           f"{', '.join(sorted(ENV_OPTION_KEYS))}")
+    return {k: check_value(ENV_OPTION_SETTINGS[k], v, f"{where}env option ") for k, v in options.items()}
+
+
+def _scenario(name: str, options: dict[str, Any], where: str) -> Any:
+    from ..scenarios import get_scenario
+
+    try:
+        return get_scenario(name, **options)
+    except (ValueError, OSError) as e:  # SettingError is a ValueError; a missing scenario file an OSError
+        raise ValueError(f"{where}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 
 def _unique(cells: list[Cell]) -> list[Cell]:
@@ -196,9 +356,9 @@ def _table(v: Any, where: str) -> dict[str, Any]:
     return dict(v)
 
 
-def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any]) -> list[Cell]:
+def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any], room: int) -> list[Cell]:
     from ..baselines import policy_names
-    from ..scenarios import get_scenario
+    from ..baselines.options import check_policy_options
 
     if not isinstance(g, dict):
         raise ValueError(f"{where}: must be a table")
@@ -209,28 +369,37 @@ def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any]) -> list
     if not isinstance(pols, list) or not pols:
         raise ValueError(f"{where}: policies must be a non-empty list of policy names")
     sopts = {**common, **_table(g.get("scenario_options", {}), f"{where}: scenario_options")}
-    eopts = _table(g.get("env_options", {}), f"{where}: env_options")
-    bad = set(eopts) - ENV_OPTION_KEYS
-    if bad:
-        raise ValueError(f"{where}: unknown env option(s) {', '.join(sorted(bad))}; allowed: "
-                         f"{', '.join(sorted(ENV_OPTION_KEYS))}")
+    eopts = check_env_options(_table(g.get("env_options", {}), f"{where}: env_options"), f"{where}: ")
     shared_popts = _table(g.get("policy_options", {}), f"{where}: policy_options")
-    n = check_seeds(g.get("seeds", seeds))
+    n = check_seeds(g.get("seeds", seeds), f"{where}: seeds")
+    if len(scenarios) * len(pols) * n > room:
+        raise ValueError(f"{where}: {len(scenarios)} scenario(s) x {len(pols)} policy(ies) x {n} seeds make the "
+                         f"board larger than {MAX_CELLS:,} cells")
+    known = set(policy_names())
+    entries = [_policy_entry(p, where) for p in pols]
+    for name, _ in entries:
+        if name not in known and not name.startswith("rl:"):
+            raise ValueError(f"{where}: unknown policy {name!r}; known: {', '.join(sorted(known))}")
+    entries = [(name, check_policy_options(name, {**shared_popts, **popts}, f"{where}: ")) for name, popts in entries]
+    cells: list[Cell] = []
     for s in scenarios:
         if not isinstance(s, str):
             raise ValueError(f"{where}: scenario names must be strings, got {s!r}")
-        get_scenario(s, **sopts)  # unknown scenario or option: one line
-    known = set(policy_names())
-    cells: list[Cell] = []
-    for p in pols:
-        name, popts = _policy_entry(p, where)
-        if name not in known and not name.startswith("rl:"):
-            raise ValueError(f"{where}: unknown policy {name!r}; known: {', '.join(sorted(known))}")
-        popts = {**shared_popts, **popts}
-        cells += [Cell(s, name, 0, sopts, popts, eopts) for s in scenarios]
+        canon = canonical_scenario_options(s, sopts, f"{where}: scenario {s}")
+        sc = _scenario(s, canon, f"{where}: scenario {s}")
+        try:
+            trace = trace_identity(sc)
+        except (ValueError, OSError) as e:
+            raise ValueError(f"{where}: scenario {s}: {e}") from None
+        for name, popts in entries:
+            try:
+                why = runnable(name, sc)
+            except (ValueError, OSError) as e:
+                raise ValueError(f"{where}: policy {name}: {str(e).splitlines()[0]}") from None
+            if why is not None:
+                raise ValueError(f"{where}: policy {name!r} cannot run on scenario {s}: {why}")
+            cells.append(Cell(s, name, 0, canon, popts, eopts, trace))
     return _with_seeds(cells, n)
-
-
 def _policy_entry(p: Any, where: str) -> tuple[str, dict[str, Any]]:
     if isinstance(p, str):
         return p, {}

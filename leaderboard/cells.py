@@ -51,6 +51,26 @@ def env_spec(cell: Cell) -> dict[str, Any]:
     return {"id": env_id(cell.scenario), "scenario": _jsonable(sc), "env_options": cell.env_options}
 
 
+VERSIONED_PACKAGES = ("numpy", "scipy", "xgboost", "numba", "gymnasium", "torch", "gpucluster-env")
+"""The packages whose versions a record carries (with Python's): those that can change an episode's numbers."""
+
+
+@cache
+def versions() -> dict[str, str | None]:
+    """The versions of Python and of :data:`VERSIONED_PACKAGES` installed here (None where one is not
+    installed), read from the installed metadata without importing the packages."""
+    import platform
+    from importlib import metadata
+
+    out: dict[str, str | None] = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def package_version() -> str:
     """The installed package's version."""
     from .. import __version__
@@ -102,6 +122,31 @@ def _per_job(env: Any) -> dict[str, Any]:
     eng = env.unwrapped.engine
     return {"jobs_detail": {"jct_s": _round(eng.finish_t - eng.submit), "queue_s": _round(eng.queue_s),
                             "gpus": [int(g) for g in eng.req_gpus]}}
+
+
+SB_METRICS = ("sb_median", "sb_frac_gt1", "sb_decisions")
+"""The sharing-benefit metrics :func:`run_cell` adds for policies that keep a performance model."""
+
+
+@cache
+def engine_metric_names() -> frozenset[str]:
+    """The names of the metrics every episode reports (those of a fresh engine's metrics)."""
+    from ..engine.build import make_engine
+    from ..engine.metrics import episode_metrics
+    from ..scenarios import get_scenario
+
+    return frozenset(episode_metrics(make_engine(get_scenario("tiny"), 0)))
+
+
+def metric_names(policies: set[str]) -> set[str]:
+    """The metrics a record of one of ``policies`` may have: the engine's, the sharing-benefit ones and the
+    policies' own :attr:`~gpucluster_env.baselines.base.Policy.stat_names`."""
+    from ..baselines import POLICIES
+
+    names = set(engine_metric_names()) | set(SB_METRICS)
+    for p in policies:
+        names |= set(getattr(POLICIES.get(p), "stat_names", ()))
+    return names
 
 
 def run_cell(cell: Cell) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 record as it finishes, and show a progress bar with ETA, the rate in cells per minute and live partial results.
 
 Records are written by this (the driving) process as results arrive, so killing the run at any moment loses
-only the cells in flight; the next run skips every recorded cell and never runs one twice.
+only the cells in flight; the next run skips every recorded cell and never runs one twice. Local worker
+processes die with the driving process, even when it is killed with SIGKILL (:func:`_init_worker`).
 """
 
 from __future__ import annotations
@@ -10,17 +11,20 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .board import Board, Cell
-from .cells import env_spec, git_revision, package_version, policy_version, run_cell
-from .store import ResultStore, make_record
+from .board import Board, Cell, canonical, trace_identity
+from .cells import env_spec, git_revision, metric_names, package_version, policy_version, run_cell, versions
+from .store import ResultStore, Stale, make_record
 
 BACKENDS = ("local", "ray")
 LIVE_METRIC = "avg_jct_s"
+MAX_WORKERS = 1024
+"""The most parallel episodes a run may ask for (local processes are started only as cells need them)."""
 
 
 @dataclass
@@ -47,15 +51,58 @@ def provenance(cell: Cell) -> dict[str, Any]:
 
 
 def check_policies(board: Board) -> None:
-    """Build each distinct (policy, options) of the board once, so a bad option fails before any cell runs."""
+    """Build each distinct (policy, options) of the board once, so a bad option fails before any cell runs, and
+    refuse env options that would replace the world a policy asks for (``xi`` replaces ``castor-timeslice``'s
+    time-slicing catalog; an env keyword a policy sets itself, such as a trained model's window) instead of
+    silently running another experiment."""
     from ..baselines import make_policy
 
-    seen: set[str] = set()
+    built: dict[str, dict[str, Any]] = {}
+    seen: set[tuple[str, str]] = set()
     for c in board.cells:
         label = c.policy_label
-        if label not in seen:
-            seen.add(label)
-            make_policy(c.policy, **c.policy_options)
+        if label not in built:
+            built[label] = make_policy(c.policy, **c.policy_options).env_kwargs()
+        pair = (label, canonical(c.env_options))
+        if pair in seen:
+            continue
+        seen.add(pair)
+        own = built[label]
+        for k, v in c.env_options.items():
+            target = "catalog" if k == "xi" else k
+            if target in own and (target == "catalog" or own[target] != v):
+                raise ValueError(f"{c.scenario_label} x {label}: env option {k}={v!r} would replace the policy's own "
+                                 f"{target} ({'its world' if target == 'catalog' else repr(own[target])}); "
+                                 "run that policy in a group without it")
+
+
+def check_metric_names(board: Board) -> None:
+    """Every metric the board ranks by is one its cells record (:func:`~.cells.metric_names`), or a one-line
+    ``ValueError`` before any cell runs (a typo would otherwise stop the run after its last cell)."""
+    known = metric_names({c.policy for c in board.cells})
+    for m in board.metrics:
+        if m not in known:
+            raise ValueError(f"{board.source or board.name}: metric {m!r} is not recorded by any of the board's "
+                             f"cells; known: {', '.join(sorted(known))}")
+
+
+def check_scenarios(cells: list[Cell]) -> None:
+    """Build the jobs of each distinct scenario (with its options) among ``cells`` once, for its first seed, so
+    a trace that cannot be read or sampled (an unknown trace name, a bad row in a trace file, a window with no
+    jobs) stops the run with one line before any cell instead of failing in the middle of it."""
+    from ..scenarios import get_scenario
+
+    seen: set[tuple[str, str]] = set()
+    for c in cells:
+        key = (c.scenario, canonical(c.scenario_options))
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            get_scenario(c.scenario, **c.scenario_options).build_jobs(c.seed)
+        except (ValueError, OSError, KeyError) as e:
+            msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise ValueError(f"scenario {c.scenario_label}: its jobs cannot be built: {msg}") from None
 
 
 def plan(board: Board, store: ResultStore, replace_stale: bool) -> tuple[list[Cell], dict[str, dict[str, Any]]]:
@@ -80,10 +127,31 @@ def plan(board: Board, store: ResultStore, replace_stale: bool) -> tuple[list[Ce
     return todo, prov
 
 
-def _init_worker() -> None:
+def _one_thread() -> None:
     # One OpenMP thread per worker process: the workers are the parallelism (XGBoost, torch read this at import).
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+
+
+PR_SET_PDEATHSIG = 1
+"""Linux ``prctl`` option: the signal a process gets when its parent dies."""
+
+
+def _init_worker(parent: int) -> None:
+    """Set up a local worker process: one thread, and death with the driving process ``parent``: on Linux the
+    kernel sends the worker SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and for a
+    parent already gone before that took effect, the worker exits at once."""
+    _one_thread()
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _failed(cell: Cell, e: BaseException) -> ValueError:
@@ -95,7 +163,7 @@ def _failed(cell: Cell, e: BaseException) -> ValueError:
 
 def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any]]]:
     if workers == 1:
-        _init_worker()
+        _one_thread()
         for c in todo:
             try:
                 result = run_cell(c)
@@ -106,7 +174,8 @@ def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
-    ex = ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"), initializer=_init_worker)
+    ex = ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=mp.get_context("spawn"),
+                             initializer=_init_worker, initargs=(os.getpid(),))
     try:
         pending = {ex.submit(run_cell, c): c for c in todo}
         while pending:
@@ -167,18 +236,21 @@ def execute(
     with each new record, the count done and the count to do (the progress display)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
-    if workers < 1:
-        raise ValueError(f"--workers must be at least 1, got {workers}")
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
+        raise ValueError(f"--workers must be at least 1 and at most {MAX_WORKERS}, got {workers!r}")
     check_policies(board)
+    check_metric_names(board)
     todo, prov = plan(board, store, replace_stale)
-    rev = git_revision()
+    check_scenarios(todo)
+    rev, vers = git_revision(), versions()
     if on_start is not None:
         on_start(len(todo), len(board.cells) - len(todo))
     t0 = time.perf_counter()
     stream = _local(todo, workers) if backend == "local" else _ray(todo, workers, address)
     done = 0
     for cell, result in stream:
-        rec = make_record(cell, result, {**prov[cell.key], "git_revision": rev})
+        _check_trace(cell, str(result.get("trace", "")))
+        rec = make_record(cell, result, {**prov[cell.key], "git_revision": rev}, vers)
         store.write(rec)
         done += 1
         if on_record is not None:
@@ -187,24 +259,64 @@ def execute(
                      backend)
 
 
+TRACE_NOTES = {"synthetic": "synthetic", "real": "real ", "file": "trace file "}
+"""How the note of the trace an episode used begins, for each kind of trace identity."""
+
+
+def _check_trace(cell: Cell, note: str) -> None:
+    """The episode ran on the kind of trace its cell names (``synthetic``, ``real:…``, ``file:…``), or a
+    one-line ``ValueError``: a record is never filed under a trace it did not use (e.g. when the real file
+    appeared or vanished between planning and running)."""
+    kind = cell.trace.partition(":")[0]
+    want = TRACE_NOTES.get(kind)
+    if want is not None and not note.startswith(want):
+        raise ValueError(f"cell {cell.scenario_label} x {cell.policy_label} seed {cell.seed} ran on {note!r}, not "
+                         f"on the {kind} trace it was planned on; not recorded (rerun to plan again)")
+
+
 def current_records(store: ResultStore) -> tuple[list[dict[str, Any]], list[str]]:
     """The folder's records made under the current spec and versions, and a note on each kind of record left
-    out (another spec or version: reported, never mixed in)."""
+    out: another spec or version, or another version of its trace file (reported, never mixed in). Records of
+    the synthetic and of the real trace are both current; their labels tell them apart."""
     keep, notes = [], {}
     cache: dict[tuple[str, str], dict[str, Any]] = {}
+    traces: dict[tuple[str, str], str] = {}
     for rec in store.select():
         cell = Cell.from_dict(rec["cell"])
         skey = (cell.scenario_label, cell.policy)
         if skey not in cache:
             cache[skey] = provenance(cell)
         stale = store.stale({rec["key"]: cache[skey]})
+        why = _trace_changed(cell, traces)
         if stale:
             notes.setdefault(stale[0].why.split(" ")[0], []).append(stale[0])
+        elif why:
+            notes.setdefault("trace", []).append(Stale(store.paths[rec["key"]], why))
         else:
             keep.append(rec)
     msgs = [f"{len(v)} record(s) made under another {k} left out, e.g. {v[0].path.name}: {v[0].why}"
             for k, v in notes.items()]
     return keep, msgs
+
+
+def _trace_changed(cell: Cell, cache: dict[tuple[str, str], str]) -> str:
+    """Why ``cell``'s trace is not the one its scenario reads now (a trace file or real trace of other
+    content, or gone), or empty. The current identity is computed once per scenario and options."""
+    kind = cell.trace.partition(":")[0]
+    if kind not in ("file", "real"):
+        return ""
+    key = (cell.scenario, canonical(cell.scenario_options))
+    if key not in cache:
+        from ..scenarios import get_scenario
+
+        try:
+            cache[key] = trace_identity(get_scenario(cell.scenario, **cell.scenario_options))
+        except (ValueError, OSError) as e:
+            cache[key] = f"unreadable ({str(e).splitlines()[0] if str(e) else type(e).__name__})"
+    now = cache[key]
+    if now == cell.trace or (kind == "real" and not now.startswith("real:")):
+        return ""
+    return f"trace {cell.trace} (current {now})"
 
 
 def load_current(dirs: list[str]) -> tuple[list[dict[str, Any]], list[str]]:

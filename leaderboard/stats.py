@@ -61,9 +61,10 @@ def bootstrap_ci(
     arrays = tuple(np.asarray(s, dtype=float) for s in samples)
     if any(a.size < 2 for a in arrays):
         return NAN_INTERVAL
-    res = sps.bootstrap(arrays, statistic, n_resamples=N_RESAMPLES, confidence_level=CONFIDENCE,
-                        method="percentile", paired=paired, vectorized=True, axis=-1,
-                        rng=np.random.default_rng(seed))
+    with np.errstate(divide="ignore", invalid="ignore"):  # a resample with a zero mean: inf, shown as "–"
+        res = sps.bootstrap(arrays, statistic, n_resamples=N_RESAMPLES, confidence_level=CONFIDENCE,
+                            method="percentile", paired=paired, vectorized=True, axis=-1,
+                            rng=np.random.default_rng(seed))
     ci = res.confidence_interval
     return float(ci.low), float(ci.high)
 

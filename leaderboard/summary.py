@@ -69,6 +69,11 @@ class Summary:
     common_options: str
     scenarios: list[ScenarioTable]
     overall: list[OverallRow]
+    versions: dict[str, list[str]] = field(default_factory=dict)
+    """Each package's versions among the records (``python``, ``numpy``, ...; ``none``: not installed)."""
+    notes: list[str] = field(default_factory=list)
+    """What is not counted and why: records without a value of the metric, scenarios left out of the overall
+    score (their reference's mean is 0, so no run can be expressed as a multiple of it)."""
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (``--format json``); NaN as None."""
@@ -87,17 +92,31 @@ def _clean(v: Any) -> Any:
 
 def labelled(records: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], str]:
     """Each record's (scenario label, policy label) without the options shared by every record, and those
-    shared options as a label."""
+    shared options as a label. The trace is one of the options (``trace_id="synthetic"``), so records of two
+    traces are never one row."""
     cells = [Cell.from_dict(r["cell"]) for r in records]
-    pairs = [{f"{k}={canonical(v)}" for k, v in {**c.scenario_options, **c.env_options}.items()} for c in cells]
+    pairs = [{f"{k}={canonical(v)}" for k, v in c.labelled_options.items()} for c in cells]
     common = set.intersection(*pairs) if pairs else set()
     out = []
     for c in cells:
-        opts = {k: v for k, v in {**c.scenario_options, **c.env_options}.items()
-                if f"{k}={canonical(v)}" not in common}
+        opts = {k: v for k, v in c.labelled_options.items() if f"{k}={canonical(v)}" not in common}
         lab = options_label(opts)
         out.append((f"{c.scenario} ({lab})" if lab else c.scenario, c.policy_label))
     return out, ",".join(sorted(common))
+
+
+def check_reference(records: list[dict[str, Any]], reference: str, where: str) -> None:
+    """``reference`` must be a policy label of ``records`` (a name alone where that policy ran without options),
+    or a one-line ``ValueError`` naming the labels it could mean; comparing with a policy that has no row would
+    leave every improvement and the overall score empty without a word."""
+    labels = {p for _, p in labelled(records)[0]}
+    if reference in labels:
+        return
+    variants = sorted(p for p in labels if p.split(" (")[0] == reference)
+    if variants:
+        raise ValueError(f"reference policy {reference!r} ran only with options in {where}; name one by its label, "
+                         f"e.g. {variants[0]!r}")
+    raise ValueError(f"reference policy {reference!r} has no records in {where}")
 
 
 def metric_value(record: dict[str, Any], metric: str) -> float:
@@ -117,13 +136,24 @@ def summarize(records: list[dict[str, Any]], metric: str, reference: str = "fifo
         raise ValueError(f"no record has metric {metric!r}; e.g.: {', '.join(sorted(records[0]['metrics'])[:12])}")
     tables: list[ScenarioTable] = []
     norm: dict[str, list[np.ndarray]] = {}
+    notes: list[str] = []
     for sl in sorted(groups):
         pols = groups[sl]
         series = {p: _series(rs, metric) for p, rs in pols.items()}
         ref = series.get(reference)
+        if ref is None or not len(ref[1]):
+            notes.append(f"{sl}: no {metric} of {reference} here, so no improvement over it and no overall score "
+                         "are computed on this scenario.")
+        elif float(np.mean(ref[1])) == 0.0:
+            notes.append(f"{sl}: {reference}'s mean {metric} is 0, so no improvement over it and no overall score "
+                         "are computed on this scenario.")
+            ref = None
         rows = []
         for p, (seeds, vals) in series.items():
             rows.append(_row(p, seeds, vals, ref, lower, sum(bool(r.get("truncated")) for r in pols[p])))
+            if len(vals) < len(pols[p]):
+                notes.append(f"{sl} · {p}: {len(pols[p]) - len(vals)} of {len(pols[p])} record(s) have no "
+                             f"{metric} (undefined in their episode, e.g. no job finished) and are not counted.")
             if ref is not None and len(vals) and len(ref[1]):
                 norm.setdefault(p, []).append(stats.normalized(vals, float(np.mean(ref[1]))))
         for row, rk in zip(rows, stats.ranks([r.mean for r in rows], lower), strict=True):
@@ -136,7 +166,16 @@ def summarize(records: list[dict[str, Any]], metric: str, reference: str = "fifo
     for row, rk in zip(overall, stats.ranks([o.iqm for o in overall], lower), strict=True):
         row.rank = rk
     overall.sort(key=lambda r: (r.rank, r.policy))
-    return Summary(metric, reference, lower, common, tables, overall)
+    return Summary(metric, reference, lower, common, tables, overall, record_versions(records), notes)
+
+
+def record_versions(records: list[dict[str, Any]]) -> dict[str, list[str]]:
+    """The versions of each package the records were made with (several where they differ)."""
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        for pkg, v in (r.get("versions") or {}).items():
+            seen.setdefault(pkg, set()).add(str(v) if v is not None else "none")
+    return {pkg: sorted(v) for pkg, v in seen.items()}
 
 
 def _series(recs: list[dict[str, Any]], metric: str) -> tuple[list[int], np.ndarray]:

@@ -88,6 +88,10 @@ def _notes(summary: Summary) -> list[str]:
         notes.append(f"Every cell: {summary.common_options}.")
     if any(r.truncated for t in summary.scenarios for r in t.rows):
         notes.append(TRUNCATED_NOTE + ".")
+    notes += summary.notes
+    if summary.versions:
+        notes.append("Made with " + ", ".join(f"{pkg} {' / '.join(v)}" for pkg, v in summary.versions.items()
+                                              if v != ["none"]) + ".")
     return notes
 
 

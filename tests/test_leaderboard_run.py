@@ -194,6 +194,7 @@ def test_every_subcommand_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixtu
     (["run", "--scenarios", "tiny", "--policies", "fifo", "--seeds", "0"], "seeds must be a positive integer"),
     (["run", "no-such-board"], "unknown board 'no-such-board'"),
     (["run", "--scenarios", "tiny", "--policies", "fifo", "--workers", "0"], "--workers must be at least 1"),
+    (["run", "--scenarios", "tiny", "--policies", "fifo", "--workers", "1000000"], "at most 1024, got 1000000"),
     (["show", "/nonexistent/results"], "does not exist"),
 ])
 def test_bad_arguments_give_one_line_and_exit_2(argv: list[str], want: str, tmp_path: Path,
@@ -205,14 +206,34 @@ def test_bad_arguments_give_one_line_and_exit_2(argv: list[str], want: str, tmp_
     assert want in err and len(err.splitlines()) == 1 and "Traceback" not in err
 
 
-def test_a_failing_cell_is_one_line_and_keeps_finished_records(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_a_failing_cell_is_one_line_and_keeps_finished_records(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpucluster_env.leaderboard import execute as ex
+
+    real = ex.run_cell
+
+    def run_cell(cell: Cell) -> dict:
+        if cell.policy == "sjf":
+            raise RuntimeError("the engine broke\nsecond line")
+        return real(cell)
+
+    monkeypatch.setattr(ex, "run_cell", run_cell)
+    assert main(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo,sjf", "--seeds", "1",
+                 "--out", str(tmp_path / "r"), "--json"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "x sjf seed 0 failed: RuntimeError: the engine broke" in err
+    assert len(err.splitlines()) == 1 and len(list((tmp_path / "r").glob("*.json"))) == 1
+
+
+def test_bad_env_options_stop_the_board_before_its_first_cell(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    # before: the fifo group ran and recorded, then the sjf group's cell failed on n_pending = 0
     f = tmp_path / "b.toml"
     f.write_text("seeds = 1\n[[group]]\nscenarios = ['tiny']\npolicies = ['fifo']\n"
                  "[[group]]\nscenarios = ['tiny']\npolicies = ['sjf']\nenv_options = { n_pending = 0 }\n")
     assert main(["leaderboard", "run", str(f), "--out", str(tmp_path / "r"), "--json"]) == 2
     err = capsys.readouterr().err.strip()
-    assert "x sjf seed 0 failed: SettingError: environment argument 'n_pending': expected an integer >= 1" in err
-    assert len(err.splitlines()) == 1 and len(list((tmp_path / "r").glob("*.json"))) == 1
+    assert f"{f}: group 2: env option 'n_pending'" in err and len(err.splitlines()) == 1
+    assert not list((tmp_path / "r").glob("*.json"))
 
 
 def test_show_counts_a_cell_in_two_folders_once(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

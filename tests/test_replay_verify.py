@@ -229,7 +229,7 @@ def test_a_corrupt_gzip_record_is_refused_in_one_line(records, tmp_path, capsys)
     path.write_bytes(bytes(data))
     assert main(["replay", str(path), "--verify"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and f"{path}: line " in err and "unreadable" in err, err
+    assert err.count("\n") == 1 and f"{path}: corrupt gzip stream" in err, err
 
 
 def test_records_of_other_action_layouts_and_pending_orders_verify(tmp_path):

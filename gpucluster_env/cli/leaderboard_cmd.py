@@ -20,12 +20,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                         description="Run every cell (scenario x policy x seed) of a board not yet recorded in the "
                                     "results folder, then show the leaderboard. With no arguments: the default board.")
     r.add_argument("board", nargs="?", help="a shipped board name (see `leaderboard boards`) or a .toml file")
-    r.add_argument("--scenarios", help="comma-separated scenarios (a board's subset, or a new board with --policies)")
+    r.add_argument("--scenarios", help="comma-separated scenarios or scenario files (.toml): a board's subset, or "
+                                       "a new board (with --policies, else every policy that can run on them)")
     r.add_argument("--policies", help="comma-separated policies (rl:DIR for a trained policy)")
-    r.add_argument("--seeds", type=int, help="seeds per cell: 0..N-1 (overrides the board's)")
+    r.add_argument("--seeds", type=int, help="seeds per cell: 0..N-1, N from 1 to 1000 (overrides the board's)")
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="scenario option for a board given by --scenarios/--policies (repeatable)")
-    r.add_argument("--workers", type=int, default=1, help="parallel episodes (processes or Ray tasks)")
+    r.add_argument("--workers", type=int, default=1, help="parallel episodes (processes or Ray tasks; 1 to 1024)")
     r.add_argument("--backend", default="local", choices=("local", "ray"))
     r.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local instance)")
     r.add_argument("--out", help=f"results folder (default: {RESULTS_ROOT}/BOARD)")
@@ -92,37 +93,22 @@ def _split(v: str | None, what: str) -> list[str] | None:
     return items
 
 
-def _check_names(scenarios: list[str] | None, policies: list[str] | None) -> None:
-    from gpucluster_env.baselines import policy_names
-    from gpucluster_env.scenarios import SCENARIOS
-
-    for s in scenarios or []:
-        if s not in SCENARIOS:
-            raise ValueError(f"unknown scenario {s!r}; known: {', '.join(SCENARIOS)}")
-    known = policy_names()
-    for p in policies or []:
-        if p not in known and not p.startswith("rl:"):
-            raise ValueError(f"unknown policy {p!r}; known: {', '.join(known)}")
-
-
-def resolve_board(args: argparse.Namespace) -> Any:
-    """The board ``run`` covers: a board (filtered by --scenarios/--policies, --seeds), or one made of them."""
+def resolve_board(args: argparse.Namespace) -> tuple[Any, list[str]]:
+    """The board ``run`` covers: a board (filtered by --scenarios/--policies, --seeds), or one made of them;
+    and notes on policies left out (those that cannot run on a scenario, when --policies is not given)."""
     from gpucluster_env.cli.options import parse_options
     from gpucluster_env.leaderboard.board import cells_from_args, check_seeds, load_board
 
     scenarios, policies = _split(args.scenarios, "scenarios"), _split(args.policies, "policies")
-    _check_names(scenarios, policies)
     if args.seeds is not None:
-        check_seeds(args.seeds)
+        check_seeds(args.seeds, "--seeds")
     options = parse_options(args.option)
     if args.board is None and scenarios:
-        from gpucluster_env.baselines import policy_names
-
-        return cells_from_args(scenarios, policies or policy_names(), args.seeds or 5, options)
+        return cells_from_args(scenarios, policies, args.seeds or 5, options)
     if options:
         raise ValueError("--option applies to a board made by --scenarios/--policies; put options in the board file")
     board = load_board(args.board or DEFAULT_BOARD)
-    return board.select(scenarios, policies, args.seeds)
+    return board.select(scenarios, policies, args.seeds), []
 
 
 def _slug(name: str) -> str:
@@ -133,7 +119,9 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.execute import current_records, execute
     from gpucluster_env.leaderboard.store import ResultStore
 
-    board = resolve_board(args)
+    board, notes = resolve_board(args)
+    for n in notes:
+        print(f"gpucluster leaderboard: note: {n}", file=sys.stderr)
     out = Path(args.out) if args.out else Path(RESULTS_ROOT) / _slug(Path(board.name).stem)
     store = ResultStore(out, create=True)
     _save_board_meta(out, board)
@@ -242,13 +230,24 @@ def _save_board_meta(out: Path, board: Any) -> None:
 
 
 def _board_meta(d: Path) -> dict[str, Any]:
+    """The board settings `run` kept beside the records (none if absent); a file that is not what `run` writes
+    is a one-line error naming it, not a silent fall-back to other settings."""
     import json
 
     f = d / ".board" / BOARD_META
-    try:
-        return json.loads(f.read_text()) if f.is_file() else {}
-    except (OSError, ValueError):
+    if not f.is_file():
         return {}
+    try:
+        meta = json.loads(f.read_text())
+    except (ValueError, UnicodeDecodeError) as e:
+        raise ValueError(f"{f}: corrupt board settings ({e}); delete it (show then uses fifo and avg_jct_s)") from None
+    ok = (isinstance(meta, dict) and isinstance(meta.get("reference", ""), str)
+          and isinstance(meta.get("metrics", ["x"]), list) and meta.get("metrics", ["x"])
+          and all(isinstance(m, str) for m in meta.get("metrics", [])))
+    if not ok:
+        raise ValueError(f"{f}: corrupt board settings (reference must be a name, metrics a non-empty list of "
+                         "names); delete it (show then uses fifo and avg_jct_s)")
+    return meta
 
 
 def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -276,13 +275,12 @@ def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any
 
 
 def show(args: argparse.Namespace) -> int:
-    from gpucluster_env.leaderboard.summary import labelled, summarize
+    from gpucluster_env.leaderboard.summary import check_reference, summarize
     from gpucluster_env.leaderboard.tables import print_rich, render
 
     records, meta = _load(args)
     reference = args.reference or meta.get("reference", "fifo")
-    if reference not in {r["cell"]["policy"] for r in records} | {p for _, p in labelled(records)[0]}:
-        raise ValueError(f"reference policy {reference!r} has no records in {', '.join(args.dir)}")
+    check_reference(records, reference, ", ".join(args.dir))
     metrics = args.metric or meta.get("metrics", ["avg_jct_s"])
     summaries = [summarize(records, m, reference) for m in metrics]
     fmt = "json" if args.json else args.format
@@ -304,9 +302,12 @@ def show(args: argparse.Namespace) -> int:
 
 def plot(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.plots import write_plots
+    from gpucluster_env.leaderboard.summary import check_reference
 
     records, meta = _load(args)
-    files = write_plots(records, Path(args.out), args.metric, args.reference or meta.get("reference", "fifo"))
+    reference = args.reference or meta.get("reference", "fifo")
+    check_reference(records, reference, ", ".join(args.dir))
+    files = write_plots(records, Path(args.out), args.metric, reference)
     if args.json:
         import json
 
