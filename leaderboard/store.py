@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic_write import atomic_output
-from ..input_files import InputFileError, is_temporary, parse_json, read_text, remove_stale_temporaries
+from ..atomic_write import atomic_output, is_temporary, remove_stale_temporaries
+from ..input_files import InputFileError, parse_json, read_text
 from .board import Cell, canonical
 
 RECORD_FORMAT = "gpucluster-leaderboard-record"
