@@ -262,17 +262,11 @@ def _logger(out: Path) -> Any:
     return configure(str(out / "logs"), formats)
 
 
-def versions() -> dict[str, str]:
-    """Versions of the packages a saved model depends on."""
-    from importlib.metadata import PackageNotFoundError, version
+def versions() -> dict[str, str | None]:
+    """Versions of the packages a saved model depends on (:func:`gpucluster_env.versions.package_versions`)."""
+    from ..versions import package_versions
 
-    out = {}
-    for dist in ("gpucluster-env", "stable-baselines3", "sb3-contrib", "torch", "gymnasium", "numpy"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:
-            out[dist] = "unknown"
-    return out
+    return package_versions(("gpucluster-env", "stable-baselines3", "sb3-contrib", "torch", "gymnasium", "numpy"))
 
 
 def env_spec_json(cfg: TrainConfig) -> str:

@@ -51,24 +51,11 @@ def env_spec(cell: Cell) -> dict[str, Any]:
     return {"id": env_id(cell.scenario), "scenario": _jsonable(sc), "env_options": cell.env_options}
 
 
-VERSIONED_PACKAGES = ("numpy", "scipy", "xgboost", "numba", "gymnasium", "torch", "gpucluster-env")
-"""The packages whose versions a record carries (with Python's): those that can change an episode's numbers."""
-
-
-@cache
 def versions() -> dict[str, str | None]:
-    """The versions of Python and of :data:`VERSIONED_PACKAGES` installed here (None where one is not
-    installed), read from the installed metadata without importing the packages."""
-    import platform
-    from importlib import metadata
+    """The versions a record carries (:func:`gpucluster_env.versions.package_versions`)."""
+    from ..versions import package_versions
 
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in VERSIONED_PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = None
-    return out
+    return package_versions()
 
 
 def package_version() -> str:

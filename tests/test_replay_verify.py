@@ -16,8 +16,8 @@ from gpucluster_env.leaderboard.runner import run_episode
 
 from gpucluster_env.cli.main import main
 from gpucluster_env.replay.record import RecordError, read_record
-from gpucluster_env.replay.recorder import package_versions
 from gpucluster_env.replay.verify import verify_record
+from gpucluster_env.versions import package_versions
 
 Lines = list[dict[str, Any]]
 
@@ -163,7 +163,7 @@ def test_the_unedited_record_and_version_notes(records, tmp_path, which, capsys)
     res = verify_record(read_record(_write(records[which], tmp_path / "ok.jsonl")))
     assert res.ok and "the header, all" in res.message, res.message
     assert records[which][0]["versions"] == package_versions()
-    assert set(package_versions()) == {"python", "numpy", "scipy", "xgboost", "numba", "gymnasium",
+    assert set(package_versions()) == {"python", "numpy", "scipy", "xgboost", "numba", "gymnasium", "torch",
                                        "gpucluster-env"}
     lines = copy.deepcopy(records[which])
     lines[0]["versions"]["numpy"] = "0.0.1"

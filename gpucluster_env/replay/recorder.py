@@ -10,9 +10,7 @@ Policies keep reading ``env.unwrapped``; the wrapper changes no observation, rew
 
 from __future__ import annotations
 
-import platform
 from dataclasses import fields
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ import gymnasium as gym
 from .. import __version__
 from ..env.cluster_env import ACTION_KINDS, GPUClusterEnv
 from ..scenarios import SCENARIOS, Scenario
+from ..versions import package_versions
 from .record import RECORD_FORMAT, RECORD_VERSION, action_to_json, event_dict, jsonable, write_lines
 
 _SCALARS = (int, float, str, bool, type(None))
@@ -61,21 +60,6 @@ def scenario_spec(scenario: Scenario) -> str:
     from ..scenario_files import scenario_to_toml
 
     return scenario_to_toml(_canonical(scenario))
-
-
-@cache
-def package_versions() -> dict[str, str | None]:
-    """The versions of Python and of the packages that decide a record's numbers (null: not installed). A
-    record carries them for information; ``--verify`` names those that differ when a record fails."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    out: dict[str, str | None] = {"python": platform.python_version()}
-    for name in ("numpy", "scipy", "xgboost", "numba", "gymnasium", "gpucluster-env"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = None
-    return out
 
 
 def env_settings(env: GPUClusterEnv) -> dict[str, Any]:

@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..env.cluster_env import GPUClusterEnv
 from ..scenarios import Scenario
+from ..versions import package_versions
 from .record import Record, RecordError, action_from_json, action_to_json, event_dict
-from .recorder import EpisodeCapture, header_of, package_versions
+from .recorder import EpisodeCapture, header_of
 
 if TYPE_CHECKING:
     from ..baselines.base import Policy
