@@ -369,12 +369,17 @@ def test_a_trace_option_and_the_trace_identity_are_both_shown(tmp_path: Path) ->
 
 def test_a_trace_that_cannot_be_built_stops_the_run_before_any_cell(tmp_path: Path) -> None:
     # before: the fifo cell on tiny ran and was recorded, then the cell on the unknown trace failed mid-run
+    with pytest.raises(ValueError, match=r"group 2: scenario tiny: .*unknown trace '/nonexistent.csv'"):
+        parse_board({"name": "t", "seeds": 1, "group": [
+            {"scenarios": ["tiny"], "policies": ["fifo"]},
+            {"scenarios": ["tiny"], "policies": ["fifo"], "scenario_options": {"trace": "/nonexistent.csv"}}]})
+    bad = tmp_path / "bad.csv"  # a trace file that exists but whose rows cannot be read
+    bad.write_text("timestamp,duration,num_gpus\nnot-a-time,-1,x\n")
     board = parse_board({"name": "t", "seeds": 1, "group": [
         {"scenarios": ["tiny"], "policies": ["fifo"]},
-        {"scenarios": ["tiny"], "policies": ["fifo"], "scenario_options": {"trace": "/nonexistent.csv"}}]})
-    store = ResultStore(tmp_path, create=True)
-    with pytest.raises(ValueError, match=r"scenario tiny \(trace=\"/nonexistent.csv\"\): its jobs cannot be built: "
-                                         r".*unknown trace"):
+        {"scenarios": ["tiny"], "policies": ["fifo"], "scenario_options": {"trace": str(bad)}}]})
+    store = ResultStore(tmp_path / "r", create=True)
+    with pytest.raises(ValueError, match=r"its jobs cannot be built: .*bad.csv"):
         execute(board, store)
     assert len(store) == 0
 
