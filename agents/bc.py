@@ -24,8 +24,9 @@ def _returns(rows: list[list[Any]], gamma: float) -> np.ndarray:
 def _episodes(cfg: Any, n: int, salt: int, actor: Any | None = None) -> tuple[list[list[Any]], list[np.ndarray]]:
     """``n`` episodes cycling over the training scenarios and windows, labelled by each scenario's expert and
     driven by the expert itself or by ``actor``; seeds from ``(cfg.seed, salt)``."""
-    from ..scenarios import get_scenario, samples_trace
-    from .expert import play
+    from gpucluster_env.agents.expert import play
+
+    from gpucluster_env.scenarios import get_scenario, samples_trace
 
     rng = np.random.default_rng([cfg.seed, salt])
     rows: list[list[Any]] = []

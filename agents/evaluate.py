@@ -34,8 +34,7 @@ def evaluate(model: str, scenarios: list[str], seeds: list[int], baselines: list
              metric: str = "avg_jct_s", progress: Any = None) -> dict[str, Any]:
     """Run ``model`` (``rl:DIR`` or a registered name) and ``baselines`` on every scenario and seed; returns
     ``{"runs": [...], "summary": {scenario: {policy: {...}}}}``."""
-    from ..baselines.base import make_policy
-    from ..leaderboard.runner import run_episode
+    from gpucluster_env.policy import make_policy, run_episode
 
     runs: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}

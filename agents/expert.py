@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engine import Action, Colocate, Place, Preempt, Wait
+from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
 
 
 def _slot(window: np.ndarray, job: int) -> int | None:
@@ -105,9 +105,9 @@ def play(scenario: str, policy: Any, seed: int, env_kwargs: dict[str, Any] | Non
     with ``predict(obs, action_masks=..., deterministic=True)``) the actor's int actions drive it and the
     reference policy only labels the states the actor visits (DAgger's relabelling: the demonstrations then
     cover the states a learned policy reaches, not only the expert's)."""
-    from ..baselines.base import make_policy
-    from ..env import GPUClusterEnv
-    from ..registration import max_episode_steps
+    from gpucluster_env.env import GPUClusterEnv
+    from gpucluster_env.policy import make_policy
+    from gpucluster_env.registration import max_episode_steps
 
     pol = make_policy(policy) if isinstance(policy, str) else policy
     kwargs: dict[str, Any] = {"observation": "dict" if record is not None or actor is not None else "none"}

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..baselines.base import Policy, register_policy
+from gpucluster_env.policy import Policy, register_policy
 
 if TYPE_CHECKING:
-    from ..scenarios import Scenario
+    from gpucluster_env.scenarios import Scenario
 
 SHIPPED_DIR = Path(__file__).with_name("models") / "rl-castor-philly"
 ENV_KEYS = ("n_pending", "n_running", "action_layout", "observation", "min_run_s", "pending_order")
@@ -52,7 +52,7 @@ def read_meta(model_dir: str | Path) -> dict[str, Any]:
     path = Path(model_dir) / "meta.json"
     if not path.is_file():
         raise FileNotFoundError(f"{model_dir}: no meta.json (not a directory written by `gpucluster train`)")
-    from ..input_files import parse_json, read_text
+    from gpucluster_env.input_files import parse_json, read_text
 
     meta = parse_json(read_text(path), str(path))
     if not isinstance(meta, dict):

@@ -43,9 +43,10 @@ def select_model(out: str | Path, scenarios: tuple[str, ...], seeds: list[int],
     copy the chosen one (see the module's docstring) to ``model.zip`` (the final weights to ``final_model.zip``
     first) and return the scores: ``{"seeds", "metric", "scores": {name: {"file", scenario: mean, "score",
     "vs_first"}}, "first", "chosen"}``."""
-    from ..leaderboard.runner import run_episode
-    from .evaluate import t_interval
-    from .policies import RLPolicy
+    from gpucluster_env.agents.evaluate import t_interval
+    from gpucluster_env.agents.policies import RLPolicy
+
+    from gpucluster_env.policy import run_episode
 
     out = Path(out)
     if (out / "final_model.zip").is_file():  # selected before: the candidates are the run's own files

@@ -117,7 +117,7 @@ class TraceWindows(gym.Wrapper):
 
     def __init__(self, env: gym.Env, scenarios: tuple[str, ...], windows: tuple[str, ...], seed: int) -> None:
         super().__init__(env)
-        from ..scenarios import get_scenario, samples_trace
+        from gpucluster_env.scenarios import get_scenario, samples_trace
 
         self.choices = []
         for s in scenarios:
@@ -137,15 +137,15 @@ def _make_env(cfg: TrainConfig, rank: int) -> Any:
     def thunk() -> gym.Env:
         from stable_baselines3.common.monitor import Monitor
 
-        from ..env import GPUClusterEnv
-        from ..registration import max_episode_steps
+        from gpucluster_env.env import GPUClusterEnv
+        from gpucluster_env.registration import max_episode_steps
 
         env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
         env = gym.wrappers.TimeLimit(env, max_episode_steps(env.engine.n_jobs))
         env = TraceWindows(env, cfg.scenarios, cfg.windows, seed=cfg.seed * 1000 + rank)
         if cfg.algo != "maskable_ppo":
             return Monitor(env)
-        from .vec_masks import MaskInInfo
+        from gpucluster_env.agents.vec_masks import MaskInInfo
 
         return MaskInInfo(Monitor(env))
 
@@ -162,7 +162,7 @@ def make_vec(cfg: TrainConfig) -> Any:
     vec = SubprocVecEnv(fns) if cfg.vec == "subproc" and cfg.n_envs > 1 else DummyVecEnv(fns)
     vec.seed(cfg.seed)
     if cfg.algo == "maskable_ppo":
-        from .vec_masks import CachedMasks
+        from gpucluster_env.agents.vec_masks import CachedMasks
 
         vec = CachedMasks(vec)
     return vec
@@ -197,7 +197,7 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
     eval_env = DummyVecEnv([_make_env(eval_cfg, 0)])
     eval_env.seed(EVAL_SEED)
     if cfg.algo == "maskable_ppo":
-        from .vec_masks import CachedMasks
+        from gpucluster_env.agents.vec_masks import CachedMasks
 
         eval_env = CachedMasks(eval_env)  # the training env's type (SB3 warns when they differ)
     every = max(cfg.eval_freq // cfg.n_envs, 1)
@@ -216,7 +216,7 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
     if cfg.critic_warmup > 0 and cfg.algo != "dqn":
         cbs.append(_CriticWarmup(cfg.critic_warmup))
     if cfg.progress:
-        from .progress import RichProgress
+        from gpucluster_env.agents.progress import RichProgress
 
         cbs.append(RichProgress(cfg.timesteps))
     return cbs
@@ -264,14 +264,14 @@ def _logger(out: Path) -> Any:
 
 def versions() -> dict[str, str | None]:
     """Versions of the packages a saved model depends on (:func:`gpucluster_env.versions.package_versions`)."""
-    from ..versions import package_versions
+    from gpucluster_env.versions import package_versions
 
     return package_versions(("gpucluster-env", "stable-baselines3", "sb3-contrib", "torch", "gymnasium", "numpy"))
 
 
 def env_spec_json(cfg: TrainConfig) -> str:
     """``env.spec.to_json()`` of the run's first scenario with the run's environment arguments."""
-    from ..registration import env_id
+    from gpucluster_env.registration import env_id
 
     env = gym.make(env_id(cfg.scenarios[0]), **cfg.env_args())
     try:
@@ -281,7 +281,7 @@ def env_spec_json(cfg: TrainConfig) -> str:
 
 
 def _gpu_types(scenario: str) -> int:
-    from ..scenarios import get_scenario
+    from gpucluster_env.scenarios import get_scenario
 
     return len({n.gpu_type for n in get_scenario(scenario).cluster.nodes})
 
@@ -333,7 +333,7 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
         model.set_logger(_logger(out))
         bc_stats: dict[str, Any] = {}
         if cfg.bc_episodes > 0:
-            from .bc import behaviour_clone
+            from gpucluster_env.agents.bc import behaviour_clone
 
             bc_stats = behaviour_clone(model, cfg)
             model.save(str(out / "bc_model.zip"))
@@ -343,7 +343,7 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
         vec.close()
     meta.update(timesteps=int(model.num_timesteps), wall_s=time.perf_counter() - t0, behaviour_cloning=bc_stats)
     if cfg.select_seeds:
-        from .select import select_model
+        from gpucluster_env.agents.select import select_model
 
         _write_meta(out, meta)
         meta["selection"] = select_model(out, cfg.scenarios, list(cfg.select_seeds))
@@ -353,7 +353,7 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
 
 
 def _write_meta(out: Path, meta: dict[str, Any]) -> None:
-    from ..atomic_write import write_bytes_atomic
+    from gpucluster_env.atomic_write import write_bytes_atomic
 
     write_bytes_atomic(out / "meta.json", (json.dumps(meta, indent=1, default=str) + "\n").encode())
 

@@ -1,6 +1,7 @@
-"""Reference scheduling policies from the papers, all acting through the environment's action vocabulary."""
+"""Reference scheduling policies from the papers, all acting through the environment's action vocabulary.
+Importing this package registers them (the interface and the registry are :mod:`gpucluster_env.policy`)."""
 
-from . import classic, tiresias, srsf, sharing, castor, lucid, gandiva, gimbal, gavel, gavel_packed, gavel_gimbal, hadar  # noqa: F401, I001  (registers policies, in list order)
-from .base import POLICIES, Policy, QueuePolicy, make_policy, policy_names, register_policy
-
-__all__ = ["POLICIES", "Policy", "QueuePolicy", "make_policy", "policy_names", "register_policy"]
+# importing each module registers its policies, in this (listing) order
+from gpucluster_env.baselines import (  # noqa: F401, I001
+    classic, tiresias, srsf, sharing, castor, lucid, gandiva, gimbal, gavel, gavel_packed, gavel_gimbal, hadar,
+)

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
+from gpucluster_env.baselines.sharing import SJFSharingPolicy, fill_with_free
+from gpucluster_env.baselines.timeslice import TIMESLICE_RATIO
 
-from ..engine import Action, Colocate
-from ..engine.view import ClusterView
-from ..interference import FeatureInterference
-from ..workloads import ModelProfile
-from .base import register_policy
-from .sharing import SJFSharingPolicy, fill_with_free
-from .timeslice import TIMESLICE_RATIO
+from gpucluster_env.engine import Action, Colocate
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.interference import FeatureInterference
+from gpucluster_env.policy import register_policy
+from gpucluster_env.workloads import ModelProfile
 
 
 class XiPredictor(Protocol):
@@ -62,7 +62,7 @@ def default_predictor() -> XiPredictor:
     """The catalog's fitted XGBoost predictor (``gpucluster_env.catalog.predictor.load_predictor``), or the
     feature-formula stand-in when that module is not available."""
     try:
-        from ..catalog.predictor import load_predictor
+        from gpucluster_env.catalog.predictor import load_predictor
 
         return load_predictor()
     except (ImportError, ValueError, OSError) as e:
@@ -286,6 +286,6 @@ class CastorTimeSlice(Castor):
 
     def env_kwargs(self) -> dict[str, Any]:
         """The time-slicing world (castor §8 Fig. 8: xi x1.75 over MPS)."""
-        from .timeslice import timeslice_catalog
+        from gpucluster_env.baselines.timeslice import timeslice_catalog
 
         return {"catalog": timeslice_catalog()}

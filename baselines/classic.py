@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from .base import QueuePolicy, register_policy
+from gpucluster_env.baselines.base import QueuePolicy
+
+from gpucluster_env.policy import register_policy
 
 
 @register_policy

@@ -22,14 +22,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from gpucluster_env.baselines.castor import XiPredictor
+from gpucluster_env.baselines.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from gpucluster_env.baselines.gimbal_search import ThroughputModel
+from gpucluster_env.baselines.profiled import JobFacts
 
-from ..engine import Action, Colocate, Place, Preempt, Wait
-from ..engine.view import ClusterView
-from .base import Policy, register_policy
-from .castor import XiPredictor
-from .gimbal_rules import TopologyRule, least_utilized_host, packing_sets
-from .gimbal_search import ThroughputModel
-from .profiled import JobFacts
+from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import Policy, register_policy
 
 
 @register_policy

@@ -26,12 +26,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-
-from ..engine import Action, Place, Preempt, Reallocate, Wait
-from ..engine.view import ClusterView
-from . import gavel_lp as lp
-from .base import Policy, register_policy
-from .gavel_rounds import (
+from gpucluster_env.baselines import gavel_lp as lp
+from gpucluster_env.baselines.gavel_rounds import (
     needs_recompute,
     next_boundary,
     order_moves,
@@ -41,6 +37,10 @@ from .gavel_rounds import (
     round_priorities,
     select_round,
 )
+
+from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import Policy, register_policy
 
 OBJECTIVES = ("max-min", "makespan", "ftf")
 

@@ -34,18 +34,18 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from gpucluster_env.baselines.castor import XiPredictor
+from gpucluster_env.baselines.gavel import Gavel
+from gpucluster_env.baselines.gavel_packed import GavelPacked
+from gpucluster_env.baselines.gavel_rounds import round_priorities
+from gpucluster_env.baselines.gimbal import GimbalLayer
+from gpucluster_env.baselines.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from gpucluster_env.baselines.gimbal_search import DEFAULT_GRANULARITY
+from gpucluster_env.baselines.profiled import JobFacts
 
-from ..engine import Action, Place, Preempt, Reallocate, Wait
-from ..engine.view import ClusterView
-from .base import register_policy
-from .castor import XiPredictor
-from .gavel import Gavel
-from .gavel_packed import GavelPacked
-from .gavel_rounds import round_priorities
-from .gimbal import GimbalLayer
-from .gimbal_rules import TopologyRule, least_utilized_host, packing_sets
-from .gimbal_search import DEFAULT_GRANULARITY
-from .profiled import JobFacts
+from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import register_policy
 
 
 @register_policy

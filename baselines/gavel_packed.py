@@ -21,13 +21,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from gpucluster_env.baselines import gavel_lp as lp
+from gpucluster_env.baselines.gavel import Gavel
 
-from ..engine import Action, Colocate, Place, Wait
-from ..engine.perf import fit_accumulation, footprint_gb
-from ..engine.view import ClusterView
-from . import gavel_lp as lp
-from .base import register_policy
-from .gavel import Gavel
+from gpucluster_env.engine import Action, Colocate, Place, Wait
+from gpucluster_env.engine.perf import fit_accumulation, footprint_gb
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import register_policy
 
 
 @register_policy

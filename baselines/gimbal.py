@@ -21,14 +21,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, ClassVar
 
-from ..engine import Action, SetStealing
-from ..engine.view import ClusterView
-from .base import register_policy
-from .castor import XiPredictor
-from .gandiva import Gandiva
-from .gimbal_search import DEFAULT_GRANULARITY, Coordinator, SearchStats, attempt_steps
-from .lucid import Lucid
-from .profiled import JobFacts
+from gpucluster_env.baselines.castor import XiPredictor
+from gpucluster_env.baselines.gandiva import Gandiva
+from gpucluster_env.baselines.gimbal_search import DEFAULT_GRANULARITY, Coordinator, SearchStats, attempt_steps
+from gpucluster_env.baselines.lucid import Lucid
+from gpucluster_env.baselines.profiled import JobFacts
+
+from gpucluster_env.engine import Action, SetStealing
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import register_policy
 
 MONITOR_S = 30.0
 """Gimbal's runtime-monitoring period (gimbal §6)."""

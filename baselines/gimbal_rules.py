@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..engine import Colocate
-from ..engine.view import ClusterView
+from gpucluster_env.engine import Colocate
+from gpucluster_env.engine.view import ClusterView
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from gpucluster_env.baselines.castor import XiPredictor, default_predictor
+from gpucluster_env.baselines.gimbal_rules import JobSet, packing_sets
 
-from ..config import DEFAULT_SHARE_STEP
-from ..engine import Action, Squeeze, Swell
-from ..engine.view import ClusterView
-from ..interference import apply_shares
-from .castor import XiPredictor, default_predictor
-from .gimbal_rules import JobSet, packing_sets
+from gpucluster_env.config import DEFAULT_SHARE_STEP
+from gpucluster_env.engine import Action, Squeeze, Swell
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.interference import apply_shares
 
 OBJECTIVES = ("jct", "deadline", "makespan")
 DEFAULT_GRANULARITY = 10

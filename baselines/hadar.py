@@ -26,14 +26,14 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from gpucluster_env.baselines.gavel import Throughputs
+from gpucluster_env.baselines.gavel_rounds import next_boundary, order_moves, round_length
+from gpucluster_env.baselines.hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
+from gpucluster_env.baselines.throughput_estimate import SpecEstimate
 
-from ..engine import Action, DropCopy, Fork, Place, Preempt, Reallocate, Wait
-from ..engine.view import ClusterView
-from .base import Policy, register_policy
-from .gavel import Throughputs
-from .gavel_rounds import next_boundary, order_moves, round_length
-from .hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
-from .throughput_estimate import SpecEstimate
+from gpucluster_env.engine import Action, DropCopy, Fork, Place, Preempt, Reallocate, Wait
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import Policy, register_policy
 
 ESTIMATES = ("oracle", "spec")
 """Where Hadar's per-type throughputs come from: the performance model, or HadarE's spec estimate."""

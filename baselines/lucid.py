@@ -22,12 +22,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from gpucluster_env.baselines.gimbal_rules import TopologyRule, partner_gpus
+from gpucluster_env.baselines.profiled import JobFacts
 
-from ..engine import Action, Colocate, Place, Wait
-from ..engine.view import ClusterView
-from .base import Policy, register_policy
-from .gimbal_rules import TopologyRule, partner_gpus
-from .profiled import JobFacts
+from gpucluster_env.engine import Action, Colocate, Place, Wait
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import Policy, register_policy
 
 SCORE_TIERS = (0.85, 0.95)
 """Utilization bounds of Lucid's sharing-score tiers: below 0.85 light (0), below 0.95 medium (1), else heavy

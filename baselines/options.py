@@ -9,8 +9,8 @@ import types
 import typing
 from typing import Any
 
-from ..settings import Setting, SettingError, check_value
-from .base import POLICIES, policy_names
+from gpucluster_env.policy import POLICIES, policy_names
+from gpucluster_env.settings import Setting, SettingError, check_value
 
 
 def setting_of(name: str, hint: Any) -> Setting:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-from ..engine.view import ClusterView
+from gpucluster_env.engine.view import ClusterView
 
 
 class JobFacts:

@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..engine import Action, Colocate, Place, Wait
-from ..engine.view import ClusterView
-from .base import Policy, register_policy
+from gpucluster_env.engine import Action, Colocate, Place, Wait
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import Policy, register_policy
 
 
 class SJFSharingPolicy(Policy):

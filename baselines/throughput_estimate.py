@@ -38,8 +38,8 @@ import math
 
 import numpy as np
 
-from ..catalog.gpus import hadare_speed
-from ..engine.view import ClusterView
+from gpucluster_env.catalog.gpus import hadare_speed
+from gpucluster_env.engine.view import ClusterView
 
 
 class SpecEstimate:

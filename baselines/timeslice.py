@@ -10,9 +10,9 @@ world setting, not an agent: pass the catalog to the environment (``GPUClusterEn
 
 from __future__ import annotations
 
-from ..catalog import Catalog, default_catalog
-from ..interference import InterferenceModel
-from ..workloads import ModelProfile
+from gpucluster_env.catalog import Catalog, default_catalog
+from gpucluster_env.interference import InterferenceModel
+from gpucluster_env.workloads import ModelProfile
 
 TIMESLICE_RATIO = 1.75
 """xi(time-slicing) / xi(MPS), castor §8 Fig. 8(a) (MPS lower by up to 43%: 1 / 0.57)."""

@@ -1,5 +1,2 @@
-"""The benchmark harness: run policies on scenarios and seeds, record episodes, aggregate results."""
-
-from .runner import run_episode
-
-__all__ = ["run_episode"]
+"""The benchmark harness: run policies on boards of scenarios and seeds, keep the records, aggregate results
+(each cell is one :func:`gpucluster_env.policy.run_episode`)."""

@@ -35,8 +35,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..input_files import parse_toml, read_text
-from ..settings import Setting, SettingError, check_value
+from gpucluster_env.input_files import parse_toml, read_text
+from gpucluster_env.settings import Setting, SettingError, check_value
 
 BOARD_KEYS = {"name", "description", "seeds", "reference", "metrics", "scenario_options", "group"}
 GROUP_KEYS = {"scenarios", "policies", "scenario_options", "policy_options", "env_options", "seeds"}
@@ -56,7 +56,7 @@ MAX_WINDOW = 4096
 
 
 def _env_option_settings() -> dict[str, Setting]:
-    from ..env.cluster_env import OBJECTIVES
+    from gpucluster_env.env.cluster_env import OBJECTIVES
 
     return {
         "xi": Setting("xi", "float", low=1.0, high=100.0),
@@ -252,7 +252,7 @@ def cells_from_args(scenarios: list[str], policies: list[str] | None, seeds: int
     """A board given on the command line (``--scenarios A,B --policies X,Y --seeds N``) and notes on what it
     leaves out. Without ``policies``: every registered policy that can run on each scenario (one note per
     policy left out); a policy named that cannot run on a scenario is a one-line ``ValueError``."""
-    from ..baselines import policy_names
+    from gpucluster_env.policy import policy_names
 
     notes: list[str] = []
     groups = []
@@ -273,10 +273,11 @@ def runnable(policy: str, sc: Any) -> str | None:
     """Why ``policy`` cannot run on scenario ``sc``, or None: a trained model (``rl:DIR`` or shipped) needs a
     cluster with as many GPU types as it was trained on (its spaces depend on that number); a reference policy
     says so by its ``applies_to``. A missing ``rl:DIR`` is a one-line ``FileNotFoundError``."""
-    from ..agents.policies import SHIPPED_DIR, RLPolicy, read_meta
-    from ..baselines import POLICIES
+    from gpucluster_env.agents.policies import SHIPPED_DIR, RLPolicy, read_meta
 
-    cls = POLICIES.get(policy)
+    from gpucluster_env.policy import registered_policies
+
+    cls = registered_policies().get(policy)
     if policy.startswith("rl:") or (cls is not None and issubclass(cls, RLPolicy)):
         trained = read_meta(policy[3:] if policy.startswith("rl:") else SHIPPED_DIR).get("gpu_types")
         here = len({n.gpu_type for n in sc.cluster.nodes})
@@ -291,7 +292,7 @@ def runnable(policy: str, sc: Any) -> str | None:
 
 def trace_identity(sc: Any) -> str:
     """The trace identity of a scenario (see :func:`gpucluster_env.traces.scenario_jobs.trace_identity`)."""
-    from ..traces.scenario_jobs import trace_identity as identity
+    from gpucluster_env.traces.scenario_jobs import trace_identity as identity
 
     return identity(sc)
 
@@ -301,8 +302,8 @@ def canonical_scenario_options(scenario: str, options: dict[str, Any], where: st
     values as the scenario holds them (``load = 1`` is ``1.0``, a cluster as its spec), and options equal to
     the scenario's own value left out (so ``tiny``, ``tiny`` with ``num_jobs = 40`` and ``tiny`` with
     ``load = 1.0`` are one scenario)."""
-    from ..hardware import ClusterSpec
-    from ..scenarios import CONFIG_SETTINGS
+    from gpucluster_env.hardware import ClusterSpec
+    from gpucluster_env.scenarios import CONFIG_SETTINGS
 
     base = _scenario(scenario, {}, where)
     sc = _scenario(scenario, options, where)
@@ -329,7 +330,7 @@ def check_env_options(options: dict[str, Any], where: str = "") -> dict[str, Any
 
 
 def _scenario(name: str, options: dict[str, Any], where: str) -> Any:
-    from ..scenarios import get_scenario
+    from gpucluster_env.scenarios import get_scenario
 
     try:
         return get_scenario(name, **options)
@@ -357,8 +358,9 @@ def _table(v: Any, where: str) -> dict[str, Any]:
 
 
 def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any], room: int) -> list[Cell]:
-    from ..baselines import policy_names
-    from ..baselines.options import check_policy_options
+    from gpucluster_env.baselines.options import check_policy_options
+
+    from gpucluster_env.policy import policy_names
 
     if not isinstance(g, dict):
         raise ValueError(f"{where}: must be a table")

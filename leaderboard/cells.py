@@ -16,8 +16,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..engine.metrics import sharing_benefit_ratios
-from .board import Cell
+from gpucluster_env.leaderboard.board import Cell
+
+from gpucluster_env.engine.metrics import sharing_benefit_ratios
 
 JOB_DECIMALS = 2
 """Per-job times are stored rounded to 10 ms: compact, and far below any effect the leaderboard reports."""
@@ -44,8 +45,8 @@ def _jsonable(v: Any) -> Any:
 def env_spec(cell: Cell) -> dict[str, Any]:
     """The environment of ``cell`` as JSON data: the registered id, the scenario with its options applied
     (cluster, trace recipe, engine settings) and the env options. Computed without running anything."""
-    from ..registration import env_id
-    from ..scenarios import get_scenario
+    from gpucluster_env.registration import env_id
+    from gpucluster_env.scenarios import get_scenario
 
     sc = get_scenario(cell.scenario, **cell.scenario_options)
     return {"id": env_id(cell.scenario), "scenario": _jsonable(sc), "env_options": cell.env_options}
@@ -53,14 +54,14 @@ def env_spec(cell: Cell) -> dict[str, Any]:
 
 def versions() -> dict[str, str | None]:
     """The versions a record carries (:func:`gpucluster_env.versions.package_versions`)."""
-    from ..versions import package_versions
+    from gpucluster_env.versions import package_versions
 
     return package_versions()
 
 
 def package_version() -> str:
     """The installed package's version."""
-    from .. import __version__
+    from gpucluster_env import __version__
 
     return __version__
 
@@ -83,9 +84,9 @@ def git_revision() -> str:
 def policy_version(name: str) -> str:
     """A policy's version: its class's ``version`` attribute where it has one (an RL policy may name its
     checkpoint), else the package version (reference policies change with the package)."""
-    from ..baselines import POLICIES
+    from gpucluster_env.policy import registered_policies
 
-    cls = POLICIES.get(name)
+    cls = registered_policies().get(name)
     v = getattr(cls, "version", None) if cls is not None else None
     return str(v) if v else package_version()
 
@@ -93,8 +94,8 @@ def policy_version(name: str) -> str:
 def _env_kwargs(cell: Cell) -> dict[str, Any]:
     kwargs = {k: v for k, v in cell.env_options.items() if k != "xi"}
     if "xi" in cell.env_options:
-        from ..catalog import default_catalog
-        from ..interference import ConstantInterference
+        from gpucluster_env.catalog import default_catalog
+        from gpucluster_env.interference import ConstantInterference
 
         kwargs["catalog"] = default_catalog().with_interference(ConstantInterference(float(cell.env_options["xi"])))
     return kwargs
@@ -118,9 +119,9 @@ SB_METRICS = ("sb_median", "sb_frac_gt1", "sb_decisions")
 @cache
 def engine_metric_names() -> frozenset[str]:
     """The names of the metrics every episode reports (those of a fresh engine's metrics)."""
-    from ..engine.build import make_engine
-    from ..engine.metrics import episode_metrics
-    from ..scenarios import get_scenario
+    from gpucluster_env.engine.build import make_engine
+    from gpucluster_env.engine.metrics import episode_metrics
+    from gpucluster_env.scenarios import get_scenario
 
     return frozenset(episode_metrics(make_engine(get_scenario("tiny"), 0)))
 
@@ -128,11 +129,11 @@ def engine_metric_names() -> frozenset[str]:
 def metric_names(policies: set[str]) -> set[str]:
     """The metrics a record of one of ``policies`` may have: the engine's, the sharing-benefit ones and the
     policies' own :attr:`~gpucluster_env.baselines.base.Policy.stat_names`."""
-    from ..baselines import POLICIES
+    from gpucluster_env.policy import registered_policies
 
     names = set(engine_metric_names()) | set(SB_METRICS)
     for p in policies:
-        names |= set(getattr(POLICIES.get(p), "stat_names", ()))
+        names |= set(getattr(registered_policies().get(p), "stat_names", ()))
     return names
 
 
@@ -140,8 +141,7 @@ def run_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell's episode and return its result: the runner's metrics, per-job results, the policy's own
     :meth:`~gpucluster_env.baselines.base.Policy.episode_stats` and, for policies that keep a performance model
     (Castor), their sharing-benefit decisions (castor §9.2 eq. 24)."""
-    from ..baselines import make_policy
-    from .runner import run_episode
+    from gpucluster_env.policy import make_policy, run_episode
 
     pol = make_policy(cell.policy, **cell.policy_options)
     r = run_episode(cell.scenario, pol, cell.seed, scenario_options=cell.scenario_options or None,

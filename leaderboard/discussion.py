@@ -3,8 +3,8 @@ computed from the records (and the scenarios' job tables) when the document is r
 
 from __future__ import annotations
 
-from .papers import PAPER, PAPER_SIZES, implied_large_share
-from .reproduce import (
+from gpucluster_env.leaderboard.papers import PAPER, PAPER_SIZES, implied_large_share
+from gpucluster_env.leaderboard.reproduce import (
     MAIN,
     POLICIES,
     SWEEP_JOBS,

@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gpucluster_env.leaderboard.reproduce import MAIN, POLICIES, Results, _opts_label, load_rows
+from gpucluster_env.leaderboard.stats import improvement, improvement_ci
 
-from ..atomic_write import write_bytes_atomic
-from .reproduce import MAIN, POLICIES, Results, _opts_label, load_rows
-from .stats import improvement, improvement_ci
+from gpucluster_env.atomic_write import write_bytes_atomic
 
 SNAPSHOT_FORMAT = "gpucluster-engine-snapshot"
 SNAPSHOT_METRICS = ("avg_jct_s", "avg_queue_s", "makespan_s")

@@ -17,9 +17,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .board import Board, Cell, canonical, trace_identity
-from .cells import env_spec, git_revision, metric_names, package_version, policy_version, run_cell, versions
-from .store import ResultStore, Stale, make_record
+from gpucluster_env.leaderboard.board import Board, Cell, canonical, trace_identity
+from gpucluster_env.leaderboard.cells import (
+    env_spec,
+    git_revision,
+    metric_names,
+    package_version,
+    policy_version,
+    run_cell,
+    versions,
+)
+from gpucluster_env.leaderboard.store import ResultStore, Stale, make_record
 
 BACKENDS = ("local", "ray")
 LIVE_METRIC = "avg_jct_s"
@@ -55,7 +63,7 @@ def check_policies(board: Board) -> None:
     refuse env options that would replace the world a policy asks for (``xi`` replaces ``castor-timeslice``'s
     time-slicing catalog; an env keyword a policy sets itself, such as a trained model's window) instead of
     silently running another experiment."""
-    from ..baselines import make_policy
+    from gpucluster_env.policy import make_policy
 
     built: dict[str, dict[str, Any]] = {}
     seen: set[tuple[str, str]] = set()
@@ -90,7 +98,7 @@ def check_scenarios(cells: list[Cell]) -> None:
     """Build the jobs of each distinct scenario (with its options) among ``cells`` once, for its first seed, so
     a trace that cannot be read or sampled (an unknown trace name, a bad row in a trace file, a window with no
     jobs) stops the run with one line before any cell instead of failing in the middle of it."""
-    from ..scenarios import get_scenario
+    from gpucluster_env.scenarios import get_scenario
 
     seen: set[tuple[str, str]] = set()
     for c in cells:
@@ -307,7 +315,7 @@ def _trace_changed(cell: Cell, cache: dict[tuple[str, str], str]) -> str:
         return ""
     key = (cell.scenario, canonical(cell.scenario_options))
     if key not in cache:
-        from ..scenarios import get_scenario
+        from gpucluster_env.scenarios import get_scenario
 
         try:
             cache[key] = trace_identity(get_scenario(cell.scenario, **cell.scenario_options))

@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gpucluster_env.leaderboard.board import Cell
+from gpucluster_env.leaderboard.papers import paper_rows
+from gpucluster_env.leaderboard.summary import labelled, summarize
 
-from ..atomic_write import atomic_output
-from .board import Cell
-from .papers import paper_rows
-from .summary import labelled, summarize
+from gpucluster_env.atomic_write import atomic_output
 
 HOUR = 3600.0
 

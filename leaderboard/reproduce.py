@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from gpucluster_env.leaderboard.papers import LARGE_GPUS, PAPER, PAPER_SIZES, implied_large_share
+from gpucluster_env.leaderboard.stats import improvement, improvement_ci, mean_ci
 
-from ..atomic_write import write_bytes_atomic
-from .papers import LARGE_GPUS, PAPER, PAPER_SIZES, implied_large_share
-from .stats import improvement, improvement_ci, mean_ci
+from gpucluster_env.atomic_write import write_bytes_atomic
 
 POLICIES = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "sjf-ffs", "lucid", "castor", "castor-oracle"]
 """Rows of the main tables (a policy a board did not run on a setting shows as '–')."""
@@ -439,7 +439,7 @@ def load_rows(dirs: list[str]) -> list[dict[str, Any]]:
     version are left out and reported on stderr, as ``leaderboard show`` does)."""
     import sys
 
-    from .execute import load_current
+    from gpucluster_env.leaderboard.execute import load_current
 
     records, notes = load_current(dirs)
     for n in notes:
@@ -462,10 +462,10 @@ def main(argv: list[str] | None = None) -> int:
     seeds = len({r["seed"] for r in rows})
     res = Results(rows)
     text = render(res, seeds, sum(r["wall_s"] for r in rows))
-    from .discussion import discussion
+    from gpucluster_env.leaderboard.discussion import discussion
 
     text += "\n" + "\n".join(discussion(res)) + "\n"
-    from .engine_change import DEFAULT_SNAPSHOT, ENGINE_CHANGES, load_snapshot, render_change
+    from gpucluster_env.leaderboard.engine_change import DEFAULT_SNAPSHOT, ENGINE_CHANGES, load_snapshot, render_change
 
     before = args.before or (str(DEFAULT_SNAPSHOT) if DEFAULT_SNAPSHOT.exists() else "none")
     if before != "none":

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic_write import atomic_output, is_temporary, remove_stale_temporaries
-from ..input_files import InputFileError, parse_json, read_text
-from .board import Cell, canonical
+from gpucluster_env.leaderboard.board import Cell, canonical
+
+from gpucluster_env.atomic_write import atomic_output, is_temporary, remove_stale_temporaries
+from gpucluster_env.input_files import InputFileError, parse_json, read_text
 
 RECORD_FORMAT = "gpucluster-leaderboard-record"
 RECORD_VERSION = 2

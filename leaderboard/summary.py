@@ -12,9 +12,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-
-from . import stats
-from .board import Cell, canonical, options_label
+from gpucluster_env.leaderboard import stats
+from gpucluster_env.leaderboard.board import Cell, canonical, options_label
 
 
 @dataclass

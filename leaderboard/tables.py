@@ -10,8 +10,8 @@ import json
 import math
 from typing import Any
 
-from .stats import Interval
-from .summary import PolicyRow, Summary
+from gpucluster_env.leaderboard.stats import Interval
+from gpucluster_env.leaderboard.summary import PolicyRow, Summary
 
 FORMATS = ("table", "md", "csv", "json")
 TRUNCATED_NOTE = "† truncated episodes: their numbers cover only the jobs finished before the limit"

@@ -142,8 +142,7 @@ def env_case(scenario: str, seed: int, box: bool = False) -> tuple[str, str]:
 
 def policy_case(scenario: str, policy: str, seed: int) -> tuple[str, str]:
     """A reference policy to the end of the episode; returns (hash, trace note)."""
-    from gpucluster_env.leaderboard import runner
-
+    from gpucluster_env import policy as runner
     from gpucluster_env.env import GPUClusterEnv
 
     envs: list[GPUClusterEnv] = []
@@ -165,10 +164,10 @@ def policy_case(scenario: str, policy: str, seed: int) -> tuple[str, str]:
 
 
 def all_cases() -> list[str]:
-    from gpucluster_env.baselines import POLICIES, policy_names
+    from gpucluster_env.policy import policy_names, registered_policies
 
     # the reference policies of the papers (the random floor and learned models are not golden cases)
-    names = [n for n in policy_names() if POLICIES[n].__module__.startswith("gpucluster_env.baselines")]
+    names = [n for n in policy_names() if registered_policies()[n].__module__.startswith("gpucluster_env.baselines")]
     out = [f"env:{s}:{seed}" for s in ENV_SCENARIOS for seed in (0, 1)]
     out += ["env:castor-philly:0:box", "env:hadar-philly:0:box"]
     for sc, pol, seed in POLICY_CASES:

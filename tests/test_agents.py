@@ -8,10 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 from gpucluster_env.agents.policies import SHIPPED_DIR
-from gpucluster_env.baselines import make_policy, policy_names
-from gpucluster_env.leaderboard.runner import run_episode
 
 from gpucluster_env.cli.main import main
+from gpucluster_env.policy import make_policy, policy_names, run_episode
 
 SHIPPED_SCENARIOS = ("castor-philly", "sjfbsbf-philly")
 

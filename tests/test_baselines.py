@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines import POLICIES, make_policy, policy_names
 from gpucluster_env.baselines.castor import Castor, CastorOracle, best_sub_batch, theorem1
 from gpucluster_env.baselines.sharing import SJFFFS
 from gpucluster_env.baselines.tiresias import Tiresias
 
 from gpucluster_env.engine import Colocate, Place, Preempt, Wait
 from gpucluster_env.engine.simulator import RUNNING
+from gpucluster_env.policy import make_policy, policy_names, registered_policies
 
 ALL = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "srsf", "sjf-ffs", "castor", "castor-oracle"]
 
@@ -314,7 +314,7 @@ def test_policies_listed_with_description_and_paper() -> None:
     names = policy_names()
     for n in ALL + ["castor-timeslice"]:
         assert n in names
-        cls = POLICIES[n]
+        cls = registered_policies()[n]
         assert cls.description and "\n" not in cls.description and cls.paper
         assert n == n.lower() and " " not in n
 
@@ -369,12 +369,11 @@ def test_every_policy_completes_paper_scenarios(scenario: str) -> None:
 def test_runner_builds_the_world_a_policy_declares() -> None:
     """``Policy.env_kwargs`` is honoured by ``run_episode``: castor-timeslice runs on the time-slicing catalog
     by itself; the caller's ``env_kwargs`` still win."""
-    from gpucluster_env.baselines.base import Policy
     from gpucluster_env.baselines.timeslice import TimeSliceInterference
-    from gpucluster_env.leaderboard.runner import run_episode
 
     from gpucluster_env.catalog import default_catalog
     from gpucluster_env.interference import ConstantInterference
+    from gpucluster_env.policy import Policy, run_episode
 
     assert make_policy("fifo").env_kwargs() == {}
     assert isinstance(make_policy("castor-timeslice").env_kwargs()["catalog"].interference, TimeSliceInterference)

@@ -54,7 +54,7 @@ def test_actions_between_clock_advances_are_bounded(scenario: str) -> None:
 
 
 def test_random_masked_episode_is_within_three_times_castors_decisions() -> None:
-    from gpucluster_env.leaderboard.runner import run_episode
+    from gpucluster_env.policy import run_episode
 
     castor = run_episode("castor-philly", "castor", 0)
     rnd = run_episode("castor-philly", "random", 0)

@@ -10,19 +10,19 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from gpucluster_env.baselines import POLICIES, make_policy
 from gpucluster_env.baselines.gavel_gimbal import GavelGimbal
 from gpucluster_env.baselines.gimbal_rules import packing_sets
 
 from gpucluster_env.engine import Colocate
 from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import make_policy, registered_policies
 from tests.test_baselines import play_env
 from tests.test_gimbal import WORKED, WORKED_XI, PairPredictor, StubPredictor, play, violations
 
 
 def test_registered_with_gavels_makespan_policy() -> None:
     pol = make_policy("gavel+gimbal")
-    assert isinstance(pol, GavelGimbal) and POLICIES["gavel+gimbal"] is GavelGimbal
+    assert isinstance(pol, GavelGimbal) and registered_policies()["gavel+gimbal"] is GavelGimbal
     assert pol.objective == "makespan" and pol.gimbal_objective == "makespan"
     assert make_policy("gavel+gimbal", objective="max-min").gimbal_objective == "makespan"
     with pytest.raises(ValueError, match="objective"):

@@ -6,11 +6,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines import POLICIES, make_policy
 from gpucluster_env.traces.annotate import MIXES
 from gpucluster_env.traces.gavel_synth import GAVEL_JOB_TYPES, gavel_raw
 
 from gpucluster_env.engine import Place
+from gpucluster_env.policy import make_policy, registered_policies
 from gpucluster_env.scenarios import get_scenario
 from tests.test_baselines import drive, play_env
 
@@ -122,8 +122,8 @@ def test_policy_options_are_checked() -> None:
         make_policy("hadar", round_s=0.0)
     assert make_policy("gavel", objective="makespan").objective == "makespan"
     assert make_policy("gavel-ftf").objective == "ftf"
-    assert not POLICIES["hadare"].applies_to(get_scenario("tiny"))
-    assert POLICIES["hadare"].applies_to(get_scenario("hadar-philly"))
+    assert not registered_policies()["hadare"].applies_to(get_scenario("tiny"))
+    assert registered_policies()["hadare"].applies_to(get_scenario("hadar-philly"))
 
 
 def test_gavel_packed_shares_a_gpu_when_the_pair_pays(build: Any) -> None:

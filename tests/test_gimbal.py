@@ -11,8 +11,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines import make_policy
-from gpucluster_env.baselines.base import Policy
 from gpucluster_env.baselines.gimbal_rules import TopologyRule, host_gpus, packing_sets
 from gpucluster_env.baselines.gimbal_search import Coordinator, local_objective, priority
 from gpucluster_env.baselines.lucid import sharing_score
@@ -20,6 +18,7 @@ from gpucluster_env.baselines.profiled import JobFacts
 
 from gpucluster_env.engine import DONE, RUNNING, Colocate, Place, Squeeze, Swell, Wait
 from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import Policy, make_policy
 
 
 class StubPredictor:

@@ -8,12 +8,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines.base import Policy
-from gpucluster_env.leaderboard.runner import run_episode
 
 from gpucluster_env.engine.actions import Place, Preempt
 from gpucluster_env.env import GPUClusterEnv
 from gpucluster_env.env.rules import MAX_REJECTED_RUN, step_cap
+from gpucluster_env.policy import Policy, run_episode
 from gpucluster_env.settings import SettingError
 
 CALLS_BOUND = 200_000

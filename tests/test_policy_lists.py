@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from gpucluster_env.baselines.base import Policy
 from gpucluster_env.baselines.classic import FIFO
-from gpucluster_env.leaderboard.runner import run_episode
 
 from gpucluster_env.engine import Action, Wait
+from gpucluster_env.policy import Policy, run_episode
 
 
 class ListFIFO(Policy):

@@ -11,12 +11,11 @@ import math
 import gymnasium as gym
 import numpy as np
 import pytest
-from gpucluster_env.baselines import POLICIES, policy_names
-from gpucluster_env.leaderboard.runner import run_episode
 
 import gpucluster_env  # noqa: F401  (registers the env ids)
 from gpucluster_env.engine import Place, Squeeze, Wait
 from gpucluster_env.env import GPUClusterEnv
+from gpucluster_env.policy import registered_policies, run_episode
 from gpucluster_env.replay.record import (
     RECORD_VERSION,
     RecordError,
@@ -25,7 +24,7 @@ from gpucluster_env.replay.record import (
     read_record,
     write_lines,
 )
-from gpucluster_env.replay.recorder import RecordingWrapper, scenario_options_of
+from gpucluster_env.replay.recorder import RecordingWrapper, recording, scenario_options_of
 from gpucluster_env.replay.state import Timeline
 from gpucluster_env.replay.verify import verify_record
 from gpucluster_env.scenarios import get_scenario
@@ -37,10 +36,10 @@ def _same(a, b) -> bool:
     return (a is None and (b is None or (isinstance(b, float) and math.isnan(b)))) or a == b
 
 
-@pytest.mark.parametrize("policy", [p for p in policy_names() if POLICIES[p].applies_to(get_scenario("tiny"))])
+@pytest.mark.parametrize("policy", [p for p, c in registered_policies().items() if c.applies_to(get_scenario("tiny"))])
 def test_record_then_verify_gives_the_same_metrics(policy, tmp_path):
     path = tmp_path / f"{policy}.jsonl"
-    result = run_episode("tiny", policy, 3, record=path)
+    result = run_episode("tiny", policy, 3, wrap=recording(path))
     rec = read_record(path)
     assert rec.header["version"] == RECORD_VERSION and rec.header["policy"] == policy
     assert len(rec.actions) == result["steps"] and rec.metrics["actions"] == result["steps"]
@@ -58,7 +57,7 @@ def test_record_then_verify_gives_the_same_metrics(policy, tmp_path):
 
 def test_verify_names_the_first_mismatching_event(tmp_path):
     path = tmp_path / "ep.jsonl"
-    run_episode("tiny", "sjf-ffs", 0, record=path)
+    run_episode("tiny", "sjf-ffs", 0, wrap=recording(path))
     lines = path.read_text().splitlines()
     rec = read_record(path)
     # the 10th start event moves by a second: verification fails at exactly that event
@@ -75,7 +74,7 @@ def test_verify_names_the_first_mismatching_event(tmp_path):
 
 def test_verify_catches_a_changed_action_and_changed_metrics(tmp_path):
     path = tmp_path / "ep.jsonl"
-    run_episode("tiny", "fifo", 0, record=path)
+    run_episode("tiny", "fifo", 0, wrap=recording(path))
     text = path.read_text()
     first_place = next(x for x in text.splitlines() if '"kind":"act"' in x and "place" in x)
     swapped = text.replace(first_place, '{"kind":"act","a":{"type":"wait"}}', 1)
@@ -93,7 +92,7 @@ def test_verify_catches_a_changed_action_and_changed_metrics(tmp_path):
 
 def test_corrupt_or_truncated_records_name_the_line(tmp_path):
     path = tmp_path / "ep.jsonl"
-    run_episode("tiny", "fifo", 0, record=path)
+    run_episode("tiny", "fifo", 0, wrap=recording(path))
     lines = path.read_text().splitlines()
     n = len(lines)
     cases = {
@@ -123,7 +122,7 @@ def test_corrupt_or_truncated_records_name_the_line(tmp_path):
 
 def test_gzip_records_and_atomic_writes(tmp_path):
     path = tmp_path / "sub" / "ep.jsonl.gz"
-    run_episode("tiny", "castor", 1, record=path)
+    run_episode("tiny", "castor", 1, wrap=recording(path))
     assert path.read_bytes()[:2] == b"\x1f\x8b"
     assert verify_record(read_record(path)).ok
     assert [p.name for p in path.parent.iterdir()] == ["ep.jsonl.gz"]  # no temporary left behind
@@ -220,7 +219,7 @@ def test_events_that_contradict_each_other_name_their_line(tmp_path):
     """A record whose lines parse but whose events cannot happen in that order (a job finishing twice, a third
     job on a GPU) is refused when its state is rebuilt, naming the line."""
     path = tmp_path / "ep.jsonl"
-    run_episode("tiny", "fifo", 0, record=path)
+    run_episode("tiny", "fifo", 0, wrap=recording(path))
     lines = path.read_text().splitlines()
     fin = next(i for i, x in enumerate(lines) if '"kind":"finish"' in x)
     twice = tmp_path / "twice.jsonl"

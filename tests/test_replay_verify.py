@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from gpucluster_env.leaderboard.runner import run_episode
 
 from gpucluster_env.cli.main import main
+from gpucluster_env.policy import run_episode
 from gpucluster_env.replay.record import RecordError, read_record
+from gpucluster_env.replay.recorder import recording
 from gpucluster_env.replay.verify import verify_record
 from gpucluster_env.versions import package_versions
 
@@ -27,8 +28,9 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Lines]:
     """Two small episodes: fifo (exclusive GPUs) and the seeded random policy with calibration ticks (MPS
     squeezes, swells, preemptions; scenario options in the header)."""
     d = tmp_path_factory.mktemp("records")
-    run_episode("tiny", "fifo", 0, record=d / "fifo.jsonl")
-    run_episode("tiny", "random", 0, scenario_options={"num_jobs": 12, "tick_s": 30.0}, record=d / "random.jsonl")
+    run_episode("tiny", "fifo", 0, wrap=recording(d / "fifo.jsonl"))
+    run_episode("tiny", "random", 0, scenario_options={"num_jobs": 12, "tick_s": 30.0},
+                wrap=recording(d / "random.jsonl"))
     return {p: [json.loads(x) for x in (d / f"{p}.jsonl").read_text().splitlines()] for p in ("fifo", "random")}
 
 
@@ -331,12 +333,12 @@ def test_a_malformed_line_is_refused_naming_it(records, tmp_path, capsys, edit, 
 def test_a_policy_that_cannot_act_in_the_header_s_world_fails_in_one_line(records, tmp_path, monkeypatch):
     """The header's policy raising on the replayed state (rl-castor-philly under a header saying
     ``observation: "none"`` did: an internal error) fails verification naming the action and the policy."""
-    from gpucluster_env.baselines import POLICIES
+    from gpucluster_env.policy import registered_policies
 
     def act(self, observation, env):
         raise IndexError("only integers are valid indices")
 
-    monkeypatch.setattr(POLICIES["fifo"], "act", act)
+    monkeypatch.setattr(registered_policies()["fifo"], "act", act)
     res = verify_record(read_record(_write(records["fifo"], tmp_path / "f.jsonl")))
     assert not res.ok and res.message == ("action 0: policy 'fifo' of the header cannot act in the replay "
                                           "(IndexError: only integers are valid indices)"), res.message

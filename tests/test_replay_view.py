@@ -14,12 +14,13 @@ import time
 from pathlib import Path
 
 import pytest
-from gpucluster_env.leaderboard.runner import run_episode
 from rich.console import Console
 
+from gpucluster_env.policy import run_episode
 from gpucluster_env.replay.compare import CompareView, check_comparable
 from gpucluster_env.replay.live import SPEEDS, Player, parse_time, split_keys
 from gpucluster_env.replay.record import Record, read_record
+from gpucluster_env.replay.recorder import recording
 from gpucluster_env.replay.state import Timeline
 from gpucluster_env.replay.view import FOLD_NODES, FrameView, ViewOptions, sparkline
 
@@ -32,9 +33,9 @@ def records(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for pol in ("castor", "sjf-ffs"):
         out[pol] = d / f"{pol}.jsonl.gz"
-        run_episode("castor-philly", pol, 0, scenario_options={"num_jobs": 160}, record=out[pol])
+        run_episode("castor-philly", pol, 0, scenario_options={"num_jobs": 160}, wrap=recording(out[pol]))
     out["other-seed"] = d / "seed1.jsonl"
-    run_episode("castor-philly", "fifo", 1, scenario_options={"num_jobs": 160}, record=out["other-seed"])
+    run_episode("castor-philly", "fifo", 1, scenario_options={"num_jobs": 160}, wrap=recording(out["other-seed"]))
     return out
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from gpucluster_env.leaderboard.runner import run_episode
 from gpucluster_env.traces.pollux import (
     GPU_HOUR_CLASSES,
     POLLUX_APP_SHARE,
@@ -26,6 +25,7 @@ from gpucluster_env.traces.pollux import (
 
 from gpucluster_env.catalog import default_catalog
 from gpucluster_env.engine.build import make_engine
+from gpucluster_env.policy import run_episode
 from gpucluster_env.scenarios import get_scenario
 
 POLLUX_SCENARIOS = ("castor-philly", "castor-venus", "sjfbsbf-philly")

@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines import make_policy
 from gpucluster_env.baselines.throughput_estimate import SpecEstimate
 
 from gpucluster_env.catalog import GPU_TYPES, Catalog
@@ -16,6 +15,7 @@ from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.env import GPUClusterEnv
 from gpucluster_env.hardware import ClusterSpec
 from gpucluster_env.interference import ConstantInterference
+from gpucluster_env.policy import make_policy
 from tests.conftest import TEST_MODELS, make_jobs
 from tests.test_baselines import play_env
 

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from gpucluster_env.traces.files import numbers, read_csv
+from gpucluster_env.traces.tables import MAX_JOB_GPUS, LoadReport, RowChecker, TraceFormatError, finish
 
-from ..input_files import read_text
-from .files import numbers, read_csv
-from .tables import MAX_JOB_GPUS, LoadReport, RowChecker, TraceFormatError, finish
+from gpucluster_env.input_files import read_text
 
 PAI_JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
 PAI_TASK_COLUMNS = (

@@ -13,9 +13,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from ..catalog import Catalog
-from ..engine.perf import fit_accumulation, solo_iter_time
-from ..scenarios import MIXES as SCENARIO_MIXES
+from gpucluster_env.catalog import Catalog
+from gpucluster_env.engine.perf import fit_accumulation, solo_iter_time
+from gpucluster_env.scenarios import MIXES as SCENARIO_MIXES
 
 REFERENCE_GPU = "V100"
 REFERENCE_NODE_GPUS = 8

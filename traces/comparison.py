@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from . import profiles
+from gpucluster_env.traces import profiles
 
 GPU_BINS = (1, 2, 4, 8, 16, 32)
 DURATION_QUANTILES = (0.25, 0.5, 0.75, 0.9, 0.99)
@@ -57,8 +56,8 @@ def compare(
     """A table (rows: statistics; columns: real, synthetic) and a note naming the real source. With ``file``
     (a normalized trace loaded from a user's file), the real column is that file's statistics and ``name``
     only picks the synthetic profile it stands beside."""
-    from .registry import load_trace
-    from .synthetic import generate
+    from gpucluster_env.traces.registry import load_trace
+    from gpucluster_env.traces.synthetic import generate
 
     profile = profiles.get_profile(name)
     syn = trace_stats(generate(profile, n, np.random.default_rng(seed)))

@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .registry import RemoteFile, TraceSpec, cache_dir, get_trace
+from gpucluster_env.traces.registry import RemoteFile, TraceSpec, cache_dir, get_trace
 
 CHUNK = 1 << 16
 
@@ -208,9 +208,9 @@ def _is_folder(f: RemoteFile) -> bool:
 def content_check(spec: TraceSpec, f: RemoteFile) -> Callable[[Path], None]:
     """The check a downloaded or imported file of ``spec`` must pass before it enters the cache: the trace's
     own loader for a one-file trace; for Alibaba PAI's two tables, each read with its expected columns."""
-    from .alibaba import PAI_JOB_COLUMNS, PAI_TASK_COLUMNS
-    from .files import read_csv
-    from .registry import load_file
+    from gpucluster_env.traces.alibaba import PAI_JOB_COLUMNS, PAI_TASK_COLUMNS
+    from gpucluster_env.traces.files import read_csv
+    from gpucluster_env.traces.registry import load_file
 
     if len(spec.files) == 1:
         return lambda p: None if load_file(p, spec.loader) else None

@@ -9,9 +9,9 @@ import io
 from pathlib import Path
 
 import pandas as pd
+from gpucluster_env.traces.tables import LoadReport, TraceFormatError
 
-from ..input_files import InputFileError, read_text
-from .tables import LoadReport, TraceFormatError
+from gpucluster_env.input_files import InputFileError, read_text
 
 
 def open_text(path: str | Path) -> io.StringIO:

@@ -30,10 +30,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from gpucluster_env.traces.files import numbers, open_text, read_csv
+from gpucluster_env.traces.tables import LoadReport, RowChecker, TraceFormatError, finish
 
-from ..jobs import MAX_BATCH_SIZE
-from .files import numbers, open_text, read_csv
-from .tables import LoadReport, RowChecker, TraceFormatError, finish
+from gpucluster_env.jobs import MAX_BATCH_SIZE
 
 GAVEL_COLUMNS = (
     "job_type",

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
+from gpucluster_env.traces.annotate import gimbal_deadlines, to_job_table
+from gpucluster_env.traces.scenario_jobs import SOURCES, arrivals, recipe
 
-from ..catalog import Catalog
-from .annotate import gimbal_deadlines, to_job_table
-from .scenario_jobs import SOURCES, arrivals, recipe
+from gpucluster_env.catalog import Catalog
 
 if TYPE_CHECKING:
-    from ..scenarios import Scenario
+    from gpucluster_env.scenarios import Scenario
 
 GIMBAL_CLASSES = {
     "small": ("resnet18", "mobilenetv2", "efficientnet"),

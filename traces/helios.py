@@ -12,9 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-
-from .files import numbers, read_csv, timestamps
-from .tables import LoadReport, RowChecker, TraceFormatError, finish
+from gpucluster_env.traces.files import numbers, read_csv, timestamps
+from gpucluster_env.traces.tables import LoadReport, RowChecker, TraceFormatError, finish
 
 HELIOS_COLUMNS = (
     "job_id",

@@ -10,9 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-
-from .files import numbers, read_csv
-from .tables import LoadReport, RowChecker, finish
+from gpucluster_env.traces.files import numbers, read_csv
+from gpucluster_env.traces.tables import LoadReport, RowChecker, finish
 
 REQUIRED = ("job_id", "submit_s", "num_gpus", "duration_s")
 OPTIONAL = ("vc", "user", "status")

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from .files import numbers, open_text, read_csv, timestamps
-from .tables import LoadReport, RowChecker, TraceFormatError, finish, row_error
+from gpucluster_env.traces.files import numbers, open_text, read_csv, timestamps
+from gpucluster_env.traces.tables import LoadReport, RowChecker, TraceFormatError, finish, row_error
 
 PHILLY_CSV_COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
 TIME_FORMAT = "%Y-%m-%d %H:%M:%S"

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..catalog import Catalog
+from gpucluster_env.catalog import Catalog
 
 POLLUX_START_HOUR = 2.0
 """Pollux's ``--start 2``: the busiest period of Philly begins at 2:00 (trace clock)."""
@@ -207,7 +207,7 @@ def pollux_step_time(app: str, num_gpus: int, local_bsz: float, root: Path | Non
     linearly in the local batch. A local batch above the largest measured one is split into ``k`` equal
     micro-batches, paying ``k - 1`` extra compute passes (``step_time - sync_time``), as Pollux's simulator
     does for gradient accumulation; one below the smallest measured is clamped to it."""
-    from ..catalog.measured import load_pollux_placements
+    from gpucluster_env.catalog.measured import load_pollux_placements
 
     pl = pollux_placement(num_gpus)
     rows = sorted((float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
@@ -229,7 +229,7 @@ def pollux_time_iterations(app: str, num_gpus: int, catalog: Catalog, root: Path
     catalog's T4 with the same placement (4-GPU nodes, 50 Gbps). So the job runs on Pollux's hardware in this
     simulator as long as it ran in Pollux's measurements, whatever the catalog's fitted communication terms
     say."""
-    from .annotate import reference_iter_time
+    from gpucluster_env.traces.annotate import reference_iter_time
 
     b = pollux_batch(app, num_gpus)
     n_pollux = pollux_iterations(app, num_gpus, catalog)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from statistics import NormalDist
 
-from .synthetic import QUANTILE_PROBS, TraceProfile
+from gpucluster_env.traces.synthetic import QUANTILE_PROBS, TraceProfile
 
 PHILLY = TraceProfile(
     name="philly",

@@ -15,9 +15,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
+from gpucluster_env.traces.tables import LoadReport
 
-from ..scenarios import TRACE_FILE_FORMATS
-from .tables import LoadReport
+from gpucluster_env.scenarios import TRACE_FILE_FORMATS
 
 
 @dataclass(frozen=True)
@@ -202,7 +202,7 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
     """The loader function of a format key (``philly-csv``, ``philly-json``, ``gavel``, ``gavel-dir``,
     ``helios``,
     ``pai``, ``openb``)."""
-    from . import alibaba, gavel, helios, normalized, philly
+    from gpucluster_env.traces import alibaba, gavel, helios, normalized, philly
 
     table: dict[str, Callable[..., tuple[pd.DataFrame, LoadReport]]] = {
         "philly-csv": philly.load_philly_csv,
@@ -225,7 +225,7 @@ FORMAT_NAMES = TRACE_FILE_FORMATS  # declared with the scenario options (scenari
 
 def _sniff(p: Path) -> str | None:
     """The format of a trace file from its first line (the header columns each format has), or None."""
-    from .files import open_text
+    from gpucluster_env.traces.files import open_text
 
     first = next((ln for ln in open_text(p).getvalue().splitlines() if ln.strip()), "")
     if first.lstrip().startswith("["):

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..scenarios import parse_window
+from gpucluster_env.scenarios import parse_window
 
 BUSIEST_PERIOD_S = 8 * 3600.0
 

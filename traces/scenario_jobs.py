@@ -24,14 +24,9 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-
-from ..catalog import Catalog
-from ..catalog.measured import data_dir
-from ..scenarios import RECIPE_NAMES, TRACE_NAMES, parse_window
-from ..settings import SettingError
-from .annotate import assign_models, gimbal_deadlines, mix_raw, reference_iter_time, to_job_table
-from .gavel_synth import DEFAULT_RATE_PER_HOUR, gavel_raw
-from .pollux import (
+from gpucluster_env.traces.annotate import assign_models, gimbal_deadlines, mix_raw, reference_iter_time, to_job_table
+from gpucluster_env.traces.gavel_synth import DEFAULT_RATE_PER_HOUR, gavel_raw
+from gpucluster_env.traces.pollux import (
     POLLUX_PERIOD_H,
     pollux_applications,
     pollux_batch,
@@ -40,12 +35,17 @@ from .pollux import (
     pollux_sample,
     pollux_time_iterations,
 )
-from .registry import get_trace, load_file, load_trace, locate
-from .samplers import fit_to_cluster, sample
-from .shipped import load_embedded
+from gpucluster_env.traces.registry import get_trace, load_file, load_trace, locate
+from gpucluster_env.traces.samplers import fit_to_cluster, sample
+from gpucluster_env.traces.shipped import load_embedded
+
+from gpucluster_env.catalog import Catalog
+from gpucluster_env.catalog.measured import data_dir
+from gpucluster_env.scenarios import RECIPE_NAMES, TRACE_NAMES, parse_window
+from gpucluster_env.settings import SettingError
 
 if TYPE_CHECKING:
-    from ..scenarios import Scenario
+    from gpucluster_env.scenarios import Scenario
 
 SCENARIO_TRACES = {
     "philly": ("philly", "philly"),
@@ -383,4 +383,4 @@ def build_jobs(sc: Scenario, seed: int, catalog: Catalog) -> tuple[pd.DataFrame,
     return make(sc, np.random.default_rng(seed), catalog)
 
 
-from . import gimbal_mix  # noqa: E402, F401  (registers the "gimbal" recipe)
+from gpucluster_env.traces import gimbal_mix  # noqa: E402, F401  (registers the "gimbal" recipe)

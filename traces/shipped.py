@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from gpucluster_env.traces.profiles import get_profile
+from gpucluster_env.traces.synthetic import generate
+from gpucluster_env.traces.tables import finish
 
-from ..atomic_write import atomic_output
-from .profiles import get_profile
-from .synthetic import generate
-from .tables import finish
+from gpucluster_env.atomic_write import atomic_output
 
 EMBEDDED_DIR = Path(__file__).resolve().parent / "embedded"
 EMBEDDED_JOBS = {"philly": 3000, "venus": 3000, "alibaba": 2000}

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..input_files import InputFileError
+from gpucluster_env.input_files import InputFileError
 
 NORMALIZED_COLUMNS = ("job_id", "submit_s", "num_gpus", "duration_s", "vc", "user", "status")
 MAX_JOB_GPUS = 100_000

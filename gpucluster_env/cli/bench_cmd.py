@@ -46,7 +46,7 @@ def _peak_rss_mb() -> float:
 
 def bench_fifo(scenario: str, jobs: int, seed: int) -> dict[str, float]:
     """FIFO through :func:`run_episode` (exactly how policies are scored)."""
-    from gpucluster_env.leaderboard.runner import run_episode
+    from gpucluster_env.policy import run_episode
 
     if jobs < 1:
         raise ValueError(f"--jobs must be positive, got {jobs}")

@@ -13,7 +13,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_env.baselines import POLICIES, policy_names
+    from gpucluster_env.policy import POLICIES, policy_names
 
     rows = [{"name": n, "description": POLICIES[n].description, "paper": POLICIES[n].paper}
             for n in policy_names()]

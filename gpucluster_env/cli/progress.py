@@ -9,7 +9,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from gpucluster_env.baselines.base import Policy
+from gpucluster_env.policy import Policy
 
 UPDATE_EVERY = 512
 

@@ -134,12 +134,12 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_env.baselines import make_policy, policy_names
     from gpucluster_env.cli.jsonout import dumps
     from gpucluster_env.cli.options import parse_policy_options
     from gpucluster_env.cli.progress import EpisodeLimits, ProgressPolicy
     from gpucluster_env.env.limits import ENV_LIMITS
-    from gpucluster_env.leaderboard.runner import run_episode
+    from gpucluster_env.policy import make_policy, policy_names, run_episode
+    from gpucluster_env.replay.recorder import recording
     from gpucluster_env.settings import SettingError
 
     if not (0 <= args.seed < 2**32):
@@ -149,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     if not (1 <= args.max_steps <= ENV_LIMITS["max_steps"].high):  # type: ignore[operator]
         raise SettingError(f"--max-steps {args.max_steps}: must be from 1 to {ENV_LIMITS['max_steps'].high:.0e}")
     sc = scenario_from_args(args)
-    from gpucluster_env.baselines import POLICIES
+    from gpucluster_env.policy import POLICIES
 
     names = [n for n in policy_names() if POLICIES[n].applies_to(sc)] if args.policy == "all" else [args.policy]
     if args.record and len(names) > 1:
@@ -164,7 +164,8 @@ def run(args: argparse.Namespace) -> int:
         for name in names:
             pol = ProgressPolicy(make_policy(name, **popts), limits, show=not args.no_progress and not args.json)
             try:
-                results.append(run_episode(sc, pol, args.seed, record=scratch))  # type: ignore[arg-type]
+                results.append(run_episode(sc, pol, args.seed,  # type: ignore[arg-type]
+                                           wrap=recording(scratch) if scratch else None))
             finally:
                 pol.close()
             results[-1]["limits"] = limits.describe()

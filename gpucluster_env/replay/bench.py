@@ -21,13 +21,14 @@ from .view import FrameView, ViewOptions
 def frame_benchmark(scenario: str = "castor-philly", jobs: int = 500, seed: int = 0, frames: int = 60,
                     width: int = 120, height: int = 40) -> dict[str, float | int | str]:
     """Median and worst milliseconds to render one frame of the replay of a ``jobs``-job episode."""
-    from ..leaderboard.runner import run_episode
+    from ..policy import run_episode
+    from .recorder import recording
 
     if jobs < 1 or frames < 1:
         raise ValueError("frame benchmark needs at least one job and one frame")
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "bench.jsonl.gz"
-        run_episode(scenario, "fifo", seed, scenario_options={"num_jobs": jobs}, record=path)
+        run_episode(scenario, "fifo", seed, scenario_options={"num_jobs": jobs}, wrap=recording(path))
         rec = read_record(path)
     tl = Timeline(rec)
     view = FrameView(tl)

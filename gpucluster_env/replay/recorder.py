@@ -10,6 +10,7 @@ Policies keep reading ``env.unwrapped``; the wrapper changes no observation, rew
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,12 @@ class EpisodeCapture:
         return [*self.lines, tail]
 
 
+def recording(path: str | Path) -> Callable[[GPUClusterEnv, Any], RecordingWrapper]:
+    """For :func:`gpucluster_env.policy.run_episode`'s ``wrap``: record the episode to ``path``, named by the
+    policy that plays it (its name and options)."""
+    return lambda env, policy: RecordingWrapper(env, path, policy.name, policy.options)
+
+
 class RecordingWrapper(gym.Wrapper):
     """Records every episode of the wrapped :class:`GPUClusterEnv` to ``path`` (``{episode}`` in it is
     replaced by the episode number, from 0; without it each episode overwrites the last). ``policy`` and
@@ -185,9 +192,10 @@ class RecordingWrapper(gym.Wrapper):
             return self.catalog
         if base.catalog is None:
             return "default"
-        from ..baselines.base import POLICIES, make_policy
+        from ..policy import make_policy, registered_policies
 
-        if self.policy in POLICIES and make_policy(self.policy, **self.policy_options).env_kwargs().get("catalog"):
+        if self.policy in registered_policies() and make_policy(
+                self.policy, **self.policy_options).env_kwargs().get("catalog"):
             return "policy"
         return "custom"
 

@@ -18,7 +18,7 @@ from .record import Record, RecordError, action_from_json, action_to_json, event
 from .recorder import EpisodeCapture, header_of
 
 if TYPE_CHECKING:
-    from ..baselines.base import Policy
+    from ..policy import Policy
 
 INFORMATIONAL = frozenset({"package_version", "versions"})
 """Header keys a replay does not check: what made the record (a failure's note names those that differ)."""
@@ -72,7 +72,7 @@ def header_policy(header: dict[str, Any], where: str = "record") -> Policy | Non
     """The policy the header names, built with its options, or None when the name is not a registered policy
     (an RL agent, a hand-written rollout: its actions can only be replayed as recorded). A registered name
     with options it refuses is a :class:`RecordError` naming ``policy_options``."""
-    from ..baselines.base import make_policy, policy_names
+    from ..policy import make_policy, policy_names
 
     if header["policy"] not in policy_names():
         return None

@@ -1,0 +1,207 @@
+"""The agent interface, at the boundary between the environment and the agents: the :class:`Policy` every
+agent implements, the registry of policies by name, and :func:`run_episode`, the single code path by which
+reference agents and RL policies are scored. It sits below the agents (``baselines``, ``agents``) and the
+harness (leaderboard, CLI, replay), which all import it; it imports only the engine and the environment.
+
+A policy is an object with ``act(observation, env) -> action``: an int of the env's action space, a typed
+action (:mod:`gpucluster_env.engine.actions`) for white-box agents that need an exact GPU set, or a list of
+typed actions for the current decision point (:func:`run_episode` hands them to the env one at a time).
+White-box agents read the cluster through :meth:`Policy.view` (a read-only
+:class:`~gpucluster_env.engine.view.ClusterView`) and change the world only through the actions they return.
+
+Policies register themselves with :func:`register_policy` when their module is imported; :func:`make_policy`
+and :func:`policy_names` import the packages named in :data:`POLICY_PACKAGES` first (by name, as plugins: they
+sit above this module).
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gpucluster_env.engine import Action, Wait
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.env import GPUClusterEnv
+
+if TYPE_CHECKING:
+    from gpucluster_env.scenarios import Scenario
+
+POLICY_PACKAGES = ("gpucluster_env.baselines", "gpucluster_env.agents.policies")
+"""The packages whose import registers every policy: the reference policies, then the random floor and the
+shipped RL models."""
+RL_POLICY_FACTORY = "gpucluster_env.agents.policies:make_rl_policy"
+"""What builds ``rl:DIR`` (a model trained by ``gpucluster train``)."""
+
+POLICIES: dict[str, type[Policy]] = {}
+
+
+class Policy:
+    """Base class of scheduling policies."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    paper: ClassVar[str] = ""
+    needs_observation: ClassVar[bool] = False
+    """False for white-box agents: the runner then builds the env with ``observation="none"`` (faster)."""
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The constructor arguments :func:`make_policy` was given (recorded with each episode's result)."""
+        return dict(getattr(self, "_options", {}))
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for the environment this policy needs (merged under the caller's own
+        ``env_kwargs`` by :func:`run_episode`). Default: none, the standard
+        world. ``castor-timeslice`` asks for the time-slicing catalog this way."""
+        return {}
+
+    _view: ClusterView | None = None
+    @classmethod
+    def applies_to(cls, scenario: Scenario) -> bool:
+        """Whether the policy can act on ``scenario`` (``--policy all`` runs those that can). Default: any;
+        a trained model only on clusters with as many GPU types as it was trained on."""
+        return True
+
+    def reset(self, env: Any) -> None:
+        """Called after ``env.reset()``, before the first ``act``."""
+
+    def view(self, env: Any) -> ClusterView:
+        """The read-only view of ``env``'s cluster (made once per engine)."""
+        eng = env.unwrapped.engine
+        v = self._view
+        if v is None or not v.views(eng):
+            v = self._view = ClusterView(eng)
+        return v
+
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        """The action(s) for the current decision point: an int of the env's action space, a typed action,
+        or a list of typed actions applied one at a time."""
+        raise NotImplementedError
+
+    stat_names: ClassVar[tuple[str, ...]] = ()
+    """The names :meth:`episode_stats` may return (a board may rank by them; checked before a run)."""
+
+    def episode_stats(self) -> dict[str, float]:
+        """Counts of what the policy itself did over the episode, recorded beside the environment's metrics
+        (e.g. Gimbal's searches and attempts, for its §7.4 studies). Default: none."""
+        return {}
+
+
+def register_policy(cls: type[Policy]) -> type[Policy]:
+    """Class decorator adding a policy to :data:`POLICIES` under ``cls.name``."""
+    if not cls.name:
+        raise ValueError(f"{cls.__qualname__} has no name")
+    POLICIES[cls.name] = cls
+    return cls
+
+
+def make_policy(name: str, **kwargs: Any) -> Policy:
+    """A new policy by registered name, or ``rl:DIR`` for a model trained by ``gpucluster train``."""
+    _load_all()
+    if name.startswith("rl:"):
+        module, _, func = RL_POLICY_FACTORY.partition(":")
+        return getattr(importlib.import_module(module), func)(name)
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
+    if kwargs:
+        import inspect
+
+        init = cls.__init__
+        params = [] if init is object.__init__ else [n for n in inspect.signature(init).parameters if n != "self"]
+        unknown = sorted(set(kwargs) - set(params))
+        if unknown:
+            raise ValueError(f"policy {name!r}: unknown option(s) {', '.join(unknown)}; "
+                             f"its options: {', '.join(params) or 'none'}")
+    pol = cls(**kwargs)
+    pol._options = dict(kwargs)
+    return pol
+
+
+def registered_policies() -> dict[str, type[Policy]]:
+    """Every registered policy class by name, in registration order (the registering packages imported
+    first; read :data:`POLICIES` directly only where they surely are)."""
+    _load_all()
+    return POLICIES
+
+
+def policy_names() -> list[str]:
+    """Registered policy names, in registration order."""
+    _load_all()
+    return list(POLICIES)
+
+
+def _load_all() -> None:
+    """Import the packages that register policies (by name: they sit above this module, as plugins do)."""
+    for module in POLICY_PACKAGES:
+        importlib.import_module(module)
+
+
+
+WAIT = Wait()
+"""What an empty list of actions stands for."""
+
+
+def run_episode(
+    scenario: str,
+    policy: str | Policy,
+    seed: int,
+    scenario_options: dict[str, Any] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    extra: Callable[[GPUClusterEnv], dict[str, Any]] | None = None,
+    wrap: Callable[[GPUClusterEnv, Policy], Any] | None = None,
+) -> dict[str, Any]:
+    """Play one episode to the end and return its metrics with ``scenario``, ``policy``, ``seed``, ``trace``,
+    ``steps`` and ``wall_s``. ``policy`` is a :class:`Policy` or a name for :func:`make_policy`.
+
+    The environment is built with the policy's own :meth:`Policy.env_kwargs`
+    (e.g. ``castor-timeslice`` runs in the time-slicing world), then ``env_kwargs``, which win where both set
+    a key. ``extra``, when given, is called on the finished environment and its entries are added to the
+    result (e.g. per-class statistics a harness wants beside the standard metrics). ``wrap``, when given, wraps
+    the environment the episode steps through (e.g. :func:`gpucluster_env.replay.recorder.recording`, which
+    writes the episode for ``gpucluster replay``).
+
+    A policy's answer is an action or a list of actions for the decision point; an empty list means ``wait``.
+    The episode always ends: the environment bounds the steps at one instant (``env.rules``: a run of rejected
+    actions forces a ``wait``), stops a run that only waits with nothing running (``max_idle_ticks``), and
+    ``env_kwargs`` may set ``max_sim_time_s`` and ``max_steps`` (``truncated`` at the limit)."""
+    pol = make_policy(policy) if isinstance(policy, str) else policy
+    kwargs: dict[str, Any] = {"observation": "dict" if pol.needs_observation else "none"}
+    kwargs.update(pol.env_kwargs())
+    kwargs.update(env_kwargs or {})
+    env = GPUClusterEnv(scenario, scenario_options=scenario_options, **kwargs)
+    stepper: Any = env if wrap is None else wrap(env, pol)  # the env, or e.g. a recording wrapper around it
+    t0 = time.perf_counter()
+    obs, info = stepper.reset(seed=seed)
+    pol.reset(env)
+    steps = 0
+    terminated = truncated = False
+    while not (terminated or truncated):
+        acts = pol.act(obs, env)
+        if isinstance(acts, list) and not acts:
+            acts = WAIT
+        for a in acts if isinstance(acts, list) else (acts,):  # a list: the decision point's actions in turn
+            obs, _, terminated, truncated, info = stepper.step(a)
+            steps += 1
+            if terminated or truncated:
+                break
+    wall = time.perf_counter() - t0
+    result: dict[str, Any] = {
+        "scenario": env.scenario.name,
+        "policy": pol.name,
+        "policy_options": pol.options,
+        "seed": seed,
+        "trace": env.trace_note,
+        **info["metrics"],
+        "steps": steps,
+        "truncated": bool(truncated),
+        "wall_s": wall,
+    }
+    if extra is not None:
+        result.update(extra(env))
+    env.close()
+    return result
+
