@@ -32,7 +32,7 @@ def test_validate_json(capsys):
 def test_fit_interference_writes_loadable_files(tmp_path, capsys):
     assert main(["catalog", "fit-interference", "--seeds", "1", "--out-dir", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out["evaluation"]) == {"K80", "P100", "V100"}
+    assert set(out["evaluation"]) == {"K80", "P100", "V100", "RTX3090"}
     assert (tmp_path / "xi_table.json").is_file() and (tmp_path / "xi_predictor.json").is_file()
     assert json.loads((tmp_path / "xi_predictor.json").read_text())
 

@@ -16,7 +16,8 @@ import numpy as np
 from ..workloads import comm_time, iteration_time
 from . import Catalog, default_catalog
 from .comm_fit import fit_all
-from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, pair_design
+from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, joint_design, offset_transfer
+from .lucid import load_lucid
 from .measured import (
     job_batch,
     job_family,
@@ -92,7 +93,9 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
     ev = _predictor_eval()
     inter = cat.interference
     exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
-    heldout = heldout_by_pair(*pair_design(gd, dict(cat.models), exponent))
+    ld = load_lucid(root)
+    heldout = heldout_by_pair(*joint_design(gd, ld, dict(cat.models), exponent))
+    transfer = offset_transfer(gd, ld, dict(cat.models), exponent)
     comm = fit_all(dict(cat.models), SINGLE_NODE_ALPHA_COMM, root)
     for m, rec in comm["models"].items():
         rec["catalog_alpha_comm_s"] = cat.model(m).alpha_comm_s
@@ -112,6 +115,8 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
         "comm_fit": comm,
         "xi_heldout_rmse": {g: v["rmse"] for g, v in heldout.items()},
         "xi_heldout_mape_median": {g: v["mape_median"] for g, v in heldout.items()},
+        "xi_heldout_xi1_mape_median": {g: v["xi1"] for g, v in transfer.items()},
+        "xi_transfer": transfer,
         "demand_exponent": exponent,
     }
 
@@ -132,7 +137,7 @@ def _predictor_eval() -> dict[str, dict[str, float]]:
 def format_report(rep: dict[str, Any]) -> str:
     """A plain-text table of :func:`validate`'s figures, one row per GPU type."""
     types = sorted(set(rep["solo_tput_median_rel_err"]) | set(rep["xi_rmse"])
-                   | set(rep["scaling_median_rel_err"]))
+                   | set(rep["scaling_median_rel_err"]) | set(rep["predictor_rmse"]))
     head = (f"{'GPU':6} {'solo med':>9} {'solo max':>9} {'scal med':>9} {'scal max':>9} {'xi RMSE':>8} "
             f"{'pred RMSE':>9} {'pred MdAPE':>10} {'decisions':>9}")
     lines = [head]
@@ -152,6 +157,13 @@ def format_report(rep: dict[str, Any]) -> str:
                      + ", ".join(f"{g} RMSE {rep['xi_heldout_rmse'][g]:.3f} / median APE "
                                  f"{100 * rep['xi_heldout_mape_median'][g]:.1f}%" for g in rep["xi_heldout_rmse"])
                      + f"; demand exponent k = {rep['demand_exponent']:.3f}")
+    if "xi_transfer" in rep:
+        lines.append("Across generations (median APE): " + ", ".join(
+            f"{g} regression {100 * v['regression']:.1f}% (xi = 1: {100 * v['xi1']:.1f}%; Gavel-only weights "
+            f"{100 * v['gavel_weights']:.1f}%, Lucid-only {100 * v['lucid_weights']:.1f}%; with another "
+            f"generation's pair offsets {100 * v['with_offset_on_those']:.1f}% against "
+            f"{100 * v['regression_on_those']:.1f}% on the {v['rows_with_other_offset']} rows that have one)"
+            for g, v in rep["xi_transfer"].items()))
     if "comm_fit" in rep:
         lines += ["", format_comm(rep["comm_fit"])]
     return "\n".join(lines)

@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.set_defaults(func=validate_cmd)
     f = sub.add_parser("fit-interference",
-                       help="refit the engine's xi table and Castor's XGBoost predictor from Gavel's pairs")
+                       help="refit the engine's xi table and Castor's XGBoost predictor from Gavel's and "
+                            "Lucid's measured pairs")
     f.add_argument("--seeds", type=int, default=5, help="held-out splits for the evaluation (default 5)")
     f.add_argument("--out-dir", type=Path, default=None,
                    help="where to write xi_table.json and xi_predictor.json (default: the package data)")
@@ -89,6 +90,7 @@ def validate_cmd(args: argparse.Namespace) -> int:
 
 def fit_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.catalog.fit import build_xi_table
+    from gpucluster_env.catalog.lucid import load_lucid
     from gpucluster_env.catalog.measured import load_gavel
     from gpucluster_env.catalog.predictor import PREDICTOR_FILE, evaluate, fit_predictor
     from gpucluster_env.catalog.xi_model import XI_TABLE_FILE
@@ -98,10 +100,11 @@ def fit_cmd(args: argparse.Namespace) -> int:
     out_dir = args.out_dir or Path(__file__).resolve().parents[1] / "data"
     out_dir.mkdir(parents=True, exist_ok=True)
     gd = load_gavel()
-    table = build_xi_table(gd)
+    ld = load_lucid()
+    table = build_xi_table(gd, ld=ld)
     (out_dir / XI_TABLE_FILE).write_text(json.dumps(table, indent=1, sort_keys=True) + "\n")
-    ev = evaluate(gd, seeds=tuple(range(args.seeds)))
-    saved = fit_predictor(gd)
+    ev = evaluate(gd, seeds=tuple(range(args.seeds)), ld=ld)
+    saved = fit_predictor(gd, ld=ld)
     saved["evaluation"] = ev
     (out_dir / PREDICTOR_FILE).write_text(json.dumps(saved) + "\n")
     keys = ("rmse", "mape_median", "decision_agreement")
