@@ -4,7 +4,10 @@ Per GPU type: relative error of solo throughput (catalog ``speed / t_comp(B)`` v
 K80/P100/V100 for every Gavel job type whose family is in the catalog, and vs Pollux's T4 single-GPU step
 times), relative error of multi-GPU scaling efficiency (Castor eq. 2-3 vs Gavel's 2/4/8-GPU consolidated
 steps/s and ElasticFlow's A100/T4 throughput vs GPU count), RMSE of the engine's xi against Gavel's measured
-pairs, and the saved predictor's held-out figures (stored with it by ``fit-interference``).
+pairs and against Lucid's RTX 3090 pair at the configuration standing for each catalog model
+(:func:`.lucid.catalog_key`), the xi regression held out by pair (Gavel's and Lucid's), how it and the pair
+offsets carry across GPU generations (:func:`.fit.offset_transfer`), and the saved predictor's held-out figures
+(stored with it by ``fit-interference``).
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from ..workloads import comm_time, iteration_time
 from . import Catalog, default_catalog
 from .comm_fit import fit_all
 from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, joint_design, offset_transfer
-from .lucid import load_lucid
+from .lucid import LUCID_TYPE, catalog_key, load_lucid
 from .measured import (
     job_batch,
     job_family,
@@ -90,10 +93,20 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
                     pred = cat.interference.pair_xi(cat.model(ma), cat.model(mb), gpu)[0]
                     err.append(pred - max(1.0, xi[(ja, jb)]))
         engine_xi[gpu] = float(np.sqrt(np.mean(np.square(err))))
+    ld = load_lucid(root)
+    ga102 = []
+    for ma in cat.models:
+        for mb in cat.models:
+            ka, kb = catalog_key(ma), catalog_key(mb)
+            if ka and kb and (ka, kb) in ld.xi:  # the configurations that stand for the two catalog models
+                pred = cat.interference.pair_xi(cat.model(ma), cat.model(mb), LUCID_TYPE)[0]
+                ga102.append((pred, max(1.0, ld.xi[(ka, kb)])))
+    if ga102:
+        p_, t_ = np.array(ga102).T
+        engine_xi[LUCID_TYPE] = float(np.sqrt(np.mean((p_ - t_) ** 2)))
     ev = _predictor_eval()
     inter = cat.interference
     exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
-    ld = load_lucid(root)
     heldout = heldout_by_pair(*joint_design(gd, ld, dict(cat.models), exponent))
     transfer = offset_transfer(gd, ld, dict(cat.models), exponent)
     comm = fit_all(dict(cat.models), SINGLE_NODE_ALPHA_COMM, root)
