@@ -1,4 +1,5 @@
-"""Fitting the catalog's numbers to the public measurements (see :mod:`.measured` for the sources).
+"""Fitting the catalog's numbers to the public measurements (see :mod:`.measured` and :mod:`.lucid` for the
+sources).
 
 These functions are what the numbers in :mod:`.models` and :mod:`.gpus` were computed with (``python -m
 gpucluster_env.catalog.fit`` prints them), and what ``gpucluster catalog validate`` re-runs to compare the

@@ -34,7 +34,13 @@ Times are seconds per micro-step on a V100 (speed 1.0). Where each number comes 
   activation share of the footprint at the default batch; communication share is t_comm / t_iter for 8 GPUs on
   one V100 node (Castor eq. 2-3), both derived from the numbers above.
 - ``gpu_demand``: Gavel-fitted for the Gavel families (2 x median throughput its partners lose, clipped to
-  [0.1, 1]); estimated for the others.
+  [0.1, 1]); for MobileNetV2/V3, EfficientNet and Lucid's five models (vgg_cifar10, pointnet, dcgan, ppo, td3)
+  the V100 demand that gives Lucid's measured RTX 3090 solo ``gpu_util`` (:data:`.lucid.LUCID_DEMAND`; Lucid,
+  ASPLOS'23, S-Lab License 1.0: only these derived numbers are kept); estimated for the others.
+- Lucid's five models: ``alpha_s, beta_s`` fitted (:func:`.fit.linear_fit_rel`) to Lucid's RTX 3090 solo step
+  times (batch / samples per s at batch 32/64/128, AMP off), times the RTX 3090's estimated speed 1.4463 to give
+  V100 seconds; ``mem_base_gb, mem_per_sample_gb`` a line through the solo ``gmem``; compute intensity
+  estimated; ``grad_mb`` from published parameter counts.
 """
 
 from __future__ import annotations

@@ -41,6 +41,7 @@ def list_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.catalog import default_catalog
     from gpucluster_env.catalog.demand import REFERENCE_TYPE
     from gpucluster_env.catalog.fit import GAVEL_JOB
+    from gpucluster_env.catalog.lucid import LUCID_DEMAND, LUCID_TYPE
 
     cat = default_catalog()
     g = cat.gpu_type(args.gpu)
@@ -50,7 +51,8 @@ def list_cmd(args: argparse.Namespace) -> int:
             "model": p.name, "speed": round(cat.model_speed(p, args.gpu), 4),
             "speed_estimated": args.gpu not in p.speed and args.gpu != REFERENCE_TYPE,
             "demand": round(cat.model_demand(p, args.gpu), 4),
-            "demand_estimated": not (p.name in GAVEL_JOB and args.gpu == REFERENCE_TYPE),
+            "demand_estimated": not ((p.name in GAVEL_JOB and args.gpu == REFERENCE_TYPE)
+                                     or (p.name in LUCID_DEMAND and args.gpu == LUCID_TYPE)),
         })
     if args.json:
         print(json.dumps({"gpu": args.gpu, "gpu_speed_estimated": g.estimated, "models": rows}, sort_keys=True))
