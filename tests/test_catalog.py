@@ -20,7 +20,7 @@ CAT = default_catalog()
 def _data_dir() -> Path | None:
     env = os.environ.get("GPUCLUSTER_DATA")
     p = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return p if (p / "profiles").is_dir() else None
+    return p if (p / "profiles" / "gavel").is_dir() and (p / "profiles" / "lucid_rtx3090").is_dir() else None
 
 
 def test_every_scenario_type_and_model_exists() -> None:
@@ -109,7 +109,8 @@ def test_bad_profile_file_is_one_clear_line(tmp_path: Path) -> None:
 
 def test_validation_within_targets() -> None:
     if _data_dir() is None:
-        pytest.skip("../shared/data/profiles not found (set GPUCLUSTER_DATA): validation needs public data")
+        pytest.skip("../shared/data/profiles/{gavel,lucid_rtx3090} not found (set GPUCLUSTER_DATA): validation "
+                    "needs public data")
     os.environ.setdefault("GPUCLUSTER_DATA", str(_data_dir()))
     from gpucluster_env.catalog.validate import validate
 
@@ -140,7 +141,7 @@ def test_lucid_derived_numbers_match_the_files() -> None:
     lucid.LUCID_DEMAND are the solo gpu_util at the catalog batch, and the shipped GA102 offsets cover pairs
     Lucid measured, with the row counts the files give."""
     if _data_dir() is None:
-        pytest.skip("../shared/data/profiles not found (set GPUCLUSTER_DATA): Lucid's RTX 3090 files are needed")
+        pytest.skip("../shared/data/profiles/lucid_rtx3090 not found (set GPUCLUSTER_DATA): Lucid's files are needed")
     from gpucluster_env.catalog.lucid import CATALOG_BATCH, LUCID_DEMAND, catalog_key, load_lucid
 
     ld = load_lucid(_data_dir())

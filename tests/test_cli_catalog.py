@@ -13,8 +13,9 @@ from gpucluster_env.cli.main import main
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("GPUCLUSTER_DATA", REPO.parent / "shared" / "data"))
 needs_data = pytest.mark.skipif(
-    not (DATA / "profiles" / "gavel").is_dir(),
-    reason=f"public profiles not found at {DATA} (set GPUCLUSTER_DATA to a copy of shared/data)",
+    not ((DATA / "profiles" / "gavel").is_dir() and (DATA / "profiles" / "lucid_rtx3090").is_dir()),
+    reason=f"public profiles (gavel, lucid_rtx3090) not found at {DATA} (set GPUCLUSTER_DATA to a copy of "
+           "shared/data)",
 )
 
 
