@@ -13,8 +13,9 @@ from gpucluster_env.cli.main import main
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("GPUCLUSTER_DATA", REPO.parent / "shared" / "data"))
 needs_data = pytest.mark.skipif(
-    not (DATA / "profiles" / "gavel").is_dir(),
-    reason=f"public profiles not found at {DATA} (set GPUCLUSTER_DATA to a copy of shared/data)",
+    not ((DATA / "profiles" / "gavel").is_dir() and (DATA / "profiles" / "lucid_rtx3090").is_dir()),
+    reason=f"public profiles (gavel, lucid_rtx3090) not found at {DATA} (set GPUCLUSTER_DATA to a copy of "
+           "shared/data)",
 )
 
 
@@ -32,7 +33,7 @@ def test_validate_json(capsys):
 def test_fit_interference_writes_loadable_files(tmp_path, capsys):
     assert main(["catalog", "fit-interference", "--seeds", "1", "--out-dir", str(tmp_path), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out["evaluation"]) == {"K80", "P100", "V100"}
+    assert set(out["evaluation"]) == {"K80", "P100", "V100", "RTX3090"}
     assert (tmp_path / "xi_table.json").is_file() and (tmp_path / "xi_predictor.json").is_file()
     assert json.loads((tmp_path / "xi_predictor.json").read_text())
 

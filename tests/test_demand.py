@@ -41,7 +41,7 @@ def test_pair_under_combined_demand_one_keeps_only_memory_term() -> None:
     half = p.mem_base_gb / p.mem_per_sample_gb  # batch whose activations equal the base memory
     row = regression_row(p, p, 0.4, 0.5, half, half)
     assert row.tolist() == pytest.approx([0.0, 0.0, 0.0, 0.25])
-    table = {"measured": {}, "offset": {}, "pooled": [1.0, 1.0, 1.0, 0.3], "demand_exponent": 0.0}
+    table = {"measured": {}, "offsets": {}, "pooled": [1.0, 1.0, 1.0, 0.3], "demand_exponent": 0.0}
     assert float(np.exp(np.array(table["pooled"]) @ row)) == pytest.approx(1.0779, abs=1e-4)
     # demands 0.9 + 0.8: excess 0.7, ci_a 0.774 -> 0.7 + 0.7*0.774 + 0.7*0.8 + 0.3 m_a m_b
     row2 = regression_row(p, p, 0.9, 0.8, half, half)

@@ -44,7 +44,7 @@ def require_data_dir() -> Path:
     if p is None:
         raise ValueError(
             "public measurements not found: set GPUCLUSTER_DATA or place them at ../shared/data "
-            "(profiles/gavel, profiles/pollux, profiles/elasticflow)"
+            "(profiles/gavel, profiles/pollux, profiles/elasticflow, profiles/lucid_rtx3090)"
         )
     return p
 

@@ -34,7 +34,13 @@ Times are seconds per micro-step on a V100 (speed 1.0). Where each number comes 
   activation share of the footprint at the default batch; communication share is t_comm / t_iter for 8 GPUs on
   one V100 node (Castor eq. 2-3), both derived from the numbers above.
 - ``gpu_demand``: Gavel-fitted for the Gavel families (2 x median throughput its partners lose, clipped to
-  [0.1, 1]); estimated for the others.
+  [0.1, 1]); for MobileNetV2/V3, EfficientNet and Lucid's five models (vgg_cifar10, pointnet, dcgan, ppo, td3)
+  the V100 demand that gives Lucid's measured RTX 3090 solo ``gpu_util`` (:data:`.lucid.LUCID_DEMAND`; Lucid,
+  ASPLOS'23, S-Lab License 1.0: only these derived numbers are kept); estimated for the others.
+- Lucid's five models: ``alpha_s, beta_s`` fitted (:func:`.fit.linear_fit_rel`) to Lucid's RTX 3090 solo step
+  times (batch / samples per s at batch 32/64/128, AMP off), times the RTX 3090's estimated speed 1.4463 to give
+  V100 seconds; ``mem_base_gb, mem_per_sample_gb`` a line through the solo ``gmem``; compute intensity
+  estimated; ``grad_mb`` from published parameter counts.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ import math
 
 from ..workloads import ModelProfile, comm_time, iteration_time
 from .comm_fit import fitted_alpha_comm
+from .lucid import LUCID_DEMAND
 
 _V100_INTRA_BW = 50.0
 _MULTI_NODE_ALPHA = fitted_alpha_comm()
@@ -83,6 +90,19 @@ _GAVEL = ("fitted: Gavel V100 solo steps/s (compute), Gavel K80/P100 (speed); "
           "xi features fitted on Gavel pairs")
 _POLLUX = "fitted: Pollux T4 single-GPU step times (compute, in V100 s via T4 speed 0.6492)"
 _EST = "estimated: compute from GFLOPs ratio to {}; memory, features and demand estimated"
+_LD = "; demand: Lucid RTX 3090 solo gpu_util at batch 64 (S-Lab License 1.0)"
+
+_LUCID = ("fitted: Lucid RTX 3090 solo runs (S-Lab License 1.0; compute, memory, demand) of {}; "
+          "compute intensity estimated")
+
+
+def _lucid_ref_demand(name: str, ci: float) -> float:
+    """The reference (V100) demand that gives Lucid's measured RTX 3090 demand (:data:`.lucid.LUCID_DEMAND`)
+    under the shipped demand exponent: ``d_RTX3090 * C_RTX3090(p)^k`` (:func:`.demand.reference_demand`)."""
+    from .demand import reference_demand
+
+    return reference_demand(LUCID_DEMAND[name], ci, "RTX3090")
+
 
 MODELS: dict[str, ModelProfile] = {
     m.name: m
@@ -118,12 +138,14 @@ MODELS: dict[str, ModelProfile] = {
         _profile("a3c", 1, (1,), 0.0, 0.139358, 4.0, 0.6, 0.1, 0.808, 0.99,
                  {"K80": 0.4792, "P100": 0.7917}, "gavel", "A3C/Pong; " + _GAVEL),
         # Gimbal's twelve (resnet18, resnet50, deepspeech2, bert above)
-        _profile("mobilenetv2", 64, (32, 64, 128), *_flops_scaled(_R18, 0.09, 0.56), 9.2, 0.6, 0.01, 0.7, 0.8,
-                 {}, "gimbal", _EST.format("ResNet-18 (0.09 GFLOPs)")),
+        _profile("mobilenetv2", 64, (32, 64, 128), *_flops_scaled(_R18, 0.09, 0.56), 9.2, 0.6, 0.01, 0.7,
+                 _lucid_ref_demand("mobilenetv2", 0.7), {}, "gimbal", _EST.format("ResNet-18 (0.09 GFLOPs)") + _LD),
         _profile("efficientnet", 64, (32, 64, 128), *_flops_scaled(_R18, 0.39, 0.56), 16.0, 0.6, 0.02, 0.75,
-                 0.85, {}, "gimbal", _EST.format("ResNet-18 (EfficientNet-B0, 0.39 GFLOPs)")),
+                 _lucid_ref_demand("efficientnet", 0.75), {}, "gimbal",
+                 _EST.format("ResNet-18 (EfficientNet-B0, 0.39 GFLOPs)") + _LD),
         _profile("mobilenetv3", 64, (32, 64, 128), *_flops_scaled(_R50, 0.22, 4.1), 21.6, 0.6, 0.05, 0.7,
-                 0.85, {}, "gimbal", _EST.format("ResNet-50 (MobileNetV3-L, 0.22 GFLOPs)")),
+                 _lucid_ref_demand("mobilenetv3", 0.7), {}, "gimbal",
+                 _EST.format("ResNet-50 (MobileNetV3-L, 0.22 GFLOPs)") + _LD),
         _profile("vgg11", 64, (32, 64, 128), *_flops_scaled(_R50, 7.6, 4.1), 531.0, 2.6, 0.06, 0.75, 1.0, {},
                  "gimbal", _EST.format("ResNet-50 (7.6 GFLOPs)")),
         _profile("vgg16", 64, (32, 64, 128), *_flops_scaled(_R50, 15.5, 4.1), 553.0, 2.7, 0.1, 0.75, 1.0, {},
@@ -135,6 +157,23 @@ MODELS: dict[str, ModelProfile] = {
         _profile("llama", 16, (16, 32), 0.3, 0.25, 80.0, 14.5, 0.5, 0.9, 1.0, {}, "gimbal",
                  "estimated: LLaMA-7B LoRA fine-tuning on Alpaca (6 x 7e9 x 256 tokens per sample at about "
                  "40% of V100 tensor peak); grad_mb of the LoRA adapters"),
+        # Lucid's RTX 3090 models the catalog lacked (lucid.py): compute from Lucid's solo samples/s at batch 32/64/128
+        # (AMP off) on the RTX 3090, in V100 s via the RTX 3090's estimated speed; memory from its solo gmem
+        _profile("vgg_cifar10", 64, (32, 64, 128), 0.009429, 0.0000934, 58.9, 3.18, 0.0063, 0.75,
+                 _lucid_ref_demand("vgg_cifar10", 0.75), {}, "lucid", _LUCID.format("VGG/CIFAR-10") +
+                 "; grad_mb of VGG-16's CIFAR variant (14.7M parameters; Lucid does not name the depth)"),
+        _profile("pointnet", 32, (32, 64, 128), 0.02969, 0.010056, 14.0, 1.9, 0.0673, 0.7,
+                 _lucid_ref_demand("pointnet", 0.7), {}, "lucid", _LUCID.format("PointNet/ShapeNet") +
+                 "; grad_mb of PointNet (3.5M parameters)"),
+        _profile("dcgan", 64, (32, 64, 128), 0.017687, 0.0001704, 25.4, 2.07, 0.00742, 0.8,
+                 _lucid_ref_demand("dcgan", 0.8), {}, "lucid", _LUCID.format("DCGAN/LSUN") +
+                 "; grad_mb of DCGAN's generator and discriminator (6.35M parameters)"),
+        _profile("ppo", 64, (32, 64, 128), 6.419939, 0.0008685, 0.1, 2.05, 0.00001, 0.3,
+                 _lucid_ref_demand("ppo", 0.3), {}, "lucid", _LUCID.format("PPO/LunarLander") +
+                 " (step time falls with batch in Lucid's file: environment-bound; the affine fit is coarse)"),
+        _profile("td3", 64, (32, 64, 128), 1.700962, 0.0045269, 0.1, 2.06, 0.00001, 0.3,
+                 _lucid_ref_demand("td3", 0.3), {}, "lucid", _LUCID.format("TD3/BipedalWalker") +
+                 " (environment-bound; the affine fit is coarse)"),
         # Hadar's fifth
         _profile("mima", 32, (16, 32, 64), 0.03, 0.002, 40.0, 0.8, 0.02, 0.8, 0.8, {}, "hadar",
                  "estimated: MiMa encoder-decoder Transformer for weather (hadar-hadare Table III), as a "

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..workloads import ModelProfile
+from .lucid import GA102_TYPES, LUCID_MODEL, LUCID_TYPE, LucidData, catalog_key, config_of, lucid_model
 from .measured import GavelData, job_batch, job_family
 
 PREDICTOR_FILE = "xi_predictor.json"
@@ -145,8 +146,21 @@ def gavel_job(gd: GavelData, job_type: str, gpu: str) -> Job:
     return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, job_type, *rel)
 
 
+def lucid_job(ld: LucidData, key: str) -> Job:
+    """A Lucid RTX 3090 configuration as a :class:`Job`: features of the catalog model it maps to, its measured
+    demand (solo ``gpu_util``) and solo step time (batch / samples per s); no K80/P100 profile."""
+    from .models import MODELS
+
+    p = MODELS[LUCID_MODEL[lucid_model(key)][0]]
+    bs = float(config_of(key)[0])
+    mem = p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs)
+    return Job(p.features[0], mem, p.features[2], ld.demand(key), bs / ld.solo[key]["speed"], bs, key)
+
+
 def catalog_job(p: ModelProfile, gpu_type: str, batch: float | None = None) -> Job:
-    """A catalog model as a :class:`Job` on ``gpu_type`` (solo step time from the catalog's speed)."""
+    """A catalog model as a :class:`Job` on ``gpu_type`` (solo step time from the catalog's speed). On the GA102
+    types it is described as Lucid's RTX 3090 jobs were (its demand on the type, its Lucid configuration's
+    signature, no K80/P100 profile); elsewhere as Gavel's (reference demand, Gavel job type)."""
     from . import default_catalog
     from .fit import GAVEL_JOB
 
@@ -154,17 +168,37 @@ def catalog_job(p: ModelProfile, gpu_type: str, batch: float | None = None) -> J
     bs = float(p.batch_size if batch is None else batch)
     mem = p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs)
     step = max(float(p.t_comp(bs, cat.model_speed(p, gpu_type))), 1e-6)
+    if gpu_type in GA102_TYPES:
+        return Job(p.features[0], mem, p.features[2], cat.model_demand(p, gpu_type), step, bs, catalog_key(p.name))
     rel = [math.log(cat.model_speed(p, h) / cat.model_speed(p, "V100")) for h in ("K80", "P100")]
     return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, GAVEL_JOB.get(p.name), *rel)
 
 
 # ---------------------------------------------------------------- training and evaluation
-def _design(gd: GavelData, gpu: str, rows: Sequence[tuple[str, str, float]], sig: dict, mask_copies: bool
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _jobs(gd: GavelData, ld: LucidData | None, gpu: str) -> dict[str, Job]:
+    if gpu == LUCID_TYPE and ld is not None:
+        return {k: lucid_job(ld, k) for k in ld.solo}
+    return {j: gavel_job(gd, j, gpu) for j in gd.job_types(gpu)}
+
+
+def _types(gd: GavelData, ld: LucidData | None) -> list[str]:
+    return sorted(gd.pairs) + ([LUCID_TYPE] if ld is not None else [])
+
+
+def _split_key(a: str, b: str, gpu: str) -> tuple[str, str]:
+    """The unit a held-out split keeps together: Gavel's job-type pair; Lucid's model pair (every batch/AMP
+    configuration of the two models)."""
+    if gpu == LUCID_TYPE:
+        return tuple(sorted((lucid_model(a), lucid_model(b))))  # type: ignore[return-value]
+    return tuple(sorted((a, b)))  # type: ignore[return-value]
+
+
+def _design(gd: GavelData, gpu: str, rows: Sequence[tuple[str, str, float]], sig: dict, mask_copies: bool,
+            ld: LucidData | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Inputs, the three labels (columns in :data:`TARGETS` order; the pair labels need both orders of every
     row's pair in ``rows``, true of a split by unordered pair) and sample weights."""
     specs = gpu_specs(gpu)
-    jobs = {j: gavel_job(gd, j, gpu) for j in gd.job_types(gpu)}
+    jobs = _jobs(gd, ld, gpu)
     xi = {(a, b): max(v, 1.0) for a, b, v in rows}
     x = [pair_vector(jobs[a], jobs[b], sig, specs) for a, b, _ in rows]
     y = [[math.log(xi[(a, b)]), math.log(1 / xi[(a, b)] + 1 / xi.get((b, a), xi[(a, b)])),
@@ -200,30 +234,33 @@ def _predict_raw(boosters: Sequence[Any], x: np.ndarray) -> np.ndarray:
     return np.stack([b.predict(d) for b in boosters], axis=1)
 
 
-def _rows(gd: GavelData, gpu: str) -> list[tuple[str, str, float]]:
-    return [(a, b, x) for (a, b), x in sorted(gd.xi(gpu).items())]
+def _rows(gd: GavelData, gpu: str, ld: LucidData | None = None) -> list[tuple[str, str, float]]:
+    src = ld.xi if gpu == LUCID_TYPE and ld is not None else gd.xi(gpu)
+    return [(a, b, x) for (a, b), x in sorted(src.items())]
 
 
-def evaluate(gd: GavelData, seeds: Sequence[int] = (0, 1, 2, 3, 4), test_frac: float = 0.2) -> dict[str, Any]:
-    """Held-out evaluation, per GPU type: unordered pairs split 80:20 (Castor §6.2) per seed; signatures and
-    trees see the training pairs only. Returns per type the RMSE, median absolute percentage error and
-    decision agreement (Theorem 1 at :data:`WORK_RATIOS`), averaged over seeds, plus each seed's values."""
+def evaluate(gd: GavelData, seeds: Sequence[int] = (0, 1, 2, 3, 4), test_frac: float = 0.2,
+             ld: LucidData | None = None) -> dict[str, Any]:
+    """Held-out evaluation, per GPU type (Lucid's RTX 3090 too when ``ld`` is given): unordered pairs split
+    80:20 (Castor §6.2) per seed (Lucid's by model pair, :func:`_split_key`); signatures and trees see the
+    training pairs only. Returns per type the RMSE, median absolute percentage error and decision agreement
+    (Theorem 1 at :data:`WORK_RATIOS`), averaged over seeds, plus each seed's values."""
     out: dict[str, Any] = {}
-    for gpu in sorted(gd.pairs):
-        rows = _rows(gd, gpu)
+    for gpu in _types(gd, ld):
+        rows = _rows(gd, gpu, ld)
         xi = {(a, b): x for a, b, x in rows}
-        pairs = sorted({tuple(sorted((a, b))) for a, b, _ in rows})
+        pairs = sorted({_split_key(a, b, gpu) for a, b, _ in rows})
         per_seed = []
         for seed in seeds:
             rng = np.random.default_rng(seed)
             perm = rng.permutation(len(pairs))
             n_test = int(round(test_frac * len(pairs)))
             test = {pairs[i] for i in perm[:n_test]}
-            tr = [r for r in rows if tuple(sorted(r[:2])) not in test]
-            te = [r for r in rows if tuple(sorted(r[:2])) in test]
+            tr = [r for r in rows if _split_key(r[0], r[1], gpu) not in test]
+            te = [r for r in rows if _split_key(r[0], r[1], gpu) in test]
             sig = signatures(tr)
-            bst = _train(*_design(gd, gpu, tr, sig, True), seed)
-            x_te = _design(gd, gpu, te, sig, False)[0]
+            bst = _train(*_design(gd, gpu, tr, sig, True, ld), seed)
+            x_te = _design(gd, gpu, te, sig, False, ld)[0]
             pos = {(a, b): i for i, (a, b, _) in enumerate(te)}
             pred = combine(_predict_raw(bst, x_te), np.array([pos[(b, a)] for a, b, _ in te]))
             true = np.array([max(1.0, r[2]) for r in te])
@@ -246,19 +283,22 @@ def evaluate(gd: GavelData, seeds: Sequence[int] = (0, 1, 2, 3, 4), test_frac: f
     return out
 
 
-def fit_predictor(gd: GavelData, seed: int = 0) -> dict[str, Any]:
-    """Train on every measured pair of every GPU type; returns the JSON-able saved form."""
-    sigs = {gpu: signatures(_rows(gd, gpu)) for gpu in sorted(gd.pairs)}
+def fit_predictor(gd: GavelData, seed: int = 0, ld: LucidData | None = None) -> dict[str, Any]:
+    """Train on every measured pair of every GPU type (Gavel's, and Lucid's RTX 3090 when ``ld`` is given);
+    returns the JSON-able saved form (boosters and per-job-type mean signatures: no measured row)."""
+    sigs = {gpu: signatures(_rows(gd, gpu, ld)) for gpu in _types(gd, ld)}
     xs, ys, ws = [], [], []
-    for gpu in sorted(gd.pairs):
-        x, y, w = _design(gd, gpu, _rows(gd, gpu), sigs[gpu], True)
+    for gpu in _types(gd, ld):
+        x, y, w = _design(gd, gpu, _rows(gd, gpu, ld), sigs[gpu], True, ld)
         xs.append(x)
         ys.append(y)
         ws.append(w)
     bst = _train(np.vstack(xs), np.vstack(ys), np.concatenate(ws), seed)
     return {
         "about": "Castor-style XGBoost predictor of log xi (gpucluster_env.catalog.predictor), trained on "
-                 "Gavel's measured colocated pairs (Narayanan et al., OSDI'20).",
+                 "Gavel's measured colocated pairs (Narayanan et al., OSDI'20)"
+                 + ("" if ld is None else " and Lucid's RTX 3090 pairs (Hu et al., ASPLOS'23; S-Lab License 1.0, "
+                    "non-commercial: only the fitted trees and per-job-type mean signatures are stored)") + ".",
         "feature_names": list(FEATURE_NAMES),
         "signatures": sigs,
         "pooled_signatures": pool_signatures(sigs),
@@ -294,6 +334,8 @@ class XiPredictor:
         self.evaluation: dict[str, Any] = saved.get("evaluation", {})
 
     def _sig(self, gpu_type: str) -> dict:
+        if gpu_type in GA102_TYPES and LUCID_TYPE in self.signatures:
+            return self.signatures[LUCID_TYPE]
         return self.signatures.get(gpu_type, self.pooled)
 
     def predict_many(self, pairs: Sequence[tuple[ModelProfile, ModelProfile]], gpu_type: str,

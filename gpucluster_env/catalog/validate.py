@@ -4,7 +4,10 @@ Per GPU type: relative error of solo throughput (catalog ``speed / t_comp(B)`` v
 K80/P100/V100 for every Gavel job type whose family is in the catalog, and vs Pollux's T4 single-GPU step
 times), relative error of multi-GPU scaling efficiency (Castor eq. 2-3 vs Gavel's 2/4/8-GPU consolidated
 steps/s and ElasticFlow's A100/T4 throughput vs GPU count), RMSE of the engine's xi against Gavel's measured
-pairs, and the saved predictor's held-out figures (stored with it by ``fit-interference``).
+pairs and against Lucid's RTX 3090 pair at the configuration standing for each catalog model
+(:func:`.lucid.catalog_key`), the xi regression held out by pair (Gavel's and Lucid's), how it and the pair
+offsets carry across GPU generations (:func:`.fit.offset_transfer`), and the saved predictor's held-out figures
+(stored with it by ``fit-interference``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import numpy as np
 from ..workloads import comm_time, iteration_time
 from . import Catalog, default_catalog
 from .comm_fit import fit_all
-from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, pair_design
+from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, joint_design, offset_transfer
+from .lucid import LUCID_TYPE, catalog_key, load_lucid
 from .measured import (
     job_batch,
     job_family,
@@ -89,10 +93,22 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
                     pred = cat.interference.pair_xi(cat.model(ma), cat.model(mb), gpu)[0]
                     err.append(pred - max(1.0, xi[(ja, jb)]))
         engine_xi[gpu] = float(np.sqrt(np.mean(np.square(err))))
+    ld = load_lucid(root)
+    ga102 = []
+    for ma in cat.models:
+        for mb in cat.models:
+            ka, kb = catalog_key(ma), catalog_key(mb)
+            if ka and kb and (ka, kb) in ld.xi:  # the configurations that stand for the two catalog models
+                pred = cat.interference.pair_xi(cat.model(ma), cat.model(mb), LUCID_TYPE)[0]
+                ga102.append((pred, max(1.0, ld.xi[(ka, kb)])))
+    if ga102:
+        p_, t_ = np.array(ga102).T
+        engine_xi[LUCID_TYPE] = float(np.sqrt(np.mean((p_ - t_) ** 2)))
     ev = _predictor_eval()
     inter = cat.interference
     exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
-    heldout = heldout_by_pair(*pair_design(gd, dict(cat.models), exponent))
+    heldout = heldout_by_pair(*joint_design(gd, ld, dict(cat.models), exponent))
+    transfer = offset_transfer(gd, ld, dict(cat.models), exponent)
     comm = fit_all(dict(cat.models), SINGLE_NODE_ALPHA_COMM, root)
     for m, rec in comm["models"].items():
         rec["catalog_alpha_comm_s"] = cat.model(m).alpha_comm_s
@@ -112,6 +128,8 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
         "comm_fit": comm,
         "xi_heldout_rmse": {g: v["rmse"] for g, v in heldout.items()},
         "xi_heldout_mape_median": {g: v["mape_median"] for g, v in heldout.items()},
+        "xi_heldout_xi1_mape_median": {g: v["xi1"] for g, v in transfer.items()},
+        "xi_transfer": transfer,
         "demand_exponent": exponent,
     }
 
@@ -132,7 +150,7 @@ def _predictor_eval() -> dict[str, dict[str, float]]:
 def format_report(rep: dict[str, Any]) -> str:
     """A plain-text table of :func:`validate`'s figures, one row per GPU type."""
     types = sorted(set(rep["solo_tput_median_rel_err"]) | set(rep["xi_rmse"])
-                   | set(rep["scaling_median_rel_err"]))
+                   | set(rep["scaling_median_rel_err"]) | set(rep["predictor_rmse"]))
     head = (f"{'GPU':6} {'solo med':>9} {'solo max':>9} {'scal med':>9} {'scal max':>9} {'xi RMSE':>8} "
             f"{'pred RMSE':>9} {'pred MdAPE':>10} {'decisions':>9}")
     lines = [head]
@@ -152,6 +170,13 @@ def format_report(rep: dict[str, Any]) -> str:
                      + ", ".join(f"{g} RMSE {rep['xi_heldout_rmse'][g]:.3f} / median APE "
                                  f"{100 * rep['xi_heldout_mape_median'][g]:.1f}%" for g in rep["xi_heldout_rmse"])
                      + f"; demand exponent k = {rep['demand_exponent']:.3f}")
+    if "xi_transfer" in rep:
+        lines.append("Across generations (median APE): " + ", ".join(
+            f"{g} regression {100 * v['regression']:.1f}% (xi = 1: {100 * v['xi1']:.1f}%; Gavel-only weights "
+            f"{100 * v['gavel_weights']:.1f}%, Lucid-only {100 * v['lucid_weights']:.1f}%; with another "
+            f"generation's pair offsets {100 * v['with_offset_on_those']:.1f}% against "
+            f"{100 * v['regression_on_those']:.1f}% on the {v['rows_with_other_offset']} rows that have one)"
+            for g, v in rep["xi_transfer"].items()))
     if "comm_fit" in rep:
         lines += ["", format_comm(rep["comm_fit"])]
     return "\n".join(lines)

@@ -9,9 +9,12 @@ the pair's demands.
    ``log xi_a = w . [e, e ci_a, e d_b, m_a m_b] + o_ab`` with ``e = max(0, d_a + d_b - 1)`` the pair's excess
    demand (a pair whose combined demand is under 1 keeps only the memory-contention term ``m_a m_b``, the
    activation shares of the footprints), ``ci_a`` the compute intensity; ``w`` is fitted by least squares to
-   every measured 1-GPU Gavel pair on K80/P100/V100 (demands taken on the pair's type). ``o_ab``
-   (**anchored**) is the pair's mean residual on the types where Gavel measured it (0 for unmeasured pairs),
-   so a measured pair carried to another type keeps its measured level and moves with the type's demands.
+   every measured 1-GPU Gavel pair on K80/P100/V100 (demands taken on the pair's type) and every Lucid pair
+   on the RTX 3090 (demands its measured solo ``gpu_util``; :mod:`.lucid`, S-Lab License 1.0: only fitted
+   numbers are shipped). ``o_ab`` (**anchored**) is the pair's mean residual within one architecture group:
+   Gavel's on K80/P100/V100, Lucid's on the GA102 types (RTX 3090, A40, A6000; each with its own demands).
+   It is 0 on every other type: offsets measured on one generation do not carry to another
+   (:func:`.fit.offset_transfer`, docs/catalog.md), while the demand regression does.
 
 All values are clipped to ``>= 1`` (measurement noise gives a few ratios a hair below 1). The table is the
 project's own fitted numbers, written to ``gpucluster_env/data/xi_table.json`` by ``gpucluster catalog
@@ -99,11 +102,17 @@ class MeasuredInterference:
             table = _cached_package_table()
         self._fallback = FeatureInterference() if table is None else None
         table = table or {}
-        for key in ("measured", "offset", "pooled", "demand_exponent"):
+        for key in ("measured", "offsets", "pooled", "demand_exponent"):
             if table and key not in table:
                 raise ValueError(f"{path or XI_TABLE_FILE}: missing field {key!r}")
         self.measured: dict[str, dict[str, float]] = table.get("measured", {})
-        self.offset: dict[str, float] = table.get("offset", {})
+        self.offsets: dict[str, dict[str, float]] = {}
+        """GPU type -> ``"a|b"`` -> the pair's offset on that type (its architecture group's mean residual)."""
+        for name, group in table.get("offsets", {}).items():
+            if not isinstance(group, dict) or "types" not in group or "pairs" not in group:
+                raise ValueError(f"{path or XI_TABLE_FILE}: offsets/{name}: needs fields 'types' and 'pairs'")
+            for t in group["types"]:
+                self.offsets[t] = {k: float(v) for k, v in group["pairs"].items()}
         self.pooled = np.asarray(table.get("pooled", [0.0] * len(REGRESSION_TERMS)), float)
         self.demand_exponent = float(table.get("demand_exponent", 0.0))
 
@@ -112,7 +121,7 @@ class MeasuredInterference:
         key = f"{a}|{b}"
         if key in self.measured.get(gpu_type, {}):
             return "measured"
-        if key in self.offset:
+        if key in self.offsets.get(gpu_type, {}):
             return "anchored"
         return "regression"
 
@@ -128,7 +137,7 @@ class MeasuredInterference:
         x = self.measured.get(gpu_type, {}).get(key)
         if x is None:
             row = regression_row(a, b, self.demand(a, gpu_type), self.demand(b, gpu_type))
-            x = math.exp(regression_log_xi(self.pooled, row) + self.offset.get(key, 0.0))
+            x = math.exp(regression_log_xi(self.pooled, row) + self.offsets.get(gpu_type, {}).get(key, 0.0))
         return max(1.0, float(x)) if math.isfinite(x) else 1.0
 
     def pair_xi(self, a: ModelProfile, b: ModelProfile, gpu_type: str) -> tuple[float, float]:

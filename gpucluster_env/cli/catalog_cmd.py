@@ -17,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     v.add_argument("--json", action="store_true", help="print one JSON object")
     v.set_defaults(func=validate_cmd)
     f = sub.add_parser("fit-interference",
-                       help="refit the engine's xi table and Castor's XGBoost predictor from Gavel's pairs")
+                       help="refit the engine's xi table and Castor's XGBoost predictor from Gavel's and "
+                            "Lucid's measured pairs")
     f.add_argument("--seeds", type=int, default=5, help="held-out splits for the evaluation (default 5)")
     f.add_argument("--out-dir", type=Path, default=None,
                    help="where to write xi_table.json and xi_predictor.json (default: the package data)")
@@ -40,6 +41,7 @@ def list_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.catalog import default_catalog
     from gpucluster_env.catalog.demand import REFERENCE_TYPE
     from gpucluster_env.catalog.fit import GAVEL_JOB
+    from gpucluster_env.catalog.lucid import LUCID_DEMAND, LUCID_TYPE
 
     cat = default_catalog()
     g = cat.gpu_type(args.gpu)
@@ -49,7 +51,8 @@ def list_cmd(args: argparse.Namespace) -> int:
             "model": p.name, "speed": round(cat.model_speed(p, args.gpu), 4),
             "speed_estimated": args.gpu not in p.speed and args.gpu != REFERENCE_TYPE,
             "demand": round(cat.model_demand(p, args.gpu), 4),
-            "demand_estimated": not (p.name in GAVEL_JOB and args.gpu == REFERENCE_TYPE),
+            "demand_estimated": not ((p.name in GAVEL_JOB and args.gpu == REFERENCE_TYPE)
+                                     or (p.name in LUCID_DEMAND and args.gpu == LUCID_TYPE)),
         })
     if args.json:
         print(json.dumps({"gpu": args.gpu, "gpu_speed_estimated": g.estimated, "models": rows}, sort_keys=True))
@@ -91,6 +94,7 @@ def validate_cmd(args: argparse.Namespace) -> int:
 def fit_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.atomic_write import write_bytes_atomic
     from gpucluster_env.catalog.fit import build_xi_table
+    from gpucluster_env.catalog.lucid import load_lucid
     from gpucluster_env.catalog.measured import load_gavel
     from gpucluster_env.catalog.predictor import PREDICTOR_FILE, evaluate, fit_predictor
     from gpucluster_env.catalog.xi_model import XI_TABLE_FILE
@@ -100,10 +104,11 @@ def fit_cmd(args: argparse.Namespace) -> int:
     out_dir = args.out_dir or Path(__file__).resolve().parents[1] / "data"
     out_dir.mkdir(parents=True, exist_ok=True)
     gd = load_gavel()
-    table = build_xi_table(gd)
+    ld = load_lucid()
+    table = build_xi_table(gd, ld=ld)
     write_bytes_atomic(out_dir / XI_TABLE_FILE, (json.dumps(table, indent=1, sort_keys=True) + "\n").encode())
-    ev = evaluate(gd, seeds=tuple(range(args.seeds)))
-    saved = fit_predictor(gd)
+    ev = evaluate(gd, seeds=tuple(range(args.seeds)), ld=ld)
+    saved = fit_predictor(gd, ld=ld)
     saved["evaluation"] = ev
     write_bytes_atomic(out_dir / PREDICTOR_FILE, (json.dumps(saved) + "\n").encode())
     keys = ("rmse", "mape_median", "decision_agreement")
