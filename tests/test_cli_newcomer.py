@@ -42,3 +42,16 @@ def test_every_help_shows_every_default():
             checked += 1
         assert "%(default)" not in text
     assert checked > 50
+
+
+def test_reproduce_on_partial_results_is_one_line(tmp_path, capsys):
+    from gpucluster_env.leaderboard import reproduce
+
+    out = tmp_path / "castor"
+    assert main(["leaderboard", "run", "castor", "--scenarios", "castor-philly", "--policies", "fifo", "--seeds", "1",
+                 "--out", str(out), "--no-show"]) == 0
+    capsys.readouterr()
+    assert reproduce.main([str(out), "--out", str(tmp_path / "r.md")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "partial results" in err and "castor-philly x sjf" in err
+    assert not (tmp_path / "r.md").exists()
