@@ -128,6 +128,13 @@ class ShippedRL(RLPolicy):
         trained = read_meta(SHIPPED_DIR)["gpu_types"]
         return len({n.gpu_type for n in scenario.cluster.nodes}) == trained
 
+    @classmethod
+    def not_applicable_because(cls, scenario: Scenario) -> str:
+        """Why the shipped model cannot run on ``scenario``: its number of GPU types."""
+        trained = read_meta(SHIPPED_DIR)["gpu_types"]
+        have = len({n.gpu_type for n in scenario.cluster.nodes})
+        return f"trained on clusters with {trained} GPU type(s), this one has {have}"
+
 
 def make_rl_policy(spec: str) -> RLPolicy:
     """``rl:DIR`` -> the policy of the model trained into ``DIR``."""

@@ -48,6 +48,12 @@ class Policy:
         a trained model only on clusters with as many GPU types as it was trained on."""
         return True
 
+    @classmethod
+    def not_applicable_because(cls, scenario: Scenario) -> str:
+        """Why :meth:`applies_to` is false for ``scenario``, in a few words (what ``--policy all`` prints
+        for the policies it leaves out)."""
+        return "does not apply to this scenario"
+
     def reset(self, env: Any) -> None:
         """Called after ``env.reset()``, before the first ``act``."""
 
