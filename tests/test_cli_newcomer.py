@@ -4,6 +4,14 @@ one-line answers where tracebacks or nan/inf used to be."""
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.cells import cell_len
 
 from gpucluster_env.cli.main import DefaultsHelpFormatter, _nothing_to_show, build_parser, main
 
@@ -55,3 +63,89 @@ def test_reproduce_on_partial_results_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "partial results" in err and "castor-philly x sjf" in err
     assert not (tmp_path / "r.md").exists()
+
+
+# --- tables at 80 and 160 columns, in a pipe (rich then uses $COLUMNS) ---------------------------------------
+
+GPUCLUSTER = str(Path(sys.executable).parent / "gpucluster")
+DATA = Path(os.environ.get("GPUCLUSTER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+
+
+def cli(columns: int, *args: str) -> str:
+    proc = subprocess.run([GPUCLUSTER, *args], capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS=str(columns)))
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def assert_whole(out: str, columns: int, names: list[str]) -> None:
+    """Nothing cut (no ellipsis anywhere), no line wider than the console, every name whole in a table cell."""
+    assert "…" not in out
+    assert max(cell_len(line) for line in out.splitlines()) <= columns
+    for n in names:
+        assert f"│ {n} " in out or f"┃ {n} " in out, n
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_run_table_shows_every_number(columns):
+    out = cli(columns, "run", "--scenario", "tiny", "--option", "num_jobs=12", "--policy", "all", "--no-progress")
+    results = json.loads(cli(columns, "run", "--scenario", "tiny", "--option", "num_jobs=12", "--policy", "all",
+                             "--json"))
+    assert_whole(out, columns, [r["policy"] for r in results])
+    for r in results:
+        for key in ("avg_jct_s", "p95_jct_s", "makespan_s", "avg_queue_s"):
+            assert f" {r[key]:,.0f} " in out, (r["policy"], key)
+    assert "left out: hadare (" in out
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_scenarios_and_policies_tables_fold_text_not_names(columns):
+    from gpucluster_env.baselines import policy_names
+
+    from gpucluster_env.scenarios import SCENARIOS
+
+    assert_whole(cli(columns, "scenarios"), columns, list(SCENARIOS))
+    out = cli(columns, "policies")
+    assert_whole(out, columns, policy_names())
+    assert "Shortest job first" in out  # descriptions wrap instead of being squeezed to a few characters
+
+
+@pytest.fixture(scope="module")
+def results_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("board") / "res"
+    subprocess.run([GPUCLUSTER, "leaderboard", "run", "--scenarios", "tiny", "--policies",
+                    "fifo,castor-oracle,gavel-packed+gimbal", "--seeds", "2", "--out", str(out), "--no-show"],
+                   check=True, capture_output=True)
+    return out
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_leaderboard_show_shows_every_interval(results_dir, columns):
+    out = cli(columns, "leaderboard", "show", str(results_dir))
+    assert_whole(out, columns, ["fifo", "castor-oracle", "gavel-packed+gimbal"])
+    assert out.count("[") >= 3 * 2  # every policy's mean interval and its improvement interval
+
+
+def test_leaderboard_run_on_a_pipe_writes_whole_lines(tmp_path):
+    """Piped to a log: progress as whole lines on stderr, nothing of it glued to the summary on stdout, and the
+    partial results in the final table's unit."""
+    proc = subprocess.run([GPUCLUSTER, "leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo,sjf",
+                           "--seeds", "2", "--out", str(tmp_path / "r")], capture_output=True, text=True,
+                          env=dict(os.environ, COLUMNS="80"))
+    assert proc.returncode == 0, proc.stderr
+    err = proc.stderr.splitlines()
+    assert "4 cell(s) to run" in err[0] and "4/4 cells done" in err[-1]
+    assert proc.stdout.startswith("ran 4 cell(s)")
+    assert "…" not in proc.stdout
+
+
+@pytest.mark.skipif(not (DATA / "profiles" / "gavel").is_dir(), reason=f"public profiles not found at {DATA}")
+@pytest.mark.parametrize("columns", [80, 160])
+def test_catalog_validate_verdicts_and_legend(columns):
+    out = cli(columns, "catalog", "validate")
+    assert_whole(out, columns, ["V100", "solo throughput", "share decisions"])
+    assert "verdict:" in out and "legend:" in out
+    for abbrev in ("scal med", "pred MdAPE", "decisions"):
+        assert f"{abbrev}:" in out.split("legend:")[1].replace("\n  ", " ") or abbrev in out.split("legend:")[1]
+    verdict_rows = [line for line in out.splitlines() if line.startswith("│") and ("ok ≤" in line or "ok ≥" in line)]
+    assert verdict_rows and all(any(v in row for v in (" ok ", " loose ", " off ")) for row in verdict_rows)

@@ -183,8 +183,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"gpucluster run: note: --policy all left out {name}: {why}", file=sys.stderr)
     else:
         _print_table(results, args, sc, record_written=scratch is not None and failed is None)
+        from gpucluster_env.text_tables import make_console
+
         for name, why in left_out.items():
-            print(f"left out: {name} ({why})")
+            make_console().print(f"left out: {name} ({why})", highlight=False, markup=False)
     if failed:
         raise failed  # after the results: a record that cannot be written loses nothing else
     return 0
