@@ -74,8 +74,22 @@ def run_episode(
         "truncated": bool(truncated),
         "wall_s": wall,
     }
+    if truncated:
+        result["truncated_by"] = truncation_cause(env, info)
     if extra is not None:
         result.update(extra(env))
     env.close()
     return result
+
+
+def truncation_cause(env: Any, info: dict[str, Any]) -> str:
+    """Which limit stopped a truncated episode: ``stalled`` (the policy kept waiting with jobs queued and nothing
+    running, ``max_idle_ticks``), ``max_sim_time_s`` (the simulated-time limit) or ``max_steps`` (the step
+    limit)."""
+    u = env.unwrapped
+    if info.get("stalled"):
+        return "stalled"
+    if u.max_sim_time_s is not None and u.engine.now >= u.max_sim_time_s:
+        return "max_sim_time_s"
+    return "max_steps"
 

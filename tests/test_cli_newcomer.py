@@ -149,3 +149,96 @@ def test_catalog_validate_verdicts_and_legend(columns):
         assert f"{abbrev}:" in out.split("legend:")[1].replace("\n  ", " ") or abbrev in out.split("legend:")[1]
     verdict_rows = [line for line in out.splitlines() if line.startswith("│") and ("ok ≤" in line or "ok ≥" in line)]
     assert verdict_rows and all(any(v in row for v in (" ok ", " loose ", " off ")) for row in verdict_rows)
+
+
+# --- evaluate and truncation causes --------------------------------------------------------------------------
+
+
+class _Waiter:
+    """A policy that only ever waits (the engine stops it as stalled)."""
+
+    name = "waiter"
+    needs_observation = False
+    options: dict = {}
+
+    def env_kwargs(self) -> dict:
+        return {}
+
+    def reset(self, env) -> None:
+        pass
+
+    def act(self, observation, env):
+        return 0
+
+
+def test_truncation_names_its_cause():
+    from gpucluster_env.leaderboard.runner import run_episode
+
+    from gpucluster_env.cli.progress import EpisodeLimits
+
+    stalled = run_episode("tiny", _Waiter(), 0)  # type: ignore[arg-type]
+    assert stalled["truncated"] and stalled["truncated_by"] == "stalled"
+    steps = run_episode("tiny", "fifo", 0, env_kwargs={"max_steps": 20})
+    assert steps["truncated"] and steps["truncated_by"] == "max_steps"
+    clock = run_episode("tiny", "fifo", 0, env_kwargs={"max_sim_time_s": 600.0})
+    assert clock["truncated"] and clock["truncated_by"] == "max_sim_time_s"
+    assert "truncated_by" not in run_episode("tiny", "fifo", 0)
+    limits = EpisodeLimits(86400.0, 20)
+    assert "--max-steps" in limits.describe("max_steps") and "days" not in limits.describe("max_steps")
+    assert "stalled" in limits.describe("stalled") and "--max" not in limits.describe("stalled")
+
+
+def test_run_reports_the_limit_that_stopped_it():
+    out = cli(80, "run", "--scenario", "tiny", "--policy", "fifo", "--max-steps", "30")
+    line = " ".join(out.split("truncated: ")[-1].split())
+    assert line.startswith("fifo stopped at the limit of 30 steps (--max-steps)") and "days" not in line
+    r = json.loads(cli(80, "run", "--scenario", "tiny", "--policy", "fifo", "--max-sim-days", "0.01", "--json"))
+    assert r["truncated_by"] == "max_sim_time_s" and "--max-steps" not in r["limits"]
+
+
+def test_evaluate_summary_has_no_inf_nan_or_thin_intervals():
+    import math
+    import warnings
+
+    import numpy as np
+    from gpucluster_env.agents.evaluate import MIN_SEEDS_FOR_INTERVAL, _paired, _row
+
+    from gpucluster_env.cli.evaluate_cmd import print_summary
+    from gpucluster_env.text_tables import make_console
+
+    model = np.array([100.0, math.nan, 120.0])
+    ref = np.array([200.0, 210.0, 190.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        m_row = _row(model, [0, 1, 2], {1: "stalled"})
+        r_row = _row(ref, [0, 1, 2], {})
+        r_row["model_vs_this"] = _paired(model, ref)
+    assert m_row["values"] == [100.0, None, 120.0] and m_row["mean"] == 110.0 and m_row["ci95"] is None
+    assert m_row["truncated"] == [{"seed": 1, "cause": "stalled"}] and r_row["model_vs_this"]["paired_seeds"] == 2
+    assert MIN_SEEDS_FOR_INTERVAL > 2
+    import io
+
+    from rich.console import Console
+
+    buf = io.StringIO()
+    res = {"summary": {"tiny": {"rl:x": m_row, "fifo": r_row}}}
+    print_summary(res, "avg_jct_s", "0-2", Console(file=buf, width=80))
+    out = buf.getvalue()
+    assert "inf" not in out and "nan" not in out.lower() and "…" not in out
+    assert "seed 1: truncated (stalled" in " ".join(out.split())
+    assert "n/a (2 seeds)" in out and f"fewer than {MIN_SEEDS_FOR_INTERVAL} finished seeds" in out
+    assert make_console() is not None
+
+
+def test_evaluate_end_to_end_without_warnings(capsys):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert main(["evaluate", "--model", "sjf", "--scenario", "tiny", "--seeds", "0-1", "--baselines", "fifo",
+                     "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    row = res["summary"]["tiny"]["fifo"]
+    assert row["ci95"] is None and "interval needs at least" in row["ci_note"]
+    assert main(["evaluate", "--model", "rl-castor-philly", "--scenario", "tiny", "--seeds", "0"]) == 2
+    assert "cannot run on tiny" in capsys.readouterr().err

@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
                 results.append(run_episode(sc, pol, args.seed, record=scratch))  # type: ignore[arg-type]
             finally:
                 pol.close()
-            results[-1]["limits"] = limits.describe()
+            results[-1]["limits"] = limits.describe(results[-1].get("truncated_by"))
             results[-1]["jobs_asked"] = sc.num_jobs
     except BaseException:
         if scratch:
@@ -240,7 +240,8 @@ def _print_table(results: list[dict[str, Any]], args: argparse.Namespace, sc: An
     if first["jobs"] < sc.num_jobs:
         console.print(f"note: the trace gave {first['jobs']:,} jobs of the {sc.num_jobs:,} asked (num_jobs)")
     if cut:
-        console.print(f"truncated: the episode stopped at a limit ({first['limits']}); the metrics cover only the "
-                      "jobs finished by then")
+        for r in cut:
+            console.print(f"truncated: {r['policy']} stopped at {r['limits']}; its metrics cover only the "
+                          f"{r['jobs_done']} jobs finished by then", highlight=False)
     if record_written:
         console.print(f"replay written to {args.record}")
