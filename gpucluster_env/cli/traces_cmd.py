@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -251,7 +252,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 {
                     "note": note,
                     "stats": {
-                        k: dict(zip(table.columns, map(float, row), strict=True))
+                        k: {c: (float(v) if math.isfinite(float(v)) else None) for c, v in row.items()}
                         for k, row in table.iterrows()
                     },
                 },
@@ -262,6 +263,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print(f"{args.name}: {note}")
     first = "your file" if _is_file_arg(args.name) else "real"
     print(f"{'statistic':24} {first:>14} {'synthetic':>14}")
+    missing = False
     for k, row in table.iterrows():
-        print(f"{k:24} {row['real']:>14.4g} {row['synthetic']:>14.4g}")
+        cells = []
+        for v in (row["real"], row["synthetic"]):
+            missing |= not math.isfinite(v)
+            cells.append(f"{v:>14.4g}" if math.isfinite(v) else f"{'n/a':>14}")
+        print(f"{k:24} {cells[0]} {cells[1]}")
+    if missing:
+        print("n/a: not in Helios's published aggregates (the per-job Venus log is not here)"
+              if "published aggregates" in note else "n/a: not available from this source")
     return 0
