@@ -260,7 +260,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(f"{args.name}: {note}")
+    print(f"{args.name}: " + ";\n  ".join(note.split("; ")))
     first = "your file" if _is_file_arg(args.name) else "real"
     print(f"{'statistic':24} {first:>14} {'synthetic':>14}")
     missing = False
