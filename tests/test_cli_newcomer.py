@@ -254,3 +254,16 @@ def test_traces_compare_venus_says_not_available_never_nan():
         raise AssertionError(f"JSON holds {text}")
 
     json.loads(cli(80, "traces", "compare", "venus", "--jobs", "2000", "--json"), parse_constant=no_nan)
+
+
+def test_train_ends_with_a_summary_and_writes_only_folders_it_fills(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--scenario", "tiny", "--timesteps", "256", "--n-steps", "64", "--n-envs", "1", "--vec",
+                 "dummy", "--windows", "", "--no-progress", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "trained maskable_ppo on tiny for 256 timesteps" in text and "training episodes" in text
+    assert "evaluation: none ran (every 20,000 timesteps" in text
+    assert f"model: {out / 'model.zip'}" in text and f"next: gpucluster evaluate --model {out}" in text
+    assert sorted(p.name for p in out.iterdir()) == ["logs", "meta.json", "model.zip"]
+    summary = json.loads((out / "meta.json").read_text())["summary"]
+    assert summary["evaluations"] == 0 and summary["checkpoints"] == 0 and summary["episodes"] >= 0
