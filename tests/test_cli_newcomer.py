@@ -267,3 +267,60 @@ def test_train_ends_with_a_summary_and_writes_only_folders_it_fills(tmp_path, ca
     assert sorted(p.name for p in out.iterdir()) == ["logs", "meta.json", "model.zip"]
     summary = json.loads((out / "meta.json").read_text())["summary"]
     assert summary["evaluations"] == 0 and summary["checkpoints"] == 0 and summary["episodes"] >= 0
+
+
+# --- replay --timeline ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory) -> tuple[Path, Path]:
+    d = tmp_path_factory.mktemp("rec")
+    out = []
+    for pol in ("gavel+gimbal", "fifo"):  # one that shares and preempts, one that does neither
+        f = d / f"{pol}.jsonl"
+        assert main(["run", "--scenario", "tiny", "--policy", pol, "--no-progress", "--json", "--record", str(f)]) == 0
+        out.append(f)
+    return out[0], out[1]
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def test_timeline_png_of_one_and_two_records(records, tmp_path, capsys):
+    from gpucluster_env.replay.record import read_record
+    from gpucluster_env.replay.timeline_png import episode_drawing
+
+    one, two = tmp_path / "one.png", tmp_path / "two.png"
+    assert main(["replay", str(records[0]), "--timeline", str(one)]) == 0
+    assert main(["replay", str(records[0]), str(records[1]), "--timeline", str(two)]) == 0
+    assert f"wrote {one}" in capsys.readouterr().out
+    w1, h1 = _png_size(one)
+    w2, h2 = _png_size(two)
+    assert 800 <= w1 <= 4000 and 300 <= h1 <= 3000 and w2 > 1.5 * w1 and h2 == h1
+    assert 20_000 < one.stat().st_size < 5_000_000
+    d = episode_drawing(read_record(records[0]))
+    assert d.preemptions and any(len(jobs) == 2 for _, jobs, _, _ in d.segments)  # what the marks stand for
+    assert all(0 <= g < d.num_gpus and t0 < t1 <= d.t_end for g, _, t0, t1 in d.segments)
+    fifo = episode_drawing(read_record(records[1]))
+    assert not fifo.preemptions and all(len(jobs) == 1 for _, jobs, _, _ in fifo.segments)
+
+
+@pytest.mark.parametrize("target, needle", [("nowhere/x.png", "does not exist"), ("x.jpg", "must end in .png")])
+def test_timeline_bad_target_is_one_line(records, tmp_path, capsys, target, needle):
+    assert main(["replay", str(records[0]), "--timeline", str(tmp_path / target)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0] and "--timeline" in err[0]
+
+
+def test_timeline_bad_record_or_no_matplotlib_is_one_line(records, tmp_path, capsys, monkeypatch):
+    assert main(["replay", str(tmp_path / "missing.jsonl"), "--timeline", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "missing.jsonl" in err[0]
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if not installed
+    assert main(["replay", str(records[0]), "--timeline", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "pip install 'gpucluster-env[plot]'" in err[0]
+    assert not (tmp_path / "x.png").exists()
