@@ -324,3 +324,21 @@ def test_timeline_bad_record_or_no_matplotlib_is_one_line(records, tmp_path, cap
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "pip install 'gpucluster-env[plot]'" in err[0]
     assert not (tmp_path / "x.png").exists()
+
+
+def test_glossary_explains_every_table_abbreviation():
+    import re
+
+    from gpucluster_env.cli.catalog_report import PER_GPU
+    from gpucluster_env.cli.run_cmd import COLUMNS
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "glossary.md").read_text()
+    terms = " ".join(re.findall(r"\*\*([^*]+)\*\*", text))
+    wanted = {"ξ", "SB mean", "SB med", "SM est", "IQM", "coloc", "MdAPE", "JCT", "GPU occ", "shared", "preempt",
+              "makespan", "P(better than X)", "95% CI", "truncated", "†", "scal med", "solo med", "decisions"}
+    wanted |= {head.replace(" s", "").replace("avg ", "").replace("median ", "").replace("p95 ", "")
+               for _, head, _ in COLUMNS if head != "policy"}
+    wanted |= {head.replace("pred ", "").replace("ξ ", "") for _, head, _ in PER_GPU}
+    missing = [w for w in sorted(wanted) if w not in terms]
+    assert not missing, missing
+    assert "docs/glossary.md" in (Path(__file__).resolve().parents[1] / "README.md").read_text()

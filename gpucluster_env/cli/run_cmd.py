@@ -237,6 +237,7 @@ def _print_table(results: list[dict[str, Any]], args: argparse.Namespace, sc: An
     console = make_console()
     print_table(console, title, cols, rows)
     console.print(f"trace: {first['trace']}")
+    console.print("columns explained in docs/glossary.md", highlight=False)
     if first["jobs"] < sc.num_jobs:
         console.print(f"note: the trace gave {first['jobs']:,} jobs of the {sc.num_jobs:,} asked (num_jobs)")
     if cut:
