@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 MIN_TEXT_WIDTH = 20
-"""A free-text column is folded to no fewer characters than this (or its longest word, if shorter)."""
+"""A free-text column is folded to no fewer characters than this, or its longest word (up to
+:data:`MAX_WORD_WIDTH`; a longer word, a path, is folded inside)."""
+MAX_WORD_WIDTH = 24
 
 
 @dataclass(frozen=True)
@@ -50,13 +52,15 @@ def _header_width(header: str) -> int:
 
 def column_widths(cols: Sequence[Col], rows: Sequence[Sequence[str]]) -> list[int]:
     """The width each column needs: its widest cell (a free-text column: at most :data:`MIN_TEXT_WIDTH` or its
-    longest word), and at least its header's longest word (headers wrap at spaces)."""
+    longest word up to :data:`MAX_WORD_WIDTH`), and at least its header's longest word (headers wrap at
+    spaces)."""
     out = []
     for i, c in enumerate(cols):
         cells = [str(r[i]) for r in rows]
         if c.text:
             longest_word = max((_cell_len(w) for s in cells for w in s.split()), default=0)
-            need = min(max((_cell_len(s) for s in cells), default=0), max(MIN_TEXT_WIDTH, longest_word))
+            need = min(max((_cell_len(s) for s in cells), default=0),
+                       max(MIN_TEXT_WIDTH, min(longest_word, MAX_WORD_WIDTH)))
         else:
             need = max((_cell_len(s) for s in cells), default=0)
         out.append(max(need, _header_width(c.header), 1))

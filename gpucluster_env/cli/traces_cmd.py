@@ -93,15 +93,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from gpucluster_env.text_tables import Col, make_console, print_table
 
-    table = Table("name", "available at", "synthetic stand-in", "description")
-    for r in rows:
-        table.add_row(
-            r["name"], r["found"] or "(not found: shipped synthetic used)", r["synthetic"], r["description"]
-        )
-    Console().print(table)
+    cols = [Col("name", "left", key=True), Col("available at (else the synthetic stand-in)", "left", text=True),
+            Col("description", "left", text=True)]
+    table = [(r["name"], r["found"] or f"not found: synthetic {r['synthetic']} used", r["description"])
+             for r in rows]
+    print_table(make_console(), "traces", cols, table, show_lines=True)
     return 0
 
 
