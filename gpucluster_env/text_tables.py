@@ -50,10 +50,10 @@ def _header_width(header: str) -> int:
     return max((_cell_len(w) for w in header.split()), default=0)
 
 
-def column_widths(cols: Sequence[Col], rows: Sequence[Sequence[str]]) -> list[int]:
+def column_widths(cols: Sequence[Col], rows: Sequence[Sequence[str]], whole_headers: bool = False) -> list[int]:
     """The width each column needs: its widest cell (a free-text column: at most :data:`MIN_TEXT_WIDTH` or its
     longest word up to :data:`MAX_WORD_WIDTH`), and at least its header's longest word (headers wrap at
-    spaces)."""
+    spaces; with ``whole_headers``, each header on one line)."""
     out = []
     for i, c in enumerate(cols):
         cells = [str(r[i]) for r in rows]
@@ -63,7 +63,8 @@ def column_widths(cols: Sequence[Col], rows: Sequence[Sequence[str]]) -> list[in
                        max(MIN_TEXT_WIDTH, min(longest_word, MAX_WORD_WIDTH)))
         else:
             need = max((_cell_len(s) for s in cells), default=0)
-        out.append(max(need, _header_width(c.header), 1))
+        head = _cell_len(c.header) if whole_headers and not c.text else _header_width(c.header)
+        out.append(max(need, head, 1))
     return out
 
 
@@ -102,7 +103,9 @@ def fitted_tables(title: str, cols: Sequence[Col], rows: Sequence[Sequence[str]]
     titled ``(1/2)``, ``(2/2)``…; ``caption`` goes under the last part."""
     from rich.table import Table
 
-    widths = column_widths(cols, rows)
+    widths = column_widths(cols, rows, whole_headers=True)  # headers on one line when everything fits so
+    if table_width(widths) > width:
+        widths = column_widths(cols, rows)
     parts = split_columns(cols, widths, width)
     tables = []
     for n, part in enumerate(parts, 1):
