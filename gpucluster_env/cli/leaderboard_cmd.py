@@ -179,9 +179,9 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
     console = make_console(stderr=True)
     if not console.is_terminal:
         return _run_with_log_lines(board, store, args)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(bar_width=16), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        TextColumn("{task.fields[rate]}"), console=console)
+                        TextColumn("{task.fields[rate]}"), console=console)  # fits 80 columns
     task = progress.add_task(board.name, total=None, rate="")
     new: list[dict[str, Any]] = []
 
@@ -202,14 +202,15 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
 
     def on_start(todo: int, skipped: int) -> None:
         nonlocal t0
-        progress.update(task, total=todo, description=f"{board.name} ({skipped} cells already recorded)")
+        console.print(f"{board.name}: {todo} cell(s) to run, {skipped} already recorded", highlight=False)
+        progress.update(task, total=todo, description=board.name[:16])
         live.start()
         t0 = time.perf_counter()
 
     def on_record(rec: dict[str, Any], done: int, total: int) -> None:
         new.append(rec)
         rate = 60.0 * done / max(time.perf_counter() - t0, 1e-9)
-        progress.update(task, total=total, completed=done, rate=f"{rate:.1f} cells/min")
+        progress.update(task, total=total, completed=done, rate=f"{rate:,.0f} cells/min")
         live.update(Group(progress, partial()))
 
     try:
