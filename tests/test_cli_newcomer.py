@@ -86,11 +86,15 @@ def assert_whole(out: str, columns: int, names: list[str]) -> None:
         assert f"│ {n} " in out or f"┃ {n} " in out, n
 
 
+@pytest.fixture(scope="module")
+def all_results() -> list[dict]:
+    return json.loads(cli(80, "run", "--scenario", "tiny", "--option", "num_jobs=12", "--policy", "all", "--json"))
+
+
 @pytest.mark.parametrize("columns", [80, 160])
-def test_run_table_shows_every_number(columns):
+def test_run_table_shows_every_number(columns, all_results):
     out = cli(columns, "run", "--scenario", "tiny", "--option", "num_jobs=12", "--policy", "all", "--no-progress")
-    results = json.loads(cli(columns, "run", "--scenario", "tiny", "--option", "num_jobs=12", "--policy", "all",
-                             "--json"))
+    results = all_results
     assert_whole(out, columns, [r["policy"] for r in results])
     for r in results:
         for key in ("avg_jct_s", "p95_jct_s", "makespan_s", "avg_queue_s"):
