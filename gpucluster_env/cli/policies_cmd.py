@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from gpucluster_env.text_tables import Col, make_console, print_table
 
-    cols = [Col("name", "left", key=True), Col("description", "left", text=True), Col("paper", "left", text=True)]
-    print_table(make_console(), "policies", cols, [(r["name"], r["description"], r["paper"]) for r in rows],
+    cols = [Col("name", "left", key=True), Col("description (paper)", "left", text=True)]
+    print_table(make_console(), "policies", cols,
+                [(r["name"], f"{r['description']} ({r['paper']})" if r["paper"] else r["description"]) for r in rows],
                 show_lines=True)
     return 0
