@@ -271,6 +271,11 @@ def test_train_ends_with_a_summary_and_writes_only_folders_it_fills(tmp_path, ca
     assert sorted(p.name for p in out.iterdir()) == ["logs", "meta.json", "model.zip"]
     summary = json.loads((out / "meta.json").read_text())["summary"]
     assert summary["evaluations"] == 0 and summary["checkpoints"] == 0 and summary["episodes"] >= 0
+    for argv in (["run", "--scenario", "castor-philly", "--policy", f"rl:{out}"],
+                 ["evaluate", "--model", str(out), "--scenario", "castor-philly", "--seeds", "0"]):
+        assert main(argv) == 2  # a model trained on 3 GPU types, a cluster of 1: said in one line, not sb3's error
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "trained on clusters with 3 GPU type(s), castor-philly has 1" in err[0]
 
 
 # --- replay --timeline ---------------------------------------------------------------------------------------

@@ -54,6 +54,12 @@ def run(args: argparse.Namespace) -> int:
             cls = POLICIES.get(name)
             if cls is not None and not cls.applies_to(get_scenario(s)):
                 raise ValueError(f"{name} cannot run on {s}: {cls.not_applicable_because(get_scenario(s))}")
+            if name.startswith("rl:"):
+                from gpucluster_env.agents.policies import model_mismatch
+
+                why = model_mismatch(name[3:], get_scenario(s))
+                if why:
+                    raise ValueError(f"{name} cannot run on {s}: {why}")
     res = evaluate(model, scenarios, seeds, baselines, args.metric)
     if args.json:
         print(dumps(res))

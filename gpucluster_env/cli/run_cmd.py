@@ -155,6 +155,12 @@ def run(args: argparse.Namespace) -> int:
     names = [n for n in policy_names() if POLICIES[n].applies_to(sc)] if args.policy == "all" else [args.policy]
     left_out = ({n: POLICIES[n].not_applicable_because(sc) for n in policy_names() if n not in names}
                 if args.policy == "all" else {})
+    if args.policy.startswith("rl:") and args.policy != "rl:":
+        from gpucluster_env.agents.policies import model_mismatch
+
+        why = model_mismatch(args.policy[3:], sc)
+        if why:
+            raise SettingError(f"--policy {args.policy}: {why}")
     if args.record and len(names) > 1:
         raise SettingError("--record needs a single --policy")
     scratch = _scratch_record(args.record, args.trace) if args.record else None
