@@ -128,6 +128,23 @@ class ShippedRL(RLPolicy):
         trained = read_meta(SHIPPED_DIR)["gpu_types"]
         return len({n.gpu_type for n in scenario.cluster.nodes}) == trained
 
+    @classmethod
+    def not_applicable_because(cls, scenario: Scenario) -> str:
+        """Why the shipped model cannot run on ``scenario``: its number of GPU types."""
+        trained = read_meta(SHIPPED_DIR)["gpu_types"]
+        have = len({n.gpu_type for n in scenario.cluster.nodes})
+        return f"trained on clusters with {trained} GPU type(s), this one has {have}"
+
+
+def model_mismatch(model_dir: str | Path, scenario: Scenario) -> str | None:
+    """Why the model trained into ``model_dir`` cannot act on ``scenario`` (its spaces depend on the number of
+    GPU types), or None when it can."""
+    trained = read_meta(model_dir).get("gpu_types")
+    have = len({n.gpu_type for n in scenario.cluster.nodes})
+    if trained is None or trained == have:
+        return None
+    return f"the model in {model_dir} was trained on clusters with {trained} GPU type(s), {scenario.name} has {have}"
+
 
 def make_rl_policy(spec: str) -> RLPolicy:
     """``rl:DIR`` -> the policy of the model trained into ``DIR``."""

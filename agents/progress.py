@@ -19,7 +19,7 @@ class RichProgress(BaseCallback):
     def _on_training_start(self) -> None:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-        self._progress = Progress(TextColumn("training"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"),
+        self._progress = Progress(TextColumn("learning"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,}"),
                                   TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[ret]}"))
         self._progress.start()
         self._task = self._progress.add_task("train", total=self.total, ret="")

@@ -212,7 +212,7 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
 
         ev = EvalCallback(eval_env, **kwargs)
     ckpt = CheckpointCallback(max(cfg.checkpoint_freq // cfg.n_envs, 1), str(out / "checkpoints"), "model")
-    cbs = [ev, ckpt]
+    cbs = [ev, ckpt, _EpisodeCounter()]
     if cfg.critic_warmup > 0 and cfg.algo != "dqn":
         cbs.append(_CriticWarmup(cfg.critic_warmup))
     if cfg.progress:
@@ -220,6 +220,44 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
 
         cbs.append(RichProgress(cfg.timesteps))
     return cbs
+
+
+def _EpisodeCounter() -> Any:  # noqa: N802 (a class made on demand: SB3 is imported lazily)
+    """A callback counting the training episodes that ended (``n``)."""
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class EpisodeCounter(BaseCallback):
+        n = 0
+
+        def _on_step(self) -> bool:
+            self.n += sum(bool(d) for d in self.locals.get("dones", ()))
+            return True
+
+    return EpisodeCounter()
+
+
+def _summary(cbs: list[Any], out: Path) -> dict[str, Any]:
+    """What the run learned, for meta.json and the command's closing summary: training episodes, the
+    evaluations (count, best mean return and when), checkpoints written."""
+    ev, ckpt_dir = cbs[0], out / "checkpoints"
+    results = [float(sum(r) / len(r)) for r in getattr(ev, "evaluations_results", []) if len(r)]
+    steps = [int(t) for t in getattr(ev, "evaluations_timesteps", [])]
+    best = max(range(len(results)), key=results.__getitem__) if results else None
+    buf = list(getattr(cbs[2].model, "ep_info_buffer", None) or [])
+    return {"episodes": int(cbs[2].n), "evaluations": len(results),
+            "recent_train_return": float(sum(e["r"] for e in buf) / len(buf)) if buf else None,
+            "recent_train_episodes": len(buf),
+            "best_eval_return": None if best is None else results[best],
+            "best_eval_timesteps": None if best is None else steps[best],
+            "checkpoints": len(list(ckpt_dir.glob("*.zip"))) if ckpt_dir.is_dir() else 0}
+
+
+def _remove_empty_folders(out: Path) -> None:
+    """Remove the callbacks' folders that nothing was written to (no evaluation or checkpoint fell due)."""
+    for name in ("best", "checkpoints", "eval"):
+        d = out / name
+        if d.is_dir() and not any(d.iterdir()):
+            d.rmdir()
 
 
 def _CriticWarmup(steps: int) -> Any:  # noqa: N802 (a class made on demand: SB3 is imported lazily)
@@ -337,11 +375,16 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
 
             bc_stats = behaviour_clone(model, cfg)
             model.save(str(out / "bc_model.zip"))
-        model.learn(total_timesteps=cfg.timesteps, callback=_callbacks(cfg, out))
+        cbs = _callbacks(cfg, out)
+        t_learn = time.perf_counter()
+        model.learn(total_timesteps=cfg.timesteps, callback=cbs)
+        learn_s = time.perf_counter() - t_learn
         model.save(str(out / "model.zip"))
     finally:
         vec.close()
-    meta.update(timesteps=int(model.num_timesteps), wall_s=time.perf_counter() - t0, behaviour_cloning=bc_stats)
+        _remove_empty_folders(out)
+    meta.update(timesteps=int(model.num_timesteps), wall_s=time.perf_counter() - t0, learn_s=learn_s,
+                behaviour_cloning=bc_stats, summary=_summary(cbs, out))
     if cfg.select_seeds:
         from gpucluster_env.agents.select import select_model
 

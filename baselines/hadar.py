@@ -214,6 +214,11 @@ class HadarE(Hadar):
         """Forking needs a round-based scenario."""
         return scenario.config.round_s is not None
 
+    @classmethod
+    def not_applicable_because(cls, scenario: Any) -> str:
+        """Why HadarE cannot run on ``scenario``."""
+        return "forks jobs every round: needs a round-based scenario (round_s), this one is event-driven"
+
     def reset(self, env: Any) -> None:
         super().reset(env)
         self._dropped_at: float | None = None

@@ -64,6 +64,12 @@ class Policy:
         a trained model only on clusters with as many GPU types as it was trained on."""
         return True
 
+    @classmethod
+    def not_applicable_because(cls, scenario: Scenario) -> str:
+        """Why :meth:`applies_to` is false for ``scenario``, in a few words (what ``--policy all`` prints
+        for the policies it leaves out)."""
+        return "does not apply to this scenario"
+
     def reset(self, env: Any) -> None:
         """Called after ``env.reset()``, before the first ``act``."""
 
@@ -200,8 +206,21 @@ def run_episode(
         "truncated": bool(truncated),
         "wall_s": wall,
     }
+    if truncated:
+        result["truncated_by"] = truncation_cause(env, info)
     if extra is not None:
         result.update(extra(env))
     env.close()
     return result
 
+
+def truncation_cause(env: Any, info: dict[str, Any]) -> str:
+    """Which limit stopped a truncated episode: ``stalled`` (the policy kept waiting with jobs queued and nothing
+    running, ``max_idle_ticks``), ``max_sim_time_s`` (the simulated-time limit) or ``max_steps`` (the step
+    limit)."""
+    u = env.unwrapped
+    if info.get("stalled"):
+        return "stalled"
+    if u.max_sim_time_s is not None and u.engine.now >= u.max_sim_time_s:
+        return "max_sim_time_s"
+    return "max_steps"

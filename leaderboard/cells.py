@@ -1,7 +1,7 @@
 """One cell of a board run as one episode, and the provenance that goes with its record.
 
 :func:`run_cell` is what a worker process (or a Ray task) executes: it builds the policy, calls the one runner
-(:func:`~gpucluster_env.leaderboard.runner.run_episode`) and returns the episode's metrics plus the per-job
+(:func:`~gpucluster_env.policy.run_episode`) and returns the episode's metrics plus the per-job
 results the plots and the per-size tables need. :func:`env_spec` is the environment the cell runs in, as
 JSON data; a record made under another spec or package version is not mixed with current ones.
 """

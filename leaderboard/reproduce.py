@@ -6,7 +6,7 @@ and a discussion whose every figure is computed from the records when the docume
     gpucluster leaderboard run sjf-bsbf --workers 2 --out leaderboard-results/sjf-bsbf
     python -m gpucluster_env.leaderboard.reproduce leaderboard-results/castor leaderboard-results/sjf-bsbf
 
-Every cell is one :func:`~gpucluster_env.leaderboard.runner.run_episode` call (the same code path as
+Every cell is one :func:`~gpucluster_env.policy.run_episode` call (the same code path as
 ``gpucluster run --scenario S --policy P --seed N [--option k=v] --json``).
 """
 
@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import statistics
+import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -437,14 +438,41 @@ def _demotion_stats(sc_name: str, seeds: int, threshold_gpu_s: float) -> tuple[f
 def load_rows(dirs: list[str]) -> list[dict[str, Any]]:
     """The rows of every current record in the results folders ``dirs`` (records made under another spec or
     version are left out and reported on stderr, as ``leaderboard show`` does)."""
-    import sys
-
     from gpucluster_env.leaderboard.execute import load_current
 
     records, notes = load_current(dirs)
     for n in notes:
         print(f"reproduce: note: {n}", file=sys.stderr)
     return [record_row(r) for r in records]
+
+
+def missing_settings(rows: list[dict[str, Any]]) -> list[str]:
+    """The (scenario x policy) pairs of the :data:`BOARDS` that no row covers (the document needs them all),
+    as ``scenario x policy``."""
+    from gpucluster_env.leaderboard.board import load_board
+
+    have = {(r["scenario"], r["policy"]) for r in rows}
+    missing: dict[tuple[str, str], str] = {}
+    for name in BOARDS:
+        for c in load_board(name).cells:
+            if (c.scenario, c.policy) not in have:
+                missing.setdefault((c.scenario, c.policy), f"{c.scenario} x {c.policy}")
+    return list(missing.values())
+
+
+def partial_results_message(rows: list[dict[str, Any]], dirs: list[str], error: BaseException) -> str:
+    """One line saying that ``dirs`` hold only part of what the document needs, what is missing and how to
+    complete it (``error``: what stopped the rendering, named when no missing setting explains it)."""
+    missing = missing_settings(rows)
+    where = ", ".join(dirs)
+    how = ("complete them with `gpucluster leaderboard run castor --out DIR` and `gpucluster leaderboard run "
+           "sjf-bsbf --out DIR` (done cells are skipped)")
+    if missing:
+        shown = "; ".join(missing[:4]) + (f"; and {len(missing) - 4} more" if len(missing) > 4 else "")
+        return f"{where}: partial results, {len(missing)} scenario x policy pair(s) of the castor and sjf-bsbf " \
+               f"boards have no record ({shown}); {how}"
+    return f"{where}: partial results, the document needs a result that is missing ({type(error).__name__}: " \
+           f"{error}); {how}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -461,10 +489,14 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("no records in " + ", ".join(args.results))
     seeds = len({r["seed"] for r in rows})
     res = Results(rows)
-    text = render(res, seeds, sum(r["wall_s"] for r in rows))
-    from gpucluster_env.leaderboard.discussion import discussion
+    try:
+        text = render(res, seeds, sum(r["wall_s"] for r in rows))
+        from gpucluster_env.leaderboard.discussion import discussion
 
-    text += "\n" + "\n".join(discussion(res)) + "\n"
+        text += "\n" + "\n".join(discussion(res)) + "\n"
+    except (KeyError, IndexError, ValueError, statistics.StatisticsError) as e:
+        print(f"reproduce: error: {partial_results_message(rows, args.results, e)}", file=sys.stderr)
+        return 2
     from gpucluster_env.leaderboard.engine_change import DEFAULT_SNAPSHOT, ENGINE_CHANGES, load_snapshot, render_change
 
     before = args.before or (str(DEFAULT_SNAPSHOT) if DEFAULT_SNAPSHOT.exists() else "none")

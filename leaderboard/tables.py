@@ -17,12 +17,18 @@ FORMATS = ("table", "md", "csv", "json")
 TRUNCATED_NOTE = "† truncated episodes: their numbers cover only the jobs finished before the limit"
 
 
+def seconds_unit(values: Any) -> tuple[str, float]:
+    """(unit, seconds per unit) for showing times in seconds, from the largest finite value: hours from 3 h,
+    minutes from 3 min, else seconds (the unit of every leaderboard table, partial or final)."""
+    big = max((v for v in values if math.isfinite(v)), default=0.0)
+    return ("h", 3600.0) if big >= 3 * 3600 else ("min", 60.0) if big >= 180 else ("s", 1.0)
+
+
 def time_unit(summary: Summary) -> tuple[str, float]:
     """(unit, seconds per unit) for a metric in seconds, from the largest mean; ("", 1) for other metrics."""
     if not summary.metric.endswith("_s"):
         return "", 1.0
-    big = max((r.mean for t in summary.scenarios for r in t.rows if math.isfinite(r.mean)), default=0.0)
-    return ("h", 3600.0) if big >= 3 * 3600 else ("min", 60.0) if big >= 180 else ("s", 1.0)
+    return seconds_unit(r.mean for t in summary.scenarios for r in t.rows)
 
 
 def _num(x: float, scale: float = 1.0, nd: int = 2) -> str:
@@ -150,25 +156,23 @@ def render_json(summaries: list[Summary]) -> str:
 
 
 def print_rich(summaries: list[Summary], console: Any) -> None:
-    """``rich`` tables on ``console``."""
-    from rich.table import Table
+    """``rich`` tables on ``console``, every number whole at its width (in parts when the columns do not fit
+    side by side; :mod:`gpucluster_env.text_tables`)."""
+    from gpucluster_env.text_tables import Col, print_table
 
     for s in summaries:
+        hs = headers(s)
+        cols = [Col(hs[0], key=True), Col(hs[1], "left", key=True), Col(hs[2]), Col(hs[3]), Col(hs[4]),
+                Col(hs[5], glue=True), Col(hs[6]), Col(hs[7], glue=True), Col(hs[8]), Col(hs[9], glue=True)]
         for t in s.scenarios:
-            table = Table(title=f"{t.scenario} · {s.metric}", caption=f"trace: {t.trace}", caption_justify="left")
-            for i, h in enumerate(headers(s)):
-                table.add_column(h, justify="left" if i == 1 else "right")
-            for r in t.rows:
-                table.add_row(*_cells(s, r))
-            console.print(table)
+            print_table(console, f"{t.scenario} · {s.metric}", cols, [_cells(s, r) for r in t.rows],
+                        caption=f"trace: {t.trace}")
         if len(s.scenarios) > 1 and s.overall:
-            table = Table(title=f"overall · {s.metric} normalized by {s.reference}", caption=_overall_note(s),
-                          caption_justify="left")
-            for i, h in enumerate(OVERALL_HEADERS):
-                table.add_column(h, justify="left" if i == 1 else "right")
-            for o in s.overall:
-                table.add_row(*_overall_cells(o))
-            console.print(table)
+            ocols = [Col(OVERALL_HEADERS[0], key=True), Col(OVERALL_HEADERS[1], "left", key=True),
+                     Col(OVERALL_HEADERS[2]), Col(OVERALL_HEADERS[3]), Col(OVERALL_HEADERS[4], glue=True),
+                     Col(OVERALL_HEADERS[5]), Col(OVERALL_HEADERS[6], glue=True)]
+            print_table(console, f"overall · {s.metric} normalized by {s.reference}", ocols,
+                        [_overall_cells(o) for o in s.overall], caption=_overall_note(s))
         for n in _notes(s):
             console.print(n, highlight=False)
 

@@ -133,12 +133,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(out))
         return 0
-    from rich.table import Table
+    from gpucluster_env.text_tables import Col, make_console, print_table
 
-    t = Table(title="gpucluster bench")
-    t.add_column("figure")
-    t.add_column("value", justify="right")
-    for k, v in out.items():
-        t.add_row(k, f"{v:,.2f}" if isinstance(v, float) else str(v))
-    Console().print(t)
+    print_table(make_console(), "gpucluster bench", [Col("figure", "left", key=True), Col("value")],
+                [(k, f"{v:,.2f}" if isinstance(v, float) else str(v)) for k, v in out.items()])
     return 0

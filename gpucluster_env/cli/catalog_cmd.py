@@ -84,10 +84,15 @@ def fit_comm_cmd(args: argparse.Namespace) -> int:
 
 
 def validate_cmd(args: argparse.Namespace) -> int:
-    from gpucluster_env.catalog.validate import format_report, validate
+    from gpucluster_env.catalog.validate import validate
 
     rep = validate()
-    print(json.dumps(rep, sort_keys=True) if args.json else format_report(rep))
+    if args.json:
+        print(json.dumps(rep, sort_keys=True))
+    else:
+        from gpucluster_env.cli.catalog_report import print_report
+
+        print_report(rep)
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,22 +46,72 @@ def run(args: argparse.Namespace) -> int:
         get_scenario(s)
     model = f"rl:{args.model}" if Path(args.model).is_dir() else args.model
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    from gpucluster_env.baselines import POLICIES, policy_names
+
+    policy_names()  # registers every policy
+    for name in (model, *baselines):
+        for s in scenarios:
+            cls = POLICIES.get(name)
+            if cls is not None and not cls.applies_to(get_scenario(s)):
+                raise ValueError(f"{name} cannot run on {s}: {cls.not_applicable_because(get_scenario(s))}")
+            if name.startswith("rl:"):
+                from gpucluster_env.agents.policies import model_mismatch
+
+                why = model_mismatch(name[3:], get_scenario(s))
+                if why:
+                    raise ValueError(f"{name} cannot run on {s}: {why}")
     res = evaluate(model, scenarios, seeds, baselines, args.metric)
     if args.json:
         print(dumps(res))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from gpucluster_env.text_tables import make_console
 
-    console = Console()
+    print_summary(res, args.metric, args.seeds, make_console())
+    return 0
+
+
+def print_summary(res: dict[str, Any], metric: str, seeds_text: str, console: Any) -> None:
+    """The evaluation as tables that fit ``console``: a mean and its interval where there are enough finished
+    seeds (else how many there are), the paired difference to each reference, then the truncated episodes,
+    each with the limit that stopped it."""
+    from gpucluster_env.agents.evaluate import MIN_SEEDS_FOR_INTERVAL
+    from gpucluster_env.text_tables import Col, print_table
+
+    notes: list[str] = []
     for sc, rows in res["summary"].items():
-        t = Table(title=f"{sc} · {args.metric} · seeds {args.seeds}")
-        for col in ("policy", "mean", "95% interval", "model vs this (paired)", "model wins"):
-            t.add_column(col, justify="left" if col == "policy" else "right")
+        cols = [Col("policy", "left", key=True), Col("seeds done"), Col("mean"), Col("95% interval", glue=True),
+                Col("model vs this (paired)"), Col("95% interval", glue=True), Col("model wins")]
+        table = []
         for name, r in rows.items():
             rel = r.get("model_vs_this")
-            t.add_row(name, f"{r['mean']:,.0f}", f"[{r['ci95'][0]:,.0f}, {r['ci95'][1]:,.0f}]",
-                      f"{rel['mean']:+.1%} [{rel['ci95'][0]:+.1%}, {rel['ci95'][1]:+.1%}]" if rel else "",
-                      f"{rel['wins']}/{len(seeds)}" if rel else "")
-        console.print(t)
-    return 0
+            n = r["finished_seeds"]
+            table.append((
+                name, f"{n}/{len(r['values'])}", "–" if r["mean"] is None else f"{r['mean']:,.0f}",
+                _ci(r, lambda x: f"{x:,.0f}"),
+                "" if rel is None else "–" if rel["mean"] is None else f"{rel['mean']:+.1%}",
+                "" if rel is None else _ci(rel, lambda x: f"{x:+.1%}"),
+                "" if rel is None else f"{rel['wins']}/{rel['paired_seeds']}"))
+            for t in r["truncated"]:
+                notes.append(f"{sc} · {name} · seed {t['seed']}: truncated ({CAUSES.get(t['cause'], t['cause'])}); "
+                             "left out of its mean and of the pairs")
+        print_table(console, f"{sc} · {metric} · seeds {seeds_text}", cols, table)
+    if any(r["ci95"] is None and r["mean"] is not None for rows in res["summary"].values() for r in rows.values()):
+        console.print(f"no interval: fewer than {MIN_SEEDS_FOR_INTERVAL} finished seeds (a 95% interval from 2 "
+                      "seeds spans most of the axis, below zero for a time); pass more --seeds", highlight=False)
+    for line in notes:
+        console.print(line, highlight=False)
+
+
+CAUSES = {"stalled": "stalled: it kept waiting with jobs queued and nothing running",
+          "max_steps": "stopped at the environment's step limit",
+          "max_sim_time_s": "stopped at the simulated-time limit"}
+"""A truncated episode's ``truncated_by`` in words."""
+
+
+def _ci(r: dict[str, Any], fmt: Any) -> str:
+    """``[lo, hi]``, or ``n/a (k seeds)`` when there are too few finished seeds for an interval."""
+    if r.get("ci95") is None:
+        n = r.get("finished_seeds", r.get("paired_seeds", 0))
+        return f"n/a ({n} seeds)"
+    lo, hi = r["ci95"]
+    return f"[{fmt(lo)}, {fmt(hi)}]"

@@ -142,9 +142,9 @@ def run(args: argparse.Namespace) -> int:
                      "workers": report.workers, "backend": report.backend,
                      "summary": [summarize(records, m, board.reference).as_dict() for m in board.metrics[:1]]}))
         return 0
-    from rich.console import Console
+    from gpucluster_env.text_tables import make_console
 
-    console = Console(width=None if Console().is_terminal else 160)
+    console = make_console()
     console.print(rate, highlight=False)
     console.print(f"records in {out}/ · show again: gpucluster leaderboard show {out}", highlight=False)
     if not args.no_show and records:
@@ -157,10 +157,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
     """:func:`~gpucluster_env.leaderboard.execute.execute` under a progress bar (ETA, cells per minute) with
-    the partial results below it, on stderr."""
+    the partial results below it, on stderr; on a pipe or a log file (not a terminal), one line per tenth of the
+    cells instead, each ending with a newline so the log stays readable."""
     import time
 
-    from rich.console import Console, Group
+    from rich.console import Group
     from rich.live import Live
     from rich.progress import (
         BarColumn,
@@ -170,41 +171,46 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
-    from rich.table import Table
 
     from gpucluster_env.leaderboard.execute import execute, live_summary
+    from gpucluster_env.leaderboard.tables import seconds_unit
+    from gpucluster_env.text_tables import Col, fitted_tables, make_console
 
-    console = Console(stderr=True)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+    console = make_console(stderr=True)
+    if not console.is_terminal:
+        return _run_with_log_lines(board, store, args)
+    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(bar_width=16), MofNCompleteColumn(),
                         TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        TextColumn("{task.fields[rate]}"), console=console)
+                        TextColumn("{task.fields[rate]}"), console=console)  # fits 80 columns
     task = progress.add_task(board.name, total=None, rate="")
     new: list[dict[str, Any]] = []
 
-    def partial() -> Table:
-        t = Table(title="partial results so far", title_justify="left", box=None)
-        for col in ("scenario", "policy", "avg JCT h", "n"):
-            t.add_column(col, justify="left" if col in ("scenario", "policy") else "right")
-        rows = live_summary(new)
-        last = None
-        for sc, pol, mean, n in rows[:24]:
-            t.add_row(sc if sc != last else "", pol, f"{mean / 3600:.2f}", str(n))
+    def partial() -> Group:
+        rows = live_summary(new)[:24]
+        unit, scale = seconds_unit(mean for _, _, mean, _ in rows)
+        cols = [Col("scenario", "left", text=True), Col("policy", "left", key=True), Col(f"avg JCT {unit}"),
+                Col("n")]
+        cells, last = [], None
+        for sc, pol, mean, n in rows:
+            cells.append((sc if sc != last else "", pol, f"{mean / scale:,.2f}", str(n)))
             last = sc
-        return t
+        return Group(*fitted_tables("partial results so far", cols, cells, console.width, box=None,
+                                    title_justify="left"))
 
     live = Live(Group(progress, partial()), console=console, refresh_per_second=4, transient=False)
     t0 = time.perf_counter()
 
     def on_start(todo: int, skipped: int) -> None:
         nonlocal t0
-        progress.update(task, total=todo, description=f"{board.name} ({skipped} cells already recorded)")
+        console.print(f"{board.name}: {todo} cell(s) to run, {skipped} already recorded", highlight=False)
+        progress.update(task, total=todo, description=board.name[:16])
         live.start()
         t0 = time.perf_counter()
 
     def on_record(rec: dict[str, Any], done: int, total: int) -> None:
         new.append(rec)
         rate = 60.0 * done / max(time.perf_counter() - t0, 1e-9)
-        progress.update(task, total=total, completed=done, rate=f"{rate:.1f} cells/min")
+        progress.update(task, total=total, completed=done, rate=f"{rate:,.0f} cells/min")
         live.update(Group(progress, partial()))
 
     try:
@@ -212,6 +218,30 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
                        on_start)
     finally:
         live.stop()
+
+
+def _run_with_log_lines(board: Any, store: Any, args: argparse.Namespace) -> Any:
+    """:func:`~gpucluster_env.leaderboard.execute.execute` reporting to a log: one whole line on stderr when
+    it starts and at every tenth of the cells (no bar, no redrawn table)."""
+    import time
+
+    from gpucluster_env.leaderboard.execute import execute
+
+    t0 = time.perf_counter()
+    step = [1]
+
+    def on_start(todo: int, skipped: int) -> None:
+        nonlocal t0
+        t0 = time.perf_counter()
+        step[0] = max(1, todo // 10)
+        print(f"{board.name}: {todo} cell(s) to run, {skipped} already recorded", file=sys.stderr, flush=True)
+
+    def on_record(rec: dict[str, Any], done: int, total: int) -> None:
+        if done % step[0] == 0 or done == total:
+            el = time.perf_counter() - t0
+            print(f"{board.name}: {done}/{total} cells done in {el:.0f} s", file=sys.stderr, flush=True)
+
+    return execute(board, store, args.workers, args.backend, args.address, args.replace_stale, on_record, on_start)
 
 
 BOARD_META = "board.json"
@@ -285,9 +315,9 @@ def show(args: argparse.Namespace) -> int:
     summaries = [summarize(records, m, reference) for m in metrics]
     fmt = "json" if args.json else args.format
     if fmt == "table" and not args.output:
-        from rich.console import Console
+        from gpucluster_env.text_tables import make_console
 
-        print_rich(summaries, Console(width=None if Console().is_terminal else 160))
+        print_rich(summaries, make_console())
         return 0
     text = render(summaries, "md" if fmt == "table" else fmt)
     if args.output:

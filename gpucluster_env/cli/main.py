@@ -30,12 +30,56 @@ class UserError(Exception):
     """An error caused by the user's input; printed as one line."""
 
 
+def _nothing_to_show(default: object) -> bool:
+    """Whether a default says nothing worth printing in the help (absent, off, or empty)."""
+    return default is None or default is False or default is argparse.SUPPRESS or default in ("", [], ())
+
+
+class DefaultsHelpFormatter(argparse.HelpFormatter):
+    """Help that shows every option's default: ``(default: X)`` is appended unless the help already names its
+    default, or the default is nothing to show (None, False, or suppressed)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (_nothing_to_show(default) or "default" in text.lower()
+                or (not action.option_strings and action.nargs not in ("?", "*"))):
+            return text
+        return f"{text} (default: %(default)s)".strip()
+
+
+class Parser(argparse.ArgumentParser):
+    """The parser of every command and subcommand: defaults in the help (``DefaultsHelpFormatter``), and an
+    option declared without help still shows its default."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def add_argument(self, *args: object, **kwargs: object) -> argparse.Action:  # type: ignore[override]
+        if not kwargs.get("help") and not _nothing_to_show(kwargs.get("default")) and kwargs.get("action") not in (
+                "help", "version"):
+            kwargs["help"] = "(default: %(default)s)"
+        return super().add_argument(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def package_version() -> str:
+    """The installed version of gpucluster-env (read from the package metadata, so ``--version`` stays fast)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("gpucluster-env")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gpucluster",
         description="Simulate, schedule and benchmark deep-learning training jobs on GPU clusters.",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action="version", version=f"gpucluster {package_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in SUBCOMMAND_MODULES:
         try:
             mod = importlib.import_module(f"gpucluster_env.cli.{name}")

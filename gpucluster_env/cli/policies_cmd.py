@@ -20,13 +20,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from gpucluster_env.text_tables import Col, make_console, print_table
 
-    t = Table(title="policies")
-    for col in ("name", "description", "paper"):
-        t.add_column(col)
-    for r in rows:
-        t.add_row(r["name"], r["description"], r["paper"])
-    Console().print(t)
+    cols = [Col("name", "left", key=True), Col("description (paper)", "left", text=True)]
+    print_table(make_console(), "policies", cols,
+                [(r["name"], f"{r['description']} ({r['paper']})" if r["paper"] else r["description"]) for r in rows],
+                show_lines=True)
     return 0

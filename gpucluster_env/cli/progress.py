@@ -21,9 +21,19 @@ class EpisodeLimits:
     max_sim_s: float
     max_steps: int
 
-    def describe(self) -> str:
-        """The limits in words, with the flags that set them."""
-        return f"{self.max_sim_s / 86400:g} simulated days (--max-sim-days), {self.max_steps:,} steps (--max-steps)"
+    def describe(self, cause: str | None = None) -> str:
+        """The limit that stopped an episode (``cause``, a runner's ``truncated_by``) in words, with the flag
+        that sets it; without a cause, both limits."""
+        days = f"the limit of {self.max_sim_s / 86400:g} simulated days (--max-sim-days)"
+        steps = f"the limit of {self.max_steps:,} steps (--max-steps)"
+        if cause == "max_sim_time_s":
+            return days
+        if cause == "max_steps":
+            return steps
+        if cause == "stalled":
+            return ("stalled: the policy kept waiting while jobs were queued and nothing ran (the engine's "
+                    "max_idle_ticks), not a time or step limit")
+        return f"{days}, {steps}"
 
 
 class ProgressPolicy(Policy):

@@ -27,6 +27,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shares", action="store_true", help="show MPS shares in the GPU cells")
     p.add_argument("--zoom", metavar="GPU_TYPE", help="show only the nodes of one GPU type")
     p.add_argument("--json", action="store_true", help="print the summary (or --verify result) as JSON")
+    p.add_argument("--timeline", metavar="OUT.png",
+                   help="draw the whole episode (two: side by side) as GPUs x time into a PNG: jobs coloured, shared "
+                        "GPUs hatched, preemptions marked, the queue length above (needs matplotlib: "
+                        "pip install 'gpucluster-env[plot]')")
     p.set_defaults(func=run)
 
 
@@ -39,6 +43,25 @@ def _summary(rec: Any) -> dict[str, Any]:
             "events": len(rec.events), "metrics": rec.metrics}
 
 
+def _check_timeline_target(target: str, inputs: list[str]) -> None:
+    """Refuse a ``--timeline`` target that cannot be written, before any record is read: one line naming it."""
+    from pathlib import Path
+
+    from gpucluster_env.atomic_write import check_output
+
+    path = Path(target)
+    if path.suffix.lower() != ".png":
+        raise ValueError(f"--timeline {target}: the file name must end in .png")
+    if not path.parent.is_dir():
+        raise ValueError(f"--timeline {target}: folder {path.parent} does not exist")
+    check_output(target, tuple(inputs))
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise ValueError("--timeline needs matplotlib, which is not installed: "
+                         "pip install 'gpucluster-env[plot]'") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -49,7 +72,14 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("replay takes one record, or two to compare")
     if args.frames < 1:
         raise ValueError(f"--frames must be positive, got {args.frames}")
+    if args.timeline is not None:
+        _check_timeline_target(args.timeline, args.files)
     recs = [read_record(f) for f in args.files]
+    if args.timeline is not None:
+        from gpucluster_env.replay.timeline_png import draw_timeline
+
+        print(f"wrote {draw_timeline(recs, args.timeline)}")
+        return 0
     if args.verify:
         return _verify(recs, args.json)
     from gpucluster_env.replay.live import KEYS_HELP, Player, parse_time, run_live

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +153,14 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.policy import POLICIES
 
     names = [n for n in policy_names() if POLICIES[n].applies_to(sc)] if args.policy == "all" else [args.policy]
+    left_out = ({n: POLICIES[n].not_applicable_because(sc) for n in policy_names() if n not in names}
+                if args.policy == "all" else {})
+    if args.policy.startswith("rl:") and args.policy != "rl:":
+        from gpucluster_env.agents.policies import model_mismatch
+
+        why = model_mismatch(args.policy[3:], sc)
+        if why:
+            raise SettingError(f"--policy {args.policy}: {why}")
     if args.record and len(names) > 1:
         raise SettingError("--record needs a single --policy")
     scratch = _scratch_record(args.record, args.trace) if args.record else None
@@ -168,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
                                            wrap=recording(scratch) if scratch else None))
             finally:
                 pol.close()
-            results[-1]["limits"] = limits.describe()
+            results[-1]["limits"] = limits.describe(results[-1].get("truncated_by"))
             results[-1]["jobs_asked"] = sc.num_jobs
     except BaseException:
         if scratch:
@@ -177,8 +186,14 @@ def run(args: argparse.Namespace) -> int:
     failed = _deliver_record(scratch, args.record) if scratch else None
     if args.json:
         print(dumps(results[0] if len(results) == 1 else results))
+        for name, why in left_out.items():
+            print(f"gpucluster run: note: --policy all left out {name}: {why}", file=sys.stderr)
     else:
         _print_table(results, args, sc, record_written=scratch is not None and failed is None)
+        from gpucluster_env.text_tables import make_console
+
+        for name, why in left_out.items():
+            make_console().print(f"left out: {name} ({why})", highlight=False, markup=False)
     if failed:
         raise failed  # after the results: a record that cannot be written loses nothing else
     return 0
@@ -212,29 +227,29 @@ def _deliver_record(scratch: Path, target: str) -> OSError | None:
 
 
 def _print_table(results: list[dict[str, Any]], args: argparse.Namespace, sc: Any, record_written: bool) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from gpucluster_env.text_tables import Col, make_console, print_table
 
     first = results[0]
     cut = [r for r in results if r["truncated"]]
     title = f"{first['scenario']} · seed {args.seed} · {first['jobs']} jobs"
     if cut:
         title += " · TRUNCATED: " + ", ".join(f"{r['policy']} finished {r['jobs_done']} of {r['jobs']}" for r in cut)
-    table = Table(title=title)
-    for _, head, _ in COLUMNS:
-        table.add_column(head, justify="left" if head == "policy" else "right", no_wrap=head == "policy")
+    cols = [Col(head, justify="left" if key == "policy" else "right", key=key == "policy") for key, head, _ in COLUMNS]
+    rows = []
     for r in results:
         row = [_fmt(fmt, r[key]) for key, _, fmt in COLUMNS]
         if r["truncated"]:
             row[0] += " (truncated)"
-        table.add_row(*row)
-    console = Console(width=None if Console().is_terminal else 150)
-    console.print(table)
+        rows.append(row)
+    console = make_console()
+    print_table(console, title, cols, rows)
     console.print(f"trace: {first['trace']}")
+    console.print("columns explained in docs/glossary.md", highlight=False)
     if first["jobs"] < sc.num_jobs:
         console.print(f"note: the trace gave {first['jobs']:,} jobs of the {sc.num_jobs:,} asked (num_jobs)")
     if cut:
-        console.print(f"truncated: the episode stopped at a limit ({first['limits']}); the metrics cover only the "
-                      "jobs finished by then")
+        for r in cut:
+            console.print(f"truncated: {r['policy']} stopped at {r['limits']}; its metrics cover only the "
+                          f"{r['jobs_done']} jobs finished by then", highlight=False)
     if record_written:
         console.print(f"replay written to {args.record}")

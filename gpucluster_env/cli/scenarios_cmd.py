@@ -54,15 +54,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from gpucluster_env.text_tables import Col, make_console, print_table
 
-    t = Table(title="scenarios")
-    for col in ("name", "env id", "paper", "GPUs", "jobs", "trace", "description"):
-        t.add_column(col)
+    cols = [Col("name", "left", key=True), Col("GPUs", "left", text=True), Col("jobs"),
+            Col("description (trace · paper)", "left", text=True)]
+    table = []
     for r in rows:
         types = ", ".join(f"{n} {k}" for k, n in r["gpu_types"].items())
-        t.add_row(r["name"], r["env_id"], r["paper"], f"{r['gpus']} ({types})", str(r["jobs"]), r["trace"],
-                  r["description"])
-    Console().print(t)
+        about = " · ".join(x for x in (f"trace {r['trace']}", r["paper"]) if x)
+        table.append((r["name"], f"{r['gpus']} ({types})", f"{r['jobs']:,}", f"{r['description']} ({about})"))
+    print_table(make_console(), "scenarios", cols, table, show_lines=True,
+                caption=f"Gymnasium ids: {rows[0]['env_id']} and one per scenario (scenarios --json)" if rows else None)
     return 0

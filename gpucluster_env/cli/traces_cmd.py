@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -92,15 +93,13 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from gpucluster_env.text_tables import Col, make_console, print_table
 
-    table = Table("name", "available at", "synthetic stand-in", "description")
-    for r in rows:
-        table.add_row(
-            r["name"], r["found"] or "(not found: shipped synthetic used)", r["synthetic"], r["description"]
-        )
-    Console().print(table)
+    cols = [Col("name", "left", key=True), Col("available at (else the synthetic stand-in)", "left", text=True),
+            Col("description", "left", text=True)]
+    table = [(r["name"], r["found"] or f"not found: synthetic {r['synthetic']} used", r["description"])
+             for r in rows]
+    print_table(make_console(), "traces", cols, table, show_lines=True)
     return 0
 
 
@@ -251,7 +250,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
                 {
                     "note": note,
                     "stats": {
-                        k: dict(zip(table.columns, map(float, row), strict=True))
+                        k: {c: (float(v) if math.isfinite(float(v)) else None) for c, v in row.items()}
                         for k, row in table.iterrows()
                     },
                 },
@@ -259,9 +258,17 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(f"{args.name}: {note}")
+    print(f"{args.name}: " + ";\n  ".join(note.split("; ")))
     first = "your file" if _is_file_arg(args.name) else "real"
     print(f"{'statistic':24} {first:>14} {'synthetic':>14}")
+    missing = False
     for k, row in table.iterrows():
-        print(f"{k:24} {row['real']:>14.4g} {row['synthetic']:>14.4g}")
+        cells = []
+        for v in (row["real"], row["synthetic"]):
+            missing |= not math.isfinite(v)
+            cells.append(f"{v:>14.4g}" if math.isfinite(v) else f"{'n/a':>14}")
+        print(f"{k:24} {cells[0]} {cells[1]}")
+    if missing:
+        print("n/a: not in Helios's published aggregates (the per-job Venus log is not here)"
+              if "published aggregates" in note else "n/a: not available from this source")
     return 0

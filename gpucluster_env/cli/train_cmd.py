@@ -114,5 +114,40 @@ def run(args: argparse.Namespace) -> int:
         dagger_rounds=args.dagger_rounds, dagger_episodes=args.dagger_episodes, env_kwargs=env_args(args.env_arg),
     )
     out = train(cfg, command=command_line(args))
-    print(f"model written to {out / 'model.zip'} (metadata: {out / 'meta.json'})")
+    print(training_summary(out, args))
     return 0
+
+
+def training_summary(out: Any, args: argparse.Namespace) -> str:
+    """The closing lines of ``train``: what ran, what was learned (episodes, best evaluation), where the model
+    and its companions are, and the next command; read from the run's meta.json."""
+    meta = json.loads((out / "meta.json").read_text())
+    s = meta.get("summary", {})
+    wall = meta.get("wall_s_with_selection", meta["wall_s"])
+    lines = [f"trained {meta['algo']} on {args.scenario} for {meta['timesteps']:,} timesteps "
+             f"({s.get('episodes', 0):,} training episodes) in {_duration(wall)} "
+             f"(learning with its evaluations {_duration(meta.get('learn_s', wall))}; the rest: setting up "
+             "environments, behaviour cloning, model selection)"]
+    if s.get("recent_train_return") is not None:
+        lines.append(f"training: mean return {s['recent_train_return']:.3f} over the last "
+                     f"{s['recent_train_episodes']} episode(s)")
+    if s.get("evaluations"):
+        lines.append(f"evaluation: {s['evaluations']} run(s) of {args.eval_episodes} episode(s) per scenario; "
+                     f"best mean return {s['best_eval_return']:.3f} at {s['best_eval_timesteps']:,} timesteps "
+                     f"(saved as {out / 'best' / 'best_model.zip'})")
+    else:
+        lines.append(f"evaluation: none ran (every {args.eval_freq:,} timesteps, --eval-freq; this run had "
+                     f"{meta['timesteps']:,})")
+    if meta.get("selection"):
+        lines.append(f"selection on seeds {args.select_seeds}: model.zip is {meta['selection'].get('chosen', {})}")
+    lines.append(f"model: {out / 'model.zip'} (metadata: {out / 'meta.json'}; logs: {out / 'logs'}"
+                 + (f"; {s['checkpoints']} checkpoint(s) in {out / 'checkpoints'}" if s.get("checkpoints") else "")
+                 + ")")
+    lines.append(f"next: gpucluster evaluate --model {out} --scenario {args.scenario.split(',')[0]}")
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    """``75.2`` -> ``1 min 15 s``."""
+    m, s = divmod(round(seconds), 60)
+    return f"{m} min {s} s" if m else f"{s} s"
