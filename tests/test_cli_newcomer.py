@@ -104,8 +104,7 @@ def test_run_table_shows_every_number(columns, all_results):
 
 @pytest.mark.parametrize("columns", [80, 160])
 def test_scenarios_and_policies_tables_fold_text_not_names(columns):
-    from gpucluster_env.baselines import policy_names
-
+    from gpucluster_env.policy import policy_names
     from gpucluster_env.scenarios import SCENARIOS
 
     assert_whole(cli(columns, "scenarios"), columns, list(SCENARIOS))

@@ -46,12 +46,11 @@ def run(args: argparse.Namespace) -> int:
         get_scenario(s)
     model = f"rl:{args.model}" if Path(args.model).is_dir() else args.model
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
-    from gpucluster_env.baselines import POLICIES, policy_names
+    from gpucluster_env.policy import registered_policies
 
-    policy_names()  # registers every policy
     for name in (model, *baselines):
         for s in scenarios:
-            cls = POLICIES.get(name)
+            cls = registered_policies().get(name)
             if cls is not None and not cls.applies_to(get_scenario(s)):
                 raise ValueError(f"{name} cannot run on {s}: {cls.not_applicable_because(get_scenario(s))}")
             if name.startswith("rl:"):
