@@ -89,16 +89,28 @@ def _clean(v: Any) -> Any:
     return v
 
 
+def _without_trace(c: Cell) -> str:
+    opts = {k: v for k, v in c.labelled_options.items() if k != "trace_id"}
+    return f"{c.scenario} {canonical(opts)}"
+
+
 def labelled(records: list[dict[str, Any]]) -> tuple[list[tuple[str, str]], str]:
     """Each record's (scenario label, policy label) without the options shared by every record, and those
-    shared options as a label. The trace is one of the options (``trace_id="synthetic"``), so records of two
-    traces are never one row."""
+    shared options as a label. The trace is one of the options (``trace_id="synthetic"``) wherever a scenario
+    ran on more than one trace, so records of two traces are never one row."""
     cells = [Cell.from_dict(r["cell"]) for r in records]
-    pairs = [{f"{k}={canonical(v)}" for k, v in c.labelled_options.items()} for c in cells]
-    common = set.intersection(*pairs) if pairs else set()
-    out = []
+    # the trace is named only where it tells rows apart: a scenario (with its options) run on one trace only
+    # keeps its plain label, so `--scenarios gimbal-philly` selects it; on two traces each row names its own
+    traces: dict[str, set[str | None]] = {}
     for c in cells:
-        opts = {k: v for k, v in c.labelled_options.items() if f"{k}={canonical(v)}" not in common}
+        traces.setdefault(_without_trace(c), set()).add(c.trace)
+    shown = [c.labelled_options if len(traces[_without_trace(c)]) > 1
+             else {k: v for k, v in c.labelled_options.items() if k != "trace_id"} for c in cells]
+    pairs = [{f"{k}={canonical(v)}" for k, v in c.labelled_options.items()} for c in cells]
+    common = set.intersection(*pairs) if pairs else set()  # said once, for every row (the trace too)
+    out = []
+    for c, o in zip(cells, shown, strict=True):
+        opts = {k: v for k, v in o.items() if f"{k}={canonical(v)}" not in common}
         lab = options_label(opts)
         out.append((f"{c.scenario} ({lab})" if lab else c.scenario, c.policy_label))
     return out, ",".join(sorted(common))

@@ -70,6 +70,18 @@ def test_trace_source_is_part_of_the_identity_and_the_label(monkeypatch: pytest.
     assert labelled(recs[:1])[1] == 'trace_id="synthetic"'  # one trace only: said once, for every cell
 
 
+def test_a_scenario_on_one_trace_keeps_its_plain_label(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a folder holding gimbal-philly on the real trace and tiny on the synthetic one: each scenario ran on one
+    # trace, so `--scenarios gimbal-philly` must select it by its plain name; a trace is named where it differs
+    import gpucluster_env.traces.scenario_jobs as sj
+
+    monkeypatch.setattr(sj, "trace_identity", lambda sc: "real:0123456789ab" if sc.name == "castor-philly"
+                        else "synthetic")
+    cells = _board({"scenarios": ["castor-philly", "tiny"], "policies": ["fifo"]}).cells
+    labels, common = labelled([{"cell": c.as_dict()} for c in cells])
+    assert sorted(s for s, _ in labels) == ["castor-philly", "tiny"] and common == ""
+
+
 def _lab(tmp_path: Path, rows: int) -> Path:
     (tmp_path / "jobs.csv").write_text("job_id,submit_s,num_gpus,duration_s\n" + "\n".join(
         f"j{i},{60 * i},1,{600 + 60 * i}" for i in range(rows)) + "\n")
