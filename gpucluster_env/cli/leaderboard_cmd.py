@@ -61,7 +61,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = lsub.add_parser("boards", help="list the shipped boards")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=boards)
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda a: _missing(p))
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
@@ -333,3 +333,10 @@ def boards(args: argparse.Namespace) -> int:
         f"{r['name']:<10} {r['cells']:>4} cells  {r['description']}" for r in rows)
     print(text)
     return 0
+
+
+def _missing(parser: argparse.ArgumentParser) -> int:
+    """``gpucluster leaderboard`` without an action: a one-line error naming the actions."""
+    from .main import missing_action
+
+    missing_action(parser)

@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Real job traces (Philly, Venus, Alibaba) and synthetic stand-ins.",
     )
     sub = p.add_subparsers(dest="traces_command", metavar="ACTION")
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda args: _missing(p))
 
     q = sub.add_parser("list", help="the known traces and where each is found")
     q.add_argument("--json", action="store_true", help="machine-readable output")
@@ -265,3 +265,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for k, row in table.iterrows():
         print(f"{k:24} {row['real']:>14.4g} {row['synthetic']:>14.4g}")
     return 0
+
+
+def _missing(parser: argparse.ArgumentParser) -> int:
+    """``gpucluster traces`` without an action: a one-line error naming the actions."""
+    from .main import missing_action
+
+    missing_action(parser)
