@@ -48,6 +48,8 @@ def evaluate(model: str, scenarios: list[str], seeds: list[int], baselines: list
                 r = run_episode(sc, make_policy(name), seed)
                 r["policy"] = name
                 runs.append(r)
+                if r[metric] is None and not r["truncated"]:
+                    raise ValueError(f"metric {metric!r} is undefined on {sc} (e.g. deadlines without deadlines)")
                 vals.append(r[metric] if not r["truncated"] else math.inf)
                 if progress is not None:
                     progress()

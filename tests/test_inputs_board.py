@@ -369,13 +369,12 @@ def test_a_trace_option_and_the_trace_identity_are_both_shown(tmp_path: Path) ->
 
 def test_a_trace_that_cannot_be_built_stops_the_run_before_any_cell(tmp_path: Path) -> None:
     # before: the fifo cell on tiny ran and was recorded, then the cell on the unknown trace failed mid-run
-    board = parse_board({"name": "t", "seeds": 1, "group": [
-        {"scenarios": ["tiny"], "policies": ["fifo"]},
-        {"scenarios": ["tiny"], "policies": ["fifo"], "scenario_options": {"trace": "/nonexistent.csv"}}]})
+    # now: the board itself is refused when parsed (its scenario options are checked whole), so no cell runs
     store = ResultStore(tmp_path, create=True)
-    with pytest.raises(ValueError, match=r"scenario tiny \(trace=\"/nonexistent.csv\"\): its jobs cannot be built: "
-                                         r".*unknown trace"):
-        execute(board, store)
+    with pytest.raises(ValueError, match=r"group 2: scenario tiny: .*option 'trace': unknown trace"):
+        execute(parse_board({"name": "t", "seeds": 1, "group": [
+            {"scenarios": ["tiny"], "policies": ["fifo"]},
+            {"scenarios": ["tiny"], "policies": ["fifo"], "scenario_options": {"trace": "/nonexistent.csv"}}]}), store)
     assert len(store) == 0
 
 
@@ -440,3 +439,35 @@ def test_a_metric_no_cell_records_stops_the_board_before_its_first_cell(tmp_path
     fifo_only = dataclasses.replace(_board({"scenarios": ["tiny"], "policies": ["fifo"]}), metrics=("gimbal_attempts",))
     with pytest.raises(ValueError, match="metric 'gimbal_attempts' is not recorded"):
         check_metric_names(fifo_only)
+
+
+def test_a_record_with_a_fraction_above_one_stops_show(one_record: tuple[str, str], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    """A forged occupancy of 250% is not shown as a result (issue #25's second probe)."""
+    name, text = one_record
+    rec = json.loads(text)
+    rec["metrics"]["gpu_occupancy"] = 2.5
+    (tmp_path / name).write_text(json.dumps(rec))
+    err = _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
+    assert name in err and "'gpu_occupancy'" in err and "at most 1" in err
+
+
+def test_show_output_into_a_results_folder_is_refused(one_record: tuple[str, str], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    """``show --output`` onto a record, or beside the records (read as a foreign record next time), writes
+    nothing; ``--address`` without Ray is refused, not ignored (issue #25's second probe)."""
+    name, text = one_record
+    (tmp_path / name).write_text(text)
+    for out in (tmp_path / name, tmp_path / "table.json", tmp_path / "." / "t.csv"):
+        err = _one_line_error(["leaderboard", "show", str(tmp_path), "--format", "json", "--output", str(out)],
+                              capsys)
+        assert "is in the results folder" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name] and (tmp_path / name).read_text() == text
+    err = _one_line_error(["leaderboard", "show", str(tmp_path), "--output", ""], capsys)
+    assert "empty file name" in err
+    err = _one_line_error(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo", "--seeds", "1",
+                           "--address", "10.0.0.1:6379", "--out", str(tmp_path)], capsys)
+    assert "--address" in err and "--backend ray" in err
+    err = _one_line_error(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo", "--seeds", "1",
+                           "--out", ""], capsys)
+    assert "--out ''" in err

@@ -258,3 +258,11 @@ def test_argument_errors_are_one_line(argv: list[str], needle: str, capfd: pytes
     assert status == 2
     err = capfd.readouterr().err
     assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_traces_sample_format_without_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--format`` describes ``--file``; with a trace name it was ignored (issue #25's second probe)."""
+    assert main(["traces", "sample", "synthetic:philly", "--jobs", "3", "--format", "pai",
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "--format pai is the format of --file" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()

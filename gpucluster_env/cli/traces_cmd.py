@@ -182,6 +182,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
             raise ValueError(f"{flag} {v}: must be a positive integer")
     if args.drop_oversize and args.max_gpus is None:
         raise ValueError("--drop-oversize goes with --max-gpus N")
+    if args.format is not None and not args.file:
+        raise ValueError(f"--format {args.format} is the format of --file FILE; a trace name has its own")
     if not (0 <= args.seed < 2**32):
         raise ValueError(f"--seed {args.seed}: must be an integer from 0 to {2**32 - 1}")
     check_output(args.out, (args.file,))
