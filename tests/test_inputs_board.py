@@ -471,3 +471,12 @@ def test_show_output_into_a_results_folder_is_refused(one_record: tuple[str, str
     err = _one_line_error(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo", "--seeds", "1",
                            "--out", ""], capsys)
     assert "--out ''" in err
+
+
+def test_a_metric_named_twice_is_shown_once(one_record: tuple[str, str], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture) -> None:
+    name, text = one_record
+    (tmp_path / name).write_text(text)
+    assert main(["leaderboard", "show", str(tmp_path), "--metric", "avg_jct_s", "--metric", "avg_jct_s",
+                 "--format", "csv"]) == 0
+    assert capsys.readouterr().out.count("avg_jct_s,tiny,fifo,") == 1

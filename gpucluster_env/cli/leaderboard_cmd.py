@@ -302,7 +302,7 @@ def show(args: argparse.Namespace) -> int:
     records, meta = _load(args)
     reference = args.reference or meta.get("reference", "fifo")
     check_reference(records, reference, ", ".join(args.dir))
-    metrics = args.metric or meta.get("metrics", ["avg_jct_s"])
+    metrics = list(dict.fromkeys(args.metric or meta.get("metrics", ["avg_jct_s"])))  # a metric named twice: once
     summaries = [summarize(records, m, reference) for m in metrics]
     fmt = "json" if args.json else args.format
     if fmt == "table" and args.output is None:
