@@ -288,7 +288,7 @@ def _check_show_output(output: str, dirs: list[str]) -> None:
     check_output(output)
     folder = os.path.dirname(os.path.realpath(output))
     for d in dirs:
-        if os.path.isdir(d) and os.path.samefile(folder, d):
+        if os.path.isdir(d) and os.path.isdir(folder) and os.path.samefile(folder, d):
             raise ValueError(f"--output {output}: is in the results folder {d}, where every *.json is read as a "
                              "record; write it elsewhere")
 
