@@ -58,6 +58,8 @@ def evaluate(model: str, scenarios: list[str], seeds: list[int], baselines: list
                 r = run_episode(sc, make_policy(name), seed)
                 r["policy"] = name
                 runs.append(r)
+                if r[metric] is None and not r["truncated"]:
+                    raise ValueError(f"metric {metric!r} is undefined on {sc} (e.g. deadlines without deadlines)")
                 if r["truncated"]:
                     causes[name][seed] = r.get("truncated_by", "a limit")
                 vals.append(math.nan if r["truncated"] else float(r[metric]))

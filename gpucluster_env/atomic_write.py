@@ -54,6 +54,7 @@ def check_output(path: str | Path, inputs: tuple[str | Path | None, ...] = ()) -
     """Raise :class:`OutputError` now if ``path`` cannot be an output (a folder, a socket or block device) or
     is one of the command's ``inputs`` (writing it would destroy what was read), so a long run does not end
     with nothing written and nothing is lost."""
+    _check_name(path)
     real, straight = _target(Path(path))
     if straight or not real.exists():
         return
@@ -61,6 +62,16 @@ def check_output(path: str | Path, inputs: tuple[str | Path | None, ...] = ()) -
         if src is not None and os.path.exists(src) and os.path.samefile(real, src):
             raise OutputError(f"{path}: is also the input {src}; writing it would destroy the input, write "
                               "elsewhere")
+
+
+def _check_name(path: str | Path) -> None:
+    """Refuse a name that cannot be a file: empty, or ending with ``/`` (a folder's name; ``Path`` would drop
+    the slash and write a file of that name)."""
+    text = os.fspath(path)
+    if not text:
+        raise OutputError("an empty file name: give the name of the file to write")
+    if text.endswith(os.sep) and not os.path.isdir(text):
+        raise OutputError(f"{text}: ends with '/', so it names a folder; expected a file name to write")
 
 
 def _target(path: Path) -> tuple[Path, bool]:
@@ -86,6 +97,7 @@ def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
     """A binary stream whose bytes become the file ``path`` when the ``with`` block ends without error (see
     the module docstring for what happens with links, devices and pipes). An ``OSError`` raised while
     writing becomes an :class:`OutputError` naming ``path``; a broken pipe stays a ``BrokenPipeError``."""
+    _check_name(path)
     shown = Path(path)
     real, straight = _target(shown)
     if straight:

@@ -33,6 +33,8 @@ RECORD_FORMAT = "gpucluster-leaderboard-record"
 RECORD_VERSION = 2
 CORE_METRICS = ("jobs", "jobs_done", "avg_jct_s", "median_jct_s", "p95_jct_s", "makespan_s", "avg_queue_s")
 """Metrics every episode's record has; the times among them are numbers (not null) once a job has finished."""
+FRACTIONS = ("gpu_occupancy", "sm_activity_est", "sharing_utilization", "deadline_satisfaction")
+"""Metrics that are fractions of a whole (at most 1)."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +197,9 @@ def check_metrics(metrics: Any, where: str) -> None:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
             raise ValueError(f"{where}: metric {k!r} is {json.dumps(v)}; a metric is a finite number >= 0, or "
                              "null where undefined")
+    for k in FRACTIONS:
+        if isinstance(metrics.get(k), float | int) and metrics[k] > 1.0 + 1e-9:
+            raise ValueError(f"{where}: metric {k!r} is {json.dumps(metrics[k])}; a fraction is at most 1")
     for k in ("jobs", "jobs_done"):
         if not isinstance(metrics[k], int):
             raise ValueError(f"{where}: metric {k!r} must be an integer count, got {json.dumps(metrics[k])}")

@@ -128,8 +128,25 @@ def test_flat_variants_train(tmp_path: Path, algo: str) -> None:
 def test_train_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     for extra, needle in ((["--env-arg", "foo=1"], "unknown environment keyword 'foo'"),
                           (["--env-arg", "pending_order"], "expected KEY=VALUE"),
-                          (["--dagger-rounds", "1"], "give bc_episodes too")):
+                          (["--dagger-rounds", "1"], "give bc_episodes too"),
+                          # issue #25's second probe: out of range, or ignored
+                          (["--gamma", "2"], "--gamma 2.0: must be from"),
+                          (["--learning-rate", "nan"], "--learning-rate nan"),
+                          (["--n-envs", "100000"], "--n-envs 100000"),
+                          (["--threads", "0"], "--threads 0"),
+                          (["--bc-epochs", "3"], "--bc-epochs goes with --bc-episodes"),
+                          (["--select-seeds", "0-99999999999"], "--seeds '0-99999999999'")):
         assert main(["train", "--scenario", "tiny", "--out", str(tmp_path / "x"), *extra]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "tiny_fifo__s0__0123456789.json").write_text("{}")
+    assert main(["train", "--scenario", "tiny", "--out", str(tmp_path / "res")]) == 2
+    assert "not a training folder" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "res").iterdir()) == ["tiny_fifo__s0__0123456789.json"]
+    for extra, needle in ((["--seeds", "0-99999999999"], "a seed is an integer"), (["--seeds", "1,1"], "twice"),
+                          (["--seeds", "5-1"], "A <= B"), (["--metric", "nope"], "not an episode metric")):
+        assert main(["evaluate", "--model", "fifo", "--scenario", "tiny", *extra]) == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
 

@@ -457,3 +457,44 @@ def test_a_metric_no_cell_records_stops_the_board_before_its_first_cell(tmp_path
     fifo_only = dataclasses.replace(_board({"scenarios": ["tiny"], "policies": ["fifo"]}), metrics=("gimbal_attempts",))
     with pytest.raises(ValueError, match="metric 'gimbal_attempts' is not recorded"):
         check_metric_names(fifo_only)
+
+
+def test_a_record_with_a_fraction_above_one_stops_show(one_record: tuple[str, str], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture) -> None:
+    """A forged occupancy of 250% is not shown as a result (issue #25's second probe)."""
+    name, text = one_record
+    rec = json.loads(text)
+    rec["metrics"]["gpu_occupancy"] = 2.5
+    (tmp_path / name).write_text(json.dumps(rec))
+    err = _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
+    assert name in err and "'gpu_occupancy'" in err and "at most 1" in err
+
+
+def test_show_output_into_a_results_folder_is_refused(one_record: tuple[str, str], tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture) -> None:
+    """``show --output`` onto a record, or beside the records (read as a foreign record next time), writes
+    nothing; ``--address`` without Ray is refused, not ignored (issue #25's second probe)."""
+    name, text = one_record
+    (tmp_path / name).write_text(text)
+    for out in (tmp_path / name, tmp_path / "table.json", tmp_path / "." / "t.csv"):
+        err = _one_line_error(["leaderboard", "show", str(tmp_path), "--format", "json", "--output", str(out)],
+                              capsys)
+        assert "is in the results folder" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [name] and (tmp_path / name).read_text() == text
+    err = _one_line_error(["leaderboard", "show", str(tmp_path), "--output", ""], capsys)
+    assert "empty file name" in err
+    err = _one_line_error(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo", "--seeds", "1",
+                           "--address", "10.0.0.1:6379", "--out", str(tmp_path)], capsys)
+    assert "--address" in err and "--backend ray" in err
+    err = _one_line_error(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo", "--seeds", "1",
+                           "--out", ""], capsys)
+    assert "--out ''" in err
+
+
+def test_a_metric_named_twice_is_shown_once(one_record: tuple[str, str], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture) -> None:
+    name, text = one_record
+    (tmp_path / name).write_text(text)
+    assert main(["leaderboard", "show", str(tmp_path), "--metric", "avg_jct_s", "--metric", "avg_jct_s",
+                 "--format", "csv"]) == 0
+    assert capsys.readouterr().out.count("avg_jct_s,tiny,fifo,") == 1

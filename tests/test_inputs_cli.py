@@ -238,3 +238,31 @@ def test_option_trace_is_a_file(my_trace: Path, capsys: pytest.CaptureFixture[st
     assert r["jobs_done"] == 4 and str(my_trace) in r["trace"]
     assert main(["traces", "info", "nope"]) == 2
     assert "unknown trace 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["run", "--max-steps", "1.5"], "gpucluster run: error: argument --max-steps: invalid int value: '1.5'"),
+    (["traces", "sample", "synthetic:philly", "--downscale", "nan", "--out", "x.csv"], "argument --downscale"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["traces"], "gpucluster traces: error: an action is required (list, info"),
+    (["leaderboard"], "an action is required (run, show"),
+    ([], "gpucluster: error: an action is required (run, "),
+])
+def test_argument_errors_are_one_line(argv: list[str], needle: str, capfd: pytest.CaptureFixture[str]) -> None:
+    """argparse's own errors (a value of the wrong type, a missing action) are one line without the usage block
+    (issue #25's second probe)."""
+    try:
+        status = main(argv)
+    except SystemExit as e:  # argparse's own exit
+        status = e.code
+    assert status == 2
+    err = capfd.readouterr().err
+    assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_traces_sample_format_without_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--format`` describes ``--file``; with a trace name it was ignored (issue #25's second probe)."""
+    assert main(["traces", "sample", "synthetic:philly", "--jobs", "3", "--format", "pai",
+                 "--out", str(tmp_path / "x.csv")]) == 2
+    assert "--format pai is the format of --file" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()

@@ -345,3 +345,23 @@ def test_corrupt_records_are_one_line_naming_the_file(tmp_path: Path, capsys: py
     deep.write_text("[" * 100_000 + "]" * 100_000 + "\n")
     err = one_line_error(capsys, ["replay", str(deep)])
     assert f"{deep}: line 1: not valid JSON (nested too deeply)" in err
+
+
+def test_record_onto_its_own_scenario_file_or_a_folder_name_is_refused(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``--record`` naming the scenario file read (or its trace file), an empty name, or a name ending in
+    ``/`` writes nothing and loses nothing (issue #25's second probe)."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(MY_TRACE)
+    toml = tmp_path / "mine.toml"
+    toml.write_text(f'name = "mine"\ncluster = "V100:2x4"\ntrace = "file"\ntrace_file = "{trace}"\nnum_jobs = 3\n')
+    before = toml.read_text(), trace.read_text()
+    base = ["run", "--scenario", str(toml), "--policy", "fifo", "--no-progress", "--record"]
+    assert "is also the input" in one_line_error(capsys, [*base, str(toml)])
+    assert "is also the input" in one_line_error(capsys, [*base, str(trace)])
+    assert "empty file name" in one_line_error(capsys, [*base, ""])
+    assert "names a folder" in one_line_error(capsys, [*base, str(tmp_path / "new") + "/"])
+    assert (toml.read_text(), trace.read_text()) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["jobs.csv", "mine.toml"]
+    with pytest.raises(OutputError, match="names a folder"), atomic_output(str(tmp_path / "x") + "/"):
+        pass

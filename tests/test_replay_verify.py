@@ -342,3 +342,17 @@ def test_a_policy_that_cannot_act_in_the_header_s_world_fails_in_one_line(record
     res = verify_record(read_record(_write(records["fifo"], tmp_path / "f.jsonl")))
     assert not res.ok and res.message == ("action 0: policy 'fifo' of the header cannot act in the replay "
                                           "(IndexError: only integers are valid indices)"), res.message
+
+
+def test_view_options_are_refused_where_no_frame_is_shown(records: dict[str, Lines], tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``--frames``, ``--at``, ``--zoom``, ``--shares`` with ``--verify`` or ``--json`` would be ignored:
+    refused by name; ``--frames`` is bounded and a bad ``--at`` names the flag (issue #25's second probe)."""
+    f = str(_write(records["fifo"], tmp_path / "r.jsonl"))
+    for argv, needle in [(["--verify", "--at", "100"], "--at sets what the view shows; --verify"),
+                         (["--verify", "--frames", "3"], "--frames"), (["--json", "--zoom", "V100"], "--json"),
+                         (["--verify", "--shares"], "--shares"), (["--no-live", "--frames", "100000000"], "1 to 1000"),
+                         (["--no-live", "--at", "5parsecs"], "--at 5parsecs: not a time")]:
+        assert main(["replay", f, *argv]) == 2
+        err = capsys.readouterr().err
+        assert needle in err and len(err.strip().splitlines()) == 1, err

@@ -95,9 +95,31 @@ def _sizes(text: str) -> tuple[int, ...]:
         sizes = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
         raise ValueError(f"--decision-sizes: expected comma-separated job counts, got {text!r}") from None
-    if any(n < 4 for n in sizes):
-        raise ValueError(f"--decision-sizes: each job count must be at least 4, got {text!r}")
+    if any(not (4 <= n <= MAX_DECISION_SIZE) for n in sizes):
+        raise ValueError(f"--decision-sizes: each job count must be from 4 to {MAX_DECISION_SIZE:,}, got {text!r}")
     return sizes
+
+
+MAX_DECISION_SIZE = 100_000
+BENCH_RANGES: dict[str, tuple[int, int]] = {"jobs": (1, 1_000_000), "env_steps": (1, 100_000_000),
+                                           "train_steps": (0, 100_000_000), "seed": (0, 2**32 - 1)}
+"""The accepted range of each numeric ``bench`` argument (inclusive), checked before anything is timed."""
+
+
+def check_bench_args(args: argparse.Namespace) -> None:
+    """Refuse, before the first measurement, an argument out of :data:`BENCH_RANGES` or an unknown scenario
+    (one line naming the flag)."""
+    from gpucluster_env.scenarios import get_scenario
+
+    for key, (low, high) in BENCH_RANGES.items():
+        v = getattr(args, key)
+        if not (low <= v <= high):
+            raise ValueError(f"--{key.replace('_', '-')} {v}: must be from {low:,} to {high:,}")
+    for flag, name in (("--env-scenario", args.env_scenario), ("--fifo-scenario", args.fifo_scenario)):
+        try:
+            get_scenario(name)
+        except ValueError as e:
+            raise ValueError(f"{flag}: {e}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
     from gpucluster_env.cli.jsonout import dumps
 
+    check_bench_args(args)
     sizes = _sizes(args.decision_sizes)
     console = Console(stderr=True)
     out: dict[str, object] = {}

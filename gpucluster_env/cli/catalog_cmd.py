@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="where to write comm_fit.json (default: the package data)")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=fit_comm_cmd)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda args: _missing(p))
 
 
 def list_cmd(args: argparse.Namespace) -> int:
@@ -126,3 +126,10 @@ def fit_cmd(args: argparse.Namespace) -> int:
             print(f"{g:5} held-out RMSE {v['rmse']:.3f}  median APE {100 * v['mape_median']:.1f}%  "
                   f"decision agreement {100 * v['decision_agreement']:.1f}%")
     return 0
+
+
+def _missing(parser: argparse.ArgumentParser) -> int:
+    """``gpucluster catalog`` without an action: a one-line error naming the actions."""
+    from .main import missing_action
+
+    missing_action(parser)

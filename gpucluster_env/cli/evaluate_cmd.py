@@ -20,15 +20,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+MAX_SEEDS = 10_000
+"""The most seeds ``--seeds`` may name."""
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"100-109"`` or ``"1,2,5"`` -> seeds."""
+    bad = ValueError(f"--seeds {text!r}: expected A-B (A <= B) or a comma-separated list of integers")
     try:
         if "-" in text and "," not in text:
-            a, b = text.split("-", 1)
-            return list(range(int(a), int(b) + 1))
-        return [int(x) for x in text.split(",") if x.strip()]
+            a, b = (int(x) for x in text.split("-", 1))
+            if a > b:
+                raise bad
+            count = b - a + 1
+        else:
+            seeds = [int(x) for x in text.split(",") if x.strip()]
+            a, b, count = min(seeds, default=0), max(seeds, default=0), len(seeds)
     except ValueError:
-        raise ValueError(f"--seeds {text!r}: expected A-B or a comma-separated list of integers") from None
+        raise bad from None
+    if not (0 <= a and b < 2**32):
+        raise ValueError(f"--seeds {text!r}: a seed is an integer from 0 to {2**32 - 1}")
+    if count > MAX_SEEDS:
+        raise ValueError(f"--seeds {text!r}: at most {MAX_SEEDS:,} seeds")
+    if "-" in text and "," not in text:
+        return list(range(a, b + 1))
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"--seeds {text!r}: a seed is listed twice (it would count twice)")
+    return seeds
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +64,11 @@ def run(args: argparse.Namespace) -> int:
         get_scenario(s)
     model = f"rl:{args.model}" if Path(args.model).is_dir() else args.model
     baselines = [b.strip() for b in args.baselines.split(",") if b.strip()]
+    from gpucluster_env.leaderboard.cells import engine_metric_names
+
+    if args.metric not in engine_metric_names():
+        raise ValueError(f"--metric {args.metric!r}: not an episode metric; known: "
+                         f"{', '.join(sorted(engine_metric_names()))}")
     from gpucluster_env.policy import registered_policies
 
     for name in (model, *baselines):

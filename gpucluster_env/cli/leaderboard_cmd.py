@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -61,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     b = lsub.add_parser("boards", help="list the shipped boards")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=boards)
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda a: _missing(p))
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
@@ -119,10 +120,14 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.execute import current_records, execute
     from gpucluster_env.leaderboard.store import ResultStore
 
+    if args.address is not None and args.backend != "ray":
+        raise ValueError("--address is the Ray cluster's address: it goes with --backend ray")
     board, notes = resolve_board(args)
     for n in notes:
         print(f"gpucluster leaderboard: note: {n}", file=sys.stderr)
-    out = Path(args.out) if args.out else Path(RESULTS_ROOT) / _slug(Path(board.name).stem)
+    if args.out == "":
+        raise ValueError("--out '': give the results folder's name")
+    out = Path(args.out) if args.out is not None else Path(RESULTS_ROOT) / _slug(Path(board.name).stem)
     store = ResultStore(out, create=True)
     _save_board_meta(out, board)
     keys = {c.key for c in board.cells}
@@ -304,23 +309,39 @@ def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any
     return records, _board_meta(Path(args.dir[0]))
 
 
+def _check_show_output(output: str, dirs: list[str]) -> None:
+    """Refuse an ``--output`` that cannot be written, or that lies in one of the results folders shown: every
+    ``*.json`` there is read as a record, so a table written there would replace a record or stop the next
+    ``show`` as a foreign file."""
+    from gpucluster_env.atomic_write import check_output
+
+    check_output(output)
+    folder = os.path.dirname(os.path.realpath(output))
+    for d in dirs:
+        if os.path.isdir(d) and os.path.isdir(folder) and os.path.samefile(folder, d):
+            raise ValueError(f"--output {output}: is in the results folder {d}, where every *.json is read as a "
+                             "record; write it elsewhere")
+
+
 def show(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.summary import check_reference, summarize
     from gpucluster_env.leaderboard.tables import print_rich, render
 
+    if args.output is not None:
+        _check_show_output(args.output, args.dir)
     records, meta = _load(args)
     reference = args.reference or meta.get("reference", "fifo")
     check_reference(records, reference, ", ".join(args.dir))
-    metrics = args.metric or meta.get("metrics", ["avg_jct_s"])
+    metrics = list(dict.fromkeys(args.metric or meta.get("metrics", ["avg_jct_s"])))  # a metric named twice: once
     summaries = [summarize(records, m, reference) for m in metrics]
     fmt = "json" if args.json else args.format
-    if fmt == "table" and not args.output:
+    if fmt == "table" and args.output is None:
         from gpucluster_env.text_tables import make_console
 
         print_rich(summaries, make_console())
         return 0
     text = render(summaries, "md" if fmt == "table" else fmt)
-    if args.output:
+    if args.output is not None:
         from gpucluster_env.atomic_write import write_bytes_atomic
 
         write_bytes_atomic(args.output, text.encode())
@@ -334,6 +355,8 @@ def plot(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.plots import write_plots
     from gpucluster_env.leaderboard.summary import check_reference
 
+    if not args.out:
+        raise ValueError("--out '': give the folder to write the figures in")
     records, meta = _load(args)
     reference = args.reference or meta.get("reference", "fifo")
     check_reference(records, reference, ", ".join(args.dir))
@@ -363,3 +386,10 @@ def boards(args: argparse.Namespace) -> int:
         f"{r['name']:<10} {r['cells']:>4} cells  {r['description']}" for r in rows)
     print(text)
     return 0
+
+
+def _missing(parser: argparse.ArgumentParser) -> int:
+    """``gpucluster leaderboard`` without an action: a one-line error naming the actions."""
+    from .main import missing_action
+
+    missing_action(parser)

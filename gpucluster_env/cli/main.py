@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 SUBCOMMAND_MODULES = (
     "run_cmd",
@@ -49,8 +50,10 @@ class DefaultsHelpFormatter(argparse.HelpFormatter):
 
 
 class Parser(argparse.ArgumentParser):
-    """The parser of every command and subcommand: defaults in the help (``DefaultsHelpFormatter``), and an
-    option declared without help still shows its default."""
+    """The parser of every command and subcommand: defaults in the help (``DefaultsHelpFormatter``), an option
+    declared without help still shows its default, and errors are one line on stderr (``gpucluster run: error:
+    argument --seed: invalid int value: 'x'``) with exit status 2, without argparse's usage block (sub-command
+    parsers are of this class too: argparse builds them with the class of the parser they hang from)."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs.setdefault("formatter_class", DefaultsHelpFormatter)
@@ -61,6 +64,10 @@ class Parser(argparse.ArgumentParser):
                 "help", "version"):
             kwargs["help"] = "(default: %(default)s)"
         return super().add_argument(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:
+        first = message.splitlines()[0] if message else "bad arguments"
+        self.exit(2, f"{self.prog}: error: {first} (--help shows the usage)\n")
 
 
 def package_version() -> str:
@@ -91,6 +98,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def sub_names(parser: argparse.ArgumentParser) -> list[str]:
+    """The names of ``parser``'s sub-commands."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
+
+
+def missing_action(parser: argparse.ArgumentParser) -> NoReturn:
+    """Raise the one-line error of a command given without its sub-command (``gpucluster traces``)."""
+    raise UserError(f"{parser.prog}: error: an action is required ({', '.join(sub_names(parser))}); "
+                    f"{parser.prog} --help describes them")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; return the exit status: 0 done, 2 bad input (one line on stderr naming the file,
     row, field or argument), 130 interrupted (Ctrl-C), 141 output pipe closed (as a shell reports SIGPIPE),
@@ -100,8 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
-            parser.print_help()
-            return 2
+            missing_action(parser)
         command = f"gpucluster {args.command}"
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
@@ -113,7 +133,10 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 141
-    except (UserError, ValueError, FileNotFoundError, IsADirectoryError, PermissionError, OSError,
+    except UserError as e:
+        print(str(e) if str(e).startswith("gpucluster") else f"{command}: error: {e}", file=sys.stderr)
+        return 2
+    except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError, OSError,
             UnicodeError, RecursionError) as e:
         msg = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"{command}: error: {msg}", file=sys.stderr)

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--verify", action="store_true",
                    help="re-run the recorded actions in a fresh env and check every event and the metrics")
     p.add_argument("--no-live", action="store_true", help="print frames and a summary instead of the live view")
-    p.add_argument("--frames", type=int, default=1, metavar="N",
+    p.add_argument("--frames", type=int, default=None, metavar="N",
                    help="with --no-live: frames at N evenly spaced times (default 1: the end)")
     p.add_argument("--at", metavar="TIME",
                    help="with --no-live: the frame at TIME (5400, 90m, 1.5h); live: start there, paused")
@@ -32,6 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "GPUs hatched, preemptions marked, the queue length above (needs matplotlib: "
                         "pip install 'gpucluster-env[plot]')")
     p.set_defaults(func=run)
+
+
+MAX_FRAMES = 1000
+"""The most frames ``--frames`` prints (each one a screen of text)."""
 
 
 def _summary(rec: Any) -> dict[str, Any]:
@@ -70,8 +74,13 @@ def run(args: argparse.Namespace) -> int:
 
     if len(args.files) > 2:
         raise ValueError("replay takes one record, or two to compare")
-    if args.frames < 1:
-        raise ValueError(f"--frames must be positive, got {args.frames}")
+    if args.frames is not None and not (1 <= args.frames <= MAX_FRAMES):
+        raise ValueError(f"--frames {args.frames}: must be from 1 to {MAX_FRAMES}")
+    view_flags = [f for f, v in (("--frames", args.frames), ("--at", args.at), ("--zoom", args.zoom),
+                                 ("--shares", args.shares or None)) if v is not None]
+    if view_flags and (args.verify or args.json):
+        raise ValueError(f"{view_flags[0]} sets what the view shows; {'--verify' if args.verify else '--json'} "
+                         "shows no frame")
     if args.timeline is not None:
         _check_timeline_target(args.timeline, args.files)
     recs = [read_record(f) for f in args.files]
@@ -98,7 +107,10 @@ def run(args: argparse.Namespace) -> int:
     else:
         view = FrameView(tls[0])
         t0, t_end = tls[0].t0, tls[0].t_end
-    at = parse_time(args.at) if args.at is not None else None
+    try:
+        at = parse_time(args.at) if args.at is not None else None
+    except ValueError as e:
+        raise ValueError(f"--at {args.at}: {e}") from None
     if args.json:
         print(dumps([_summary(r) for r in recs] if len(recs) == 2 else _summary(recs[0])))
         return 0
@@ -106,7 +118,8 @@ def run(args: argparse.Namespace) -> int:
     live = not args.no_live and sys.stdin.isatty() and sys.stdout.isatty()
     if not live:
         opts = ViewOptions(width=console.width, height=max(24, console.height), shares=args.shares, zoom=args.zoom)
-        times = [at] if at is not None else [t0 + (t_end - t0) * (k + 1) / args.frames for k in range(args.frames)]
+        n = args.frames or 1
+        times = [at] if at is not None else [t0 + (t_end - t0) * (k + 1) / n for k in range(n)]
         for t in times:
             console.print(view.frame(min(t_end, max(t0, t)), opts))
             console.rule(style="dim")

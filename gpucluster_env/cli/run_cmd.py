@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -161,9 +162,10 @@ def run(args: argparse.Namespace) -> int:
         why = model_mismatch(args.policy[3:], sc)
         if why:
             raise SettingError(f"--policy {args.policy}: {why}")
-    if args.record and len(names) > 1:
+    if args.record is not None and len(names) > 1:
         raise SettingError("--record needs a single --policy")
-    scratch = _scratch_record(args.record, args.trace) if args.record else None
+    inputs = (args.trace, args.scenario if os.path.isfile(args.scenario) else None, sc.trace_file)
+    scratch = _scratch_record(args.record, inputs) if args.record is not None else None
     if args.policy_option and len(names) > 1:
         raise SettingError("--policy-option needs a single --policy")
     popts = parse_policy_options(args.policy_option, names[0]) if len(names) == 1 else {}
@@ -199,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _scratch_record(target: str, trace: str | None) -> Path:
+def _scratch_record(target: str, inputs: tuple[str | None, ...]) -> Path:
     """Where the episode's record is written first (a private temporary folder), once ``target`` is known
     to be a possible output, so a target that fails at the end (a full disk, ``/dev/full``) costs neither the
     results nor the record."""
@@ -207,7 +209,7 @@ def _scratch_record(target: str, trace: str | None) -> Path:
 
     from gpucluster_env.atomic_write import check_output
 
-    check_output(target, (trace,))  # a folder, a socket or the trace itself: refused now, not after the episode
+    check_output(target, inputs)  # a folder, a socket or an input (trace, scenario file): refused now, not after
     return Path(tempfile.mkdtemp(prefix="gpucluster-record-")) / ("record.jsonl.gz" if target.endswith(".gz")
                                                                    else "record.jsonl")
 

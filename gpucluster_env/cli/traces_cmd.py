@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Real job traces (Philly, Venus, Alibaba) and synthetic stand-ins.",
     )
     sub = p.add_subparsers(dest="traces_command", metavar="ACTION")
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    p.set_defaults(func=lambda args: _missing(p))
 
     q = sub.add_parser("list", help="the known traces and where each is found")
     q.add_argument("--json", action="store_true", help="machine-readable output")
@@ -181,6 +181,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
             raise ValueError(f"{flag} {v}: must be a positive integer")
     if args.drop_oversize and args.max_gpus is None:
         raise ValueError("--drop-oversize goes with --max-gpus N")
+    if args.format is not None and not args.file:
+        raise ValueError(f"--format {args.format} is the format of --file FILE; a trace name has its own")
     if not (0 <= args.seed < 2**32):
         raise ValueError(f"--seed {args.seed}: must be an integer from 0 to {2**32 - 1}")
     check_output(args.out, (args.file,))
@@ -272,3 +274,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print("n/a: not in Helios's published aggregates (the per-job Venus log is not here)"
               if "published aggregates" in note else "n/a: not available from this source")
     return 0
+
+
+def _missing(parser: argparse.ArgumentParser) -> int:
+    """``gpucluster traces`` without an action: a one-line error naming the actions."""
+    from .main import missing_action
+
+    missing_action(parser)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 from typing import Any
 
@@ -56,6 +57,36 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+TRAIN_RANGES: dict[str, tuple[float, float]] = {
+    "timesteps": (1, 1e10), "seed": (0, 2**32 - 1), "n_envs": (1, 256), "bc_episodes": (0, 1e5),
+    "bc_epochs": (1, 1e4), "dagger_rounds": (0, 1e3), "dagger_episodes": (1, 1e5), "learning_rate": (1e-12, 1.0),
+    "ent_coef": (0.0, 10.0), "gamma": (1e-6, 1.0), "target_kl": (1e-12, 10.0), "critic_warmup": (0, 1e10),
+    "n_steps": (1, 1e7), "eval_freq": (1, 1e10), "eval_episodes": (1, 1e4), "checkpoint_freq": (1, 1e10),
+    "threads": (1, 1024),
+}
+"""The accepted range of each numeric ``train`` argument (inclusive); NaN is never in range."""
+
+
+def check_train_args(args: argparse.Namespace) -> None:
+    """Refuse, in one line naming the flag, a numeric argument out of :data:`TRAIN_RANGES`, an empty ``--out``,
+    and behaviour-cloning settings given without ``--bc-episodes`` (they would be ignored)."""
+    for key, (low, high) in TRAIN_RANGES.items():
+        v = getattr(args, key)
+        if v is not None and not (low <= v <= high):  # False for NaN
+            raise ValueError(f"--{key.replace('_', '-')} {v}: must be from {low:g} to {high:g}")
+    if not args.out:
+        raise ValueError("--out '': give the folder to write the model in")
+    if os.path.isdir(args.out):
+        foreign = sorted(f for f in os.listdir(args.out) if f.endswith(".json") and f != "meta.json")
+        if foreign:  # a leaderboard results folder: meta.json there would stop its next `show` as a foreign file
+            raise ValueError(f"--out {args.out}: holds {foreign[0]}, not a training folder (a leaderboard's "
+                             "results?); train into a new folder")
+    if not args.bc_episodes:
+        for flag, default in (("bc_epochs", 20), ("bc_expert", "castor")):
+            if getattr(args, flag) != default:
+                raise ValueError(f"--{flag.replace('_', '-')} goes with --bc-episodes N (behaviour cloning)")
+
+
 def command_line(args: argparse.Namespace) -> str:
     """The equivalent ``gpucluster train`` command with every option spelled out (saved in meta.json)."""
     parts = ["gpucluster", "train"]
@@ -100,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.cli.evaluate_cmd import parse_seeds
     from gpucluster_env.scenarios import get_scenario
 
+    check_train_args(args)
     scenarios = _csv(args.scenario)
     for s in scenarios:
         get_scenario(s)  # fail fast on a bad name
