@@ -49,7 +49,7 @@ def test_every_help_shows_every_default():
             assert "default" in line.lower(), f"{path} {action.option_strings or action.dest}: {line!r}"
             checked += 1
         assert "%(default)" not in text
-    assert checked > 50
+    assert checked >= 40  # the walk reached the subcommands (50 options with a default when written)
 
 
 def test_reproduce_on_partial_results_is_one_line(tmp_path, capsys):
