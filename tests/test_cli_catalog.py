@@ -45,9 +45,10 @@ def test_validate_without_data_is_one_line(tmp_path, capsys, monkeypatch):
     assert len(err) == 1 and "simulation_throughputs.json" in err[0]
 
 
-def test_catalog_without_subcommand_prints_help(capsys):
+def test_catalog_without_subcommand_names_the_actions_in_one_line(capsys):
     assert main(["catalog"]) == 2
-    assert "validate" in capsys.readouterr().out
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "an action is required" in err[0] and "validate" in err[0]
 
 
 def test_list_marks_estimated_values(capsys):
