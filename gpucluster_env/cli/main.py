@@ -70,14 +70,10 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {first} (--help shows the usage)\n")
 
 
-def package_version() -> str:
-    """The installed version of gpucluster-env (read from the package metadata, so ``--version`` stays fast)."""
-    from importlib import metadata
+def _version() -> str:
+    from gpucluster_env.versions import package_versions  # metadata only, so --version stays fast
 
-    try:
-        return metadata.version("gpucluster-env")
-    except metadata.PackageNotFoundError:
-        return "unknown (not installed)"
+    return package_versions(("gpucluster-env",))["gpucluster-env"] or "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="gpucluster",
         description="Simulate, schedule and benchmark deep-learning training jobs on GPU clusters.",
     )
-    parser.add_argument("--version", action="version", version=f"gpucluster {package_version()}")
+    parser.add_argument("--version", action="version", version=f"gpucluster {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for name in SUBCOMMAND_MODULES:
         try:
