@@ -53,7 +53,7 @@ def test_every_help_shows_every_default():
 
 
 def test_reproduce_on_partial_results_is_one_line(tmp_path, capsys):
-    from gpucluster_env.leaderboard import reproduce
+    import render_reproduction as reproduce
 
     out = tmp_path / "castor"
     assert main(["leaderboard", "run", "castor", "--scenarios", "castor-philly", "--policies", "fifo", "--seeds", "1",

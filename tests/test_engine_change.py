@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from gpucluster_env.leaderboard.engine_change import load_snapshot, render_change, snapshot
-from gpucluster_env.leaderboard.reproduce import Results
+from engine_change import load_snapshot, render_change, snapshot
+from render_reproduction import Results
 
 
 def _row(policy: str, seed: int, jct: float) -> dict:

@@ -143,7 +143,7 @@ def test_reproduction_boards_cover_every_setting_the_document_reads() -> None:
     settings, the load sweep, time-slicing, the xi injection and the Tiresias threshold sweep; every cell charges
     the 30 s restart; nothing wires a world by hand."""
     from gpucluster_env.leaderboard.board import load_board
-    from gpucluster_env.leaderboard.reproduce import (
+    from render_reproduction import (
         BOARDS,
         MAIN,
         POLICIES,
@@ -186,8 +186,8 @@ def test_record_rows_carry_the_labels_and_size_split_the_document_reads() -> Non
     recombine into the episode's averages (from the record's per-job results)."""
     from gpucluster_env.leaderboard.board import Cell
     from gpucluster_env.leaderboard.cells import run_cell
-    from gpucluster_env.leaderboard.reproduce import record_row
     from gpucluster_env.leaderboard.store import make_record
+    from render_reproduction import record_row
 
     cell = Cell("sjfbsbf-philly", "tiresias", 0, {"restart_s": 30.0, "num_jobs": 60}, {"thresholds": [3600.0]},
                 {"xi": 1.5})
@@ -259,7 +259,7 @@ def test_size_split_and_implied_large_share() -> None:
     """The per-size statistics recombine into the episode's averages, and the paper's implied share of large jobs
     is recovered exactly from a table built with a known share."""
     from gpucluster_env.leaderboard.papers import implied_large_share
-    from gpucluster_env.leaderboard.reproduce import size_split
+    from render_reproduction import size_split
 
     r = run_episode("sjfbsbf-philly", "sjf", 0, scenario_options={"num_jobs": 60}, extra=size_split)
     f = r["frac_large"]

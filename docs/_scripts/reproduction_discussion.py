@@ -4,7 +4,7 @@ computed from the records (and the scenarios' job tables) when the document is r
 from __future__ import annotations
 
 from gpucluster_env.leaderboard.papers import PAPER, PAPER_SIZES, implied_large_share
-from gpucluster_env.leaderboard.reproduce import (
+from render_reproduction import (
     MAIN,
     POLICIES,
     SWEEP_JOBS,

@@ -4,7 +4,7 @@ and a discussion whose every figure is computed from the records when the docume
 
     gpucluster leaderboard run castor --workers 2 --out leaderboard-results/castor
     gpucluster leaderboard run sjf-bsbf --workers 2 --out leaderboard-results/sjf-bsbf
-    python -m gpucluster_env.leaderboard.reproduce leaderboard-results/castor leaderboard-results/sjf-bsbf
+    python docs/_scripts/render_reproduction.py leaderboard-results/castor leaderboard-results/sjf-bsbf
 
 Every cell is one :func:`~gpucluster_env.policy.run_episode` call (the same code path as
 ``gpucluster run --scenario S --policy P --seed N [--option k=v] --json``).
@@ -279,7 +279,7 @@ def render(res: Results, seeds: int, wall_s: float) -> str:
     out: list[str] = []
     a = out.append
     a("# Reproduction: Castor / SJF-BSBF and baselines on the papers' scenarios\n")
-    a("Rendered by `python -m gpucluster_env.leaderboard.reproduce leaderboard-results/castor "
+    a("Rendered by `python docs/_scripts/render_reproduction.py leaderboard-results/castor "
       "leaderboard-results/sjf-bsbf` from the results of `gpucluster leaderboard run castor` and "
       f"`gpucluster leaderboard run sjf-bsbf` ({seeds} seeds per cell, {len(res.rows)} episodes, "
       f"{wall_s:.0f} s of episode time; boards in `leaderboard/boards/`, confidence intervals with "
@@ -480,7 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results", nargs="+", help="results folders of the castor and sjf-bsbf boards")
     ap.add_argument("--out", default="docs/reproduction.md")
     ap.add_argument("--before", default=None,
-                    help="an engine snapshot to compare with (default: leaderboard/snapshots/engine_v1.json "
+                    help="an engine snapshot to compare with (default: docs/_scripts/snapshots/engine_v1.json "
                          "when present; 'none' leaves the comparison out)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -491,13 +491,13 @@ def main(argv: list[str] | None = None) -> int:
     res = Results(rows)
     try:
         text = render(res, seeds, sum(r["wall_s"] for r in rows))
-        from gpucluster_env.leaderboard.discussion import discussion
+        from reproduction_discussion import discussion
 
         text += "\n" + "\n".join(discussion(res)) + "\n"
     except (KeyError, IndexError, ValueError, statistics.StatisticsError) as e:
         print(f"reproduce: error: {partial_results_message(rows, args.results, e)}", file=sys.stderr)
         return 2
-    from gpucluster_env.leaderboard.engine_change import DEFAULT_SNAPSHOT, ENGINE_CHANGES, load_snapshot, render_change
+    from engine_change import DEFAULT_SNAPSHOT, ENGINE_CHANGES, load_snapshot, render_change
 
     before = args.before or (str(DEFAULT_SNAPSHOT) if DEFAULT_SNAPSHOT.exists() else "none")
     if before != "none":

@@ -2,10 +2,10 @@
 records in docs/reproduction.md.
 
 An engine change that moves results on purpose (engine v2: eq. 4-5, the MPS share model, per-type demand, ...)
-keeps the previous engine's cell means as a snapshot (``leaderboard/snapshots/engine_v1.json``), written from
+keeps the previous engine's cell means as a snapshot (``docs/_scripts/snapshots/engine_v1.json``), written from
 that engine's results folders with
 
-    python -m gpucluster_env.leaderboard.engine_change DIR [DIR ...] --label "engine v1 (76b46ed)" --out FILE
+    python docs/_scripts/engine_change.py DIR [DIR ...] --label "engine v1 (76b46ed)" --out FILE
 
 and :func:`render_change` puts the before and after figures and the papers' orderings side by side.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from gpucluster_env.leaderboard.reproduce import MAIN, POLICIES, Results, _opts_label, load_rows
 from gpucluster_env.leaderboard.stats import improvement, improvement_ci
+from render_reproduction import MAIN, POLICIES, Results, _opts_label, load_rows
 
 from gpucluster_env.atomic_write import write_bytes_atomic
 
@@ -135,7 +135,7 @@ def render_change(snap: dict[str, Any], res: Results, reasons: list[str]) -> lis
     out = [f"## What the engine change moved: {snap['label']} against the current engine\n",
            "Average JCT (h) per policy, means over the seeds both engines ran, and each ordering's paired gap "
            "(the better policy's average-JCT improvement over the worse one, 95% bootstrap interval over seeds). "
-           "The earlier engine's figures are its records' means kept in `leaderboard/snapshots/`.\n",
+           "The earlier engine's figures are its records' means kept in `docs/_scripts/snapshots/`.\n",
            "Changes, and why each was made:\n"]
     out += [f"- {r}" for r in reasons] + [""]
     for sc, o in MAIN:
