@@ -142,7 +142,7 @@ def test_lucid_derived_numbers_match_the_files() -> None:
     Lucid measured, with the row counts the files give."""
     if _data_dir() is None:
         pytest.skip("../shared/data/profiles/lucid_rtx3090 not found (set GPUCLUSTER_DATA): Lucid's files are needed")
-    from gpucluster_env.catalog.lucid import CATALOG_BATCH, LUCID_DEMAND, catalog_key, load_lucid
+    from gpucluster_env.catalog.lucid_pairs import CATALOG_BATCH, LUCID_DEMAND, catalog_key, load_lucid
 
     ld = load_lucid(_data_dir())
     for m, d in LUCID_DEMAND.items():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lucid import GA102_TYPES, LUCID_MODEL, LUCID_SOURCE, LUCID_TYPE, LucidData, config_of, lucid_model
+from .lucid_pairs import GA102_TYPES, LUCID_MODEL, LUCID_SOURCE, LUCID_TYPE, LucidData, config_of, lucid_model
 from .measured import GavelData, job_batch, job_family, load_elasticflow, load_gavel, load_pollux_single
 
 GAVEL_JOB: dict[str, str] = {

@@ -49,7 +49,7 @@ import math
 
 from ..workloads import ModelProfile, comm_time, iteration_time
 from .comm_fit import fitted_alpha_comm
-from .lucid import LUCID_DEMAND
+from .lucid_pairs import LUCID_DEMAND
 
 _V100_INTRA_BW = 50.0
 _MULTI_NODE_ALPHA = fitted_alpha_comm()

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..workloads import ModelProfile
-from .lucid import GA102_TYPES, LUCID_MODEL, LUCID_TYPE, LucidData, catalog_key, config_of, lucid_model
+from .lucid_pairs import GA102_TYPES, LUCID_MODEL, LUCID_TYPE, LucidData, catalog_key, config_of, lucid_model
 from .measured import GavelData, job_batch, job_family
 
 PREDICTOR_FILE = "xi_predictor.json"

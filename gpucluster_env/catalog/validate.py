@@ -20,7 +20,7 @@ from ..workloads import comm_time, iteration_time
 from . import Catalog, default_catalog
 from .comm_fit import fit_all
 from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, joint_design, offset_transfer
-from .lucid import LUCID_TYPE, catalog_key, load_lucid
+from .lucid_pairs import LUCID_TYPE, catalog_key, load_lucid
 from .measured import (
     job_batch,
     job_family,

@@ -41,7 +41,7 @@ def list_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.catalog import default_catalog
     from gpucluster_env.catalog.demand import REFERENCE_TYPE
     from gpucluster_env.catalog.fit import GAVEL_JOB
-    from gpucluster_env.catalog.lucid import LUCID_DEMAND, LUCID_TYPE
+    from gpucluster_env.catalog.lucid_pairs import LUCID_DEMAND, LUCID_TYPE
 
     cat = default_catalog()
     g = cat.gpu_type(args.gpu)
@@ -99,7 +99,7 @@ def validate_cmd(args: argparse.Namespace) -> int:
 def fit_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.atomic_write import write_bytes_atomic
     from gpucluster_env.catalog.fit import build_xi_table
-    from gpucluster_env.catalog.lucid import load_lucid
+    from gpucluster_env.catalog.lucid_pairs import load_lucid
     from gpucluster_env.catalog.measured import load_gavel
     from gpucluster_env.catalog.predictor import PREDICTOR_FILE, evaluate, fit_predictor
     from gpucluster_env.catalog.xi_model import XI_TABLE_FILE
