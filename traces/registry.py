@@ -115,6 +115,21 @@ TRACES: dict[str, TraceSpec] = {
             "CC-BY-4.0",
         ),
         TraceSpec(
+            "venus-2vc",
+            "SenseTime Helios 'Venus', two VCs (vcvGl, vcvlY), 2020-09-01..26: 1,867 real per-job rows",
+            (
+                RemoteFile(
+                    "traces/venus/helios_venus_2vc_sept.csv",
+                    "https://raw.githubusercontent.com/felivalencia3/mini-compute-simulator/ce41673/tests/"
+                    "validation_traces/helios_venus_2vc_sept.csv",
+                ),
+            ),
+            "helios-slice",
+            "venus",
+            "Hu et al. (Helios), SC'21; slice re-published by felivalencia3/mini-compute-simulator (Apache-2.0)",
+            "CC-BY-4.0",
+        ),
+        TraceSpec(
             "alibaba",
             "Alibaba PAI 2020 (cluster-trace-gpu-v2020): pai_job_table + pai_task_table",
             (
@@ -201,8 +216,8 @@ def locate(name: str) -> Path | None:
 def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
     """The loader function of a format key (``philly-csv``, ``philly-json``, ``gavel``, ``gavel-dir``,
     ``helios``,
-    ``pai``, ``openb``)."""
-    from gpucluster_env.traces import alibaba, gavel, helios, normalized, philly
+    ``helios-slice``, ``pai``, ``openb``)."""
+    from gpucluster_env.traces import alibaba, gavel, helios, helios_slice, normalized, philly
 
     table: dict[str, Callable[..., tuple[pd.DataFrame, LoadReport]]] = {
         "philly-csv": philly.load_philly_csv,
@@ -210,6 +225,7 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
         "gavel": gavel.load_gavel_trace,
         "gavel-dir": gavel.load_gavel_dir,
         "helios": helios.load_helios,
+        "helios-slice": helios_slice.load_helios_slice,
         "pai": alibaba.load_pai,
         "openb": alibaba.load_openb_pods,
         "table": normalized.load_normalized_csv,
@@ -227,7 +243,7 @@ def _sniff(p: Path) -> str | None:
     """The format of a trace file from its first line (the header columns each format has), or None."""
     from gpucluster_env.traces.files import open_text
 
-    first = next((ln for ln in open_text(p).getvalue().splitlines() if ln.strip()), "")
+    first = next((ln for ln in open_text(p).getvalue().splitlines() if ln.strip() and not ln.startswith("#")), "")
     if first.lstrip().startswith("["):
         return "philly-json"
     cols = {c.strip() for c in first.split(",")}
@@ -235,6 +251,8 @@ def _sniff(p: Path) -> str | None:
         return "philly-csv"
     if {"job_id", "gpu_num", "submit_time"} <= cols:
         return "helios"
+    if {"job_id", "tenant", "submit_time", "num_chips"} <= cols:
+        return "helios-slice"
     if {"name", "num_gpu", "gpu_milli"} <= cols:
         return "openb"
     if first.count("\t") == 6 and "(batch size" in first:
