@@ -50,6 +50,8 @@ class TraceSpec:
 
 _PHILLY_CSV_SHA = "ebffb3dd1589bdf4e7bcd74496201c5ded1d557d498ee14f560463f37ec353da"
 _OPENB_SHA = "1ee7ed79c27a3b0861cda8ddba86a004c6aba904caafa329a76ae93ca63834a8"
+_VENUS_2VC_SHA = "15c4738f1e1da88bafc66fdb823f9455db18d89276aeb0dea2f70ab93ceae117"
+"""The slice as published at mini-compute-simulator commit ce41673 (checked equal to ../shared/data's copy)."""
 
 TRACES: dict[str, TraceSpec] = {
     t.name: t
@@ -120,8 +122,9 @@ TRACES: dict[str, TraceSpec] = {
             (
                 RemoteFile(
                     "traces/venus/helios_venus_2vc_sept.csv",
-                    "https://raw.githubusercontent.com/felivalencia3/mini-compute-simulator/ce41673/tests/"
-                    "validation_traces/helios_venus_2vc_sept.csv",
+                    "https://raw.githubusercontent.com/felivalencia3/mini-compute-simulator/"
+                    "ce41673615cb5430db4ef19a74bff2bbcfd1de75/tests/validation_traces/helios_venus_2vc_sept.csv",
+                    _VENUS_2VC_SHA,
                 ),
             ),
             "helios-slice",
