@@ -133,7 +133,8 @@ TRACE_NAMES: list[str] = [*SAMPLED_TRACES, *GENERATED_TRACES]
 POLLUX_RECIPES = ("pollux", "pollux-lucid", "pollux-time")
 RECIPE_NAMES: list[str] = ["uniform", "hadar-class", "trace", "gimbal", "gavel", *POLLUX_RECIPES]
 """Every scenario ``annotate`` (:mod:`gpucluster_env.traces.scenario_jobs` adds the recipes it registers)."""
-TRACE_FILE_FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb", "table")
+TRACE_FILE_FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "helios-slice", "pai", "openb",
+                      "table")
 """The formats a trace file may be read as (``trace_format``; None sniffs it)."""
 MIXES: dict[str, tuple[str, ...]] = {
     "M-1": ("MM",),

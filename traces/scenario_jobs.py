@@ -47,13 +47,21 @@ from gpucluster_env.settings import SettingError
 if TYPE_CHECKING:
     from gpucluster_env.scenarios import Scenario
 
-SCENARIO_TRACES = {
-    "philly": ("philly", "philly"),
-    "venus": ("venus", "venus"),
-    "alibaba": ("alibaba", "alibaba"),
-    "alibaba-gpu": ("alibaba-gpu", "alibaba"),
+SCENARIO_TRACES: dict[str, tuple[tuple[str, ...], str]] = {
+    "philly": (("philly",), "philly"),
+    "venus": (("venus", "venus-2vc"), "venus"),
+    "alibaba": (("alibaba",), "alibaba"),
+    "alibaba-gpu": (("alibaba-gpu",), "alibaba"),
 }
-"""Scenario trace -> (registered real trace, shipped synthetic stand-in)."""
+"""Scenario trace -> (registered real traces, in order of preference, shipped synthetic stand-in). Venus: the
+whole per-job log when found, else the real two-VC September slice (:mod:`.helios_slice`), else synthetic."""
+
+
+def real_trace_name(trace: str) -> str:
+    """The registered real trace a scenario ``trace`` reads: the first of its candidates whose files are found
+    (the first candidate when none is, for the messages that say what is missing)."""
+    names = SCENARIO_TRACES[trace][0]
+    return next((n for n in names if locate(n) is not None), names[0])
 
 
 def _tiny_raw(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
@@ -76,7 +84,8 @@ def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
     """The full normalized trace behind a scenario ``trace`` name and a note naming it (real or synthetic)."""
     if trace not in SCENARIO_TRACES:
         raise ValueError(f"trace source {trace!r} has no loader; known: {', '.join(SOURCES)}")
-    real_name, synthetic = SCENARIO_TRACES[trace]
+    synthetic = SCENARIO_TRACES[trace][1]
+    real_name = real_trace_name(trace)
     mode = source_mode()
     loaded = None if mode == "synthetic" else load_trace(real_name)
     if loaded is not None:
@@ -89,7 +98,7 @@ def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
         )
     return (
         load_embedded(synthetic),
-        f"synthetic {synthetic} trace (shipped, fitted to the real {real_name} "
+        f"synthetic {synthetic} trace (shipped, fitted to the real {SCENARIO_TRACES[trace][0][0]} "
         "statistics; real file not found)",
     )
 
@@ -115,7 +124,7 @@ def trace_identity(sc: Scenario) -> str:
         return f"file:{content_digest([path])}"
     if sc.trace not in SCENARIO_TRACES:
         return ""
-    real_name, _ = SCENARIO_TRACES[sc.trace]
+    real_name = real_trace_name(sc.trace)
     mode = source_mode()
     path = None if mode == "synthetic" else locate(real_name)
     if path is not None:
