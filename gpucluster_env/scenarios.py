@@ -123,7 +123,7 @@ class Scenario:
         return build_jobs(self, seed, catalog or default_catalog())
 
 
-SAMPLED_TRACES = ("philly", "venus", "alibaba", "alibaba-gpu", "file")
+SAMPLED_TRACES = ("philly", "venus", "venus-2vc", "alibaba", "alibaba-gpu", "file")
 """Traces whose jobs are sampled from a trace file (the real one or its synthetic stand-in, or the user's):
 ``window``, ``max_gpu_hours`` and ``max_duration_h`` apply to them."""
 GENERATED_TRACES = ("tiny", "mix", "gavel")

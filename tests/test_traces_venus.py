@@ -172,13 +172,17 @@ def test_real_slice_complete_and_castor_venus_samples_it(monkeypatch: pytest.Mon
     df, rep = load_helios_slice(_data_root() / SLICE_RELPATH)
     assert len(df) == 1867 and rep.skipped_count == 0 and df["vc"].value_counts().to_dict() == {
         "vcvGl": 1452, "vcvlY": 415}
-    sc = get_scenario("castor-venus")
+    sc = get_scenario("castor-venus").with_options(trace="venus-2vc")
     jobs, note = build_jobs(sc, 0, default_catalog())
     assert len(jobs) == 240 and note.startswith("real venus-2vc trace (") and trace_identity(sc).startswith("real:")
-    monkeypatch.setenv("GPUCLUSTER_TRACE_SOURCE", "synthetic")
-    syn, syn_note = build_jobs(sc, 0, default_catalog())
-    assert syn_note.startswith("synthetic venus trace (shipped") and trace_identity(sc) == "synthetic"
+    # castor-venus itself stays on the whole cluster: the two VCs are never substituted for it
+    whole = get_scenario("castor-venus")
+    syn, syn_note = build_jobs(whole, 0, default_catalog())
+    assert syn_note.startswith("synthetic venus trace (shipped") and trace_identity(whole) == "synthetic"
     assert not syn["submit_s"].equals(jobs["submit_s"])
+    monkeypatch.setenv("GPUCLUSTER_TRACE_SOURCE", "synthetic")
+    with pytest.raises(ValueError, match="no synthetic stand-in"):
+        build_jobs(sc, 0, default_catalog())
 
 
 def _no_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -47,14 +47,20 @@ from gpucluster_env.settings import SettingError
 if TYPE_CHECKING:
     from gpucluster_env.scenarios import Scenario
 
-SCENARIO_TRACES: dict[str, tuple[tuple[str, ...], str]] = {
+SCENARIO_TRACES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "philly": (("philly",), "philly"),
-    "venus": (("venus", "venus-2vc"), "venus"),
+    "venus": (("venus",), "venus"),
+    "venus-2vc": (("venus-2vc",), None),
     "alibaba": (("alibaba",), "alibaba"),
     "alibaba-gpu": (("alibaba-gpu",), "alibaba"),
 }
-"""Scenario trace -> (registered real traces, in order of preference, shipped synthetic stand-in). Venus: the
-whole per-job log when found, else the real two-VC September slice (:mod:`.helios_slice`), else synthetic."""
+"""Scenario trace -> (registered real traces, in order of preference, shipped synthetic stand-in or None).
+
+``venus`` is the whole Venus cluster (the per-job log when found, else the synthetic trace fitted to the whole
+cluster's published statistics and 10-minute arrivals), which is what Castor and Lucid sample. ``venus-2vc`` is
+the real two-VC September slice (:mod:`.helios_slice`), opt-in (``--option trace=venus-2vc``) and with no
+synthetic stand-in: its two VCs are not the cluster (mean 47 GPUs per job against the cluster's 6.7, 35% of jobs
+above 32 GPUs against 0.5%; docs/traces.md), so it is never substituted for ``venus``."""
 
 
 def real_trace_name(trace: str) -> str:
@@ -87,11 +93,13 @@ def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
     synthetic = SCENARIO_TRACES[trace][1]
     real_name = real_trace_name(trace)
     mode = source_mode()
+    if mode == "synthetic" and synthetic is None:
+        raise ValueError(f"trace {real_name!r} has no synthetic stand-in ($GPUCLUSTER_TRACE_SOURCE=synthetic)")
     loaded = None if mode == "synthetic" else load_trace(real_name)
     if loaded is not None:
         df, _ = loaded
         return df, f"real {real_name} trace ({df.attrs['source']})"
-    if mode == "real":
+    if mode == "real" or synthetic is None:
         raise FileNotFoundError(
             f"real trace {real_name!r} not found; run 'gpucluster traces fetch {real_name}' "
             "or set $GPUCLUSTER_DATA"
@@ -125,13 +133,16 @@ def trace_identity(sc: Scenario) -> str:
     if sc.trace not in SCENARIO_TRACES:
         return ""
     real_name = real_trace_name(sc.trace)
+    synthetic = SCENARIO_TRACES[sc.trace][1]
     mode = source_mode()
+    if mode == "synthetic" and synthetic is None:
+        raise ValueError(f"trace {real_name!r} has no synthetic stand-in ($GPUCLUSTER_TRACE_SOURCE=synthetic)")
     path = None if mode == "synthetic" else locate(real_name)
     if path is not None:
         spec = get_trace(real_name)
         root = path.parents[len(Path(spec.primary).parts) - 1]  # the data root it was found in
         return f"real:{content_digest([root / f.relpath for f in spec.files])}"
-    if mode == "real":
+    if mode == "real" or synthetic is None:
         raise FileNotFoundError(f"real trace {real_name!r} not found; run 'gpucluster traces fetch {real_name}' "
                                 "or set $GPUCLUSTER_DATA")
     return "synthetic"
