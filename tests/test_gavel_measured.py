@@ -40,6 +40,11 @@ def test_shipped_table_is_present_without_data() -> None:
     assert solo.iter_s("resnet50", 128, "K80", 1) > 0
     assert solo.iter_s("bert", 12, "V100", 1) is None and solo.iter_s("resnet50", 64, "A100", 1) is None
     assert MeasuredSolo(enabled=False).iter_s("resnet50", 64, "V100", 4) is None
+    # spread over more nodes than it needs: Gavel's unconsolidated measurement (LM batch 80 on 8 V100s: 48 steps/s
+    # against 231); placement-blind, as Gavel's simulator, the consolidated one
+    assert solo.steps_per_s("lm", 80, "V100", 8, consolidated=False) == pytest.approx(47.89, abs=0.01)
+    assert MeasuredSolo(placement_blind=True).steps_per_s("lm", 80, "V100", 8, consolidated=False) == \
+        solo.steps_per_s("lm", 80, "V100", 8) == pytest.approx(231.18, abs=0.01)
 
 
 @pytest.mark.data

@@ -15,7 +15,9 @@ How the engine uses it (:meth:`MeasuredSolo.iter_s`, :func:`gpucluster_env.engin
   every worker) in ``n / steps_per_s`` seconds alone: the performance model's constants of that copy are
   scaled by ``measured / modelled`` (Castor eq. 1-3 are homogeneous of degree 1 in compute and all-reduce
   time, so interference, MPS shares and accumulation act on the measured time as on the modelled one);
-  consolidated numbers when the gang sits on the fewest nodes its type allows, unconsolidated otherwise;
+  consolidated numbers when the gang sits on the fewest nodes its type allows, unconsolidated otherwise
+  (Gavel measured both: LM at batch 80 on 8 V100s runs 231 steps/s consolidated, 48 spread; Gavel's
+  simulator itself reads only the consolidated ones, ``MeasuredSolo(placement_blind=True)``);
 * a measured **zero** (Gavel could not run that configuration, e.g. ResNet-50 at batch 128 on 2, 4 or 8
   K80s: out of memory) means the job cannot run there: the engine masks that GPU type for the job (as when
   its memory does not fit) and refuses a placement on it;
@@ -107,13 +109,17 @@ def _cached_package_table() -> dict[str, Any] | None:
 class MeasuredSolo:
     """Gavel's measured solo throughputs by configuration (module doc); an empty table measures nothing."""
 
-    def __init__(self, table: dict[str, Any] | None = None, enabled: bool = True) -> None:
+    def __init__(self, table: dict[str, Any] | None = None, enabled: bool = True,
+                 placement_blind: bool = False) -> None:
         """``table``: as :func:`build_solo_table` returns (default: the shipped one); ``enabled`` False: use
-        the fitted model everywhere (the catalog before measured solo times)."""
+        the fitted model everywhere (the catalog before measured solo times); ``placement_blind``: the
+        consolidated numbers wherever a gang sits, as Gavel's simulator assumes (it reads only the consolidated
+        entries), instead of the unconsolidated ones for a gang spread over more nodes than it needs."""
         table = (_cached_package_table() if table is None else table) if enabled else {}
         table = table or {}
         self.consolidated: dict[str, dict[str, float]] = table.get("consolidated", {})
-        self.unconsolidated: dict[str, dict[str, float]] = table.get("unconsolidated", {})
+        self.unconsolidated: dict[str, dict[str, float]] = (
+            self.consolidated if placement_blind else table.get("unconsolidated", {}))
 
     def steps_per_s(self, model: str, batch: int, gpu_type: str, n_gpus: int, consolidated: bool = True
                     ) -> float | None:
