@@ -123,22 +123,25 @@ class CopyModel:
 
 def copy_model(
     p: ModelProfile, batch: int, s: int, spd: np.ndarray, t: int, n_nodes: int, intra_bw: float,
-    inter_bw: float, min_mem: float, stealing: bool, comm_xi: bool = True,
+    inter_bw: float, min_mem: float, stealing: bool, comm_xi: bool = True, scale: float = 1.0,
 ) -> CopyModel:
     """The :class:`CopyModel` of a copy of model ``p`` (per-GPU batch ``batch``, accumulation ``s``) whose
     workers have speeds ``spd`` (a float64 array, one per GPU); ``t``: the one GPU type of the copy, or -1 when
     mixed; ``intra_bw``: the slowest intra-node bandwidth of its GPU types; ``min_mem``: the smallest GPU
-    memory; ``comm_xi``: whether interference multiplies the all-reduce too (Castor eq. 4-5)."""
+    memory; ``comm_xi``: whether interference multiplies the all-reduce too (Castor eq. 4-5); ``scale``: the
+    measured over the modelled solo time of the gang (:meth:`gpucluster_env.catalog.Catalog.solo_scale`), which
+    multiplies the compute and all-reduce terms alike (eq. 3 is homogeneous of degree 1; 1.0 changes nothing,
+    bit for bit)."""
     k = CopyModel()
     n = len(spd)
     k.n, k.s, k.t, k.homog, k.stealing, k.comm_xi = n, s, t, t >= 0, stealing, comm_xi
-    k.n_nodes, k.min_mem, k.delta, k.alpha = n_nodes, min_mem, p.delta, p.alpha_s
+    k.n_nodes, k.min_mem, k.delta, k.alpha = n_nodes, min_mem, p.delta, p.alpha_s * scale
     k.spd = spd
     b = batch / s
-    k.tcnf = p.alpha_s + p.beta_s * b  # as ModelProfile.t_comp's numerator
-    k.steal_num = n * p.alpha_s + p.beta_s * b * n
+    k.tcnf = (p.alpha_s + p.beta_s * b) * scale  # as solo_iter_time's numerator
+    k.steal_num = (n * p.alpha_s + p.beta_s * b * n) * scale
     k.speed = float(spd[0]) if t >= 0 else float("nan")
-    k.comm = comm_time(p, n, n_nodes, intra_bw, inter_bw)
+    k.comm = comm_time(p, n, n_nodes, intra_bw, inter_bw) * scale
     k.solo_iter = copy_iter_time(k, 1.0)
     return k
 
@@ -176,9 +179,11 @@ def paced_iter_time(k: CopyModel, vmin: float, xcomm: float) -> float:
 
 
 def solo_iter_time(
-    p: ModelProfile, batch: int, s: int, speed: float, n: int, n_nodes: int, intra_bw: float, inter_bw: float
+    p: ModelProfile, batch: int, s: int, speed: float, n: int, n_nodes: int, intra_bw: float, inter_bw: float,
+    scale: float = 1.0,
 ) -> float:
     """Iteration time of a job of model ``p`` alone on ``n`` GPUs of one type (relative ``speed``) over
-    ``n_nodes`` nodes at accumulation ``s``: eq. 1 (``t_comp(B/s)``), eq. 2 and eq. 3."""
-    tc = p.t_comp(batch / s, speed)
-    return iteration_time(tc, s, comm_time(p, n, n_nodes, intra_bw, inter_bw), p.delta)
+    ``n_nodes`` nodes at accumulation ``s``: eq. 1 (``t_comp(B/s)``), eq. 2 and eq. 3, both terms multiplied by
+    ``scale`` (measured over modelled, :func:`copy_model`)."""
+    tc = (p.alpha_s + p.beta_s * (batch / s)) * scale / speed  # ModelProfile.t_comp, scaled
+    return iteration_time(tc, s, comm_time(p, n, n_nodes, intra_bw, inter_bw) * scale, p.delta)

@@ -5,6 +5,7 @@ placements, for the read-only view agents use."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -26,17 +27,19 @@ class Rates:
     ) -> CopyModel:
         """The performance constants of a copy of model ``m`` (per-GPU batch ``batch``, accumulation ``s``) on
         GPUs ``gl`` over ``n_nodes`` nodes, with sample stealing (LISS) or not; ``t``: their one GPU type, or
-        -1. One-type copies are cached by (model, batch, accumulation, type, GPUs, nodes, stealing), of which
-        they are a pure function."""
+        -1; a one-type copy Gavel measured runs at its measured solo time (:meth:`gang_scale`; the checks
+        refuse gangs measured at zero). One-type copies are cached by (model, batch, accumulation, type, GPUs,
+        nodes, stealing), of which they are a pure function."""
         n = len(gl)
         if t >= 0:
             key = (m, batch, s, t, n, n_nodes, stealing)
             k = self._copy_models.get(key)
             if k is None:
+                f = self.gang_scale(m, batch, t, n, n_nodes)
                 k = self._copy_models[key] = copy_model(
                     self.profiles[m], batch, s, np.full(n, self.speed_mt[m, t]), t, n_nodes,
                     float(self.type_intra_bw[t]), self.cluster.inter_node_bw_gbps, float(self.type_mem[t]),
-                    stealing, self._comm_xi)
+                    stealing, self._comm_xi, f if math.isfinite(f) else 1.0)
             return k
         types = self.gpu_type[gl]
         return copy_model(

@@ -100,6 +100,14 @@ class EngineState:
             dtype=bool,
         ).reshape(len(keys), nt)
         self.fits_type = fits_key[inverse.ravel()]
+        self._scales: dict[tuple[int, int, int, int, int], float] = {}
+        self._type_node_max = [int(self.node_size[self.node_type == t].max(initial=1)) for t in range(nt)]
+        # Gavel measured zero throughput (cannot run) for the job's gang on a type: masked as if it did not fit
+        gangs, inv = np.unique(np.stack([self.job_model, self.batch, self.req_gpus], axis=1), axis=0,
+                               return_inverse=True)
+        runs = np.array([[math.isfinite(self.gang_scale(int(m), int(b), t, int(n))) for t in range(nt)]
+                         for m, b, n in gangs], dtype=bool).reshape(len(gangs), nt)
+        self.fits_type &= runs[inv.ravel()]
         self.solo_time = self._solo_times()
         self._build_fast_tables()
 
@@ -130,6 +138,23 @@ class EngineState:
         self._node_size_l = self.node_size.tolist()
         self._copy_models: dict[tuple, Any] = {}  # perf.CopyModel of one-type copies, by their key
 
+    def gang_scale(self, m: int, batch: int, t: int, n: int, n_nodes: int | None = None) -> float:
+        """Measured over modelled solo time of model ``m`` at per-GPU ``batch`` on ``n`` GPUs of type ``t``
+        over ``n_nodes`` nodes (None: the fewest the type allows), :meth:`~gpucluster_env.catalog.Catalog.
+        solo_scale`: 1.0 where unmeasured, inf where Gavel measured zero. Cached; a pure function of the
+        catalog and cluster."""
+        fewest = -(-n // self._type_node_max[t])
+        nodes = fewest if n_nodes is None else n_nodes
+        key = (m, batch, t, n, nodes)
+        f = self._scales.get(key)
+        if f is None:
+            p = self.profiles[m]
+            modelled = solo_iter_time(p, batch, 1, self.speed_mt[m, t], n, nodes, self.type_intra_bw[t],
+                                      self.cluster.inter_node_bw_gbps)
+            f = self._scales[key] = self.catalog.solo_scale(p, batch, self.type_names[t], n, nodes <= fewest,
+                                                            modelled)
+        return f
+
     def fastest_solo_iter(self, m: int, batch: int, n: int, types: list[int]) -> float:
         """Iteration time of a job (model ``m``, per-GPU batch ``batch``, ``n`` GPUs) alone on the fastest of
         ``types`` it fits, packed on the fewest nodes, at the smallest accumulation that fits (inf: none)."""
@@ -140,8 +165,11 @@ class EngineState:
             if s is None:
                 continue
             per_node = int(self.node_size[self.node_type == t].max())
+            f = self.gang_scale(m, batch, t, n)
+            if math.isinf(f):
+                continue
             best = min(best, solo_iter_time(p, batch, s, self.speed_mt[m, t], n, -(-n // per_node),
-                                            self.type_intra_bw[t], self.cluster.inter_node_bw_gbps))
+                                            self.type_intra_bw[t], self.cluster.inter_node_bw_gbps, f))
         return best
 
     def _solo_times(self) -> np.ndarray:
