@@ -314,6 +314,10 @@ def _hadar_cluster() -> ClusterSpec:
 _ALIBABA_GROUPS = [("P100", 40, 2), ("T4", 25, 2), ("V100", 12, 8)]
 """Alibaba PAI 2020 inventory (P100 798x2, T4 497x2, V100/V100M32 239x8 GPUs) scaled by 1/20."""
 
+_SJFBSBF_CLUSTER = ClusterSpec.homogeneous("RTX2080Ti", 16, 4, inter_node_bw_gbps=1.25, name="sjfbsbf-16x4")
+"""SJF-BSBF's simulated cluster (sjf-bsbf §VI-A), where Tables III-IV come from (§VI-C): 16 servers of 4 RTX 2080
+Ti, built to resemble the physical testbed, whose servers link at 10 Gbps (1.25 GB/s) to a 100-Gbps switch."""
+
 _GIMBAL_CONFIG = EngineConfig(tick_s=39.0, sample_stealing=False, calibration_overhead_s=3.6)
 """Gimbal's testbed (gimbal §5.2, §6, §7.4): a calibration tick every 39 s, the measured length of one LGRR search
 iteration (§7.4, Fig. 14: a share switch plus the runtime collection after it; the "+gimbal" policies step their
@@ -350,7 +354,7 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "sjfbsbf-philly", "16 servers x 4 RTX 2080 Ti, 240 Philly jobs from the busiest period", "sjf-bsbf",
-            ClusterSpec.homogeneous("RTX2080Ti", 16, 4, inter_node_bw_gbps=1.25, name="sjfbsbf-16x4"),
+            _SJFBSBF_CLUSTER,
             POLLUX_MODELS, "philly", 240, annotate="pollux-time",
         ),
         Scenario(
