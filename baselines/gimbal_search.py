@@ -7,9 +7,9 @@
   a predictor's free-competition ratio (Castor's, :func:`~gpucluster_env.baselines.castor.default_predictor`)
   under the MPS shares by the one share model (:func:`gpucluster_env.interference.apply_shares`). Never the
   engine's true ratios.
-* **Algorithm 1** (:class:`SetSearch`, driven by :class:`Coordinator` at every runtime-monitoring tick, 30 s in
-  the gimbal scenarios): split a packing set into ``{J_max}`` and the rest, the lower-priority subset is
-  squeezed one ``granularity`` (10% of the GPU by default) per tick (LGRR, paying the engine's switch
+* **Algorithm 1** (:class:`SetSearch`, driven by :class:`Coordinator` at every search step, 39 s apart in the
+  "+gimbal" policies, gimbal §7.4 Fig. 14): split a packing set into ``{J_max}`` and the rest, the lower-priority
+  subset is squeezed one ``granularity`` (10% of the GPU by default) per step (LGRR, paying the engine's switch
   overhead), or, when ``J_max`` is the low-priority one and has stragglers, its slow workers are relieved by
   sample stealing (LISS, free) and its fast ones squeezed; each step's gain is the change of the local
   objective; three consecutive steps without gain end the search (early exit) and the shares go back to the

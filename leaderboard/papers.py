@@ -6,9 +6,9 @@ from __future__ import annotations
 # Papers' (avg JCT, queueing) in hours: castor Tables 5 (Philly) and 6 (Venus); sjf-bsbf Tables III, IV.
 PAPER = {
     ("castor-philly", ""): {"fifo": (2.64, 1.86), "sjf": (1.88, 1.09), "tiresias": (2.57, 1.75),
-                            "castor": (1.54, 0.41)},
+                            "lucid": (2.10, 1.26), "castor": (1.54, 0.41)},
     ("castor-venus", ""): {"fifo": (4.73, 3.51), "sjf": (3.35, 2.14), "tiresias": (3.94, 2.68),
-                           "castor": (2.89, 0.93)},
+                           "lucid": (3.35, 2.07), "castor": (2.89, 0.93)},
     ("sjfbsbf-philly", ""): {"fifo": (2.34, 1.65), "sjf": (1.25, 0.56), "tiresias": (1.51, 0.81),
                              "sjf-ffs": (1.23, 0.18), "castor": (1.01, 0.14)},
     ("sjfbsbf-philly", "num_jobs=480"): {"fifo": (7.52, 0.73), "sjf": (2.55, 1.87), "tiresias": (5.09, 4.41),
@@ -46,3 +46,19 @@ def paper_rows(scenario: str, options: str = "") -> dict[str, tuple[float, float
     """The paper's (avg JCT, queueing) in hours per policy for a scenario and its options label
     (``num_jobs=480``); empty where no paper publishes numbers for it."""
     return PAPER.get((scenario, options), {})
+
+
+# castor Tables 5 (Philly) and 6 (Venus) by job size, large = more than 8 GPUs (castor §9.4):
+# policy -> (JCT large, JCT small, queueing large, queueing small), hours. In every row but Pollux's queueing
+# (not a policy here) Large + Small = All Jobs, so each column is its class's share of the all-jobs average (the
+# class's total over all jobs), not the class's own average as in sjf-bsbf Tables III-IV.
+CASTOR_SIZES = {
+    "castor-philly": {"fifo": (1.04, 1.60, 0.94, 0.92), "sjf": (0.36, 1.51, 0.26, 0.83),
+                      "tiresias": (1.31, 1.26, 1.19, 0.55), "lucid": (1.32, 0.78, 1.21, 0.05),
+                      "castor": (0.45, 1.09, 0.28, 0.12)},
+    "castor-venus": {"fifo": (1.94, 2.79, 1.77, 1.74), "sjf": (0.72, 2.64, 0.55, 1.59),
+                     "tiresias": (1.76, 2.18, 1.58, 1.10), "lucid": (1.14, 2.21, 2.05, 0.02),
+                     "castor": (1.13, 1.76, 0.76, 0.17)},
+}
+CASTOR_LARGE_GPUS = 8
+"""castor §9.4: jobs asking for more than 8 GPUs are large, the others small."""

@@ -427,3 +427,22 @@ def test_move_to_reaches_its_target_when_a_step_merges_into_the_action_before() 
     coord.move_to(None, {(0, 0): 10, (0, 1): 10}, acts)  # type: ignore[arg-type]
     assert coord.shares == {}
     assert [sum(g in a.gpus for a in acts) for g in (0, 1)] == [9, 9]
+
+
+def test_search_steps_are_step_s_apart(build: Any) -> None:
+    # One search step per set every step_s (39 s by default: gimbal §7.4 Fig. 14's LGRR iteration), taken at the
+    # first calibration tick at or after it is due; ticks of 13 s fall on every multiple of 39 and 26
+    from tests.conftest import PairXi
+
+    assert make_policy("lucid+gimbal").step_s == make_policy("gandiva+gimbal").step_s == 39.0
+    for step in (39.0, 26.0):
+        rows = [dict(r, iterations=10 * r["iterations"]) for r in WORKED]
+        eng = build([("fast", 1, 1)], rows, xi=PairXi(WORKED_XI), tick_s=13.0, calibration_overhead_s=3.6)
+        out = play(eng, make_policy("lucid+gimbal", predictor=PairPredictor(), step_s=step))
+        times = sorted({t for t, a in out if isinstance(a, Squeeze | Swell)})
+        assert len(times) >= 3
+        assert min(np.diff(times)) >= step - 1e-9
+        assert all(t % step == pytest.approx(0.0, abs=1e-6) for t in times[1:])
+    for bad in (0, -1.0, True, "39"):
+        with pytest.raises(ValueError, match="step_s"):
+            make_policy("lucid+gimbal", step_s=bad)

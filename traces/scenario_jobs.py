@@ -221,9 +221,19 @@ def _mix_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, s
 
 @source(*SCENARIO_TRACES, "file")
 def _sampled_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, str, None]:
-    """``num_jobs`` jobs of the full trace by the scenario's window, capped at the cluster size."""
+    """``num_jobs`` jobs of the full trace by the scenario's window (a ``random`` one spanning at most
+    ``max_span_h`` once ``load`` has scaled its arrivals), capped at the cluster size."""
     full, note = bounded_trace(sc)
-    raw, rep = sample(full, sc.num_jobs, sc.window or "busiest", rng)
+    span = None if sc.max_span_h is None else sc.max_span_h * 3600.0 * sc.load  # on the trace's clock
+    try:
+        raw, rep = sample(full, sc.num_jobs, sc.window or "busiest", rng, span)
+    except ValueError as e:
+        if span is None:
+            raise
+        raise SettingError(f"scenario {sc.name!r}: option 'max_span_h' = {sc.max_span_h:g} at load "
+                           f"{sc.load:g}: {e}") from None
+    if span is not None:
+        rep.window += f" (arrivals within {sc.max_span_h:g} h)"
     raw = fit_to_cluster(raw, sc.cluster.num_gpus, "cap", rep)
     return raw, f"{note}; {rep.summary()}", None
 
