@@ -270,6 +270,7 @@ class ClusterEngine(EngineState, Clock, Occupancy, Rates, Copies, Checks, MoveCh
         """Episode metrics (see :func:`gpucluster_env.engine.metrics.episode_metrics`)."""
         from .metrics import episode_metrics
 
+        self._accumulate_util(self.now)
         return episode_metrics(self)
 
     def job_table(self) -> pd.DataFrame:

@@ -16,7 +16,7 @@ What it offers:
   :meth:`~ClusterView.single_gpus`), free GPUs by type and by node and type, a job's GPUs and the ones it holds
   alone (:meth:`~ClusterView.single_gpus_of`), its partners and MPS share, and the share grid
   (:attr:`~ClusterView.share_step`, :attr:`~ClusterView.share_units`).
-* **The performance model for a hypothetical placement** (:mod:`gpucluster_env.engine.perf`): the iteration
+* **The performance model for a hypothetical placement** (:mod:`gpucluster_env.performance`): the iteration
   time of a job on a GPU set at an accumulation under given per-worker interference ratios
   (:meth:`~ClusterView.iter_time`), and the accumulations that fit beside the GPUs' tenants
   (:meth:`~ClusterView.accumulation_for`, :meth:`~ClusterView.accumulations_for`,
@@ -39,9 +39,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..hardware import GPUType
+from ..performance import accumulations, fit_accumulation, fits_memory, footprint_gb
 from ..workloads import ModelProfile
 from . import placement
-from .perf import accumulations, fit_accumulation, fits_memory, footprint_gb
 from .state import PENDING, RUNNING
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ class ClusterView:
     # ------------------------------------------------------------------ the performance model
     def iter_time(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
         """Iteration time of job ``j`` on ``gpus`` at accumulation ``s`` with each worker slowed by ``xi``
-        (one ratio per GPU, or one for all; 1 alone): :func:`~gpucluster_env.engine.perf.copy_iter_time`."""
+        (one ratio per GPU, or one for all; 1 alone): :func:`~gpucluster_env.performance.copy_iter_time`."""
         return self._eng.iter_time_for(j, gpus, s, xi)
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
