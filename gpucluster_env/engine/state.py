@@ -123,7 +123,7 @@ class EngineState:
         """Static lookup tables of the hot paths (pure functions of the catalog, cluster and job table)."""
         nm = len(self.model_names)
         # Worker interference ratio under MPS shares for every GPU type, own model + 1, partner model + 1 (0:
-        # no partner), own share and partner share in share steps (perf.xi_table), for copies of any size.
+        # no partner), own share and partner share in share steps (performance.xi_table), for copies of any size.
         self._xi_tab = xi_table(self.xi_free, self.demand_tm, self.share_units)
         self._comm_xi = self.config.interference_scope == "iteration"  # xi multiplies the all-reduce too
         self._jm1 = np.append(self.job_model + 1, 0)  # model + 1 by job index; index -1 (no job) gives 0
@@ -144,7 +144,7 @@ class EngineState:
         self._gpu_nt_l = self._gpu_nt.tolist()
         self._node_start_l = self.node_start.tolist()
         self._node_size_l = self.node_size.tolist()
-        self._copy_models: dict[tuple, Any] = {}  # perf.CopyModel of one-type copies, by their key
+        self._copy_models: dict[tuple, Any] = {}  # performance.CopyModel of one-type copies, by their key
 
     def fastest_solo_iter(self, m: int, batch: int, n: int, types: list[int]) -> float:
         """Iteration time of a job (model ``m``, per-GPU batch ``batch``, ``n`` GPUs) alone on the fastest of
