@@ -206,9 +206,8 @@ def sharing_benefit(
     return (j, np.float64(t_solo), np.float64(t_co))
 
 
-def solo_accumulation(eng: Rates, j: int, g: np.ndarray) -> int:
-    """The accumulation job ``j`` would start with alone on GPUs ``g``: the smallest power of two that fits the
-    whole memory of every GPU type of ``g`` (the job runs there, so one fits)."""
-    p, batch = eng.profiles[eng._model_l[j]], eng._batch_l[j]
-    fits = [fit_accumulation(p, batch, eng._type_mem_l[t]) for t in {eng._gpu_type_l[x] for x in g.tolist()}]
-    return max(s for s in fits if s is not None)
+def solo_accumulation(eng: Rates, j: int, g: np.ndarray) -> int | None:
+    """The accumulation job ``j`` would start with alone on GPUs ``g``: the smallest power of two under which it
+    fits the whole memory of the smallest GPU of ``g`` (None: none does)."""
+    room = min(eng._type_mem_l[eng._gpu_type_l[x]] for x in np.asarray(g).tolist())
+    return fit_accumulation(eng.profiles[eng._model_l[j]], eng._batch_l[j], room)

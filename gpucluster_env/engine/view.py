@@ -39,9 +39,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..hardware import GPUType
-from ..performance import accumulations, fit_accumulation, fits_memory, footprint_gb
+from ..performance import accumulations, fits_memory, footprint_gb
 from ..workloads import ModelProfile
 from . import placement
+from .rates import solo_accumulation
 from .state import PENDING, RUNNING
 
 if TYPE_CHECKING:
@@ -260,8 +261,9 @@ class ClusterView:
         return accumulations(self.model(j), self.batch(j), float(self._room(gpus).min()))
 
     def solo_accumulation(self, j: int, gpus: np.ndarray) -> int | None:
-        """Smallest accumulation under which job ``j`` fits alone on every GPU of ``gpus``."""
-        return fit_accumulation(self.model(j), self.batch(j), float(self.type_mem[self.gpu_type[gpus]].min()))
+        """Smallest accumulation under which job ``j`` fits alone on every GPU of ``gpus``
+        (:func:`~gpucluster_env.engine.rates.solo_accumulation`)."""
+        return solo_accumulation(self._eng, j, gpus)
 
     def fits_on(self, j: int, gpus: np.ndarray, s: int) -> np.ndarray:
         """Per GPU of ``gpus``: whether a worker of job ``j`` at accumulation ``s`` fits beside its tenant."""
