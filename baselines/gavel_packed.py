@@ -25,8 +25,8 @@ from gpucluster_env.baselines import gavel_lp as lp
 from gpucluster_env.baselines.gavel import Gavel
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
-from gpucluster_env.engine.perf import fit_accumulation, footprint_gb
 from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.performance import fit_accumulation, footprint_gb
 from gpucluster_env.policy import register_policy
 
 

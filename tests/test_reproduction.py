@@ -241,7 +241,7 @@ def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
     )
 
     from gpucluster_env.catalog.measured import data_dir
-    from gpucluster_env.workloads import comm_time, iteration_time
+    from gpucluster_env.performance import comm_time, compute_time, footprint_gb, iteration_time
 
     if data_dir() is None:
         pytest.skip("Pollux's placements.csv (profiles/pollux) not found")
@@ -251,9 +251,9 @@ def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
     for app, g in (("cifar10", 8), ("bert", 12), ("yolov3", 4), ("imagenet", 32)):
         p, gt, b = cat.model(app), cat.gpu_type(POLLUX_GPU), pollux_batch(app, g)
         s = 1
-        while p.memory_gb(b / s) > gt.memory_gb:
+        while footprint_gb(p, b, s) > gt.memory_gb:
             s *= 2
-        tc = p.t_comp(b / s, cat.model_speed(p, POLLUX_GPU))
+        tc = compute_time(p, b / s, cat.model_speed(p, POLLUX_GPU))
         comm = comm_time(p, g, -(-g // POLLUX_NODE_GPUS), gt.intra_node_bw_gbps, POLLUX_INTER_NODE_GBS)
         t_cat = iteration_time(tc, s, comm, p.delta)
         want = pollux_iterations(app, g, cat) * pollux_step_time(app, g, b)

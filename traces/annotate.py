@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from gpucluster_env.catalog import Catalog
-from gpucluster_env.engine.perf import fit_accumulation, solo_iter_time
+from gpucluster_env.performance import fit_accumulation, solo_iter_time
 from gpucluster_env.scenarios import MIXES as SCENARIO_MIXES
 
 REFERENCE_GPU = "V100"

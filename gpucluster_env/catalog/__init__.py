@@ -58,7 +58,7 @@ class Catalog:
         """Fraction in (0, 1] of a ``gpu_type`` GPU that ``p`` keeps busy running alone
         (:mod:`.demand`: the reference demand ``p.gpu_demand`` scaled by the type's compute and memory
         bandwidth, with the exponent of the interference table in use); the MPS share model's ``d``
-        (:func:`gpucluster_env.interference.apply_shares`)."""
+        (:func:`gpucluster_env.performance.apply_shares`)."""
         self.gpu_type(gpu_type)
         inter = self.interference
         exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()

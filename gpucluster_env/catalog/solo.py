@@ -8,7 +8,7 @@ Stanford Future Data Systems; the file Gavel's simulator reads). The shipped tab
 Gavel's unit), keyed by catalog model, batch and GPU count; ``gpucluster catalog fit-solo`` writes it from the
 file.
 
-How the engine uses it (:meth:`MeasuredSolo.iter_s`, :func:`gpucluster_env.engine.perf.solo_iter_time` with
+How the engine uses it (:meth:`MeasuredSolo.iter_s`, :func:`gpucluster_env.performance.solo_iter_time` with
 ``scale``):
 
 * a job of a Gavel model at a measured batch on ``n`` GPUs of one measured type runs one iteration (a step of

@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from ..performance import fit_accumulation, fits_memory, footprint_gb
 from .actions import Action, ActionError
-from .perf import fit_accumulation, fits_memory, footprint_gb
 from .state import PENDING, RUNNING, STATUS_NAMES
 
 
@@ -195,7 +195,7 @@ class Checks:
 
     def liss_micro_batches(self, j: int, c: Any) -> np.ndarray:
         """The micro-batch of each worker of job ``j``'s multi-GPU copy ``c`` under LISS at the workers' current
-        interference: the inverse of :func:`~gpucluster_env.engine.perf.copy_iter_time`'s balance, ``(alpha +
+        interference: the inverse of :func:`~gpucluster_env.performance.copy_iter_time`'s balance, ``(alpha +
         beta b_i) / v_i`` equal to the micro-step time ``tc`` for every worker (``v_i = speed_i / xi_i``), so
         ``b_i = (tc v_i - alpha) / beta``, at least 0; they sum to ``n B/s`` unless a worker is clipped at 0."""
         p = self.profiles[self._model_l[j]]

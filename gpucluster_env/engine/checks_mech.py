@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from ..performance import fit_accumulation, fits_memory, footprint_gb
 from . import placement
 from .actions import ActionError, Reallocate
-from .perf import fit_accumulation, fits_memory, footprint_gb
 
 
 class MoveChecks:
