@@ -93,6 +93,23 @@ def improvement_ci(x: np.ndarray, ref: np.ndarray, lower_better: bool = True, pa
     return bootstrap_ci((ref, x), stat, paired=paired)
 
 
+def mean_improvement(xs: Sequence[np.ndarray], refs: Sequence[np.ndarray], lower_better: bool = True) -> float:
+    """The mean over settings of :func:`improvement` (``xs[k]`` over ``refs[k]``): how a paper averages a
+    speed-up over its workload mixes; with one setting it is :func:`improvement`."""
+    return float(np.mean([improvement(x, r, lower_better) for x, r in zip(xs, refs, strict=True)]))
+
+
+def mean_improvement_ci(xs: Sequence[np.ndarray], refs: Sequence[np.ndarray], lower_better: bool = True) -> Interval:
+    """Paired bootstrap interval of :func:`mean_improvement`: every array holds one value per seed, in one seed
+    order, and a resample draws the same seeds in all of them; with one setting it is :func:`improvement_ci`."""
+    k = len(xs)
+
+    def stat(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean([_improvement(samples[i], samples[k + i], axis, lower_better) for i in range(k)], axis=0)
+
+    return bootstrap_ci(tuple(refs) + tuple(xs), stat, paired=True)
+
+
 def _p_better(x: np.ndarray, y: np.ndarray, axis: int = -1, lower_better: bool = True) -> np.ndarray:
     xa, ya = np.moveaxis(x, axis, -1)[..., :, None], np.moveaxis(y, axis, -1)[..., None, :]
     wins = (xa < ya) if lower_better else (xa > ya)
