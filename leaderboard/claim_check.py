@@ -59,18 +59,24 @@ class Result:
                 "why": self.why}
 
     def cells(self) -> list[str]:
-        """The row of the claims table: id, published and our improvement, interval, seeds agreeing, verdict."""
+        """The row of the claims table: id, published and our improvement in percent, our paired 95% interval
+        (whole percents), seeds agreeing of seeds, verdict."""
         pub = self.claim.improvement
-        pub_text = f"{pct(pub)} ({self.claim.published_text()})" if pub is not None else "better"
+        pub_text = pct(pub, sign=False) if pub is not None else "better"
         if self.verdict == "not measurable":
             return [self.claim.id, pub_text, "–", "–", "–", self.verdict]
-        return [self.claim.id, pub_text, pct(self.measured), f"[{pct(self.ci[0])}, {pct(self.ci[1])}]",
-                f"{self.agree}/{self.n}", self.verdict]
+        lo, hi = (f"{100 * v:.0f}" if math.isfinite(v) else "–" for v in self.ci)
+        return [self.claim.id, pub_text, pct(self.measured, sign=False), f"[{lo}, {hi}]", f"{self.agree}/{self.n}",
+                self.verdict]
 
 
-def pct(v: float) -> str:
-    """An improvement as a signed percentage (``+18.1%``); ``–`` where undefined."""
-    return f"{100 * v:+.1f}%" if math.isfinite(v) else "–"
+def pct(v: float | None, sign: bool = True) -> str:
+    """An improvement in percent with its sign (``+18.1%``; without ``sign``: ``+18.1``; beyond ±100: no
+    decimals); ``–`` where undefined."""
+    if v is None or not math.isfinite(v):
+        return "–"
+    text = f"{100 * v:+.0f}" if abs(v) >= 1.0 else f"{100 * v:+.1f}"
+    return text + ("%" if sign else "")
 
 
 def verdict(published: float | None, measured: float) -> str:

@@ -36,8 +36,10 @@ def _setting_text(c: Claim) -> str:
 def _row(r: Result) -> str:
     c = r.claim
     cells = r.cells()
+    pub = f"{pct(c.improvement)} ({c.published_text()})" if c.improvement is not None else "better"
+    ours = pct(r.measured) if r.verdict != "not measurable" else "–"
     return (f"| {c.id} | {c.paper} {c.where} | {_setting_text(c)} | {c.metric} | {c.label('policy')} vs "
-            f"{c.label('baseline')} | {cells[1]} | {cells[2]} | {cells[3]} | {cells[4]} | **{r.verdict}** |")
+            f"{c.label('baseline')} | {pub} | {ours} | {cells[3]} | {cells[4]} | **{r.verdict}** |")
 
 
 def _means(c: Claim, claims: Claims, records: list[dict[str, Any]]) -> str:

@@ -6,8 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-COLUMNS = ("claim", "published", "ours", "95% CI", "seeds agree", "verdict")
-
 
 def register_claims(lsub: argparse._SubParsersAction) -> None:
     """Add the ``claims`` action to ``gpucluster leaderboard``."""
@@ -60,11 +58,14 @@ def claims(args: argparse.Namespace) -> int:
     from gpucluster_env.text_tables import Col, make_console, print_indented, print_table
 
     console = make_console()
-    cols = [Col("claim", "left", key=True), Col("published"), Col("ours"), Col("95% CI", glue=True),
+    cols = [Col("claim", "left", key=True), Col("paper %"), Col("ours %"), Col("95% CI", glue=True),
             Col("seeds agree"), Col("verdict", "left", text=True)]
     tally = ", ".join(f"{n} {v}" for v, n in counts(results).items())
-    print_table(console, "Headline claims: improvement of the claim's policy over its baseline", cols,
-                [r.cells() for r in results], caption=f"{len(results)} claims: {tally}.")
+    print_table(console, "Headline claims: improvement of policy over baseline (%)", cols,
+                [r.cells() for r in results], caption=f"{len(results)} claims: {tally}. Improvement: 1 - policy/"
+                "baseline where lower is better, policy/baseline - 1 where higher is; verdict: holds (direction and "
+                "size within ±50% of the paper's), direction only, fails, not measurable. `--json` names each "
+                "claim's setting, policies and the paper's own figure.")
     why = [f"{r.claim.id}: {r.why}" for r in results if r.why]
     if why:
         console.print("Not measurable:", highlight=False)
