@@ -168,3 +168,20 @@ def test_cli_claims_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture, mo
     assert main(["leaderboard", "claims", str(out), "--claims", str(f)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "claim 'fifo-sjf-queue': field 'metric'" in err
+
+
+def test_render_claims_page_on_a_partial_folder(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import render_claims
+
+    out = tmp_path / "res"
+    assert main(["leaderboard", "run", "claims", "--scenarios", "hadare-aws", "--policies", "gavel,hadar",
+                 "--seeds", "2", "--out", str(out), "--no-show"]) == 0
+    page = tmp_path / "claims.md"
+    assert render_claims.main([str(out), "--out", str(page), "--run", "Test run."]) == 0
+    text = page.read_text()
+    assert "seeds 100-101" in text and "**Partial run**" in text and "Test run." in text
+    row = next(line for line in text.splitlines() if line.startswith("| hadare-f9-aws-m5 |"))
+    assert "2/2" in row or "0/2" in row  # judged on the two held-out seeds that ran
+    assert "| castor-t5-sjf |" in text and "no records of castor and sjf on setting castor-philly" in text
+    assert render_claims.main([str(tmp_path / "missing"), "--out", str(page)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
