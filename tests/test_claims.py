@@ -176,6 +176,7 @@ def test_render_claims_page_on_a_partial_folder(tmp_path: Path, capsys: pytest.C
     out = tmp_path / "res"
     assert main(["leaderboard", "run", "claims", "--scenarios", "hadare-aws", "--policies", "gavel,hadar",
                  "--seeds", "2", "--out", str(out), "--no-show"]) == 0
+    capsys.readouterr()
     page = tmp_path / "claims.md"
     assert render_claims.main([str(out), "--out", str(page), "--run", "Test run."]) == 0
     text = page.read_text()
