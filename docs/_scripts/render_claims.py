@@ -3,7 +3,9 @@ results folders of `gpucluster leaderboard run claims` (held-out seeds 100-109),
 its measured cause, or a plain statement that none was found.
 
     gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims
-    .venv/bin/python docs/_scripts/render_claims.py leaderboard-results/claims [--run "what produced it"]
+    gpucluster leaderboard run docs/_scripts/claims_xi1.toml --out leaderboard-results/claims-xi1
+    .venv/bin/python docs/_scripts/render_claims.py leaderboard-results/claims \
+        --no-interference leaderboard-results/claims-xi1 [--run "what produced it"]
 """
 
 from __future__ import annotations
@@ -148,9 +150,11 @@ def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = No
          "bootstrap interval, and the seeds where the policy beats the baseline. Verdict: **holds** (our mean in "
          "the published direction and within ±50% of its size), **direction only**, **fails** (the other way), "
          "**not measurable** (why below).\n",
-         "Reproduce: `gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims`, then "
-         "`gpucluster leaderboard claims leaderboard-results/claims` (the same table in the terminal) and "
-         "`.venv/bin/python docs/_scripts/render_claims.py leaderboard-results/claims`.\n",
+         "Reproduce: `gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims` (the same "
+         "table in the terminal: `gpucluster leaderboard claims leaderboard-results/claims`), the interference "
+         "diagnostic `gpucluster leaderboard run docs/_scripts/claims_xi1.toml --out "
+         "leaderboard-results/claims-xi1`, then `.venv/bin/python docs/_scripts/render_claims.py "
+         "leaderboard-results/claims --no-interference leaderboard-results/claims-xi1`.\n",
          f"**These numbers:** {len(records)} records, seeds {_span(seeds)}, {done} of the {len(board.cells)} cells "
          f"of the `claims` board (held-out seeds {_span([c.seed for c in board.cells])})"
          + (". **Partial run**: claims whose cells are missing show as not measurable, and verdicts on few seeds "
