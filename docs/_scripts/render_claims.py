@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.leaderboard import stats
-from gpucluster_env.leaderboard.board import canonical, load_board
+from gpucluster_env.leaderboard.board import canonical, load_board, options_label
 from gpucluster_env.leaderboard.claim_check import Result, cell_key, check_claims, counts, needed_cells, pct
 from gpucluster_env.leaderboard.claims import Claim, Claims, load_claims
 from gpucluster_env.leaderboard.execute import load_current
@@ -34,6 +34,11 @@ def _setting_text(c: Claim) -> str:
     if len(c.settings) == 1:
         return c.settings[0]
     return f"{c.settings[0]} … {c.settings[-1]} (mean of {len(c.settings)})"
+
+
+def _setting_label(s: Any) -> str:
+    opts = {**s.scenario_options, **s.env_options}
+    return f"{s.scenario} ({options_label(opts)})" if opts else s.scenario
 
 
 def _row(r: Result) -> str:
@@ -66,7 +71,7 @@ def _diagnostics(c: Claim, claims: Claims, records: list[dict[str, Any]]) -> lis
         for label, key in zip((c.label("policy"), c.label("baseline")), keys, strict=True):
             out.append(f"| {name} | {label} | " + " | ".join(_mean(records, key, m) for m, _ in metrics) + " |")
     if c.values is not None:
-        out.append(f"\nThe paper: {c.metric} {c.values[0]:g} ({c.label('policy')}) vs {c.values[1]:g} "
+        out.append(f"\nThe paper's figures: {c.values[0]:g} ({c.label('policy')}) vs {c.values[1]:g} "
                    f"({c.label('baseline')}).")
     if c.metric == "avg_jct_s" and len(pairs) == 1:
         d = [_avg(records, k, "avg_jct_s") for k in pairs[0]]
@@ -163,6 +168,8 @@ def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = No
          "| claim | paper, where | setting | metric | policy vs baseline | published | ours | 95% CI | seeds "
          "agree | verdict |", "|" + "---|" * 10]
     a += [_row(r) for r in results]
+    a += ["", "Settings (`[settings]` of `leaderboard/claims.toml`): "
+          + "; ".join(f"`{n}` = {_setting_label(st)}" for n, st in claims.settings.items()) + "."]
     a += ["", "## Not measurable\n"]
     a += [f"- `{r.claim.id}`: {r.why}." for r in results if r.verdict == "not measurable"] or ["None."]
     a += ["", "## Failing claims\n"]
