@@ -152,7 +152,8 @@ def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = No
          "`leaderboard/claims.toml` states it, beside ours. Improvement = 1 - policy/baseline for a metric where "
          "lower is better (times), policy/baseline - 1 where higher is (deadlines met, utilization); a paper's "
          "\"1.28x\" is 1 - 1/1.28 = +21.9%. Ours: the mean over seeds of the settings' improvement, its paired 95% "
-         "bootstrap interval, and the seeds where the policy beats the baseline. Verdict: **holds** (our mean in "
+         "bootstrap interval (whole percents; – where a resample's baseline mean is 0, e.g. seeds on which "
+         "nobody queues), and the seeds where the policy beats the baseline. Verdict: **holds** (our mean in "
          "the published direction and within ±50% of its size), **direction only**, **fails** (the other way), "
          "**not measurable** (why below).\n",
          "Reproduce: `gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims` (the same "
