@@ -102,6 +102,20 @@ MEASURED_ELSEWHERE = {
         "arrival plus its run alone, which no scheduler can shorten; the relaxed packing puts a partner beside "
         "that job and slows it (equal-size packing with both mechanisms off is already 0.889x Gavel's makespan; "
         "unequal packing, LISS and LGRR win back 1.9%)."),
+    "sjfbsbf-t3-sjf-tires": (
+        "**Cause measured on the development seeds 0-4** (docs/reproduction.md, \"Why Tiresias beats SJF "
+        "here\" and the threshold sweep): Tiresias' two queues split at 16 GPU-hours of attained service, and the "
+        "workload recipe puts exactly the long ImageNet/YOLOv3 class above that line, so least-attained-service "
+        "orders jobs almost as an oracle would and, unlike SJF, takes GPUs back from a long running job when short "
+        "ones arrive; on sjfbsbf-philly it is worse than SJF only with thresholds of 1, 64 or infinite "
+        "GPU-hours. The engine charges a preemption a 30 s restart; what else the paper's simulator charged for "
+        "migration is not published."),
+    "hadare-f9-tb-m5": (
+        "**Cause measured on the `hadar` board's seed 0** (docs/reproduction-hadar-gimbal.md, HadarE "
+        "paragraph; the mixes are fixed batches, so every seed runs the same): "
+        "Hadar's price-based selection runs the jobs of highest utility per price first and finishes the short "
+        "ones sooner (its average JCT is better, as in the table above), and its last job ends later than "
+        "under Gavel's max-min rounds; neither policy minimizes makespan there."),
 }
 """Failing claims whose cause a reproduction page measured on the development seeds, quoted with where."""
 
