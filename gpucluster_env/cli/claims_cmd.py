@@ -12,8 +12,8 @@ def register_claims(lsub: argparse._SubParsersAction) -> None:
     c = lsub.add_parser("claims", help="the papers' headline claims checked against results folders",
                         description="Every headline comparative claim of the papers (leaderboard/claims.toml) "
                                     "against the records of the folders: our mean improvement over seeds, its "
-                                    "paired 95%% interval, how many seeds agree in direction, and a verdict (holds: "
-                                    "direction and size within ±50%% of the published; direction only; fails; not "
+                                    "paired 95% interval, how many seeds agree in direction, and a verdict (holds: "
+                                    "direction and size within ±50% of the published; direction only; fails; not "
                                     "measurable). Run the cells with `gpucluster leaderboard run claims`.")
     c.add_argument("dir", nargs="+", help="results folder(s) written by `leaderboard run` (read together)")
     c.add_argument("--claims", help="a claims file (default: the shipped leaderboard/claims.toml)")
