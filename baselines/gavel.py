@@ -97,10 +97,16 @@ class Gavel(Policy):
     paper: ClassVar[str] = "Gavel (OSDI'20); Hadar/HadarE baseline"
     default_objective: ClassVar[str] = "max-min"
 
+    wait_for_reset: bool = False
+    """Gavel's simulator's rule for a job that arrived after the last allocation reset (scheduler.py: a job not
+    in the allocation is picked by the round's greedy pass, holding its GPUs for the round, but given none):
+    it waits, and the GPUs it was picked for stay idle, until the next reset includes it."""
+
     def __init__(self, objective: str | None = None, round_s: float | None = None, min_reset_s: float = 1920.0,
-                 ) -> None:
+                 wait_for_reset: bool = False) -> None:
         """``objective``: max-min, makespan or ftf (default: the registered name's); ``round_s``: round length
-        (None: the scenario's, else 360 s); ``min_reset_s``: least time between allocation recomputations."""
+        (None: the scenario's, else 360 s); ``min_reset_s``: least time between allocation recomputations;
+        ``wait_for_reset``: Gavel's between-resets rule (:attr:`wait_for_reset`)."""
         obj = self.default_objective if objective is None else objective
         if obj not in OBJECTIVES:
             raise ValueError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
@@ -110,6 +116,7 @@ class Gavel(Policy):
         self.objective = obj
         self.round_s_option = round_s
         self.min_reset_s = float(min_reset_s)
+        self.wait_for_reset = bool(wait_for_reset)
 
     # ------------------------------------------------------------------ episode state
     def reset(self, env: Any) -> None:
@@ -212,7 +219,11 @@ class Gavel(Policy):
         grants = select_round(pr, self._rows(self.deficit, rows), alloc, gpus, self.capacity, runnable,
                               self._type_order(t), members=rows)
         single = {j for j, ok in zip(active, (t > 0).any(axis=1), strict=True) if ok}
-        return self._actions(view, [(rows[i], k) for i, k in grants], [j for j in active if j not in single])
+        anywhere = [j for j in active if j not in single]
+        if self.wait_for_reset:  # picked but not in the allocation: holds its GPUs idle this round
+            grants = [(i, k) for i, k in grants if self._alloc_jobs.issuperset(rows[i])]
+            anywhere = [j for j in anywhere if j in self._alloc_jobs]
+        return self._actions(view, [(rows[i], k) for i, k in grants], anywhere)
 
     def _follow_up(self, view: ClusterView) -> Action:
         """Actions that must wait for the round's first ones to apply (packed: the second job of each pair)."""

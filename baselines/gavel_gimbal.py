@@ -19,8 +19,9 @@ module, is the other reading: Gimbal's coordination on the LP's own pairs):
    granted while its host is not, it keeps its GPUs (the host stops, or in a balanced pair stays beside it
    packed). Packed time is not counted as time received by Gavel's priorities (it is extra to the allocation),
    though the progress it makes shortens the job's remaining steps in the next LP;
-4. every 30 s Gimbal's coordinator runs Algorithm 1 with the makespan local objective (eq. 5) and priority
-   (eq. 6) on every packing set: the shorter side squeezed to speed the longer one, LISS against stragglers.
+4. at every search step (``SEARCH_STEP_S``, 39 s, gimbal §7.4) Gimbal's coordinator runs Algorithm 1 with the
+   makespan local objective (eq. 5) and priority (eq. 6) on every packing set: the shorter side squeezed to
+   speed the longer one, LISS against stragglers.
 
 Gavel's own starts also keep the topology rule (they are applied after the round's preemptions and dropped when
 the rule forbids their gang: the job stays in the queue and may be packed instead). On one GPU type the LP only

@@ -1,6 +1,6 @@
 """Schedulers "with Gimbal" (gimbal §7.1-7.3): a base scheduler whose packing is relaxed, with Gimbal's
-coordinator (:class:`~gpucluster_env.baselines.gimbal_search.Coordinator`) calibrating every packing set at each
-runtime-monitoring tick.
+coordinator (:class:`~gpucluster_env.baselines.gimbal_search.Coordinator`) taking one calibration step on every
+packing set every ``step_s`` (39 s: one LGRR search iteration, gimbal §7.4 Fig. 14).
 
 * ``lucid+gimbal``: Lucid with a relaxed score threshold (any pair may pack) and unequal packing under the
   topology rule; JCT objective (eq. 1-2).
@@ -13,7 +13,10 @@ Options (the Fig. 12 ablation): ``lgrr`` (MPS share calibration, each switch pay
 ``calibration_overhead_s``), ``liss`` (per-job sample stealing, free to switch), ``early_exit`` (three attempts
 without gain end a search, gimbal §7.4), ``granularity`` (percent of the GPU a share moves per search attempt,
 §7.4's study of 5, 10, 20 and 30; default 10; a multiple of the scenario's ``share_step``, so 5 needs the
-scenario option ``share_step=0.05``). With both mechanisms off only the relaxed, unequal packing remains.
+scenario option ``share_step=0.05``), ``step_s`` (seconds between two search steps, default
+:data:`SEARCH_STEP_S`; a step is taken at the first decision point after it is due, so the scenario's calibration
+ticks ``tick_s`` should divide it: the gimbal scenarios tick every 39 s). With both mechanisms off only the
+relaxed, unequal packing remains.
 """
 
 from __future__ import annotations
@@ -32,7 +35,11 @@ from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy
 
 MONITOR_S = 30.0
-"""Gimbal's runtime-monitoring period (gimbal §6)."""
+"""Gimbal's runtime-monitoring period (gimbal §6): Gandiva+Gimbal's introspection period."""
+SEARCH_STEP_S = 39.0
+"""Seconds per search step: gimbal §7.4 (Fig. 14) measures one search iteration, a mechanism switch plus the runtime
+collection it waits for (§5.2: at most 60 s or 5 training steps), at 39 s on average with LGRR and 9 s with LISS.
+Every step here moves shares (LGRR) but the one per set that switches LISS on, so steps are 39 s apart."""
 
 
 class GimbalLayer:
@@ -41,12 +48,19 @@ class GimbalLayer:
     gimbal_objective: ClassVar[str] = "jct"
     """The coordination objective (:data:`~.gimbal_search.OBJECTIVES`): eq. 1-2, 3-4 or 5-6."""
     coordinator: Coordinator | None = None
+    step_s: float = SEARCH_STEP_S
+    """Seconds between two search steps (:data:`SEARCH_STEP_S`)."""
     _next_tick: float = 0.0
     stat_names: ClassVar[tuple[str, ...]] = tuple(f"gimbal_{f.name}" for f in dataclasses.fields(SearchStats))
 
     def _init_layer(self, lgrr: bool, liss: bool, early_exit: bool, predictor: XiPredictor | None,
-                    granularity: int) -> None:
+                    granularity: int, step_s: float | None = None) -> None:
         self.lgrr, self.liss, self.early_exit = bool(lgrr), bool(liss), bool(early_exit)
+        if step_s is not None:
+            if not (isinstance(step_s, int | float) and not isinstance(step_s, bool) and 0 < step_s < 1e7):
+                raise ValueError(f"{type(self).__name__}: step_s must be seconds between search steps (> 0), got "
+                                 f"{step_s!r}")
+            self.step_s = float(step_s)
         attempt_steps(granularity, 100)  # a percentage (the scenario's grid is checked at reset)
         self.granularity = granularity
         self.layer_predictor = predictor
@@ -75,11 +89,11 @@ class GimbalLayer:
         return {f"gimbal_{k}": float(v) for k, v in dataclasses.asdict(self.coordinator.stats).items()}
 
     def calibrate(self, view: ClusterView) -> list[Action]:
-        """The coordinator's actions when a monitoring tick is due (at most one per ``MONITOR_S``)."""
+        """The coordinator's actions when a search step is due (at most one per ``step_s``)."""
         assert self.coordinator is not None
         if view.now < self._next_tick:
             return []
-        self._next_tick = view.now + MONITOR_S
+        self._next_tick = view.now + self.step_s
         return self.coordinator.tick(view)
 
 
@@ -97,9 +111,9 @@ class LucidGimbal(GimbalLayer, Lucid):
 
     def __init__(self, threshold: int = 4, unequal: bool = True, time_ratio: float = 2.0, lgrr: bool = True,
                  liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None,
-                 granularity: int = DEFAULT_GRANULARITY) -> None:
+                 granularity: int = DEFAULT_GRANULARITY, step_s: float = SEARCH_STEP_S) -> None:
         super().__init__(threshold, unequal, time_ratio)
-        self._init_layer(lgrr, liss, early_exit, predictor, granularity)
+        self._init_layer(lgrr, liss, early_exit, predictor, granularity, step_s)
 
 
 @register_policy
@@ -116,9 +130,9 @@ class GandivaGimbal(GimbalLayer, Gandiva):
 
     def __init__(self, unequal: bool = True, tick_s: float = MONITOR_S, lgrr: bool = True, liss: bool = True,
                  early_exit: bool = True, predictor: XiPredictor | None = None,
-                 granularity: int = DEFAULT_GRANULARITY) -> None:
+                 granularity: int = DEFAULT_GRANULARITY, step_s: float = SEARCH_STEP_S) -> None:
         super().__init__(unequal, tick_s, predictor)
-        self._init_layer(lgrr, liss, early_exit, predictor, granularity)
+        self._init_layer(lgrr, liss, early_exit, predictor, granularity, step_s)
 
     def settled(self, view: ClusterView, jmax: int) -> bool:
         assert self.coordinator is not None

@@ -5,11 +5,11 @@
 * **Predicted throughput** (:class:`ThroughputModel`): a job's iteration time on its GPUs
   (:meth:`~gpucluster_env.engine.view.ClusterView.iter_time`) with each worker's interference ratio taken from
   a predictor's free-competition ratio (Castor's, :func:`~gpucluster_env.baselines.castor.default_predictor`)
-  under the MPS shares by the one share model (:func:`gpucluster_env.interference.apply_shares`). Never the
+  under the MPS shares by the one share model (:func:`gpucluster_env.performance.apply_shares`). Never the
   engine's true ratios.
-* **Algorithm 1** (:class:`SetSearch`, driven by :class:`Coordinator` at every runtime-monitoring tick, 30 s in
-  the gimbal scenarios): split a packing set into ``{J_max}`` and the rest, the lower-priority subset is
-  squeezed one ``granularity`` (10% of the GPU by default) per tick (LGRR, paying the engine's switch
+* **Algorithm 1** (:class:`SetSearch`, driven by :class:`Coordinator` at every search step, 39 s apart in the
+  "+gimbal" policies, gimbal §7.4 Fig. 14): split a packing set into ``{J_max}`` and the rest, the lower-priority
+  subset is squeezed one ``granularity`` (10% of the GPU by default) per step (LGRR, paying the engine's switch
   overhead), or, when ``J_max`` is the low-priority one and has stragglers, its slow workers are relieved by
   sample stealing (LISS, free) and its fast ones squeezed; each step's gain is the change of the local
   objective; three consecutive steps without gain end the search (early exit) and the shares go back to the
@@ -36,7 +36,7 @@ from gpucluster_env.baselines.gimbal_rules import JobSet, packing_sets
 from gpucluster_env.config import DEFAULT_SHARE_STEP
 from gpucluster_env.engine import Action, Squeeze, Swell
 from gpucluster_env.engine.view import ClusterView
-from gpucluster_env.interference import apply_shares
+from gpucluster_env.performance import apply_shares
 
 OBJECTIVES = ("jct", "deadline", "makespan")
 DEFAULT_GRANULARITY = 10

@@ -16,8 +16,8 @@ uses that function and nothing else of the GPU; the rules below are ours where t
 
 * **Job side.** The job terms multiply the GPU terms, so they are one factor per job. In this simulator a job's
   model, dataset and batch are summed up by its catalog profile's compute time per iteration on the reference
-  GPU (``ModelProfile.t_comp(batch, 1.0)``: seconds on a V100). Before the job has run anywhere its estimate on
-  type ``k`` is ``hadare_speed(k) / t_comp`` (iterations/s). Communication is left out (eq. 10 has only
+  GPU (``performance.compute_time(model, batch, 1.0)``: seconds on a V100). Before the job has run anywhere its
+  estimate on type ``k`` is ``hadare_speed(k) / t_comp`` (iterations/s). Communication is left out (eq. 10 has only
   ``pcie_scaling`` for it).
 * **Measured.** At every round boundary the rate of each running copy whose GPUs are all of one type (the
   engine's throughput of that copy, :meth:`~gpucluster_env.engine.view.ClusterView.copy_states`) is recorded for
@@ -40,6 +40,7 @@ import numpy as np
 
 from gpucluster_env.catalog.gpus import hadare_speed
 from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.performance import compute_time
 
 
 class SpecEstimate:
@@ -96,7 +97,7 @@ class SpecEstimate:
     def prior(self, j: int) -> np.ndarray:
         """Job ``j``'s estimate on each type before any measurement: ``hadare_speed(k)`` over its compute time
         per iteration on the reference GPU."""
-        return self.spec_speed / float(self.view.model(j).t_comp(self.view.batch(j), 1.0))
+        return self.spec_speed / float(compute_time(self.view.model(j), self.view.batch(j), 1.0))
 
     def of(self, j: int) -> np.ndarray:
         """Job ``j``'s throughput on each type: measured where its model ran, else the spec speed times the job

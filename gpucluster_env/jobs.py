@@ -29,6 +29,7 @@ import pandas as pd
 
 from .catalog import Catalog
 from .hardware import ClusterSpec
+from .performance import fits_memory, worker_memory_gb
 
 JOB_COLUMNS = ("job_id", "submit_s", "num_gpus", "model", "batch_size", "iterations")
 MAX_BATCH_SIZE = 1 << 20
@@ -97,8 +98,8 @@ def _row_problems(df: pd.DataFrame, catalog: Catalog, cluster: ClusterSpec) -> l
                           for m, ok in zip(models, known, strict=True)])
         with np.errstate(invalid="ignore", divide="ignore"):
             micro = np.where(b >= 1, b / np.exp2(np.floor(np.log2(np.maximum(b, 1.0)))), 1.0)
-        fp_min = base + slope * micro
-        room = (fp_min[:, None] <= mem_t[None, :] + 1e-9).astype(np.int64) @ count_t  # integers: no BLAS
+        fp_min = worker_memory_gb(base, slope, micro)
+        room = fits_memory(fp_min[:, None], mem_t[None, :]).astype(np.int64) @ count_t  # integers: no BLAS
         checks.append((known & (room == 0),
                        lambda i: f"field 'model': {str(models[i])!r} does not fit in the memory of any GPU of the "
                                  "cluster "

@@ -1,8 +1,18 @@
-"""Registration of the environment ids with Gymnasium (idempotent)."""
+"""Registration of the environment ids with Gymnasium (idempotent), without importing Gymnasium first.
+
+``import gpucluster_env`` calls :func:`register_when_gymnasium_loads`: the ids are registered at once if
+Gymnasium is already imported, else the moment it is (an import hook on ``gymnasium``). So
+``import gpucluster_env; gymnasium.make("gpucluster_env/Tiny-v1")`` works in either import order, and
+``import gpucluster_env.engine`` (or any other part below the environment) never loads Gymnasium.
+"""
 
 from __future__ import annotations
 
-import gymnasium as gym
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+from types import ModuleType
 
 from .scenarios import SCENARIOS
 
@@ -38,17 +48,59 @@ def max_episode_steps(num_jobs: int) -> int:
     return STEPS_PER_JOB * num_jobs + 2000
 
 
+def env_ids() -> list[str]:
+    """The registered ids: the generic one first, then one per scenario (computed without Gymnasium)."""
+    return [f"{NAMESPACE}/GPUCluster-v{ENV_VERSION}"] + [env_id(name) for name in SCENARIOS]
+
+
 def register_envs() -> list[str]:
     """Register the generic id (on ``tiny`` unless ``scenario=`` is given) and one id per scenario, each with
-    its ``max_episode_steps``; return the ids."""
-    ids = [f"{NAMESPACE}/GPUCluster-v{ENV_VERSION}"]
+    its ``max_episode_steps``; return the ids (imports Gymnasium)."""
+    import gymnasium as gym
+
+    ids = env_ids()
     if ids[0] not in gym.registry:
         gym.register(id=ids[0], entry_point=ENTRY_POINT, disable_env_checker=False,
                      max_episode_steps=max_episode_steps(SCENARIOS["tiny"].num_jobs))
-    for name, sc in SCENARIOS.items():
-        i = env_id(name)
-        ids.append(i)
+    for i, (name, sc) in zip(ids[1:], SCENARIOS.items(), strict=True):
         if i not in gym.registry:
             gym.register(id=i, entry_point=ENTRY_POINT, kwargs={"scenario": name},
                          max_episode_steps=max_episode_steps(sc.num_jobs))
     return ids
+
+
+class _RegisteringLoader(importlib.abc.Loader):
+    """Gymnasium's own loader, then :func:`register_envs` once the ``gymnasium`` module has run."""
+
+    def __init__(self, loader: importlib.abc.Loader) -> None:
+        self._loader = loader
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self._loader.exec_module(module)
+        register_envs()
+
+
+class _GymnasiumHook(importlib.abc.MetaPathFinder):
+    """Finds ``gymnasium`` as the other finders would, with a loader that registers the ids after it runs
+    (then leaves ``sys.meta_path``: one registration per process)."""
+
+    def find_spec(self, name: str, path: object,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        if name != "gymnasium":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _RegisteringLoader(spec.loader)
+        return spec
+
+
+def register_when_gymnasium_loads() -> None:
+    """Register the ids now if Gymnasium is imported, else when it is (idempotent)."""
+    if "gymnasium" in sys.modules:
+        register_envs()
+    elif not any(isinstance(f, _GymnasiumHook) for f in sys.meta_path):
+        sys.meta_path.insert(0, _GymnasiumHook())

@@ -44,9 +44,12 @@ class Scenario:
     workload (hadar-hadare §IV-A) draws from its four GPU-time classes, which end at 100 GPU-hours.
     ``max_duration_h``: sample only jobs whose traced duration is at most this many hours; Gimbal's testbed
     runs (gimbal §7.2) finished every job of their trace within Gavel's makespan, 4.5 h (Philly) and 17.6 h
-    (Alibaba). ``window``, ``max_gpu_hours`` and ``max_duration_h`` apply to traces sampled from a file
-    (:data:`SAMPLED_TRACES`); ``mix`` only to trace ``mix``, ``trace_format`` only to trace ``file``: an option
-    the scenario's trace or recipe cannot honour is refused by name (:func:`scenario_problem`), not ignored.
+    (Alibaba). ``max_span_h``: with window ``random``, draw only windows whose arrivals span at most this many
+    hours (the first to the last submission of the ``num_jobs`` consecutive arrivals); Gimbal's 150 Philly jobs
+    all arrived before Gavel had finished them, 4.5 h (gimbal §7.2). ``window``, ``max_gpu_hours``,
+    ``max_duration_h`` and ``max_span_h`` apply to traces sampled from a file (:data:`SAMPLED_TRACES`); ``mix``
+    only to trace ``mix``, ``trace_format`` only to trace ``file``: an option the scenario's trace or recipe
+    cannot honour is refused by name (:func:`scenario_problem`), not ignored.
     ``window=None`` is the recipe's own: ``busiest`` for a sampled trace, every job of a generated one.
     """
 
@@ -68,6 +71,7 @@ class Scenario:
     trace_format: str | None = None
     max_gpu_hours: float | None = None
     max_duration_h: float | None = None
+    max_span_h: float | None = None
 
     def __post_init__(self) -> None:
         where = f"scenario {self.name!r}: option " if isinstance(self.name, str) else "scenario: option "
@@ -123,9 +127,9 @@ class Scenario:
         return build_jobs(self, seed, catalog or default_catalog())
 
 
-SAMPLED_TRACES = ("philly", "venus", "alibaba", "alibaba-gpu", "file")
+SAMPLED_TRACES = ("philly", "venus", "venus-2vc", "alibaba", "alibaba-gpu", "file")
 """Traces whose jobs are sampled from a trace file (the real one or its synthetic stand-in, or the user's):
-``window``, ``max_gpu_hours`` and ``max_duration_h`` apply to them."""
+``window``, ``max_gpu_hours``, ``max_duration_h`` and ``max_span_h`` apply to them."""
 GENERATED_TRACES = ("tiny", "mix", "gavel")
 """Traces generated whole (the tiny generator, HadarE's mixes, Gavel's generator): every job is used."""
 TRACE_NAMES: list[str] = [*SAMPLED_TRACES, *GENERATED_TRACES]
@@ -133,7 +137,8 @@ TRACE_NAMES: list[str] = [*SAMPLED_TRACES, *GENERATED_TRACES]
 POLLUX_RECIPES = ("pollux", "pollux-lucid", "pollux-time")
 RECIPE_NAMES: list[str] = ["uniform", "hadar-class", "trace", "gimbal", "gavel", *POLLUX_RECIPES]
 """Every scenario ``annotate`` (:mod:`gpucluster_env.traces.scenario_jobs` adds the recipes it registers)."""
-TRACE_FILE_FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb", "table")
+TRACE_FILE_FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "helios-slice", "pai", "openb",
+                      "table")
 """The formats a trace file may be read as (``trace_format``; None sniffs it)."""
 MIXES: dict[str, tuple[str, ...]] = {
     "M-1": ("MM",),
@@ -206,18 +211,22 @@ def scenario_problem(sc: Scenario) -> str | None:
                 f"uniform and hadar-class")
     if generated:
         what = f"trace {sc.trace!r} is generated whole, not sampled from a trace file"
-        for name in ("max_gpu_hours", "max_duration_h"):
+        for name in ("max_gpu_hours", "max_duration_h", "max_span_h"):
             if getattr(sc, name) is not None:
                 return f"option {name!r}: {what}; it applies to traces {', '.join(SAMPLED_TRACES)}"
         if sc.window not in (None, "all"):
             return (f"option 'window' = {sc.window!r}: {what} (every job is used: window 'all' or none); it "
                     f"applies to traces {', '.join(SAMPLED_TRACES)}")
+    if sc.max_span_h is not None and (sc.window != "random" or sc.annotate in POLLUX_RECIPES):
+        return (f"option 'max_span_h' bounds the arrival span of a 'random' window of consecutive arrivals; this "
+                f"scenario samples by window {sc.window!r}" + (f" with recipe {sc.annotate!r}"
+                                                                if sc.annotate in POLLUX_RECIPES else ""))
     return None
 
 
 def samples_trace(sc: Scenario) -> bool:
     """Whether the scenario's jobs are sampled from a trace (so ``window``, ``max_gpu_hours`` and
-    ``max_duration_h`` apply), not generated whole (``tiny``, ``mix``, Gavel's generator)."""
+    ``max_duration_h``, ``max_span_h`` apply), not generated whole (``tiny``, ``mix``, Gavel's generator)."""
     return sc.trace not in GENERATED_TRACES and sc.annotate != "gavel"
 
 
@@ -254,6 +263,7 @@ SCENARIO_SETTINGS: dict[str, Setting] = dict((
     _setting("trace_format", "str", nullable=True, choices=TRACE_FILE_FORMATS),
     _setting("max_gpu_hours", "float", nullable=True, low=0.0, low_open=True, high=1e9),
     _setting("max_duration_h", "float", nullable=True, low=0.0, low_open=True, high=1e9),
+    _setting("max_span_h", "float", nullable=True, low=0.0, low_open=True, high=1e9),
 ))
 """The declared type and range of every scenario field but ``config`` (an arrival-rate factor ``load`` of 0.01
 to 100: beyond that an episode is a single job or an instant; at most 10 million jobs)."""
@@ -305,10 +315,25 @@ def _hadar_cluster() -> ClusterSpec:
 _ALIBABA_GROUPS = [("P100", 40, 2), ("T4", 25, 2), ("V100", 12, 8)]
 """Alibaba PAI 2020 inventory (P100 798x2, T4 497x2, V100/V100M32 239x8 GPUs) scaled by 1/20."""
 
-_GIMBAL_CONFIG = EngineConfig(tick_s=30.0, sample_stealing=False, calibration_overhead_s=3.6)
-"""Gimbal's testbed (gimbal §5.2, §6, §7.4): runtime monitoring every 30 s, an MPS share switch (LGRR) pauses
-the job 3.6 s, sample stealing (LISS) off until a policy turns it on per job (``SetStealing``), so the
-baselines run without it."""
+_SJFBSBF_CLUSTER = ClusterSpec.homogeneous("RTX2080Ti", 16, 4, inter_node_bw_gbps=1.25, name="sjfbsbf-16x4")
+"""SJF-BSBF's simulated cluster (sjf-bsbf §VI-A), where Tables III-IV come from (§VI-C): 16 servers of 4 RTX 2080
+Ti, built to resemble the physical testbed, whose servers link at 10 Gbps (1.25 GB/s) to a 100-Gbps switch."""
+
+_GIMBAL_CONFIG = EngineConfig(tick_s=39.0, sample_stealing=False, calibration_overhead_s=3.6)
+"""Gimbal's testbed (gimbal §5.2, §6, §7.4): a calibration tick every 39 s, the measured length of one LGRR search
+iteration (§7.4, Fig. 14: a share switch plus the runtime collection after it; the "+gimbal" policies step their
+search at these ticks, :data:`gpucluster_env.baselines.gimbal.SEARCH_STEP_S`; §6's 30 s status monitoring is not
+a separate tick), an MPS share switch (LGRR) pauses the job 3.6 s (§7.4), sample stealing (LISS) off until a
+policy turns it on per job (``SetStealing``), so the baselines run without it."""
+
+_HADARE_TESTBED_CONFIG = EngineConfig(round_s=360.0, restart_s=10.0, consolidation_s=10.0)
+"""HadarE's lab testbed with its default mix M-5: 360 s rounds, the slot at which HadarE (Fig. 11b) and Hadar
+(Fig. 12b) did best on this cluster for M-5 to M-12 (hadar-hadare §VI-D; M-1 to M-4 did best at 90 s:
+``--option round_s=90`` with those mixes); 10 s checkpoint-restart (§IV) and round-end consolidation."""
+_HADARE_AWS_CONFIG = EngineConfig(round_s=90.0, restart_s=10.0, consolidation_s=10.0)
+"""HadarE's AWS cluster with its default mix M-5: 90 s rounds, the slot at which HadarE did best on this cluster
+for M-1 to M-5 (hadar-hadare §VI-D, Fig. 11a; Hadar too did best at 90 or 180 s there, Fig. 12a; M-8 to M-12
+did best at 360 s: ``--option round_s=360`` with those mixes)."""
 
 SCENARIOS: dict[str, Scenario] = {
     s.name: s
@@ -330,14 +355,14 @@ SCENARIOS: dict[str, Scenario] = {
         ),
         Scenario(
             "sjfbsbf-philly", "16 servers x 4 RTX 2080 Ti, 240 Philly jobs from the busiest period", "sjf-bsbf",
-            ClusterSpec.homogeneous("RTX2080Ti", 16, 4, inter_node_bw_gbps=12.5, name="sjfbsbf-16x4"),
+            _SJFBSBF_CLUSTER,
             POLLUX_MODELS, "philly", 240, annotate="pollux-time",
         ),
         Scenario(
             "gimbal-philly", "16 nodes x 2 A40, 150 Philly jobs, Gimbal's 12 models, deadlines", "gimbal",
             ClusterSpec.homogeneous("A40", 16, 2, inter_node_bw_gbps=12.5, name="gimbal-16x2"),
             GIMBAL_MODELS, "philly", 150, window="random", annotate="gimbal", deadlines=True, max_duration_h=4.5,
-            config=_GIMBAL_CONFIG,
+            max_span_h=4.5, config=_GIMBAL_CONFIG,
         ),
         Scenario(
             "gimbal-alibaba", "16 nodes x 2 A40, 300 Alibaba jobs, Gimbal's 12 models, deadlines", "gimbal",
@@ -357,14 +382,14 @@ SCENARIOS: dict[str, Scenario] = {
             ClusterSpec.from_groups([("TitanRTX", 1, 1), ("T4", 1, 1), ("T400", 1, 1), ("RTX3090", 1, 1),
                                      ("RTXA2000", 1, 1)], inter_node_bw_gbps=1.25, name="hadare-testbed"),
             HADAR_MODELS, "mix", 5, window="all", all_at_zero=True, mix="M-5",
-            config=EngineConfig(round_s=360.0, restart_s=10.0, consolidation_s=10.0),
+            config=_HADARE_TESTBED_CONFIG,
         ),
         Scenario(
             "hadare-aws", "5 AWS nodes: 1 V100, 2 K80, 2 T4 (one GPU each); mix M-5", "hadar-hadare",
             ClusterSpec.from_groups([("V100", 1, 1), ("K80", 2, 1), ("T4", 2, 1)], inter_node_bw_gbps=1.25,
                                     name="hadare-aws"),
             HADAR_MODELS, "mix", 5, window="all", all_at_zero=True, mix="M-5",
-            config=EngineConfig(round_s=360.0, restart_s=10.0, consolidation_s=10.0),
+            config=_HADARE_AWS_CONFIG,
         ),
         Scenario(
             "gavel-hetero", "Gavel's simulated cluster: 36 V100 + 36 P100 + 36 K80 (4-GPU servers), 500 jobs from "

@@ -61,3 +61,36 @@ def paper_rows(scenario: str, options: str = "") -> dict[str, tuple[float, float
     """The paper's (avg JCT, queueing) in hours per policy for a scenario and its options label
     (``num_jobs=480``); empty where no paper publishes numbers for it."""
     return PAPER.get((scenario, options), {})
+
+
+# castor Tables 5 (Philly) and 6 (Venus) by job size, large = more than 8 GPUs (castor §9.4):
+# policy -> (JCT large, JCT small, queueing large, queueing small), hours. In every row but Pollux's queueing
+# (not a policy here) Large + Small = All Jobs, so each column is its class's share of the all-jobs average (the
+# class's total over all jobs), not the class's own average as in sjf-bsbf Tables III-IV.
+CASTOR_SIZES = {
+    "castor-philly": {"fifo": (1.04, 1.60, 0.94, 0.92), "sjf": (0.36, 1.51, 0.26, 0.83),
+                      "tiresias": (1.31, 1.26, 1.19, 0.55), "lucid": (1.32, 0.78, 1.21, 0.05),
+                      "castor": (0.45, 1.09, 0.28, 0.12)},
+    "castor-venus": {"fifo": (1.94, 2.79, 1.77, 1.74), "sjf": (0.72, 2.64, 0.55, 1.59),
+                     "tiresias": (1.76, 2.18, 1.58, 1.10), "lucid": (1.14, 2.21, 2.05, 0.02),
+                     "castor": (1.13, 1.76, 0.76, 0.17)},
+}
+CASTOR_LARGE_GPUS = 8
+"""castor §9.4: jobs asking for more than 8 GPUs are large, the others small."""
+
+
+def _castor_sizes() -> dict[str, dict[str, tuple[float, float, float, float]]]:
+    cols = ("jct_share large", "jct_share small", "queue_share large", "queue_share small")
+    out = {}
+    for t in load_claims().tables.values():
+        if t.unit == "h" and set(cols) <= set(t.columns):
+            out[_label(t)[0]] = {p: tuple(t.value(p, c) for c in cols) for p in t.rows}
+    return out  # type: ignore[return-value]
+
+
+CASTOR_SIZES = _castor_sizes()
+"""castor Tables 5-6 by job size (large: more than :data:`CASTOR_LARGE_GPUS` GPUs), per scenario and policy:
+(JCT large, JCT small, queueing large, queueing small) in hours, each class's share of the all-jobs average (the
+two add up to the All Jobs column), not class averages."""
+CASTOR_LARGE_GPUS = 8
+"""castor §9.4: jobs asking for more than 8 GPUs are large, the others small."""

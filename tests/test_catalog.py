@@ -11,7 +11,7 @@ import pytest
 
 from gpucluster_env.catalog import default_catalog
 from gpucluster_env.catalog.xi_model import MeasuredInterference
-from gpucluster_env.interference import apply_shares
+from gpucluster_env.performance import apply_shares, footprint_gb
 from gpucluster_env.scenarios import GAVEL_MODELS, GIMBAL_MODELS, HADAR_MODELS, POLLUX_MODELS, SCENARIOS
 
 CAT = default_catalog()
@@ -47,7 +47,7 @@ def test_unknown_names_raise_one_line() -> None:
 
 def test_memory_monotone_and_features_bounded() -> None:
     for p in CAT.models.values():
-        mem = [p.memory_gb(b) for b in sorted(p.batch_sizes)]
+        mem = [footprint_gb(p, b, 1) for b in sorted(p.batch_sizes)]
         assert all(b >= a for a, b in zip(mem, mem[1:], strict=False)), p.name
         assert p.batch_size in p.batch_sizes
         assert all(0.0 <= f <= 1.0 for f in p.features), p.name
@@ -142,7 +142,7 @@ def test_lucid_derived_numbers_match_the_files() -> None:
     Lucid measured, with the row counts the files give."""
     if _data_dir() is None:
         pytest.skip("../shared/data/profiles/lucid_rtx3090 not found (set GPUCLUSTER_DATA): Lucid's files are needed")
-    from gpucluster_env.catalog.lucid import CATALOG_BATCH, LUCID_DEMAND, catalog_key, load_lucid
+    from gpucluster_env.catalog.lucid_pairs import CATALOG_BATCH, LUCID_DEMAND, catalog_key, load_lucid
 
     ld = load_lucid(_data_dir())
     for m, d in LUCID_DEMAND.items():

@@ -175,7 +175,7 @@ class _Waiter:
 
 
 def test_truncation_names_its_cause():
-    from gpucluster_env.cli.progress import EpisodeLimits
+    from gpucluster_env.cli.run_progress import EpisodeLimits
     from gpucluster_env.policy import run_episode
 
     stalled = run_episode("tiny", _Waiter(), 0)  # type: ignore[arg-type]

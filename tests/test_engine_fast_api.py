@@ -22,7 +22,7 @@ def state(eng):
     """Everything an observer can see, as comparable values (``repr`` keeps numpy and Python floats apart)."""
     return (
         tuple(getattr(eng, a).tobytes() for a in ARRAYS),
-        repr(eng.log.records), repr(eng.sharing_benefits), repr(sorted(eng._heap)), dict(eng.counts),
+        repr(eng.log.records), repr(eng.sharing_benefits), repr(sorted(eng.events.heap)), dict(eng.counts),
         eng.queue_version, eng.gpu_version, eng.busy_gpus, eng.shared_gpus, repr(eng.now),
         list(eng._pending), list(eng._running), sorted(eng._forked),
         {j: {p: k for p, k in d.items()} for j, d in eng._shared_with.items()},

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from gpucluster_env.engine import Colocate, Place, Squeeze
-from gpucluster_env.engine.metrics import episode_metrics, sharing_benefit_ratios, solo_accumulation
+from gpucluster_env.engine.metrics import episode_metrics, sharing_benefit_ratios
+from gpucluster_env.engine.rates import solo_accumulation
 
 REL = 1e-9
 

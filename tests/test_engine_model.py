@@ -275,8 +275,6 @@ def test_five_percent_grid_shares_summing_to_a_gpu(build):
     (0.45 / 0.6) = 1.4 (both above their value at full own share against the same partner, 1.225 and 1.1625,
     so the cap binds). The SM-activity estimate sums min(demand, share): 0.55 + 0.45 = one GPU. Memory does
     not depend on shares: the same accumulations and footprints as on the 10% grid."""
-    from gpucluster_env.engine.metrics import gpu_sm_activity
-
     eng = _ab_pair(build, share_step=0.05)
     for _ in range(9):
         eng.apply(Squeeze(0))
@@ -285,7 +283,7 @@ def test_five_percent_grid_shares_summing_to_a_gpu(build):
     assert eng.share_of(0) == pytest.approx(0.55) and eng.share_of(1) == pytest.approx(0.45)
     assert 1.0 / eng.rate[0] == pytest.approx(0.16 * 1.05 / (0.55 / 0.9), rel=REL)
     assert 1.0 / eng.rate[1] == pytest.approx(T_B * 1.4, rel=REL)
-    assert gpu_sm_activity(eng, 0) == pytest.approx(1.0)
+    assert eng._sm.gpu(eng._sj_flat, eng._ss_flat, 0) == pytest.approx(1.0)
     ref = _ab_pair(build)
     assert eng.accum.tolist() == ref.accum.tolist() and eng.footprint.tolist() == ref.footprint.tolist()
 

@@ -11,16 +11,16 @@ from conftest import TEST_MODELS
 from test_engine_properties import check_invariants
 
 from gpucluster_env.engine import ActionError, Colocate, Fork, Place, Preempt, Squeeze
-from gpucluster_env.engine.perf import (
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.performance import (
     accumulations,
+    apply_shares,
     copy_iter_time,
     fit_accumulation,
     fits_memory,
     footprint_gb,
     xi_table,
 )
-from gpucluster_env.engine.view import ClusterView
-from gpucluster_env.interference import apply_shares
 
 
 def test_mixed_type_placement_when_no_type_alone_has_room(build):
@@ -161,7 +161,7 @@ def test_broken_invariant_and_bad_interference_are_reported(build):
     eng = build([("fast", 1, 1)], [{}])
     eng.advance()
     eng.apply(Place(0))
-    eng._heap.clear()  # a running job without its completion event
+    eng.events.heap.clear()  # a running job without its completion event
     with pytest.raises(RuntimeError, match="invariant broken"):
         eng.advance()
     from conftest import PairXi

@@ -26,10 +26,10 @@ from gpucluster_env.engine import (
     Squeeze,
     Swell,
 )
-from gpucluster_env.engine.perf import fits_memory
 from gpucluster_env.engine.placement import plan_place
 from gpucluster_env.hardware import ClusterSpec
 from gpucluster_env.interference import FeatureInterference
+from gpucluster_env.performance import fits_memory
 from gpucluster_env.workloads import ModelProfile
 
 SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,

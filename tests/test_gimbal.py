@@ -162,7 +162,7 @@ def test_coordination_never_violates_topology(build: Any, name: str) -> None:
 # ---------------------------------------------------------------- §4.1's worked example through the primitives
 # One fast GPU. Job A: model a (0.16 s/iteration alone, GPU demand 0.9), 1,000 iterations; job B: model b (0.12
 # s/iteration alone, demand 0.6), 2,500 iterations. Free-competition ratios: A beside B 3.0, B beside A 1.2.
-# The share model (interference.apply_shares, memory-contention term m = 0.1), partner's overlap
+# The share model (performance.apply_shares, memory-contention term m = 0.1), partner's overlap
 # o = max(0, min(p, d) + q - 1) / d, pressure = 1 + (xi_free - 1)(m + (1 - m) o), xi = pressure / min(1, p/d):
 #   free competition (100% + 100%): xi_A = 3.0, xi_B = 1.2;
 #   B squeezed five steps to 50%: o_A = (0.9 + 0.5 - 1) / 0.9 = 4/9 -> xi_A = 1 + 2 (0.1 + 0.4) = 2.0;
@@ -294,7 +294,7 @@ def test_sample_stealing_keeps_global_batch_and_fits_memory(build: Any) -> None:
     # two of its GPUs make its workers unequal; Gimbal turns LISS on for it. After every action, every job
     # stealing samples keeps its global batch (4 x 16 = 64 per micro-step at s = 1) and each worker's LISS
     # micro-batch fits in its GPU's memory beside the GPU's other tenant.
-    from gpucluster_env.engine.perf import fits_memory, footprint_gb
+    from gpucluster_env.performance import fits_memory, footprint_gb
 
     rows = [{"num_gpus": 4, "model": "b", "iterations": 20000.0},
             {"num_gpus": 1, "model": "a", "iterations": 3000.0, "submit_s": 1.0},
@@ -427,3 +427,22 @@ def test_move_to_reaches_its_target_when_a_step_merges_into_the_action_before() 
     coord.move_to(None, {(0, 0): 10, (0, 1): 10}, acts)  # type: ignore[arg-type]
     assert coord.shares == {}
     assert [sum(g in a.gpus for a in acts) for g in (0, 1)] == [9, 9]
+
+
+def test_search_steps_are_step_s_apart(build: Any) -> None:
+    # One search step per set every step_s (39 s by default: gimbal §7.4 Fig. 14's LGRR iteration), taken at the
+    # first calibration tick at or after it is due; ticks of 13 s fall on every multiple of 39 and 26
+    from tests.conftest import PairXi
+
+    assert make_policy("lucid+gimbal").step_s == make_policy("gandiva+gimbal").step_s == 39.0
+    for step in (39.0, 26.0):
+        rows = [dict(r, iterations=10 * r["iterations"]) for r in WORKED]
+        eng = build([("fast", 1, 1)], rows, xi=PairXi(WORKED_XI), tick_s=13.0, calibration_overhead_s=3.6)
+        out = play(eng, make_policy("lucid+gimbal", predictor=PairPredictor(), step_s=step))
+        times = sorted({t for t, a in out if isinstance(a, Squeeze | Swell)})
+        assert len(times) >= 3
+        assert min(np.diff(times)) >= step - 1e-9
+        assert all(t % step == pytest.approx(0.0, abs=1e-6) for t in times[1:])
+    for bad in (0, -1.0, True, "39"):
+        with pytest.raises(ValueError, match="step_s"):
+            make_policy("lucid+gimbal", step_s=bad)

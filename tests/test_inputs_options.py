@@ -11,7 +11,7 @@ import pytest
 
 from gpucluster_env.catalog.gpus import GPU_TYPES
 from gpucluster_env.cli.main import main
-from gpucluster_env.cli.options import parse_options, parse_policy_options
+from gpucluster_env.cli.option_args import parse_options, parse_policy_options
 from gpucluster_env.env import GPUClusterEnv
 from gpucluster_env.hardware import ClusterSpec, parse_cluster_spec
 from gpucluster_env.scenario_files import load_scenario_file, scenario_from_toml, scenario_to_toml

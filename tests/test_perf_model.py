@@ -1,6 +1,6 @@
 """The performance model of issue 12: interference over the whole iteration (Castor eq. 4-5) or the compute term
 only (``EngineConfig.interference_scope``), and the MPS share model that relieves the partner
-(``interference.apply_shares``; Gimbal §2.2, §4.1). Expected values are worked out by hand in the comments from
+(``performance.apply_shares``; Gimbal §2.2, §4.1). Expected values are worked out by hand in the comments from
 the test catalog (tests/conftest.py): model ``a`` takes 0.16 s per iteration on a ``fast`` GPU (demand 0.9),
 model ``b`` 0.12 s (demand 0.6)."""
 
@@ -15,9 +15,8 @@ from conftest import PairXi, make_catalog, make_jobs
 from gpucluster_env.catalog import Catalog, default_catalog
 from gpucluster_env.config import EngineConfig
 from gpucluster_env.engine import ClusterEngine, Colocate, Place, Squeeze
-from gpucluster_env.engine.perf import copy_iter_time, copy_model, xi_table
 from gpucluster_env.hardware import ClusterSpec
-from gpucluster_env.interference import MEM_CONTENTION, apply_shares
+from gpucluster_env.performance import MEM_CONTENTION, apply_shares, copy_iter_time, copy_model, xi_table
 from gpucluster_env.scenario_files import scenario_from_toml, scenario_to_toml
 from gpucluster_env.scenarios import get_scenario
 from gpucluster_env.settings import SettingError

@@ -14,7 +14,7 @@ from gpucluster_env.engine import DropCopy, MoveCopy, Reallocate
 from gpucluster_env.env import GPUClusterEnv
 from gpucluster_env.replay.record import action_from_json, action_to_json, read_record
 from gpucluster_env.replay.recorder import RecordingWrapper
-from gpucluster_env.replay.state import Timeline
+from gpucluster_env.replay.timeline import Timeline
 from gpucluster_env.replay.verify import verify_record
 
 

@@ -25,7 +25,7 @@ from gpucluster_env.replay.record import (
     write_lines,
 )
 from gpucluster_env.replay.recorder import RecordingWrapper, recording, scenario_options_of
-from gpucluster_env.replay.state import Timeline
+from gpucluster_env.replay.timeline import Timeline
 from gpucluster_env.replay.verify import verify_record
 from gpucluster_env.scenarios import get_scenario
 

@@ -18,11 +18,11 @@ from rich.console import Console
 
 from gpucluster_env.policy import run_episode
 from gpucluster_env.replay.compare import CompareView, check_comparable
+from gpucluster_env.replay.frame import FOLD_NODES, FrameView, ViewOptions, sparkline
 from gpucluster_env.replay.live import SPEEDS, Player, parse_time, split_keys
 from gpucluster_env.replay.record import Record, read_record
 from gpucluster_env.replay.recorder import recording
-from gpucluster_env.replay.state import Timeline
-from gpucluster_env.replay.view import FOLD_NODES, FrameView, ViewOptions, sparkline
+from gpucluster_env.replay.timeline import Timeline
 
 GPUCLUSTER = str(Path(sys.executable).parent / "gpucluster")
 

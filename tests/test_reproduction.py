@@ -198,6 +198,33 @@ def test_record_rows_carry_the_labels_and_size_split_the_document_reads() -> Non
     for k in ("jct", "queue"):
         mix = f * row[f"avg_{k}_large_s"] + (1 - f) * row[f"avg_{k}_small_s"]
         assert mix == pytest.approx(row[f"avg_{k}_s"], rel=1e-4)  # per-job times are stored to 10 ms
+        # castor Tables 5-6's split (more than 8 GPUs): each class's share of the average, adding up to it
+        assert row[f"{k}_large8_s"] + row[f"{k}_small8_s"] == pytest.approx(row[f"avg_{k}_s"], rel=1e-4)
+    assert 0.0 < row["frac_large8"] < f
+
+
+def test_castor_size_tables_are_shares_of_the_average() -> None:
+    """Castor Tables 5-6's Large and Small columns add up to All Jobs (so they are shares of the average, which
+    the document's table computes alike), and the section renders ours beside them."""
+    from castor_sizes import CASTOR_SIZE_POLICIES, castor_size_section, contributions_by_size
+    from gpucluster_env.leaderboard.papers import CASTOR_SIZES, PAPER
+
+    for sc, rows in CASTOR_SIZES.items():
+        for p, (jl, js, ql, qs) in rows.items():
+            assert (jl + js, ql + qs) == pytest.approx(PAPER[(sc, "")][p], abs=0.0101), (sc, p)
+    got = contributions_by_size(np.array([16, 8, 2, 12]), np.array([4.0, 2.0, 1.0, np.nan]),
+                                np.array([1.0, 0.0, 1.0, 2.0]))
+    assert got == {"frac_large8": 0.5, "jct_large8_s": 1.0, "jct_small8_s": 0.75, "queue_large8_s": 0.75,
+                   "queue_small8_s": 0.25}
+
+    class Res:
+        def m(self, sc: str, p: str, key: str) -> float:
+            return 0.25 if key == "frac_large8" else 3600.0
+
+    text = "\n".join(castor_size_section(Res(), lambda x: f"{x:.2f}"))
+    assert "castor-venus: 25% of our jobs ask for more than 8 GPUs" in text
+    assert "| lucid | 1.00 / 1.14 | 1.00 / 2.21 | 1.00 / 2.05 | 1.00 / 0.02 |" in text
+    assert text.count("\n| ") == 2 * len(CASTOR_SIZE_POLICIES) + 2
 
 
 def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
@@ -214,7 +241,7 @@ def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
     )
 
     from gpucluster_env.catalog.measured import data_dir
-    from gpucluster_env.workloads import comm_time, iteration_time
+    from gpucluster_env.performance import comm_time, compute_time, footprint_gb, iteration_time
 
     if data_dir() is None:
         pytest.skip("Pollux's placements.csv (profiles/pollux) not found")
@@ -224,9 +251,9 @@ def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
     for app, g in (("cifar10", 8), ("bert", 12), ("yolov3", 4), ("imagenet", 32)):
         p, gt, b = cat.model(app), cat.gpu_type(POLLUX_GPU), pollux_batch(app, g)
         s = 1
-        while p.memory_gb(b / s) > gt.memory_gb:
+        while footprint_gb(p, b, s) > gt.memory_gb:
             s *= 2
-        tc = p.t_comp(b / s, cat.model_speed(p, POLLUX_GPU))
+        tc = compute_time(p, b / s, cat.model_speed(p, POLLUX_GPU))
         comm = comm_time(p, g, -(-g // POLLUX_NODE_GPUS), gt.intra_node_bw_gbps, POLLUX_INTER_NODE_GBS)
         t_cat = iteration_time(tc, s, comm, p.delta)
         want = pollux_iterations(app, g, cat) * pollux_step_time(app, g, b)

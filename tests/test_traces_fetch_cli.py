@@ -151,7 +151,7 @@ def test_cli_list_info_compare(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(capsys.readouterr().out)["synthetic"] == "venus"
     assert main(["traces", "compare", "venus", "--jobs", "5000", "--json"]) == 0
     stats = json.loads(capsys.readouterr().out)["stats"]
-    assert stats["mean gpus"]["real"] == pytest.approx(6.736)
+    assert stats["mean gpus"]["real"] == pytest.approx(6.736, rel=1e-3)  # published, or the 10-minute bins' 6.733
     assert main(["traces", "compare", "venus", "--jobs", "2000"]) == 0
     assert "duration p50 (s)" in capsys.readouterr().out
 

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from gpucluster_env.catalog import Catalog
-from gpucluster_env.engine.perf import fit_accumulation, solo_iter_time
+from gpucluster_env.performance import fit_accumulation, solo_iter_time
 from gpucluster_env.scenarios import MIXES as SCENARIO_MIXES
 
 REFERENCE_GPU = "V100"
@@ -25,14 +25,17 @@ def reference_iter_time(catalog: Catalog, model: str, num_gpus: int, batch_size:
                         gpu: str = REFERENCE_GPU, node_gpus: int = REFERENCE_NODE_GPUS,
                         inter_node_gbs: float = 12.5) -> float:
     """Iteration time of ``model`` alone on ``num_gpus`` GPUs of type ``gpu`` (the reference V100 by default)
-    packed on as few ``node_gpus``-GPU nodes as possible, at the smallest accumulation that fits."""
+    packed on as few ``node_gpus``-GPU nodes as possible, at the smallest accumulation that fits; Gavel's
+    measured time where it measured the configuration (:meth:`~gpucluster_env.catalog.Catalog.solo_scale`)."""
     p = catalog.model(model)
     ref = catalog.gpu_type(gpu)
     b = batch_size or p.batch_size
     # the smallest accumulation that fits (no slack); if none does, the first power of two >= b
     s = fit_accumulation(p, b, ref.memory_gb, tol=0.0) or 1 << (b - 1).bit_length()
-    return solo_iter_time(p, b, s, catalog.model_speed(p, gpu), num_gpus, -(-num_gpus // node_gpus),
-                          ref.intra_node_bw_gbps, inter_node_gbs)
+    speed, nodes = catalog.model_speed(p, gpu), -(-num_gpus // node_gpus)
+    args = (num_gpus, nodes, ref.intra_node_bw_gbps, inter_node_gbs)
+    f = catalog.solo_scale(p, b, gpu, num_gpus, True, solo_iter_time(p, b, 1, speed, *args))
+    return solo_iter_time(p, b, s, speed, *args, f if math.isfinite(f) else 1.0)
 
 
 def to_job_table(

@@ -45,6 +45,7 @@ def read_csv(
     sep: str = ",",
     report: LoadReport | None = None,
     skip_bad_rows: bool = False,
+    comment: str | None = None,
 ) -> pd.DataFrame:
     """Read a CSV (all columns as strings, converted by the caller) and check the ``required`` columns.
 
@@ -55,8 +56,14 @@ def read_csv(
 
     ``names``: the column names for a headerless file (Alibaba PAI tables ship without a header, the names are
     in ``*.header``); a first line equal to the names is taken as a header and skipped.
+
+    ``comment``: lines starting with it before the header (a provenance preamble) are dropped.
     """
     text = open_text(path).getvalue()
+    if comment is not None:
+        text = strip_preamble(text, comment)
+        if not text.strip():
+            raise TraceFormatError(f"{path}: no header line after the {comment!r} lines")
     counts, parsed = _field_counts(text, sep)
     if names is not None:
         first = parsed[0] if parsed is not None else next(ln for ln in text.splitlines() if ln).split(sep)
@@ -99,6 +106,15 @@ def read_csv(
     if len(df) == 0:
         raise TraceFormatError(f"{path}: no data rows")
     return df
+
+
+def strip_preamble(text: str, comment: str) -> str:
+    """``text`` without its leading lines that start with ``comment`` (blank lines among them included)."""
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines) and (lines[i].startswith(comment) or not lines[i].strip()):
+        i += 1
+    return "".join(lines[i:])
 
 
 def numbers(df: pd.DataFrame, col: str) -> tuple[pd.Series, pd.Series]:

@@ -6,22 +6,23 @@
   (7,255 scheduled pods less 1,052 CPU-only = 6,203 GPU pods; Weng et al., ATC'23); hour of day counts from
   the
   trace start.
-- ``VENUS``: from published aggregates only (the per-job log is not public here), Hu et al. SC'21:
-  ``helios_cluster_summary.csv`` row Venus: 125,303 GPU jobs, median GPUs 1, mean GPUs 6.736, median run time
-  204 s, mean 13,040.6 s, GPU-job complete/cancel/fail 0.526/0.272/0.202; ``venus_cluster_gpu_number.csv``:
-  181 days, VC weights = each VC's mean GPU count over the days. GPU counts: P(1) = 0.6 and powers of two
-  2..128 with geometric weights (ratio 0.6954) so the mean is 6.736; durations log-normal with median 204 s
-  and
-  sigma = sqrt(2 ln(mean / median)) = 2.88, tabulated at the quantile grid (top quantile p = 0.9999); a flat
-  hourly profile (no published diurnal data).
+- ``VENUS``: refitted to real data by :mod:`.venus_fit` (``python -m gpucluster_env.traces.venus_fit`` prints
+  these constants; a test checks they match the files). Arrivals: mean rate, 24-hour and 7-day shape of the
+  whole cluster's GPU-job submissions per 10 minutes, Apr-Sep 2020 (Lucid's
+  ``lucid_venus_cluster_throughput_10min.csv``, S-Lab License 1.0, non-commercial: only these summary
+  statistics are shipped). GPUs per job: the GPU counts of the 3,109 bins holding exactly one GPU job (same
+  file), jobs of 16+ GPUs reweighted so the mean is the whole log's 6.733. Durations: the log-duration
+  quantile shape of the real two-VC September slice (``helios_venus_2vc_sept.csv``, HeliosData, CC-BY-4.0)
+  moved to the whole cluster's published median 204 s (Hu et al. SC'21, ``helios_cluster_summary.csv``; the
+  published mean 13,040.6 s is left as a check). VC mix from ``venus_cluster_gpu_number.csv`` (each VC's mean
+  GPU count over 181 days) and GPU-job complete/cancel/fail 0.526/0.272/0.202 from the Helios summary.
+  Before this refit (issue #27): P(1 GPU) = 0.6 with geometric powers of two up to
+  128, a log-normal duration (median 204 s, sigma 2.88) and flat arrivals; docs/traces.md compares the two.
 """
 
 from __future__ import annotations
 
-import math
-from statistics import NormalDist
-
-from gpucluster_env.traces.synthetic import QUANTILE_PROBS, TraceProfile
+from gpucluster_env.traces.synthetic import TraceProfile
 
 PHILLY = TraceProfile(
     name="philly",
@@ -250,28 +251,24 @@ VENUS_GPU_JOBS = 125303
 VENUS_DAYS = 181
 
 
-def _venus_log10_quantiles() -> tuple[float, ...]:
-    sigma = math.sqrt(2.0 * math.log(VENUS_MEAN_RUN_S / VENUS_MEDIAN_RUN_S))
-    nd = NormalDist(math.log(VENUS_MEDIAN_RUN_S), sigma)
-    out = []
-    for p in QUANTILE_PROBS:
-        q = min(max(p, 1e-4), 1 - 1e-4)
-        out.append(round(max(0.0, nd.inv_cdf(q) / math.log(10)), 4))
-    return tuple(out)
-
-
-_VENUS_P1, _VENUS_RATIO = 0.6, 0.6954242801
-_w = [_VENUS_RATIO**k for k in range(7)]
-_VENUS_GPU_PROBS = (_VENUS_P1,) + tuple(round((1 - _VENUS_P1) * x / sum(_w), 6) for x in _w)
+_VENUS_LOG10_DUR = (0.3411, 0.6422, 0.9432, 1.0401, 1.2954, 1.8183, 2.1473, 2.3096, 2.4239, 2.6356, 2.9008,
+                    3.7439, 4.5234, 5.5509, 5.914, 6.095)
+"""log10 s at QUANTILE_PROBS: the real two-VC slice's shape at the published median (1- and multi-GPU alike:
+the slice has 75 single-GPU jobs, too few for a shape of their own)."""
 
 VENUS = TraceProfile(
     name="venus",
-    gpu_values=(1, 2, 4, 8, 16, 32, 64, 128),
-    gpu_probs=_VENUS_GPU_PROBS,
-    log10_dur_single=_venus_log10_quantiles(),
-    log10_dur_multi=_venus_log10_quantiles(),
-    rate_per_hour=round(VENUS_GPU_JOBS / (VENUS_DAYS * 24), 4),
-    hourly_profile=(1.0,) * 24,
+    gpu_values=(1, 2, 3, 4, 5, 6, 7, 8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 128, 152, 160),
+    gpu_probs=(0.470831, 0.045898, 0.000608, 0.068087, 0.000304, 0.002736, 0.004255, 0.254413, 0.080707,
+               0.021364, 0.042727, 0.001899, 0.000475, 0.000949, 0.001899, 0.000475, 0.000475, 0.000475,
+               0.000475, 0.000949),
+    log10_dur_single=_VENUS_LOG10_DUR,
+    log10_dur_multi=_VENUS_LOG10_DUR,
+    rate_per_hour=28.8246,
+    hourly_profile=(0.8968, 0.658, 0.5995, 0.3843, 0.2681, 0.2055, 0.1875, 0.2239, 0.3743, 0.796, 1.2949,
+                    1.4741, 1.1644, 1.2986, 1.5591, 1.6564, 1.7341, 1.7329, 1.2823, 1.3131, 1.3446, 1.3643,
+                    1.1491, 1.0381),
+    weekly_profile=(1.0221, 1.1045, 1.2741, 1.2011, 0.9473, 0.6802, 0.7706),
     vc_names=(
         "vcvGl",
         "vcefl",
@@ -326,8 +323,8 @@ VENUS = TraceProfile(
     ),
     status_names=("COMPLETED", "CANCELLED", "FAILED"),
     status_probs=(0.526, 0.272, 0.202),
-    source="fitted to the Helios published aggregates (helios_cluster_summary.csv, "
-    "venus_cluster_gpu_number.csv)",
+    source="fitted to the Venus 10-minute arrivals (Lucid, S-Lab License 1.0, summary statistics only), the "
+    "real two-VC slice (HeliosData, CC-BY-4.0) and the Helios published aggregates",
 )
 
 PROFILES: dict[str, TraceProfile] = {"philly": PHILLY, "venus": VENUS, "alibaba": ALIBABA}

@@ -50,6 +50,8 @@ class TraceSpec:
 
 _PHILLY_CSV_SHA = "ebffb3dd1589bdf4e7bcd74496201c5ded1d557d498ee14f560463f37ec353da"
 _OPENB_SHA = "1ee7ed79c27a3b0861cda8ddba86a004c6aba904caafa329a76ae93ca63834a8"
+_VENUS_2VC_SHA = "15c4738f1e1da88bafc66fdb823f9455db18d89276aeb0dea2f70ab93ceae117"
+"""The slice as published at mini-compute-simulator commit ce41673 (checked equal to ../shared/data's copy)."""
 
 TRACES: dict[str, TraceSpec] = {
     t.name: t
@@ -112,6 +114,22 @@ TRACES: dict[str, TraceSpec] = {
             "helios",
             "venus",
             "Hu et al. (Helios), SC'21",
+            "CC-BY-4.0",
+        ),
+        TraceSpec(
+            "venus-2vc",
+            "SenseTime Helios 'Venus', two VCs (vcvGl, vcvlY), 2020-09-01..26: 1,867 real per-job rows",
+            (
+                RemoteFile(
+                    "traces/venus/helios_venus_2vc_sept.csv",
+                    "https://raw.githubusercontent.com/felivalencia3/mini-compute-simulator/"
+                    "ce41673615cb5430db4ef19a74bff2bbcfd1de75/tests/validation_traces/helios_venus_2vc_sept.csv",
+                    _VENUS_2VC_SHA,
+                ),
+            ),
+            "helios-slice",
+            "venus",
+            "Hu et al. (Helios), SC'21; slice re-published by felivalencia3/mini-compute-simulator (Apache-2.0)",
             "CC-BY-4.0",
         ),
         TraceSpec(
@@ -201,8 +219,8 @@ def locate(name: str) -> Path | None:
 def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
     """The loader function of a format key (``philly-csv``, ``philly-json``, ``gavel``, ``gavel-dir``,
     ``helios``,
-    ``pai``, ``openb``)."""
-    from gpucluster_env.traces import alibaba, gavel, helios, normalized, philly
+    ``helios-slice``, ``pai``, ``openb``)."""
+    from gpucluster_env.traces import alibaba, gavel, helios, helios_slice, normalized, philly
 
     table: dict[str, Callable[..., tuple[pd.DataFrame, LoadReport]]] = {
         "philly-csv": philly.load_philly_csv,
@@ -210,6 +228,7 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
         "gavel": gavel.load_gavel_trace,
         "gavel-dir": gavel.load_gavel_dir,
         "helios": helios.load_helios,
+        "helios-slice": helios_slice.load_helios_slice,
         "pai": alibaba.load_pai,
         "openb": alibaba.load_openb_pods,
         "table": normalized.load_normalized_csv,
@@ -227,7 +246,7 @@ def _sniff(p: Path) -> str | None:
     """The format of a trace file from its first line (the header columns each format has), or None."""
     from gpucluster_env.traces.files import open_text
 
-    first = next((ln for ln in open_text(p).getvalue().splitlines() if ln.strip()), "")
+    first = next((ln for ln in open_text(p).getvalue().splitlines() if ln.strip() and not ln.startswith("#")), "")
     if first.lstrip().startswith("["):
         return "philly-json"
     cols = {c.strip() for c in first.split(",")}
@@ -235,6 +254,8 @@ def _sniff(p: Path) -> str | None:
         return "philly-csv"
     if {"job_id", "gpu_num", "submit_time"} <= cols:
         return "helios"
+    if {"job_id", "tenant", "submit_time", "num_chips"} <= cols:
+        return "helios-slice"
     if {"name", "num_gpu", "gpu_milli"} <= cols:
         return "openb"
     if first.count("\t") == 6 and "(batch size" in first:

@@ -6,7 +6,9 @@ Windows (the ``window`` of a scenario, or ``gpucluster traces sample --window``)
   8 hours, ``pollux_workloads/*.csv``): the 8-hour window with the most arrivals, from which ``n`` are drawn
   uniformly without replacement; times are shifted so the first is 0. When that window holds fewer than ``n``
   jobs (a small synthetic trace), the shortest stretch holding ``n`` consecutive arrivals is used instead.
-- ``random``: ``n`` consecutive arrivals starting at a uniformly random job (Gimbal's 150 / 300 jobs).
+- ``random``: ``n`` consecutive arrivals starting at a uniformly random job (Gimbal's 150 / 300 jobs); with a
+  ``max_span_s``, a uniformly random one of the windows whose arrivals span at most that (a start is drawn as
+  without the bound and drawn again while its window spans more, so a seed whose window fits keeps it).
 - ``hours:A-B``: Hadar "480 jobs from the busiest hour range (hours 3-10)": jobs submitted between A:00 and
 B:00
   on the trace's clock (hour of day, every day), ``n`` drawn uniformly. Hadar then releases them all at t = 0.
@@ -90,10 +92,22 @@ def busiest_window(
     return _take(df, idx)
 
 
-def random_window(df: pd.DataFrame, n: int, rng: np.random.Generator) -> pd.DataFrame:
-    """``n`` consecutive arrivals from a uniformly random starting job."""
+def random_window(df: pd.DataFrame, n: int, rng: np.random.Generator, max_span_s: float | None = None
+                  ) -> pd.DataFrame:
+    """``n`` consecutive arrivals from a uniformly random starting job, among those whose ``n`` arrivals span at
+    most ``max_span_s`` when given (a ValueError naming the narrowest span when none does)."""
     n = min(n, len(df))
-    start = int(rng.integers(0, len(df) - n + 1))
+    starts = len(df) - n + 1
+    start = int(rng.integers(0, starts))
+    if max_span_s is not None:
+        t = df["submit_s"].to_numpy(float)
+        fits = t[n - 1:] - t[:starts] <= max_span_s
+        if not fits.any():
+            narrowest = float((t[n - 1:] - t[:starts]).min())
+            raise ValueError(f"{df.attrs.get('source', 'trace')}: no {n} consecutive arrivals span at most "
+                             f"{max_span_s / 3600:g} h (the narrowest spans {narrowest / 3600:.1f} h)")
+        while not fits[start]:  # rejection: uniform over the windows that fit
+            start = int(rng.integers(0, starts))
     return _take(df, np.arange(start, start + n))
 
 
@@ -112,9 +126,10 @@ def hours_window(
 
 
 def sample(
-    df: pd.DataFrame, n: int, window: str, rng: np.random.Generator
+    df: pd.DataFrame, n: int, window: str, rng: np.random.Generator, max_span_s: float | None = None
 ) -> tuple[pd.DataFrame, SampleReport]:
-    """``n`` jobs of ``df`` by ``window`` (``busiest``, ``random``, ``all``, ``hours:A-B``) and the report."""
+    """``n`` jobs of ``df`` by ``window`` (``busiest``, ``random``, ``all``, ``hours:A-B``) and the report;
+    ``max_span_s`` bounds a ``random`` window's arrival span (:func:`random_window`)."""
     if n <= 0:
         raise ValueError(f"number of jobs must be positive, got {n}")
     report = SampleReport(window)
@@ -126,7 +141,7 @@ def sample(
     if kind == "busiest":
         out = busiest_window(usable, n, rng)
     elif kind == "random":
-        out = random_window(usable, n, rng)
+        out = random_window(usable, n, rng, max_span_s)
     elif kind == "all":
         out = _take(usable, np.arange(min(n, len(usable))))
     else:

@@ -47,13 +47,27 @@ from gpucluster_env.settings import SettingError
 if TYPE_CHECKING:
     from gpucluster_env.scenarios import Scenario
 
-SCENARIO_TRACES = {
-    "philly": ("philly", "philly"),
-    "venus": ("venus", "venus"),
-    "alibaba": ("alibaba", "alibaba"),
-    "alibaba-gpu": ("alibaba-gpu", "alibaba"),
+SCENARIO_TRACES: dict[str, tuple[tuple[str, ...], str | None]] = {
+    "philly": (("philly",), "philly"),
+    "venus": (("venus",), "venus"),
+    "venus-2vc": (("venus-2vc",), None),
+    "alibaba": (("alibaba",), "alibaba"),
+    "alibaba-gpu": (("alibaba-gpu",), "alibaba"),
 }
-"""Scenario trace -> (registered real trace, shipped synthetic stand-in)."""
+"""Scenario trace -> (registered real traces, in order of preference, shipped synthetic stand-in or None).
+
+``venus`` is the whole Venus cluster (the per-job log when found, else the synthetic trace fitted to the whole
+cluster's published statistics and 10-minute arrivals), which is what Castor and Lucid sample. ``venus-2vc`` is
+the real two-VC September slice (:mod:`.helios_slice`), opt-in (``--option trace=venus-2vc``) and with no
+synthetic stand-in: its two VCs are not the cluster (mean 47 GPUs per job against the cluster's 6.7, 35% of jobs
+above 32 GPUs against 0.5%; docs/traces.md), so it is never substituted for ``venus``."""
+
+
+def real_trace_name(trace: str) -> str:
+    """The registered real trace a scenario ``trace`` reads: the first of its candidates whose files are found
+    (the first candidate when none is, for the messages that say what is missing)."""
+    names = SCENARIO_TRACES[trace][0]
+    return next((n for n in names if locate(n) is not None), names[0])
 
 
 def _tiny_raw(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
@@ -76,20 +90,23 @@ def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
     """The full normalized trace behind a scenario ``trace`` name and a note naming it (real or synthetic)."""
     if trace not in SCENARIO_TRACES:
         raise ValueError(f"trace source {trace!r} has no loader; known: {', '.join(SOURCES)}")
-    real_name, synthetic = SCENARIO_TRACES[trace]
+    synthetic = SCENARIO_TRACES[trace][1]
+    real_name = real_trace_name(trace)
     mode = source_mode()
+    if mode == "synthetic" and synthetic is None:
+        raise ValueError(f"trace {real_name!r} has no synthetic stand-in ($GPUCLUSTER_TRACE_SOURCE=synthetic)")
     loaded = None if mode == "synthetic" else load_trace(real_name)
     if loaded is not None:
         df, _ = loaded
         return df, f"real {real_name} trace ({df.attrs['source']})"
-    if mode == "real":
+    if mode == "real" or synthetic is None:
         raise FileNotFoundError(
             f"real trace {real_name!r} not found; run 'gpucluster traces fetch {real_name}' "
             "or set $GPUCLUSTER_DATA"
         )
     return (
         load_embedded(synthetic),
-        f"synthetic {synthetic} trace (shipped, fitted to the real {real_name} "
+        f"synthetic {synthetic} trace (shipped, fitted to the real {SCENARIO_TRACES[trace][0][0]} "
         "statistics; real file not found)",
     )
 
@@ -115,14 +132,17 @@ def trace_identity(sc: Scenario) -> str:
         return f"file:{content_digest([path])}"
     if sc.trace not in SCENARIO_TRACES:
         return ""
-    real_name, _ = SCENARIO_TRACES[sc.trace]
+    real_name = real_trace_name(sc.trace)
+    synthetic = SCENARIO_TRACES[sc.trace][1]
     mode = source_mode()
+    if mode == "synthetic" and synthetic is None:
+        raise ValueError(f"trace {real_name!r} has no synthetic stand-in ($GPUCLUSTER_TRACE_SOURCE=synthetic)")
     path = None if mode == "synthetic" else locate(real_name)
     if path is not None:
         spec = get_trace(real_name)
         root = path.parents[len(Path(spec.primary).parts) - 1]  # the data root it was found in
         return f"real:{content_digest([root / f.relpath for f in spec.files])}"
-    if mode == "real":
+    if mode == "real" or synthetic is None:
         raise FileNotFoundError(f"real trace {real_name!r} not found; run 'gpucluster traces fetch {real_name}' "
                                 "or set $GPUCLUSTER_DATA")
     return "synthetic"
@@ -201,9 +221,19 @@ def _mix_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, s
 
 @source(*SCENARIO_TRACES, "file")
 def _sampled_source(sc: Scenario, rng: np.random.Generator) -> tuple[pd.DataFrame, str, None]:
-    """``num_jobs`` jobs of the full trace by the scenario's window, capped at the cluster size."""
+    """``num_jobs`` jobs of the full trace by the scenario's window (a ``random`` one spanning at most
+    ``max_span_h`` once ``load`` has scaled its arrivals), capped at the cluster size."""
     full, note = bounded_trace(sc)
-    raw, rep = sample(full, sc.num_jobs, sc.window or "busiest", rng)
+    span = None if sc.max_span_h is None else sc.max_span_h * 3600.0 * sc.load  # on the trace's clock
+    try:
+        raw, rep = sample(full, sc.num_jobs, sc.window or "busiest", rng, span)
+    except ValueError as e:
+        if span is None:
+            raise
+        raise SettingError(f"scenario {sc.name!r}: option 'max_span_h' = {sc.max_span_h:g} at load "
+                           f"{sc.load:g}: {e}") from None
+    if span is not None:
+        rep.window += f" (arrivals within {sc.max_span_h:g} h)"
     raw = fit_to_cluster(raw, sc.cluster.num_gpus, "cap", rep)
     return raw, f"{note}; {rep.summary()}", None
 

@@ -33,6 +33,7 @@ class TraceProfile:
     log10_dur_multi: tuple[float, ...]  # same, jobs with more than one GPU
     rate_per_hour: float  # mean arrivals per hour
     hourly_profile: tuple[float, ...]  # 24 multipliers of the mean rate (mean 1), by hour of day
+    weekly_profile: tuple[float, ...] = ()  # 7 multipliers (mean 1), Monday first; day 0 is a Monday
     vc_names: tuple[str, ...] = ()
     vc_probs: tuple[float, ...] = ()
     status_names: tuple[str, ...] = ()
@@ -91,16 +92,21 @@ def fit_profile(df: pd.DataFrame, name: str, source: str = "") -> TraceProfile:
 
 def _arrivals(profile: TraceProfile, n: int, rng: np.random.Generator, load: float = 1.0) -> np.ndarray:
     """``n`` arrival times (s, from midnight of day 0) of a Poisson process with the profile's periodic
-    rate."""
+    rate: the hour-of-day profile, times the day-of-week profile when the profile has one (a 168-hour period,
+    day 0 a Monday)."""
     mult = np.asarray(profile.hourly_profile, float)
     mult = mult / mult.mean()
     per_hour = profile.rate_per_hour * load * mult  # expected arrivals in each hour of the day
-    cum = np.concatenate([[0.0], np.cumsum(per_hour)])  # Lambda at hour boundaries within one day
+    if profile.weekly_profile:
+        week = np.asarray(profile.weekly_profile, float)
+        per_hour = np.tile(per_hour, 7) * np.repeat(week / week.mean(), 24)  # each hour of the week
+    period = len(per_hour)
+    cum = np.concatenate([[0.0], np.cumsum(per_hour)])  # Lambda at hour boundaries within one period
     e = np.cumsum(rng.exponential(1.0, n))  # unit-rate arrivals in Lambda space
-    day, rem = np.divmod(e, cum[-1])
-    h = np.clip(np.searchsorted(cum, rem, side="right") - 1, 0, 23)
+    cycle, rem = np.divmod(e, cum[-1])
+    h = np.clip(np.searchsorted(cum, rem, side="right") - 1, 0, period - 1)
     frac = (rem - cum[h]) / np.where(per_hour[h] > 0, per_hour[h], 1.0)
-    return (day * 24 + h + frac) * 3600.0
+    return (cycle * period + h + frac) * 3600.0
 
 
 def _durations(q: tuple[float, ...], u: np.ndarray) -> np.ndarray:
@@ -137,6 +143,7 @@ def generate(profile: TraceProfile, n: int, rng: np.random.Generator, load: floa
         out["gpu_spec"] = ""
     out.attrs["source"] = f"synthetic {profile.name}"
     out.attrs["start_hour"] = float(submit[0] / 3600.0 % 24)
+    out.attrs["start_weekday"] = int(submit[0] // 86400 % 7)
     return out
 
 

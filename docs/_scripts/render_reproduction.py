@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from castor_sizes import castor_size_section, contributions_by_size
 from gpucluster_env.leaderboard.papers import LARGE_GPUS, PAPER, PAPER_SIZES, implied_large_share
 from gpucluster_env.leaderboard.stats import improvement, improvement_ci, mean_ci
 
@@ -58,7 +59,8 @@ def split_by_size(gpus: np.ndarray, jct: np.ndarray, queue: np.ndarray) -> dict[
 def size_split(env: Any) -> dict[str, float]:
     """:func:`split_by_size` of a finished episode (``run_episode(..., extra=size_split)``)."""
     eng = env.unwrapped.engine
-    return split_by_size(eng.req_gpus, eng.finish_t - eng.submit, eng.queue_s)
+    jct = eng.finish_t - eng.submit
+    return {**split_by_size(eng.req_gpus, jct, eng.queue_s), **contributions_by_size(eng.req_gpus, jct, eng.queue_s)}
 
 
 def _opts_label(opts: dict[str, Any]) -> str:
@@ -84,9 +86,11 @@ def record_row(rec: dict[str, Any]) -> dict[str, Any]:
                truncated=bool(rec.get("truncated")))
     if jobs:
         nan = float("nan")
-        row.update(split_by_size(np.asarray(jobs["gpus"]),
-                                 np.array([nan if v is None else v for v in jobs["jct_s"]], float),
-                                 np.array([nan if v is None else v for v in jobs["queue_s"]], float)))
+        gpus = np.asarray(jobs["gpus"])
+        jct = np.array([nan if v is None else v for v in jobs["jct_s"]], float)
+        queue = np.array([nan if v is None else v for v in jobs["queue_s"]], float)
+        row.update(split_by_size(gpus, jct, queue))
+        row.update(contributions_by_size(gpus, jct, queue))
     return row
 
 
@@ -153,6 +157,8 @@ def _orderings(res: Results, sc: str, opts: str) -> list[str]:
         ("Castor better than SJF-FFS", j["castor"] < j["sjf-ffs"], _paired(res, sc, opts, "castor", "sjf-ffs")),
         ("Castor better than SJF", j["castor"] < j["sjf"], _paired(res, sc, opts, "castor", "sjf")),
     ]
+    if sc.startswith("castor-") and "lucid" in j:  # castor Tables 5-6 (§9.4: 13.7% better on Venus)
+        checks.append(("Castor better than Lucid", j["castor"] < j["lucid"], _paired(res, sc, opts, "castor", "lucid")))
     return [f"- {name}: **{'holds' if ok else 'does not hold'}**{note}" for name, ok, note in checks]
 
 
@@ -299,6 +305,8 @@ def render(res: Results, seeds: int, wall_s: float) -> str:
       + ".\n")
     out.extend(_workload_section(seeds))
     a("## Paper settings (castor Tables 5–6, sjf-bsbf Tables III–IV)\n")
+    a("Where a scenario's setting departs from, or had to be read into, a paper's stated setup, and what each "
+      "change moved: `docs/departures.md` (e.g. `sjfbsbf-philly`'s 10 Gbps server links, sjf-bsbf §VI-A).\n")
     for sc, opts in MAIN:
         ol = _opts_label(opts)
         a(f"### {sc}{' (' + ol + ')' if ol else ''}\n")
@@ -306,6 +314,7 @@ def render(res: Results, seeds: int, wall_s: float) -> str:
         a("")
         out.extend(_orderings(res, sc, ol))
         a("")
+    out.extend(castor_size_section(res, _f))
     out.extend(_size_section(res))
     out.extend(_tiresias_section(res))
     a("## Load sweep (castor §9.5, sjf-bsbf Fig. 6(a)): 0.5×–2× jobs (120–480) from the same period\n")

@@ -17,6 +17,7 @@ from ..interference import InterferenceModel
 from ..workloads import ModelProfile
 from .gpus import GPU_TYPES
 from .models import MODELS
+from .solo import MeasuredSolo
 from .xi_model import MeasuredInterference, shipped_demand_exponent, type_demand
 
 
@@ -27,6 +28,8 @@ class Catalog:
     gpu_types: Mapping[str, GPUType] = field(default_factory=lambda: dict(GPU_TYPES))
     models: Mapping[str, ModelProfile] = field(default_factory=lambda: dict(MODELS))
     interference: InterferenceModel = field(default_factory=MeasuredInterference)
+    solo: MeasuredSolo = field(default_factory=MeasuredSolo)
+    """Gavel's measured solo throughputs (:mod:`.solo`), used where they exist instead of the fitted model."""
 
     def gpu_type(self, name: str) -> GPUType:
         """The GPU type called ``name``; ``ValueError`` listing the known ones otherwise."""
@@ -55,15 +58,32 @@ class Catalog:
         """Fraction in (0, 1] of a ``gpu_type`` GPU that ``p`` keeps busy running alone
         (:mod:`.demand`: the reference demand ``p.gpu_demand`` scaled by the type's compute and memory
         bandwidth, with the exponent of the interference table in use); the MPS share model's ``d``
-        (:func:`gpucluster_env.interference.apply_shares`)."""
+        (:func:`gpucluster_env.performance.apply_shares`)."""
         self.gpu_type(gpu_type)
         inter = self.interference
         exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
         return type_demand(p, gpu_type, exponent)
 
+    def solo_scale(self, p: ModelProfile, batch: int, gpu_type: str, n_gpus: int, consolidated: bool,
+                   modelled_s: float) -> float:
+        """How much longer a measured configuration runs than the fitted model says: Gavel's measured
+        iteration time of ``p`` at per-GPU ``batch`` alone on ``n_gpus`` GPUs of ``gpu_type`` (on the fewest
+        nodes when ``consolidated``) over ``modelled_s``, the performance model's time of the same gang at
+        accumulation 1; 1.0 where Gavel did not measure it, ``inf`` where it measured zero (the job cannot run
+        there). The engine scales the copy's constants by it (:mod:`.solo`)."""
+        measured = self.solo.iter_s(p.name, batch, gpu_type, n_gpus, consolidated)
+        if measured is None:
+            return 1.0
+        return measured / modelled_s
+
     def with_interference(self, interference: InterferenceModel) -> Catalog:
         """A copy of this catalog with another ground-truth interference model."""
-        return Catalog(self.gpu_types, self.models, interference)
+        return Catalog(self.gpu_types, self.models, interference, self.solo)
+
+    def with_solo(self, solo: MeasuredSolo) -> Catalog:
+        """A copy of this catalog with another table of measured solo throughputs (``MeasuredSolo(enabled=
+        False)``: the fitted model everywhere)."""
+        return Catalog(self.gpu_types, self.models, self.interference, solo)
 
 
 def default_catalog() -> Catalog:
@@ -71,4 +91,4 @@ def default_catalog() -> Catalog:
     return Catalog()
 
 
-__all__ = ["Catalog", "GPU_TYPES", "MODELS", "MeasuredInterference", "default_catalog"]
+__all__ = ["Catalog", "GPU_TYPES", "MODELS", "MeasuredInterference", "MeasuredSolo", "default_catalog"]

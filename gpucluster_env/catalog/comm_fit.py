@@ -1,7 +1,7 @@
 """Fit of the all-reduce latency term of Castor eq. 2 on multi-node measurements (``gpucluster catalog
 fit-comm``).
 
-:func:`gpucluster_env.workloads.comm_time` charges ``alpha_comm (1 + log2 n) nodes + 2 (n-1)/n grad / bw``.
+:func:`gpucluster_env.performance.comm_time` charges ``alpha_comm (1 + log2 n) nodes + 2 (n-1)/n grad / bw``.
 The latency constant ``alpha_comm_s`` was first fitted on Gavel's single-node 2/4/8-GPU runs
 (:func:`.fit.fit_gavel_comm`) and extrapolated across nodes. Here it is fitted on Pollux's multi-node
 measurements (Qiao et al., OSDI'21): ``scalability.csv`` (6-16 g4dn.12xlarge nodes, 6-64 T4s) and the
@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from ..workloads import ModelProfile, comm_time
+from ..performance import comm_time
+from ..workloads import ModelProfile
 from .measured import load_pollux_placements, read_csv_rows, require_data_dir
 
 COMM_FIT_FILE = "comm_fit.json"
@@ -74,7 +75,7 @@ def pollux_rows(model: str, root: Path | None = None) -> list[CommRow]:
 
 def predict(p: ModelProfile, rows: Sequence[CommRow], alpha_comm_s: float,
             intra_bw: float = POLLUX_INTRA_BW_GBPS, inter_bw: float = POLLUX_INTER_BW_GBPS) -> np.ndarray:
-    """Castor eq. 2 (:func:`gpucluster_env.workloads.comm_time`) for each row at ``alpha_comm_s``."""
+    """Castor eq. 2 (:func:`gpucluster_env.performance.comm_time`) for each row at ``alpha_comm_s``."""
     q = dataclasses.replace(p, alpha_comm_s=alpha_comm_s)
     return np.array([comm_time(q, r.n_gpus, r.n_nodes, intra_bw, inter_bw) for r in rows])
 

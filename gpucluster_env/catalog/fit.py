@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .lucid import GA102_TYPES, LUCID_MODEL, LUCID_SOURCE, LUCID_TYPE, LucidData, config_of, lucid_model
+from .lucid_pairs import GA102_TYPES, LUCID_MODEL, LUCID_SOURCE, LUCID_TYPE, LucidData, config_of, lucid_model
 from .measured import GavelData, job_batch, job_family, load_elasticflow, load_gavel, load_pollux_single
 
 GAVEL_JOB: dict[str, str] = {
@@ -397,7 +397,7 @@ def fit_gavel_comm(gd: GavelData, model: str) -> tuple[float, float]:
 
     from scipy.optimize import minimize
 
-    from ..workloads import comm_time, iteration_time
+    from ..performance import comm_time, compute_time, iteration_time
     from . import default_catalog
 
     cat = default_catalog()
@@ -413,7 +413,7 @@ def fit_gavel_comm(gd: GavelData, model: str) -> tuple[float, float]:
         q = dataclasses.replace(p, alpha_comm_s=float(np.exp(theta[0])), delta=1.0 + float(np.exp(theta[1])))
         err = 0.0
         for g, b, n, true in pts:
-            t1 = float(q.t_comp(b, cat.model_speed(q, g)))
+            t1 = float(compute_time(q, b, cat.model_speed(q, g)))
             bw = cat.gpu_type(g).intra_node_bw_gbps
             err += abs(math.log(t1 / iteration_time(t1, 1, comm_time(q, n, 1, bw, bw), q.delta) / true))
         return err

@@ -47,9 +47,10 @@ from __future__ import annotations
 
 import math
 
-from ..workloads import ModelProfile, comm_time, iteration_time
+from ..performance import comm_time, compute_time, iteration_time, memory_intensity
+from ..workloads import ModelProfile
 from .comm_fit import fitted_alpha_comm
-from .lucid import LUCID_DEMAND
+from .lucid_pairs import LUCID_DEMAND
 
 _V100_INTRA_BW = 50.0
 _MULTI_NODE_ALPHA = fitted_alpha_comm()
@@ -65,9 +66,9 @@ def _profile(
     """Build a profile, deriving memory intensity and communication share from the other constants."""
     SINGLE_NODE_ALPHA_COMM[name] = comm[0]
     comm = (_MULTI_NODE_ALPHA.get(name, comm[0]), comm[1])
-    mem_int = mem_ps * batch / (mem_base + mem_ps * batch)
+    mem_int = memory_intensity(mem_base, mem_ps, batch)
     probe = ModelProfile(name, batch, sizes, alpha, beta, grad_mb, *comm)
-    t_comp = probe.t_comp(batch, 1.0)
+    t_comp = compute_time(probe, batch, 1.0)
     t_comm = comm_time(probe, 8, 1, _V100_INTRA_BW, _V100_INTRA_BW)
     comm_share = t_comm / iteration_time(t_comp, 1, t_comm, probe.delta)
     feats = (round(min(1.0, ci), 3), round(float(mem_int), 3), round(min(1.0, float(comm_share)), 3))

@@ -35,8 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from ..performance import compute_time, memory_intensity
 from ..workloads import ModelProfile
-from .lucid import GA102_TYPES, LUCID_MODEL, LUCID_TYPE, LucidData, catalog_key, config_of, lucid_model
+from .lucid_pairs import GA102_TYPES, LUCID_MODEL, LUCID_TYPE, LucidData, catalog_key, config_of, lucid_model
 from .measured import GavelData, job_batch, job_family
 
 PREDICTOR_FILE = "xi_predictor.json"
@@ -140,7 +141,7 @@ def gavel_job(gd: GavelData, job_type: str, gpu: str) -> Job:
 
     p = MODELS[FAMILY_MODEL[job_family(job_type)]]
     bs = float(job_batch(job_type) or 1)
-    mem = p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs)
+    mem = memory_intensity(p.mem_base_gb, p.mem_per_sample_gb, bs)
     step = 1.0 / gd.solo[gpu][(job_type, 1)]
     rel = [math.log(gd.solo[h][(job_type, 1)] / gd.solo["V100"][(job_type, 1)]) for h in ("K80", "P100")]
     return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, job_type, *rel)
@@ -153,7 +154,7 @@ def lucid_job(ld: LucidData, key: str) -> Job:
 
     p = MODELS[LUCID_MODEL[lucid_model(key)][0]]
     bs = float(config_of(key)[0])
-    mem = p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs)
+    mem = memory_intensity(p.mem_base_gb, p.mem_per_sample_gb, bs)
     return Job(p.features[0], mem, p.features[2], ld.demand(key), bs / ld.solo[key]["speed"], bs, key)
 
 
@@ -166,8 +167,8 @@ def catalog_job(p: ModelProfile, gpu_type: str, batch: float | None = None) -> J
 
     cat = default_catalog()
     bs = float(p.batch_size if batch is None else batch)
-    mem = p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs)
-    step = max(float(p.t_comp(bs, cat.model_speed(p, gpu_type))), 1e-6)
+    mem = memory_intensity(p.mem_base_gb, p.mem_per_sample_gb, bs)
+    step = max(float(compute_time(p, bs, cat.model_speed(p, gpu_type))), 1e-6)
     if gpu_type in GA102_TYPES:
         return Job(p.features[0], mem, p.features[2], cat.model_demand(p, gpu_type), step, bs, catalog_key(p.name))
     rel = [math.log(cat.model_speed(p, h) / cat.model_speed(p, "V100")) for h in ("K80", "P100")]

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from ..workloads import comm_time, iteration_time
+from ..performance import comm_time, compute_time, iteration_time
 from . import Catalog, default_catalog
 from .comm_fit import fit_all
 from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, joint_design, offset_transfer
-from .lucid import LUCID_TYPE, catalog_key, load_lucid
+from .lucid_pairs import LUCID_TYPE, catalog_key, load_lucid
 from .measured import (
     job_batch,
     job_family,
@@ -41,7 +41,7 @@ def _scaling(cat: Catalog, model: str, gpu: str, batch: float, n: int) -> float:
     """Scaling efficiency tput(n) / (n tput(1)) of the catalog model on one node of ``gpu``."""
     p = cat.model(model)
     g = cat.gpu_type(gpu)
-    t1 = float(p.t_comp(batch, cat.model_speed(p, gpu)))
+    t1 = float(compute_time(p, batch, cat.model_speed(p, gpu)))
     tc = comm_time(p, n, 1, g.intra_node_bw_gbps, g.intra_node_bw_gbps)
     return t1 / iteration_time(t1, 1, tc, p.delta)
 
@@ -79,9 +79,9 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
                         true = tput / row[1]  # same global batch, per-GPU batch gbs/n
                         p = cat.model(model)
                         g = cat.gpu_type(gpu)
-                        t_b = float(p.t_comp(gbs / n, 1.0))
+                        t_b = float(compute_time(p, gbs / n, 1.0))
                         tc = comm_time(p, n, 1, g.intra_node_bw_gbps, g.intra_node_bw_gbps)
-                        pred = float(p.t_comp(gbs, 1.0)) / iteration_time(t_b, 1, tc, p.delta)
+                        pred = float(compute_time(p, gbs, 1.0)) / iteration_time(t_b, 1, tc, p.delta)
                         scaling.setdefault(gpu, []).append(_rel(pred, true))
     engine_xi: dict[str, float] = {}
     for gpu in gd.pairs:

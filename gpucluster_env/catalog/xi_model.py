@@ -19,7 +19,7 @@ the pair's demands.
 All values are clipped to ``>= 1`` (measurement noise gives a few ratios a hair below 1). The table is the
 project's own fitted numbers, written to ``gpucluster_env/data/xi_table.json`` by ``gpucluster catalog
 fit-interference`` (with the demand exponent of :func:`.demand.fit_exponent` and the held-out-by-pair error of
-the regression); the MPS shares are then applied by :func:`gpucluster_env.interference.apply_shares`.
+the regression); the MPS shares are then applied by :func:`gpucluster_env.performance.apply_shares`.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..interference import FeatureInterference
+from ..performance import memory_intensity
 from ..workloads import ModelProfile
 from .demand import REFERENCE_TYPE, demand_on
 from .gpus import GPU_TYPES
@@ -48,7 +49,7 @@ def regression_row(a: ModelProfile, b: ModelProfile, demand_a: float, demand_b: 
     (see :data:`REGRESSION_TERMS`)."""
     def mem(p: ModelProfile, batch: float | None) -> float:
         bs = p.batch_size if batch is None else batch
-        return float(p.mem_per_sample_gb * bs / (p.mem_base_gb + p.mem_per_sample_gb * bs))
+        return float(memory_intensity(p.mem_base_gb, p.mem_per_sample_gb, bs))
 
     excess = max(0.0, demand_a + demand_b - 1.0)
     return np.array([excess, excess * a.features[0], excess * demand_b, mem(a, batch_a) * mem(b, batch_b)])

@@ -1,5 +1,6 @@
-"""``gpucluster catalog validate|fit-interference``: check the catalog against public measurements, and
-refit the interference table and Castor's XGBoost predictor (see :mod:`gpucluster_env.catalog`)."""
+"""``gpucluster catalog validate|fit-interference|fit-solo|fit-comm|list``: check the catalog against public
+measurements, refit the interference table and Castor's XGBoost predictor, write Gavel's measured solo
+throughputs (see :mod:`gpucluster_env.catalog`)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="where to write comm_fit.json (default: the package data)")
     c.add_argument("--json", action="store_true", help="print one JSON object")
     c.set_defaults(func=fit_comm_cmd)
+    so = sub.add_parser("fit-solo",
+                        help="write Gavel's measured solo throughputs (the engine uses them where measured)")
+    so.add_argument("--out-dir", type=Path, default=None,
+                    help="where to write gavel_solo.json (default: the package data)")
+    so.set_defaults(func=fit_solo_cmd)
     p.set_defaults(func=lambda args: _missing(p))
 
 
@@ -41,7 +47,7 @@ def list_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.catalog import default_catalog
     from gpucluster_env.catalog.demand import REFERENCE_TYPE
     from gpucluster_env.catalog.fit import GAVEL_JOB
-    from gpucluster_env.catalog.lucid import LUCID_DEMAND, LUCID_TYPE
+    from gpucluster_env.catalog.lucid_pairs import LUCID_DEMAND, LUCID_TYPE
 
     cat = default_catalog()
     g = cat.gpu_type(args.gpu)
@@ -99,7 +105,7 @@ def validate_cmd(args: argparse.Namespace) -> int:
 def fit_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.atomic_write import write_bytes_atomic
     from gpucluster_env.catalog.fit import build_xi_table
-    from gpucluster_env.catalog.lucid import load_lucid
+    from gpucluster_env.catalog.lucid_pairs import load_lucid
     from gpucluster_env.catalog.measured import load_gavel
     from gpucluster_env.catalog.predictor import PREDICTOR_FILE, evaluate, fit_predictor
     from gpucluster_env.catalog.xi_model import XI_TABLE_FILE
@@ -125,6 +131,19 @@ def fit_cmd(args: argparse.Namespace) -> int:
         for g, v in summary.items():
             print(f"{g:5} held-out RMSE {v['rmse']:.3f}  median APE {100 * v['mape_median']:.1f}%  "
                   f"decision agreement {100 * v['decision_agreement']:.1f}%")
+    return 0
+
+
+def fit_solo_cmd(args: argparse.Namespace) -> int:
+    from gpucluster_env.atomic_write import write_bytes_atomic
+    from gpucluster_env.catalog.solo import SOLO_FILE, build_solo_table
+
+    out_dir = args.out_dir or Path(__file__).resolve().parents[1] / "data"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    table = build_solo_table()
+    write_bytes_atomic(out_dir / SOLO_FILE, (json.dumps(table, indent=1, sort_keys=True) + "\n").encode())
+    n = sum(len(v) for layout in ("consolidated", "unconsolidated") for v in table[layout].values())
+    print(f"wrote {out_dir / SOLO_FILE}: {n} measured configurations")
     return 0
 
 

@@ -101,7 +101,7 @@ def _split(v: str | None, what: str) -> list[str] | None:
 def resolve_board(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """The board ``run`` covers: a board (filtered by --scenarios/--policies, --seeds), or one made of them;
     and notes on policies left out (those that cannot run on a scenario, when --policies is not given)."""
-    from gpucluster_env.cli.options import parse_options
+    from gpucluster_env.cli.option_args import parse_options
     from gpucluster_env.leaderboard.board import cells_from_args, check_seeds, load_board
 
     scenarios, policies = _split(args.scenarios, "scenarios"), _split(args.policies, "policies")

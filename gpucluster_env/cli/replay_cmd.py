@@ -91,9 +91,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.verify:
         return _verify(recs, args.json)
+    from gpucluster_env.replay.frame import FrameView, ViewOptions
     from gpucluster_env.replay.live import KEYS_HELP, Player, parse_time, run_live
-    from gpucluster_env.replay.state import Timeline
-    from gpucluster_env.replay.view import FrameView, ViewOptions
+    from gpucluster_env.replay.timeline import Timeline
 
     tls = [Timeline(r) for r in recs]
     if args.zoom is not None and args.zoom not in tls[0].type_names:

@@ -86,7 +86,7 @@ def _fmt(fmt: str, v: object) -> str:
 def scenario_from_args(args: argparse.Namespace) -> Any:
     """The scenario ``run`` plays: ``--scenario`` (name or file), or ``--trace`` on ``--cluster``, with the
     typed ``--option`` overrides applied."""
-    from gpucluster_env.cli.options import parse_options
+    from gpucluster_env.cli.option_args import parse_options
     from gpucluster_env.scenarios import get_scenario
     from gpucluster_env.settings import SettingError
 
@@ -137,8 +137,8 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from gpucluster_env.cli.jsonout import dumps
-    from gpucluster_env.cli.options import parse_policy_options
-    from gpucluster_env.cli.progress import EpisodeLimits, ProgressPolicy
+    from gpucluster_env.cli.option_args import parse_policy_options
+    from gpucluster_env.cli.run_progress import EpisodeLimits, ProgressPolicy
     from gpucluster_env.env.limits import ENV_LIMITS
     from gpucluster_env.policy import make_policy, policy_names, run_episode
     from gpucluster_env.replay.recorder import recording

@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb")
@@ -260,19 +261,22 @@ def cmd_compare(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(f"{args.name}: " + ";\n  ".join(note.split("; ")))
-    first = "your file" if _is_file_arg(args.name) else "real"
-    print(f"{'statistic':24} {first:>14} {'synthetic':>14}")
+    parts = note.split("; ")
+    for i, part in enumerate(parts):
+        print(textwrap.fill(f"{args.name}: {part}" if i == 0 else part, 78, initial_indent="" if i == 0 else "  ",
+                            subsequent_indent="    ") + (";" if i < len(parts) - 1 else ""))
+    names = ["your file" if c == "real" and _is_file_arg(args.name) else c for c in table.columns]
+    print(f"{'statistic':24}" + "".join(f" {c:>14}" for c in names))
     missing = False
     for k, row in table.iterrows():
         cells = []
-        for v in (row["real"], row["synthetic"]):
+        for v in row:
             missing |= not math.isfinite(v)
-            cells.append(f"{v:>14.4g}" if math.isfinite(v) else f"{'n/a':>14}")
-        print(f"{k:24} {cells[0]} {cells[1]}")
+            cells.append(f" {v:>14.4g}" if math.isfinite(v) else f" {'n/a':>14}")
+        print(f"{k:24}" + "".join(cells))
     if missing:
-        print("n/a: not in Helios's published aggregates (the per-job Venus log is not here)"
-              if "published aggregates" in note else "n/a: not available from this source")
+        print("n/a: not in that source (the whole Venus per-job log is not public)" if args.name == "venus"
+              else "n/a: not available from this source")
     return 0
 
 

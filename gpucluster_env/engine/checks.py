@@ -7,12 +7,13 @@ action only when they raise (:meth:`Checks._typed`).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from ..performance import fit_accumulation, fits_memory, footprint_gb
 from .actions import Action, ActionError
-from .perf import fit_accumulation, fits_memory, footprint_gb
 from .state import PENDING, RUNNING, STATUS_NAMES
 
 
@@ -85,6 +86,7 @@ class Checks:
             why = self.topology_violation(j, g)
             if why is not None:
                 raise ActionError(f"{self._typed(action)}: topology rule: {why}")
+        self._check_measured(action, j, g)
         batch = self._batch_l[j]
         p = self.profiles[self._model_l[j]]
         other = self.footprint.item(tenant) if tenant >= 0 else 0.0
@@ -119,6 +121,18 @@ class Checks:
             )
         return s
 
+    def _check_measured(self, action: Action | tuple, j: int, g: np.ndarray) -> None:
+        """ActionError when job ``j``'s gang on ``g`` (one GPU type) is a configuration Gavel measured at zero
+        throughput (:mod:`gpucluster_env.catalog.solo`: it cannot run there)."""
+        t = self._gpu_type_l[int(g[0])]
+        if len(g) > 1 and (self.gpu_type[g] != t).any():
+            return
+        n_nodes = 1 if len(g) == 1 else len(set(self.gpu_node[g].tolist()))
+        if math.isinf(self.gang_scale(self._model_l[j], self._batch_l[j], t, len(g), n_nodes)):
+            raise ActionError(f"{self._typed(action)}: job {j} ({self.model_names[self._model_l[j]]}, batch "
+                              f"{self._batch_l[j]}) cannot run on {len(g)} {self.type_names[t]}: Gavel measured "
+                              "zero throughput there")
+
     def _check_fork_gpus(self, action: Action | tuple, j: int, gpus: tuple[int, ...]) -> np.ndarray:
         """The exact GPU set of one more copy of running job ``j``, checked."""
         g = self._check_gpus(action, gpus)
@@ -128,6 +142,7 @@ class Checks:
             raise ActionError(f"{self._typed(action)}: a copy needs free GPUs")
         if np.isin(self.gpu_node[g], self.gpu_node[self.gpus_of(j)]).any():
             raise ActionError(f"{self._typed(action)}: a copy must run on nodes the job does not use")
+        self._check_measured(action, j, g)
         return g
 
     def _check_exact_start(self, action: Action, j: int, p: int | None, g: np.ndarray) -> None:
@@ -180,7 +195,7 @@ class Checks:
 
     def liss_micro_batches(self, j: int, c: Any) -> np.ndarray:
         """The micro-batch of each worker of job ``j``'s multi-GPU copy ``c`` under LISS at the workers' current
-        interference: the inverse of :func:`~gpucluster_env.engine.perf.copy_iter_time`'s balance, ``(alpha +
+        interference: the inverse of :func:`~gpucluster_env.performance.copy_iter_time`'s balance, ``(alpha +
         beta b_i) / v_i`` equal to the micro-step time ``tc`` for every worker (``v_i = speed_i / xi_i``), so
         ``b_i = (tc v_i - alpha) / beta``, at least 0; they sum to ``n B/s`` unless a worker is clipped at 0."""
         p = self.profiles[self._model_l[j]]

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from ..performance import fit_accumulation, fits_memory, footprint_gb
 from . import placement
 from .actions import ActionError, Reallocate
-from .perf import fit_accumulation, fits_memory, footprint_gb
 
 
 class MoveChecks:
@@ -59,6 +59,7 @@ class MoveChecks:
             sj = self.slot_job[g]
             if ((sj[:, 0] >= 0) & (sj[:, 0] != j) & (sj[:, 1] >= 0) & (sj[:, 1] != j)).any():
                 raise ActionError(f"{action}: a GPU of the set already holds two other jobs")
+        self._check_measured(action, j, g)
         others = self._others_on(j, g)
         room = self.type_mem[self.gpu_type[g]] - np.where(others >= 0, self.footprint[np.maximum(others, 0)], 0.0)
         p, batch = self.profiles[self._model_l[j]], self._batch_l[j]

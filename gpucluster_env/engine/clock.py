@@ -8,17 +8,14 @@ ticks.
 
 from __future__ import annotations
 
-import heapq
 import math
 from typing import Any
 
 import numpy as np
 
 from .actions import StalledError
-from .metrics import sm_activity_now
+from .events import FINISH, IDLE, ROUND, TICK
 from .state import PENDING, RUNNING
-
-FINISH, ROUND, TICK, IDLE = 1, 2, 3, 4  # event kinds; at equal times they run in this order
 
 
 class Clock:
@@ -32,15 +29,9 @@ class Clock:
         self._next_round = self.config.round_s
         self._next_tick = self.config.tick_s
         if self._next_round is not None:
-            self._push(self._next_round, ROUND, -1, 0)
+            self.events.push(self._next_round, ROUND, -1, 0)
         if self._next_tick is not None:
-            self._push(self._next_tick, TICK, -1, 0)
-
-    def _push(self, t: float, kind: int, job: int, version: int) -> None:
-        self._seq += 1
-        # at equal times completions come first (then rounds, ticks, idle): a job done exactly at a round
-        # boundary must not pay that round's consolidation
-        heapq.heappush(self._heap, (float(t), kind, self._seq, job, version, t))
+            self.events.push(self._next_tick, TICK, -1, 0)
 
     @property
     def done(self) -> bool:
@@ -48,13 +39,8 @@ class Clock:
         return self.n_done == self.n_jobs
 
     def _next_time(self) -> float:
-        heap = self._heap
-        if heap:
-            t = heap[0][5]
-            if t is None:  # a completion: its time is a numpy float
-                t = np.float64(heap[0][0])
-        else:
-            t = math.inf
+        """The time of the next event or arrival (inf: none)."""
+        t = self.events.next_time()
         i = self._next_arrival
         if i < self.n_jobs and self._submit_l[i] < t:  # min(t, submit[i])
             t = self.submit[i]
@@ -65,7 +51,7 @@ class Clock:
         if dt > 0:
             self.busy_gpu_s += dt * self.busy_gpus
             self.shared_gpu_s += dt * self.shared_gpus
-            self.sm_active_gpu_s += dt * sm_activity_now(self)
+            self.sm_active_gpu_s += dt * self._sm.total(self._sj_flat, self._ss_flat)
             self._acc_t = t
 
     def advance(self, until: float | None = None) -> tuple[str, ...]:
@@ -82,7 +68,7 @@ class Clock:
             if t == math.inf:
                 if self._running:
                     raise RuntimeError("engine invariant broken: running jobs but no completion event")
-                self._push(self.now + self.config.idle_tick_s, IDLE, -1, 0)
+                self.events.push(self.now + self.config.idle_tick_s, IDLE, -1, 0)
                 continue
             if until is not None and t > until:
                 if until > self.now:
@@ -111,9 +97,9 @@ class Clock:
             self.log.add(t, "arrive", j)
             if "arrival" not in reasons:
                 reasons.append("arrival")
-        heap = self._heap
-        while heap and heap[0][0] <= t:
-            _, kind, _, j, ver, _ = heapq.heappop(heap)
+        pop_due = self.events.pop_due
+        while (ev := pop_due(t)) is not None:
+            _, kind, _, j, ver, _ = ev
             if kind == FINISH:
                 if self.version.item(j) != ver or self.status.item(j) != RUNNING:
                     continue
@@ -128,7 +114,7 @@ class Clock:
             elif kind == TICK:
                 if not self.done:
                     self._next_tick = t + self.config.tick_s  # type: ignore[operator]
-                    self._push(self._next_tick, TICK, -1, 0)
+                    self.events.push(self._next_tick, TICK, -1, 0)
                 reasons.append("tick")
             elif kind == IDLE:
                 reasons.append("idle")
@@ -150,7 +136,7 @@ class Clock:
     def _round_boundary(self, t: float) -> None:
         if not self.done:
             self._next_round = t + self.config.round_s  # type: ignore[operator]
-            self._push(self._next_round, ROUND, -1, 0)
+            self.events.push(self._next_round, ROUND, -1, 0)
         self.log.add(t, "round", -1)
         c = self.config.consolidation_s
         for j in sorted(self._forked):
@@ -188,7 +174,7 @@ class Clock:
         completion event."""
         last_t, active, rate, remaining, version = (
             self.last_t, self.active_from, self.rate, self.remaining, self.version)
-        heap = self._heap
+        push_finish = self.events.push_finish
         tf = float(t)  # the same value
         cp = self._cp
         for j in jobs:
@@ -213,8 +199,7 @@ class Clock:
                 if rem is None:
                     rem = remaining.item(j)
                 # at max(t, active_from[j]) + remaining[j] / r
-                self._seq += 1
-                heapq.heappush(heap, (max(tf, af) + rem / r, FINISH, self._seq, j, v, None))
+                push_finish(max(tf, af) + rem / r, j, v)
 
     def remaining_now(self) -> np.ndarray:
         """Remaining iterations of every job at the current time (settled view, nothing mutated)."""

@@ -20,7 +20,6 @@ quota done, a start-up over, the job done; all are the job's one versioned compl
 
 from __future__ import annotations
 
-import heapq
 import math
 from typing import Any
 
@@ -30,7 +29,6 @@ QUOTA_TOL_S = 1e-6
 """A copy whose quota would be done within this many seconds counts as done (float noise between copies that
 end together)."""
 
-FINISH = 1  # the clock's completion event kind (engine.clock.FINISH)
 
 
 class CopyProgress:
@@ -126,8 +124,7 @@ class Copies:
         if q is None and total > 0:
             nxt = min(nxt, af + self.remaining.item(j) / total)
         if nxt < math.inf:
-            self._seq += 1
-            heapq.heappush(self._heap, (nxt, FINISH, self._seq, j, v, None))
+            self.events.push_finish(nxt, j, v)
 
     def _cp_event(self, j: int, t: float) -> bool:
         """A completion event of a job with per-copy progress at ``t``: True when the job is done (the caller

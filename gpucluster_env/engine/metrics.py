@@ -17,19 +17,15 @@ Two utilization figures, not to be confused:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 import pandas as pd
 
-from .perf import fit_accumulation
-
-if TYPE_CHECKING:
-    from .simulator import ClusterEngine
+from .state import EngineState
 
 
-def episode_metrics(eng: ClusterEngine) -> dict[str, float]:
-    """Metrics over the jobs finished so far (all of them once the episode is done)."""
+def episode_metrics(eng: EngineState) -> dict[str, float]:
+    """Metrics over the jobs finished so far (all of them once the episode is done), read from the engine's
+    state (its utilization integrals brought up to the current time by the caller)."""
     done = ~np.isnan(eng.finish_t)
     jct = eng.finish_t[done] - eng.submit[done]
     nan = float("nan")
@@ -37,7 +33,6 @@ def episode_metrics(eng: ClusterEngine) -> dict[str, float]:
         makespan = float(eng.finish_t[done].max() - eng.submit.min())
     else:
         makespan = nan
-    eng._accumulate_util(eng.now)
     avail = eng.num_gpus * makespan if done.any() and makespan > 0 else nan
     benefits = sharing_benefit_ratios(eng.sharing_benefits)
     has_dl = ~np.isnan(eng.deadline)
@@ -76,36 +71,7 @@ def sharing_benefit_ratios(records: list[tuple[int, float, float]]) -> list[floa
     return [s / c for _, s, c in records if c > 0]
 
 
-def gpu_sm_activity(eng: ClusterEngine, g: int) -> float:
-    """Estimated fraction of the SMs active now on GPU ``g``: each worker counts ``min(demand, share)``, summed
-    over the GPU's two slots and capped at 1 (the one formula; see the module docstring)."""
-    sj, ss, t = eng._sj_flat, eng._ss_flat, eng._gpu_type_l[g]
-    act = 0.0
-    for i in (2 * g, 2 * g + 1):
-        j = sj.item(i)
-        if j >= 0:
-            act += min(eng._demand_tm_l[t][eng._model_l[j]], ss.item(i) * eng.share_step)
-    return min(1.0, act)
-
-
-def sm_activity_now(eng: ClusterEngine) -> float:
-    """Estimated active SMs summed over the GPUs now (in GPUs: 1 = one GPU's SMs all active). Kept per GPU:
-    after a start or stop only the GPUs it touched (``eng._sm_dirty``, marked by the occupancy code) are
-    computed again; after a new episode or a share change, all of them."""
-    key = (eng.epoch, eng.counts["squeezes"], eng.counts["swells"])
-    if key != eng._sm_key:
-        eng._sm_dirty = range(eng.num_gpus)
-        eng._sm_key = key
-    if eng._sm_dirty:
-        per_gpu = eng._sm_gpu
-        for g in set(eng._sm_dirty):
-            per_gpu[g] = gpu_sm_activity(eng, g)
-        eng._sm_dirty = []
-        eng._sm_now = float(per_gpu.sum())
-    return eng._sm_now
-
-
-def job_table(eng: ClusterEngine) -> pd.DataFrame:
+def job_table(eng: EngineState) -> pd.DataFrame:
     """Per-job results as a DataFrame (one row per job of the episode, in submit order)."""
     sharers: dict[int, set[int]] = {}
     gpus: dict[int, set[int]] = {}
@@ -139,49 +105,3 @@ def job_table(eng: ClusterEngine) -> pd.DataFrame:
             "sharers": [sorted(eng.job_ids[k] for k in sharers.get(j, ())) for j in range(eng.n_jobs)],
         }
     )
-
-
-def sharing_benefit(
-    eng: ClusterEngine, j: int, partners: set[int], rate_before: dict[int, float], solo_iter: float
-) -> tuple[int, np.float64, np.float64]:
-    """Castor §9.2's sharing benefit of job ``j`` just colocated with ``partners``: ``(j, t_solo, t_co)``, its
-    JCT had it waited for its partners to finish (at their rates ``rate_before``) and then run alone, and its
-    JCT colocated (shared rate until the partners finish at their shared rates, then alone), both assuming no
-    further arrivals. ``solo_iter``: j's iteration time alone on its GPUs at its colocated accumulation (the
-    pace of ``t_co`` once the partners are done); ``t_solo`` runs it alone at the accumulation it would have
-    had alone on the same GPUs (:func:`solo_accumulation`), not at the colocated one."""
-    t = eng.now
-    rem, rate = eng.remaining, eng.rate
-    if len(partners) == 1:  # max() of one value
-        p = next(iter(partners))
-        r = rate_before[p]
-        wait = rem.item(p) / r if r > 0 else 0.0
-    else:
-        wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
-    since = t - eng._submit_l[j]
-    rj = rem.item(j)
-    g = eng.copies[j][0]
-    own = solo_accumulation(eng, j, g)
-    own_iter = solo_iter if own == eng.accum.item(j) else eng.iter_time_for(j, g, own)
-    t_solo = since + wait + rj * own_iter
-    shared_rate = rate.item(j)
-    if len(partners) == 1:
-        r = rate.item(p)
-        p_done = rem.item(p) / r if r > 0 else 0.0
-    else:
-        p_done = max(rem.item(p) / r if (r := rate.item(p)) > 0 else 0.0 for p in partners)
-    alone = rj / shared_rate if shared_rate else eng.remaining[j] / eng.rate[j]
-    if alone <= p_done:
-        t_co = alone
-    else:
-        t_co = p_done + (rj - shared_rate * p_done) * solo_iter
-    t_co += since
-    return (j, np.float64(t_solo), np.float64(t_co))
-
-
-def solo_accumulation(eng: ClusterEngine, j: int, g: np.ndarray) -> int:
-    """The accumulation job ``j`` would start with alone on GPUs ``g``: the smallest power of two that fits the
-    whole memory of every GPU type of ``g`` (the job runs there, so one fits)."""
-    p, batch = eng.profiles[eng._model_l[j]], eng._batch_l[j]
-    fits = [fit_accumulation(p, batch, eng._type_mem_l[t]) for t in {eng._gpu_type_l[x] for x in g.tolist()}]
-    return max(s for s in fits if s is not None)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..performance import footprint_gb
 from .actions import DropCopy, MoveCopy, Reallocate
 from .copies import CopyProgress
-from .perf import footprint_gb
 
 
 class Moves:

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .perf import CopyModel
+from ..performance import CopyModel
 
 
 class Copy:
     """One running copy of a job: its GPUs and, for the hot paths, what it keeps while it runs.
 
     ``g`` / ``gl``: the GPUs (array / list); ``k``: the performance model's constants
-    (:class:`~gpucluster_env.engine.perf.CopyModel`); ``gpu``: the GPU when ``n == 1``; ``t``: the one GPU
+    (:class:`~gpucluster_env.performance.CopyModel`); ``gpu``: the GPU when ``n == 1``; ``t``: the one GPU
     type, or -1 when mixed (``types``: each GPU's type); ``xi_tl`` / ``xi_tm``: for one type, the worker-xi
     table of that type and the job's model, as nested lists / array, indexed ``[partner model + 1, own share,
     partner share]``. Computed when first needed: ``order`` (plan_colocate's order of the GPUs) and ``g2`` /
@@ -84,7 +84,7 @@ class Occupancy:
         """Put job ``j``'s copy ``c`` on its GPUs: slot 0 of a free GPU, slot 1 beside a GPU's one tenant, at
         full share. Returns the partners it now shares with."""
         self.gpu_version += 1
-        self._sm_dirty.extend(c.gl)
+        self._sm.mark(c.gl)
         sjf, ssf, full = self._sj_flat, self._ss_flat, self.share_units
         tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU
         alone: list[int] = []
@@ -108,7 +108,7 @@ class Occupancy:
         """Take job ``j``'s copy ``c`` off its GPUs; returns the partners it shared with. On each GPU the other
         tenant, if any, ends in slot 0 with its share; slot 1 ends empty."""
         self.gpu_version += 1
-        self._sm_dirty.extend(c.gl)
+        self._sm.mark(c.gl)
         sjf, ssf = self._sj_flat, self._ss_flat
         tenants: dict[int, int] = {}
         alone: list[int] = []

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from .perf import fits_memory
+from ..performance import fits_memory
 from .state import RUNNING
 
 

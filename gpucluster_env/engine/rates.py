@@ -1,16 +1,17 @@
-"""The performance model (:mod:`gpucluster_env.engine.perf`) applied to the live cluster state: each copy's
+"""The performance model (:mod:`gpucluster_env.performance`) applied to the live cluster state: each copy's
 constants when it starts, the workers' interference ratios under the current partners and MPS shares, and a
 job's rate (iterations per second, the sum over its copies); also the same estimates for hypothetical
 placements, for the read-only view agents use."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
+from ..performance import CopyModel, copy_iter_time, copy_model, fit_accumulation, paced_iter_time
 from .occupancy import Copy
-from .perf import CopyModel, copy_iter_time, copy_model, fit_accumulation, paced_iter_time
 
 
 class Rates:
@@ -26,17 +27,19 @@ class Rates:
     ) -> CopyModel:
         """The performance constants of a copy of model ``m`` (per-GPU batch ``batch``, accumulation ``s``) on
         GPUs ``gl`` over ``n_nodes`` nodes, with sample stealing (LISS) or not; ``t``: their one GPU type, or
-        -1. One-type copies are cached by (model, batch, accumulation, type, GPUs, nodes, stealing), of which
-        they are a pure function."""
+        -1; a one-type copy Gavel measured runs at its measured solo time (:meth:`gang_scale`; the checks
+        refuse gangs measured at zero). One-type copies are cached by (model, batch, accumulation, type, GPUs,
+        nodes, stealing), of which they are a pure function."""
         n = len(gl)
         if t >= 0:
             key = (m, batch, s, t, n, n_nodes, stealing)
             k = self._copy_models.get(key)
             if k is None:
+                f = self.gang_scale(m, batch, t, n, n_nodes)
                 k = self._copy_models[key] = copy_model(
                     self.profiles[m], batch, s, np.full(n, self.speed_mt[m, t]), t, n_nodes,
                     float(self.type_intra_bw[t]), self.cluster.inter_node_bw_gbps, float(self.type_mem[t]),
-                    stealing, self._comm_xi)
+                    stealing, self._comm_xi, f if math.isfinite(f) else 1.0)
             return k
         types = self.gpu_type[gl]
         return copy_model(
@@ -71,8 +74,8 @@ class Rates:
 
     def _copy_time(self, j: int, c: Copy) -> float:
         """The iteration time of job ``j``'s copy ``c`` now: its workers' interference ratios looked up in the
-        :func:`~gpucluster_env.engine.perf.xi_table` under the current partners and shares, then
-        :func:`~gpucluster_env.engine.perf.copy_iter_time`."""
+        :func:`~gpucluster_env.performance.xi_table` under the current partners and shares, then
+        :func:`~gpucluster_env.performance.copy_iter_time`."""
         k = c.k
         sj, ss = self._sj_flat, self._ss_flat
         if c.n == 1:
@@ -166,3 +169,48 @@ class Rates:
                 return None
             best = max(best, s)
         return best
+
+
+def sharing_benefit(
+    eng: Rates, j: int, partners: set[int], rate_before: dict[int, float], solo_iter: float
+) -> tuple[int, np.float64, np.float64]:
+    """Castor §9.2's sharing benefit of job ``j`` just colocated with ``partners``: ``(j, t_solo, t_co)``, its
+    JCT had it waited for its partners to finish (at their rates ``rate_before``) and then run alone, and its
+    JCT colocated (shared rate until the partners finish at their shared rates, then alone), both assuming no
+    further arrivals. ``solo_iter``: j's iteration time alone on its GPUs at its colocated accumulation (the
+    pace of ``t_co`` once the partners are done); ``t_solo`` runs it alone at the accumulation it would have
+    had alone on the same GPUs (:func:`solo_accumulation`), not at the colocated one."""
+    t = eng.now
+    rem, rate = eng.remaining, eng.rate
+    if len(partners) == 1:  # max() of one value
+        p = next(iter(partners))
+        r = rate_before[p]
+        wait = rem.item(p) / r if r > 0 else 0.0
+    else:
+        wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
+    since = t - eng._submit_l[j]
+    rj = rem.item(j)
+    g = eng.copies[j][0]
+    own = solo_accumulation(eng, j, g)
+    own_iter = solo_iter if own == eng.accum.item(j) else eng.iter_time_for(j, g, own)
+    t_solo = since + wait + rj * own_iter
+    shared_rate = rate.item(j)
+    if len(partners) == 1:
+        r = rate.item(p)
+        p_done = rem.item(p) / r if r > 0 else 0.0
+    else:
+        p_done = max(rem.item(p) / r if (r := rate.item(p)) > 0 else 0.0 for p in partners)
+    alone = rj / shared_rate if shared_rate else eng.remaining[j] / eng.rate[j]
+    if alone <= p_done:
+        t_co = alone
+    else:
+        t_co = p_done + (rj - shared_rate * p_done) * solo_iter
+    t_co += since
+    return (j, np.float64(t_solo), np.float64(t_co))
+
+
+def solo_accumulation(eng: Rates, j: int, g: np.ndarray) -> int | None:
+    """The accumulation job ``j`` would start with alone on GPUs ``g``: the smallest power of two under which it
+    fits the whole memory of the smallest GPU of ``g`` (None: none does)."""
+    room = min(eng._type_mem_l[eng._gpu_type_l[x]] for x in np.asarray(g).tolist())
+    return fit_accumulation(eng.profiles[eng._model_l[j]], eng._batch_l[j], room)

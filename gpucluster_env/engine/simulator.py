@@ -3,15 +3,19 @@
 :class:`ClusterEngine` is assembled from one part per concern (see ``docs/engine.md``):
 
 * :mod:`.state` -- settings, static tables, the dynamic arrays;
-* :mod:`.clock` -- events, decision points and exact progress;
+* :mod:`.clock` -- decision points and exact progress, over the event queue (:class:`.events.EventQueue`, an
+  object of its own);
 * :mod:`.occupancy` -- slots, shares, copies, occupy / vacate;
-* :mod:`.rates` -- the performance model (:mod:`.perf`) on the live state: copy constants, worker
+* :mod:`.rates` -- the performance model (:mod:`gpucluster_env.performance`) on the live state: copy constants, worker
   interference, job rates;
 * :mod:`.placement` -- pure planning functions (place, colocate, fork);
 * :mod:`.checks` and :mod:`.transitions` -- actions: their validation, then their state changes;
 * :mod:`.checks_mech` and :mod:`.moves` -- the same for the moves of running jobs (reallocate, drop or move
   a copy), :mod:`.copies` -- per-copy progress (HadarE's quotas, copy start-up, resized gangs);
-* :mod:`.metrics` -- episode metrics and the job table.
+* :mod:`.metrics` -- episode metrics and the job table (functions of the state), with the active-SM
+  estimate kept by :class:`.activity.SmActivity` (an object of its own).
+
+The performance model itself is one model-layer module, :mod:`gpucluster_env.performance`.
 
 The engine knows nothing of Gymnasium: it exposes decision points (:meth:`ClusterEngine.advance`) and applies
 typed actions (:meth:`ClusterEngine.apply`), or the same actions from plain ints without building the action
@@ -270,6 +274,7 @@ class ClusterEngine(EngineState, Clock, Occupancy, Rates, Copies, Checks, MoveCh
         """Episode metrics (see :func:`gpucluster_env.engine.metrics.episode_metrics`)."""
         from .metrics import episode_metrics
 
+        self._accumulate_util(self.now)
         return episode_metrics(self)
 
     def job_table(self) -> pd.DataFrame:

@@ -18,8 +18,10 @@ from typing import Any
 import numpy as np
 
 from ..config import EngineConfig
+from ..performance import fit_accumulation, solo_iter_time, xi_table
+from .activity import SmActivity
 from .eventlog import EventLog
-from .perf import fit_accumulation, solo_iter_time, xi_table
+from .events import EventQueue
 
 FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
 STATUS_NAMES = ("future", "pending", "running", "done")
@@ -40,6 +42,15 @@ class EngineState:
 
     # ------------------------------------------------------------------ static tables
     def _build_static(self) -> None:
+        """Every static table: the cluster's, the models', the jobs', then the hot paths' lookup tables."""
+        self._build_cluster_tables()
+        model_idx = self._build_model_tables()
+        self._build_job_tables(model_idx)
+        self.solo_time = self._solo_times()
+        self._build_fast_tables()
+
+    def _build_cluster_tables(self) -> None:
+        """The share grid, the GPU types, nodes and GPUs of the cluster."""
         cat, cl = self.catalog, self.cluster
         # the MPS share grid: shares are whole numbers of steps, share_units of them a whole GPU
         self.share_step: float = self.config.share_step
@@ -58,7 +69,10 @@ class EngineState:
         self.gpu_type = self.node_type[self.gpu_node]
         self.type_total = np.bincount(self.gpu_type, minlength=len(self.type_names))
 
-        jobs = self.jobs
+    def _build_model_tables(self) -> dict[str, int]:
+        """The models of the job table: profiles, speed and demand per GPU type, free-competition interference
+        ratios of every pair; returns each model name's index."""
+        cat, jobs = self.catalog, self.jobs
         self.model_names: tuple[str, ...] = tuple(sorted(set(jobs["model"])))
         model_idx = {m: i for i, m in enumerate(self.model_names)}
         self.profiles = [cat.model(m) for m in self.model_names]
@@ -80,7 +94,11 @@ class EngineState:
                             f"interference model gave xi={xa!r} < 1 for {pa.name}+{pb.name} on {t}"
                         )
                     self.xi_free[ti, a, b] = xa
+        return model_idx
 
+    def _build_job_tables(self, model_idx: dict[str, int]) -> None:
+        """The job table's columns as arrays, and whether each job fits alone on each GPU type."""
+        jobs, nt = self.jobs, len(self.type_names)
         self.n_jobs = len(jobs)
         self.job_ids = jobs["job_id"].to_numpy()
         self.submit = jobs["submit_s"].to_numpy(float)
@@ -100,14 +118,20 @@ class EngineState:
             dtype=bool,
         ).reshape(len(keys), nt)
         self.fits_type = fits_key[inverse.ravel()]
-        self.solo_time = self._solo_times()
-        self._build_fast_tables()
+        self._scales: dict[tuple[int, int, int, int, int], float] = {}
+        self._type_node_max = [int(self.node_size[self.node_type == t].max(initial=1)) for t in range(nt)]
+        # Gavel measured zero throughput (cannot run) for the job's gang on a type: masked as if it did not fit
+        gangs, inv = np.unique(np.stack([self.job_model, self.batch, self.req_gpus], axis=1), axis=0,
+                               return_inverse=True)
+        runs = np.array([[math.isfinite(self.gang_scale(int(m), int(b), t, int(n))) for t in range(nt)]
+                         for m, b, n in gangs], dtype=bool).reshape(len(gangs), nt)
+        self.fits_type &= runs[inv.ravel()]
 
     def _build_fast_tables(self) -> None:
         """Static lookup tables of the hot paths (pure functions of the catalog, cluster and job table)."""
         nm = len(self.model_names)
         # Worker interference ratio under MPS shares for every GPU type, own model + 1, partner model + 1 (0:
-        # no partner), own share and partner share in share steps (perf.xi_table), for copies of any size.
+        # no partner), own share and partner share in share steps (performance.xi_table), for copies of any size.
         self._xi_tab = xi_table(self.xi_free, self.demand_tm, self.share_units)
         self._comm_xi = self.config.interference_scope == "iteration"  # xi multiplies the all-reduce too
         self._jm1 = np.append(self.job_model + 1, 0)  # model + 1 by job index; index -1 (no job) gives 0
@@ -128,7 +152,24 @@ class EngineState:
         self._gpu_nt_l = self._gpu_nt.tolist()
         self._node_start_l = self.node_start.tolist()
         self._node_size_l = self.node_size.tolist()
-        self._copy_models: dict[tuple, Any] = {}  # perf.CopyModel of one-type copies, by their key
+        self._copy_models: dict[tuple, Any] = {}  # performance.CopyModel of one-type copies, by their key
+
+    def gang_scale(self, m: int, batch: int, t: int, n: int, n_nodes: int | None = None) -> float:
+        """Measured over modelled solo time of model ``m`` at per-GPU ``batch`` on ``n`` GPUs of type ``t``
+        over ``n_nodes`` nodes (None: the fewest the type allows), :meth:`~gpucluster_env.catalog.Catalog.
+        solo_scale`: 1.0 where unmeasured, inf where Gavel measured zero. Cached; a pure function of the
+        catalog and cluster."""
+        fewest = -(-n // self._type_node_max[t])
+        nodes = fewest if n_nodes is None else n_nodes
+        key = (m, batch, t, n, nodes)
+        f = self._scales.get(key)
+        if f is None:
+            p = self.profiles[m]
+            modelled = solo_iter_time(p, batch, 1, self.speed_mt[m, t], n, nodes, self.type_intra_bw[t],
+                                      self.cluster.inter_node_bw_gbps)
+            f = self._scales[key] = self.catalog.solo_scale(p, batch, self.type_names[t], n, nodes <= fewest,
+                                                            modelled)
+        return f
 
     def fastest_solo_iter(self, m: int, batch: int, n: int, types: list[int]) -> float:
         """Iteration time of a job (model ``m``, per-GPU batch ``batch``, ``n`` GPUs) alone on the fastest of
@@ -140,8 +181,11 @@ class EngineState:
             if s is None:
                 continue
             per_node = int(self.node_size[self.node_type == t].max())
+            f = self.gang_scale(m, batch, t, n)
+            if math.isinf(f):
+                continue
             best = min(best, solo_iter_time(p, batch, s, self.speed_mt[m, t], n, -(-n // per_node),
-                                            self.type_intra_bw[t], self.cluster.inter_node_bw_gbps))
+                                            self.type_intra_bw[t], self.cluster.inter_node_bw_gbps, f))
         return best
 
     def _solo_times(self) -> np.ndarray:
@@ -158,8 +202,16 @@ class EngineState:
 
     # ------------------------------------------------------------------ dynamic state
     def _reset_state(self) -> None:
-        G, J = self.num_gpus, self.n_jobs
+        """The state at time 0: every GPU free, every job in the future, no event but the clock's first."""
         self.now = 0.0
+        self._reset_jobs()
+        self._reset_queues()
+        self._reset_occupancy()
+        self._reset_totals()
+
+    def _reset_jobs(self) -> None:
+        """The slot arrays and the per-job dynamic arrays."""
+        G, J = self.num_gpus, self.n_jobs
         self.slot_job = np.full((G, 2), -1, dtype=np.int64)
         self.slot_share = np.full((G, 2), self.share_units, dtype=np.int64)
         self.free_nt = np.zeros((self.num_nodes, len(self.type_names)), dtype=np.int64)
@@ -183,18 +235,22 @@ class EngineState:
         self.copies: dict[int, list[np.ndarray]] = {}
         self._copy_consts: dict[int, list[Any]] = {}  # parallel to ``copies``: each copy (occupancy.Copy)
         self._bind_views()
+
+    def _reset_queues(self) -> None:
+        """The pending queue, the running set, per-copy progress and the event queue."""
         self._pending: dict[int, None] = {}
         self._running: dict[int, None] = {}
         self._forked: set[int] = set()
         # per-copy progress of the jobs whose rate is not one full-size copy's (engine.copies.CopyProgress)
         self._cp: dict[int, Any] = {}
-        # events (time as a Python float, kind, sequence, job, version, time as given): compared by the float
-        # time, kind and sequence (unique), in the same order as the times themselves; the time as given
-        # (None for completions: a numpy float) keeps its type for the clock
-        self._heap: list[tuple[float, int, int, int, int, float | None]] = []
-        self._seq = 0
+        self.events = EventQueue()  # completions, rounds, ticks (engine.events)
         self._next_arrival = 0
         self.n_done = 0
+
+    def _reset_occupancy(self) -> None:
+        """The change counters for observers, the counts kept beside the slots and the per-job figures that follow
+        them (GPUs held and shared, smallest GPU memory, share range, solo rate, LISS)."""
+        J = self.n_jobs
         # Change counters for observers (the environment keeps views of the state between steps):
         # queue_version moves whenever the pending queue or the running set changes (arrival, start, finish,
         # preemption); gpu_version whenever a GPU's tenants change (and with them free, busy and shared
@@ -218,13 +274,13 @@ class EngineState:
         self.share_hi = np.full(J, self.share_units, dtype=np.int64)
         self.solo_rate = np.zeros(J)  # rate the job would have with no partners, at shares of 100%
         self.stealing = np.full(J, self.config.sample_stealing, dtype=bool)  # LISS per job (SetStealing)
+
+    def _reset_totals(self) -> None:
+        """The utilization integrals, action counts, event log and the clock's first events."""
         self.busy_gpu_s = 0.0
         self.shared_gpu_s = 0.0
-        self.sm_active_gpu_s = 0.0  # estimated active-SM GPU-time (engine.metrics.sm_activity_now)
-        self._sm_key: tuple | None = None
-        self._sm_now = 0.0
-        self._sm_gpu = np.zeros(self.num_gpus)  # per-GPU estimate (engine.metrics.sm_activity_now)
-        self._sm_dirty: list[int] = []  # GPUs whose tenants changed since it was last brought up to date
+        self.sm_active_gpu_s = 0.0  # estimated active-SM GPU-time (engine.activity)
+        self._sm = SmActivity(self._gpu_type_l, self._demand_tm_l, self._model_l, self.share_step, self.num_gpus)
         self._acc_t = 0.0
         self._idle_ticks = 0
         self.counts = {"colocations": 0, "preemptions": 0, "forks": 0, "squeezes": 0, "swells": 0,

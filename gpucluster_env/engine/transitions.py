@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from ..performance import fits_memory, footprint_gb
 from . import placement
 from .actions import Action, ActionError
-from .metrics import sharing_benefit
-from .perf import fits_memory, footprint_gb
+from .rates import sharing_benefit
 from .state import DONE, PENDING, RUNNING, SHARE_MIN_UNITS
 
 
@@ -146,6 +146,7 @@ class Transitions:
                 ssf[i] = x
             self._refresh_share_range(j)
         self.counts["squeezes" if step < 0 else "swells"] += 1
+        self._sm.mark_all()
         t = self.now
         if self.config.calibration_overhead_s > 0:
             self._pause(j, t, t + self.config.calibration_overhead_s)

@@ -16,7 +16,7 @@ What it offers:
   :meth:`~ClusterView.single_gpus`), free GPUs by type and by node and type, a job's GPUs and the ones it holds
   alone (:meth:`~ClusterView.single_gpus_of`), its partners and MPS share, and the share grid
   (:attr:`~ClusterView.share_step`, :attr:`~ClusterView.share_units`).
-* **The performance model for a hypothetical placement** (:mod:`gpucluster_env.engine.perf`): the iteration
+* **The performance model for a hypothetical placement** (:mod:`gpucluster_env.performance`): the iteration
   time of a job on a GPU set at an accumulation under given per-worker interference ratios
   (:meth:`~ClusterView.iter_time`), and the accumulations that fit beside the GPUs' tenants
   (:meth:`~ClusterView.accumulation_for`, :meth:`~ClusterView.accumulations_for`,
@@ -39,9 +39,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..hardware import GPUType
+from ..performance import accumulations, fits_memory, footprint_gb
 from ..workloads import ModelProfile
 from . import placement
-from .perf import accumulations, fit_accumulation, fits_memory, footprint_gb
+from .rates import solo_accumulation
 from .state import PENDING, RUNNING
 
 if TYPE_CHECKING:
@@ -242,7 +243,7 @@ class ClusterView:
     # ------------------------------------------------------------------ the performance model
     def iter_time(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
         """Iteration time of job ``j`` on ``gpus`` at accumulation ``s`` with each worker slowed by ``xi``
-        (one ratio per GPU, or one for all; 1 alone): :func:`~gpucluster_env.engine.perf.copy_iter_time`."""
+        (one ratio per GPU, or one for all; 1 alone): :func:`~gpucluster_env.performance.copy_iter_time`."""
         return self._eng.iter_time_for(j, gpus, s, xi)
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
@@ -260,8 +261,9 @@ class ClusterView:
         return accumulations(self.model(j), self.batch(j), float(self._room(gpus).min()))
 
     def solo_accumulation(self, j: int, gpus: np.ndarray) -> int | None:
-        """Smallest accumulation under which job ``j`` fits alone on every GPU of ``gpus``."""
-        return fit_accumulation(self.model(j), self.batch(j), float(self.type_mem[self.gpu_type[gpus]].min()))
+        """Smallest accumulation under which job ``j`` fits alone on every GPU of ``gpus``
+        (:func:`~gpucluster_env.engine.rates.solo_accumulation`)."""
+        return solo_accumulation(self._eng, j, gpus)
 
     def fits_on(self, j: int, gpus: np.ndarray, s: int) -> np.ndarray:
         """Per GPU of ``gpus``: whether a worker of job ``j`` at accumulation ``s`` fits beside its tenant."""

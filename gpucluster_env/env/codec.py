@@ -51,6 +51,7 @@ from ..engine import (
     Wait,
 )
 from ..engine.state import SHARE_MIN_UNITS
+from ..performance import fits_memory, worker_memory_gb
 
 # Kinds of action ints, as ActionCodec.table gives them.
 WAIT, PLACE, COLOCATE, SQUEEZE, SWELL, PREEMPT, FORK, SHARE = range(8)
@@ -186,14 +187,14 @@ class ActionCodec:
         compact layout one column: the smallest footprint any accumulation gives (the largest power of two not
         above the batch), so the job fits beside a tenant at some accumulation iff that one fits."""
         if getattr(self, "_fp_engine", None) is not eng:
-            base = np.array([p.mem_base_gb for p in eng.profiles])[eng.job_model]
-            slope = np.array([p.mem_per_sample_gb for p in eng.profiles])[eng.job_model]
+            base = np.array([p.mem_base_gb for p in eng.profiles])[eng.job_model][:, None]
+            slope = np.array([p.mem_per_sample_gb for p in eng.profiles])[eng.job_model][:, None]
             b = eng.batch[:, None].astype(float)
             if self.layout.compact:
                 s = (2.0 ** np.floor(np.log2(np.maximum(eng.batch, 1))))[:, None]
             else:
                 s = np.array(self.accum_choices, dtype=float)[None, :]
-            self._fp = np.where(s <= b, base[:, None] + slope[:, None] * (b / s), np.inf)
+            self._fp = np.where(s <= b, worker_memory_gb(base, slope, b / s), np.inf)
             self._fp_engine = eng
         return self._fp
 
@@ -240,7 +241,7 @@ class ActionCodec:
         a, b = eng.slot_job[:, 0], eng.slot_job[:, 1]
         mem = eng.type_mem[eng.gpu_type]
         single = (a >= 0) & (b < 0)
-        ok = single & (fp <= (mem - eng.footprint[np.maximum(a, 0)]) + 1e-9)
+        ok = single & fits_memory(fp, mem - eng.footprint[np.maximum(a, 0)])
         free = (a < 0) & eng.fits_type[j][eng.gpu_type]
         return np.flatnonzero(ok), np.flatnonzero(free)
 
@@ -277,10 +278,10 @@ class ActionCodec:
         if not (n_p and n_r and "colocate" in allow):
             return
         need = eng.req_gpus[pending]
-        single, room_eps = inputs[0], inputs[1]
+        single, room = inputs[0], inputs[1]
         fp = self._footprints(eng)[pending]  # (n_p, K), inf where s > batch
         block = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)[:n_p, :n_r]
-        np.less_equal(fp[:, None, :], room_eps[None, :, None], out=block)
+        block[...] = fits_memory(fp[:, None, :], room[None, :, None])
         block &= (single[None, :] >= need[:, None])[:, :, None]
 
     def _running_blocks(self, m: np.ndarray, running: np.ndarray, allow: frozenset[str],
@@ -322,7 +323,7 @@ class ActionCodec:
 
 
 RunningInputs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-"""Per running job of the window: GPUs it holds alone, memory left beside it plus 1e-9, whether it can be
+"""Per running job of the window: GPUs it holds alone, memory left beside it, whether it can be
 squeezed, whether it can be swelled."""
 
 
@@ -330,7 +331,7 @@ def running_mask_inputs(eng: ClusterEngine, running: np.ndarray) -> RunningInput
     """What the mask needs of each running job of the window, read from the engine."""
     return (
         eng.held[running] - eng.held_shared[running],  # GPUs of r holding r alone
-        (eng.job_min_mem[running] - eng.footprint[running]) + 1e-9,  # memory left beside r
+        eng.job_min_mem[running] - eng.footprint[running],  # memory left beside r
         eng.share_hi[running] > SHARE_MIN_UNITS,
         eng.share_lo[running] < eng.share_units,
     )

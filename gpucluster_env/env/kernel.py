@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from ..engine.state import SHARE_MIN_UNITS
+from ..performance import fits_memory
 from .observation import CLUSTER_FEATURES, PAIR_FEATURES, PENDING_FEATURES, RUNNING_FEATURES
 
 # Fields of the int64 ``layout`` vector passed to the kernel.
@@ -43,6 +44,10 @@ def layout_vector(n_pending: int, n_running: int, n_accum: int, n_types: int, of
         v[L_ALLOW_PLACE + i] = kind in allow
     v[L_OBS] = observe
     return v
+
+
+_fits_memory = numba.njit(cache=True, error_model="numpy", inline="always")(fits_memory)
+"""The memory test, :func:`gpucluster_env.performance.fits_memory` itself, compiled."""
 
 
 @numba.njit(cache=True, error_model="numpy", boundscheck=False)
@@ -116,7 +121,7 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
                     if a < 0:
                         if fits_type[j, t]:
                             n_free += 1
-                    elif slot_job[g, 1] < 0 and fp <= (type_mem[t] - footprint[a]) + 1e-9:
+                    elif slot_job[g, 1] < 0 and _fits_memory(fp, type_mem[t] - footprint[a]):
                         n_ok += 1
                 mask[off + i] = n_ok >= 1 and n_ok + n_free >= req_gpus[j]
     # ---- mask: colocate (full layout)
@@ -128,13 +133,13 @@ def observe(layout, pending, running, now, round_s, num_pending, num_running, n_
         for r in range(n_r):
             p = running[r]
             single = held[p] - held_shared[p]
-            room = (job_min_mem[p] - footprint[p]) + 1e-9
+            room = job_min_mem[p] - footprint[p]
             for i in range(n_p):
                 j = pending[i]
                 if req_gpus[j] <= single:
                     base = off + (i * M + r) * K
                     for k in range(K):
-                        mask[base + k] = footprints[j, k] <= room
+                        mask[base + k] = _fits_memory(footprints[j, k], room)
     # ---- mask: squeeze, swell, preempt
     for kind in range(3):
         off = layout[L_SQUEEZE + kind]

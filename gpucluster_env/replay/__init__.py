@@ -3,8 +3,8 @@
 * :mod:`.record`: the record format, reading (with line-exact errors) and atomic writing.
 * :mod:`.recorder`: :class:`RecordingWrapper`, which records the episodes of a ``GPUClusterEnv``.
 * :mod:`.verify`: validation of a record by re-running its actions in a fresh environment.
-* :mod:`.state`: the cluster at any instant, rebuilt from the record alone.
-* :mod:`.view`, :mod:`.compare`, :mod:`.live`: frames drawn with ``rich`` and the interactive player.
+* :mod:`.timeline`: the cluster at any instant, rebuilt from the record alone.
+* :mod:`.frame`, :mod:`.compare`, :mod:`.live`: frames drawn with ``rich`` and the interactive player.
 
 Only :mod:`.record` is imported here; the rest load when used.
 """

@@ -12,10 +12,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from .frame import FrameView, ViewOptions
 from .live import KEYS_HELP
 from .record import read_record
-from .state import Timeline
-from .view import FrameView, ViewOptions
+from .timeline import Timeline
 
 
 def frame_benchmark(scenario: str = "castor-philly", jobs: int = 500, seed: int = 0, frames: int = 60,

@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from .frame import FrameView, ViewOptions, fmt_s
 from .record import Record
-from .state import Timeline
-from .view import FrameView, ViewOptions, fmt_s
+from .timeline import Timeline
 
 SAME_EPISODE_KEYS = ("scenario", "scenario_options", "seed")
 

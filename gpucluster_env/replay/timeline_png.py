@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .record import Record
-from .state import Timeline
+from .timeline import Timeline
 
 PLOT_EXTRA = "pip install 'gpucluster-env[plot]'"
 

@@ -2,7 +2,7 @@
 sparkline, the GPUs node by node coloured by job (shared GPUs marked ◆, MPS shares on demand), and the running
 jobs (progress, xi, partners) and the queue (waiting times). Large clusters fold into a per-type summary; a
 zoom shows one GPU type's nodes, a page at a time. Everything is computed from the record (see
-:mod:`.state`); nothing here needs an engine."""
+:mod:`.timeline`); nothing here needs an engine."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..env.render import job_style
-from .state import ClusterState, Timeline
+from .timeline import ClusterState, Timeline
 
 SPARK = " ▁▂▃▄▅▆▇█"
 FOLD_NODES = 48

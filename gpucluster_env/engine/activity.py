@@ -1,0 +1,62 @@
+"""The estimate of active SMs (``sm_activity_est``, see :mod:`gpucluster_env.engine.metrics`), kept per GPU.
+
+A worker keeps ``min(demand, share)`` of its GPU's SMs active (its model's GPU demand on that GPU type, capped by
+its MPS active-thread share); a GPU's activity is the sum over its (at most two) workers, capped at 1.
+:class:`SmActivity` holds that figure for every GPU and brings up to date only the GPUs whose tenants changed
+(the occupancy code marks them) or, after a share change, all of them. The clock integrates its total over
+time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+
+class SmActivity:
+    """Estimated active SMs per GPU of one episode, read from the slot arrays (job and share per slot, flat:
+    index ``2 g + slot``) that the caller passes in; the static tables come in once."""
+
+    __slots__ = ("gpu_type", "demand", "model", "share_step", "per_gpu", "dirty", "total_now")
+
+    def __init__(self, gpu_type: list[int], demand: list[list[float]], model: list[int], share_step: float,
+                 num_gpus: int) -> None:
+        self.gpu_type = gpu_type  # GPU -> type
+        self.demand = demand  # [type][model]: GPU demand
+        self.model = model  # job -> model
+        self.share_step = share_step
+        self.per_gpu = np.zeros(num_gpus)
+        self.dirty: Iterable[int] = range(num_gpus)  # GPUs to bring up to date before the next total
+        self.total_now = 0.0
+
+    def mark(self, gpus: list[int]) -> None:
+        """The tenants of ``gpus`` changed (a copy started or stopped there)."""
+        if isinstance(self.dirty, list):
+            self.dirty.extend(gpus)
+        # else every GPU is marked already
+
+    def mark_all(self) -> None:
+        """Shares changed somewhere (a squeeze or swell): every GPU is brought up to date next time."""
+        self.dirty = range(len(self.per_gpu))
+
+    def gpu(self, slot_job: np.ndarray, slot_share: np.ndarray, g: int) -> float:
+        """Estimated fraction of the SMs active now on GPU ``g``: each worker counts ``min(demand, share)``,
+        summed over the GPU's two slots and capped at 1 (the one formula)."""
+        t = self.gpu_type[g]
+        act = 0.0
+        for i in (2 * g, 2 * g + 1):
+            j = slot_job.item(i)
+            if j >= 0:
+                act += min(self.demand[t][self.model[j]], slot_share.item(i) * self.share_step)
+        return min(1.0, act)
+
+    def total(self, slot_job: np.ndarray, slot_share: np.ndarray) -> float:
+        """Estimated active SMs summed over the GPUs now (in GPUs: 1 = one GPU's SMs all active)."""
+        if self.dirty:
+            per_gpu = self.per_gpu
+            for g in set(self.dirty):
+                per_gpu[g] = self.gpu(slot_job, slot_share, g)
+            self.dirty = []
+            self.total_now = float(per_gpu.sum())
+        return self.total_now

@@ -1,0 +1,55 @@
+"""The event queue of the clock: completions, round boundaries, calibration ticks and idle ticks in time order.
+
+An event is ``(time as a Python float, kind, sequence, job, version, time as given)``: events compare by the
+float time, then the kind (at equal times completions come first, then rounds, ticks, idle: a job done exactly
+at a round boundary must not pay that round's consolidation), then the sequence number (unique, so the order is
+total and never reaches the job). The time as given keeps its type for the clock (``None`` for completions,
+whose time is a numpy float rebuilt from the Python float, the same value). A completion carries the version its
+job had when it was predicted; a later rate change moves the version and so invalidates it.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+import numpy as np
+
+FINISH, ROUND, TICK, IDLE = 1, 2, 3, 4  # event kinds; at equal times they run in this order
+
+Event = tuple[float, int, int, int, int, float | None]
+
+
+class EventQueue:
+    """A heap of events (see the module docstring) with its sequence counter."""
+
+    __slots__ = ("heap", "seq")
+
+    def __init__(self) -> None:
+        self.heap: list[Event] = []
+        self.seq = 0
+
+    def push(self, t: float, kind: int, job: int, version: int) -> None:
+        """Queue an event of ``kind`` at time ``t`` (kept as given for the clock)."""
+        self.seq += 1
+        heapq.heappush(self.heap, (float(t), kind, self.seq, job, version, t))
+
+    def push_finish(self, t: float, job: int, version: int) -> None:
+        """Queue the predicted completion of ``job`` at version ``version`` at the Python float ``t``."""
+        self.seq += 1
+        heapq.heappush(self.heap, (t, FINISH, self.seq, job, version, None))
+
+    def next_time(self) -> float:
+        """The time of the earliest event (a numpy float for a completion), or inf when there is none."""
+        heap = self.heap
+        if not heap:
+            return math.inf
+        t = heap[0][5]
+        return np.float64(heap[0][0]) if t is None else t
+
+    def pop_due(self, t: float) -> Event | None:
+        """The earliest event at or before ``t``, taken off the queue, or None."""
+        heap = self.heap
+        if heap and heap[0][0] <= t:
+            return heapq.heappop(heap)
+        return None
