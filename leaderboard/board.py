@@ -5,6 +5,7 @@ A board file (``leaderboard/boards/NAME.toml``, or any path) looks like::
     name = "castor"
     description = "Castor's Tables 5-6 and its load sweep"
     seeds = 5                       # seeds 0..4 of every cell
+    first_seed = 0                  # optional: seeds first_seed.. (held-out seeds, e.g. 100..109)
     reference = "fifo"              # the policy others are compared with in `leaderboard show`
     metrics = ["avg_jct_s", "avg_queue_s"]
     scenario_options = { restart_s = 30 }   # applied to every group (a group's own options win)
@@ -38,7 +39,7 @@ from typing import Any
 from gpucluster_env.input_files import parse_toml, read_text
 from gpucluster_env.settings import Setting, SettingError, check_value
 
-BOARD_KEYS = {"name", "description", "seeds", "reference", "metrics", "scenario_options", "group"}
+BOARD_KEYS = {"name", "description", "seeds", "first_seed", "reference", "metrics", "scenario_options", "group"}
 GROUP_KEYS = {"scenarios", "policies", "scenario_options", "policy_options", "env_options", "seeds"}
 ENV_OPTION_KEYS = {"xi", "objective", "max_sim_time_s", "n_pending", "n_running", "n_accum", "reward_scale"}
 """Env options a board may set: ``xi`` injects a constant interference ratio (sjf-bsbf Fig. 6(b)); the others
@@ -46,6 +47,8 @@ are :class:`~gpucluster_env.env.GPUClusterEnv` keywords."""
 DEFAULT_METRICS = ("avg_jct_s", "avg_queue_s", "makespan_s")
 MAX_SEEDS = 1000
 """The most seeds a cell may have (seeds 0..N-1): far beyond what a bootstrap interval needs."""
+MAX_FIRST_SEED = 1_000_000
+"""The largest first seed a board may start from."""
 MAX_CELLS = 100_000
 """The most cells a board may expand to (checked before the cells are made)."""
 KEY_NAME_CHARS = 80
@@ -162,6 +165,8 @@ class Board:
     reference: str = "fifo"
     metrics: tuple[str, ...] = DEFAULT_METRICS
     source: str = ""
+    first_seed: int = 0
+    """A cell's seeds are ``first_seed`` .. ``first_seed + seeds - 1`` (the claims board: held-out seeds)."""
 
     def select(self, scenarios: list[str] | None, policies: list[str] | None, seeds: int | None) -> Board:
         """The board restricted to some scenarios and policies (by name), with ``seeds`` seeds per cell. A name
@@ -183,8 +188,8 @@ class Board:
             if len(base) * seeds > MAX_CELLS:
                 raise ValueError(f"--seeds {seeds}: the selection would have {len(base) * seeds:,} cells; at most "
                                  f"{MAX_CELLS:,}")
-            cells = _with_seeds(base.values(), seeds)
-        return Board(self.name, self.description, tuple(cells), self.reference, self.metrics, self.source)
+            cells = _with_seeds(base.values(), seeds, self.first_seed)
+        return replace(self, cells=tuple(cells))
 
 
 def check_seeds(seeds: Any, where: str = "seeds") -> int:
@@ -196,8 +201,8 @@ def check_seeds(seeds: Any, where: str = "seeds") -> int:
     return seeds
 
 
-def _with_seeds(cells: Any, seeds: int) -> list[Cell]:
-    return [replace(c, seed=s) for c in cells for s in range(seeds)]
+def _with_seeds(cells: Any, seeds: int, first: int = 0) -> list[Cell]:
+    return [replace(c, seed=s) for c in cells for s in range(first, first + seeds)]
 
 
 def board_names() -> list[str]:
@@ -230,13 +235,16 @@ def parse_board(data: dict[str, Any], where: str = "board") -> Board:
         if key in data and not isinstance(data[key], str):
             raise ValueError(f"{where}: {key} must be a string, got {data[key]!r}")
     seeds = check_seeds(data.get("seeds", 5), f"{where}: seeds")
+    first = data.get("first_seed", 0)
+    if isinstance(first, bool) or not isinstance(first, int) or not 0 <= first <= MAX_FIRST_SEED:
+        raise ValueError(f"{where}: first_seed must be an integer from 0 to {MAX_FIRST_SEED:,}, got {first!r}")
     common = _table(data.get("scenario_options", {}), f"{where}: scenario_options")
     groups = data.get("group")
     if not isinstance(groups, list) or not groups:
         raise ValueError(f"{where}: needs at least one [[group]] with scenarios and policies")
     cells: list[Cell] = []
     for i, g in enumerate(groups, 1):
-        cells += _group_cells(g, f"{where}: group {i}", seeds, common, MAX_CELLS - len(cells))
+        cells += _group_cells(g, f"{where}: group {i}", seeds, common, MAX_CELLS - len(cells), first)
     metrics = data.get("metrics", list(DEFAULT_METRICS))
     if not isinstance(metrics, list) or not metrics or not all(isinstance(m, str) for m in metrics):
         raise ValueError(f"{where}: metrics must be a list of metric names")
@@ -244,7 +252,7 @@ def parse_board(data: dict[str, Any], where: str = "board") -> Board:
     if reference not in {c.policy for c in cells}:
         raise ValueError(f"{where}: reference policy {reference!r} is not among the board's policies")
     return Board(str(data.get("name", where)), str(data.get("description", "")), tuple(_unique(cells)),
-                 reference, tuple(metrics), where)
+                 reference, tuple(metrics), where, first)
 
 
 def cells_from_args(scenarios: list[str], policies: list[str] | None, seeds: int,
@@ -357,7 +365,7 @@ def _table(v: Any, where: str) -> dict[str, Any]:
     return dict(v)
 
 
-def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any], room: int) -> list[Cell]:
+def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any], room: int, first: int = 0) -> list[Cell]:
     from gpucluster_env.baselines.options import check_policy_options
 
     from gpucluster_env.policy import policy_names
@@ -401,7 +409,7 @@ def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any], room: i
             if why is not None:
                 raise ValueError(f"{where}: policy {name!r} cannot run on scenario {s}: {why}")
             cells.append(Cell(s, name, 0, canon, popts, eopts, trace))
-    return _with_seeds(cells, n)
+    return _with_seeds(cells, n, first)
 def _policy_entry(p: Any, where: str) -> tuple[str, dict[str, Any]]:
     if isinstance(p, str):
         return p, {}

@@ -1,32 +1,47 @@
-"""The papers' published numbers that the leaderboard's results stand beside (castor Tables 5-6, sjf-bsbf
-Tables III-IV), in hours, and what they imply."""
+"""The papers' published tables that the leaderboard's results stand beside (castor Tables 5-6, sjf-bsbf Tables
+III-IV), in hours, and what they imply. The numbers are read from ``leaderboard/claims.toml`` (the one place a
+published number is written: its claims read the same tables)."""
 
 from __future__ import annotations
 
-# Papers' (avg JCT, queueing) in hours: castor Tables 5 (Philly) and 6 (Venus); sjf-bsbf Tables III, IV.
-PAPER = {
-    ("castor-philly", ""): {"fifo": (2.64, 1.86), "sjf": (1.88, 1.09), "tiresias": (2.57, 1.75),
-                            "lucid": (2.10, 1.26), "castor": (1.54, 0.41)},
-    ("castor-venus", ""): {"fifo": (4.73, 3.51), "sjf": (3.35, 2.14), "tiresias": (3.94, 2.68),
-                           "lucid": (3.35, 2.07), "castor": (2.89, 0.93)},
-    ("sjfbsbf-philly", ""): {"fifo": (2.34, 1.65), "sjf": (1.25, 0.56), "tiresias": (1.51, 0.81),
-                             "sjf-ffs": (1.23, 0.18), "castor": (1.01, 0.14)},
-    ("sjfbsbf-philly", "num_jobs=480"): {"fifo": (7.52, 0.73), "sjf": (2.55, 1.87), "tiresias": (5.09, 4.41),
-                                         "sjf-ffs": (1.89, 0.73), "castor": (1.57, 0.69)},
-}
+from gpucluster_env.leaderboard.board import options_label
+from gpucluster_env.leaderboard.claims import Table, load_claims
 
-
-# sjf-bsbf Tables III (240 jobs) and IV (480 jobs) by job size, large = more than 4 GPUs:
-# policy -> (avg JCT large, avg JCT small, avg queueing large, avg queueing small), hours.
-PAPER_SIZES = {
-    "": {"fifo": (3.92, 2.13, 2.17, 1.58), "sjf": (3.50, 0.94, 1.76, 0.39), "tiresias": (3.48, 1.23, 1.73, 0.68),
-         "sjf-ffs": (4.29, 0.81, 0.98, 0.07), "castor": (3.38, 0.68, 0.89, 0.03)},
-    "num_jobs=480": {"fifo": (10.06, 7.08, 4.06, 0.21), "sjf": (7.00, 1.90, 5.35, 1.35),
-                     "tiresias": (8.25, 4.59, 6.60, 4.04), "sjf-ffs": (8.12, 0.99, 4.06, 0.21),
-                     "castor": (6.13, 0.88, 3.62, 0.21)},
-}
 LARGE_GPUS = 4
 """sjf-bsbf §VI-C: jobs asking for more than 4 GPUs are large, the others small."""
+SHARED_OPTIONS = ("restart_s",)
+"""Scenario options every paper board shares (a checkpoint-restart charge), left out of the labels below as the
+leaderboard's tables leave them out."""
+
+
+def _label(t: Table) -> tuple[str, str]:
+    s = load_claims().settings[t.setting]
+    return s.scenario, options_label({k: v for k, v in s.scenario_options.items() if k not in SHARED_OPTIONS})
+
+
+def _paper() -> dict[tuple[str, str], dict[str, tuple[float, float]]]:
+    out = {}
+    for t in load_claims().tables.values():
+        if t.unit == "h" and {"avg_jct_s", "avg_queue_s"} <= set(t.columns):
+            out[_label(t)] = {p: (t.value(p, "avg_jct_s"), t.value(p, "avg_queue_s")) for p in t.rows}
+    return out  # type: ignore[return-value]
+
+
+def _paper_sizes() -> dict[str, dict[str, tuple[float, float, float, float]]]:
+    cols = ("avg_jct_s large", "avg_jct_s small", "avg_queue_s large", "avg_queue_s small")
+    out = {}
+    for t in load_claims().tables.values():
+        if t.unit == "h" and set(cols) <= set(t.columns):
+            out[_label(t)[1]] = {p: tuple(t.value(p, c) for c in cols) for p in t.rows}
+    return out  # type: ignore[return-value]
+
+
+PAPER = _paper()
+"""Papers' (avg JCT, queueing) in hours per (scenario, options label) and policy: castor Tables 5 (Philly) and 6
+(Venus), sjf-bsbf Tables III (240 jobs) and IV (``num_jobs=480``); SJF-BSBF is ``castor``, Pollux ``pollux``."""
+PAPER_SIZES = _paper_sizes()
+"""sjf-bsbf Tables III (``""``) and IV (``"num_jobs=480"``) by job size, large = more than :data:`LARGE_GPUS`
+GPUs: policy -> (avg JCT large, avg JCT small, avg queueing large, avg queueing small), hours."""
 
 
 def implied_large_share(paper: dict[str, tuple[float, ...]], all_jobs: dict[str, tuple[float, float]]) -> float:
@@ -60,5 +75,22 @@ CASTOR_SIZES = {
                      "tiresias": (1.76, 2.18, 1.58, 1.10), "lucid": (1.14, 2.21, 2.05, 0.02),
                      "castor": (1.13, 1.76, 0.76, 0.17)},
 }
+CASTOR_LARGE_GPUS = 8
+"""castor §9.4: jobs asking for more than 8 GPUs are large, the others small."""
+
+
+def _castor_sizes() -> dict[str, dict[str, tuple[float, float, float, float]]]:
+    cols = ("jct_share large", "jct_share small", "queue_share large", "queue_share small")
+    out = {}
+    for t in load_claims().tables.values():
+        if t.unit == "h" and set(cols) <= set(t.columns):
+            out[_label(t)[0]] = {p: tuple(t.value(p, c) for c in cols) for p in t.rows}
+    return out  # type: ignore[return-value]
+
+
+CASTOR_SIZES = _castor_sizes()
+"""castor Tables 5-6 by job size (large: more than :data:`CASTOR_LARGE_GPUS` GPUs), per scenario and policy:
+(JCT large, JCT small, queueing large, queueing small) in hours, each class's share of the all-jobs average (the
+two add up to the All Jobs column), not class averages."""
 CASTOR_LARGE_GPUS = 8
 """castor §9.4: jobs asking for more than 8 GPUs are large, the others small."""

@@ -19,6 +19,7 @@ intervals. No global random state is touched.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -91,6 +92,25 @@ def improvement_ci(x: np.ndarray, ref: np.ndarray, lower_better: bool = True, pa
         return _improvement(r, v, axis, lower_better)
 
     return bootstrap_ci((ref, x), stat, paired=paired)
+
+
+def mean_improvement(xs: Sequence[np.ndarray], refs: Sequence[np.ndarray], lower_better: bool = True) -> float:
+    """The mean over settings of :func:`improvement` (``xs[k]`` over ``refs[k]``): how a paper averages a
+    speed-up over its workload mixes; with one setting it is :func:`improvement`."""
+    return float(np.mean([improvement(x, r, lower_better) for x, r in zip(xs, refs, strict=True)]))
+
+
+def mean_improvement_ci(xs: Sequence[np.ndarray], refs: Sequence[np.ndarray], lower_better: bool = True) -> Interval:
+    """Paired bootstrap interval of :func:`mean_improvement`: every array holds one value per seed, in one seed
+    order, and a resample draws the same seeds in all of them; with one setting it is :func:`improvement_ci`."""
+    k = len(xs)
+
+    def stat(*samples: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean([_improvement(samples[i], samples[k + i], axis, lower_better) for i in range(k)], axis=0)
+
+    with warnings.catch_warnings():  # seeds that repeat one another (fixed mixes): a zero-width interval, said so
+        warnings.simplefilter("ignore", sps.DegenerateDataWarning)
+        return bootstrap_ci(tuple(refs) + tuple(xs), stat, paired=True)
 
 
 def _p_better(x: np.ndarray, y: np.ndarray, axis: int = -1, lower_better: bool = True) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""``gpucluster leaderboard run|show|plot|boards``: run boards of cells, present them with statistics, plot them."""
+"""``gpucluster leaderboard run|show|plot|claims|boards``: run boards, show them with statistics, plot them."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--scenarios", help="comma-separated scenarios or scenario files (.toml): a board's subset, or "
                                        "a new board (with --policies, else every policy that can run on them)")
     r.add_argument("--policies", help="comma-separated policies (rl:DIR for a trained policy)")
-    r.add_argument("--seeds", type=int, help="seeds per cell: 0..N-1, N from 1 to 1000 (overrides the board's)")
+    r.add_argument("--seeds", type=int, help="seeds per cell: N from 1 to 1000 (overrides the board's), from the "
+                                             "board's first seed (0, or its first_seed: claims runs 100..)")
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="scenario option for a board given by --scenarios/--policies (repeatable)")
     r.add_argument("--workers", type=int, default=1, help="parallel episodes (processes or Ray tasks; 1 to 1024)")
@@ -59,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--reference", help="reference policy (default: the board's, else fifo)")
     pl.add_argument("--json", action="store_true", help="print the written files as JSON")
     pl.set_defaults(func=plot)
+    from .claims_cmd import register_claims
+
+    register_claims(lsub)
     b = lsub.add_parser("boards", help="list the shipped boards")
     b.add_argument("--json", action="store_true")
     b.set_defaults(func=boards)

@@ -1,0 +1,74 @@
+"""``gpucluster leaderboard claims DIR [DIR ...]``: the papers' headline claims checked against results folders."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def register_claims(lsub: argparse._SubParsersAction) -> None:
+    """Add the ``claims`` action to ``gpucluster leaderboard``."""
+    c = lsub.add_parser("claims", help="the papers' headline claims checked against results folders",
+                        description="Every headline comparative claim of the papers (leaderboard/claims.toml) "
+                                    "against the records of the folders: our mean improvement over seeds, its "
+                                    "paired 95% interval, how many seeds agree in direction, and a verdict (holds: "
+                                    "direction and size within ±50% of the published; direction only; fails; not "
+                                    "measurable). Run the cells with `gpucluster leaderboard run claims`.")
+    c.add_argument("dir", nargs="+", help="results folder(s) written by `leaderboard run` (read together)")
+    c.add_argument("--claims", help="a claims file (default: the shipped leaderboard/claims.toml)")
+    c.add_argument("--paper", help="only the claims of these papers, comma-separated (castor, sjf-bsbf, gimbal, "
+                                   "hadar-hadare)")
+    c.add_argument("--json", action="store_true", help="print the results as JSON")
+    c.set_defaults(func=claims)
+
+
+def check(dirs: list[str], claims_file: str | None = None, papers: list[str] | None = None) -> list[Any]:
+    """The claims (of ``papers`` where given) checked against the current records of ``dirs``; notes on
+    records left out go to stderr."""
+    from gpucluster_env.leaderboard.claim_check import check_claims
+    from gpucluster_env.leaderboard.claims import load_claims
+    from gpucluster_env.leaderboard.execute import load_current
+
+    claims = load_claims(claims_file)
+    if papers:
+        known = sorted({c.paper for c in claims.claims})
+        bad = [p for p in papers if p not in known]
+        if bad:
+            raise ValueError(f"--paper {bad[0]!r}: no claims of that paper; papers: {', '.join(known)}")
+        claims = type(claims)(claims.settings, claims.tables, tuple(c for c in claims.claims if c.paper in papers),
+                              claims.source)
+    records, notes = load_current(dirs)
+    for n in notes:
+        print(f"gpucluster leaderboard: note: {n}", file=sys.stderr)
+    return check_claims(claims, records)
+
+
+def claims(args: argparse.Namespace) -> int:
+    from gpucluster_env.leaderboard.claim_check import counts
+
+    from .leaderboard_cmd import _split
+
+    results = check(args.dir, args.claims, _split(args.paper, "paper"))
+    if args.json:
+        from gpucluster_env.cli.jsonout import dumps
+
+        print(dumps({"dirs": args.dir, "counts": counts(results), "claims": [r.as_dict() for r in results]}))
+        return 0
+    from gpucluster_env.text_tables import Col, make_console, print_indented, print_table
+
+    console = make_console()
+    cols = [Col("claim", "left", key=True), Col("paper %"), Col("ours %"), Col("95% CI", glue=True),
+            Col("seeds agree"), Col("verdict", "left", text=True)]
+    tally = ", ".join(f"{n} {v}" for v, n in counts(results).items())
+    print_table(console, "Headline claims: improvement of policy over baseline (%)", cols,
+                [r.cells() for r in results], caption=f"{len(results)} claims: {tally}. Improvement: 1 - policy/"
+                "baseline where lower is better, policy/baseline - 1 where higher is; verdict: holds (direction and "
+                "size within ±50% of the paper's), direction only, fails, not measurable. `--json` names each "
+                "claim's setting, policies and the paper's own figure.")
+    why = [f"{r.claim.id}: {r.why}" for r in results if r.why]
+    if why:
+        console.print("Not measurable:", highlight=False)
+        for line in why:
+            print_indented(console, line)
+    return 0
