@@ -3,10 +3,11 @@ Tables III-IV), in hours, and what they imply."""
 
 from __future__ import annotations
 
-# Papers' (avg JCT, queueing) in hours: castor Tables 5 (Philly) and 6 (Venus); sjf-bsbf Tables III, IV.
+# Papers' (avg JCT, queueing) in hours: castor Tables 5 (Philly) and 6 (Venus); sjf-bsbf Tables III, IV. Castor runs
+# Pollux on Philly only (§9.1: Venus has no gradient information).
 PAPER = {
     ("castor-philly", ""): {"fifo": (2.64, 1.86), "sjf": (1.88, 1.09), "tiresias": (2.57, 1.75),
-                            "castor": (1.54, 0.41)},
+                            "pollux": (2.17, 1.00), "castor": (1.54, 0.41)},
     ("castor-venus", ""): {"fifo": (4.73, 3.51), "sjf": (3.35, 2.14), "tiresias": (3.94, 2.68),
                            "castor": (2.89, 0.93)},
     ("sjfbsbf-philly", ""): {"fifo": (2.34, 1.65), "sjf": (1.25, 0.56), "tiresias": (1.51, 0.81),

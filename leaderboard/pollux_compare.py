@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from gpucluster_env.traces.pollux import POLLUX_GPU, POLLUX_INTER_NODE_GBS, POLLUX_NODE_GPUS
+from gpucluster_env.traces.pollux import POLLUX_EPOCHS, POLLUX_GPU, POLLUX_INTER_NODE_GBS, POLLUX_NODE_GPUS
 
 from gpucluster_env.config import EngineConfig
 from gpucluster_env.hardware import ClusterSpec, NodeSpec
@@ -57,7 +57,7 @@ def workload_scenario(path: Path, elastic: bool = False) -> WorkloadScenario:
                           inter_node_bw_gbps=POLLUX_INTER_NODE_GBS, name="pollux-16xT4")
     config = replace(EngineConfig(), restart_s=POLLUX_RESTART_S, restart_on_allocation=True, tick_s=POLLUX_TICK_S)
     sc = WorkloadScenario(name=Path(path).stem, description="Pollux workload file", paper="Pollux §5.3",
-                          cluster=cluster, models=tuple(sorted(set(jobs["model"]))), trace="philly",
+                          cluster=cluster, models=tuple(sorted(POLLUX_EPOCHS)), trace="philly",
                           num_jobs=len(jobs), annotate="pollux-time", config=config)
     object.__setattr__(sc, "_jobs", jobs)
     return sc
