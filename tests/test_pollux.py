@@ -41,11 +41,12 @@ def test_efficiency_matches_the_noise_scale_formula_and_adascale_gain():
 
 def test_validated_iterations_interpolate_between_validated_batches():
     assert validated_iterations("cifar10", 2048) == POLLUX_ITERATIONS["cifar10"][2048]
-    assert validated_iterations("cifar10", 3072) == pytest.approx((3178 + 2011) / 2)
+    assert validated_iterations("cifar10", 3072) == pytest.approx((3343 + 2143) / 2)
 
 
 def test_summarise_validation_derives_the_shipped_kind_of_numbers(tmp_path):
-    # two runs of two epochs: phi = M0 * var / sqr per epoch, median per part; iterations at the last epoch
+    # two runs of two epochs: phi = M0 * var / sqr per epoch, median per part; steps = sum over epochs of the
+    # epoch's progress (smallest over the runs) over the gain (var + sqr) / (var / scale + sqr) of the run
     (tmp_path / "validation-10.csv").write_text("progress,iteration,metric,grad_sqr,grad_var\n"
                                                 "5,5,0.1,2.0,1.0\n10,10,0.2,1.0,2.0\n")
     (tmp_path / "validation-40.csv").write_text("progress,iteration,metric,grad_sqr,grad_var\n"
@@ -53,7 +54,8 @@ def test_summarise_validation_derives_the_shipped_kind_of_numbers(tmp_path):
     m0, mmax, curve, iters = summarise_validation(tmp_path, max_epochs=2)
     assert (m0, mmax) == (10, 40)
     assert curve == (pytest.approx(np.median([5.0, 10.0])), pytest.approx(np.median([20.0, 40.0])))
-    assert iters == {10: 10, 40: 3}
+    # progress edges 0, 5, 10; run 40 (scale 4): gains 2 / (1/4 + 1) = 1.6 and 5 / (4/4 + 1) = 2.5
+    assert iters == {10: 10, 40: round(5 / 1.6 + 5 / 2.5)}
 
 
 def test_restart_penalty_and_power_mean_fitness_by_hand():
