@@ -90,8 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         for pol in args.policy or ["pollux"]:
             try:
                 res = run(path, pol, args.seed, options if pol == "pollux" else None)
-            except (OSError, ValueError) as e:
-                print(f"{path}: {e}", file=sys.stderr)
+            except (OSError, ValueError) as e:  # each names the file
+                print(f"pollux_compare: {e}", file=sys.stderr)
                 return 2
             keep = ("avg_jct_s", "makespan_s", "jobs_done", "steps", "wall_s")
             print(json.dumps({"workload": path.stem, "policy": pol, **{k: res.get(k) for k in keep}}), flush=True)

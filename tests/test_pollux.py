@@ -134,3 +134,13 @@ def test_pollux_workload_jobs_are_elastic_and_timed_on_pollux_hardware():
     assert row["iterations"] == pytest.approx(6 * cifar["iterations"])
     ncf = elastic[elastic["model"] == "ncf"]
     assert (ncf["max_gpus"] == 1).all()
+
+
+def test_pollux_compare_refuses_a_file_that_is_not_a_pollux_workload(tmp_path, capsys):
+    from gpucluster_env.leaderboard.pollux_compare import main
+
+    bad = tmp_path / "jobs.csv"
+    bad.write_text("job_id,submit_s\nx,0\n")
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(bad) in err and "not a Pollux workload file" in err
