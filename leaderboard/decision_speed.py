@@ -1,4 +1,4 @@
-"""Time of one allocation decision of Gavel's LPs and Hadar's allocator (``gpucluster bench``).
+"""Time of one allocation decision of Gavel's LPs, Hadar's allocator and Pollux's search (``gpucluster bench``).
 
 The problem is Gavel's scalability setting (OSDI'20 §7.6, and Hadar §IV's Fig. 5): ``n`` active jobs on a
 cluster of ``n / 4`` GPUs of each of three types (V100, P100, K80). Jobs are drawn with a seeded generator:
@@ -85,6 +85,48 @@ DECISIONS: dict[str, Callable[[dict[str, np.ndarray]], None]] = {
     "hadar": hadar,
 }
 """Figure prefix -> one decision on a problem from :func:`make_problem`."""
+
+
+POLLUX_BENCH_JOBS = 160
+"""Jobs in the Pollux search benchmark: one of Pollux's workloads whole (160 jobs) on its 16 x 4 T4 cluster."""
+
+
+def pollux_search(n_jobs: int, population: int, generations: int, seed: int = 0) -> float:
+    """Seconds of one Pollux allocation search (:mod:`..baselines.pollux_search`) over ``n_jobs`` elastic jobs
+    on 16 nodes of 4 GPUs, with a seeded concave speed-up table (``r ** 0.7`` scaled per job, more nodes
+    costing 10% each): the genetic algorithm's own cost, building its start population included."""
+    from gpucluster_env.baselines.pollux_search import SearchSpace, evolve, fitness, mutate, repair
+
+    rng = np.random.default_rng(seed)
+    nodes, per = 16, 4
+    max_r = 16
+    space = SearchSpace(np.full(nodes, per), np.zeros(nodes, dtype=np.int64), rng.integers(1, max_r + 1, n_jobs),
+                        np.ones(n_jobs, dtype=np.int64), np.zeros(n_jobs, dtype=np.int64),
+                        np.zeros((n_jobs, nodes), dtype=np.int64))
+    r = np.arange(max_r + 1, dtype=float)
+    table = rng.uniform(0.5, 1.5, n_jobs)[:, None, None] * r[None, None, :] ** 0.7 \
+        * 0.9 ** np.arange(nodes + 1)[None, :, None]
+    rows = np.arange(n_jobs)[None, :]
+    penalty = np.ones(n_jobs)
+
+    def score(pop: np.ndarray) -> np.ndarray:
+        return fitness(pop, table[rows, np.count_nonzero(pop, axis=2), pop.sum(axis=2)], space.base, penalty,
+                       nodes / (nodes * per))
+
+    t0 = time.perf_counter()
+    pop = repair(mutate(np.repeat(space.base[None], population, axis=0), space, rng), space, rng)
+    evolve(pop, score, space, generations, rng)
+    return time.perf_counter() - t0
+
+
+def pollux_decision_times(repeats: int = 1, seed: int = 0) -> dict[str, float]:
+    """``pollux_decision_s_160`` (the policy's default search, 32 x 20) and ``pollux_decision_s_160_100x100``
+    (Pollux's own population and generations): best of ``repeats``."""
+    out = {}
+    for (pop, gens), key in (((32, 20), ""), ((100, 100), "_100x100")):
+        out[f"pollux_decision_s_{POLLUX_BENCH_JOBS}{key}"] = min(
+            pollux_search(POLLUX_BENCH_JOBS, pop, gens, seed) for _ in range(max(1, repeats)))
+    return out
 
 
 def decision_times(sizes: tuple[int, ...] = (32, 256, 2048), repeats: int = 3, seed: int = 0) -> dict[str, float]:

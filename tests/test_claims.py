@@ -120,8 +120,8 @@ def test_verdicts_on_synthetic_records() -> None:
     assert r.verdict == "not measurable" and "1 seed(s)" in r.why
     r = check_claims(_claims(), [_rec("fifo", s, 1.0) for s in range(3)])[0]
     assert r.verdict == "not measurable" and r.why == "no records of sjf on setting t"
-    r = run([50.0, 50.0], policy="pollux", published={"direction": "better"})
-    assert r.verdict == "not measurable" and "'pollux' is not registered" in r.why
+    r = run([50.0, 50.0], policy="no-such-policy", published={"direction": "better"})
+    assert r.verdict == "not measurable" and "'no-such-policy' is not registered" in r.why
     r = run([50.0, 50.0], unmeasurable="a testbed run")
     assert (r.verdict, r.why) == ("not measurable", "a testbed run")
 

@@ -122,3 +122,4 @@ def test_bench_small_run_prints_figures():
     assert r["fifo_jobs"] == 500 and r["fifo_jobs_per_s"] > 0 and r["fifo_80k_wall_s"] is None
     assert r["env_steps_per_s"] > 0 and r["peak_rss_mb"] > 0 and r["engine_decisions_per_s"] > 0
     assert r["gavel_decision_s_8"] > 0 and r["gavel_packed_decision_s_8"] > 0 and r["hadar_decision_s_8"] > 0
+    assert r["pollux_decision_s_160"] > 0 and r["pollux_decision_s_160_100x100"] > 0

@@ -201,25 +201,44 @@ def pollux_placement(num_gpus: int) -> str:
     return "".join(str(d) for d in sorted([POLLUX_NODE_GPUS] * full + ([rest] if rest else [])))
 
 
-def pollux_step_time(app: str, num_gpus: int, local_bsz: float, root: Path | None = None) -> float:
+def pollux_step_time(app: str, num_gpus: int, local_bsz: float, root: Path | None = None,
+                     max_local: float | None = None, spread: bool = False) -> float:
     """Pollux's measured T4 time (s) of one optimizer step of ``num_gpus`` workers at ``local_bsz`` samples per
     GPU: ``step_time`` of ``profiles/pollux/<app>/placements.csv`` (which includes the all-reduce), interpolated
-    linearly in the local batch. A local batch above the largest measured one is split into ``k`` equal
-    micro-batches, paying ``k - 1`` extra compute passes (``step_time - sync_time``), as Pollux's simulator
-    does for gradient accumulation; one below the smallest measured is clamped to it."""
+    linearly in the local batch. A local batch above the largest measured one (or above ``max_local``, the
+    application's largest atomic batch in Pollux's simulator) is split into ``k`` equal micro-batches, paying
+    ``k - 1`` extra compute passes (``step_time - sync_time``), as Pollux's simulator does for gradient
+    accumulation; one below the smallest measured is clamped to it. ``spread``: more than 16 GPUs take the rows
+    of ``scalability.csv`` measured at ``ceil(n / 4)`` nodes and ``n`` replicas where there are some (what
+    Pollux's simulator interpolates for such placements), instead of the four-full-node row."""
     from gpucluster_env.catalog.measured import load_pollux_placements
 
-    pl = pollux_placement(num_gpus)
-    rows = sorted((float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
-                  for r in load_pollux_placements(app, root) if r["placement"] == pl)
+    rows = _scalability_rows(app, num_gpus, root) if spread and num_gpus > 4 * POLLUX_NODE_GPUS else []
     if not rows:
-        raise ValueError(f"Pollux measured no placement {pl!r} for {app!r}")
+        pl = pollux_placement(num_gpus)
+        rows = sorted((float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
+                      for r in load_pollux_placements(app, root) if r["placement"] == pl)
+        if not rows:
+            raise ValueError(f"Pollux measured no placement {pl!r} for {app!r}")
     xs, steps, syncs = (np.array(c) for c in zip(*rows, strict=True))
-    k = max(1, math.ceil(float(local_bsz) / xs[-1] - 1e-9))
+    top = min(xs[-1], max_local) if max_local else xs[-1]
+    k = max(1, math.ceil(float(local_bsz) / top - 1e-9))
     atom = float(local_bsz) / k
     step = float(np.interp(atom, xs, steps))
     sync = float(np.interp(atom, xs, syncs))
     return step + (k - 1) * max(0.0, step - sync)
+
+
+def _scalability_rows(app: str, num_gpus: int, root: Path | None) -> list[tuple[float, float, float]]:
+    """``(local_bsz, step_time, sync_time)`` of Pollux's ``scalability.csv`` at ``ceil(n / 4)`` nodes and ``n``
+    replicas, sorted by local batch (empty when not measured)."""
+    from gpucluster_env.catalog.measured import read_csv_rows, require_data_dir
+
+    path = (root or require_data_dir()) / "profiles" / "pollux" / app / "scalability.csv"
+    nodes = -(-int(num_gpus) // POLLUX_NODE_GPUS)
+    return sorted((float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
+                  for r in read_csv_rows(path, ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"))
+                  if int(r["num_nodes"]) == nodes and int(r["num_replicas"]) == int(num_gpus))
 
 
 def pollux_time_iterations(app: str, num_gpus: int, catalog: Catalog, root: Path | None = None) -> float:
@@ -283,3 +302,52 @@ def workload_stats(jobs: pd.DataFrame) -> dict[str, float]:
     out["share_gt4_gpus"] = float((jobs["num_gpus"] > 4).mean())
     out["mean_arrival_s"] = float(jobs["submit_s"].mean())
     return out
+
+
+# ------------------------------------------------------------------------------- Pollux's own workload files
+WORKLOAD_COLUMNS = ("name", "time", "application", "num_replicas", "batch_size")
+POLLUX_MAX_LOCAL: dict[str, int] = {"yolov3": 8}
+"""Largest atomic (per-GPU, per-pass) batch Pollux's simulator allows where it is below the largest measured one
+(``applications.py``: YOLOv3 ``max_local_bsz=8``): larger local batches accumulate gradients."""
+
+
+def pollux_workload_jobs(path: Path, catalog: Catalog, elastic: bool = True) -> pd.DataFrame:
+    """The engine job table of one of Pollux's workload files (``workload-*.csv``: ``name, time, application,
+    num_replicas, batch_size``), for running Pollux's own workloads here side by side with its simulator.
+
+    Each job asks for its ``num_replicas`` GPUs at ``batch_size / num_replicas`` per GPU (the configuration
+    Pollux's simulator gives Tiresias). Its work is what Pollux's simulator runs for a job held at that batch:
+    the validation run's iterations to the last epoch (:func:`~gpucluster_env.catalog.pollux_efficiency.
+    validated_iterations`) times Pollux's measured T4 step time on that placement (:func:`pollux_step_time`),
+    converted to iterations of the catalog's T4 on the same placement (as :func:`pollux_time_iterations`), with
+    Pollux's accumulation limit (:data:`POLLUX_MAX_LOCAL`) and, past 16 GPUs, its spread measurements.
+    ``elastic``: the job asks for one GPU (where Pollux's simulator starts every job: its first allocation is
+    capped at one replica, then at twice the most it has run on) with as many iterations as carry the same
+    samples, and may grow up to the GPUs at which its total batch reaches Pollux's largest validated batch
+    (NCF: 1 GPU only, as in Pollux's simulator); otherwise it runs at ``num_replicas`` GPUs only (Tiresias)."""
+    from gpucluster_env.traces.annotate import reference_iter_time
+
+    from gpucluster_env.catalog.pollux_efficiency import POLLUX_MAX_BATCH, validated_iterations
+
+    df = pd.read_csv(path)
+    missing = [c for c in WORKLOAD_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: not a Pollux workload file (missing column(s) {', '.join(missing)})")
+    rows = []
+    work: dict[tuple[str, int, int], tuple[float, int]] = {}  # one computation per (application, GPUs, batch)
+    for i, r in enumerate(df.itertuples(index=False)):
+        app, n, total = str(r.application), int(r.num_replicas), int(r.batch_size)
+        if app not in POLLUX_EPOCHS or n < 1 or total < n:
+            raise ValueError(f"{path}: row {i + 2}: bad application/num_replicas/batch_size {app!r}, {n}, {total}")
+        if (app, n, total) not in work:
+            b = math.ceil(total / n)
+            seconds = validated_iterations(app, total) * pollux_step_time(
+                app, n, b, max_local=POLLUX_MAX_LOCAL.get(app), spread=True)
+            t_iter = reference_iter_time(catalog, app, n, b, POLLUX_GPU, POLLUX_NODE_GPUS, POLLUX_INTER_NODE_GBS)
+            work[app, n, total] = float(max(1, math.ceil(seconds / t_iter))), b
+        iters, b = work[app, n, total]
+        hi = max(n, min(64, POLLUX_MAX_BATCH[app] // b)) if elastic and app != "ncf" else n
+        start = 1 if elastic else n  # Pollux's simulator starts every job on one GPU and doubles from there
+        rows.append({"job_id": str(r.name), "submit_s": float(r.time), "num_gpus": start, "model": app,
+                     "batch_size": b, "iterations": iters * n / start, "min_gpus": start, "max_gpus": hi})
+    return pd.DataFrame(rows)

@@ -29,7 +29,7 @@ from gpucluster_env.leaderboard.stats import improvement, improvement_ci, mean_c
 
 from gpucluster_env.atomic_write import write_bytes_atomic
 
-POLICIES = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "sjf-ffs", "lucid", "castor", "castor-oracle"]
+POLICIES = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "sjf-ffs", "lucid", "pollux", "castor", "castor-oracle"]
 """Rows of the main tables (a policy a board did not run on a setting shows as '–')."""
 SWEEP_POLICIES = ["fifo", "sjf", "tiresias", "sjf-ffs", "castor"]
 MAIN = [("castor-philly", {}), ("castor-venus", {}), ("sjfbsbf-philly", {}),

@@ -13,7 +13,8 @@
   ``gavel_packed_decision_s_256``, ``hadar_decision_s_2048`` ...): one decision of Gavel's LPs (max-min
   fairness, minimize makespan, packed max-min fairness) and of Hadar's allocator at 32, 256 and 2,048 active
   jobs on n/4 GPUs of each of three types; see :mod:`gpucluster_env.leaderboard.decision_speed`
-  (``--decision-sizes``; none skips them).
+  (``--decision-sizes``; none skips them). ``pollux_decision_s_160`` (and ``_100x100``): one allocation search
+  of ``pollux`` over 160 jobs on 16 x 4 GPUs at its default size and at Pollux's own (100 x 100).
 * Peak resident memory of the process.
 """
 
@@ -148,10 +149,12 @@ def run(args: argparse.Namespace) -> int:
         with console.status(f"MaskablePPO, 2 envs in one process, {args.train_steps} steps …", spinner="dots"):
             out["sb3_train_steps_per_s_inprocess"] = measure_train_speed(args.train_steps, vec="dummy")
     if sizes:
-        from gpucluster_env.leaderboard.decision_speed import decision_times
+        from gpucluster_env.leaderboard.decision_speed import decision_times, pollux_decision_times
 
         with console.status(f"Gavel and Hadar decisions at {', '.join(map(str, sizes))} jobs …", spinner="dots"):
             out.update(decision_times(sizes))
+        with console.status("Pollux's allocation search at 160 jobs …", spinner="dots"):
+            out.update(pollux_decision_times())
     out["peak_rss_mb"] = _peak_rss_mb()
     if args.json:
         print(dumps(out))

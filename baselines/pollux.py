@@ -1,0 +1,301 @@
+"""Pollux (Qiao et al., OSDI'21): goodput-driven, elastic co-adaptive scheduling; Castor's elastic baseline.
+
+Every scheduling period (Pollux: 60 s; here the first decision point at or after each boundary, or every
+boundary when the scenario has ticks: ``--option tick_s=60``) the policy searches for the allocation of GPUs
+to the jobs in the system that maximises Pollux's fitness (:mod:`.pollux_search`): the ``p = -1`` power mean
+of each job's speed-up, with a restart penalty for jobs whose allocation changes. A job's speed-up on ``r``
+GPUs over ``m`` nodes is its *goodput* there over its goodput at its fair share (``ceil(GPUs / jobs)`` GPUs);
+goodput = throughput x statistical efficiency (:func:`goodput_table`):
+
+* throughput = ``r x b / t_iter`` samples per second, ``t_iter`` the performance model's estimate
+  (``ClusterView.iter_time``) on a representative set of ``r`` GPUs over ``m`` nodes of one type (Pollux fits
+  its throughput model online from the job's own measurements; the engine's estimate stands for that fit);
+* efficiency = ``(phi + M0) / (phi + r x b)`` (Pollux eq. 5) with the gradient noise scale ``phi`` of the
+  job's model at the fraction of its training done and Pollux's initial batch ``M0``
+  (:mod:`gpucluster_env.catalog.pollux_efficiency`); 1 for models Pollux did not measure.
+
+The engine keeps each job's per-GPU batch ``b``, so a job's total batch grows with its GPUs; Pollux would also
+re-tune the batch per allocation (its batch-size adaptation), which the engine's job model has no handle for.
+As in Pollux, a job's largest size is twice the most GPUs it has run on (its throughput is unknown beyond
+them), and within its elastic range (``min_gpus``/``max_gpus``); a job that is not elastic gets all of its gang
+or nothing, and a waiting job starts at the size it asked for (the engine's ``Place``), to be resized at a
+later period. The chosen allocation is applied through ``Preempt``, ``Reallocate`` (moving and resizing;
+each pays the engine's ``restart_s``) and ``Place``. Exclusive GPUs; one GPU type per job.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+from gpucluster_env.baselines.gavel_rounds import next_boundary, order_moves
+from gpucluster_env.baselines.pollux_search import (
+    SearchSpace,
+    evolve,
+    fitness,
+    mutate,
+    repair,
+    restart_penalty,
+)
+
+from gpucluster_env.catalog.pollux_efficiency import POLLUX_INIT_BATCH, efficiency, has_efficiency, noise_scale
+from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import Policy, register_policy
+
+POLLUX_PERIOD_S = 60.0
+"""Pollux's scheduling interval (§5: 60 s)."""
+
+
+def representative_gpus(view: ClusterView, nodes_of_type: list[np.ndarray], m: int, r: int) -> np.ndarray | None:
+    """``r`` GPUs over exactly ``m`` nodes of one type (``nodes_of_type``: each node's GPUs, largest first):
+    one on each of the first ``m`` nodes, the rest filling them in order. None when they cannot hold ``r``."""
+    if m < 1 or m > len(nodes_of_type) or r < m:
+        return None
+    picked = nodes_of_type[:m]
+    if sum(len(g) for g in picked) < r:
+        return None
+    take = [1] * m
+    extra = r - m
+    for i, g in enumerate(picked):
+        add = min(extra, len(g) - 1)
+        take[i] += add
+        extra -= add
+    return np.concatenate([g[:t] for g, t in zip(picked, take, strict=True)])
+
+
+def goodput_table(view: ClusterView, j: int, nodes_by_type: list[list[np.ndarray]], max_r: int) -> np.ndarray:
+    """Throughput (samples/s) of job ``j`` by ``[type, nodes, GPUs]`` (0 where impossible or out of memory),
+    from the performance model's iteration time on representative GPU sets."""
+    n_types = len(nodes_by_type)
+    max_m = max(len(n) for n in nodes_by_type)
+    out = np.zeros((n_types, max_m + 1, max_r + 1))
+    b = view.batch(j)
+    for k, nodes in enumerate(nodes_by_type):
+        for r in range(1, max_r + 1):
+            for m in range(1, min(r, len(nodes)) + 1):
+                g = representative_gpus(view, nodes, m, r)
+                if g is None:
+                    continue
+                s = view.solo_accumulation(j, g)
+                if s is not None:
+                    out[k, m, r] = r * b / view.iter_time(j, g, s)
+    return out
+
+
+def job_efficiency(view: ClusterView, j: int, max_r: int) -> np.ndarray:
+    """Statistical efficiency of job ``j`` on ``0..max_r`` GPUs (total batch ``r x b``) at its progress now."""
+    p = view.model(j)
+    if not has_efficiency(p.name):
+        return np.ones(max_r + 1)
+    done = 1.0 - float(view.remaining_now()[j]) / max(float(view.iterations[j]), 1e-12)
+    r = np.arange(max_r + 1)
+    return efficiency(np.maximum(r, 1) * view.batch(j), POLLUX_INIT_BATCH[p.name], noise_scale(p.name, done))
+
+
+@register_policy
+class Pollux(Policy):
+    """Pollux: goodput (throughput x statistical efficiency) speed-ups, genetic allocation search each period."""
+
+    name: ClassVar[str] = "pollux"
+    description: ClassVar[str] = (
+        "Pollux: elastic, goodput-driven (throughput x statistical efficiency), p=-1 fair genetic allocation "
+        "search every 60 s with restart penalty; preempts, resizes and moves jobs"
+    )
+    paper: ClassVar[str] = "Pollux (OSDI'21); castor §9.1 Table 5 / Fig. 12 baseline"
+
+    def __init__(self, period_s: float = POLLUX_PERIOD_S, population: int = 32, generations: int = 20,
+                 seed: int = 0) -> None:
+        """``period_s``: scheduling period (s). ``population`` / ``generations``: the genetic algorithm's size
+        (Pollux's own: 100 x 100; the defaults keep a decision cheap). ``seed``: mixed with the episode's."""
+        if not (isinstance(period_s, int | float) and period_s > 0):
+            raise ValueError(f"pollux: period_s must be a positive number of seconds, got {period_s!r}")
+        for key, v, lo in (("population", population, 2), ("generations", generations, 0)):
+            if not (isinstance(v, int) and lo <= v <= 10_000):
+                raise ValueError(f"pollux: {key} must be an integer in [{lo}, 10000], got {v!r}")
+        self.period_s = float(period_s)
+        self.population = int(population)
+        self.generations = int(generations)
+        self.seed = int(seed)
+
+    def reset(self, env: Any) -> None:
+        view = self.view(env)
+        node_gpus = [np.flatnonzero(view.gpu_node == h) for h in range(view.num_nodes)]
+        self.capacity = np.array([len(g) for g in node_gpus], dtype=np.int64)
+        self.node_type = np.array([view.gpu_type[g[0]] if len(g) else -1 for g in node_gpus], dtype=np.int64)
+        self.node_gpus = node_gpus
+        self.nodes_by_type = [sorted((g for g, t in zip(node_gpus, self.node_type, strict=True) if t == k),
+                                     key=len, reverse=True) for k in range(len(view.type_names))]
+        child = env.unwrapped.np_random.spawn(1)[0]
+        self.rng = np.random.default_rng([self.seed, int(child.integers(0, 2**63 - 1))])
+        self.attained = np.zeros(view.n_jobs)
+        self.restarts = np.zeros(view.n_jobs, dtype=np.int64)
+        self.max_seen = np.zeros(view.n_jobs, dtype=np.int64)
+        self.tables: dict[int, np.ndarray] = {}
+        self.prev: tuple[list[int], np.ndarray] | None = None
+        self.next_period = view.now
+        self.acted_at: float | None = None
+        self._t = view.now
+        self.searches = 0
+
+    stat_names: ClassVar[tuple[str, ...]] = ("searches",)
+
+    def episode_stats(self) -> dict[str, float]:
+        return {"searches": float(self.searches)}
+
+    def _account(self, view: ClusterView) -> None:
+        """Add the GPU-seconds each running job attained since the last call (Pollux orders jobs by them)."""
+        dt = view.now - self._t
+        if dt > 0:
+            for j in view.running_jobs().tolist():
+                self.attained[j] += len(view.gpus_of(j)) * dt
+        self._t = view.now
+
+    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
+        view = self.view(env)
+        now = view.now
+        self._account(view)
+        if self.acted_at == now or now < self.next_period - 1e-9:
+            return Wait()
+        self.acted_at = now
+        self.next_period = next_boundary(now, self.period_s)
+        running = view.running_jobs().tolist()
+        active = [j for j in running if view.can_reallocate(j)] + view.pending_jobs().tolist()
+        if not active:
+            return Wait()
+        others = [g for j in running if j not in set(active) for g in view.gpus_of(j).tolist()]
+        self.free_capacity = self.capacity - np.bincount(view.gpu_node[others], minlength=len(self.capacity))
+        active.sort(key=lambda j: (self.attained[j], view.submit[j], j))
+        best = self._search(view, active)
+        return self._actions(view, active, best)
+
+    # ------------------------------------------------------------------ the search
+    def _space(self, view: ClusterView, jobs: list[int]) -> SearchSpace:
+        """Sizes each job may take now, and the current allocation (module docstring)."""
+        n = len(jobs)
+        base = np.zeros((n, len(self.capacity)), dtype=np.int64)
+        max_g, min_g, fixed = (np.zeros(n, dtype=np.int64) for _ in range(3))
+        for i, j in enumerate(jobs):
+            lo, hi = view.size_range(j)
+            req = int(view.req_gpus[j])
+            if view.is_running(j):
+                base[i] = np.bincount(view.gpu_node[view.gpus_of(j)], minlength=len(self.capacity))
+            seen = int(self.max_seen[j])
+            if lo == hi or not view.is_running(j):
+                fixed[i] = req
+            max_g[i] = req if fixed[i] else min(hi, max(2 * seen, req), view.num_gpus)
+            min_g[i] = req if fixed[i] else lo
+        return SearchSpace(self.free_capacity, self.node_type, max_g, min_g, fixed, base)
+
+    def _scorer(self, view: ClusterView, jobs: list[int], space: SearchSpace
+                ) -> Callable[[np.ndarray], np.ndarray]:
+        """The fitness function of a population over ``jobs`` (speed-ups from goodput tables)."""
+        max_r = int(space.max_gpus.max())
+        tables = []
+        for i, j in enumerate(jobs):
+            own = int(space.max_gpus[i])
+            t = self.tables.get(j)
+            if t is None or t.shape[2] <= own:
+                t = self.tables[j] = goodput_table(view, j, self.nodes_by_type, own)
+            t = np.pad(t, ((0, 0), (0, 0), (0, max(0, max_r + 1 - t.shape[2]))))[:, :, : max_r + 1]
+            tables.append(t * job_efficiency(view, j, max_r)[None, None, :])
+        good = np.stack(tables)  # (J, K, M+1, R+1)
+        fair_r = np.minimum(math.ceil(view.num_gpus / len(jobs)), space.max_gpus)
+        fair = np.array([self._fair(good[i], int(r)) for i, r in enumerate(fair_r)])
+        age = np.maximum(view.now - view.submit[jobs], 0.0)
+        penalty = restart_penalty(age, self.restarts[jobs], view.restart_s)
+        scale = len(self.capacity) / view.num_gpus
+        rows = np.arange(len(jobs))[None, :]
+
+        def score(pop: np.ndarray) -> np.ndarray:
+            r = pop.sum(axis=2)
+            m = np.count_nonzero(pop, axis=2)
+            k = np.maximum(self.node_type[np.argmax(pop > 0, axis=2)], 0)
+            speed = good[rows, k, m, r] / fair[None, :]
+            return fitness(pop, np.where(r > 0, speed, 0.0), space.base, penalty, scale)
+
+        return score
+
+    def _fair(self, good: np.ndarray, r: int) -> float:
+        """A job's goodput at its fair share of ``r`` GPUs: the best over types and node counts (> 0)."""
+        best = float(good[:, :, r].max()) if r < good.shape[2] else 0.0
+        return best if best > 0 else float(max(good.max(), 1e-12))
+
+    def _search(self, view: ClusterView, jobs: list[int]) -> np.ndarray:
+        """The best allocation (jobs x nodes) the genetic algorithm finds, warm-started from the last period's
+        population (rows of jobs still in the system) and the current allocation."""
+        space = self._space(view, jobs)
+        score = self._scorer(view, jobs, space)
+        seeds = [space.base[None]]
+        if self.prev is not None:
+            prev_jobs, prev_pop = self.prev
+            where = {j: i for i, j in enumerate(prev_jobs)}
+            carried = np.zeros((len(prev_pop), len(jobs), len(self.capacity)), dtype=np.int64)
+            for i, j in enumerate(jobs):
+                if j in where:
+                    carried[:, i] = prev_pop[:, where[j]]
+            seeds.append(carried)
+        pop = np.concatenate(seeds)[: self.population]
+        while len(pop) < self.population:
+            pop = np.concatenate([pop, mutate(pop[: self.population - len(pop)], space, self.rng)])
+        pop = repair(pop, space, self.rng)
+        pop[0] = space.base  # the current allocation is always a candidate (valid: it is running)
+        pop, _ = evolve(pop, score, space, self.generations, self.rng)
+        self.prev = (list(jobs), pop)
+        self.searches += 1
+        return pop[0]
+
+    # ------------------------------------------------------------------ acting
+    def _gpu_sets(self, view: ClusterView, jobs: list[int], alloc: np.ndarray, base: np.ndarray
+                  ) -> dict[int, tuple[int, ...]]:
+        """Concrete GPUs for each job whose row changed: on each node its own GPUs first, then GPUs no job
+        keeps."""
+        changed = [i for i in range(len(jobs)) if not np.array_equal(alloc[i], base[i])]
+        kept: set[int] = set()
+        own: dict[int, dict[int, list[int]]] = {}
+        for i, j in enumerate(jobs):
+            g = view.gpus_of(j).tolist() if view.is_running(j) else []
+            per: dict[int, list[int]] = {}
+            for x in g:
+                per.setdefault(int(view.gpu_node[x]), []).append(int(x))
+            own[i] = per
+            if i not in changed:
+                kept.update(g)
+        out: dict[int, tuple[int, ...]] = {}
+        for i in changed:
+            for h, xs in own[i].items():
+                kept.update(xs[: int(alloc[i, h])])
+        for i in changed:
+            picks: list[int] = []
+            for h in np.flatnonzero(alloc[i]).tolist():
+                mine = own[i].get(h, [])[: int(alloc[i, h])]
+                spare = [int(x) for x in self.node_gpus[h] if int(x) not in kept]
+                more = spare[: int(alloc[i, h]) - len(mine)]
+                kept.update(more)
+                picks += mine + more
+            out[jobs[i]] = tuple(sorted(picks))
+        return out
+
+    def _actions(self, view: ClusterView, jobs: list[int], alloc: np.ndarray) -> Action | list[Action]:
+        """Preempt, move/resize and start jobs so that the cluster takes allocation ``alloc``."""
+        current = np.stack([
+            np.bincount(view.gpu_node[view.gpus_of(j)], minlength=len(self.capacity)) if view.is_running(j)
+            else np.zeros(len(self.capacity), dtype=np.int64) for j in jobs])
+        sets = self._gpu_sets(view, jobs, alloc, current)
+        stops = [j for j, g in sets.items() if not g and view.is_running(j)]
+        moves = {j: g for j, g in sets.items() if g and view.is_running(j)}
+        starts = [j for j, g in sets.items() if g and view.is_pending(j)]
+        held = {j: tuple(view.gpus_of(j).tolist()) for j in moves}
+        order, cycle = order_moves(moves, held)
+        acts: list[Action] = [Preempt(j) for j in stops + cycle]
+        acts += [Reallocate(j, gpus=moves[j]) for j in order]
+        acts += [Place(j, gpus=sets[j]) for j in starts]
+        acts += [Place(j, gpus=moves[j]) for j in cycle if len(moves[j]) == int(view.req_gpus[j])]
+        for j in order + starts + cycle:
+            n = len(sets[j])
+            if self.max_seen[j] > 0:
+                self.restarts[j] += 1
+            self.max_seen[j] = max(int(self.max_seen[j]), n)
+        return acts or Wait()

@@ -1,0 +1,154 @@
+"""Pollux's allocation search (Qiao et al., OSDI'21, §4.2) as pure functions over allocation matrices.
+
+A candidate allocation is an integer matrix ``A[j, h]``: GPUs of job ``j`` on node ``h``; a population is a
+stack ``(P, J, H)``. Its fitness (:func:`fitness`) is Pollux's ``FITNESS_p``: the power mean with ``p = -1``
+(the paper's fairness knob) of each job's speed-up, scaled as Pollux scales it (a job's dominant share times
+the node count, so one node's worth of GPUs at fair-share goodput scores 1), each speed-up multiplied by the
+restart penalty where the job's row differs from the current allocation. The search is Pollux's genetic
+algorithm: single-point crossover over jobs (:func:`crossover`), mutations that reset a row to the current
+allocation, zero some of a row's entries, or raise entries into free room (:func:`mutate`), and a repair
+(:func:`repair`) that enforces node capacities (jobs earlier in priority order keep theirs), at most one
+distributed job per node (Pollux's interference avoidance), each job's largest size and allowed sizes, and one
+GPU type per job. Survivors are the best of parents and children (:func:`evolve`). Every random draw comes
+from the ``np.random.Generator`` passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+FAIRNESS_P = -1.0
+"""Pollux's power-mean exponent ``p`` (§4.2: ``p = -1`` in its evaluation)."""
+EPS_SPEEDUP = 1e-3
+"""Added to every speed-up before the power mean, as Pollux does (a job with nothing does not make it 0/inf)."""
+
+
+@dataclass
+class SearchSpace:
+    """What the search may assign: node capacities and types, and per job (in priority order) its largest
+    size, whether it is gang-fixed (only ``0`` or ``fixed`` GPUs) and the current allocation."""
+
+    capacity: np.ndarray  # (H,) GPUs per node
+    node_type: np.ndarray  # (H,) GPU type index per node
+    max_gpus: np.ndarray  # (J,) largest size
+    min_gpus: np.ndarray  # (J,) smallest non-zero size
+    fixed: np.ndarray  # (J,) the only non-zero size allowed, 0 = any in [min, max]
+    base: np.ndarray  # (J, H) current allocation
+
+
+def fitness(pop: np.ndarray, speedup: np.ndarray, base: np.ndarray, penalty: np.ndarray, scale: float
+            ) -> np.ndarray:
+    """Pollux's fitness of each candidate: ``speedup`` ``(P, J)`` times ``scale``, times ``penalty[j]`` where the
+    job's row differs from ``base``, then the power mean with :data:`FAIRNESS_P` over jobs. Shape ``(P,)``."""
+    moved = np.any(pop != base[None], axis=2)
+    s = speedup * scale * np.where(moved, penalty[None, :], 1.0)
+    return np.mean((s + EPS_SPEEDUP) ** FAIRNESS_P, axis=1) ** (1.0 / FAIRNESS_P)
+
+
+def restart_penalty(age: np.ndarray, restarts: np.ndarray, delay: float) -> np.ndarray:
+    """Pollux's restart factor of a job whose allocation changes: the share of its life it would not have spent
+    restarting, ``max(age - restarts x delay, 0) / (age + delay)`` (1 when both are 0: nothing to lose)."""
+    age = np.asarray(age, dtype=float)
+    lost = np.maximum(age - np.asarray(restarts, dtype=float) * delay, 0.0)
+    return np.divide(lost, age + delay, out=np.ones_like(age), where=age + delay > 0)
+
+
+def crossover(pop: np.ndarray, pairs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Two children per pair of parents ``pairs`` ``(K, 2)``: the first jobs (up to a random point) from one
+    parent, the rest from the other, and the mirror child."""
+    a, b = pop[pairs[:, 0]], pop[pairs[:, 1]]
+    n_jobs = pop.shape[1]
+    cut = rng.integers(0, n_jobs + 1, size=len(pairs))
+    first = (np.arange(n_jobs)[None, :] < cut[:, None])[:, :, None]
+    return np.concatenate([np.where(first, a, b), np.where(first, b, a)])
+
+
+def mutate(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.ndarray:
+    """Pollux's three mutations on a copy of ``pop``: (1) a row back to the current allocation (probability
+    0.1 per row); (2) in 10% of rows, each entry to zero with probability 0.1; (3) entries raised to a random
+    count up to what their node has free, each free node drawn with probability about one over the number of
+    free nodes (doubled on the nodes the job already uses). A gang-fixed job with nothing may also be given its
+    whole gang on the nodes with most room (4)."""
+    out = pop.copy()
+    p, n_jobs, n_nodes = out.shape
+    reset = rng.random((p, n_jobs)) < 0.1
+    out = np.where(reset[:, :, None], space.base[None], out)
+    rows = rng.random((p, n_jobs)) < 0.1
+    out[(rng.random(out.shape) < 0.1) & rows[:, :, None]] = 0
+    free = space.capacity[None, :] - out.sum(axis=1)  # (P, H)
+    has_free = free > 0
+    p1 = has_free / np.maximum(has_free.sum(axis=1, keepdims=True), 1)  # (P, H)
+    used = (out > 0) & has_free[:, None, :]
+    p2 = used / np.maximum(used.sum(axis=2, keepdims=True), 1)
+    prob = p1[:, None, :] + p2 - p1[:, None, :] * p2
+    hit = rng.random(out.shape) < prob
+    raised = out + np.floor(rng.random(out.shape) * (np.maximum(free, 0)[:, None, :] + 1)).astype(np.int64)
+    out = np.where(hit, raised, out)
+    _fill_gangs(out, free, space, rng)
+    return out
+
+
+def _fill_gangs(out: np.ndarray, free: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> None:
+    """Mutation (4), in place: for gang-fixed jobs with no GPUs, with probability 0.1 each, the whole gang on
+    the nodes with most free GPUs (ties in a random order)."""
+    cand = np.argwhere((space.fixed[None, :] > 0) & (out.sum(axis=2) == 0) & (rng.random(out.shape[:2]) < 0.1))
+    for i, j in cand.tolist():
+        need = int(space.fixed[j])
+        room = np.maximum(free[i], 0)
+        order = np.lexsort((rng.random(len(room)), -room))
+        for h in order.tolist():
+            take = int(min(room[h], need))
+            if take:
+                out[i, j, h] += take
+                free[i, h] -= take
+                need -= take
+            if need == 0:
+                break
+
+
+def repair(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.ndarray:
+    """Make every candidate valid (module docstring), in this order: one GPU type per job (its type with the
+    most GPUs), one distributed job per node (the first in priority order keeps the node), each job's largest
+    size (trimmed over its nodes in a random order), node capacities (earlier jobs keep theirs), allowed sizes
+    (a row of a disallowed size is emptied)."""
+    out = np.maximum(pop, 0)
+    types = np.unique(space.node_type)
+    if len(types) > 1:
+        per_type = np.stack([out[:, :, space.node_type == k].sum(axis=2) for k in types], axis=2)
+        keep = types[np.argmax(per_type, axis=2)]  # (P, J)
+        out = np.where(space.node_type[None, None, :] == keep[:, :, None], out, 0)
+    distributed = np.count_nonzero(out, axis=2) > 1
+    on = (out > 0) & distributed[:, :, None]
+    out[(np.cumsum(on, axis=1) > 1) & on] = 0
+    shuffle = np.argsort(rng.random(out.shape), axis=2)
+    mixed = np.take_along_axis(out, shuffle, axis=2)
+    mixed = np.diff(np.minimum(np.cumsum(mixed, axis=2), space.max_gpus[None, :, None]), axis=2, prepend=0)
+    out = np.take_along_axis(mixed, np.argsort(shuffle, axis=2), axis=2)
+    out = np.diff(np.minimum(np.cumsum(out, axis=1), space.capacity[None, None, :]), axis=1, prepend=0)
+    size = out.sum(axis=2)
+    bad = (size > 0) & ((size < space.min_gpus[None, :]) | ((space.fixed[None, :] > 0) & (size != space.fixed)))
+    out[bad] = 0
+    return out
+
+
+def evolve(pop: np.ndarray, score: Callable[[np.ndarray], np.ndarray], space: SearchSpace, generations: int,
+           rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Run the genetic algorithm for ``generations`` from ``pop`` (already repaired): binary tournaments pick
+    parent pairs, children are crossed, mutated and repaired, and the best ``len(pop)`` of parents and children
+    survive (stable order, so ties keep the older). Returns the final population and its fitness, best first."""
+    fit = score(pop)
+    size = len(pop)
+    for _ in range(generations):
+        duel = rng.integers(0, size, size=(size, 2))
+        winners = np.where(fit[duel[:, 0]] >= fit[duel[:, 1]], duel[:, 0], duel[:, 1])
+        pairs = winners.reshape(-1, 2) if size % 2 == 0 else winners[:-1].reshape(-1, 2)
+        kids = repair(mutate(crossover(pop, pairs, rng), space, rng), space, rng)
+        both = np.concatenate([pop, kids])
+        both_fit = np.concatenate([fit, score(kids)])
+        best = np.argsort(-both_fit, kind="stable")[:size]
+        pop, fit = both[best], both_fit[best]
+    order = np.argsort(-fit, kind="stable")
+    return pop[order], fit[order]

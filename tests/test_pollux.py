@@ -1,0 +1,146 @@
+"""Pollux (``baselines/pollux.py``): its goodput formulas against hand-computed values from the paper's
+equations, its search's constraints, and whole episodes (valid actions, to the end, deterministic)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from gpucluster_env.baselines.pollux_search import SearchSpace, fitness, mutate, repair, restart_penalty
+
+from gpucluster_env.catalog.pollux_efficiency import (
+    POLLUX_ITERATIONS,
+    efficiency,
+    noise_scale,
+    summarise_validation,
+    validated_iterations,
+)
+from gpucluster_env.policy import make_policy, run_episode
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("GPUCLUSTER_DATA", REPO.parent / "shared" / "data"))
+WORKLOADS = DATA / "traces" / "philly" / "pollux_workloads"
+needs_workloads = pytest.mark.skipif(
+    not (WORKLOADS / "workload-6.csv").is_file() or not (DATA / "profiles" / "pollux").is_dir(),
+    reason=f"Pollux's workload files or profiles not found under {DATA} (set GPUCLUSTER_DATA to shared/data)")
+
+
+def test_efficiency_matches_the_noise_scale_formula_and_adascale_gain():
+    # Pollux eq. 5: (phi + M0) / (phi + M); cifar10's first part phi = 791.7, M0 = 128, M = 1024
+    assert float(efficiency(1024, 128, 791.7)) == pytest.approx(919.7 / 1815.7, rel=1e-12)
+    assert float(efficiency(128, 128, 791.7)) == pytest.approx(1.0)
+    # the same number written as AdaScale's gain over the scale, with grad_sqr = 1, grad_var = phi / M0
+    sqr, var, scale = 1.0, 791.7 / 128, 1024 / 128
+    gain = (var + sqr) / (var / scale + sqr)
+    assert float(efficiency(1024, 128, 791.7)) == pytest.approx(gain / scale, rel=1e-12)
+    assert noise_scale("cifar10", 0.0) == 791.7 and noise_scale("cifar10", 0.55) == 15140.0
+    assert noise_scale("cifar10", 1.0) == 65030.0 and noise_scale("bert", 0.7) == 7172.0
+
+
+def test_validated_iterations_interpolate_between_validated_batches():
+    assert validated_iterations("cifar10", 2048) == POLLUX_ITERATIONS["cifar10"][2048]
+    assert validated_iterations("cifar10", 3072) == pytest.approx((3343 + 2143) / 2)
+
+
+def test_summarise_validation_derives_the_shipped_kind_of_numbers(tmp_path):
+    # two runs of two epochs: phi = M0 * var / sqr per epoch, median per part; steps = sum over epochs of the
+    # epoch's progress (smallest over the runs) over the gain (var + sqr) / (var / scale + sqr) of the run
+    (tmp_path / "validation-10.csv").write_text("progress,iteration,metric,grad_sqr,grad_var\n"
+                                                "5,5,0.1,2.0,1.0\n10,10,0.2,1.0,2.0\n")
+    (tmp_path / "validation-40.csv").write_text("progress,iteration,metric,grad_sqr,grad_var\n"
+                                                "5,2,0.1,1.0,1.0\n10,3,0.2,1.0,4.0\n")
+    m0, mmax, curve, iters = summarise_validation(tmp_path, max_epochs=2)
+    assert (m0, mmax) == (10, 40)
+    assert curve == (pytest.approx(np.median([5.0, 10.0])), pytest.approx(np.median([20.0, 40.0])))
+    # progress edges 0, 5, 10; run 40 (scale 4): gains 2 / (1/4 + 1) = 1.6 and 5 / (4/4 + 1) = 2.5
+    assert iters == {10: 10, 40: round(5 / 1.6 + 5 / 2.5)}
+
+
+def test_restart_penalty_and_power_mean_fitness_by_hand():
+    assert restart_penalty(np.array([600.0]), np.array([2]), 30.0)[0] == pytest.approx(540 / 630)
+    assert restart_penalty(np.array([10.0]), np.array([1]), 30.0)[0] == 0.0
+    base = np.zeros((2, 1), dtype=np.int64)
+    pop = np.zeros((1, 2, 1), dtype=np.int64)
+    speed = np.array([[1.0, 3.0]])
+    f = fitness(pop, speed, base, np.array([0.5, 0.5]), 1.0)
+    assert f[0] == pytest.approx(1.0 / ((1 / 1.001 + 1 / 3.001) / 2))
+    moved = pop.copy()
+    moved[0, 1, 0] = 1  # job 1's row differs: its speed-up is halved by the penalty
+    assert fitness(moved, speed, base, np.array([0.5, 0.5]), 1.0)[0] == pytest.approx(
+        1.0 / ((1 / 1.001 + 1 / 1.501) / 2))
+
+
+def _space() -> SearchSpace:
+    return SearchSpace(capacity=np.array([4, 4, 4, 2]), node_type=np.array([0, 0, 0, 1]),
+                       max_gpus=np.array([8, 3, 4, 2, 6]), min_gpus=np.array([1, 1, 4, 1, 2]),
+                       fixed=np.array([0, 0, 4, 0, 0]), base=np.zeros((5, 4), dtype=np.int64))
+
+
+def test_repair_makes_every_candidate_valid():
+    rng = np.random.default_rng(3)
+    space = _space()
+    pop = rng.integers(0, 5, size=(200, 5, 4))
+    out = repair(mutate(pop, space, rng), space, rng)
+    assert (out.sum(axis=1) <= space.capacity).all()  # node capacity
+    size = out.sum(axis=2)
+    assert (size <= space.max_gpus).all()
+    assert ((size == 0) | (size >= space.min_gpus)).all()
+    assert ((size[:, 2] == 0) | (size[:, 2] == 4)).all()  # the gang-fixed job: all or nothing
+    distributed = np.count_nonzero(out, axis=2) > 1
+    assert (((out > 0) & distributed[:, :, None]).sum(axis=1) <= 1).all()  # one distributed job per node
+    types = [{int(space.node_type[h]) for h in np.flatnonzero(row)} for cand in out for row in cand]
+    assert all(len(t) <= 1 for t in types)  # one GPU type per job
+    assert size.sum() > 0
+
+
+def _episode(scenario: str, seed: int, **opts) -> dict:
+    pol = make_policy("pollux")
+    res = run_episode(scenario, pol, seed, scenario_options=opts or None, env_kwargs={"invalid_action": "raise"})
+    return {**res, **pol.episode_stats()}
+
+
+def test_pollux_runs_tiny_to_the_end_with_valid_actions_and_is_deterministic():
+    a = _episode("tiny", 4, num_jobs=20)
+    assert not a["truncated"] and a["jobs_done"] == a["jobs"]
+    b = _episode("tiny", 4, num_jobs=20)
+    keep = ("avg_jct_s", "makespan_s", "steps", "searches")
+    assert {k: a.get(k) for k in keep} == {k: b.get(k) for k in keep}
+    assert a["searches"] > 0
+
+
+def test_pollux_runs_castor_philly_to_the_end():
+    res = _episode("castor-philly", 0, num_jobs=40)
+    assert not res["truncated"] and res["jobs_done"] == res["jobs"]
+
+
+@needs_workloads
+def test_pollux_workload_jobs_are_elastic_and_timed_on_pollux_hardware():
+    from gpucluster_env.traces.pollux import pollux_workload_jobs
+
+    from gpucluster_env.catalog import default_catalog
+
+    cat = default_catalog()
+    rigid = pollux_workload_jobs(WORKLOADS / "workload-6.csv", cat, elastic=False)
+    assert len(rigid) == 160 and (rigid["iterations"] > 0).all()
+    assert (rigid["min_gpus"] == rigid["num_gpus"]).all() and (rigid["max_gpus"] == rigid["num_gpus"]).all()
+    cifar = rigid[(rigid["model"] == "cifar10") & (rigid["num_gpus"] == 6)].iloc[0]
+    assert cifar["batch_size"] == 342  # Pollux's 2048 over 6 GPUs
+    elastic = pollux_workload_jobs(WORKLOADS / "workload-6.csv", cat, elastic=True).set_index("job_id")
+    row = elastic.loc[cifar["job_id"]]
+    # starts on one GPU with the same samples to train, may grow until the batch reaches Pollux's 4096
+    assert (row["num_gpus"], row["min_gpus"], row["max_gpus"]) == (1, 1, 4096 // 342)
+    assert row["iterations"] == pytest.approx(6 * cifar["iterations"])
+    ncf = elastic[elastic["model"] == "ncf"]
+    assert (ncf["max_gpus"] == 1).all()
+
+
+def test_pollux_compare_refuses_a_file_that_is_not_a_pollux_workload(tmp_path, capsys):
+    from pollux_compare import main
+
+    bad = tmp_path / "jobs.csv"
+    bad.write_text("job_id,submit_s\nx,0\n")
+    assert main([str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(bad) in err and "not a Pollux workload file" in err
