@@ -98,6 +98,12 @@ class RLPolicy(Policy):
         env = self.meta.get("env_kwargs", {})
         return {k: env[k] for k in ENV_KEYS if k in env}
 
+    def step_limit(self, n_jobs: int) -> int:
+        """The registered ids' ``max_episode_steps`` for ``n_jobs`` jobs (what training episodes ran under)."""
+        from gpucluster_env.registration import max_episode_steps
+
+        return max_episode_steps(n_jobs)
+
     def act(self, observation: Any, env: Any) -> int:
         mask = env.unwrapped.action_masks()
         if self.masked:

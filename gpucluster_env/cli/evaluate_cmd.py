@@ -126,6 +126,7 @@ def print_summary(res: dict[str, Any], metric: str, seeds_text: str, console: An
 
 CAUSES = {"stalled": "stalled: it kept waiting with jobs queued and nothing running",
           "max_steps": "stopped at the environment's step limit",
+          "max_episode_steps": "stopped at the model's step limit (the registered ids' max_episode_steps)",
           "max_sim_time_s": "stopped at the simulated-time limit"}
 """A truncated episode's ``truncated_by`` in words."""
 
