@@ -188,7 +188,8 @@ def run_episode(
     kwargs.update(pol.env_kwargs())
     kwargs.update(env_kwargs or {})
     env = GPUClusterEnv(scenario, scenario_options=scenario_options, **kwargs)
-    own_limit = pol.step_limit(env.scenario.num_jobs)
+    limit_of = getattr(pol, "step_limit", None)  # duck-typed policies may lack it
+    own_limit = limit_of(env.scenario.num_jobs) if limit_of is not None else None
     if own_limit is not None and (env.max_steps is None or own_limit < env.max_steps):
         env.max_steps = own_limit
     else:
