@@ -15,7 +15,7 @@ On the copy the search sees what the simulator knows: the true job durations (as
 arrivals of the trace within the horizon (a clairvoyant expert, like an offline oracle: a reference to measure
 learned policies against and to distil, not a deployable scheduler). The search is deterministic (no random
 draws; candidates in a fixed order, ties to the earliest). Compute: about ``(candidates + 3)`` rollouts of
-``horizon_s`` per decision point that has a choice (``docs/baselines.md`` gives measured times).
+``horizon_s`` per decision point that has a choice (``docs/rl.md`` gives measured times).
 """
 
 from __future__ import annotations
