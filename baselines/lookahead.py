@@ -8,7 +8,9 @@ the preemption quantum). When there is one candidate it takes it without search.
 candidate it copies the engine (:meth:`~gpucluster_env.engine.simulator.ClusterEngine.clone`), applies the
 candidate, lets the rollout heuristic schedule the copy for ``horizon_s`` simulated seconds, and scores the
 candidate by the job-seconds spent in the system over that window (pending plus running jobs times time: the
-part of the total JCT that falls in the window). It takes the candidate with the least score; the
+part of the total JCT that falls in the window) plus, with ``tail`` (default), the remaining solo run time of
+each job still in the system at the window's end (the least it will yet add to the total JCT, so that work
+done within the window counts). It takes the candidate with the least score; the
 heuristic's own action is listed first and wins ties, so a deviation must be strictly better on the copy.
 
 On the copy the search sees what the simulator knows: the true job durations (as SRSF and SJF do) and the
@@ -22,7 +24,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from gpucluster_env.engine import Action, ActionError, Place, Preempt, StalledError, Wait
+import numpy as np
+
+from gpucluster_env.engine import PENDING, RUNNING, Action, ActionError, Place, Preempt, StalledError, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, make_policy, register_policy
 
@@ -41,10 +45,22 @@ class EngineEnv:
         self.unwrapped = self
 
 
-def rollout_cost(engine: Any, first: Action, base: Policy, horizon_s: float) -> float:
+def rollout_cost(engine: Any, first: Action, base: Policy, horizon_s: float, tail: bool = False) -> float:
     """Job-seconds in the system on ``engine`` (changed: pass a copy) from now until ``now + horizon_s``, when
     ``first`` is applied now and ``base`` schedules from then on. A stalled copy counts its jobs until the end
-    of the window; an action the engine rejects counts as ``wait``."""
+    of the window; an action the engine rejects counts as ``wait``. ``tail``: add, for each job still in the
+    system at the end, its remaining solo run time (the least time it will yet spend there)."""
+    cost = _window_cost(engine, first, base, horizon_s)
+    if tail and not engine.done:
+        eng = engine
+        inside = np.flatnonzero((eng.status == PENDING) | (eng.status == RUNNING))
+        left = eng.remaining_now()[inside] / np.maximum(eng.iterations[inside], 1)
+        cost += float((eng.solo_time[inside] * left).sum())
+    return cost
+
+
+def _window_cost(engine: Any, first: Action, base: Policy, horizon_s: float) -> float:
+    """:func:`rollout_cost` over the window alone."""
     end = engine.now + horizon_s
     env = EngineEnv(engine)
     cost = 0.0
@@ -83,10 +99,12 @@ class Lookahead(Policy):
     )
     paper: ClassVar[str] = "Bertsekas' rollout algorithm; base policy SRSF (Tiresias NSDI'19 §5)"
 
-    def __init__(self, horizon_s: float = 3600.0, candidates: int = 3, rollout: str = "srsf") -> None:
+    def __init__(self, horizon_s: float = 3600.0, candidates: int = 3, rollout: str = "srsf",
+                 tail: bool = True) -> None:
         """``horizon_s``: simulated seconds each rollout looks ahead. ``candidates``: how many of the
         shortest pending jobs are tried as starts (besides the heuristic's action, wait and one preemption).
-        ``rollout``: the base heuristic, one of :data:`ROLLOUT_POLICIES`."""
+        ``rollout``: the base heuristic, one of :data:`ROLLOUT_POLICIES`. ``tail``: score each rollout also
+        by the remaining solo run time of the jobs left in the system at its end (:func:`rollout_cost`)."""
         if not horizon_s > 0:
             raise ValueError(f"lookahead: horizon_s must be > 0, got {horizon_s!r}")
         if not (isinstance(candidates, int) and candidates >= 1):
@@ -96,6 +114,7 @@ class Lookahead(Policy):
         self.horizon_s = float(horizon_s)
         self.candidates = candidates
         self.rollout = rollout
+        self.tail = bool(tail)
         self._base = make_policy(rollout)  # the heuristic's own choice on the real env
         self._roll = make_policy(rollout)  # the same heuristic on the copies (its view moves from copy to copy)
         self._searches = 0
@@ -148,7 +167,7 @@ class Lookahead(Policy):
             engine = env.unwrapped.engine
             best_cost = float("inf")
             for a in cands:
-                cost = rollout_cost(engine.clone(), a, self._roll, self.horizon_s)
+                cost = rollout_cost(engine.clone(), a, self._roll, self.horizon_s, self.tail)
                 self._rollouts += 1
                 if cost < best_cost:
                     best, best_cost = a, cost

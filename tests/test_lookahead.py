@@ -32,7 +32,8 @@ def test_choice_is_the_least_rollout_cost_and_the_env_is_untouched() -> None:
         assert chosen in cands and cands[0] == own
         if len(cands) > 1:
             searched += 1
-            costs = [rollout_cost(eng.clone(), a, make_policy("srsf"), 1800.0) for a in cands]
+            costs = [rollout_cost(eng.clone(), a, make_policy("srsf"), 1800.0, tail=True) for a in cands]
+            assert rollout_cost(eng.clone(), own, make_policy("srsf"), 1800.0) <= costs[0]  # the tail adds
             assert costs[cands.index(chosen)] == min(costs) <= costs[0]
         env.step(chosen)
     assert searched > 10 and pol.episode_stats()["searches"] == searched
