@@ -93,12 +93,32 @@ class RLPolicy(Policy):
         self.model, self.meta = load_model(model_dir, zip_name)
         self.masked = self.meta["algo"] == "maskable_ppo"
 
+    def reset(self, env: Any) -> None:
+        """Check that the model can act on ``env`` (same observation and action shapes): a one-line
+        ``ValueError`` naming both shapes and why, instead of the network's own error at the first step."""
+        why = space_mismatch(self.model, env, self.meta)
+        if why:
+            raise ValueError(f"{self.name if self.name != 'rl' else self.model_dir} cannot run on "
+                             f"{env.unwrapped.scenario.name}: {why}")
+        self._checked = env.unwrapped
+
     def env_kwargs(self) -> dict[str, Any]:
         """The environment the model was trained in (window sizes, layout, observation form)."""
         env = self.meta.get("env_kwargs", {})
         return {k: env[k] for k in ENV_KEYS if k in env}
 
+    def step_limit(self, n_jobs: int) -> int:
+        """The registered ids' ``max_episode_steps`` for ``n_jobs`` jobs (what training episodes ran under)."""
+        from gpucluster_env.registration import max_episode_steps
+
+        return max_episode_steps(n_jobs)
+
+    _checked: Any = None
+    """The env whose spaces :meth:`reset` last checked (``act`` on another env checks it first)."""
+
     def act(self, observation: Any, env: Any) -> int:
+        if self._checked is not env.unwrapped:
+            self.reset(env)
         mask = env.unwrapped.action_masks()
         if self.masked:
             a, _ = self.model.predict(observation, action_masks=mask, deterministic=self.deterministic)
@@ -136,14 +156,63 @@ class ShippedRL(RLPolicy):
         return f"trained on clusters with {trained} GPU type(s), this one has {have}"
 
 
-def model_mismatch(model_dir: str | Path, scenario: Scenario) -> str | None:
-    """Why the model trained into ``model_dir`` cannot act on ``scenario`` (its spaces depend on the number of
-    GPU types), or None when it can."""
-    trained = read_meta(model_dir).get("gpu_types")
-    have = len({n.gpu_type for n in scenario.cluster.nodes})
-    if trained is None or trained == have:
+def model_mismatch(policy: str | RLPolicy, scenario: Scenario) -> str | None:
+    """Why a trained model (``rl:DIR``, a registered model's name, or a loaded :class:`RLPolicy`) cannot act
+    on ``scenario``, naming both shapes (:func:`space_mismatch`), or None when it can (and for a policy that
+    is not a trained model)."""
+    from gpucluster_env.env import GPUClusterEnv
+    from gpucluster_env.policy import make_policy
+
+    pol = make_policy(policy) if isinstance(policy, str) else policy
+    if not isinstance(pol, RLPolicy):
         return None
-    return f"the model in {model_dir} was trained on clusters with {trained} GPU type(s), {scenario.name} has {have}"
+    env = GPUClusterEnv(scenario, **pol.env_kwargs())
+    try:
+        return space_mismatch(pol.model, env, pol.meta)
+    finally:
+        env.close()
+
+
+def _trained_sizes(model: Any, meta: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """GPU types, pending and running slots a model was trained with: read off its observation space where it
+    is a ``Dict`` (exact), else from its metadata (``?`` where it does not say)."""
+    from gymnasium import spaces
+
+    from gpucluster_env.env.observation import CLUSTER_FEATURES, PENDING_FEATURES, RUNNING_FEATURES
+
+    obs = model.observation_space
+    if isinstance(obs, spaces.Dict) and {"cluster", "pending", "running"} <= set(obs.spaces):
+        return (obs["cluster"].shape[0] // CLUSTER_FEATURES, obs["pending"].shape[0] // PENDING_FEATURES,
+                obs["running"].shape[0] // RUNNING_FEATURES)
+    env = meta.get("env_kwargs", {})
+    return meta.get("gpu_types", "?"), env.get("n_pending", "?"), env.get("n_running", "?")
+
+
+def space_mismatch(model: Any, env: Any, meta: dict[str, Any]) -> str | None:
+    """Why ``model`` cannot act on ``env``, naming both shapes (observation entries and action counts that
+    differ) and the sizes behind them (GPU types, pending and running slots), or None when the spaces match."""
+    from gymnasium import spaces
+
+    want, have = model.observation_space, env.observation_space
+    diffs = []
+    if isinstance(want, spaces.Dict) and isinstance(have, spaces.Dict):
+        for k in want.spaces:
+            a, b = want[k].shape, have[k].shape if k in have.spaces else None
+            if a != b:
+                diffs.append(f"{k!r} {a} vs {b}")
+    elif want.shape != have.shape:
+        diffs.append(f"observation {want.shape} vs {have.shape}")
+    na, nb = getattr(model.action_space, "n", None), getattr(env.action_space, "n", None)
+    if na != nb:
+        diffs.append(f"actions {na} vs {nb}")
+    if not diffs:
+        return None
+    u = env.unwrapped
+    t, p, r = _trained_sizes(model, meta)
+    return (f"the model's shapes differ from the env's ({'; '.join(diffs)}, model vs env): it was trained on "
+            f"{t} GPU type(s) with {p} pending and {r} running slots, this env has {len(u.engine.type_names)} "
+            f"with {u.layout.n_pending} and {u.layout.n_running}; the spaces grow with the number of GPU types "
+            "and slots, so a model runs only where they are the same")
 
 
 def make_rl_policy(spec: str) -> RLPolicy:

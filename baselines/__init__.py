@@ -4,5 +4,5 @@ Importing this package registers them (the interface and the registry are :mod:`
 # importing each module registers its policies, in this (listing) order
 from gpucluster_env.baselines import (  # noqa: F401, I001
     classic, tiresias, srsf, sharing, castor, lucid, gandiva, gimbal, gavel, gavel_fifo, gavel_packed,
-    gavel_gimbal, hadar, pollux,
+    gavel_gimbal, hadar, pollux, lookahead,
 )

@@ -86,6 +86,13 @@ class Policy:
         or a list of typed actions applied one at a time."""
         raise NotImplementedError
 
+    def step_limit(self, n_jobs: int) -> int | None:
+        """The most env steps an episode of ``n_jobs`` jobs may take with this policy, or None for no limit of
+        its own. A learned policy takes the registered ids' ``max_episode_steps`` (a degenerate model would
+        otherwise play for the runner's whole step budget); :func:`run_episode` applies it and names it
+        ``max_episode_steps`` when it stops an episode."""
+        return None
+
     stat_names: ClassVar[tuple[str, ...]] = ()
     """The names :meth:`episode_stats` may return (a board may rank by them; checked before a run)."""
 
@@ -173,12 +180,20 @@ def run_episode(
     A policy's answer is an action or a list of actions for the decision point; an empty list means ``wait``.
     The episode always ends: the environment bounds the steps at one instant (``env.rules``: a run of rejected
     actions forces a ``wait``), stops a run that only waits with nothing running (``max_idle_ticks``), and
-    ``env_kwargs`` may set ``max_sim_time_s`` and ``max_steps`` (``truncated`` at the limit)."""
+    ``env_kwargs`` may set ``max_sim_time_s`` and ``max_steps`` (``truncated`` at the limit); a policy's own
+    :meth:`Policy.step_limit` (a learned policy's ``max_episode_steps``) applies where it is lower.
+    ``truncated_by`` names the limit that stopped a truncated episode (:func:`truncation_cause`)."""
     pol = make_policy(policy) if isinstance(policy, str) else policy
     kwargs: dict[str, Any] = {"observation": "dict" if pol.needs_observation else "none"}
     kwargs.update(pol.env_kwargs())
     kwargs.update(env_kwargs or {})
     env = GPUClusterEnv(scenario, scenario_options=scenario_options, **kwargs)
+    limit_of = getattr(pol, "step_limit", None)  # duck-typed policies may lack it
+    own_limit = limit_of(env.scenario.num_jobs) if limit_of is not None else None
+    if own_limit is not None and (env.max_steps is None or own_limit < env.max_steps):
+        env.max_steps = own_limit
+    else:
+        own_limit = None
     stepper: Any = env if wrap is None else wrap(env, pol)  # the env, or e.g. a recording wrapper around it
     t0 = time.perf_counter()
     obs, info = stepper.reset(seed=seed)
@@ -207,7 +222,8 @@ def run_episode(
         "wall_s": wall,
     }
     if truncated:
-        result["truncated_by"] = truncation_cause(env, info)
+        cause = truncation_cause(env, info)
+        result["truncated_by"] = "max_episode_steps" if cause == "max_steps" and own_limit is not None else cause
     if extra is not None:
         result.update(extra(env))
     env.close()
@@ -217,7 +233,7 @@ def run_episode(
 def truncation_cause(env: Any, info: dict[str, Any]) -> str:
     """Which limit stopped a truncated episode: ``stalled`` (the policy kept waiting with jobs queued and nothing
     running, ``max_idle_ticks``), ``max_sim_time_s`` (the simulated-time limit) or ``max_steps`` (the step
-    limit)."""
+    limit; a runner names it ``max_episode_steps`` where it was the policy's own :meth:`Policy.step_limit`)."""
     u = env.unwrapped
     if info.get("stalled"):
         return "stalled"

@@ -228,3 +228,21 @@ def test_bench_measures_training_speed() -> None:
 
     assert measure_train_speed(256, n_envs=2, n_steps=64) > 0
     assert np.isfinite(measure_train_speed(128, n_envs=1, n_steps=64, vec="dummy"))
+
+
+def test_a_model_on_an_env_of_other_shapes_is_one_line_naming_both() -> None:
+    """Other GPU types (tiny: 3) or other slots (16 running): a ValueError naming the shapes that differ and
+    the sizes behind them, from the Python path (run_episode, or act on one's own env) as from the CLI."""
+    from gpucluster_env.env import GPUClusterEnv
+
+    with pytest.raises(ValueError, match=r"^rl-castor-philly cannot run on tiny: .*'cluster' \(4,\) vs \(12,\); "
+                                         r"actions 161 vs 209.*trained on 1 GPU type\(s\) .* this env has 3"):
+        run_episode("tiny", "rl-castor-philly", 0)
+    pol = make_policy("rl-castor-philly")
+    env = GPUClusterEnv("castor-philly", n_running=16, pending_order="remaining")
+    obs, _ = env.reset(seed=0)
+    with pytest.raises(ValueError, match=r"'running' \(512,\) vs \(256,\).*32 running slots.* with 16 and 16"):
+        pol.act(obs, env)
+    ok = GPUClusterEnv("castor-philly", pending_order="remaining")
+    obs, _ = ok.reset(seed=0)
+    assert ok.action_masks()[pol.act(obs, ok)]

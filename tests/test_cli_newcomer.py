@@ -273,7 +273,8 @@ def test_train_ends_with_a_summary_and_writes_only_folders_it_fills(tmp_path, ca
                  ["evaluate", "--model", str(out), "--scenario", "castor-philly", "--seeds", "0"]):
         assert main(argv) == 2  # a model trained on 3 GPU types, a cluster of 1: said in one line, not sb3's error
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "trained on clusters with 3 GPU type(s), castor-philly has 1" in err[0]
+        assert len(err) == 1 and "cannot run on castor-philly" in err[0]
+        assert "'cluster' (12,) vs (4,)" in err[0] and "trained on 3 GPU type(s)" in err[0]
 
 
 # --- replay --timeline ---------------------------------------------------------------------------------------

@@ -131,3 +131,35 @@ def test_undoing_typed_actions_forever_is_bounded() -> None:
         strict.step(flip(strict))
     with pytest.raises(ValueError, match=r"at t=0.0s: 72 non-wait steps at this instant \(at most 72 with 1 jobs\)"):
         strict.step(flip(strict))
+
+
+class _Churner(_Bad):
+    """A degenerate learned-like policy: preempts and restarts jobs forever, with a step limit of its own."""
+
+    def step_limit(self, n_jobs: int) -> int:
+        return 3 * n_jobs
+
+    @staticmethod
+    def churn(env: Any) -> Any:
+        eng = env.engine
+        run = eng.running_jobs()
+        if len(run) and not env.rules.must_wait(eng.num_pending + eng.num_running):
+            return Preempt(int(run[0]))
+        return Place(int(eng.pending_jobs()[0])) if eng.num_pending else []
+
+
+def test_a_policys_own_step_limit_applies_and_is_named() -> None:
+    """A policy's ``step_limit`` (a model's ``max_episode_steps``) stops the episode below the runner's own
+    limit, and ``truncated_by`` names it; a runner limit below it still wins as ``max_steps``."""
+    r = run_episode("tiny", _Churner(_Churner.churn), 0)
+    assert r["truncated"] and r["truncated_by"] == "max_episode_steps" and r["steps"] == 3 * 40
+    r = run_episode("tiny", _Churner(_Churner.churn), 0, env_kwargs={"max_steps": 30})
+    assert r["truncated"] and r["truncated_by"] == "max_steps" and r["steps"] == 30
+
+
+def test_a_learned_policy_takes_the_registered_step_limit() -> None:
+    from gpucluster_env.agents.policies import RLPolicy
+
+    from gpucluster_env.registration import max_episode_steps
+
+    assert RLPolicy.step_limit(None, 240) == max_episode_steps(240)  # type: ignore[arg-type]

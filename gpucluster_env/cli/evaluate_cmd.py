@@ -69,19 +69,19 @@ def run(args: argparse.Namespace) -> int:
     if args.metric not in engine_metric_names():
         raise ValueError(f"--metric {args.metric!r}: not an episode metric; known: "
                          f"{', '.join(sorted(engine_metric_names()))}")
-    from gpucluster_env.policy import registered_policies
+    from gpucluster_env.agents.policies import RLPolicy, model_mismatch
+    from gpucluster_env.policy import make_policy, registered_policies
 
     for name in (model, *baselines):
+        cls = registered_policies().get(name)
+        learned = name.startswith("rl:") or (cls is not None and issubclass(cls, RLPolicy))
+        pol = make_policy(name) if learned else None  # loaded once: its shapes are checked on every scenario
         for s in scenarios:
-            cls = registered_policies().get(name)
-            if cls is not None and not cls.applies_to(get_scenario(s)):
-                raise ValueError(f"{name} cannot run on {s}: {cls.not_applicable_because(get_scenario(s))}")
-            if name.startswith("rl:"):
-                from gpucluster_env.agents.policies import model_mismatch
-
-                why = model_mismatch(name[3:], get_scenario(s))
-                if why:
-                    raise ValueError(f"{name} cannot run on {s}: {why}")
+            why = model_mismatch(pol, get_scenario(s)) if pol is not None else None
+            if why is None and cls is not None and not cls.applies_to(get_scenario(s)):
+                why = cls.not_applicable_because(get_scenario(s))
+            if why:
+                raise ValueError(f"{name} cannot run on {s}: {why}")
     res = evaluate(model, scenarios, seeds, baselines, args.metric)
     if args.json:
         print(dumps(res))
@@ -126,6 +126,7 @@ def print_summary(res: dict[str, Any], metric: str, seeds_text: str, console: An
 
 CAUSES = {"stalled": "stalled: it kept waiting with jobs queued and nothing running",
           "max_steps": "stopped at the environment's step limit",
+          "max_episode_steps": "stopped at the model's step limit (the registered ids' max_episode_steps)",
           "max_sim_time_s": "stopped at the simulated-time limit"}
 """A truncated episode's ``truncated_by`` in words."""
 

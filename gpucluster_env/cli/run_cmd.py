@@ -156,12 +156,12 @@ def run(args: argparse.Namespace) -> int:
     names = [n for n in policy_names() if POLICIES[n].applies_to(sc)] if args.policy == "all" else [args.policy]
     left_out = ({n: POLICIES[n].not_applicable_because(sc) for n in policy_names() if n not in names}
                 if args.policy == "all" else {})
-    if args.policy.startswith("rl:") and args.policy != "rl:":
+    if args.policy.startswith("rl") and args.policy != "rl:":  # a trained model: its shapes against the env
         from gpucluster_env.agents.policies import model_mismatch
 
-        why = model_mismatch(args.policy[3:], sc)
+        why = model_mismatch(args.policy, sc)
         if why:
-            raise SettingError(f"--policy {args.policy}: {why}")
+            raise SettingError(f"--policy {args.policy} cannot run on {sc.name}: {why}")
     if args.record is not None and len(names) > 1:
         raise SettingError("--record needs a single --policy")
     inputs = (args.trace, args.scenario if os.path.isfile(args.scenario) else None, sc.trace_file)

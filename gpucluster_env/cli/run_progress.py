@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucluster_env.policy import Policy
+from gpucluster_env.registration import STEPS_PER_JOB, max_episode_steps
 
 UPDATE_EVERY = 512
 
@@ -30,6 +31,10 @@ class EpisodeLimits:
             return days
         if cause == "max_steps":
             return steps
+        if cause == "max_episode_steps":
+            return ("the model's step limit (max_episode_steps of the registered ids, "
+                    f"{STEPS_PER_JOB} steps per job + {max_episode_steps(0):,}: what its training episodes ran "
+                    "under)")
         if cause == "stalled":
             return ("stalled: the policy kept waiting while jobs were queued and nothing ran (the engine's "
                     "max_idle_ticks), not a time or step limit")
@@ -55,6 +60,10 @@ class ProgressPolicy(Policy):
         """The inner policy's environment arguments with the run's limits."""
         return {**self.inner.env_kwargs(), "max_sim_time_s": self.limits.max_sim_s,
                 "max_steps": self.limits.max_steps}
+
+    def step_limit(self, n_jobs: int) -> int | None:
+        """The inner policy's own step limit."""
+        return self.inner.step_limit(n_jobs)
 
     def reset(self, env: Any) -> None:
         self.steps = 0

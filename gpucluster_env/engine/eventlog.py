@@ -21,6 +21,12 @@ class EventLog:
     def add(self, t: float, kind: str, job: int, **extra: Any) -> None:
         self.records.append((t, kind, job, extra or None))
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> EventLog:
+        """A copy with its own list of the same records (records are never changed once added)."""
+        out = EventLog()
+        out.records = list(self.records)
+        return out
+
     def __len__(self) -> int:
         return len(self.records)
 

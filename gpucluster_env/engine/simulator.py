@@ -94,6 +94,7 @@ class ClusterEngine(EngineState, Clock, Occupancy, Rates, Copies, Checks, MoveCh
         self.config = config or EngineConfig()
         self.jobs, self.skip_report = validate_jobs(jobs, self.catalog, cluster, source, skip_bad_rows)
         self._build_static()
+        self._mark_static()
         self._reset_state()
 
     # ------------------------------------------------------------------ actions

@@ -35,8 +35,13 @@ OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
 ACTION_KINDS = ("place", "colocate", "squeeze", "swell", "preempt", "fork")
 LAYOUTS = ("compact", "full")
 DEFAULT_MIN_RUN_S = 600.0
-PENDING_ORDERS = ("queue", "remaining")
 """Minimum run quantum before a job may be preempted where the scenario has no rounds (else one round)."""
+PENDING_ORDERS = ("queue", "remaining")
+DEFAULT_N_PENDING = 16
+DEFAULT_N_RUNNING = {"compact": 32, "full": 16}
+"""The running window's default size by action layout."""
+DEFAULT_N_ACCUM = {"compact": 1, "full": 4}
+"""Accumulation factors in the action space by layout (compact: the engine picks)."""
 _TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork, SetStealing, Reallocate, DropCopy, MoveCopy)
 _KIND_ACTION = {PLACE: Place, COLOCATE: Colocate, SQUEEZE: Squeeze, SWELL: Swell, PREEMPT: Preempt, FORK: Fork}
 
@@ -56,16 +61,18 @@ class GPUClusterEnv(gym.Env):
     ``Discrete(n)``: ``wait`` (0), then ``place(i, type|any)``, ``colocate(i, r)``, ``squeeze(r)``, ``swell(r)``,
     ``preempt(r)``, ``fork(r)`` over a window of the first ``n_pending`` queued jobs (``i``) and the first
     ``n_running`` running jobs (``r``); see :mod:`gpucluster_env.env.codec`. The default ``"compact"`` layout
-    leaves the accumulation to the engine (337 actions on a one-type cluster); ``action_layout="full"`` adds
-    explicit accumulations (about 1,150). Every action but ``wait`` applies at once and returns at the same
-    simulated instant; ``wait`` runs time to the next decision point. ``action_masks()`` gives the valid
-    actions (sb3-contrib's MaskablePPO reads it). The masks bound the actions between two clock advances by
-    ``(1 + c + f) x jobs in system`` (:mod:`gpucluster_env.env.rules`), so no agent can stall time. The env also
-    accepts typed actions (:mod:`gpucluster_env.engine.actions`) with exact GPU sets, for white-box agents.
+    leaves the accumulation to the engine ({compact_actions} actions on a one-type cluster with the default
+    windows); ``action_layout="full"`` adds explicit accumulations ({full_actions}).
+    Every action but ``wait`` applies at once and returns at the same simulated instant; ``wait`` runs time
+    to the next decision point. ``action_masks()`` gives the valid actions (sb3-contrib's MaskablePPO reads it).
+    The masks bound the actions between two clock advances by ``(1 + c + f) x jobs in system``
+    (:mod:`gpucluster_env.env.rules`), so no agent can stall time. The env also accepts typed actions
+    (:mod:`gpucluster_env.engine.actions`) with exact GPU sets, for white-box agents.
 
     ## Observation Space
-    A ``Dict`` of 1-D float32 vectors in [0, 1]: ``pending`` (n_pending x 12), ``running`` (n_running x 16),
-    ``pairs`` (n_pending x n_running x 2, *predicted* interference), ``cluster`` (GPU types x 4), ``clock`` (7);
+    A ``Dict`` of 1-D float32 vectors in [0, 1]: ``pending`` (n_pending x {pf}), ``running`` (n_running x {rf}),
+    ``pairs`` (n_pending x n_running x {pairf}, *predicted* interference), ``cluster`` (GPU types x {cf}), ``clock``
+    ({clockf});
     documented feature by feature in :mod:`gpucluster_env.env.observation`. ``observation="box"`` gives them as
     one flat ``Box``; ``observation="none"`` a constant 1-element ``Box`` for white-box agents that read
     ``env.unwrapped.engine``.
@@ -94,8 +101,10 @@ class GPUClusterEnv(gym.Env):
 
     ## Arguments
     ``scenario`` (name or :class:`~gpucluster_env.scenarios.Scenario`), ``scenario_options`` (dict of
-    overrides, e.g. ``{"num_jobs": 480}``), ``catalog``, ``n_pending=16``, ``n_running=16``,
-    ``action_layout="compact"|"full"``, ``n_accum`` (full layout; default 4), ``observation="dict"|"box"|"none"``,
+    overrides, e.g. ``{"num_jobs": 480}``), ``catalog``, ``n_pending={n_pending}``, ``n_running`` (default
+    {n_running_compact} with the compact layout, {n_running_full} with the full one),
+    ``action_layout="compact"|"full"``, ``n_accum`` (full layout; default {n_accum_full}),
+    ``observation="dict"|"box"|"none"``,
     ``objective``, ``reward_scale=None`` (per-episode normalization) or seconds, ``invalid_action="wait"``
     (an out-of-mask action is a counted no-op: it advances the clock as ``wait`` and ``info["invalid_actions"]``
     counts it) or ``"raise"`` (a ``ValueError`` naming it, for debugging), ``actions`` (the action kinds
@@ -117,7 +126,7 @@ class GPUClusterEnv(gym.Env):
         scenario: str | Scenario = "tiny",
         scenario_options: dict[str, Any] | None = None,
         catalog: Catalog | None = None,
-        n_pending: int = 16,
+        n_pending: int = DEFAULT_N_PENDING,
         n_running: int | None = None,
         n_accum: int | None = None,
         observation: str = "dict",
@@ -154,9 +163,9 @@ class GPUClusterEnv(gym.Env):
         if action_layout not in LAYOUTS:
             raise ValueError(f"action_layout must be one of {', '.join(LAYOUTS)}, got {action_layout!r}")
         if n_accum is None:
-            n_accum = 1 if action_layout == "compact" else 4
+            n_accum = DEFAULT_N_ACCUM[action_layout]
         if n_running is None:
-            n_running = 32 if action_layout == "compact" else 16
+            n_running = DEFAULT_N_RUNNING[action_layout]
         if min_run_s is None:
             min_run_s = sc.config.round_s or DEFAULT_MIN_RUN_S
         kinds = tuple(actions) if actions is not None else tuple(
@@ -511,4 +520,31 @@ class GPUClusterEnv(gym.Env):
         }
 
 
-GPUClusterEnv.__doc__ = (GPUClusterEnv.__doc__ or "").replace("{registered_ids}", registered_ids_text())
+def _doc_numbers() -> dict[str, str]:
+    """The sizes the class docstring states, computed from the code that makes them."""
+    from .observation import (
+        CLOCK_FEATURES,
+        CLUSTER_FEATURES,
+        PAIR_FEATURES,
+        PENDING_FEATURES,
+        RUNNING_FEATURES,
+    )
+
+    compact = ActionLayout(DEFAULT_N_PENDING, DEFAULT_N_RUNNING["compact"], 1, 1, compact=True).size
+    full = [ActionLayout(DEFAULT_N_PENDING, DEFAULT_N_RUNNING["full"], t, DEFAULT_N_ACCUM["full"]).size
+            for t in (1, 3)]
+    return {
+        "registered_ids": registered_ids_text(),
+        "compact_actions": f"{compact:,}",
+        "full_actions": f"{full[0]:,}-{full[1]:,} on one to three types",
+        "pf": str(PENDING_FEATURES), "rf": str(RUNNING_FEATURES), "pairf": str(PAIR_FEATURES),
+        "cf": str(CLUSTER_FEATURES), "clockf": str(CLOCK_FEATURES), "n_pending": str(DEFAULT_N_PENDING),
+        "n_running_compact": str(DEFAULT_N_RUNNING["compact"]), "n_running_full": str(DEFAULT_N_RUNNING["full"]),
+        "n_accum_full": str(DEFAULT_N_ACCUM["full"]),
+    }
+
+
+_doc = GPUClusterEnv.__doc__ or ""
+for _key, _value in _doc_numbers().items():
+    _doc = _doc.replace("{" + _key + "}", _value)
+GPUClusterEnv.__doc__ = _doc

@@ -1,5 +1,6 @@
-"""Rendering of the cluster: an RGB image of the GPU grid (numpy only, for ``RecordVideo``), and text with
-``rich``: GPU grid by node coloured by job, queue, clock, metrics."""
+"""Rendering of the cluster: an RGB frame of the GPU grid with labelled nodes, GPU types, job ids and the clock
+(numpy only, for ``RecordVideo``), and text with ``rich``: GPU grid by node coloured by job, queue, clock,
+metrics."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+from .pixelfont import draw_text, text_width
 
 if TYPE_CHECKING:
     from .cluster_env import GPUClusterEnv
@@ -84,36 +87,88 @@ def render_text(env: GPUClusterEnv, width: int = 110) -> str:
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
-CELL = 8  # pixels per GPU cell
+CELL = 28
+"""Pixels per GPU cell of the ``rgb_array`` frame (a job id of three digits fits at font scale 2)."""
+TEXT_SCALE = 2
+"""Font scale of the frame's labels (:mod:`~gpucluster_env.env.pixelfont`: 6 x 10 pixel characters)."""
+HEADER = 2 * (5 * TEXT_SCALE + 6)
+"""Pixels of the two header lines (clock and counts; the legend)."""
+BLOCK = 16
+"""Frame sides are multiples of this (video encoders work in 16-pixel macroblocks)."""
 _RGB = np.array([(230, 25, 75), (60, 180, 75), (255, 225, 25), (0, 130, 200), (245, 130, 48), (145, 30, 180),
                  (70, 240, 240), (240, 50, 230), (210, 245, 60), (250, 190, 212), (0, 128, 128), (220, 190, 255),
                  (170, 110, 40), (128, 0, 0), (170, 255, 195), (128, 128, 0)], dtype=np.uint8)
+_WHITE, _GREY, _BLACK = (235, 235, 235), (150, 150, 150), (0, 0, 0)
+
+
+def _node_label(eng, node: int) -> str:  # noqa: ANN001 (engine)
+    return f"N{node} {eng.type_names[int(eng.node_type[node])]}"
+
+
+def _ink(rgb: np.ndarray) -> tuple[int, int, int]:
+    """Black or white, whichever reads on a cell of colour ``rgb``."""
+    r, g, b = (int(c) for c in rgb)
+    return _BLACK if 299 * r + 587 * g + 114 * b > 140_000 else _WHITE
+
+
+def _label_job(cell: np.ndarray, j: int) -> None:
+    """Job ``j``'s index in the middle of ``cell`` (a view of the frame), as large as fits."""
+    text = str(j)
+    h, w = cell.shape[:2]
+    for scale in (TEXT_SCALE, 1):
+        tw, th = text_width(text, scale), 5 * scale
+        if tw <= w - 2 and th <= h:
+            draw_text(cell, text, (w - tw) // 2, (h - th) // 2, _ink(cell[0, 0]), scale)
+            return
+
+
+def frame_size(eng, max_nodes: int = MAX_NODES_SHOWN) -> tuple[int, int]:  # noqa: ANN001 (engine)
+    """``(height, width)`` of :func:`render_rgb`'s frames of ``eng``'s cluster (fixed per cluster)."""
+    nodes = min(eng.num_nodes, max_nodes)
+    per_node = int(eng.node_size[:nodes].max()) if nodes else 1
+    label = max((text_width(_node_label(eng, n), TEXT_SCALE) for n in range(nodes)), default=0) + 8
+    w = max(label + per_node * CELL + 4, text_width("T 0000000 S  DONE 0000/0000", TEXT_SCALE) + 8)
+    h = HEADER + nodes * CELL + (CELL if eng.num_nodes > max_nodes else 0) + 12
+    return -(-h // BLOCK) * BLOCK, -(-w // BLOCK) * BLOCK
 
 
 def render_rgb(eng, max_nodes: int = MAX_NODES_SHOWN) -> np.ndarray:  # noqa: ANN001 (engine)
-    """``(H, W, 3)`` uint8 image of the GPU grid: one row of cells per node, one cell per GPU coloured by its
-    job (a stable colour per job index); a GPU shared by two jobs shows the first job in its top half and the
-    second in its bottom half; free GPUs are dark grey. A bar under the grid shows the fraction of jobs done.
-    The size depends only on the cluster, so every frame of an episode has the same shape."""
-    nodes = min(eng.num_nodes, max_nodes)
-    width = int(eng.node_size[:nodes].max()) if nodes else 1
-    h, w = (nodes + 1) * CELL, width * CELL
+    """``(H, W, 3)`` uint8 frame, readable in a video: a header with the clock, jobs done, running and pending;
+    then one row per node labelled with its index and GPU type, one cell per GPU coloured by its job (a stable
+    colour per job index) with the job's index written on it; a GPU shared by two jobs shows the first job in
+    its top half and the second in its bottom half; free GPUs are dark grey. A bar at the bottom shows the
+    fraction of jobs done. The size depends only on the cluster (:func:`frame_size`), so every frame of an
+    episode has the same shape; sides are multiples of 16 pixels."""
+    h, w = frame_size(eng, max_nodes)
     img = np.full((h, w, 3), 16, dtype=np.uint8)
-    half = CELL // 2
+    nodes = min(eng.num_nodes, max_nodes)
+    line = 5 * TEXT_SCALE + 6
+    draw_text(img, f"t {eng.now:,.0f} s  done {eng.n_done}/{eng.n_jobs}", 4, 3, _WHITE, TEXT_SCALE)
+    draw_text(img, f"run {eng.num_running}  wait {eng.num_pending}  free {int(eng.free_mask().sum())}/"
+                   f"{eng.num_gpus}", 4, 3 + line, _GREY, TEXT_SCALE)
+    x0 = max((text_width(_node_label(eng, n), TEXT_SCALE) for n in range(nodes)), default=0) + 8
     for node in range(nodes):
         lo = int(eng.node_start[node])
-        y = node * CELL
+        y = HEADER + node * CELL
+        draw_text(img, _node_label(eng, node), 4, y + (CELL - 5 * TEXT_SCALE) // 2, _WHITE, TEXT_SCALE)
         for k in range(int(eng.node_size[node])):
             a, b = int(eng.slot_job[lo + k, 0]), int(eng.slot_job[lo + k, 1])
-            x = k * CELL
+            x = x0 + k * CELL
             cell = img[y + 1:y + CELL - 1, x + 1:x + CELL - 1]
             if a < 0:
-                cell[:] = 64
+                cell[:] = 48
             elif b < 0:
                 cell[:] = _RGB[a % len(_RGB)]
+                _label_job(cell, a)
             else:
-                cell[:half - 1] = _RGB[a % len(_RGB)]
-                cell[half - 1:] = _RGB[b % len(_RGB)]
-    done = int(round(w * eng.n_done / max(eng.n_jobs, 1)))
-    img[nodes * CELL + 2:nodes * CELL + CELL - 2, :done] = 200
+                half = cell.shape[0] // 2
+                cell[:half] = _RGB[a % len(_RGB)]
+                cell[half:] = _RGB[b % len(_RGB)]
+                _label_job(cell[:half], a)
+                _label_job(cell[half:], b)
+    if eng.num_nodes > max_nodes:
+        draw_text(img, f"+{eng.num_nodes - max_nodes} more nodes", 4, HEADER + nodes * CELL + 8, _GREY,
+                  TEXT_SCALE)
+    done = int(round((w - 8) * eng.n_done / max(eng.n_jobs, 1)))
+    img[h - 10:h - 4, 4:4 + done] = 200
     return img

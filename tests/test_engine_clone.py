@@ -1,0 +1,95 @@
+"""ClusterEngine.clone: a copy that continues bit for bit as the original would, independent of it."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gpucluster_env.env import GPUClusterEnv
+from gpucluster_env.policy import make_policy
+
+
+class _Shim:
+    """What a white-box policy reads of an env (``unwrapped.engine``), over a bare engine."""
+
+    def __init__(self, eng: Any) -> None:
+        self.engine = eng
+        self.unwrapped = self
+
+
+def _play(eng: Any, pol: Any, steps: int | None = None) -> None:
+    """Step ``eng`` with ``pol`` for ``steps`` decisions (None: to the end)."""
+    shim = _Shim(eng)
+    n = 0
+    while not eng.done and (steps is None or n < steps):
+        acts = pol.act(None, shim)
+        for a in acts if isinstance(acts, list) else [acts]:
+            eng.apply(a)
+        if isinstance(acts, list) and not acts:
+            eng.advance()
+        n += 1
+
+
+def _twin_policy(pol: Any) -> Any:
+    """A copy of a (possibly stateful) policy for the clone (its view is made again for the clone's engine)."""
+    view, pol._view = pol._view, None
+    out = copy.deepcopy(pol)
+    pol._view = view
+    return out
+
+
+def _episode(scenario: str, policy: str) -> tuple[Any, Any]:
+    env = GPUClusterEnv(scenario, scenario_options={"num_jobs": 60}, observation="none")
+    env.reset(seed=3)
+    pol = make_policy(policy)
+    pol.reset(env)
+    return env.engine, pol
+
+
+@pytest.mark.parametrize("scenario,policy", [("castor-philly", "castor"), ("sjfbsbf-philly", "srsf"),
+                                             ("gimbal-philly", "gavel+gimbal"), ("hadar-philly", "hadare")])
+def test_clone_continues_as_deepcopy_and_independently(scenario: str, policy: str) -> None:
+    """Sharing (Castor), calibration (Gimbal), forks and quotas (HadarE): a clone mid-episode continues as a
+    full ``copy.deepcopy`` does, and running it leaves the original as an episode never cloned."""
+    ref, ref_pol = _episode(scenario, policy)
+    _play(ref, ref_pol)
+    eng, pol = _episode(scenario, policy)
+    _play(eng, pol, 80)
+    twin, deep = eng.clone(), copy.deepcopy(eng)
+    assert twin.now == eng.now and twin.log == eng.log
+    _play(twin, _twin_policy(pol))       # the clone runs to the end first ...
+    _play(deep, _twin_policy(pol))
+    _play(eng, pol)                      # ... and the original is untouched by it
+    assert twin.log == deep.log and eng.log == ref.log
+    for a, b in ((twin.metrics(), deep.metrics()), (eng.metrics(), ref.metrics())):
+        assert a.keys() == b.keys()
+        for k in a:
+            assert a[k] == b[k] or (isinstance(a[k], float) and np.isnan(a[k]) and np.isnan(b[k])), k
+
+
+def test_clone_of_a_stateless_policy_run_ends_as_the_episode() -> None:
+    """With a stateless policy (SRSF) the clone's run is the episode's own continuation, bit for bit."""
+    ref, ref_pol = _episode("castor-philly", "srsf")
+    _play(ref, ref_pol)
+    eng, pol = _episode("castor-philly", "srsf")
+    _play(eng, pol, 100)
+    twin = eng.clone()
+    _play(twin, make_policy("srsf"))
+    assert twin.log == ref.log and twin.now == ref.now
+
+
+def test_clone_shares_static_tables_and_copies_state() -> None:
+    env = GPUClusterEnv("castor-philly", observation="none")
+    env.reset(seed=0)
+    eng = env.engine
+    _play(eng, make_policy("srsf"), 100)
+    twin = eng.clone()
+    assert twin.catalog is eng.catalog and twin._xi_tab_l is eng._xi_tab_l and twin.jobs is eng.jobs
+    assert twin.remaining is not eng.remaining and twin._heap is not eng._heap
+    assert twin.log.records is not eng.log.records
+    assert np.shares_memory(twin._sj_flat, twin.slot_job) and not np.shares_memory(twin.slot_job, eng.slot_job)
+    deep = copy.deepcopy(eng)
+    assert deep.log == twin.log and np.array_equal(deep.remaining, twin.remaining)
