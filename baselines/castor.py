@@ -1,14 +1,19 @@
 """Castor / SJF-BSBF: shortest job first with best sharing benefit first (castor §5, sjf-bsbf §V).
 
-* **Theorem 1** (:func:`theorem1`): for a running job A and a new job B on A's GPUs, the pair's average JCT is
-  minimised either by starting B now (kappa = 0) or after A finishes (kappa = t_A i_A); compare the two.
-* **Algorithm 2** (:func:`best_sub_batch`): search B's sub-batch b = B, B/2, ..., 1 (gradient accumulation
-  s = B/b), among those that fit in memory beside A, applying Theorem 1 to each; keep the best (ties to the
-  later, smaller sub-batch, as the paper's ``<=``).
+* **Theorem 1** (:func:`.castor_pairs.theorem1`): for a running job A and a new job B on A's GPUs, the pair's
+  average JCT is minimised either by starting B now (kappa = 0) or after A finishes (kappa = t_A i_A); compare
+  the two.
+* **Algorithm 2** (:func:`.castor_pairs.best_plans`): search B's sub-batch b = B, B/2, ..., 1 (gradient
+  accumulation s = B/b), among those that fit in memory beside A, applying Theorem 1 to each; keep the best
+  (ties to the later, smaller sub-batch, as the paper's ``<=``).
 * **Algorithm 1** (:class:`Castor`): pending jobs in SJF order; a job starts on free GPUs when enough are
   free; otherwise every running job holding GPUs alone is a candidate partner, kept when Algorithm 2 says
   sharing wins, ranked by the pair JCT, and its GPUs are taken until the job has enough (topped up with free
   GPUs). A job no candidate benefits stays pending.
+
+Cost: a decision evaluates every (pending, partner) pair of the queue in one array pass
+(:meth:`Castor.pair_plans`), and a pair's iteration times, which depend only on the new job's model and
+batch, the partner's run and the GPUs the pair would use, are kept while the partner runs.
 
 The interference ratios come from a predictor (castor §6, XGBoost on job features; the catalog's
 ``load_predictor``), never from the engine's ground truth; :class:`CastorOracle` uses the truth to show what
@@ -19,10 +24,12 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
+from gpucluster_env.baselines.castor_pairs import PairPlan, PairPlans, best_plans, best_sub_batch
 from gpucluster_env.baselines.sharing import SJFSharingPolicy, fill_with_free
 from gpucluster_env.baselines.timeslice import TIMESLICE_RATIO
 
@@ -71,51 +78,6 @@ def default_predictor() -> XiPredictor:
         return FeaturePredictor()
 
 
-def theorem1(
-    t_a: float, t_a_hat: float, i_a: float, t_b: float, t_b_hat: float, i_b: float
-) -> tuple[bool, float, float]:
-    """Castor Theorem 1 for running job A (``i_a`` iterations left, ``t_a`` s/iteration alone, ``t_a_hat``
-    shared) and new job B (``i_b``, ``t_b``, ``t_b_hat``). Returns ``(share, avg_jct_shared, avg_jct_seq)``,
-    JCTs counted from now; ``share`` is True when starting B now (kappa = 0) beats running B after A
-    (eq. 16-23).
-    """
-    seq = (t_a * i_a + (t_a * i_a + t_b * i_b)) / 2.0
-    if t_a_hat * i_a >= t_b_hat * i_b:  # B finishes first, A continues alone (eq. 16-17)
-        tb = t_b_hat * i_b
-        ta = tb + t_a * (i_a - tb / t_a_hat)
-    else:  # A finishes first, B continues alone (eq. 20-21 at kappa = 0)
-        ta = t_a_hat * i_a
-        tb = ta + t_b * (i_b - ta / t_b_hat)
-    shared = (ta + tb) / 2.0
-    return shared < seq, shared, seq
-
-
-@dataclass(frozen=True)
-class PairPlan:
-    """Algorithm 2's answer for one (running, new) pair: share flag, accumulation s = B/b, pair JCT."""
-
-    share: bool
-    accumulation: int
-    t: float
-    t_shared: float
-    t_seq: float
-
-
-def best_sub_batch(
-    t_a: float, t_a_hat: float, i_a: float, t_b: float, options: list[tuple[int, float]], i_b: float
-) -> PairPlan | None:
-    """Castor Algorithm 2: ``options`` are ``(s, t_b_hat(s))`` for the memory-feasible accumulations in
-    increasing ``s`` (sub-batch B, B/2, ..., 1). Keeps the configuration with the smallest Theorem-1 JCT
-    (``<=``: ties go to the later, smaller sub-batch). None when no sub-batch fits."""
-    best: PairPlan | None = None
-    for s, t_b_hat in options:
-        share, shared, seq = theorem1(t_a, t_a_hat, i_a, t_b, t_b_hat, i_b)
-        t = shared if share else seq
-        if best is None or t <= best.t * (1.0 + 1e-12):
-            best = PairPlan(share, s, t, shared, seq)
-    return best
-
-
 @dataclass
 class CastorDecision:
     """One colocation Castor chose (for the per-decision sharing-benefit report)."""
@@ -147,7 +109,7 @@ class Castor(SJFSharingPolicy):
         self.xi_scale = float(xi_scale)
         self.decisions: list[CastorDecision] = []
         self._xi_cache: dict[tuple[int, int, int], tuple[float, float]] = {}
-        self._pair_cache: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}
+        self._terms: dict[int, tuple[float, dict[tuple[Any, ...], tuple[Any, ...] | None]]] = {}
         self._now = -1.0
         self._remaining = np.zeros(0)
 
@@ -158,7 +120,7 @@ class Castor(SJFSharingPolicy):
             self.predictor = default_predictor()
         self.decisions = []
         self._xi_cache = {}
-        self._pair_cache = {}
+        self._terms = {}
         self._now = -1.0
 
     def pair_xi(self, view: ClusterView, a: int, b: int, gpu_type: int) -> tuple[float, float]:
@@ -171,23 +133,33 @@ class Castor(SJFSharingPolicy):
             self._xi_cache[key] = (max(1.0, float(xa) * self.xi_scale), max(1.0, float(xb) * self.xi_scale))
         return self._xi_cache[key]
 
-    # ------------------------------------------------------------------ Algorithm 1
+    # ------------------------------------------------------------------ Algorithm 2's inputs
     def begin(self, view: ClusterView) -> None:
         if view.now != self._now:
             self._now = view.now
-            self._pair_cache = {}
             self._remaining = view.remaining_now()
+            for p in [p for p in self._terms if not view.is_running(p)]:
+                del self._terms[p]
 
-    def _pair_terms(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> tuple[Any, ...] | None:
-        """Per-iteration times of the pair (cached per instant by the new job's shape and the partner)."""
-        need = int(view.req_gpus[j])
-        key = (view.model_index(j), view.batch(j), need, p, tuple(singles.tolist()), view.busy_gpus)
-        if key in self._pair_cache:
-            return self._pair_cache[key]
-        out: tuple[Any, ...] | None = None
+    def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
+        """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
+        the first of ``p``'s singly-held GPUs ``singles``)."""
         gb = view.plan_colocate(j, p)
-        if gb is None:
-            gb = singles[:need]
+        return singles[: int(view.req_gpus[j])] if gb is None else gb
+
+    def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> tuple[Any, ...] | None:
+        """Per-iteration times of the pair: ``(t_a, t_a_hat, t_b, [(s, t_b_hat(s)), ...])`` for pending job
+        ``j`` on ``gb`` beside running job ``p``, or None when ``j`` cannot share there. A pure function of
+        ``j``'s model and batch, ``p``'s run (its GPUs, accumulation and footprint, fixed from its start) and
+        ``gb`` (``p``'s GPUs, or free ones), so it is kept while ``p`` runs."""
+        start = view.last_start(p)
+        entry = self._terms.get(p)
+        if entry is None or entry[0] != start:
+            entry = self._terms[p] = (start, {})
+        key = (view.model_index(j), view.batch(j), gb.tobytes())
+        if key in entry[1]:
+            return entry[1][key]
+        out: tuple[Any, ...] | None = None
         shared_b = view.tenants(gb)[:, 0] == p
         opts_s = view.accumulations_for(j, gb)
         s_solo = view.solo_accumulation(j, gb)
@@ -200,36 +172,78 @@ class Castor(SJFSharingPolicy):
             t_a_hat = view.iter_time(p, gp, sp, np.where(np.isin(gp, gb), xi_a, 1.0))
             t_b = view.iter_time(j, gb, s_solo, 1.0)
             xb = np.where(shared_b, xi_b, 1.0)
-            options = [(s, view.iter_time(j, gb, s, xb)) for s in opts_s]
-            out = (t_a, t_a_hat, t_b, options)
-        self._pair_cache[key] = out
+            out = (t_a, t_a_hat, t_b, [(s, view.iter_time(j, gb, s, xb)) for s in opts_s])
+        entry[1][key] = out
         return out
+
+    def _i_a(self, view: ClusterView, p: int) -> float:
+        """Iterations running job ``p`` had left at the start of this instant."""
+        return float(self._remaining[p]) if len(self._remaining) > p else float(view.remaining_now()[p])
 
     def plan_pair(self, view: ClusterView, j: int, p: int) -> PairPlan | None:
         """Algorithm 2 for pending job ``j`` beside running job ``p`` (None: ``p`` has no GPU for ``j``)."""
         singles = view.single_gpus_of(p)
         if len(singles) == 0:
             return None
-        terms = self._pair_terms(view, j, p, singles)
+        terms = self._pair_terms(view, j, p, self.colocation_gpus(view, j, p, singles))
         if terms is None:
             return None
         t_a, t_a_hat, t_b, options = terms
-        i_a = float(self._remaining[p]) if len(self._remaining) > p else float(view.remaining_now()[p])
-        i_b = view.remaining(j)
+        i_a = self._i_a(view, p)
         if not (i_a > 0 and math.isfinite(t_a)):
             return None
-        return best_sub_batch(t_a, t_a_hat, i_a, t_b, options, i_b)
+        return best_sub_batch(t_a, t_a_hat, i_a, t_b, options, view.remaining(j))
+
+    def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], PairPlans]:
+        """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
+        array pass: the partners (by index) and the ``(len(jobs), partners)`` plans, the same to the bit as
+        :meth:`plan_pair` on each pair (``found`` False where it says None)."""
+        holders = np.unique(view.tenants(view.single_gpus())[:, 0]).tolist()
+        singles = {p: view.single_gpus_of(p) for p in holders}
+        holders = [p for p in holders if len(singles[p])]
+        shape_of: dict[tuple[int, int, int], int] = {}
+        rep: list[int] = []  # one job of each (model, batch, GPUs) shape: the pair terms depend on no more
+        u = np.empty(len(jobs), dtype=np.int64)
+        for r, j in enumerate(jobs):
+            u[r] = shape_of.setdefault((view.model_index(j), view.batch(j), int(view.req_gpus[j])), len(rep))
+            if u[r] == len(rep):
+                rep.append(j)
+        gbs: dict[tuple[int, int], np.ndarray] = {}
+        rows = []
+        for j in rep:
+            need = int(view.req_gpus[j])
+            for p in holders:
+                if (need, p) not in gbs:
+                    gbs[need, p] = self.colocation_gpus(view, j, p, singles[p])
+                rows.append(self._pair_terms(view, j, p, gbs[need, p]))
+        i_a = np.array([self._i_a(view, p) for p in holders], dtype=float)
+        t_a, t_a_hat, t_b, s_opts, t_hat, n_opts = _term_arrays(rows, len(rep), len(holders), i_a)
+        i_b = np.array([view.remaining(j) for j in jobs], dtype=float)
+        return holders, best_plans(t_a[u], t_a_hat[u], i_a, t_b[u], i_b[:, None], s_opts[u], t_hat[u], n_opts[u])
+
+    # ------------------------------------------------------------------ Algorithm 1
+    def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
+        """The first of ``jobs`` that shares, its candidate partners evaluated for all ``jobs`` at once."""
+        js = list(jobs)
+        if not js:
+            return None
+        holders, plans = self.pair_plans(view, js)
+        cand = plans.found & plans.share
+        for r in np.flatnonzero(cand.any(axis=1)).tolist():
+            cands = [(float(plans.t[r, c]), holders[c], plans.plan((r, c))) for c in np.flatnonzero(cand[r]).tolist()]
+            a = self._colocate(view, js[r], cands)
+            if a is not None:
+                return a
+        return None
 
     def share(self, view: ClusterView, j: int) -> Action | None:
+        return self.first_share(view, [j])
+
+    def _colocate(self, view: ClusterView, j: int, cands: list[tuple[float, int, PairPlan]]) -> Action | None:
+        """Algorithm 1's colocation of pending job ``j`` with the partners sharing benefits (``(pair JCT,
+        partner, plan)``): best pair JCT first, their GPUs taken until ``j`` has enough, topped up with free
+        GPUs; None when that cannot be done."""
         need = int(view.req_gpus[j])
-        holders = np.unique(view.tenants(view.single_gpus())[:, 0])
-        cands: list[tuple[float, int, PairPlan]] = []
-        for p in holders.tolist():
-            plan = self.plan_pair(view, j, p)
-            if plan is not None and plan.share:
-                cands.append((plan.t, p, plan))
-        if not cands:
-            return None
         cands.sort(key=lambda c: (c[0], c[1]))
         chosen: list[int] = []
         partners: list[int] = []
@@ -254,6 +268,29 @@ class Castor(SJFSharingPolicy):
             return None
         self.decisions.append(CastorDecision(view.now, j, tuple(partners), s, best.t_shared, best.t_seq))
         return Colocate(j, partners[0], accumulation=s, gpus=tuple(int(x) for x in g))
+
+
+def _term_arrays(rows: list[tuple[Any, ...] | None], n_shapes: int, n_holders: int,
+                 i_a: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The pair terms of ``rows`` (shape-major, one per (shape, partner)) as ``(shapes, partners)`` arrays
+    ``t_a, t_a_hat, t_b, n_opts`` and ``(shapes, partners, options)`` arrays ``s_opts, t_b_hat``; a pair with
+    no terms, a partner with no iterations left or an unknown solo time gets ``n_opts`` 0."""
+    width = max((len(r[3]) for r in rows if r is not None), default=0)
+    t = np.full((3, n_shapes * n_holders), np.nan)
+    s_opts = np.zeros((n_shapes * n_holders, width), dtype=np.int64)
+    t_hat = np.full((n_shapes * n_holders, width), np.nan)
+    n_opts = np.zeros(n_shapes * n_holders, dtype=np.int64)
+    for k, r in enumerate(rows):
+        if r is not None:
+            t[0, k], t[1, k], t[2, k] = r[0], r[1], r[2]
+            n_opts[k] = len(r[3])
+            for i, (s, x) in enumerate(r[3]):
+                s_opts[k, i], t_hat[k, i] = s, x
+    shape = (n_shapes, n_holders)
+    n_opts = n_opts.reshape(shape)
+    n_opts[~((i_a > 0) & np.isfinite(t[0].reshape(shape)))] = 0
+    return (t[0].reshape(shape), t[1].reshape(shape), t[2].reshape(shape), s_opts.reshape(shape + (width,)),
+            t_hat.reshape(shape + (width,)), n_opts)
 
 
 @register_policy

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines.castor import Castor, CastorOracle, best_sub_batch, theorem1
+from gpucluster_env.baselines.castor import Castor, CastorOracle
+from gpucluster_env.baselines.castor_pairs import best_sub_batch, theorem1
 from gpucluster_env.baselines.sharing import SJFFFS
 from gpucluster_env.baselines.tiresias import Tiresias
 
