@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
-from gpucluster_env.baselines.castor_pairs import PairPlan, PairPlans, best_plans, best_sub_batch
+from gpucluster_env.baselines.castor_pairs import (
+    PairPlan,
+    PairPlans,
+    TermStore,
+    best_plans,
+    best_sub_batch,
+    may_share,
+)
 from gpucluster_env.baselines.sharing import SJFSharingPolicy, fill_with_free
 from gpucluster_env.baselines.timeslice import TIMESLICE_RATIO
 
@@ -109,9 +116,13 @@ class Castor(SJFSharingPolicy):
         self.xi_scale = float(xi_scale)
         self.decisions: list[CastorDecision] = []
         self._xi_cache: dict[tuple[int, int, int], tuple[float, float]] = {}
-        self._terms: dict[int, tuple[float, dict[tuple[Any, ...], tuple[Any, ...] | None]]] = {}
+        self._terms: dict[int, tuple[float, dict[tuple[Any, ...], int]]] = {}
+        self._store = TermStore()
+        self._singles: dict[int, tuple[Any, np.ndarray]] = {}
+        self._cols: dict[int, tuple[Any, np.ndarray]] = {}
         self._now = -1.0
         self._remaining = np.zeros(0)
+        self._shape_id = np.zeros(0, dtype=np.int64)
 
     # ------------------------------------------------------------------ interference
     def reset(self, env: Any) -> None:
@@ -121,6 +132,10 @@ class Castor(SJFSharingPolicy):
         self.decisions = []
         self._xi_cache = {}
         self._terms = {}
+        self._store = TermStore()
+        self._singles = {}
+        self._cols = {}
+        self._shape_id = np.zeros(0, dtype=np.int64)
         self._now = -1.0
 
     def pair_xi(self, view: ClusterView, a: int, b: int, gpu_type: int) -> tuple[float, float]:
@@ -139,42 +154,77 @@ class Castor(SJFSharingPolicy):
             self._now = view.now
             self._remaining = view.remaining_now()
             for p in [p for p in self._terms if not view.is_running(p)]:
-                del self._terms[p]
+                self._store.release(list(self._terms.pop(p)[1].values()))
+                self._singles.pop(p, None)
+                self._cols.pop(p, None)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
         """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
-        the first of ``p``'s singly-held GPUs ``singles``)."""
+        the first of ``p``'s singly-held GPUs ``singles``). The rule takes ``p``'s singly-held GPUs in the
+        order of :meth:`ClusterView.single_gpus_of`, and tops them up only from free GPUs."""
+        need = int(view.req_gpus[j])
+        if need <= len(singles) or view.num_free() == 0:
+            return singles[:need]
         gb = view.plan_colocate(j, p)
-        return singles[: int(view.req_gpus[j])] if gb is None else gb
+        return singles[:need] if gb is None else gb
 
-    def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> tuple[Any, ...] | None:
-        """Per-iteration times of the pair: ``(t_a, t_a_hat, t_b, [(s, t_b_hat(s)), ...])`` for pending job
-        ``j`` on ``gb`` beside running job ``p``, or None when ``j`` cannot share there. A pure function of
-        ``j``'s model and batch, ``p``'s run (its GPUs, accumulation and footprint, fixed from its start) and
-        ``gb`` (``p``'s GPUs, or free ones), so it is kept while ``p`` runs."""
+    def _holders(self, view: ClusterView) -> tuple[list[int], list[np.ndarray], list[tuple[Any, ...]]]:
+        """The running jobs holding a GPU alone (by index), those GPUs of each
+        (:meth:`ClusterView.single_gpus_of`, kept while the set is the same) and a key of each job's run and
+        set."""
+        sg = view.single_gpus()
+        order = np.argsort(view.tenants(sg)[:, 0], kind="stable")
+        sg, ten = sg[order], view.tenants(sg)[order, 0]
+        bounds = np.flatnonzero(ten[1:] != ten[:-1]).tolist()
+        starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(sg)]
+        holders = ten[starts].tolist() if len(sg) else []
+        singles, keys = [], []
+        for p, a, b in zip(holders, starts, ends, strict=False):
+            key = (view.last_start(p), sg[a:b].tobytes())
+            kept = self._singles.get(p)
+            if kept is None or kept[0] != key:
+                kept = self._singles[p] = (key, view.single_gpus_of(p))
+            singles.append(kept[1])
+            keys.append(key)
+        return holders, singles, keys
+
+    def _terms_of(self, view: ClusterView, p: int) -> dict[tuple[Any, ...], int]:
+        """The pair terms (rows of the term store) kept for running job ``p``'s current run."""
         start = view.last_start(p)
         entry = self._terms.get(p)
         if entry is None or entry[0] != start:
+            if entry is not None:
+                self._store.release(list(entry[1].values()))
             entry = self._terms[p] = (start, {})
-        key = (view.model_index(j), view.batch(j), gb.tobytes())
-        if key in entry[1]:
-            return entry[1][key]
-        out: tuple[Any, ...] | None = None
+        return entry[1]
+
+    def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> int:
+        """The term-store row of the pair's per-iteration times ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s),
+        ...))`` for pending job ``j`` on ``gb`` beside running job ``p`` (row 0: ``j`` cannot share there). A
+        pure function of ``j``'s shape (model, batch, GPUs asked), ``p``'s run (its GPUs, accumulation and
+        footprint, fixed from its start) and ``gb`` (``p``'s GPUs, or free ones), so it is kept while ``p``
+        runs."""
+        cache = self._terms_of(view, p)
+        key = (int(self._shapes(view, np.array([j]))[0]), gb.tobytes())
+        if key not in cache:
+            cache[key] = self._store.add(self._compute_terms(view, j, p, gb))
+        return cache[key]
+
+    def _compute_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> tuple[Any, ...] | None:
         shared_b = view.tenants(gb)[:, 0] == p
         opts_s = view.accumulations_for(j, gb)
         s_solo = view.solo_accumulation(j, gb)
-        if opts_s and s_solo is not None and shared_b.any():
-            gtype = int(view.gpu_type[gb[shared_b][0]])
-            xi_a, xi_b = self.pair_xi(view, p, j, gtype)
-            gp = view.gpus_of(p)
-            sp = view.accumulation(p)
-            t_a = view.iter_time(p, gp, sp, 1.0)
-            t_a_hat = view.iter_time(p, gp, sp, np.where(np.isin(gp, gb), xi_a, 1.0))
-            t_b = view.iter_time(j, gb, s_solo, 1.0)
-            xb = np.where(shared_b, xi_b, 1.0)
-            out = (t_a, t_a_hat, t_b, [(s, view.iter_time(j, gb, s, xb)) for s in opts_s])
-        entry[1][key] = out
-        return out
+        if not (opts_s and s_solo is not None and shared_b.any()):
+            return None
+        gtype = int(view.gpu_type[gb[shared_b][0]])
+        xi_a, xi_b = self.pair_xi(view, p, j, gtype)
+        gp = view.gpus_of(p)
+        sp = view.accumulation(p)
+        t_a = view.iter_time(p, gp, sp, 1.0)
+        t_a_hat = view.iter_time(p, gp, sp, np.where(np.isin(gp, gb), xi_a, 1.0))
+        t_b = view.iter_time(j, gb, s_solo, 1.0)
+        xb = np.where(shared_b, xi_b, 1.0)
+        return t_a, t_a_hat, t_b, tuple(opts_s), tuple(view.iter_time(j, gb, s, xb) for s in opts_s)
 
     def _i_a(self, view: ClusterView, p: int) -> float:
         """Iterations running job ``p`` had left at the start of this instant."""
@@ -185,41 +235,61 @@ class Castor(SJFSharingPolicy):
         singles = view.single_gpus_of(p)
         if len(singles) == 0:
             return None
-        terms = self._pair_terms(view, j, p, self.colocation_gpus(view, j, p, singles))
+        terms = self._store.terms(self._pair_terms(view, j, p, self.colocation_gpus(view, j, p, singles)))
         if terms is None:
             return None
-        t_a, t_a_hat, t_b, options = terms
+        t_a, t_a_hat, t_b, s_opts, t_hat = terms
         i_a = self._i_a(view, p)
         if not (i_a > 0 and math.isfinite(t_a)):
             return None
-        return best_sub_batch(t_a, t_a_hat, i_a, t_b, options, view.remaining(j))
+        return best_sub_batch(t_a, t_a_hat, i_a, t_b, list(zip(s_opts, t_hat, strict=True)), view.remaining(j))
 
-    def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], PairPlans]:
+    def _shapes(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
+        """Each job's shape id: jobs of one (model, per-GPU batch, GPUs asked) shape get the same pair
+        terms beside a partner on the same GPUs (ids fixed for the episode)."""
+        if len(self._shape_id) != view.n_jobs:
+            keys = np.array([(view.model_index(j), view.batch(j)) for j in range(view.n_jobs)],
+                            dtype=np.int64).reshape(-1, 2)
+            keys = np.column_stack([keys, view.req_gpus])
+            self._shape_id = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+        return self._shape_id[jobs]
+
+    def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray]:
+        """The partners holding a GPU alone and the term-store rows ``(len(js), partners)`` of every pair.
+        Each partner keeps a column of rows by job shape while its singly-held GPUs and the free GPUs (which
+        a colocation may add) stay the same."""
+        holders, singles, keys = self._holders(view)
+        ids, first, u = np.unique(self._shapes(view, js), return_index=True, return_inverse=True)
+        free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
+        cols = []
+        for p, key in zip(holders, keys, strict=True):
+            col = self._cols.get(p)
+            if col is None or col[0] != (key, free_key):
+                col = self._cols[p] = ((key, free_key), np.full(int(self._shape_id.max()) + 1, -1, dtype=np.int64))
+            cols.append(col[1])
+        rows = np.stack(cols, axis=1)[ids] if cols else np.zeros((len(ids), 0), dtype=np.int64)
+        for k, c in zip(*np.nonzero(rows < 0), strict=True):
+            j, p = int(js[first[k]]), holders[c]
+            rows[k, c] = cols[c][ids[k]] = self._pair_terms(view, j, p, self.colocation_gpus(view, j, p, singles[c]))
+        return holders, rows[u]
+
+    def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, PairPlans]:
         """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
-        array pass: the partners (by index) and the ``(len(jobs), partners)`` plans, the same to the bit as
-        :meth:`plan_pair` on each pair (``found`` False where it says None)."""
-        holders = np.unique(view.tenants(view.single_gpus())[:, 0]).tolist()
-        singles = {p: view.single_gpus_of(p) for p in holders}
-        holders = [p for p in holders if len(singles[p])]
-        shape_of: dict[tuple[int, int, int], int] = {}
-        rep: list[int] = []  # one job of each (model, batch, GPUs) shape: the pair terms depend on no more
-        u = np.empty(len(jobs), dtype=np.int64)
-        for r, j in enumerate(jobs):
-            u[r] = shape_of.setdefault((view.model_index(j), view.batch(j), int(view.req_gpus[j])), len(rep))
-            if u[r] == len(rep):
-                rep.append(j)
-        gbs: dict[tuple[int, int], np.ndarray] = {}
-        rows = []
-        for j in rep:
-            need = int(view.req_gpus[j])
-            for p in holders:
-                if (need, p) not in gbs:
-                    gbs[need, p] = self.colocation_gpus(view, j, p, singles[p])
-                rows.append(self._pair_terms(view, j, p, gbs[need, p]))
+        array pass. Returns the partners (by index) and, for the pairs that may share (rows into ``jobs``,
+        columns into the partners), their plans: the same to the bit as :meth:`plan_pair` on each pair; a pair
+        left out cannot share (:func:`.castor_pairs.may_share`) or has no plan."""
+        js = np.array(jobs, dtype=np.int64)
+        holders, ix = self._term_rows(view, js)
+        st = self._store
         i_a = np.array([self._i_a(view, p) for p in holders], dtype=float)
-        t_a, t_a_hat, t_b, s_opts, t_hat, n_opts = _term_arrays(rows, len(rep), len(holders), i_a)
-        i_b = np.array([view.remaining(j) for j in jobs], dtype=float)
-        return holders, best_plans(t_a[u], t_a_hat[u], i_a, t_b[u], i_b[:, None], s_opts[u], t_hat[u], n_opts[u])
+        t_a = st.t[ix, 0]
+        n_opts = np.where((i_a > 0) & np.isfinite(t_a), st.n_opts[ix], 0)
+        i_b = view.remaining_of(js)
+        may = (n_opts > 0) & may_share(t_a, st.t[ix, 1], i_a, st.t[ix, 2], i_b[:, None], st.t_min[ix])
+        r, c = np.nonzero(may)
+        x = ix[r, c]
+        return holders, r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x],
+                                         st.t_hat[x], n_opts[r, c])
 
     # ------------------------------------------------------------------ Algorithm 1
     def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
@@ -227,11 +297,11 @@ class Castor(SJFSharingPolicy):
         js = list(jobs)
         if not js:
             return None
-        holders, plans = self.pair_plans(view, js)
-        cand = plans.found & plans.share
-        for r in np.flatnonzero(cand.any(axis=1)).tolist():
-            cands = [(float(plans.t[r, c]), holders[c], plans.plan((r, c))) for c in np.flatnonzero(cand[r]).tolist()]
-            a = self._colocate(view, js[r], cands)
+        holders, rows, cols, plans = self.pair_plans(view, js)
+        sharing = np.flatnonzero(plans.share)
+        for r in np.unique(rows[sharing]).tolist():
+            these = sharing[rows[sharing] == r].tolist()
+            a = self._colocate(view, js[r], [(float(plans.t[i]), holders[cols[i]], plans.plan(i)) for i in these])
             if a is not None:
                 return a
         return None
@@ -268,29 +338,6 @@ class Castor(SJFSharingPolicy):
             return None
         self.decisions.append(CastorDecision(view.now, j, tuple(partners), s, best.t_shared, best.t_seq))
         return Colocate(j, partners[0], accumulation=s, gpus=tuple(int(x) for x in g))
-
-
-def _term_arrays(rows: list[tuple[Any, ...] | None], n_shapes: int, n_holders: int,
-                 i_a: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The pair terms of ``rows`` (shape-major, one per (shape, partner)) as ``(shapes, partners)`` arrays
-    ``t_a, t_a_hat, t_b, n_opts`` and ``(shapes, partners, options)`` arrays ``s_opts, t_b_hat``; a pair with
-    no terms, a partner with no iterations left or an unknown solo time gets ``n_opts`` 0."""
-    width = max((len(r[3]) for r in rows if r is not None), default=0)
-    t = np.full((3, n_shapes * n_holders), np.nan)
-    s_opts = np.zeros((n_shapes * n_holders, width), dtype=np.int64)
-    t_hat = np.full((n_shapes * n_holders, width), np.nan)
-    n_opts = np.zeros(n_shapes * n_holders, dtype=np.int64)
-    for k, r in enumerate(rows):
-        if r is not None:
-            t[0, k], t[1, k], t[2, k] = r[0], r[1], r[2]
-            n_opts[k] = len(r[3])
-            for i, (s, x) in enumerate(r[3]):
-                s_opts[k, i], t_hat[k, i] = s, x
-    shape = (n_shapes, n_holders)
-    n_opts = n_opts.reshape(shape)
-    n_opts[~((i_a > 0) & np.isfinite(t[0].reshape(shape)))] = 0
-    return (t[0].reshape(shape), t[1].reshape(shape), t[2].reshape(shape), s_opts.reshape(shape + (width,)),
-            t_hat.reshape(shape + (width,)), n_opts)
 
 
 @register_policy
