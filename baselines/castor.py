@@ -126,9 +126,7 @@ class Castor(SJFSharingPolicy):
 
     # ------------------------------------------------------------------ interference
     def reset(self, env: Any) -> None:
-        super().reset(env)
-        if self.predictor is None:
-            self.predictor = default_predictor()
+        super().reset(env)  # the predictor is loaded when a pair is first predicted (pair_xi)
         self.decisions = []
         self._xi_cache = {}
         self._terms = {}
