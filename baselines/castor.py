@@ -1,14 +1,19 @@
 """Castor / SJF-BSBF: shortest job first with best sharing benefit first (castor §5, sjf-bsbf §V).
 
-* **Theorem 1** (:func:`theorem1`): for a running job A and a new job B on A's GPUs, the pair's average JCT is
-  minimised either by starting B now (kappa = 0) or after A finishes (kappa = t_A i_A); compare the two.
-* **Algorithm 2** (:func:`best_sub_batch`): search B's sub-batch b = B, B/2, ..., 1 (gradient accumulation
-  s = B/b), among those that fit in memory beside A, applying Theorem 1 to each; keep the best (ties to the
-  later, smaller sub-batch, as the paper's ``<=``).
+* **Theorem 1** (:func:`.castor_pairs.theorem1`): for a running job A and a new job B on A's GPUs, the pair's
+  average JCT is minimised either by starting B now (kappa = 0) or after A finishes (kappa = t_A i_A); compare
+  the two.
+* **Algorithm 2** (:func:`.castor_pairs.best_plans`): search B's sub-batch b = B, B/2, ..., 1 (gradient
+  accumulation s = B/b), among those that fit in memory beside A, applying Theorem 1 to each; keep the best
+  (ties to the later, smaller sub-batch, as the paper's ``<=``).
 * **Algorithm 1** (:class:`Castor`): pending jobs in SJF order; a job starts on free GPUs when enough are
   free; otherwise every running job holding GPUs alone is a candidate partner, kept when Algorithm 2 says
   sharing wins, ranked by the pair JCT, and its GPUs are taken until the job has enough (topped up with free
   GPUs). A job no candidate benefits stays pending.
+
+Cost: a decision evaluates every (pending, partner) pair of the queue in one array pass
+(:meth:`Castor.pair_plans`), and a pair's iteration times, which depend only on the new job's model and
+batch, the partner's run and the GPUs the pair would use, are kept while the partner runs.
 
 The interference ratios come from a predictor (castor §6, XGBoost on job features; the catalog's
 ``load_predictor``), never from the engine's ground truth; :class:`CastorOracle` uses the truth to show what
@@ -19,10 +24,19 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
+from gpucluster_env.baselines.castor_pairs import (
+    PairPlan,
+    PairPlans,
+    TermStore,
+    best_plans,
+    best_sub_batch,
+    may_share,
+)
 from gpucluster_env.baselines.sharing import SJFSharingPolicy, fill_with_free
 from gpucluster_env.baselines.timeslice import TIMESLICE_RATIO
 
@@ -71,51 +85,6 @@ def default_predictor() -> XiPredictor:
         return FeaturePredictor()
 
 
-def theorem1(
-    t_a: float, t_a_hat: float, i_a: float, t_b: float, t_b_hat: float, i_b: float
-) -> tuple[bool, float, float]:
-    """Castor Theorem 1 for running job A (``i_a`` iterations left, ``t_a`` s/iteration alone, ``t_a_hat``
-    shared) and new job B (``i_b``, ``t_b``, ``t_b_hat``). Returns ``(share, avg_jct_shared, avg_jct_seq)``,
-    JCTs counted from now; ``share`` is True when starting B now (kappa = 0) beats running B after A
-    (eq. 16-23).
-    """
-    seq = (t_a * i_a + (t_a * i_a + t_b * i_b)) / 2.0
-    if t_a_hat * i_a >= t_b_hat * i_b:  # B finishes first, A continues alone (eq. 16-17)
-        tb = t_b_hat * i_b
-        ta = tb + t_a * (i_a - tb / t_a_hat)
-    else:  # A finishes first, B continues alone (eq. 20-21 at kappa = 0)
-        ta = t_a_hat * i_a
-        tb = ta + t_b * (i_b - ta / t_b_hat)
-    shared = (ta + tb) / 2.0
-    return shared < seq, shared, seq
-
-
-@dataclass(frozen=True)
-class PairPlan:
-    """Algorithm 2's answer for one (running, new) pair: share flag, accumulation s = B/b, pair JCT."""
-
-    share: bool
-    accumulation: int
-    t: float
-    t_shared: float
-    t_seq: float
-
-
-def best_sub_batch(
-    t_a: float, t_a_hat: float, i_a: float, t_b: float, options: list[tuple[int, float]], i_b: float
-) -> PairPlan | None:
-    """Castor Algorithm 2: ``options`` are ``(s, t_b_hat(s))`` for the memory-feasible accumulations in
-    increasing ``s`` (sub-batch B, B/2, ..., 1). Keeps the configuration with the smallest Theorem-1 JCT
-    (``<=``: ties go to the later, smaller sub-batch). None when no sub-batch fits."""
-    best: PairPlan | None = None
-    for s, t_b_hat in options:
-        share, shared, seq = theorem1(t_a, t_a_hat, i_a, t_b, t_b_hat, i_b)
-        t = shared if share else seq
-        if best is None or t <= best.t * (1.0 + 1e-12):
-            best = PairPlan(share, s, t, shared, seq)
-    return best
-
-
 @dataclass
 class CastorDecision:
     """One colocation Castor chose (for the per-decision sharing-benefit report)."""
@@ -147,18 +116,24 @@ class Castor(SJFSharingPolicy):
         self.xi_scale = float(xi_scale)
         self.decisions: list[CastorDecision] = []
         self._xi_cache: dict[tuple[int, int, int], tuple[float, float]] = {}
-        self._pair_cache: dict[tuple[Any, ...], tuple[Any, ...] | None] = {}
+        self._terms: dict[int, tuple[float, dict[tuple[Any, ...], int]]] = {}
+        self._store = TermStore()
+        self._singles: dict[int, tuple[Any, np.ndarray]] = {}
+        self._cols: dict[int, tuple[Any, np.ndarray]] = {}
         self._now = -1.0
         self._remaining = np.zeros(0)
+        self._shape_id = np.zeros(0, dtype=np.int64)
 
     # ------------------------------------------------------------------ interference
     def reset(self, env: Any) -> None:
-        super().reset(env)
-        if self.predictor is None:
-            self.predictor = default_predictor()
+        super().reset(env)  # the predictor is loaded when a pair is first predicted (pair_xi)
         self.decisions = []
         self._xi_cache = {}
-        self._pair_cache = {}
+        self._terms = {}
+        self._store = TermStore()
+        self._singles = {}
+        self._cols = {}
+        self._shape_id = np.zeros(0, dtype=np.int64)
         self._now = -1.0
 
     def pair_xi(self, view: ClusterView, a: int, b: int, gpu_type: int) -> tuple[float, float]:
@@ -171,65 +146,172 @@ class Castor(SJFSharingPolicy):
             self._xi_cache[key] = (max(1.0, float(xa) * self.xi_scale), max(1.0, float(xb) * self.xi_scale))
         return self._xi_cache[key]
 
-    # ------------------------------------------------------------------ Algorithm 1
+    # ------------------------------------------------------------------ Algorithm 2's inputs
     def begin(self, view: ClusterView) -> None:
         if view.now != self._now:
             self._now = view.now
-            self._pair_cache = {}
             self._remaining = view.remaining_now()
+            for p in [p for p in self._terms if not view.is_running(p)]:
+                self._store.release(list(self._terms.pop(p)[1].values()))
+                self._singles.pop(p, None)
+                self._cols.pop(p, None)
 
-    def _pair_terms(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> tuple[Any, ...] | None:
-        """Per-iteration times of the pair (cached per instant by the new job's shape and the partner)."""
+    def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
+        """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
+        the first of ``p``'s singly-held GPUs ``singles``). The rule takes ``p``'s singly-held GPUs in the
+        order of :meth:`ClusterView.single_gpus_of`, and tops them up only from free GPUs."""
         need = int(view.req_gpus[j])
-        key = (view.model_index(j), view.batch(j), need, p, tuple(singles.tolist()), view.busy_gpus)
-        if key in self._pair_cache:
-            return self._pair_cache[key]
-        out: tuple[Any, ...] | None = None
+        if need <= len(singles) or view.num_free() == 0:
+            return singles[:need]
         gb = view.plan_colocate(j, p)
-        if gb is None:
-            gb = singles[:need]
+        return singles[:need] if gb is None else gb
+
+    def _holders(self, view: ClusterView) -> tuple[list[int], list[np.ndarray], list[tuple[Any, ...]]]:
+        """The running jobs holding a GPU alone (by index), those GPUs of each
+        (:meth:`ClusterView.single_gpus_of`, kept while the set is the same) and a key of each job's run and
+        set."""
+        sg = view.single_gpus()
+        order = np.argsort(view.tenants(sg)[:, 0], kind="stable")
+        sg, ten = sg[order], view.tenants(sg)[order, 0]
+        bounds = np.flatnonzero(ten[1:] != ten[:-1]).tolist()
+        starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(sg)]
+        holders = ten[starts].tolist() if len(sg) else []
+        singles, keys = [], []
+        for p, a, b in zip(holders, starts, ends, strict=False):
+            key = (view.last_start(p), sg[a:b].tobytes())
+            kept = self._singles.get(p)
+            if kept is None or kept[0] != key:
+                kept = self._singles[p] = (key, view.single_gpus_of(p))
+            singles.append(kept[1])
+            keys.append(key)
+        return holders, singles, keys
+
+    def _terms_of(self, view: ClusterView, p: int) -> dict[tuple[Any, ...], int]:
+        """The pair terms (rows of the term store) kept for running job ``p``'s current run."""
+        start = view.last_start(p)
+        entry = self._terms.get(p)
+        if entry is None or entry[0] != start:
+            if entry is not None:
+                self._store.release(list(entry[1].values()))
+            entry = self._terms[p] = (start, {})
+        return entry[1]
+
+    def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> int:
+        """The term-store row of the pair's per-iteration times ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s),
+        ...))`` for pending job ``j`` on ``gb`` beside running job ``p`` (row 0: ``j`` cannot share there). A
+        pure function of ``j``'s shape (model, batch, GPUs asked), ``p``'s run (its GPUs, accumulation and
+        footprint, fixed from its start) and ``gb`` (``p``'s GPUs, or free ones), so it is kept while ``p``
+        runs."""
+        cache = self._terms_of(view, p)
+        key = (int(self._shapes(view, np.array([j]))[0]), gb.tobytes())
+        if key not in cache:
+            cache[key] = self._store.add(self._compute_terms(view, j, p, gb))
+        return cache[key]
+
+    def _compute_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> tuple[Any, ...] | None:
         shared_b = view.tenants(gb)[:, 0] == p
         opts_s = view.accumulations_for(j, gb)
         s_solo = view.solo_accumulation(j, gb)
-        if opts_s and s_solo is not None and shared_b.any():
-            gtype = int(view.gpu_type[gb[shared_b][0]])
-            xi_a, xi_b = self.pair_xi(view, p, j, gtype)
-            gp = view.gpus_of(p)
-            sp = view.accumulation(p)
-            t_a = view.iter_time(p, gp, sp, 1.0)
-            t_a_hat = view.iter_time(p, gp, sp, np.where(np.isin(gp, gb), xi_a, 1.0))
-            t_b = view.iter_time(j, gb, s_solo, 1.0)
-            xb = np.where(shared_b, xi_b, 1.0)
-            options = [(s, view.iter_time(j, gb, s, xb)) for s in opts_s]
-            out = (t_a, t_a_hat, t_b, options)
-        self._pair_cache[key] = out
-        return out
+        if not (opts_s and s_solo is not None and shared_b.any()):
+            return None
+        gtype = int(view.gpu_type[gb[shared_b][0]])
+        xi_a, xi_b = self.pair_xi(view, p, j, gtype)
+        gp = view.gpus_of(p)
+        sp = view.accumulation(p)
+        t_a = view.iter_time(p, gp, sp, 1.0)
+        t_a_hat = view.iter_time(p, gp, sp, np.where(np.isin(gp, gb), xi_a, 1.0))
+        t_b = view.iter_time(j, gb, s_solo, 1.0)
+        xb = np.where(shared_b, xi_b, 1.0)
+        return t_a, t_a_hat, t_b, tuple(opts_s), tuple(view.iter_time(j, gb, s, xb) for s in opts_s)
+
+    def _i_a(self, view: ClusterView, p: int) -> float:
+        """Iterations running job ``p`` had left at the start of this instant."""
+        return float(self._remaining[p]) if len(self._remaining) > p else float(view.remaining_now()[p])
 
     def plan_pair(self, view: ClusterView, j: int, p: int) -> PairPlan | None:
         """Algorithm 2 for pending job ``j`` beside running job ``p`` (None: ``p`` has no GPU for ``j``)."""
         singles = view.single_gpus_of(p)
         if len(singles) == 0:
             return None
-        terms = self._pair_terms(view, j, p, singles)
+        terms = self._store.terms(self._pair_terms(view, j, p, self.colocation_gpus(view, j, p, singles)))
         if terms is None:
             return None
-        t_a, t_a_hat, t_b, options = terms
-        i_a = float(self._remaining[p]) if len(self._remaining) > p else float(view.remaining_now()[p])
-        i_b = view.remaining(j)
+        t_a, t_a_hat, t_b, s_opts, t_hat = terms
+        i_a = self._i_a(view, p)
         if not (i_a > 0 and math.isfinite(t_a)):
             return None
-        return best_sub_batch(t_a, t_a_hat, i_a, t_b, options, i_b)
+        return best_sub_batch(t_a, t_a_hat, i_a, t_b, list(zip(s_opts, t_hat, strict=True)), view.remaining(j))
+
+    def _shapes(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
+        """Each job's shape id: jobs of one (model, per-GPU batch, GPUs asked) shape get the same pair
+        terms beside a partner on the same GPUs (ids fixed for the episode)."""
+        if len(self._shape_id) != view.n_jobs:
+            keys = np.array([(view.model_index(j), view.batch(j)) for j in range(view.n_jobs)],
+                            dtype=np.int64).reshape(-1, 2)
+            keys = np.column_stack([keys, view.req_gpus])
+            self._shape_id = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+        return self._shape_id[jobs]
+
+    def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray]:
+        """The partners holding a GPU alone and the term-store rows ``(len(js), partners)`` of every pair.
+        Each partner keeps a column of rows by job shape while its singly-held GPUs and the free GPUs (which
+        a colocation may add) stay the same."""
+        holders, singles, keys = self._holders(view)
+        ids, first, u = np.unique(self._shapes(view, js), return_index=True, return_inverse=True)
+        free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
+        cols = []
+        for p, key in zip(holders, keys, strict=True):
+            col = self._cols.get(p)
+            if col is None or col[0] != (key, free_key):
+                col = self._cols[p] = ((key, free_key), np.full(int(self._shape_id.max()) + 1, -1, dtype=np.int64))
+            cols.append(col[1])
+        rows = np.stack(cols, axis=1)[ids] if cols else np.zeros((len(ids), 0), dtype=np.int64)
+        for k, c in zip(*np.nonzero(rows < 0), strict=True):
+            j, p = int(js[first[k]]), holders[c]
+            rows[k, c] = cols[c][ids[k]] = self._pair_terms(view, j, p, self.colocation_gpus(view, j, p, singles[c]))
+        return holders, rows[u]
+
+    def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, PairPlans]:
+        """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
+        array pass. Returns the partners (by index) and, for the pairs that may share (rows into ``jobs``,
+        columns into the partners), their plans: the same to the bit as :meth:`plan_pair` on each pair; a pair
+        left out cannot share (:func:`.castor_pairs.may_share`) or has no plan."""
+        js = np.array(jobs, dtype=np.int64)
+        holders, ix = self._term_rows(view, js)
+        st = self._store
+        i_a = np.array([self._i_a(view, p) for p in holders], dtype=float)
+        t_a = st.t[ix, 0]
+        n_opts = np.where((i_a > 0) & np.isfinite(t_a), st.n_opts[ix], 0)
+        i_b = view.remaining_of(js)
+        may = (n_opts > 0) & may_share(t_a, st.t[ix, 1], i_a, st.t[ix, 2], i_b[:, None], st.t_min[ix])
+        r, c = np.nonzero(may)
+        x = ix[r, c]
+        return holders, r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x],
+                                         st.t_hat[x], n_opts[r, c])
+
+    # ------------------------------------------------------------------ Algorithm 1
+    def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
+        """The first of ``jobs`` that shares, its candidate partners evaluated for all ``jobs`` at once."""
+        js = list(jobs)
+        if not js:
+            return None
+        holders, rows, cols, plans = self.pair_plans(view, js)
+        sharing = np.flatnonzero(plans.share)
+        for r in np.unique(rows[sharing]).tolist():
+            these = sharing[rows[sharing] == r].tolist()
+            a = self._colocate(view, js[r], [(float(plans.t[i]), holders[cols[i]], plans.plan(i)) for i in these])
+            if a is not None:
+                return a
+        return None
 
     def share(self, view: ClusterView, j: int) -> Action | None:
+        return self.first_share(view, [j])
+
+    def _colocate(self, view: ClusterView, j: int, cands: list[tuple[float, int, PairPlan]]) -> Action | None:
+        """Algorithm 1's colocation of pending job ``j`` with the partners sharing benefits (``(pair JCT,
+        partner, plan)``): best pair JCT first, their GPUs taken until ``j`` has enough, topped up with free
+        GPUs; None when that cannot be done."""
         need = int(view.req_gpus[j])
-        holders = np.unique(view.tenants(view.single_gpus())[:, 0])
-        cands: list[tuple[float, int, PairPlan]] = []
-        for p in holders.tolist():
-            plan = self.plan_pair(view, j, p)
-            if plan is not None and plan.share:
-                cands.append((plan.t, p, plan))
-        if not cands:
-            return None
         cands.sort(key=lambda c: (c[0], c[1]))
         chosen: list[int] = []
         partners: list[int] = []

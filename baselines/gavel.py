@@ -153,10 +153,14 @@ class Gavel(Policy):
             row[k] += run if np.isfinite(run) else 0.0
         self._round_t = view.now
 
-    def _reset_times(self, now: float) -> None:
-        """Gavel's reset of the time received (deficits carry what each row was owed)."""
+    def _reset_times(self, now: float, active: list[int]) -> None:
+        """Gavel's reset of the time received (deficits carry what each row was owed). Rows with a job no
+        longer ``active`` (finished: it is never a candidate again) are dropped, so a reset costs what is
+        live, not every job ever seen; each row's reset is its own, so the others are unchanged."""
         if self._last_reset is not None:
-            keys = sorted(set(self.alloc) | set(self.job_time) | set(self.deficit))
+            live = set(active)
+            keys = sorted(k for k in set(self.alloc) | set(self.job_time) | set(self.deficit)
+                          if all(j in live for j in k))
             jt, d = reset_time_received(self._rows(self.alloc, keys), self._rows(self.job_time, keys),
                                         self._rows(self.deficit, keys), now - self._last_reset, self.round_s)
             self.job_time = {k: jt[i] for i, k in enumerate(keys)}
@@ -207,7 +211,7 @@ class Gavel(Policy):
         t = self.tputs.matrix(active)
         changed = frozenset(active) != self._alloc_jobs
         if needs_recompute(now, self._last_reset, self.min_reset_s, changed):
-            self._reset_times(now)
+            self._reset_times(now, active)
             self._allocate(view, active, t)
             self._alloc_jobs = frozenset(active)
         rows, runnable = self._candidate_rows(view, active, t)

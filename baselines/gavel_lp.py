@@ -33,8 +33,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.optimize import linprog
 
 
 @dataclass(frozen=True)
@@ -75,6 +73,9 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
     """The LP over job classes: rows of ``t``/``g``/``d`` are classes of ``m`` identical jobs, ``x`` a class's
     per-job fractions, pair columns ``pr`` (class a <= b) with per-member throughputs ``pt`` (P x 2 x types)
     hold the classes' total pair time."""
+    import scipy.sparse as sp  # here, not at the top: importing scipy.optimize costs ~1 s a run needs only for an LP
+    from scipy.optimize import linprog
+
     n, nk = t.shape
     npair = len(pr)
     ns = n * nk

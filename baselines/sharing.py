@@ -8,6 +8,7 @@ ranks candidate partners by the pair JCT Theorem 1 predicts and shares only wher
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -35,18 +36,35 @@ class SJFSharingPolicy(Policy):
         n_free = view.num_free()
         n_single = view.num_single()
         self.begin(view)
-        for j in self.order(view):
-            need = int(view.req_gpus[j])
-            if need <= n_free and view.plan_place(j) is not None:
-                return Place(j)
-            if need <= n_free + n_single:
-                a = self.share(view, j)
-                if a is not None:
-                    return a
-        return Wait()
+        placeable: list[int] = []
+
+        def sharers() -> Iterator[int]:
+            """The queue walked in order up to the first job that fits on free GPUs (kept in ``placeable``):
+            the jobs that would have to share, as they come."""
+            for j in self.order(view):
+                need = int(view.req_gpus[j])
+                if need <= n_free and view.plan_place(j) is not None:
+                    placeable.append(j)
+                    return
+                if need <= n_free + n_single:
+                    yield j
+
+        a = self.first_share(view, sharers())
+        if a is not None:
+            return a
+        return Place(placeable[0]) if placeable else Wait()
 
     def begin(self, view: ClusterView) -> None:
         """Hook called once per ``act`` before the queue is walked."""
+
+    def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
+        """The first of ``jobs`` (pending, in queue order) that :meth:`share` colocates, as its action; None
+        when none does. Subclasses may evaluate the jobs together; the answer must be the same."""
+        for j in jobs:
+            a = self.share(view, j)
+            if a is not None:
+                return a
+        return None
 
     def share(self, view: ClusterView, j: int) -> Action | None:
         """A colocation action for pending job ``j`` when free GPUs are too few, or None to skip it."""

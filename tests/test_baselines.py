@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines.castor import Castor, CastorOracle, best_sub_batch, theorem1
+from gpucluster_env.baselines.castor import Castor, CastorOracle
+from gpucluster_env.baselines.castor_pairs import best_sub_batch, theorem1
 from gpucluster_env.baselines.sharing import SJFFFS
 from gpucluster_env.baselines.tiresias import Tiresias
 
@@ -200,6 +201,48 @@ def test_castor_ranks_partners_by_pair_jct(build: Any) -> None:
     assert eng.job_table()["gpus"].tolist()[:2] == [[0], [1]]
     t, a = acts[2]
     assert t == 1.0 and isinstance(a, Colocate) and a.partner == 1 and a.gpus == (1,)
+
+
+def test_castor_array_pass_matches_pair_by_pair() -> None:
+    # At every decision of a loaded run: the one-pass plans of every (pending, partner) pair equal
+    # plan_pair's, bit for bit (pairs left out by the prefilter do not share), and the GPUs taken for a pair
+    # are the engine's colocation rule's (else the partner's single GPUs).
+    from gpucluster_env.env import GPUClusterEnv
+
+    env = GPUClusterEnv("tiny", observation="none", scenario_options={"load": 4.0, "num_jobs": 120})
+    env.reset(seed=1)
+    class Mixed:  # ratios from 1.05 to 2.4 by model pair, so some pairs share and some do not
+        def predict_pair(self, a: Any, b: Any, gpu_type: str) -> tuple[float, float]:
+            k = (len(a.name) + 3 * len(b.name)) % 7
+            return 1.05 + 0.225 * k, 1.05 + 0.225 * ((k + 3) % 7)
+
+    pol = Castor(predictor=Mixed())
+    pol.reset(env)
+    checked = shared = 0
+    for _ in range(5000):
+        view = pol.view(env)
+        pol.begin(view)
+        jobs = view.pending_jobs().tolist()
+        if jobs:
+            holders, rows, cols, plans = pol.pair_plans(view, jobs)
+            got = {(jobs[r], holders[c]): plans.plan(i) for i, (r, c) in enumerate(zip(rows, cols, strict=True))}
+            for j in jobs:
+                for p in holders:
+                    ref = pol.plan_pair(view, j, p)
+                    if (j, p) in got:
+                        assert got[j, p] == ref
+                    else:
+                        assert ref is None or not ref.share
+                    singles = view.single_gpus_of(p)
+                    gb = view.plan_colocate(j, p)
+                    want = singles[: int(view.req_gpus[j])] if gb is None else gb
+                    assert pol.colocation_gpus(view, j, p, singles).tolist() == want.tolist()
+                    checked += 1
+                    shared += ref is not None and ref.share
+        _, _, term, trunc, _ = env.step(pol.act(None, env))
+        if term or trunc:
+            break
+    assert term and checked > 1000 and 10 < shared < checked - 100
 
 
 def test_sjf_ffs_colocates_even_when_interference_hurts(build: Any) -> None:

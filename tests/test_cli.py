@@ -91,6 +91,9 @@ def test_run_with_options_and_record(tmp_path):
         (["bench", "--env-steps", "1000000000000"], "--env-steps 1000000000000: must be from 1 to"),
         (["bench", "--train-steps", "-1"], "--train-steps -1"),
         (["bench", "--fifo-scenario", "nope"], "--fifo-scenario: unknown scenario 'nope'"),
+        (["bench", "--policy-scenario", "nope"], "--policy-scenario: unknown scenario 'nope'"),
+        (["bench", "--policies", "fifo,nope"], "--policies: unknown policy nope"),
+        (["bench", "--policy-jobs", "0"], "--policy-jobs: each job count must be from 1 to"),
         (["run", "--policy", "tiresias", "--policy-option", "bogus=1"], "policy 'tiresias': unknown option(s) bogus"),
         (["run", "--policy", "fifo", "--policy-option", "x=1"], "its options: none"),
         (["run", "--policy", "all", "--policy-option", "x=1"], "--policy-option needs a single --policy"),
@@ -118,7 +121,12 @@ def test_scenarios_and_policies(capsys):
 
 def test_bench_small_run_prints_figures():
     r = json.loads(run_cli("bench", "--jobs", "500", "--env-scenario", "tiny", "--env-steps", "300",
-                           "--decision-sizes", "8", "--json").stdout)
+                           "--decision-sizes", "8", "--policy-jobs", "40", "--policy-scenario", "tiny",
+                           "--policies", "sjf-ffs,tiresias", "--json").stdout)
+    rows = {row["policy"]: row for row in r["policy_speed"]}
+    assert list(rows) == ["fifo", "sjf-ffs", "tiresias"] and rows["fifo"]["x_fifo_wall"] == 1.0
+    assert all(row["jobs"] == 40 and row["decisions_per_s"] > 0 and row["wall_s"] > 0 for row in rows.values())
+    assert rows["tiresias"]["x_fifo_wall"] == rows["tiresias"]["wall_s"] / rows["fifo"]["wall_s"]
     assert r["fifo_jobs"] == 500 and r["fifo_jobs_per_s"] > 0 and r["fifo_80k_wall_s"] is None
     assert r["env_steps_per_s"] > 0 and r["peak_rss_mb"] > 0 and r["engine_decisions_per_s"] > 0
     assert r["gavel_decision_s_8"] > 0 and r["gavel_packed_decision_s_8"] > 0 and r["hadar_decision_s_8"] > 0

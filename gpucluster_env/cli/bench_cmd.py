@@ -15,6 +15,10 @@
   jobs on n/4 GPUs of each of three types; see :mod:`gpucluster_env.leaderboard.decision_speed`
   (``--decision-sizes``; none skips them). ``pollux_decision_s_160`` (and ``_100x100``): one allocation search
   of ``pollux`` over 160 jobs on 16 x 4 GPUs at its default size and at Pollux's own (100 x 100).
+* Per-policy whole runs (``policy_speed``): every reference policy on ``--policy-scenario`` with
+  ``--policy-jobs`` jobs (1,000 by default; ``1000,10000`` adds a month-scale run), wall time including the
+  environment's build, decision points per second, and both as ratios to FIFO's in the same process; see
+  :mod:`gpucluster_env.leaderboard.policy_speed` (``--policy-jobs ''`` skips them).
 * Peak resident memory of the process.
 """
 
@@ -37,6 +41,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--train-steps", type=int, default=8192, help="MaskablePPO timesteps to time (0: skip)")
     p.add_argument("--decision-sizes", default="32,256,2048",
                    help="active-job counts for the Gavel/Hadar decision times, comma-separated ('' skips)")
+    p.add_argument("--policy-jobs", default="1000",
+                   help="job counts for the per-policy whole runs, comma-separated, e.g. 1000,10000 ('' skips; "
+                        "default 1000)")
+    p.add_argument("--policy-scenario", default="sjfbsbf-philly",
+                   help="scenario of the per-policy runs (default sjfbsbf-philly: 64 GPUs, Philly's busiest period)")
+    p.add_argument("--policies", default="reference",
+                   help="policies of the per-policy runs, comma-separated (default: every reference policy)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -107,16 +118,39 @@ BENCH_RANGES: dict[str, tuple[int, int]] = {"jobs": (1, 1_000_000), "env_steps":
 """The accepted range of each numeric ``bench`` argument (inclusive), checked before anything is timed."""
 
 
+def _policy_args(args: argparse.Namespace) -> tuple[tuple[int, ...], list[str] | None]:
+    """``--policy-jobs`` as job counts and ``--policies`` as names (None: the reference policies)."""
+    from gpucluster_env.policy import registered_policies
+
+    try:
+        sizes = tuple(int(x) for x in args.policy_jobs.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--policy-jobs: expected comma-separated job counts, got {args.policy_jobs!r}") from None
+    if any(not (1 <= n <= 1_000_000) for n in sizes):
+        raise ValueError(f"--policy-jobs: each job count must be from 1 to 1,000,000, got {args.policy_jobs!r}")
+    if args.policies == "reference":
+        return sizes, None
+    names = [x.strip() for x in args.policies.split(",") if x.strip()]
+    unknown = [n for n in names if n not in registered_policies()]
+    if unknown or not names:
+        raise ValueError(f"--policies: unknown policy {', '.join(unknown) or repr(args.policies)}; "
+                         "see `gpucluster policies`")
+    return sizes, names
+
+
 def check_bench_args(args: argparse.Namespace) -> None:
     """Refuse, before the first measurement, an argument out of :data:`BENCH_RANGES` or an unknown scenario
     (one line naming the flag)."""
     from gpucluster_env.scenarios import get_scenario
 
+    _policy_args(args)
+
     for key, (low, high) in BENCH_RANGES.items():
         v = getattr(args, key)
         if not (low <= v <= high):
             raise ValueError(f"--{key.replace('_', '-')} {v}: must be from {low:,} to {high:,}")
-    for flag, name in (("--env-scenario", args.env_scenario), ("--fifo-scenario", args.fifo_scenario)):
+    for flag, name in (("--env-scenario", args.env_scenario), ("--fifo-scenario", args.fifo_scenario),
+                       ("--policy-scenario", args.policy_scenario)):
         try:
             get_scenario(name)
         except ValueError as e:
@@ -155,12 +189,33 @@ def run(args: argparse.Namespace) -> int:
             out.update(decision_times(sizes))
         with console.status("Pollux's allocation search at 160 jobs …", spinner="dots"):
             out.update(pollux_decision_times())
+    policy_jobs, policies = _policy_args(args)
+    if policy_jobs:
+        from gpucluster_env.leaderboard.policy_speed import policy_speeds
+
+        with console.status(f"each policy on {args.policy_scenario} at {args.policy_jobs} jobs …", spinner="dots"):
+            out["policy_speed"] = policy_speeds(policy_jobs, policies, args.policy_scenario, args.seed)
     out["peak_rss_mb"] = _peak_rss_mb()
     if args.json:
         print(dumps(out))
         return 0
     from gpucluster_env.text_tables import Col, make_console, print_table
 
-    print_table(make_console(), "gpucluster bench", [Col("figure", "left", key=True), Col("value")],
+    speeds = out.pop("policy_speed", [])
+    console = make_console()
+    print_table(console, "gpucluster bench", [Col("figure", "left", key=True), Col("value")],
                 [(k, f"{v:,.2f}" if isinstance(v, float) else str(v)) for k, v in out.items()])
+    if speeds:
+        _print_policy_speeds(console, speeds, args.policy_scenario)
     return 0
+
+
+def _print_policy_speeds(console: object, rows: list[dict[str, object]], scenario: str) -> None:
+    from gpucluster_env.text_tables import Col, print_table
+
+    cols = [Col("policy", "left", key=True), Col("jobs"), Col("wall s"), Col("decisions/s"), Col("x FIFO wall"),
+            Col("x FIFO dec/s")]
+    body = [(r["policy"], f"{r['jobs']:,}", "–", "–", "–", f"skipped: {r['skipped']}") if "skipped" in r else
+            (r["policy"], f"{r['jobs']:,}", f"{r['wall_s']:,.2f}", f"{r['decisions_per_s']:,.0f}",
+             f"{r['x_fifo_wall']:.2f}", f"{r['x_fifo_decisions_per_s']:.2f}") for r in rows]
+    print_table(console, f"whole runs on {scenario}", cols, body)

@@ -180,6 +180,10 @@ class ClusterView:
         """Iterations job ``j`` had left at its last rate change."""
         return self._eng.remaining.item(j)
 
+    def remaining_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`remaining` of each of ``jobs`` (a fresh array)."""
+        return self._eng.remaining[np.asarray(jobs, dtype=np.int64)]
+
     def remaining_now(self) -> np.ndarray:
         """Every job's iterations left at the current time."""
         return self._eng.remaining_now()

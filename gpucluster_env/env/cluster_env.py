@@ -46,6 +46,10 @@ _TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork, SetStealing, Rea
 _KIND_ACTION = {PLACE: Place, COLOCATE: Colocate, SQUEEZE: Squeeze, SWELL: Swell, PREEMPT: Preempt, FORK: Fork}
 
 
+_NO_XI_TAB = np.zeros((1, 1, 1, 2))
+"""The kernel's slowdown-table argument without observation: only the observation's pairs block reads it."""
+
+
 class GPUClusterEnv(gym.Env):
     """Schedule deep-learning training jobs on a heterogeneous, multi-tenant GPU cluster.
 
@@ -208,16 +212,10 @@ class GPUClusterEnv(gym.Env):
         self._running = np.empty(0, dtype=np.int64)
         self._mask_cache: np.ndarray | None = None
         self._windows_at: tuple[int, int] | None = None  # (engine epoch, queue_version) of the windows
-        # The compiled kernel (see .kernel) writes the observation buffer and the mask each step.
-        from . import kernel
-
-        self._kernel = kernel.observe
+        # The compiled kernel (see .kernel) writes the observation buffer and the mask; it (and numba) is
+        # loaded on first use: a white-box agent's run without observation sends typed actions and needs no mask.
+        self._kernel: Any = None
         L = self.layout
-        offsets = (L.place_off, L.colocate_off, L.squeeze_off, L.swell_off, L.preempt_off)
-        kinds = (L.n_pending, L.n_running, L.n_accum, L.n_types, offsets, self.allowed)
-        extra = {"place_width": L.place_width, "share_off": L.share_off, "compact": L.compact}
-        self._layout_obs = kernel.layout_vector(*kinds, observe=observation != "none", **extra)
-        self._layout_mask = kernel.layout_vector(*kinds, observe=False, **extra)
         self._buf = np.zeros(self.obs_builder.ends[-1], dtype=np.float32)
         self._mask_arr = np.zeros(L.size, dtype=bool)
         self._mask_arr[0] = True
@@ -383,7 +381,7 @@ class GPUClusterEnv(gym.Env):
     @property
     def _mask(self) -> np.ndarray:
         if self._mask_cache is None:
-            self._run_kernel(self._layout_mask)
+            self._run_kernel(False)
             self._mask_cache = self._mask_arr
         return self._mask_cache
 
@@ -460,13 +458,28 @@ class GPUClusterEnv(gym.Env):
         if self.observation_mode == "none":
             self._mask_cache = None  # computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)
-        self._run_kernel(self._layout_obs)
+        self._run_kernel(True)
         self._mask_cache = self._mask_arr
         out = self._buf.copy()
         return out if self.observation_mode == "box" else self.obs_builder.split(out)
 
-    def _run_kernel(self, layout: np.ndarray) -> None:
-        """Observation buffer (if ``layout`` asks for it) and mask of the current state, from the engine."""
+    def _load_kernel(self) -> None:
+        """Import the compiled kernel and build its two layout vectors (with and without the observation)."""
+        from . import kernel
+
+        L = self.layout
+        offsets = (L.place_off, L.colocate_off, L.squeeze_off, L.swell_off, L.preempt_off)
+        kinds = (L.n_pending, L.n_running, L.n_accum, L.n_types, offsets, self.allowed)
+        extra = {"place_width": L.place_width, "share_off": L.share_off, "compact": L.compact}
+        self._layout_obs = kernel.layout_vector(*kinds, observe=self.observation_mode != "none", **extra)
+        self._layout_mask = kernel.layout_vector(*kinds, observe=False, **extra)
+        self._kernel = kernel.observe
+
+    def _run_kernel(self, obs: bool) -> None:
+        """Observation buffer (if ``obs``) and mask of the current state, from the engine."""
+        if self._kernel is None:
+            self._load_kernel()
+        layout = self._layout_obs if obs else self._layout_mask
         eng = self.engine
         if self._kernel_epoch != eng.epoch or self._kernel_engine is not eng:
             # a new engine, or the engine's arrays were rebuilt by its reset
@@ -482,7 +495,8 @@ class GPUClusterEnv(gym.Env):
                 static(eng.iterations),
                 static(eng.req_gpus), eng.job_min_mem, eng.footprint, static(eng.type_total), eng.busy_t,
                 eng.shared_t, static(eng.fits_type),
-                static(eng.deadline), eng.accum, static(eng.job_model), ob.job_type, ob.job_nodes, ob.xi_tab,
+                static(eng.deadline), eng.accum, static(eng.job_model), ob.job_type, ob.job_nodes,
+                ob.xi_tab if self.observation_mode != "none" else _NO_XI_TAB,
                 ob.inv_types, ob.inv_horizon, eng.slot_job, static(eng.gpu_type), static(eng.type_mem),
                 ob.static_pending, ob.static_running, ob.solo_iter, ob.log_held, self.codec._footprints(eng),
                 ob.inv_type_total, ob.type_frac, self._buf, self._mask_arr, self._placeable,

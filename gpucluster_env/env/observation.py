@@ -116,13 +116,22 @@ class ObservationBuilder:
         self.static_running[:, 9:12] = self.model_feat[mi]
         self.static_running.clip(0.0, 1.0, out=self.static_running)  # as each step's running block is
         self.solo_iter = eng.solo_time / eng.iterations
-        self.xi_tab = predicted_slowdowns(eng)
+        self._xi_tab: np.ndarray | None = None  # predicted when first read (a run without observation may never)
         self.inv_types = 1.0 / max(self.n_types - 1, 1)
         self.inv_horizon = 1.0 / max(float(eng.submit.max()) + float((eng.solo_time * eng.req_gpus).sum())
                                      / eng.num_gpus, 1.0)
         # per job: GPU type of its first GPU and nodes it spans, kept by the environment as jobs start
         self.job_type = np.zeros(eng.n_jobs, dtype=np.int64)
         self.job_nodes = np.ones(eng.n_jobs, dtype=np.int64)
+
+    @property
+    def xi_tab(self) -> np.ndarray:
+        """The predicted slowdown table of the engine's models and GPU types (:func:`predicted_slowdowns`),
+        computed on first use: the observation's pairs block, an integer share action and the topology rule
+        read it; a white-box agent's run without observation does not."""
+        if self._xi_tab is None:
+            self._xi_tab = predicted_slowdowns(self.eng)
+        return self._xi_tab
 
     def record_gpus(self, j: int) -> None:
         """Note the GPU type and node count of job ``j``'s GPUs (after it starts or forks)."""

@@ -1,0 +1,166 @@
+"""Castor's pair arithmetic over arrays: Theorem 1 and Algorithm 2's sub-batch choice for many (running,
+pending) pairs in one numpy pass (castor §5; sjf-bsbf §V).
+
+Each function works element by element on arrays of any broadcastable shape (or on plain floats), with the
+same operations in the same order per element as the scalar formulas, so one pair's answer is the same to
+the bit whether it is computed alone or among thousands (numpy's elementwise ``+ - * /`` round like Python
+floats; nothing here sums or reduces across pairs).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+TIE = 1.0 + 1e-12
+"""Algorithm 2's ``<=`` with a relative tolerance: a later (smaller) sub-batch wins ties."""
+
+
+def theorem1(t_a: Any, t_a_hat: Any, i_a: Any, t_b: Any, t_b_hat: Any, i_b: Any) -> tuple[Any, Any, Any]:
+    """Castor Theorem 1 for running job A (``i_a`` iterations left, ``t_a`` s/iteration alone, ``t_a_hat``
+    shared) and new job B (``i_b``, ``t_b``, ``t_b_hat``); floats or arrays, element by element. Returns
+    ``(share, avg_jct_shared, avg_jct_seq)``, JCTs counted from now; ``share`` is True when starting B now
+    (kappa = 0) beats running B after A (eq. 16-23)."""
+    t_a, t_a_hat, i_a, t_b, t_b_hat, i_b = (np.asarray(x, dtype=float) for x in (t_a, t_a_hat, i_a, t_b, t_b_hat,
+                                                                                i_b))
+    with np.errstate(all="ignore"):  # the branch not taken may divide by zero; its value is dropped
+        seq = (t_a * i_a + (t_a * i_a + t_b * i_b)) / 2.0
+        b_first = t_a_hat * i_a >= t_b_hat * i_b  # B finishes first, A continues alone (eq. 16-17)
+        tb_1 = t_b_hat * i_b
+        ta_1 = tb_1 + t_a * (i_a - tb_1 / t_a_hat)
+        ta_2 = t_a_hat * i_a  # A finishes first, B continues alone (eq. 20-21 at kappa = 0)
+        tb_2 = ta_2 + t_b * (i_b - ta_2 / t_b_hat)
+        shared = (np.where(b_first, ta_1, ta_2) + np.where(b_first, tb_1, tb_2)) / 2.0
+    return shared < seq, shared, seq
+
+
+@dataclass(frozen=True)
+class PairPlan:
+    """Algorithm 2's answer for one (running, new) pair: share flag, accumulation s = B/b, pair JCT."""
+
+    share: bool
+    accumulation: int
+    t: float
+    t_shared: float
+    t_seq: float
+
+
+def may_share(t_a: Any, t_a_hat: Any, i_a: Any, t_b: Any, i_b: Any, t_b_hat_min: Any) -> np.ndarray:
+    """Whether a pair may share at some sub-batch, from B's fastest shared iteration time ``t_b_hat_min``:
+    False only where no sub-batch can pass Theorem 1, so pairs found False can be skipped. Over the reals the
+    shared JCT of Theorem 1 does not decrease as ``t_b_hat`` grows when ``t_a_hat >= t_a`` (case 1:
+    d/d(t_b_hat i_b) = 1 - t_a/(2 t_a_hat) > 0; case 2: d/dt_b_hat = t_b t_a_hat i_a / t_b_hat^2 >= 0; the
+    cases meet continuously), so sharing at any sub-batch needs ``shared(t_b_hat_min) < seq``; the test allows
+    1e-9 of rounding (each term's error is a few ulps of the sequential JCT), and passes every pair with
+    ``t_a_hat < t_a``, a NaN or an infinite sequential JCT."""
+    _, shared, seq = theorem1(t_a, t_a_hat, i_a, t_b, t_b_hat_min, i_b)
+    return ~(shared >= seq * (1.0 + 1e-9)) | ~(np.asarray(t_a_hat) >= t_a) | ~np.isfinite(seq)
+
+
+@dataclass
+class PairPlans:
+    """Algorithm 2's answers for a list of pairs (see :func:`best_plans`)."""
+
+    share: np.ndarray
+    accumulation: np.ndarray
+    t: np.ndarray
+    t_shared: np.ndarray
+    t_seq: np.ndarray
+
+    def plan(self, i: int) -> PairPlan:
+        """Pair ``i``'s answer as a :class:`PairPlan` (plain Python numbers)."""
+        return PairPlan(bool(self.share[i]), int(self.accumulation[i]), float(self.t[i]), float(self.t_shared[i]),
+                        float(self.t_seq[i]))
+
+
+def best_plans(
+    t_a: np.ndarray, t_a_hat: np.ndarray, i_a: np.ndarray, t_b: np.ndarray, i_b: np.ndarray,
+    s_opts: np.ndarray, t_b_hat: np.ndarray, n_opts: np.ndarray,
+) -> PairPlans:
+    """Castor Algorithm 2 for ``m`` pairs at once: ``t_a, t_a_hat, i_a, t_b, i_b, n_opts`` have one entry per
+    pair, ``s_opts`` and ``t_b_hat`` one row ``(m, options)``: the feasible accumulations in increasing ``s``
+    (sub-batch B, B/2, ..., 1) and B's shared iteration time at each; pair ``i`` uses its first ``n_opts[i] >=
+    1`` of them. Each pair keeps the configuration with the smallest Theorem-1 JCT (``<=`` within
+    :data:`TIE`: ties go to the later, smaller sub-batch)."""
+    share_k, shared_k, seq = theorem1(t_a[:, None], t_a_hat[:, None], i_a[:, None], t_b[:, None], t_b_hat,
+                                      i_b[:, None])
+    t_k = np.where(share_k, shared_k, seq)
+    rows = np.arange(len(t_a))
+    best = np.zeros(len(t_a), dtype=np.int64)
+    for k in range(1, t_b_hat.shape[1]):
+        best = np.where((k < n_opts) & (t_k[:, k] <= t_k[rows, best] * TIE), k, best)
+    return PairPlans(share_k[rows, best], s_opts[rows, best], t_k[rows, best], shared_k[rows, best], seq[:, 0])
+
+
+def best_sub_batch(
+    t_a: float, t_a_hat: float, i_a: float, t_b: float, options: list[tuple[int, float]], i_b: float
+) -> PairPlan | None:
+    """Castor Algorithm 2 for one pair: ``options`` are ``(s, t_b_hat(s))`` for the memory-feasible
+    accumulations in increasing ``s`` (:func:`best_plans` on a single pair). None when no sub-batch fits."""
+    if not options:
+        return None
+    s_opts = np.array([[s for s, _ in options]], dtype=np.int64)
+    t_hat = np.array([[x for _, x in options]], dtype=float)
+    one = [np.array([x], dtype=float) for x in (t_a, t_a_hat, i_a, t_b, i_b)]
+    return best_plans(*one, s_opts, t_hat, np.array([len(options)])).plan(0)
+
+
+class TermStore:
+    """Pair terms ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s), ...))`` kept as rows of growing arrays, so a
+    decision gathers the rows of its pairs with one index per array. Row 0 stands for "no terms" (the pair
+    cannot share: ``n_opts`` 0); released rows are reused."""
+
+    def __init__(self) -> None:
+        self.t = np.full((64, 3), math.nan)
+        """``t_a, t_a_hat, t_b`` per row."""
+        self.n_opts = np.zeros(64, dtype=np.int64)
+        self.s_opts = np.zeros((64, 1), dtype=np.int64)
+        self.t_hat = np.full((64, 1), math.nan)
+        self.t_min = np.full(64, math.nan)
+        """The fastest ``t_b_hat`` of each row (for :func:`may_share`)."""
+        self._used = 1
+        self._free: list[int] = []
+
+    def add(self, terms: tuple[Any, ...] | None) -> int:
+        """Store ``terms`` (None: row 0) and return its row."""
+        if terms is None:
+            return 0
+        t_a, t_a_hat, t_b, s_opts, t_hat = terms
+        if self._free:
+            i = self._free.pop()
+        else:
+            i, self._used = self._used, self._used + 1
+            if i == len(self.t):
+                self._grow(2 * i, self.s_opts.shape[1])
+        if len(s_opts) > self.s_opts.shape[1]:
+            self._grow(len(self.t), len(s_opts))
+        k = len(s_opts)
+        self.t[i] = (t_a, t_a_hat, t_b)
+        self.n_opts[i] = k
+        self.s_opts[i], self.t_hat[i] = 0, math.nan
+        self.s_opts[i, :k], self.t_hat[i, :k] = s_opts, t_hat
+        self.t_min[i] = np.fmin.reduce(self.t_hat[i, :k])
+        return i
+
+    def release(self, rows: list[int]) -> None:
+        """Rows no longer needed (row 0 is kept)."""
+        self._free += [i for i in rows if i]
+
+    def terms(self, i: int) -> tuple[Any, ...] | None:
+        """Row ``i`` back as a terms tuple (None for row 0)."""
+        if i == 0:
+            return None
+        k = int(self.n_opts[i])
+        return (*self.t[i].tolist(), tuple(self.s_opts[i, :k].tolist()), tuple(self.t_hat[i, :k].tolist()))
+
+    def _grow(self, rows: int, width: int) -> None:
+        n, w = self.t.shape[0], self.s_opts.shape[1]
+        self.t = np.concatenate([self.t, np.full((rows - n, 3), math.nan)])
+        self.n_opts = np.concatenate([self.n_opts, np.zeros(rows - n, dtype=np.int64)])
+        self.t_min = np.concatenate([self.t_min, np.full(rows - n, math.nan)])
+        s_opts, t_hat = np.zeros((rows, width), dtype=np.int64), np.full((rows, width), math.nan)
+        s_opts[:n, :w], t_hat[:n, :w] = self.s_opts, self.t_hat
+        self.s_opts, self.t_hat = s_opts, t_hat
