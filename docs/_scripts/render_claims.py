@@ -149,8 +149,10 @@ def _no_interference(c: Claim, claims: Claims, records: list[dict[str, Any]],
             "its records of the claims run)")
     if imp > 0:
         return (f"**Measured cause: colocation interference.** {what}: the paper's direction. The claim fails on "
-                "the run time its colocations lose at the catalog's interference ratios for this GPU type (in "
-                "this catalog a fit to Gavel's K80/P100/V100 pairs, not pairs measured on it: issue #27).")
+                "the run time its colocations lose at the catalog's interference ratios for this GPU type "
+                "(docs/catalog.md: the A6000 and A40 take Lucid's measured RTX 3090 pairs (GA102) with each type's "
+                "own demands; the RTX 2080 Ti, with no pair measured, the regression fitted on Gavel's and "
+                "Lucid's pairs together).")
     return f"**Cause: none found.** {what}: still not the paper's direction, so interference alone does not explain it."
 
 
