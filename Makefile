@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean lock
+.PHONY: demo test test-quick lint bench clean lock
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,10 @@ demo: $(STAMP)
 ## Run the test suite (two workers).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -n 2 tests
+
+## The suite without the tests marked slow (the cross-machine goldens, training, bench, Ray): a quick check.
+test-quick: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m "not slow" tests
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -46,6 +46,7 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_training_writes_model_metadata_logs_and_checkpoints(trained: Path) -> None:
     meta = json.loads((trained / "meta.json").read_text())
     assert meta["algo"] == "maskable_ppo" and meta["timesteps"] >= 256

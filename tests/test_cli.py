@@ -43,6 +43,7 @@ def test_run_json_has_the_documented_keys():
     assert r["p95_jct_s"] >= r["median_jct_s"]
 
 
+@pytest.mark.slow
 def test_run_all_policies_table_and_same_seed_same_result():
     out = run_cli("run", "--scenario", "tiny", "--policy", "all", "--seed", "1").stdout
     assert "fifo" in out and "sjf" in out and "avg JCT" in out
@@ -119,6 +120,7 @@ def test_scenarios_and_policies(capsys):
     assert "castor-philly" in run_cli("scenarios").stdout
 
 
+@pytest.mark.slow
 def test_bench_small_run_prints_figures():
     r = json.loads(run_cli("bench", "--jobs", "500", "--env-scenario", "tiny", "--env-steps", "300",
                            "--decision-sizes", "8", "--policy-jobs", "40", "--policy-scenario", "tiny",

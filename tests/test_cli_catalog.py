@@ -29,6 +29,7 @@ def test_validate_json(capsys):
     assert rep["solo_tput_median_rel_err"]["V100"] <= 0.10
 
 
+@pytest.mark.slow
 @needs_data
 def test_fit_interference_writes_loadable_files(tmp_path, capsys):
     assert main(["catalog", "fit-interference", "--seeds", "1", "--out-dir", str(tmp_path), "--json"]) == 0

@@ -143,6 +143,7 @@ def test_killed_run_resumes_to_the_same_records(tmp_path: Path) -> None:
     assert len(want) == 15 and got == want  # none lost, none twice, the same numbers
 
 
+@pytest.mark.slow
 def test_ray_backend_gives_the_local_records(tmp_path: Path) -> None:
     pytest.importorskip("ray", reason="Ray is not installed (pip install 'gpucluster-env[ray]')")
     import ray
