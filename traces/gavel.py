@@ -33,6 +33,7 @@ import pandas as pd
 from gpucluster_env.traces.files import numbers, open_text, read_csv
 from gpucluster_env.traces.tables import LoadReport, RowChecker, TraceFormatError, finish
 
+from gpucluster_env.catalog.solo import GAVEL_FAMILY_MODEL
 from gpucluster_env.jobs import MAX_BATCH_SIZE
 
 GAVEL_COLUMNS = (
@@ -62,15 +63,8 @@ GAVEL_COLUMNS_10 = (
 
 GAVEL_LAYOUTS = {len(GAVEL_COLUMNS): GAVEL_COLUMNS, len(GAVEL_COLUMNS_10): GAVEL_COLUMNS_10}
 
-GAVEL_MODEL_NAMES = {
-    "ResNet-18": "resnet18",
-    "ResNet-50": "resnet50",
-    "Transformer": "transformer",
-    "LM": "lm",
-    "Recommendation": "recommendation",
-    "CycleGAN": "cyclegan",
-    "A3C": "a3c",
-}
+GAVEL_MODEL_NAMES = GAVEL_FAMILY_MODEL
+"""Gavel's job-type families -> the catalog's model names (:data:`gpucluster_env.catalog.solo.GAVEL_FAMILY_MODEL`)."""
 """Gavel job-type family -> catalog model name (scenarios.GAVEL_MODELS)."""
 
 MAX_STEPS = 1e12

@@ -28,12 +28,11 @@ from __future__ import annotations
 
 import json
 import math
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from .measured import GAVEL_TYPES, _positive, require_data_dir, split_job_key
+from .xi_model import package_json
 
 SOLO_FILE = "gavel_solo.json"
 
@@ -93,17 +92,8 @@ def build_solo_table(path: Path | None = None) -> dict[str, Any]:
     return out
 
 
-def _package_table() -> dict[str, Any] | None:
-    try:
-        text = resources.files("gpucluster_env").joinpath("data", SOLO_FILE).read_text()
-    except (FileNotFoundError, OSError):
-        return None
-    return json.loads(text)
-
-
-@lru_cache(maxsize=1)
 def _cached_package_table() -> dict[str, Any] | None:
-    return _package_table()
+    return package_json(SOLO_FILE)
 
 
 class MeasuredSolo:

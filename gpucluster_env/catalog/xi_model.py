@@ -71,17 +71,19 @@ def type_demand(p: ModelProfile, gpu_type: str, exponent: float) -> float:
     return demand_on(p, GPU_TYPES[gpu_type], GPU_TYPES[REFERENCE_TYPE], exponent)
 
 
-def _package_table() -> dict[str, Any] | None:
+@lru_cache(maxsize=8)
+def package_json(name: str) -> dict[str, Any] | None:
+    """The package's data file ``gpucluster_env/data/NAME`` as JSON (read once per process; the same object is
+    returned to every caller, who must not change it), or None when a build lacks it."""
     try:
-        text = resources.files("gpucluster_env").joinpath("data", XI_TABLE_FILE).read_text()
+        text = resources.files("gpucluster_env").joinpath("data", name).read_text()
     except (FileNotFoundError, OSError):
         return None
     return json.loads(text)
 
 
-@lru_cache(maxsize=1)
 def _cached_package_table() -> dict[str, Any] | None:
-    return _package_table()
+    return package_json(XI_TABLE_FILE)
 
 
 def shipped_demand_exponent() -> float:
