@@ -16,20 +16,20 @@ Cost: a decision evaluates every (pending, partner) pair of the queue in one arr
 batch, the partner's run and the GPUs the pair would use, are kept while the partner runs.
 
 The interference ratios come from a predictor (castor §6, XGBoost on job features; the catalog's
-``load_predictor``), never from the engine's ground truth; :class:`CastorOracle` uses the truth to show what
-prediction costs.
+``load_predictor``), never from the engine's ground truth; ``castor-oracle``
+(:mod:`gpucluster_env.baselines.castor_oracle`) uses the truth to show what prediction costs;
+``castor-timeslice`` (:mod:`gpucluster_env.baselines.castor_timeslice`) is the time-slicing ablation.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.castor_pairs import (
+from gpucluster_env.baselines.parts.castor_pairs import (
     PairPlan,
     PairPlans,
     TermStore,
@@ -37,52 +37,12 @@ from gpucluster_env.baselines.castor_pairs import (
     best_sub_batch,
     may_share,
 )
-from gpucluster_env.baselines.sharing import SJFSharingPolicy, fill_with_free
-from gpucluster_env.baselines.timeslice import TIMESLICE_RATIO
+from gpucluster_env.baselines.parts.sjf_sharing import SJFSharingPolicy, fill_with_free
+from gpucluster_env.baselines.parts.xi_predictor import XiPredictor, default_predictor
 
 from gpucluster_env.engine import Action, Colocate
 from gpucluster_env.engine.view import ClusterView
-from gpucluster_env.interference import FeatureInterference
 from gpucluster_env.policy import register_policy
-from gpucluster_env.workloads import ModelProfile
-
-
-class XiPredictor(Protocol):
-    """What Castor needs from an interference predictor (castor §6)."""
-
-    def predict_pair(
-        self, model_a: ModelProfile, model_b: ModelProfile, gpu_type: str
-    ) -> tuple[float, float]:
-        """Predicted ``(xi_a, xi_b)`` of the two models sharing a ``gpu_type`` GPU under MPS."""
-        ...
-
-
-class FeaturePredictor:
-    """Stand-in used only while the catalog ships no fitted predictor: the feature formula of
-    :class:`~gpucluster_env.interference.FeatureInterference` (same inputs the XGBoost model sees)."""
-
-    source = "feature formula (no fitted predictor in the catalog)"
-
-    def __init__(self, k: float = 0.8) -> None:
-        self._f = FeatureInterference(k)
-
-    def predict_pair(
-        self, model_a: ModelProfile, model_b: ModelProfile, gpu_type: str
-    ) -> tuple[float, float]:
-        return self._f.pair_xi(model_a, model_b, gpu_type)
-
-
-def default_predictor() -> XiPredictor:
-    """The catalog's fitted XGBoost predictor (``gpucluster_env.catalog.predictor.load_predictor``), or the
-    feature-formula stand-in when that module is not available."""
-    try:
-        from gpucluster_env.catalog.predictor import load_predictor
-
-        return load_predictor()
-    except (ImportError, ValueError, OSError) as e:
-        warnings.warn(f"Castor: no fitted xi predictor ({e}); using the feature-formula stand-in",
-                      stacklevel=2)
-        return FeaturePredictor()
 
 
 @dataclass
@@ -336,38 +296,3 @@ class Castor(SJFSharingPolicy):
             return None
         self.decisions.append(CastorDecision(view.now, j, tuple(partners), s, best.t_shared, best.t_seq))
         return Colocate(j, partners[0], accumulation=s, gpus=tuple(int(x) for x in g))
-
-
-@register_policy
-class CastorOracle(Castor):
-    """Castor with the engine's true interference ratios instead of the predictor (upper bound on what a
-    perfect predictor would give)."""
-
-    name: ClassVar[str] = "castor-oracle"
-    description: ClassVar[str] = "Castor (SJF-BSBF) with the true xi instead of the XGBoost predictor"
-    paper: ClassVar[str] = "castor §9.5 (IR prediction ablation)"
-
-    def pair_xi(self, view: ClusterView, a: int, b: int, gpu_type: int) -> tuple[float, float]:
-        return view.true_pair_xi(a, b, view.type_names[int(gpu_type)])
-
-
-@register_policy
-class CastorTimeSlice(Castor):
-    """Castor for a cluster that shares GPUs by time-slicing instead of MPS (castor §8): its predicted ratios
-    are scaled by the time-slicing ratio, and it runs on ``baselines.timeslice.timeslice_catalog()`` (declared
-    by :meth:`env_kwargs`, so ``gpucluster run --policy castor-timeslice`` needs no extra wiring)."""
-
-    name: ClassVar[str] = "castor-timeslice"
-    description: ClassVar[str] = (
-        "Castor assuming time-sliced sharing (xi x1.75); pair with timeslice_catalog() for the §9.5 ablation"
-    )
-    paper: ClassVar[str] = "castor §8, §9.5 (sharing-technique ablation)"
-
-    def __init__(self, predictor: XiPredictor | None = None, xi_scale: float = TIMESLICE_RATIO) -> None:
-        super().__init__(predictor, xi_scale)
-
-    def env_kwargs(self) -> dict[str, Any]:
-        """The time-slicing world (castor §8 Fig. 8: xi x1.75 over MPS)."""
-        from gpucluster_env.baselines.timeslice import timeslice_catalog
-
-        return {"catalog": timeslice_catalog()}

@@ -1,4 +1,5 @@
-"""Temporal GPU sharing (time-slicing without MPS) as an interference model, for castor §8 / §9.5's ablation.
+"""Castor-timeslice: Castor for a cluster that shares GPUs by time-slicing instead of MPS, and that world as an
+interference model (castor §8, §9.5's sharing-technique ablation).
 
 Castor §8 (Fig. 8) measures that a pair's interference ratio under the default time-sliced sharing is about
 1.75x (BERT: MPS lower "by up to 43%") to 1.92x (a second pair) its value under MPS spatial sharing.
@@ -10,8 +11,14 @@ world setting, not an agent: pass the catalog to the environment (``GPUClusterEn
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
+from gpucluster_env.baselines.castor import Castor
+from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
+
 from gpucluster_env.catalog import Catalog, default_catalog
 from gpucluster_env.interference import InterferenceModel
+from gpucluster_env.policy import register_policy
 from gpucluster_env.workloads import ModelProfile
 
 TIMESLICE_RATIO = 1.75
@@ -36,3 +43,23 @@ def timeslice_catalog(catalog: Catalog | None = None, ratio: float = TIMESLICE_R
     """``catalog`` (default: the shipped one) with its interference model switched to time-slicing."""
     cat = catalog or default_catalog()
     return cat.with_interference(TimeSliceInterference(cat.interference, ratio))
+
+
+@register_policy
+class CastorTimeSlice(Castor):
+    """Castor for a cluster that shares GPUs by time-slicing instead of MPS (castor §8): its predicted ratios
+    are scaled by the time-slicing ratio, and it runs on :func:`timeslice_catalog` (declared
+    by :meth:`env_kwargs`, so ``gpucluster run --policy castor-timeslice`` needs no extra wiring)."""
+
+    name: ClassVar[str] = "castor-timeslice"
+    description: ClassVar[str] = (
+        "Castor assuming time-sliced sharing (xi x1.75); pair with timeslice_catalog() for the §9.5 ablation"
+    )
+    paper: ClassVar[str] = "castor §8, §9.5 (sharing-technique ablation)"
+
+    def __init__(self, predictor: XiPredictor | None = None, xi_scale: float = TIMESLICE_RATIO) -> None:
+        super().__init__(predictor, xi_scale)
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """The time-slicing world (castor §8 Fig. 8: xi x1.75 over MPS)."""
+        return {"catalog": timeslice_catalog()}

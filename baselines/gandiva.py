@@ -22,10 +22,10 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.castor import XiPredictor
-from gpucluster_env.baselines.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
-from gpucluster_env.baselines.gimbal_search import ThroughputModel
-from gpucluster_env.baselines.profiled import JobFacts
+from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
+from gpucluster_env.baselines.parts.job_facts import JobFacts
+from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
 from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.gavel import Gavel
+from gpucluster_env.baselines.parts.gavel_scheduler import Gavel
 
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy

@@ -6,7 +6,8 @@ round-robins the highest-priority job pairs, equal GPU counts only; the Gimbal-e
 aggressive packing decisions" with the equal-size restriction removed (§7.1-7.2). Gavel's packed LP
 (``gavel-packed``, also with ``objective="makespan"``) pairs equal sizes only, so ``gavel+gimbal`` lays Gimbal's
 relaxed packing on Gavel's round decisions instead of on that LP (``gavel-packed+gimbal``, at the end of this
-module, is the other reading: Gimbal's coordination on the LP's own pairs):
+(:mod:`gpucluster_env.baselines.gavel_packed_gimbal`), is the other reading: Gimbal's coordination on the LP's own
+pairs):
 
 1. each round Gavel grants exclusive gangs exactly as ``gavel`` does (the makespan LP by default, priority =
    allocation / share of time received, deficits, the round length of the scenario or 360 s);
@@ -32,48 +33,36 @@ the coordination objective is always eq. 5-6.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.castor import XiPredictor
-from gpucluster_env.baselines.gavel import Gavel
-from gpucluster_env.baselines.gavel_packed import GavelPacked
 from gpucluster_env.baselines.gavel_rounds import round_priorities
-from gpucluster_env.baselines.gimbal import GimbalLayer
-from gpucluster_env.baselines.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
-from gpucluster_env.baselines.gimbal_search import DEFAULT_GRANULARITY
-from gpucluster_env.baselines.profiled import JobFacts
+from gpucluster_env.baselines.parts.gavel_scheduler import OBJECTIVES, Gavel
+from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, Granularity, WithGimbal
+from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from gpucluster_env.baselines.parts.gimbal_search import DEFAULT_GRANULARITY
+from gpucluster_env.baselines.parts.job_facts import JobFacts
+from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
-from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
+from gpucluster_env.engine import Action, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy
+from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 
-@register_policy
-class GavelGimbal(GimbalLayer, Gavel):
-    """Gavel (makespan) with Gimbal: round grants as Gavel, the jobs left waiting packed beside granted ones
-    under the topology rule, makespan coordination (module docstring)."""
+class GavelLeftoverPacking(Gavel):
+    """Gavel's rounds (makespan by default) with the jobs a round leaves waiting packed beside granted ones under
+    Gimbal's topology rule (steps 1-3 of the module docstring): the host ``gavel+gimbal`` wraps."""
 
-    name: ClassVar[str] = "gavel+gimbal"
-    description: ClassVar[str] = (
-        "Gavel's minimize-makespan rounds; jobs a round leaves waiting packed (unequal sizes, Gimbal's topology "
-        "rule) beside the least-utilized running job + Gimbal's makespan coordination"
-    )
-    paper: ClassVar[str] = "gimbal §5.2 Alg. 1, eq. 5-6, §7.2 (makespan)"
     default_objective: ClassVar[str] = "makespan"
-    gimbal_objective: ClassVar[str] = "makespan"
 
     def __init__(self, objective: str | None = None, round_s: float | None = None, min_reset_s: float = 1920.0,
-                 unequal: bool = True, lgrr: bool = True, liss: bool = True, early_exit: bool = True,
-                 predictor: XiPredictor | None = None, granularity: int = DEFAULT_GRANULARITY) -> None:
-        """``objective``, ``round_s``, ``min_reset_s``: Gavel's (default objective: makespan). ``unequal``:
-        Gimbal's relaxed packing (partners of other sizes under its topology rule); False packs equal sizes
-        only, on exactly the host's GPUs, as Gavel's own packing does. The rest: the Gimbal layer's
-        (:mod:`.gimbal`); with ``unequal``, ``lgrr`` and ``liss`` all off this is Gavel with conservative packing
-        and no coordination, the baseline of gimbal §7.2-7.3."""
+                 unequal: bool = True) -> None:
+        """``objective``, ``round_s``, ``min_reset_s``: Gavel's. ``unequal``: Gimbal's relaxed packing (partners
+        of other sizes under its topology rule); False packs equal sizes only, on exactly the host's GPUs, as
+        Gavel's own packing does."""
         super().__init__(objective, round_s, min_reset_s)
         self.unequal = bool(unequal)
-        self._init_layer(lgrr, liss, early_exit, predictor, granularity)
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
@@ -107,7 +96,8 @@ class GavelGimbal(GimbalLayer, Gavel):
     def _actions(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]], anywhere: list[int]
                  ) -> list[Action]:
         """Gavel's round actions, less the preemption of packed jobs that stay beside a kept host; the jobs left
-        waiting are queued for packing, by Gavel's priority."""
+        waiting are queued for packing, by Gavel's priority (the wrapper drops the shares of the jobs stopped or
+        moved)."""
         req = view.req_gpus
         granted = {j for key, _ in grants for j in key}
         # who keeps a packing set's GPUs: J_max when granted (its packed jobs not granted stay beside it); else
@@ -128,8 +118,6 @@ class GavelGimbal(GimbalLayer, Gavel):
         self._starts = []
         out = [a for a in super()._actions(view, grants, anywhere)
                if not isinstance(a, Wait) and not (isinstance(a, Preempt) and a.job in stay)]
-        assert self.coordinator is not None
-        self.coordinator.forget(a.job for a in out if isinstance(a, Preempt | Reallocate))
         rows, runnable = self._round_rows
         alloc = self._rows(self.alloc, rows)
         pr = round_priorities(alloc, self._rows(self.job_time, rows), runnable).max(axis=1)
@@ -158,35 +146,24 @@ class GavelGimbal(GimbalLayer, Gavel):
 
 
 @register_policy
-class GavelPackedGimbal(GimbalLayer, GavelPacked):
-    """Gimbal's makespan coordination on the pairs Gavel's own packed LP forms (gimbal §7.2's reading closest to
-    "the original Gavel first makes the job packing decision using the optimization problems")."""
+class GavelGimbal(WithGimbal):
+    """Gavel (makespan) with Gimbal: round grants as Gavel, the jobs left waiting packed beside granted ones
+    under the topology rule, makespan coordination (module docstring)."""
 
-    name: ClassVar[str] = "gavel-packed+gimbal"
+    name: ClassVar[str] = "gavel+gimbal"
     description: ClassVar[str] = (
-        "Gavel's packed LP (minimize makespan by default; equal GPU counts, measured pair throughputs) in rounds "
-        "+ Gimbal's makespan coordination (LISS, LGRR) on every pair it runs"
+        "Gavel's minimize-makespan rounds; jobs a round leaves waiting packed (unequal sizes, Gimbal's topology "
+        "rule) beside the least-utilized running job + Gimbal's makespan coordination"
     )
     paper: ClassVar[str] = "gimbal §5.2 Alg. 1, eq. 5-6, §7.2 (makespan)"
-    gimbal_objective: ClassVar[str] = "makespan"
 
-    def __init__(self, objective: str = "makespan", round_s: float | None = None, min_reset_s: float = 1920.0,
-                 lgrr: bool = True, liss: bool = True, early_exit: bool = True,
-                 predictor: XiPredictor | None = None, granularity: int = DEFAULT_GRANULARITY) -> None:
-        """``objective``, ``round_s``, ``min_reset_s``: ``gavel-packed``'s (default objective: makespan); the
-        rest: the Gimbal layer's (:mod:`.gimbal`). Gavel's LP decides every pair (no relaxed, unequal packing:
-        its pairs have equal GPU counts), so this isolates the coordination."""
-        super().__init__(objective, round_s, min_reset_s)
-        self._init_layer(lgrr, liss, early_exit, predictor, granularity)
-
-    def reset(self, env: Any) -> None:
-        self.facts = JobFacts(self.view(env))
-        super().reset(env)
-
-    def _actions(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]], anywhere: list[int]
-                 ) -> list[Action]:
-        """``gavel-packed``'s round actions; the jobs they stop or move start again at full share."""
-        out = super()._actions(view, grants, anywhere)
-        assert self.coordinator is not None
-        self.coordinator.forget(a.job for a in out if isinstance(a, Preempt | Reallocate))
-        return out
+    def __init__(self, objective: Annotated[str | None, OptionSpec(choices=OBJECTIVES)] = None,
+                 round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
+                 unequal: bool = True, lgrr: bool = True, liss: bool = True, early_exit: bool = True,
+                 predictor: XiPredictor | None = None, granularity: Granularity = DEFAULT_GRANULARITY) -> None:
+        """``objective``, ``round_s``, ``min_reset_s``, ``unequal``: the host's (:class:`GavelLeftoverPacking`);
+        the rest: Gimbal's (:class:`~gpucluster_env.baselines.parts.gimbal_layer.GimbalOptions`). With
+        ``unequal``, ``lgrr`` and ``liss`` all off this is Gavel with conservative packing and no coordination,
+        the baseline of gimbal §7.2-7.3."""
+        super().__init__(GavelLeftoverPacking(objective, round_s, min_reset_s, unequal), "makespan",
+                         GimbalOptions(lgrr, liss, early_exit, predictor, granularity), forget_stopped=True)

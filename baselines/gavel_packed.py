@@ -18,16 +18,17 @@ received); a granted pair starts its first job on the gang (``Place``) and its s
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines import gavel_lp as lp
-from gpucluster_env.baselines.gavel import Gavel
+from gpucluster_env.baselines.parts import gavel_lp as lp
+from gpucluster_env.baselines.parts.gavel_scheduler import Gavel
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.performance import fit_accumulation, footprint_gb
 from gpucluster_env.policy import register_policy
+from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 
 @register_policy
@@ -40,13 +41,12 @@ class GavelPacked(Gavel):
         "(measured pair throughputs), realized in rounds; a pair shares its GPUs (MPS)"
     )
 
-    def __init__(self, objective: str = "max-min", round_s: float | None = None, min_reset_s: float = 1920.0,
+    def __init__(self, objective: Annotated[str, OptionSpec(choices=("max-min", "makespan"))] = "max-min",
+                 round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
                  wait_for_reset: bool = False) -> None:
         """``objective``: ``max-min`` or ``makespan``; ``round_s``: round length (None: the scenario's, else
         360 s); ``min_reset_s``: least time between allocation recomputations; ``wait_for_reset``: Gavel's
         between-resets rule (:attr:`.gavel.Gavel.wait_for_reset`)."""
-        if objective not in ("max-min", "makespan"):
-            raise ValueError(f"objective: gavel-packed has max-min and makespan, got {objective!r}")
         super().__init__(objective, round_s, min_reset_s, wait_for_reset)
 
     def reset(self, env: Any) -> None:

@@ -1,4 +1,4 @@
-"""Hadar and HadarE (Sultana et al., hadar-hadare §III, §V) acting through the environment.
+"""Hadar (Sultana et al., hadar-hadare §III) acting through the environment.
 
 **Hadar** allocates at round boundaries (``round_s``: the scenario's rounds, else 360 s), as in the paper's
 Fig. 1(b) where jobs change GPUs from round to round: every active job is offered to Algorithm 2
@@ -13,27 +13,23 @@ job's model is measured at once it has run on a type (:mod:`.throughput_estimate
 given new GPUs moves there (``Reallocate``); running jobs left out are preempted. One rule of ours: when the
 cluster would otherwise sit empty (no job running and none with a positive payoff), the job with the best
 payoff starts anyway, so an episode cannot stall on prices.
-
-**HadarE** adds forking (§V): after Hadar's starts at a round boundary, free nodes take extra copies of running
-jobs (``Fork``; the engine splits each round's steps among the copies by their throughput, charges a new copy
-its start-up and every round the consolidation overhead), the job with the most time left first, a copy on
-nodes its other copies do not use, any GPU type. While jobs wait, a round begins by dropping the extra copies
-(``DropCopy``) so the waiting jobs compete for those nodes.
+HadarE (forking) is :mod:`gpucluster_env.baselines.hadare`.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.gavel import Throughputs
 from gpucluster_env.baselines.gavel_rounds import next_boundary, order_moves, round_length
-from gpucluster_env.baselines.hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
-from gpucluster_env.baselines.throughput_estimate import SpecEstimate
+from gpucluster_env.baselines.parts.hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
+from gpucluster_env.baselines.parts.solo_throughputs import Throughputs
+from gpucluster_env.baselines.parts.throughput_estimate import SpecEstimate
 
-from gpucluster_env.engine import Action, DropCopy, Fork, Place, Preempt, Reallocate, Wait
+from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
+from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 ESTIMATES = ("oracle", "spec")
 """Where Hadar's per-type throughputs come from: the performance model, or HadarE's spec estimate."""
@@ -51,8 +47,9 @@ class Hadar(Policy):
     paper: ClassVar[str] = "Hadar (hadar-hadare §III)"
     default_estimate: ClassVar[str] = "oracle"
 
-    def __init__(self, round_s: float | None = None, eta: float = 1.0, comm_weight: float = 1.0,
-                 dp_window: int = 6, normalize: bool = True, estimate: str | None = None) -> None:
+    def __init__(self, round_s: float | None = None, eta: float = 1.0,
+                 comm_weight: Annotated[float, NON_NEGATIVE] = 1.0, dp_window: Annotated[int, NON_NEGATIVE] = 6,
+                 normalize: bool = True, estimate: Annotated[str | None, OptionSpec(choices=ESTIMATES)] = None) -> None:
         """``round_s``: round length (None: the scenario's, else 360 s); ``eta``: the price scaling factor of
         Eq. (5); ``comm_weight``: base prices per worker charged per extra server of a spread allocation;
         ``dp_window``: queued jobs the exact DP ranges over each round (the rest greedily); ``normalize``: a
@@ -60,24 +57,12 @@ class Hadar(Policy):
         models of different iteration sizes compare; False: raw iterations per second; ``estimate``: ``oracle``
         (the performance model's throughputs) or ``spec`` (HadarE's estimate from GPU specs until measured);
         None: the policy's default (Hadar: oracle, HadarE: spec)."""
-        round_length(round_s, None)
-        if not eta > 0:
-            raise ValueError(f"eta: must be positive, got {eta}")
-        if not comm_weight >= 0:
-            raise ValueError(f"comm_weight: must be >= 0, got {comm_weight}")
-        if not (isinstance(dp_window, int) and dp_window >= 0):
-            raise ValueError(f"dp_window: expected an integer >= 0, got {dp_window!r}")
         self.round_s_option = round_s
         self.eta = eta
         self.comm_weight = comm_weight
         self.dp_window = dp_window
-        if not isinstance(normalize, bool):
-            raise ValueError(f"normalize: expected true or false, got {normalize!r}")
         self.normalize = normalize
-        est = self.default_estimate if estimate is None else estimate
-        if est not in ESTIMATES:
-            raise ValueError(f"estimate: expected one of {', '.join(ESTIMATES)}, got {estimate!r}")
-        self.estimate = est
+        self.estimate = self.default_estimate if estimate is None else estimate
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
@@ -195,65 +180,3 @@ class Hadar(Policy):
         self._next_round = next_boundary(now, self.round_s)
         out = self._starts(view)
         return out if out else self._after_starts(view)
-
-
-@register_policy
-class HadarE(Hadar):
-    """HadarE: Hadar plus forking running jobs onto otherwise idle nodes each round."""
-
-    name: ClassVar[str] = "hadare"
-    description: ClassVar[str] = (
-        "HadarE: Hadar, then copies of running jobs forked onto idle nodes every round (any GPU type), progress "
-        "added up with a consolidation overhead per round; throughputs estimated from GPU specs until measured"
-    )
-    paper: ClassVar[str] = "HadarE (hadar-hadare §V)"
-    default_estimate: ClassVar[str] = "spec"
-
-    @classmethod
-    def applies_to(cls, scenario: Any) -> bool:
-        """Forking needs a round-based scenario."""
-        return scenario.config.round_s is not None
-
-    @classmethod
-    def not_applicable_because(cls, scenario: Any) -> str:
-        """Why HadarE cannot run on ``scenario``."""
-        return "forks jobs every round: needs a round-based scenario (round_s), this one is event-driven"
-
-    def reset(self, env: Any) -> None:
-        super().reset(env)
-        self._dropped_at: float | None = None
-
-    def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
-        view = self.view(env)
-        now = view.now
-        if self._acted_at != now and self._dropped_at != now and now >= self._next_round - 1e-9:
-            self._observe(view)
-            self._dropped_at = now
-            drops = self._drops(view)
-            if drops:
-                return drops
-        return super().act(observation, env)
-
-    def _drops(self, view: ClusterView) -> list[Action]:
-        """At a round boundary with jobs waiting, every extra copy is dropped first (``DropCopy``), so the
-        round's allocation sees all jobs, copies of the running ones included, on an equal footing; idle nodes
-        get copies again after it."""
-        if view.num_pending == 0:
-            return []
-        out: list[Action] = []
-        for j in view.running_jobs().tolist():
-            n = len(view.copies_of(j))
-            out.extend(DropCopy(j, i) for i in range(n - 1, 0, -1))
-        return out
-
-    def _after_starts(self, view: ClusterView) -> Action:
-        run = view.running_jobs().tolist()
-        if not run or view.num_free() == 0:
-            return Wait()
-        rem = view.remaining_now()
-        tput = {j: self.tputs.of(j).max() for j in run}
-        for j in sorted(run, key=lambda j: (-(rem[j] / tput[j]) if tput[j] > 0 else 0.0, j)):
-            g = view.plan_fork(j)
-            if g is not None:
-                return Fork(j, gpus=tuple(int(x) for x in g))
-        return Wait()

@@ -19,19 +19,24 @@ Gimbal's coordination on top.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.gimbal_rules import TopologyRule, partner_gpus
-from gpucluster_env.baselines.profiled import JobFacts
+from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, partner_gpus
+from gpucluster_env.baselines.parts.job_facts import JobFacts
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
+from gpucluster_env.policy_options import OptionSpec
 
 SCORE_TIERS = (0.85, 0.95)
 """Utilization bounds of Lucid's sharing-score tiers: below 0.85 light (0), below 0.95 medium (1), else heavy
 (2). Lucid learns its tiers from profiled metrics; these bounds are this project's reading of them."""
+
+
+ScoreSum = Annotated[int, OptionSpec(low=0, high=4)]
+"""The option of a packing threshold: a sum of two sharing scores (0-2 each)."""
 
 
 def sharing_score(utilization: float, tiers: tuple[float, float] = SCORE_TIERS) -> int:
@@ -50,14 +55,10 @@ class Lucid(Policy):
     )
     paper: ClassVar[str] = "gimbal §7.1 baseline (Lucid, ASPLOS '23); castor Tables 4-6"
 
-    def __init__(self, threshold: int = 2, unequal: bool = False, time_ratio: float = 2.0) -> None:
+    def __init__(self, threshold: ScoreSum = 2, unequal: bool = False, time_ratio: float = 2.0) -> None:
         """``threshold``: largest sum of the two sharing scores that may pack (2 as Lucid; 4 packs any pair).
         ``unequal``: allow partners with more GPUs (Gimbal's relaxation). ``time_ratio``: a job packs only
         beside a partner whose priority is at least 1/``time_ratio`` of its own."""
-        if not 0 <= int(threshold) <= 4:
-            raise ValueError(f"lucid: threshold must lie in 0..4, got {threshold!r}")
-        if not time_ratio > 0:
-            raise ValueError(f"lucid: time_ratio must be positive, got {time_ratio!r}")
         self.threshold = int(threshold)
         self.unequal = bool(unequal)
         self.time_ratio = float(time_ratio)

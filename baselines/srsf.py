@@ -12,13 +12,14 @@ durations, as SJF's.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 
 from gpucluster_env.engine import Action, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
+from gpucluster_env.policy_options import NON_NEGATIVE
 
 
 @register_policy
@@ -32,10 +33,8 @@ class SRSF(Policy):
     )
     paper: ClassVar[str] = "Tiresias (NSDI'19) §5 oracle baseline"
 
-    def __init__(self, min_run_s: float = 600.0) -> None:
+    def __init__(self, min_run_s: Annotated[float, NON_NEGATIVE] = 600.0) -> None:
         """``min_run_s``: a running job is not preempted before it has run this long since its last start."""
-        if not min_run_s >= 0:
-            raise ValueError(f"min_run_s must be >= 0, got {min_run_s!r}")
         self.min_run_s = float(min_run_s)
 
     def remaining_service(self, view: ClusterView) -> np.ndarray:

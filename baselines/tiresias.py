@@ -19,13 +19,14 @@ ties by trace index and swaps equal-priority jobs in and out.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 
 from gpucluster_env.engine import Action, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
+from gpucluster_env.policy_options import OptionSpec
 
 
 @register_policy
@@ -40,12 +41,10 @@ class Tiresias(Policy):
     paper: ClassVar[str] = "Tiresias (NSDI'19); castor §9.1 / sjf-bsbf §VI-A3 baseline"
 
     def __init__(self, thresholds: tuple[float, ...] = (16 * 3600.0,), starve_factor: float | None = None,
-                 order: str = "submit") -> None:
+                 order: Annotated[str, OptionSpec(choices=("submit", "start"))] = "submit") -> None:
         """``thresholds``: attained-service limits (GPU-seconds) between consecutive queues.
         ``starve_factor``: Tiresias' STARVELIMIT; a job waiting longer than that multiple of its last run is
         promoted back to the top queue (None: off). ``order``: ``"submit"`` or ``"start"`` (module docstring)."""
-        if order not in ("submit", "start"):
-            raise ValueError(f"tiresias: order must be 'submit' or 'start', got {order!r}")
         self.thresholds = tuple(float(x) for x in thresholds)
         self.starve_factor = starve_factor
         self.order = order

@@ -16,7 +16,9 @@ sit above this module).
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -24,6 +26,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gpucluster_env.engine import Action, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.env import GPUClusterEnv
+from gpucluster_env.policy_options import check_names, check_options, declared_options
+from gpucluster_env.settings import Setting, SettingError
 
 if TYPE_CHECKING:
     from gpucluster_env.scenarios import Scenario
@@ -103,15 +107,35 @@ class Policy:
 
 
 def register_policy(cls: type[Policy]) -> type[Policy]:
-    """Class decorator adding a policy to :data:`POLICIES` under ``cls.name``."""
+    """Class decorator adding a policy to :data:`POLICIES` under ``cls.name``. Its constructor then checks the
+    options it is given by their declared settings (:mod:`gpucluster_env.policy_options`), however it is called
+    (``make_policy``, a board, or ``Lucid(threshold=5)`` in Python): a bad one is a one-line ``SettingError``
+    naming the policy and the option."""
     if not cls.name:
         raise ValueError(f"{cls.__qualname__} has no name")
+    init = getattr(cls.__init__, "__wrapped__", cls.__init__)
+    if init is not object.__init__:
+        signature = inspect.signature(init)
+
+        @functools.wraps(init)
+        def checked_init(self: Policy, *args: Any, **kwargs: Any) -> None:
+            try:
+                given = signature.bind(self, *args, **kwargs).arguments
+            except TypeError:
+                check_names(cls, cls.name, kwargs)  # an unknown option: one line naming it
+                raise
+            given.pop(next(iter(signature.parameters)))
+            check_options(cls, cls.name, dict(given), python=True)
+            init(self, *args, **kwargs)
+
+        cls.__init__ = checked_init  # type: ignore[method-assign]
     POLICIES[cls.name] = cls
     return cls
 
 
 def make_policy(name: str, **kwargs: Any) -> Policy:
-    """A new policy by registered name, or ``rl:DIR`` for a model trained by ``gpucluster train``."""
+    """A new policy by registered name, or ``rl:DIR`` for a model trained by ``gpucluster train``; its options
+    ``kwargs`` are checked by their declared settings as it is made (:func:`register_policy`)."""
     _load_all()
     if name.startswith("rl:"):
         module, _, func = RL_POLICY_FACTORY.partition(":")
@@ -120,15 +144,7 @@ def make_policy(name: str, **kwargs: Any) -> Policy:
         cls = POLICIES[name]
     except KeyError:
         raise ValueError(f"unknown policy {name!r}; known: {', '.join(sorted(POLICIES))}") from None
-    if kwargs:
-        import inspect
-
-        init = cls.__init__
-        params = [] if init is object.__init__ else [n for n in inspect.signature(init).parameters if n != "self"]
-        unknown = sorted(set(kwargs) - set(params))
-        if unknown:
-            raise ValueError(f"policy {name!r}: unknown option(s) {', '.join(unknown)}; "
-                             f"its options: {', '.join(params) or 'none'}")
+    check_names(cls, name, kwargs)
     pol = cls(**kwargs)
     pol._options = dict(kwargs)
     return pol
@@ -145,6 +161,27 @@ def policy_names() -> list[str]:
     """Registered policy names, in registration order."""
     _load_all()
     return list(POLICIES)
+
+
+def option_settings(policy: str) -> dict[str, tuple[Setting, Any]]:
+    """Each option of registered ``policy``: its setting and its default (``inspect.Parameter.empty`` when it
+    has none); a one-line ``SettingError`` for an unknown policy."""
+    if policy not in policy_names():
+        raise SettingError(f"unknown policy {policy!r}; known: {', '.join(sorted(POLICIES))}")
+    return declared_options(POLICIES[policy])
+
+
+def check_policy_options(policy: str, options: dict[str, Any], where: str = "") -> dict[str, Any]:
+    """``options`` of registered ``policy`` (from TOML, JSON or Python data) checked by each option's setting
+    and written in one canonical form, options equal to their default left out
+    (:func:`gpucluster_env.policy_options.check_options`); ``rl:DIR`` policies take no options. Errors are
+    one line, prefixed with ``where``."""
+    if policy.startswith("rl:"):
+        if options:
+            raise SettingError(f"{where}policy {policy!r} takes no options, got {', '.join(sorted(options))}")
+        return {}
+    option_settings(policy)  # an unknown policy: a one-line error
+    return check_options(POLICIES[policy], policy, options, where)
 
 
 def _load_all() -> None:

@@ -322,9 +322,9 @@ Ti, built to resemble the physical testbed, whose servers link at 10 Gbps (1.25 
 _GIMBAL_CONFIG = EngineConfig(tick_s=39.0, sample_stealing=False, calibration_overhead_s=3.6)
 """Gimbal's testbed (gimbal §5.2, §6, §7.4): a calibration tick every 39 s, the measured length of one LGRR search
 iteration (§7.4, Fig. 14: a share switch plus the runtime collection after it; the "+gimbal" policies step their
-search at these ticks, :data:`gpucluster_env.baselines.gimbal.SEARCH_STEP_S`; §6's 30 s status monitoring is not
-a separate tick), an MPS share switch (LGRR) pauses the job 3.6 s (§7.4), sample stealing (LISS) off until a
-policy turns it on per job (``SetStealing``), so the baselines run without it."""
+search at these ticks, :data:`gpucluster_env.baselines.parts.gimbal_layer.SEARCH_STEP_S`; §6's 30 s status
+monitoring is not a separate tick), an MPS share switch (LGRR) pauses the job 3.6 s (§7.4), sample stealing
+(LISS) off until a policy turns it on per job (``SetStealing``), so the baselines run without it."""
 
 _HADARE_TESTBED_CONFIG = EngineConfig(round_s=360.0, restart_s=10.0, consolidation_s=10.0)
 """HadarE's lab testbed with its default mix M-5: 360 s rounds, the slot at which HadarE (Fig. 11b) and Hadar

@@ -366,9 +366,7 @@ def _table(v: Any, where: str) -> dict[str, Any]:
 
 
 def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any], room: int, first: int = 0) -> list[Cell]:
-    from gpucluster_env.baselines.options import check_policy_options
-
-    from gpucluster_env.policy import policy_names
+    from gpucluster_env.policy import check_policy_options, policy_names
 
     if not isinstance(g, dict):
         raise ValueError(f"{where}: must be a table")

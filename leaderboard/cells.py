@@ -128,7 +128,7 @@ def engine_metric_names() -> frozenset[str]:
 
 def metric_names(policies: set[str]) -> set[str]:
     """The metrics a record of one of ``policies`` may have: the engine's, the sharing-benefit ones and the
-    policies' own :attr:`~gpucluster_env.baselines.base.Policy.stat_names`."""
+    policies' own :attr:`~gpucluster_env.baselines.parts.queue_policy.Policy.stat_names`."""
     from gpucluster_env.policy import registered_policies
 
     names = set(engine_metric_names()) | set(SB_METRICS)
@@ -139,7 +139,7 @@ def metric_names(policies: set[str]) -> set[str]:
 
 def run_cell(cell: Cell) -> dict[str, Any]:
     """Run one cell's episode and return its result: the runner's metrics, per-job results, the policy's own
-    :meth:`~gpucluster_env.baselines.base.Policy.episode_stats` and, for policies that keep a performance model
+    :meth:`~gpucluster_env.policy.Policy.episode_stats` and, for policies that keep a performance model
     (Castor), their sharing-benefit decisions (castor §9.2 eq. 24)."""
     from gpucluster_env.policy import make_policy, run_episode
 

@@ -99,9 +99,7 @@ def needed_cells(claims: Claims) -> dict[str, list[tuple[CellKey, CellKey]]]:
     options in the canonical form a board writes (so they match its records). A claim whose policy is not
     registered, or that has no setting, needs none. A bad option is a one-line ``ValueError`` naming the claims
     file and the entry."""
-    from gpucluster_env.baselines.options import check_policy_options
-
-    from gpucluster_env.policy import policy_names
+    from gpucluster_env.policy import check_policy_options, policy_names
 
     known = set(policy_names())
     canon: dict[str, tuple[str, str, str]] = {}

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from gpucluster_env.baselines import gavel_lp as G
-from gpucluster_env.baselines.hadar_alloc import HadarJob, make_prices, select_jobs
+from gpucluster_env.baselines.parts import gavel_lp as G
+from gpucluster_env.baselines.parts.hadar_alloc import HadarJob, make_prices, select_jobs
 
 N_TYPES = 26
 GANG_SIZES = np.array([1, 2, 4, 8])

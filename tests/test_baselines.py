@@ -12,9 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines.castor import Castor, CastorOracle
-from gpucluster_env.baselines.castor_pairs import best_sub_batch, theorem1
-from gpucluster_env.baselines.sharing import SJFFFS
+from gpucluster_env.baselines.castor import Castor
+from gpucluster_env.baselines.castor_oracle import CastorOracle
+from gpucluster_env.baselines.parts.castor_pairs import best_sub_batch, theorem1
+from gpucluster_env.baselines.sjf_ffs import SJFFFS
 from gpucluster_env.baselines.tiresias import Tiresias
 
 from gpucluster_env.engine import Colocate, Place, Preempt, Wait
@@ -412,7 +413,7 @@ def test_every_policy_completes_paper_scenarios(scenario: str) -> None:
 def test_runner_builds_the_world_a_policy_declares() -> None:
     """``Policy.env_kwargs`` is honoured by ``run_episode``: castor-timeslice runs on the time-slicing catalog
     by itself; the caller's ``env_kwargs`` still win."""
-    from gpucluster_env.baselines.timeslice import TimeSliceInterference
+    from gpucluster_env.baselines.castor_timeslice import TimeSliceInterference
 
     from gpucluster_env.catalog import default_catalog
     from gpucluster_env.interference import ConstantInterference
@@ -432,7 +433,7 @@ def test_runner_builds_the_world_a_policy_declares() -> None:
             seen.append(env.unwrapped.engine.catalog.interference)  # type: ignore[attr-defined]
 
         def act(self, observation: object, env: object) -> object:
-            from gpucluster_env.baselines.classic import FIFO
+            from gpucluster_env.baselines.fifo import FIFO
 
             return FIFO().act(observation, env)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from gpucluster_env.baselines.gavel_gimbal import GavelGimbal
-from gpucluster_env.baselines.gimbal_rules import packing_sets
+from gpucluster_env.baselines.parts.gimbal_rules import packing_sets
 
 from gpucluster_env.engine import Colocate
 from gpucluster_env.engine.view import ClusterView
@@ -23,7 +23,7 @@ from tests.test_gimbal import WORKED, WORKED_XI, PairPredictor, StubPredictor, p
 def test_registered_with_gavels_makespan_policy() -> None:
     pol = make_policy("gavel+gimbal")
     assert isinstance(pol, GavelGimbal) and registered_policies()["gavel+gimbal"] is GavelGimbal
-    assert pol.objective == "makespan" and pol.gimbal_objective == "makespan"
+    assert pol.host.objective == "makespan" and pol.gimbal_objective == "makespan"
     assert make_policy("gavel+gimbal", objective="max-min").gimbal_objective == "makespan"
     with pytest.raises(ValueError, match="objective"):
         make_policy("gavel+gimbal", objective="fastest")
@@ -57,7 +57,7 @@ def test_coordination_on_gavels_own_packed_pairs() -> None:
     from gpucluster_env.env import GPUClusterEnv
 
     pol = make_policy("gavel-packed+gimbal")
-    assert pol.objective == "makespan" and pol.gimbal_objective == "makespan"
+    assert pol.host.objective == "makespan" and pol.gimbal_objective == "makespan"
     env = GPUClusterEnv("gimbal-philly", scenario_options={"num_jobs": 30}, observation="none")
     env.reset(seed=1)
     view = ClusterView(env.engine)

@@ -10,14 +10,13 @@ from typing import Any
 
 import pandas as pd
 import pytest
-from gpucluster_env.baselines.options import check_policy_options
 
 from gpucluster_env.catalog import default_catalog
 from gpucluster_env.catalog.measured import data_dir
 from gpucluster_env.catalog.solo import SOLO_FILE, MeasuredSolo, build_solo_table
 from gpucluster_env.engine import ActionError, ClusterEngine, EngineConfig, Place
 from gpucluster_env.hardware import ClusterSpec
-from gpucluster_env.policy import make_policy
+from gpucluster_env.policy import check_policy_options, make_policy
 from gpucluster_env.settings import SettingError
 from tests.test_baselines import drive
 

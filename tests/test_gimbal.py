@@ -11,10 +11,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines.gimbal_rules import TopologyRule, host_gpus, packing_sets
-from gpucluster_env.baselines.gimbal_search import Coordinator, local_objective, priority
 from gpucluster_env.baselines.lucid import sharing_score
-from gpucluster_env.baselines.profiled import JobFacts
+from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, host_gpus, packing_sets
+from gpucluster_env.baselines.parts.gimbal_search import Coordinator, local_objective, priority
+from gpucluster_env.baselines.parts.job_facts import JobFacts
 
 from gpucluster_env.engine import DONE, RUNNING, Colocate, Place, Squeeze, Swell, Wait
 from gpucluster_env.engine.view import ClusterView

@@ -12,7 +12,7 @@ import itertools
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines.hadar_alloc import HadarJob, Prices, find_alloc, make_prices, select_jobs
+from gpucluster_env.baselines.parts.hadar_alloc import HadarJob, Prices, find_alloc, make_prices, select_jobs
 
 CAP = np.array([[2, 0, 0], [0, 3, 0], [0, 0, 1]])
 JOBS = [HadarJob(3, 80, (4, 3, 1), 0.0, 80), HadarJob(2, 30, (3, 2, 1), 0.0, 30), HadarJob(2, 50, (2, 2, 1), 0.0, 50)]

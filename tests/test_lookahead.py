@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from gpucluster_env.baselines.lookahead import Lookahead, rollout_cost
-from gpucluster_env.baselines.options import check_policy_options
 
 from gpucluster_env.env import GPUClusterEnv
-from gpucluster_env.policy import make_policy, run_episode
+from gpucluster_env.policy import check_policy_options, make_policy, run_episode
 from gpucluster_env.settings import SettingError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from gpucluster_env.baselines.classic import FIFO
+from gpucluster_env.baselines.fifo import FIFO
 
 from gpucluster_env.engine import Action, Wait
 from gpucluster_env.policy import Policy, run_episode

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines.throughput_estimate import SpecEstimate
+from gpucluster_env.baselines.parts.throughput_estimate import SpecEstimate
 
 from gpucluster_env.catalog import GPU_TYPES, Catalog
 from gpucluster_env.engine import ClusterEngine, EngineConfig, Place, Reallocate

@@ -1,4 +1,6 @@
-"""Gavel (Narayanan et al., OSDI'20): heterogeneity-aware allocation LPs realized by round-based scheduling.
+"""Gavel's scheduler (Narayanan et al., OSDI'20): heterogeneity-aware allocation LPs realized by round-based
+scheduling, the shared body of the ``gavel*`` policies (``gavel``, ``gavel-makespan``, ``gavel-ftf``, ``gavel-fifo``,
+``gavel-packed`` and the ``+gimbal`` variants, each in its own module of :mod:`gpucluster_env.baselines`).
 
 At each round boundary (every ``round_s`` seconds, the scenario's rounds when it has them, else 360 s) the
 policy:
@@ -23,10 +25,9 @@ Objectives (``objective``): ``max-min`` (heterogeneity-aware LAS, ``gavel``), ``
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines import gavel_lp as lp
 from gpucluster_env.baselines.gavel_rounds import (
     needs_recompute,
     next_boundary,
@@ -37,53 +38,15 @@ from gpucluster_env.baselines.gavel_rounds import (
     round_priorities,
     select_round,
 )
+from gpucluster_env.baselines.parts import gavel_lp as lp
+from gpucluster_env.baselines.parts.solo_throughputs import Throughputs
 
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
 from gpucluster_env.engine.view import ClusterView
-from gpucluster_env.policy import Policy, register_policy
+from gpucluster_env.policy import Policy
+from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 OBJECTIVES = ("max-min", "makespan", "ftf")
-
-
-class Throughputs:
-    """Per-job solo throughput (iterations/s) of its gang on each GPU type, cached per (model, batch, GPUs)."""
-
-    def __init__(self, view: ClusterView, partial: bool = False) -> None:
-        """``partial``: where a type has fewer GPUs than a job's gang, time the gang on all of them (Hadar's
-        per-type speed for mixed gangs) instead of giving 0 (Gavel: one type per job)."""
-        self.view = view
-        self.partial = partial
-        nk = len(view.type_names)
-        # each type's GPUs, nodes with the most GPUs of that type first (a gang's fewest-node layout)
-        self.layout: list[np.ndarray] = []
-        for k in range(nk):
-            g = np.flatnonzero(view.gpu_type == k)
-            nodes = view.gpu_node[g]
-            cnt = np.bincount(nodes, minlength=view.num_nodes)
-            order = np.lexsort((g, -cnt[nodes]))
-            self.layout.append(g[order])
-        self._cache: dict[tuple[int, int, int], np.ndarray] = {}
-
-    def of(self, j: int) -> np.ndarray:
-        """Job ``j``'s throughput on each type (0: its gang or memory does not fit there)."""
-        v = self.view
-        w = int(v.req_gpus[j])
-        key = (v.model_index(j), v.batch(j), w)
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = np.zeros(len(self.layout))
-            for k, gpus in enumerate(self.layout):
-                if len(gpus) < w and not (self.partial and len(gpus)):
-                    continue
-                gang = gpus[:w]
-                s = v.solo_accumulation(j, gang)
-                if s is not None:
-                    hit[k] = 1.0 / v.iter_time(j, gang, s)
-            self._cache[key] = hit
-        return hit
-
-    def matrix(self, jobs: list[int]) -> np.ndarray:
-        return np.array([self.of(j) for j in jobs]).reshape(len(jobs), len(self.layout))
 
 
 class Gavel(Policy):
@@ -102,18 +65,13 @@ class Gavel(Policy):
     in the allocation is picked by the round's greedy pass, holding its GPUs for the round, but given none):
     it waits, and the GPUs it was picked for stay idle, until the next reset includes it."""
 
-    def __init__(self, objective: str | None = None, round_s: float | None = None, min_reset_s: float = 1920.0,
+    def __init__(self, objective: Annotated[str | None, OptionSpec(choices=OBJECTIVES)] = None,
+                 round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
                  wait_for_reset: bool = False) -> None:
         """``objective``: max-min, makespan or ftf (default: the registered name's); ``round_s``: round length
         (None: the scenario's, else 360 s); ``min_reset_s``: least time between allocation recomputations;
         ``wait_for_reset``: Gavel's between-resets rule (:attr:`wait_for_reset`)."""
-        obj = self.default_objective if objective is None else objective
-        if obj not in OBJECTIVES:
-            raise ValueError(f"objective: expected one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        round_length(round_s, None)
-        if not min_reset_s >= 0:
-            raise ValueError(f"min_reset_s: must be >= 0, got {min_reset_s}")
-        self.objective = obj
+        self.objective = self.default_objective if objective is None else objective
         self.round_s_option = round_s
         self.min_reset_s = float(min_reset_s)
         self.wait_for_reset = bool(wait_for_reset)
@@ -296,26 +254,3 @@ class Gavel(Policy):
                 left -= int(view.req_gpus[j])
         self.granted = {**keep, **placed}
         return out or [Wait()]
-
-
-@register_policy
-class GavelMaxMin(Gavel):
-    """``gavel``: max-min fairness (heterogeneity-aware LAS)."""
-
-
-@register_policy
-class GavelMakespan(Gavel):
-    """``gavel-makespan``: Gavel's minimize-makespan (total duration) policy."""
-
-    name: ClassVar[str] = "gavel-makespan"
-    description: ClassVar[str] = "Gavel: minimize-makespan LP (HiGHS) in rounds; exclusive GPUs, one type per job"
-    default_objective: ClassVar[str] = "makespan"
-
-
-@register_policy
-class GavelFTF(Gavel):
-    """``gavel-ftf``: Gavel's finish-time fairness policy."""
-
-    name: ClassVar[str] = "gavel-ftf"
-    description: ClassVar[str] = "Gavel: finish-time fairness (bisection over LPs) in rounds; exclusive GPUs"
-    default_objective: ClassVar[str] = "ftf"

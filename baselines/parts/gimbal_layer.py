@@ -1,18 +1,25 @@
-"""Schedulers "with Gimbal" (gimbal §7.1-7.3): a base scheduler whose packing is relaxed, with Gimbal's
-coordinator (:class:`~gpucluster_env.baselines.gimbal_search.Coordinator`) taking one calibration step on every
-packing set every ``step_s`` (39 s: one LGRR search iteration, gimbal §7.4 Fig. 14).
+"""Gimbal's coordination as a wrapper around any host policy (gimbal §5.2, §7.1-7.3): :class:`WithGimbal` plays
+its host scheduler's decisions and, every ``step_s`` (39 s: one LGRR search iteration, gimbal §7.4 Fig. 14), lets
+Gimbal's coordinator (:class:`~gpucluster_env.baselines.parts.gimbal_search.Coordinator`) take one calibration step
+on every packing set (squeeze/swell by MPS share, sample stealing, early exit). The registered "+gimbal" policies
+wrap a host whose packing is relaxed:
 
-* ``lucid+gimbal``: Lucid with a relaxed score threshold (any pair may pack) and unequal packing under the
-  topology rule; JCT objective (eq. 1-2).
-* ``gandiva+gimbal``: Gandiva with unequal packing; deadline objective (eq. 3-4); Gandiva's introspection
-  judges a packed set only after Gimbal's search on it has ended.
-* ``gavel+gimbal`` (:mod:`.gavel_gimbal`): Gavel's makespan rounds, the jobs a round leaves waiting packed under
-  the topology rule; makespan objective (eq. 5-6).
+* ``lucid+gimbal`` (:mod:`gpucluster_env.baselines.lucid_gimbal`): Lucid with any pair allowed to pack and unequal
+  packing under the topology rule; JCT objective (eq. 1-2).
+* ``gandiva+gimbal`` (:mod:`gpucluster_env.baselines.gandiva_gimbal`): Gandiva with unequal packing; deadline
+  objective (eq. 3-4); Gandiva's introspection judges a packed set only after Gimbal's search on it has ended.
+* ``gavel+gimbal`` (:mod:`gpucluster_env.baselines.gavel_gimbal`): Gavel's makespan rounds, the jobs a round
+  leaves waiting packed under the topology rule; ``gavel-packed+gimbal``
+  (:mod:`gpucluster_env.baselines.gavel_packed_gimbal`): Gavel's packed LP; makespan objective (eq. 5-6).
 
-Options (the Fig. 12 ablation): ``lgrr`` (MPS share calibration, each switch pays the scenario's
-``calibration_overhead_s``), ``liss`` (per-job sample stealing, free to switch), ``early_exit`` (three attempts
-without gain end a search, gimbal §7.4), ``granularity`` (percent of the GPU a share moves per search attempt,
-§7.4's study of 5, 10, 20 and 30; default 10; a multiple of the scenario's ``share_step``, so 5 needs the
+Any other policy may be wrapped the same way (``WithGimbal(make_policy("sjf-ffs"), "jct")``): the coordinator
+works on whatever packing sets the host forms. A host that must know the coordinator (Gandiva's introspection
+reads its searches and shares) defines ``attach_coordinator(coordinator)``, called at every reset.
+
+Options (:class:`GimbalOptions`, the Fig. 12 ablation): ``lgrr`` (MPS share calibration, each switch pays the
+scenario's ``calibration_overhead_s``), ``liss`` (per-job sample stealing, free to switch), ``early_exit`` (three
+attempts without gain end a search, gimbal §7.4), ``granularity`` (percent of the GPU a share moves per search
+attempt, §7.4's study of 5, 10, 20 and 30; default 10; a multiple of the scenario's ``share_step``, so 5 needs the
 scenario option ``share_step=0.05``), ``step_s`` (seconds between two search steps, default
 :data:`SEARCH_STEP_S`; a step is taken at the first decision point after it is due, so the scenario's calibration
 ticks ``tick_s`` should divide it: the gimbal scenarios tick every 39 s). With both mechanisms off only the
@@ -22,17 +29,17 @@ relaxed, unequal packing remains.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Annotated, Any, ClassVar
 
-from gpucluster_env.baselines.castor import XiPredictor
-from gpucluster_env.baselines.gandiva import Gandiva
-from gpucluster_env.baselines.gimbal_search import DEFAULT_GRANULARITY, Coordinator, SearchStats, attempt_steps
-from gpucluster_env.baselines.lucid import Lucid
-from gpucluster_env.baselines.profiled import JobFacts
+from gpucluster_env.baselines.parts.gimbal_search import DEFAULT_GRANULARITY, Coordinator, SearchStats
+from gpucluster_env.baselines.parts.job_facts import JobFacts
+from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
-from gpucluster_env.engine import Action, SetStealing
+from gpucluster_env.engine import Action, Preempt, Reallocate, SetStealing
 from gpucluster_env.engine.view import ClusterView
-from gpucluster_env.policy import register_policy
+from gpucluster_env.policy import Policy
+from gpucluster_env.policy_options import OptionSpec
 
 MONITOR_S = 30.0
 """Gimbal's runtime-monitoring period (gimbal §6): Gandiva+Gimbal's introspection period."""
@@ -42,48 +49,87 @@ collection it waits for (§5.2: at most 60 s or 5 training steps), at 39 s on av
 Every step here moves shares (LGRR) but the one per set that switches LISS on, so steps are 39 s apart."""
 
 
-class GimbalLayer:
-    """The coordination layer a "+gimbal" policy mixes into its base scheduler."""
+Granularity = Annotated[int, OptionSpec(low=1, high=99)]
+"""The option of a share move per search attempt, in percent of the GPU (a multiple of the scenario's share grid,
+checked at reset)."""
+StepSeconds = Annotated[float, OptionSpec(low=0, low_open=True, high=1e7)]
+"""The option of the seconds between two search steps."""
 
-    gimbal_objective: ClassVar[str] = "jct"
-    """The coordination objective (:data:`~.gimbal_search.OBJECTIVES`): eq. 1-2, 3-4 or 5-6."""
-    coordinator: Coordinator | None = None
+
+@dataclass(frozen=True)
+class GimbalOptions:
+    """The coordination's switches (the Fig. 12 ablation; see the module docstring)."""
+
+    lgrr: bool = True
+    liss: bool = True
+    early_exit: bool = True
+    predictor: XiPredictor | None = None
+    granularity: int = DEFAULT_GRANULARITY
     step_s: float = SEARCH_STEP_S
-    """Seconds between two search steps (:data:`SEARCH_STEP_S`)."""
-    _next_tick: float = 0.0
+
+
+class WithGimbal(Policy):
+    """A host policy with Gimbal's coordinator: a calibration step when one is due, else the host's decision."""
+
     stat_names: ClassVar[tuple[str, ...]] = tuple(f"gimbal_{f.name}" for f in dataclasses.fields(SearchStats))
 
-    def _init_layer(self, lgrr: bool, liss: bool, early_exit: bool, predictor: XiPredictor | None,
-                    granularity: int, step_s: float | None = None) -> None:
-        self.lgrr, self.liss, self.early_exit = bool(lgrr), bool(liss), bool(early_exit)
-        if step_s is not None:
-            if not (isinstance(step_s, int | float) and not isinstance(step_s, bool) and 0 < step_s < 1e7):
-                raise ValueError(f"{type(self).__name__}: step_s must be seconds between search steps (> 0), got "
-                                 f"{step_s!r}")
-            self.step_s = float(step_s)
-        attempt_steps(granularity, 100)  # a percentage (the scenario's grid is checked at reset)
-        self.granularity = granularity
-        self.layer_predictor = predictor
+    def __init__(self, host: Policy, objective: str = "jct", gimbal: GimbalOptions | None = None,
+                 forget_stopped: bool = False) -> None:
+        """``host``: the scheduler that places and packs jobs. ``objective``: the coordination's
+        (:data:`~gpucluster_env.baselines.parts.gimbal_search.OBJECTIVES`: eq. 1-2, 3-4 or 5-6).
+        ``forget_stopped``: drop the shares of the jobs the host stops or moves as it returns those actions
+        (a round-based host may restart such a job at once, before the next step's bookkeeping sees it stop)."""
+        self.host = host
+        self.gimbal_objective = objective
+        self.gimbal = gimbal or GimbalOptions()
+        self.forget_stopped = forget_stopped
+        self.coordinator: Coordinator | None = None
+        self._next_tick = 0.0
+
+    @property
+    def step_s(self) -> float:
+        """Seconds between two search steps (:data:`SEARCH_STEP_S` by default)."""
+        return self.gimbal.step_s
+
+    def view(self, env: Any) -> ClusterView:
+        """The host's view of the cluster (one per engine for both)."""
+        return self.host.view(env)
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """The host's environment."""
+        return self.host.env_kwargs()
 
     def reset(self, env: Any) -> None:
-        """The base scheduler's reset, then a fresh coordinator."""
-        super().reset(env)  # type: ignore[misc]
-        view: ClusterView = self.view(env)  # type: ignore[attr-defined]
-        facts: JobFacts = self.facts  # type: ignore[attr-defined]
+        """The host's reset, then a fresh coordinator (handed to the host when it asks for one)."""
+        self.host.reset(env)
+        view = self.view(env)
+        facts = JobFacts(view)
+        g = self.gimbal
         self.coordinator = Coordinator(
-            self.gimbal_objective, lambda j, t: facts.demand(view, j, t), facts.deadline, lgrr=self.lgrr,
-            liss=self.liss, early_exit=self.early_exit, predictor=self.layer_predictor, stealing=SetStealing,
-            granularity=self.granularity, share_units=view.share_units)
+            self.gimbal_objective, lambda j, t: facts.demand(view, j, t), facts.deadline, lgrr=g.lgrr, liss=g.liss,
+            early_exit=g.early_exit, predictor=g.predictor, stealing=SetStealing, granularity=g.granularity,
+            share_units=view.share_units)
+        attach = getattr(self.host, "attach_coordinator", None)
+        if attach is not None:
+            attach(self.coordinator)
         self._next_tick = 0.0
 
     def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
-        """The coordinator's calibration when a monitoring tick is due, else the base scheduler's decision."""
-        acts = self.calibrate(self.view(env))  # type: ignore[attr-defined]
-        return acts if acts else super().act(observation, env)  # type: ignore[misc]
+        """The coordinator's calibration when a search step is due, else the host's decision."""
+        acts = self.calibrate(self.view(env))
+        if acts:
+            return acts
+        out = self.host.act(observation, env)
+        if self.forget_stopped:
+            assert self.coordinator is not None
+            self.coordinator.forget(a.job for a in (out if isinstance(out, list) else [out])
+                                    if isinstance(a, Preempt | Reallocate))
+        return out
 
     def episode_stats(self) -> dict[str, float]:
-        """The coordinator's counts (:class:`~.gimbal_search.SearchStats`) as ``gimbal_searches``,
-        ``gimbal_attempts``, ``gimbal_early_exits``, ``gimbal_lgrr_steps`` and ``gimbal_liss_switches``."""
+        """The coordinator's counts (:class:`~gpucluster_env.baselines.parts.gimbal_search.SearchStats`) as
+        ``gimbal_searches``, ``gimbal_attempts``, ``gimbal_early_exits``, ``gimbal_lgrr_steps`` and
+        ``gimbal_liss_switches``."""
         if self.coordinator is None:
             return {}
         return {f"gimbal_{k}": float(v) for k, v in dataclasses.asdict(self.coordinator.stats).items()}
@@ -95,50 +141,3 @@ class GimbalLayer:
             return []
         self._next_tick = view.now + self.step_s
         return self.coordinator.tick(view)
-
-
-@register_policy
-class LucidGimbal(GimbalLayer, Lucid):
-    """Lucid with Gimbal: any pair may pack, unequal GPU counts allowed, JCT coordination."""
-
-    name: ClassVar[str] = "lucid+gimbal"
-    description: ClassVar[str] = (
-        "Lucid relaxed (any sharing scores, unequal GPU counts under Gimbal's topology rule) + Gimbal's JCT "
-        "coordination (squeeze/swell, sample stealing, early exit)"
-    )
-    paper: ClassVar[str] = "gimbal §5.2 Alg. 1, eq. 1-2, §7.2 (JCT)"
-    gimbal_objective: ClassVar[str] = "jct"
-
-    def __init__(self, threshold: int = 4, unequal: bool = True, time_ratio: float = 2.0, lgrr: bool = True,
-                 liss: bool = True, early_exit: bool = True, predictor: XiPredictor | None = None,
-                 granularity: int = DEFAULT_GRANULARITY, step_s: float = SEARCH_STEP_S) -> None:
-        super().__init__(threshold, unequal, time_ratio)
-        self._init_layer(lgrr, liss, early_exit, predictor, granularity, step_s)
-
-
-@register_policy
-class GandivaGimbal(GimbalLayer, Gandiva):
-    """Gandiva with Gimbal: unequal GPU counts allowed, deadline coordination before introspection."""
-
-    name: ClassVar[str] = "gandiva+gimbal"
-    description: ClassVar[str] = (
-        "Gandiva with deadlines, unequal packing under Gimbal's topology rule + Gimbal's deadline coordination; "
-        "introspection after each set's search"
-    )
-    paper: ClassVar[str] = "gimbal §5.2 Alg. 1, eq. 3-4, §7.2 (deadlines)"
-    gimbal_objective: ClassVar[str] = "deadline"
-
-    def __init__(self, unequal: bool = True, tick_s: float = MONITOR_S, lgrr: bool = True, liss: bool = True,
-                 early_exit: bool = True, predictor: XiPredictor | None = None,
-                 granularity: int = DEFAULT_GRANULARITY, step_s: float = SEARCH_STEP_S) -> None:
-        super().__init__(unequal, tick_s, predictor)
-        self._init_layer(lgrr, liss, early_exit, predictor, granularity, step_s)
-
-    def settled(self, view: ClusterView, jmax: int) -> bool:
-        assert self.coordinator is not None
-        st = self.coordinator.searches.get(jmax)
-        return st is not None and st.done
-
-    def current_shares(self) -> dict[tuple[int, int], int]:
-        assert self.coordinator is not None
-        return self.coordinator.shares

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gpucluster_env.baselines.castor import XiPredictor, default_predictor
-from gpucluster_env.baselines.gimbal_rules import JobSet, packing_sets
+from gpucluster_env.baselines.parts.gimbal_rules import JobSet, packing_sets
+from gpucluster_env.baselines.parts.xi_predictor import XiPredictor, default_predictor
 
 from gpucluster_env.config import DEFAULT_SHARE_STEP
 from gpucluster_env.engine import Action, Squeeze, Swell

@@ -46,8 +46,8 @@ from gpucluster_env.performance import compute_time
 class SpecEstimate:
     """Per-job throughput (iterations/s of its gang) on each GPU type as HadarE knows it: the spec estimate
     until the job's model has run on a type, then the measured rate (module docstring). Same ``of`` interface
-    as the oracle table :class:`~gpucluster_env.baselines.gavel.Throughputs`; call :meth:`observe` once per round
-    boundary, before reading."""
+    as the oracle table :class:`~gpucluster_env.baselines.parts.solo_throughputs.Throughputs`; call
+    :meth:`observe` once per round boundary, before reading."""
 
     def __init__(self, view: ClusterView, partial: bool = False) -> None:
         """``partial``: a type with fewer GPUs than a job's gang still gets a throughput (Hadar's per-type

@@ -1,6 +1,6 @@
 """Parsing of repeated ``--option KEY=VALUE`` and ``--policy-option KEY=VALUE`` arguments, each value by the
 option's declared type (:mod:`gpucluster_env.settings`): scenario options by the scenario's declared fields,
-policy options by the policy constructor's type hints (:mod:`gpucluster_env.baselines.options`, which boards
+policy options by the policy constructor's type hints (:mod:`gpucluster_env.policy_options`, which boards
 use too)."""
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def parse_options(items: list[str] | None, flag: str = "--option", scenario: str
 
 def parse_policy_options(items: list[str] | None, policy: str, flag: str = "--policy-option") -> dict[str, Any]:
     """Policy constructor arguments from ``KEY=VALUE`` text, each parsed by the constructor's type hint."""
-    from gpucluster_env.baselines.options import option_settings
+    from gpucluster_env.policy import option_settings
 
     pairs = split_items(items, flag)
     if not pairs:
