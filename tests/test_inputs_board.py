@@ -327,7 +327,7 @@ def test_a_zero_reference_mean_is_said_not_divided_by() -> None:
 
 def test_records_without_a_value_of_the_metric_are_counted_in_a_note() -> None:
     from gpucluster_env.leaderboard.summary import summarize
-    from gpucluster_env.leaderboard.tables import render
+    from gpucluster_env.leaderboard.summary_tables import render
 
     recs = [_rec({}, "fifo", s, avg_jct_s=v) for s, v in enumerate((10.0, None, 12.0))]
     summ = summarize(recs, "avg_jct_s", "fifo")

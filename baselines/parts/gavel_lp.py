@@ -68,6 +68,20 @@ def _check(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> t
     return t, g, c
 
 
+def _pair_shares(pr: np.ndarray, pt: np.ndarray, m: np.ndarray, best: np.ndarray) -> np.ndarray:
+    """Each pair column's time share per member (P x 2): a job of class a spends 1/m_a of its class pair's time
+    in it (2/m_a when both members are of class a); raises ``best`` (each class's best throughput) in place to
+    what the classes reach in pairs."""
+    share = np.zeros((len(pr), 2))
+    if len(pr):
+        same = pr[:, 0] == pr[:, 1]
+        share[:, 0] = np.where(same, 2.0, 1.0) / m[pr[:, 0]]
+        share[:, 1] = np.where(same, 0.0, 1.0 / m[pr[:, 1]])
+        np.maximum.at(best, pr[:, 0], pt[:, 0, :].max(axis=1))
+        np.maximum.at(best, pr[:, 1], pt[:, 1, :].max(axis=1))
+    return share
+
+
 def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.ndarray, pr: np.ndarray,
            pt: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     """The LP over job classes: rows of ``t``/``g``/``d`` are classes of ``m`` identical jobs, ``x`` a class's
@@ -86,14 +100,7 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
     nvar = ns + npair * nk + 1
     zcol = nvar - 1
     best = t.max(axis=1)
-    # a job of class a spends 1/m_a of its class pair's time in it (2/m_a when both members are of class a)
-    share = np.zeros((npair, 2))
-    if npair:
-        same = pr[:, 0] == pr[:, 1]
-        share[:, 0] = np.where(same, 2.0, 1.0) / m[pr[:, 0]]
-        share[:, 1] = np.where(same, 0.0, 1.0 / m[pr[:, 1]])
-        np.maximum.at(best, pr[:, 0], pt[:, 0, :].max(axis=1))
-        np.maximum.at(best, pr[:, 1], pt[:, 1, :].max(axis=1))
+    share = _pair_shares(pr, pt, m, best)
     served = (d > 0) & (best > 0)
     if not served.any():
         return 0.0, np.zeros((n, nk)), np.zeros((npair, nk))

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"records in {out}/ · show again: gpucluster leaderboard show {out}", highlight=False)
     if not args.no_show and records:
         from gpucluster_env.leaderboard.summary import summarize
-        from gpucluster_env.leaderboard.tables import print_rich
+        from gpucluster_env.leaderboard.summary_tables import print_rich
 
         print_rich([summarize(records, board.metrics[0], board.reference)], console)
     return 0
@@ -182,7 +182,7 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
     )
 
     from gpucluster_env.leaderboard.execute import execute, live_summary
-    from gpucluster_env.leaderboard.tables import seconds_unit
+    from gpucluster_env.leaderboard.summary_tables import seconds_unit
     from gpucluster_env.text_tables import Col, fitted_tables, make_console
 
     console = make_console(stderr=True)
@@ -329,7 +329,7 @@ def _check_show_output(output: str, dirs: list[str]) -> None:
 
 def show(args: argparse.Namespace) -> int:
     from gpucluster_env.leaderboard.summary import check_reference, summarize
-    from gpucluster_env.leaderboard.tables import print_rich, render
+    from gpucluster_env.leaderboard.summary_tables import print_rich, render
 
     if args.output is not None:
         _check_show_output(args.output, args.dir)

@@ -49,5 +49,5 @@ def parse_policy_options(items: list[str] | None, policy: str, flag: str = "--po
         if key not in settings:
             raise SettingError(f"policy {policy!r}: unknown option(s) {key}; its options: "
                                f"{', '.join(settings) or 'none'}")
-        out[key] = parse_text(settings[key][0], text, f"{flag} ")
+        out[key] = parse_text(settings[key][0], text, f"{flag}: policy {policy!r}: option ")
     return out
