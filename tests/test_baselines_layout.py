@@ -4,8 +4,10 @@ policy, and policy options checked by their declared settings however a policy i
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+from pathlib import Path
 
 import gpucluster_env.baselines as baselines
 import gpucluster_env.baselines.parts as parts
@@ -87,3 +89,27 @@ def test_zero_where_the_constructor_allows_it() -> None:
     assert parse_policy_options(["min_run_s=0"], "srsf") == {"min_run_s": 0.0}
     assert parse_policy_options(["min_reset_s=0"], "gavel") == {"min_reset_s": 0.0}
     assert parse_policy_options(["dp_window=0", "comm_weight=0"], "hadar") == {"dp_window": 0, "comm_weight": 0.0}
+
+
+def _imports(path: Path) -> set[str]:
+    """The ``gpucluster_env`` modules ``path`` imports (``from pkg import mod`` as ``pkg.mod``)."""
+    out: set[str] = set()
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.ImportFrom) and n.module and n.module.startswith("gpucluster_env"):
+            out.update(f"{n.module}.{a.name}" for a in n.names)
+        elif isinstance(n, ast.Import):
+            out.update(a.name for a in n.names if a.name.startswith("gpucluster_env"))
+    return out
+
+
+def test_baselines_import_only_downward_and_parts_only_parts() -> None:
+    # gavel_rounds (Gavel's round mechanism) stays beside pollux, which shares it, until it joins parts/
+    folder = Path(baselines.__file__).parent
+    upward = ("agents", "leaderboard", "cli", "replay", "traces")
+    for path in sorted(folder.rglob("*.py")):
+        names = _imports(path)
+        assert not [m for m in names if m.split(".")[1] in upward], path
+        if path.parent.name == "parts":
+            siblings = {m for m in names if m.startswith("gpucluster_env.baselines.")}
+            assert all(m.startswith(("gpucluster_env.baselines.parts.", "gpucluster_env.baselines.gavel_rounds."))
+                       for m in siblings), (path, siblings)
