@@ -11,11 +11,12 @@ This module stays light: torch and stable-baselines3 are imported when a model i
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
 
 from gpucluster_env.policy import Policy, register_policy
+from gpucluster_env.policy_options import NON_NEGATIVE
 
 if TYPE_CHECKING:
     from gpucluster_env.scenarios import Scenario
@@ -33,7 +34,7 @@ class RandomMasked(Policy):
     description: ClassVar[str] = "Uniformly random valid action of the masked Discrete space (the floor)"
     paper: ClassVar[str] = "-"
 
-    def __init__(self, seed: int = 0) -> None:
+    def __init__(self, seed: Annotated[int, NON_NEGATIVE] = 0) -> None:
         """``seed`` is mixed with the episode's own seed, so every episode of a run differs and repeats."""
         self.seed = int(seed)
         self._rng = np.random.default_rng(self.seed)

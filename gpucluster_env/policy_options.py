@@ -85,6 +85,11 @@ def plain(v: Any) -> Any:
     return [plain(x) for x in v] if isinstance(v, list | tuple) else v
 
 
+def _same(value: Any, default: Any) -> bool:
+    """Whether ``value`` is the default itself (by type and value: ``True`` is not ``1``)."""
+    return type(value) is type(default) and plain(value) == plain(default)
+
+
 def check_names(cls: type, name: str, options: dict[str, Any], where: str = "") -> dict[str, tuple[Setting, Any]]:
     """The declared options of policy ``name`` (class ``cls``), after a one-line :class:`SettingError` for any
     of ``options`` it does not take."""
@@ -110,6 +115,8 @@ def check_options(cls: type, name: str, options: dict[str, Any], where: str = ""
         if python and setting.check is _object_only and value is not None:
             out[key] = value
             continue
+        if default is not inspect.Parameter.empty and _same(value, default):
+            continue  # the declared default is valid by definition (pollux's seed 0 under the positive rule)
         checked = plain(check_value(setting, value, f"{where}policy {name!r}: option "))
         if default is inspect.Parameter.empty or checked != plain(default):
             out[key] = checked

@@ -128,7 +128,7 @@ def engine_metric_names() -> frozenset[str]:
 
 def metric_names(policies: set[str]) -> set[str]:
     """The metrics a record of one of ``policies`` may have: the engine's, the sharing-benefit ones and the
-    policies' own :attr:`~gpucluster_env.baselines.parts.queue_policy.Policy.stat_names`."""
+    policies' own :attr:`~gpucluster_env.policy.Policy.stat_names`."""
     from gpucluster_env.policy import registered_policies
 
     names = set(engine_metric_names()) | set(SB_METRICS)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import inspect
 import pkgutil
 from pathlib import Path
 
@@ -19,7 +20,8 @@ from gpucluster_env.baselines.tiresias import Tiresias
 from gpucluster_env.cli.main import main
 from gpucluster_env.cli.option_args import parse_policy_options
 from gpucluster_env.policy import make_policy, registered_policies, run_episode
-from gpucluster_env.settings import SettingError
+from gpucluster_env.policy_options import declared_options
+from gpucluster_env.settings import SettingError, check_value
 
 HOMES = {"gavel": "gavel_maxmin"}
 """The registered names whose module is not the name itself: ``gavel``'s (``traces/gavel.py`` reads Gavel's traces
@@ -113,3 +115,15 @@ def test_baselines_import_only_downward_and_parts_only_parts() -> None:
             siblings = {m for m in names if m.startswith("gpucluster_env.baselines.")}
             assert all(m.startswith(("gpucluster_env.baselines.parts.", "gpucluster_env.baselines.gavel_rounds."))
                        for m in siblings), (path, siblings)
+
+
+def test_declared_defaults_fit_their_settings() -> None:
+    # a default always passes the constructor's check (it is the author's), but it should fit its declaration
+    # too, else the command line refuses a value the policy runs with by default; pollux's seed (0 under the
+    # positive rule of an undeclared int) awaits its declaration as NON_NEGATIVE
+    known = {("pollux", "seed")}
+    for name, cls in registered_policies().items():
+        for key, (setting, default) in declared_options(cls).items():
+            if default is not inspect.Parameter.empty and setting.check is None and (name, key) not in known:
+                check_value(setting, default, f"policy {name!r}: default of option ")
+    assert make_policy("random", seed=0).seed == 0 and make_policy("pollux", seed=0).options == {"seed": 0}
