@@ -46,7 +46,7 @@ class GavelPacked(Gavel):
                  wait_for_reset: bool = False) -> None:
         """``objective``: ``max-min`` or ``makespan``; ``round_s``: round length (None: the scenario's, else
         360 s); ``min_reset_s``: least time between allocation recomputations; ``wait_for_reset``: Gavel's
-        between-resets rule (:attr:`.gavel.Gavel.wait_for_reset`)."""
+        between-resets rule (:attr:`.gavel_scheduler.Gavel.wait_for_reset`)."""
         super().__init__(objective, round_s, min_reset_s, wait_for_reset)
 
     def reset(self, env: Any) -> None:
