@@ -181,23 +181,23 @@ class ActionChecks:
         turned on for a running job, every worker's LISS micro-batch (:meth:`Rates.liss_micro_batches
         <gpucluster_env.engine.rates.Rates.liss_micro_batches>`) fitting in its GPU's memory beside the GPU's
         other tenant."""
-        es = self.state
+        state = self.state
         j = self.job_index(action, j)
         if not isinstance(on, bool | np.bool_):
             raise ActionError(f"{action}: on must be True or False, got {on!r}")
-        st = es.status.item(j)
+        st = state.status.item(j)
         if st not in (PENDING, RUNNING):
             raise ActionError(f"{action}: job {j} is {STATUS_NAMES[st]}, not pending or running")
         if not on or st != RUNNING:
             return
-        p = es.profiles[es._model_l[j]]
-        for c in es._copy_consts[j]:
+        p = state.profiles[state._model_l[j]]
+        for c in state._copy_consts[j]:
             if c.n == 1:
                 continue
             b = self.rates.liss_micro_batches(j, c)
             for g, bi in zip(c.gl, b.tolist(), strict=True):
-                other = next((int(x) for x in es.slot_job[g] if x >= 0 and x != j), -1)
-                room = es._type_mem_l[es._gpu_type_l[g]] - (es.footprint.item(other) if other >= 0 else 0.0)
+                other = next((int(x) for x in state.slot_job[g] if x >= 0 and x != j), -1)
+                room = state._type_mem_l[state._gpu_type_l[g]] - (state.footprint.item(other) if other >= 0 else 0.0)
                 fp = footprint_gb(p, bi, 1)
                 if not fits_memory(fp, room):
                     raise ActionError(

@@ -21,7 +21,11 @@ class Clock:
         self.state = state
         self.progress = progress
         self.lifecycle = lifecycle
-        self.start()
+        self.next_round: float | None = None
+        self.next_tick: float | None = None
+        self.idle_ticks = 0  # consecutive idle waits
+        self.acc_t = 0.0  # utilization is counted up to this time
+        self.last_reasons: tuple[str, ...] = ()
 
     def start(self) -> None:
         """The clock at time 0 (after the state's reset): push the first round boundary and calibration tick."""
@@ -30,12 +34,17 @@ class Clock:
         self.next_round = cfg.round_s
         self.next_tick = cfg.tick_s
         self.idle_ticks = 0
-        self.acc_t = 0.0  # utilization is counted up to this time
-        self.last_reasons: tuple[str, ...] = ()
+        self.acc_t = 0.0
+        self.last_reasons = ()
         if self.next_round is not None:
             s.events.push(self.next_round, ROUND, -1, 0)
         if self.next_tick is not None:
             s.events.push(self.next_tick, TICK, -1, 0)
+
+    def resume(self, other: Clock) -> None:
+        """Take the times and counts of ``other`` (the clock of the engine this one's state was cloned from)."""
+        self.next_round, self.next_tick = other.next_round, other.next_tick
+        self.idle_ticks, self.acc_t, self.last_reasons = other.idle_ticks, other.acc_t, other.last_reasons
 
     def _next_time(self) -> float:
         """The time of the next event or arrival (inf: none)."""

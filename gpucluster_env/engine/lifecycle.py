@@ -80,7 +80,7 @@ class Lifecycle:
         st._copy_consts[j] = [c]
         st.job_min_mem[j] = c.k.min_mem
         st.share_lo[j] = st.share_hi[j] = st.share_units
-        st.solo_rate[j] = 1.0 / c.k.solo_iter
+        st.solo_rate[j] = self.rates.solo_copy_rate(j, c)  # a start is full-size: 1 / solo_iter
         partners = self.occupancy.occupy(j, c)
         st.log.records.append((t, "start", j, {"gpus": gl[:], "accumulation": s}))  # log.add(...)
         if partners:
@@ -200,7 +200,7 @@ class Lifecycle:
         st._forked.add(j)
         st.max_copies[j] = max(st.max_copies[j], len(st.copies[j]))
         st.counts["forks"] += len(plans)
-        # per-copy progress (engine.copies): the new copies start up, the steps left are split by throughput
+        # per-copy progress (job_progress): the new copies start up, the steps left are split by throughput
         cp = self.progress.track(j, len(st.copies[j]) - len(plans))
         cp.ready += [t + st.config.copy_startup_s] * len(plans)
         cp.rate += [0.0] * len(plans)
@@ -226,7 +226,7 @@ class Lifecycle:
         st.copies[j].append(g)
         st._copy_consts[j].append(c)
         st.job_min_mem[j] = min(st.job_min_mem[j], c.k.min_mem)
-        st.solo_rate[j] += 1.0 / c.k.solo_iter
+        st.solo_rate[j] += self.rates.solo_copy_rate(j, c)  # copies are full-size
         return g
 
     def set_stealing(self, action: SetStealing) -> None:

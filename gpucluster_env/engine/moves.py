@@ -29,6 +29,7 @@ class Moves:
         self.checks = checks
 
     def reallocate(self, action: Reallocate) -> None:
+        """Move a running job of one copy to the checked GPU set (its progress kept), paying ``restart_s``."""
         st = self.state
         j, g, s = self.checks.check_reallocate(action)
         t = st.now
@@ -44,7 +45,7 @@ class Moves:
         st.share_lo[j] = st.share_hi[j] = st.share_units
         partners |= self.occupancy.occupy(j, c)
         if c.n != st._req_l[j]:
-            st._cp[j] = CopyProgress(1)  # a resized gang: its rate is scaled by n / N (engine.copies)
+            st._cp[j] = CopyProgress(1)  # a resized gang: its rate is scaled by n / N (job_progress)
         else:
             st._cp.pop(j, None)
         self._refresh_one(j, c)
@@ -60,6 +61,7 @@ class Moves:
         st.job_min_mem[j] = c.k.min_mem
 
     def drop_copy(self, action: DropCopy) -> None:
+        """Stop one copy of a forked job; its steps are split among the copies left."""
         st = self.state
         j, i = self.checks.check_copy(action)
         t = st.now
@@ -79,6 +81,7 @@ class Moves:
         self.progress.rerate(sorted(partners | {j}), t)
 
     def move_copy(self, action: MoveCopy) -> None:
+        """Move one copy of a forked job to free GPUs; it starts up again there (``copy_startup_s``)."""
         st = self.state
         j, i = self.checks.check_copy(action)
         g = self.checks.check_move_gpus(action, j, i)

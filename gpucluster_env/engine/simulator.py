@@ -102,7 +102,12 @@ class ClusterEngine:
     ) -> None:
         catalog = catalog or default_catalog()
         jobs, self.skip_report = validate_jobs(jobs, catalog, cluster, source, skip_bad_rows)
-        self.state = st = EngineState(catalog, cluster, config or EngineConfig(), jobs)
+        self._assemble(EngineState(catalog, cluster, config or EngineConfig(), jobs))
+        self.clock.start()
+
+    def _assemble(self, st: EngineState) -> None:
+        """Make the parts over state ``st``, each given the parts it calls."""
+        self.state = st
         self.occupancy = Occupancy(st)
         self.rates = Rates(st)
         self.progress = Progress(st, self.rates, self.occupancy)
@@ -121,12 +126,13 @@ class ClusterEngine:
     def clone(self) -> ClusterEngine:
         """An independent engine at this instant: the same state, events and log, so that acting on the copy
         gives bit for bit what acting on this engine would, and nothing done to either changes the other
-        (what a search agent rolls out on). The static tables and the running copies' constants are shared
-        (:meth:`EngineState.shared_memo`), the dynamic state and the parts (which hold no more than references
-        and the clock's few numbers) are copied."""
-        memo = self.state.shared_memo()
-        memo[id(self.skip_report)] = self.skip_report
-        return copy.deepcopy(self, memo)
+        (what a search agent rolls out on). The state is deep-copied with its static tables and the running
+        copies' constants shared (:meth:`EngineState.shared_memo`); the parts, which hold only references and
+        the clock's few numbers, are made again over the copy."""
+        twin = copy.copy(self)
+        twin._assemble(copy.deepcopy(self.state, self.state.shared_memo()))
+        twin.clock.resume(self.clock)
+        return twin
 
     # ------------------------------------------------------------------ actions
     def apply(self, action: Action) -> None:
