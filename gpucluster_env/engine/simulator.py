@@ -69,6 +69,7 @@ from .state import DONE, FUTURE, PENDING, RUNNING, STATE_FIELDS, STATUS_NAMES, E
 
 __all__ = ["DONE", "FUTURE", "PENDING", "RUNNING", "STATUS_NAMES", "ClusterEngine", "EngineConfig"]
 
+
 def _state_field(name: str) -> property:
     """A property reading (and setting) ``self.state.<name>``."""
 
