@@ -42,7 +42,7 @@ class EngineConfig:
     ``interference_scope``: what a colocated worker's interference ratio xi multiplies: ``"iteration"`` (the
     default, Castor eq. 4-5: ``t_iter * xi``, all-reduce included) or ``"compute"`` (only the compute term of
     eq. 1; the all-reduce runs at its solo speed, so large gangs barely feel sharing).
-    ``topology_rule``: Gimbal's topology constraints as an engine check (``engine.checks``): every job on the
+    ``topology_rule``: Gimbal's topology constraints as an engine check (``engine.action_checks``): every job on the
     fewest nodes its GPU types allow, a job colocates only with one larger job (world size), and equal world
     sizes only in balanced packing (the very same GPUs).
     ``max_idle_ticks``: consecutive decision points with nothing running and no arrival or completion (idle,

@@ -46,10 +46,10 @@ def test_arrivals_reset_the_idle_count():
     eng = ClusterEngine(cluster, make_jobs(rows), make_catalog(), EngineConfig(tick_s=30.0, max_idle_ticks=4))
     eng.advance()
     for _ in range(30):  # waiting through arrivals every 100 s with ticks every 30 s: never 4 idle in a row
-        if eng._next_arrival == eng.n_jobs:
+        if eng.next_arrival == eng.n_jobs:
             break
         eng.advance()
-    assert eng._next_arrival == eng.n_jobs
+    assert eng.next_arrival == eng.n_jobs
 
 
 def test_place_with_type_and_gpus_must_agree(build):

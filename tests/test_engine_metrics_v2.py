@@ -7,7 +7,6 @@ import pytest
 
 from gpucluster_env.engine import Colocate, Place, Squeeze
 from gpucluster_env.engine.metrics import episode_metrics, sharing_benefit_ratios
-from gpucluster_env.engine.rates import solo_accumulation
 
 REL = 1e-9
 
@@ -26,7 +25,7 @@ def test_sharing_benefit_at_own_solo_accumulation(build):
     eng.apply(Place(0))
     eng.apply(Colocate(1, 0))
     assert eng.accum.tolist() == [2, 4]
-    assert solo_accumulation(eng, 1, eng.gpus_of(1)) == 2
+    assert eng.rates.solo_accumulation(1, eng.gpus_of(1)) == 2
     ((j, t_solo, t_co),) = eng.sharing_benefits
     assert j == 1 and t_solo == pytest.approx(135.0, rel=REL) and t_co == pytest.approx(75.0, rel=REL)
     while not eng.done:

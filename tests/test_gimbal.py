@@ -308,8 +308,8 @@ def test_sample_stealing_keeps_global_batch_and_fits_memory(build: Any) -> None:
                 continue
             stole.append(j)
             p = view.model(j)
-            for c in eng._copy_consts[j]:
-                b = eng.liss_micro_batches(j, c)
+            for c in eng.state._copy_consts[j]:
+                b = eng.rates.liss_micro_batches(j, c)
                 assert b.sum() == pytest.approx(c.n * view.batch(j) / view.accumulation(j))
                 for g, bi in zip(c.gl, b.tolist(), strict=True):
                     other = [int(x) for x in view.tenants([g])[0] if x >= 0 and x != j]

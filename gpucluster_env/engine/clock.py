@@ -1,58 +1,69 @@
-"""The clock and its events: decision points, arrivals, completions, rounds and ticks, and exact progress.
-
-Each running job has a piecewise-constant rate (iterations per second); progress is settled lazily, only for
-the jobs whose rate changes, and a job's completion time is computed exactly and pushed as an event with a
-version number, so that a rate change invalidates the old prediction. Nothing steps through time in fixed
-ticks.
-"""
+"""The clock: decision points, arrivals, completions, rounds and ticks, and the utilization integrals up to
+the current time. Progress between events is :mod:`.job_progress`'s; what a completion changes is
+:mod:`.lifecycle`'s."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import numpy as np
 
 from .actions import StalledError
 from .events import FINISH, IDLE, ROUND, TICK
-from .state import PENDING, RUNNING
+from .job_progress import Progress
+from .lifecycle import Lifecycle
+from .state import PENDING, RUNNING, EngineState
 
 
 class Clock:
-    """Events, decision points and progress of :class:`~gpucluster_env.engine.simulator.ClusterEngine` (a
-    mixin over :class:`~gpucluster_env.engine.state.EngineState`)."""
+    """Runs an :class:`~gpucluster_env.engine.state.EngineState` forward to its next decision point. Owns the
+    times of the next round and tick, the idle-wait count and the time up to which utilization is counted."""
 
-    config: Any
+    def __init__(self, state: EngineState, progress: Progress, lifecycle: Lifecycle) -> None:
+        self.state = state
+        self.progress = progress
+        self.lifecycle = lifecycle
+        self.next_round: float | None = None
+        self.next_tick: float | None = None
+        self.idle_ticks = 0  # consecutive idle waits
+        self.acc_t = 0.0  # utilization is counted up to this time
+        self.last_reasons: tuple[str, ...] = ()
 
-    def _start_clock(self) -> None:
-        """Push the first round boundary and calibration tick (at reset)."""
-        self._next_round = self.config.round_s
-        self._next_tick = self.config.tick_s
-        if self._next_round is not None:
-            self.events.push(self._next_round, ROUND, -1, 0)
-        if self._next_tick is not None:
-            self.events.push(self._next_tick, TICK, -1, 0)
+    def start(self) -> None:
+        """The clock at time 0 (after the state's reset): push the first round boundary and calibration tick."""
+        s = self.state
+        cfg = s.config
+        self.next_round = cfg.round_s
+        self.next_tick = cfg.tick_s
+        self.idle_ticks = 0
+        self.acc_t = 0.0
+        self.last_reasons = ()
+        if self.next_round is not None:
+            s.events.push(self.next_round, ROUND, -1, 0)
+        if self.next_tick is not None:
+            s.events.push(self.next_tick, TICK, -1, 0)
 
-    @property
-    def done(self) -> bool:
-        """Every job of the episode has finished."""
-        return self.n_done == self.n_jobs
+    def resume(self, other: Clock) -> None:
+        """Take the times and counts of ``other`` (the clock of the engine this one's state was cloned from)."""
+        self.next_round, self.next_tick = other.next_round, other.next_tick
+        self.idle_ticks, self.acc_t, self.last_reasons = other.idle_ticks, other.acc_t, other.last_reasons
 
     def _next_time(self) -> float:
         """The time of the next event or arrival (inf: none)."""
-        t = self.events.next_time()
-        i = self._next_arrival
-        if i < self.n_jobs and self._submit_l[i] < t:  # min(t, submit[i])
-            t = self.submit[i]
+        s = self.state
+        t = s.events.next_time()
+        i = s.next_arrival
+        if i < s.n_jobs and s._submit_l[i] < t:  # min(t, submit[i])
+            t = s.submit[i]
         return t
 
-    def _accumulate_util(self, t: float) -> None:
-        dt = t - self._acc_t
+    def accumulate_util(self, t: float) -> None:
+        """Add the busy, shared and active-SM GPU time from the last count up to ``t``."""
+        dt = t - self.acc_t
         if dt > 0:
-            self.busy_gpu_s += dt * self.busy_gpus
-            self.shared_gpu_s += dt * self.shared_gpus
-            self.sm_active_gpu_s += dt * self._sm.total(self._sj_flat, self._ss_flat)
-            self._acc_t = t
+            s = self.state
+            s.busy_gpu_s += dt * s.busy_gpus
+            s.shared_gpu_s += dt * s.shared_gpus
+            s.sm_active_gpu_s += dt * s._sm.total(s._sj_flat, s._ss_flat)
+            self.acc_t = t
 
     def advance(self, until: float | None = None) -> tuple[str, ...]:
         """Run time forward to the next decision point (the ``wait`` action) and return its reasons:
@@ -62,18 +73,19 @@ class Clock:
         exactly (utilization and progress count up to it, no event past it happens) and the reason is
         ``("limit",)``; an event exactly at ``until`` still happens. A run truncated there reports the jobs
         finished by the limit, not those an event jump past it would have finished."""
-        self.counts["decisions"] += 1
-        while self.n_done != self.n_jobs:  # not self.done
+        s = self.state
+        s.counts["decisions"] += 1
+        while s.n_done != s.n_jobs:  # not s.done
             t = self._next_time()
             if t == math.inf:
-                if self._running:
+                if s._running:
                     raise RuntimeError("engine invariant broken: running jobs but no completion event")
-                self.events.push(self.now + self.config.idle_tick_s, IDLE, -1, 0)
+                s.events.push(s.now + s.config.idle_tick_s, IDLE, -1, 0)
                 continue
             if until is not None and t > until:
-                if until > self.now:
-                    self._accumulate_util(until)
-                    self.now = until
+                if until > s.now:
+                    self.accumulate_util(until)
+                    s.now = until
                 self.last_reasons = ("limit",)
                 return self.last_reasons
             reasons = self._process_time(t)
@@ -83,126 +95,80 @@ class Clock:
         self.last_reasons = ()
         return ()
 
+    def _arrive(self, t: float) -> bool:
+        """Queue every job submitted by ``t``; True if any arrived."""
+        s = self.state
+        arrived = False
+        while s.next_arrival < s.n_jobs and s._submit_l[s.next_arrival] <= t:
+            j = s.next_arrival
+            s.next_arrival += 1
+            s.status[j] = PENDING
+            s._pending[j] = None
+            s.queue_version += 1
+            s.pending_since[j] = s.submit[j]
+            s.log.add(t, "arrive", j)
+            arrived = True
+        return arrived
+
     def _process_time(self, t: float) -> list[str]:
-        self._accumulate_util(t)
-        self.now = t
-        reasons: list[str] = []
-        while self._next_arrival < self.n_jobs and self._submit_l[self._next_arrival] <= t:
-            j = self._next_arrival
-            self._next_arrival += 1
-            self.status[j] = PENDING
-            self._pending[j] = None
-            self.queue_version += 1
-            self.pending_since[j] = self.submit[j]
-            self.log.add(t, "arrive", j)
-            if "arrival" not in reasons:
-                reasons.append("arrival")
-        pop_due = self.events.pop_due
+        s = self.state
+        self.accumulate_util(t)
+        s.now = t
+        reasons: list[str] = ["arrival"] if self._arrive(t) else []
+        pop_due = s.events.pop_due
         while (ev := pop_due(t)) is not None:
             _, kind, _, j, ver, _ = ev
             if kind == FINISH:
-                if self.version.item(j) != ver or self.status.item(j) != RUNNING:
+                if s.version.item(j) != ver or s.status.item(j) != RUNNING:
                     continue
-                if j in self._cp and not self._cp_event(j, t):
-                    continue  # a copy's quota done or its start-up over (engine.copies), not the job's end
-                self._finish(j, t)
+                if j in s._cp and not self.progress.copy_event(j, t):
+                    continue  # a copy's quota done or its start-up over (job_progress), not the job's end
+                self.lifecycle.finish(j, t)
                 if "completion" not in reasons:
                     reasons.append("completion")
             elif kind == ROUND:
                 self._round_boundary(t)
                 reasons.append("round")
             elif kind == TICK:
-                if not self.done:
-                    self._next_tick = t + self.config.tick_s  # type: ignore[operator]
-                    self.events.push(self._next_tick, TICK, -1, 0)
+                if not s.done:
+                    self.next_tick = t + s.config.tick_s  # type: ignore[operator]
+                    s.events.push(self.next_tick, TICK, -1, 0)
                 reasons.append("tick")
             elif kind == IDLE:
                 reasons.append("idle")
-        # A decision point with no arrival or completion, nothing running and jobs waiting is an idle wait
-        # (idle ticks, and round or calibration ticks in scenarios that have them). A time with only stale
-        # events (a completion its job's preemption cancelled) is no decision point and counts neither way, so
-        # a policy that starts and preempts a job at every instant is still stalled after max_idle_ticks.
-        if "arrival" in reasons or "completion" in reasons or self._running:
-            self._idle_ticks = 0
-        elif reasons:
-            self._idle_ticks += 1
-            if self._idle_ticks > self.config.max_idle_ticks:
-                raise StalledError(
-                    f"episode stalled at t={t:.0f}s: {len(self._pending)} pending jobs, nothing running, "
-                    f"and {self.config.max_idle_ticks} consecutive waits"
-                )
+        self._count_idle(t, reasons)
         return reasons
 
+    def _count_idle(self, t: float, reasons: list[str]) -> None:
+        """A decision point with no arrival or completion, nothing running and jobs waiting is an idle wait
+        (idle ticks, and round or calibration ticks in scenarios that have them). A time with only stale
+        events (a completion its job's preemption cancelled) is no decision point and counts neither way, so
+        a policy that starts and preempts a job at every instant is still stalled after max_idle_ticks."""
+        s = self.state
+        if "arrival" in reasons or "completion" in reasons or s._running:
+            self.idle_ticks = 0
+        elif reasons:
+            self.idle_ticks += 1
+            if self.idle_ticks > s.config.max_idle_ticks:
+                raise StalledError(
+                    f"episode stalled at t={t:.0f}s: {len(s._pending)} pending jobs, nothing running, "
+                    f"and {s.config.max_idle_ticks} consecutive waits"
+                )
+
     def _round_boundary(self, t: float) -> None:
-        if not self.done:
-            self._next_round = t + self.config.round_s  # type: ignore[operator]
-            self.events.push(self._next_round, ROUND, -1, 0)
-        self.log.add(t, "round", -1)
-        c = self.config.consolidation_s
-        for j in sorted(self._forked):
-            if len(self.copies[j]) > 1:
+        s = self.state
+        if not s.done:
+            self.next_round = t + s.config.round_s  # type: ignore[operator]
+            s.events.push(self.next_round, ROUND, -1, 0)
+        s.log.add(t, "round", -1)
+        c = s.config.consolidation_s
+        pr = self.progress
+        for j in sorted(s._forked):
+            if len(s.copies[j]) > 1:
                 # HadarE's consolidation: the copies' steps are summed (already, in remaining), the job pays the
                 # overhead, and its remaining steps are split among its copies again by their throughput
-                self._settle(j, t)
-                self._cp_split(j)
+                pr.settle(j, t)
+                pr.split(j)
                 if c > 0:
-                    self._pause(j, t, t + c)
-                self._rerate([j], t)
-
-    # ------------------------------------------------------------------ progress
-    def _settle(self, j: int, t: float) -> None:
-        """Bring job ``j``'s remaining iterations up to time ``t`` at its current rate."""
-        last = self.last_t.item(j)
-        start = max(last, self.active_from.item(j))
-        if t > start:
-            if j in self._cp:
-                self._cp_settle(j, t, start)
-            else:
-                rate = self.rate.item(j)
-                if rate > 0:
-                    self.remaining[j] = max(0.0, self.remaining.item(j) - rate * (t - start))
-        self.last_t[j] = max(last, t)
-
-    def _pause(self, j: int, t: float, until: float) -> None:
-        """Job ``j`` makes no progress from ``t`` until ``until`` (consolidation, calibration overhead); the
-        caller then recomputes its completion with :meth:`_rerate`."""
-        self._settle(j, t)
-        self.active_from[j] = max(self.active_from[j], until)
-
-    def _rerate(self, jobs: list[int], t: float) -> None:
-        """Settle each job of ``jobs`` (running, sorted, distinct) to ``t``, recompute its rate and push its
-        completion event."""
-        last_t, active, rate, remaining, version = (
-            self.last_t, self.active_from, self.rate, self.remaining, self.version)
-        push_finish = self.events.push_finish
-        tf = float(t)  # the same value
-        cp = self._cp
-        for j in jobs:
-            if j in cp:
-                self._cp_rerate(j, tf)  # per-copy progress (engine.copies)
-                continue
-            last = last_t.item(j)
-            af = active.item(j)
-            start = max(last, af)
-            rem = None
-            if tf > start:
-                r0 = rate.item(j)
-                if r0 > 0:
-                    rem = max(0.0, remaining.item(j) - r0 * (tf - start))
-                    remaining[j] = rem
-            last_t[j] = max(last, tf)
-            v = version.item(j) + 1
-            version[j] = v
-            r = self._job_rate(j)
-            rate[j] = r
-            if r > 0:
-                if rem is None:
-                    rem = remaining.item(j)
-                # at max(t, active_from[j]) + remaining[j] / r
-                push_finish(max(tf, af) + rem / r, j, v)
-
-    def remaining_now(self) -> np.ndarray:
-        """Remaining iterations of every job at the current time (settled view, nothing mutated)."""
-        start = np.maximum(self.last_t, self.active_from)
-        elapsed = np.maximum(0.0, self.now - start)
-        return np.maximum(0.0, self.remaining - self.rate * elapsed)
+                    pr.pause(j, t, t + c)
+                pr.rerate([j], t)

@@ -1,6 +1,6 @@
 """Occupancy: which job holds which GPU slot at which MPS share, a job's copies, and the counts kept beside
 the slots (free GPUs per node and type, busy and shared GPUs per type, GPUs each job holds and shares, who
-shares with whom). :meth:`Occupancy._occupy` and :meth:`Occupancy._vacate` are the only writers of slots.
+shares with whom). :meth:`Occupancy.occupy` and :meth:`Occupancy.vacate` are the only writers of slots.
 
 A job runs as one or more *copies* (more than one only when forked, HadarE), each a gang of GPUs
 (:class:`Copy`); its rate is the sum of its copies' rates.
@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..performance import CopyModel
+from .state import EngineState
 
 
 class Copy:
@@ -67,25 +68,19 @@ def _tally(key: list[int], gpus: list[int]) -> dict[int, int]:
 
 
 class Occupancy:
-    """Slots, shares, copies and their counts, for :class:`~gpucluster_env.engine.simulator.ClusterEngine`
-    (a mixin over :class:`~gpucluster_env.engine.state.EngineState`)."""
+    """Slots, shares, copies and their counts on an :class:`~gpucluster_env.engine.state.EngineState`: the one
+    writer of the slot arrays (:meth:`occupy`, :meth:`vacate`) and the queries of who holds what."""
 
-    copies: dict[int, list[np.ndarray]]
-    _copy_consts: dict[int, list[Copy]]
-    _shared_with: dict[int, dict[int, int]]
-    slot_job: np.ndarray
-    slot_share: np.ndarray
-    held_shared: np.ndarray
-    held: np.ndarray
-    share_units: int
-    share_step: float
+    def __init__(self, state: EngineState) -> None:
+        self.state = state
 
-    def _occupy(self, j: int, c: Copy) -> set[int]:
+    def occupy(self, j: int, c: Copy) -> set[int]:
         """Put job ``j``'s copy ``c`` on its GPUs: slot 0 of a free GPU, slot 1 beside a GPU's one tenant, at
         full share. Returns the partners it now shares with."""
-        self.gpu_version += 1
-        self._sm.mark(c.gl)
-        sjf, ssf, full = self._sj_flat, self._ss_flat, self.share_units
+        s = self.state
+        s.gpu_version += 1
+        s._sm.mark(c.gl)
+        sjf, ssf, full = s._sj_flat, s._ss_flat, s.share_units
         tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU
         alone: list[int] = []
         shared: list[int] = []
@@ -104,12 +99,13 @@ class Occupancy:
         self._count_gpus(j, c, alone, shared, tenants, 1)
         return set(tenants)
 
-    def _vacate(self, j: int, c: Copy) -> set[int]:
+    def vacate(self, j: int, c: Copy) -> set[int]:
         """Take job ``j``'s copy ``c`` off its GPUs; returns the partners it shared with. On each GPU the other
         tenant, if any, ends in slot 0 with its share; slot 1 ends empty."""
-        self.gpu_version += 1
-        self._sm.mark(c.gl)
-        sjf, ssf = self._sj_flat, self._ss_flat
+        s = self.state
+        s.gpu_version += 1
+        s._sm.mark(c.gl)
+        sjf, ssf = s._sj_flat, s._ss_flat
         tenants: dict[int, int] = {}
         alone: list[int] = []
         shared: list[int] = []
@@ -121,7 +117,7 @@ class Occupancy:
                 sjf[i] = o
                 ssf[i] = ssf.item(i + 1)  # the empty slot 1 holds a full share
             sjf[i + 1] = -1  # (j in slot 1: the tenant of slot 0 stays there with its share)
-            ssf[i + 1] = self.share_units
+            ssf[i + 1] = s.share_units
             if o >= 0:
                 shared.append(x)
                 tenants[o] = tenants.get(o, 0) + 1
@@ -137,86 +133,94 @@ class Occupancy:
         ``c``: ``alone`` (GPUs it holds alone) and ``shared`` (GPUs it shares with ``tenants``, partner:
         GPUs). Per-type counts follow from the copy when it is of one type, per-node-type counts when it is
         also on one node."""
+        s = self.state
         if shared:
             n = len(shared)
-            self.shared_gpus += sign * n
-            st = self.shared_t
-            for k, v in ({c.t: n} if c.t >= 0 else _tally(self._gpu_type_l, shared)).items():
+            s.shared_gpus += sign * n
+            st = s.shared_t
+            for k, v in ({c.t: n} if c.t >= 0 else _tally(s._gpu_type_l, shared)).items():
                 st[k] += sign * v
-            hs = self.held_shared
+            hs = s.held_shared
             hs[j] += sign * n
             for p, v in tenants.items():
                 hs[p] += sign * v
             self._pair(j, tenants, sign)
         if alone:
             n = len(alone)
-            ff, bt = self._free_flat, self.busy_t
-            nt = {self._gpu_nt_l[alone[0]]: n} if c.t >= 0 and c.n_nodes == 1 else _tally(self._gpu_nt_l, alone)
+            ff, bt = s._free_flat, s.busy_t
+            nt = {s._gpu_nt_l[alone[0]]: n} if c.t >= 0 and c.n_nodes == 1 else _tally(s._gpu_nt_l, alone)
             for k, v in nt.items():
                 ff[k] -= sign * v
-            self.busy_gpus += sign * n
-            for k, v in ({c.t: n} if c.t >= 0 else _tally(self._gpu_type_l, alone)).items():
+            s.busy_gpus += sign * n
+            for k, v in ({c.t: n} if c.t >= 0 else _tally(s._gpu_type_l, alone)).items():
                 bt[k] += sign * v
-        self.held[j] += sign * c.n
+        s.held[j] += sign * c.n
 
     def _pair(self, j: int, counts: dict[int, int], sign: int) -> None:
         """Job ``j`` starts (+1) or stops (-1) sharing ``counts[p]`` GPUs with each partner ``p``."""
-        mine = self._shared_with.setdefault(j, {})
+        shared_with = self.state._shared_with
+        mine = shared_with.setdefault(j, {})
         for p, k in counts.items():
-            theirs = self._shared_with.setdefault(p, {})
+            theirs = shared_with.setdefault(p, {})
             n = mine.get(p, 0) + sign * k
             if n:
                 mine[p] = theirs[j] = n
             else:
                 del mine[p], theirs[j]
                 if not theirs:
-                    del self._shared_with[p]
+                    del shared_with[p]
         if not mine:
-            del self._shared_with[j]
+            del shared_with[j]
 
-    def _vacate_all(self, j: int) -> set[int]:
+    def vacate_all(self, j: int) -> set[int]:
         """Take every copy of job ``j`` off its GPUs and drop its copies; returns the partners it shared
         with."""
-        cs = self._copy_consts.pop(j, [])
-        self.copies.pop(j, None)
+        s = self.state
+        cs = s._copy_consts.pop(j, [])
+        s.copies.pop(j, None)
         partners: set[int] = set()
         for c in cs:
-            partners |= self._vacate(j, c)
+            partners |= self.vacate(j, c)
         return partners
 
-    def _refresh_share_range(self, j: int) -> None:
+    def refresh_share_range(self, j: int) -> None:
+        """Job ``j``'s least and greatest MPS share over its GPUs (``share_lo``, ``share_hi``), read again from
+        the slots."""
+        s = self.state
         allg = self.gpus_of(j)
-        all_shares = self.slot_share[allg, (self.slot_job[allg, 1] == j).astype(np.int64)]
-        self.share_lo[j], self.share_hi[j] = int(all_shares.min()), int(all_shares.max())
+        all_shares = s.slot_share[allg, (s.slot_job[allg, 1] == j).astype(np.int64)]
+        s.share_lo[j], s.share_hi[j] = int(all_shares.min()), int(all_shares.max())
 
     # ------------------------------------------------------------------ queries
     def free_mask(self) -> np.ndarray:
         """Boolean per GPU: holds no job."""
-        return self.slot_job[:, 0] < 0
+        return self.state.slot_job[:, 0] < 0
 
     def single_mask(self) -> np.ndarray:
         """Boolean per GPU: holds exactly one job."""
-        return (self.slot_job[:, 0] >= 0) & (self.slot_job[:, 1] < 0)
+        sj = self.state.slot_job
+        return (sj[:, 0] >= 0) & (sj[:, 1] < 0)
 
     def free_by_type(self) -> np.ndarray:
         """Free GPUs per GPU type (in ``type_names`` order)."""
-        return self.type_total - self.busy_t
+        return self.state.type_total - self.state.busy_t
 
     def gpus_of(self, j: int) -> np.ndarray:
         """All GPUs job ``j`` holds (every copy)."""
-        cs = self.copies.get(j)
+        cs = self.state.copies.get(j)
         if not cs:
             return np.empty(0, dtype=np.int64)
         return cs[0] if len(cs) == 1 else np.concatenate(cs)
 
     def partners_of(self, j: int) -> list[int]:
         """Jobs sharing a GPU with job ``j``."""
-        return sorted(self._shared_with.get(j, ()))
+        return sorted(self.state._shared_with.get(j, ()))
 
     def share_of(self, j: int) -> float:
         """Mean MPS share of job ``j`` over its GPUs (1.0 = 100%); 0 when not running."""
+        s = self.state
         g = self.gpus_of(j)
         if len(g) == 0:
             return 0.0
-        slot = (self.slot_job[g, 1] == j).astype(np.int64)
-        return float(self.slot_share[g, slot].mean() * self.share_step)
+        slot = (s.slot_job[g, 1] == j).astype(np.int64)
+        return float(s.slot_share[g, slot].mean() * s.share_step)

@@ -1,5 +1,5 @@
-"""Placement: pure planning functions over the cluster state. Each reads the engine's state (free GPUs per
-node and type, slots, copies) and returns a GPU set; none changes anything. The engine's ``place``,
+"""Placement: planning over the cluster state (:class:`Placement`). Each plan reads the engine's state (free GPUs
+per node and type, slots, copies) and returns a GPU set; none changes anything. The engine's ``place``,
 ``colocate`` and ``fork`` actions apply what they return; agents call them through
 :class:`~gpucluster_env.engine.view.ClusterView`.
 
@@ -9,12 +9,11 @@ fit), else on the fullest nodes first (ties by node index); on each node the fir
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ..performance import fits_memory
-from .state import RUNNING
+from .occupancy import Occupancy
+from .state import RUNNING, EngineState
 
 
 def pick_nodes(free: np.ndarray, need: int) -> list[tuple[int, int]]:
@@ -37,58 +36,6 @@ def pick_nodes(free: np.ndarray, need: int) -> list[tuple[int, int]]:
     return picks
 
 
-def first_free_gpus(eng: Any, picks: list[tuple[int, int]], free: np.ndarray) -> np.ndarray:
-    """The first free GPUs of each picked node (as many as picked); ``free``: the free GPUs per node."""
-    parts = []
-    for node, k in picks:
-        lo, size = eng._node_start_l[node], eng._node_size_l[node]
-        if free[node] == size:  # the whole node is free
-            parts.append(np.arange(lo, lo + k, dtype=np.int64))
-        else:
-            parts.append(np.flatnonzero(eng.slot_job[lo:lo + size, 0] < 0)[:k] + lo)
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-
-def _free_per_node(eng: Any, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray:
-    """Free GPUs per node among ``types`` (a node holds one type), 0 on ``exclude_nodes``."""
-    fnt = eng.free_nt
-    f = fnt[:, types[0]] if len(types) == 1 else fnt[:, types].sum(axis=1)
-    if exclude_nodes is not None:
-        f = f.copy()
-        f[exclude_nodes] = 0
-    return f
-
-
-def _place_on(eng: Any, need: int, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray | None:
-    f = _free_per_node(eng, types, exclude_nodes)
-    picks = pick_nodes(f, need)
-    return first_free_gpus(eng, picks, f) if picks else None
-
-
-def plan_place(
-    eng: Any, j: int, t: int | None, exclude_nodes: np.ndarray | None = None
-) -> tuple[np.ndarray | None, int | None]:
-    """Free GPUs for pending job ``j`` by the placement rule, and their one GPU type (None when mixed or when
-    there is no set). With type ``t``: fewest nodes of that type. Without: the fastest type the job fits
-    (alone, at some accumulation) that can host the whole gang; if none alone can, a mixed set over every
-    type it fits, fullest nodes first. ``exclude_nodes``: nodes not to use."""
-    need = eng._req_l[j]
-    fits = eng._fits_l[j]  # fits alone (at some accumulation) on each type
-    if t is not None:
-        if not fits[t]:
-            return None, None
-        g = _place_on(eng, need, [t], exclude_nodes)
-        return (g, t) if g is not None else (None, None)
-    fitting = [t for t in eng._type_order_m[eng._model_l[j]] if fits[t]]
-    for t in fitting:
-        g = _place_on(eng, need, [t], exclude_nodes)
-        if g is not None:
-            return g, t
-    if len(fitting) > 1:
-        return _place_on(eng, need, fitting, exclude_nodes), None
-    return None, None
-
-
 def colocate_order(gpu_node: list[int], pg: list[int]) -> list[int]:
     """GPUs ``pg`` grouped by node, the nodes holding most of them first (ties by node index), GPUs in
     ``pg`` order within a node."""
@@ -104,92 +51,159 @@ def colocate_order(gpu_node: list[int], pg: list[int]) -> list[int]:
     return [x for k in sorted(groups, key=lambda k: (-len(groups[k]), k)) for x in groups[k]]
 
 
-def single_gpus(eng: Any, p: int) -> list[int]:
-    """The GPUs running job ``p`` alone (every copy), in :func:`colocate_order`."""
-    sj = eng._sj_flat
-    return colocate_order(eng._gpu_node_l, [x for x in eng.gpus_of(p).tolist() if sj.item(2 * x + 1) < 0])
 
+class Placement:
+    """The placement rule over an :class:`~gpucluster_env.engine.state.EngineState`: plans a GPU set for a
+    start, a colocation, a fork or a reallocation; changes nothing."""
 
-def plan_colocate(eng: Any, j: int, partner: int) -> tuple[np.ndarray | None, int | None]:
-    """GPUs for pending job ``j`` sharing with running job ``partner``: the partner's singly-held GPUs (nodes
-    holding most of them first), topped up with free GPUs on the same nodes, then elsewhere (fewest nodes
-    first); None if that cannot be done. Also returns the GPU type of the set when every GPU of it is one of
-    ``partner``'s, held by ``partner`` alone, all of one type (else None)."""
-    if eng.status.item(partner) != RUNNING or partner == j:
-        return None, None
-    need = eng._req_l[j]
-    cs = eng._copy_consts[partner]
-    sj = eng._sj_flat
-    if len(cs) == 1 and cs[0].t >= 0 and cs[0].n >= need:  # one copy of one type, large enough
-        c = cs[0]
-        if c.n == 1:
-            return (c.g.copy(), c.t) if sj.item(2 * c.gpu + 1) < 0 else (None, None)
-        if c.n - eng.held_shared.item(partner) >= need:  # its GPUs with an empty slot 1 suffice
-            if eng.held_shared.item(partner) == 0:
-                if c.order is None:
-                    c.order = np.array(colocate_order(eng._gpu_node_l, c.gl), dtype=np.int64)
-                return c.order[:need].copy(), c.t
-            pg = colocate_order(eng._gpu_node_l, [x for x in c.gl if sj.item(2 * x + 1) < 0])
-            return np.array(pg[:need], dtype=np.int64), c.t
-    pg = [x for x in eng.gpus_of(partner).tolist() if sj.item(2 * x + 1) < 0]
-    if not pg:
-        return None, None
-    if len(pg) >= need:
-        return np.array(colocate_order(eng._gpu_node_l, pg)[:need], dtype=np.int64), None
-    # top up with free GPUs: on the partner's nodes first, then elsewhere
-    extra_need = need - len(pg)
-    pnodes = np.unique(eng.gpu_node[pg])
-    free = eng.free_nt.sum(axis=1)
-    near = np.zeros_like(free)
-    near[pnodes] = free[pnodes]
-    picks = pick_nodes(near, min(int(near.sum()), extra_need))
-    rest = extra_need - sum(k for _, k in picks)
-    if rest:
-        free[pnodes] = 0
-        far = pick_nodes(free, rest)
-        if not far:
-            return None, None
-        picks += far
-    return np.concatenate([np.array(pg, dtype=np.int64), first_free_gpus(eng, picks, eng.free_nt.sum(axis=1))]), None
+    def __init__(self, state: EngineState, occupancy: Occupancy) -> None:
+        self.state = state
+        self.occupancy = occupancy
 
-
-def plan_fork(eng: Any, j: int) -> np.ndarray | None:
-    """Free GPUs for one more copy of running job ``j`` on nodes none of its copies use, where its footprint
-    fits, or None (always None without rounds)."""
-    if eng.config.round_s is None or eng.status[j] != RUNNING:
-        return None
-    used = np.unique(eng.gpu_node[eng.gpus_of(j)])
-    g, _ = plan_place(eng, j, None, exclude_nodes=used)
-    if g is None or not fits_memory(eng.footprint.item(j), float(eng.type_mem[eng.gpu_type[g]].min())):
-        return None
-    return g
-
-
-def plan_reallocate(eng: Any, j: int, t: int | None, need: int) -> tuple[np.ndarray | None, int | None]:
-    """GPUs for running job ``j`` moved as ``need`` GPUs by the placement rule, counting the GPUs it holds
-    alone as free (its old GPUs are freed as the new ones are taken): with type ``t``, fewest nodes of that
-    type; without, the fastest type it fits that can host the gang, else mixed types. On each node its own GPUs
-    come first, then free ones by index. Also returns the set's one GPU type (None when mixed or no set)."""
-    sj = eng._sj_flat
-    own = [x for x in eng.gpus_of(j).tolist() if sj.item(2 * x + 1) < 0]
-    fnt = eng.free_nt.copy()
-    np.add.at(fnt, (eng.gpu_node[own], eng.gpu_type[own]), 1)
-    fits = eng._fits_l[j]
-    if t is not None:
-        candidates = [[t]] if fits[t] else []
-    else:
-        fitting = [u for u in eng._type_order_m[eng._model_l[j]] if fits[u]]
-        candidates = [[u] for u in fitting] + ([fitting] if len(fitting) > 1 else [])
-    for types in candidates:
-        f = fnt[:, types].sum(axis=1)
-        picks = pick_nodes(f, need)
-        if not picks:
-            continue
+    def first_free_gpus(self, picks: list[tuple[int, int]], free: np.ndarray) -> np.ndarray:
+        """The first free GPUs of each picked node (as many as picked); ``free``: the free GPUs per node."""
+        st = self.state
         parts = []
         for node, k in picks:
-            lo, size = eng._node_start_l[node], eng._node_size_l[node]
-            mine = [x for x in own if lo <= x < lo + size]
-            free = (np.flatnonzero(eng.slot_job[lo:lo + size, 0] < 0) + lo).tolist()
-            parts += (mine + free)[:k]
-        return np.array(parts, dtype=np.int64), (types[0] if len(types) == 1 else None)
-    return None, None
+            lo, size = st._node_start_l[node], st._node_size_l[node]
+            if free[node] == size:  # the whole node is free
+                parts.append(np.arange(lo, lo + k, dtype=np.int64))
+            else:
+                parts.append(np.flatnonzero(st.slot_job[lo:lo + size, 0] < 0)[:k] + lo)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+    def _free_per_node(self, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray:
+        """Free GPUs per node among ``types`` (a node holds one type), 0 on ``exclude_nodes``."""
+        fnt = self.state.free_nt
+        f = fnt[:, types[0]] if len(types) == 1 else fnt[:, types].sum(axis=1)
+        if exclude_nodes is not None:
+            f = f.copy()
+            f[exclude_nodes] = 0
+        return f
+
+
+    def _place_on(self, need: int, types: list[int], exclude_nodes: np.ndarray | None) -> np.ndarray | None:
+        f = self._free_per_node(types, exclude_nodes)
+        picks = pick_nodes(f, need)
+        return self.first_free_gpus(picks, f) if picks else None
+
+
+    def plan_place(
+        self, j: int, t: int | None, exclude_nodes: np.ndarray | None = None
+    ) -> tuple[np.ndarray | None, int | None]:
+        """Free GPUs for pending job ``j`` by the placement rule, and their one GPU type (None when mixed or when
+        there is no set). With type ``t``: fewest nodes of that type. Without: the fastest type the job fits
+        (alone, at some accumulation) that can host the whole gang; if none alone can, a mixed set over every
+        type it fits, fullest nodes first. ``exclude_nodes``: nodes not to use."""
+        st = self.state
+        need = st._req_l[j]
+        fits = st._fits_l[j]  # fits alone (at some accumulation) on each type
+        if t is not None:
+            if not fits[t]:
+                return None, None
+            g = self._place_on(need, [t], exclude_nodes)
+            return (g, t) if g is not None else (None, None)
+        fitting = [t for t in st._type_order_m[st._model_l[j]] if fits[t]]
+        for t in fitting:
+            g = self._place_on(need, [t], exclude_nodes)
+            if g is not None:
+                return g, t
+        if len(fitting) > 1:
+            return self._place_on(need, fitting, exclude_nodes), None
+        return None, None
+
+
+    def single_gpus(self, p: int) -> list[int]:
+        """The GPUs running job ``p`` alone (every copy), in :func:`colocate_order`."""
+        st = self.state
+        sj = st._sj_flat
+        return colocate_order(st._gpu_node_l, [x for x in self.occupancy.gpus_of(p).tolist() if sj.item(2 * x + 1) < 0])
+
+
+    def plan_colocate(self, j: int, partner: int) -> tuple[np.ndarray | None, int | None]:
+        """GPUs for pending job ``j`` sharing with running job ``partner``: the partner's singly-held GPUs (nodes
+        holding most of them first), topped up with free GPUs on the same nodes, then elsewhere (fewest nodes
+        first); None if that cannot be done. Also returns the GPU type of the set when every GPU of it is one of
+        ``partner``'s, held by ``partner`` alone, all of one type (else None)."""
+        st = self.state
+        if st.status.item(partner) != RUNNING or partner == j:
+            return None, None
+        need = st._req_l[j]
+        cs = st._copy_consts[partner]
+        sj = st._sj_flat
+        if len(cs) == 1 and cs[0].t >= 0 and cs[0].n >= need:  # one copy of one type, large enough
+            c = cs[0]
+            if c.n == 1:
+                return (c.g.copy(), c.t) if sj.item(2 * c.gpu + 1) < 0 else (None, None)
+            if c.n - st.held_shared.item(partner) >= need:  # its GPUs with an empty slot 1 suffice
+                if st.held_shared.item(partner) == 0:
+                    if c.order is None:
+                        c.order = np.array(colocate_order(st._gpu_node_l, c.gl), dtype=np.int64)
+                    return c.order[:need].copy(), c.t
+                pg = colocate_order(st._gpu_node_l, [x for x in c.gl if sj.item(2 * x + 1) < 0])
+                return np.array(pg[:need], dtype=np.int64), c.t
+        pg = [x for x in self.occupancy.gpus_of(partner).tolist() if sj.item(2 * x + 1) < 0]
+        if not pg:
+            return None, None
+        if len(pg) >= need:
+            return np.array(colocate_order(st._gpu_node_l, pg)[:need], dtype=np.int64), None
+        # top up with free GPUs: on the partner's nodes first, then elsewhere
+        extra_need = need - len(pg)
+        pnodes = np.unique(st.gpu_node[pg])
+        free = st.free_nt.sum(axis=1)
+        near = np.zeros_like(free)
+        near[pnodes] = free[pnodes]
+        picks = pick_nodes(near, min(int(near.sum()), extra_need))
+        rest = extra_need - sum(k for _, k in picks)
+        if rest:
+            free[pnodes] = 0
+            far = pick_nodes(free, rest)
+            if not far:
+                return None, None
+            picks += far
+        return np.concatenate([np.array(pg, dtype=np.int64), self.first_free_gpus(picks, st.free_nt.sum(axis=1))]), None
+
+
+    def plan_fork(self, j: int) -> np.ndarray | None:
+        """Free GPUs for one more copy of running job ``j`` on nodes none of its copies use, where its footprint
+        fits, or None (always None without rounds)."""
+        st = self.state
+        if st.config.round_s is None or st.status[j] != RUNNING:
+            return None
+        used = np.unique(st.gpu_node[self.occupancy.gpus_of(j)])
+        g, _ = self.plan_place(j, None, exclude_nodes=used)
+        if g is None or not fits_memory(st.footprint.item(j), float(st.type_mem[st.gpu_type[g]].min())):
+            return None
+        return g
+
+
+    def plan_reallocate(self, j: int, t: int | None, need: int) -> tuple[np.ndarray | None, int | None]:
+        """GPUs for running job ``j`` moved as ``need`` GPUs by the placement rule, counting the GPUs it holds
+        alone as free (its old GPUs are freed as the new ones are taken): with type ``t``, fewest nodes of that
+        type; without, the fastest type it fits that can host the gang, else mixed types. On each node its own GPUs
+        come first, then free ones by index. Also returns the set's one GPU type (None when mixed or no set)."""
+        st = self.state
+        sj = st._sj_flat
+        own = [x for x in self.occupancy.gpus_of(j).tolist() if sj.item(2 * x + 1) < 0]
+        fnt = st.free_nt.copy()
+        np.add.at(fnt, (st.gpu_node[own], st.gpu_type[own]), 1)
+        fits = st._fits_l[j]
+        if t is not None:
+            candidates = [[t]] if fits[t] else []
+        else:
+            fitting = [u for u in st._type_order_m[st._model_l[j]] if fits[u]]
+            candidates = [[u] for u in fitting] + ([fitting] if len(fitting) > 1 else [])
+        for types in candidates:
+            f = fnt[:, types].sum(axis=1)
+            picks = pick_nodes(f, need)
+            if not picks:
+                continue
+            parts = []
+            for node, k in picks:
+                lo, size = st._node_start_l[node], st._node_size_l[node]
+                mine = [x for x in own if lo <= x < lo + size]
+                free = (np.flatnonzero(st.slot_job[lo:lo + size, 0] < 0) + lo).tolist()
+                parts += (mine + free)[:k]
+            return np.array(parts, dtype=np.int64), (types[0] if len(types) == 1 else None)
+        return None, None

@@ -1,62 +1,64 @@
 """The performance model (:mod:`gpucluster_env.performance`) applied to the live cluster state: each copy's
-constants when it starts, the workers' interference ratios under the current partners and MPS shares, and a
-job's rate (iterations per second, the sum over its copies); also the same estimates for hypothetical
-placements, for the read-only view agents use."""
+constants when it starts, the workers' interference ratios under the current partners and MPS shares, a copy's
+and a job's rate (iterations per second, the sum over its copies); also the same estimates for hypothetical
+placements, for the read-only view agents use, and Castor's sharing benefit of a colocation.
+
+Every rate the engine charges progress at is computed here (:meth:`Rates.job_rate`, :meth:`Rates.copy_rate`);
+:mod:`.job_progress` only integrates them over time."""
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
 from ..performance import CopyModel, copy_iter_time, copy_model, fit_accumulation, paced_iter_time
 from .occupancy import Copy
+from .state import EngineState
 
 
 class Rates:
-    """Copy constants, worker interference and job rates of
-    :class:`~gpucluster_env.engine.simulator.ClusterEngine` (a mixin over
-    :class:`~gpucluster_env.engine.state.EngineState` and :class:`~gpucluster_env.engine.occupancy.Occupancy`)."""
+    """Copy constants, worker interference and rates on an :class:`~gpucluster_env.engine.state.EngineState`
+    (reads the state, changes nothing but its caches of copy constants)."""
 
-    config: Any
-    _copy_consts: dict[int, list[Copy]]
+    def __init__(self, state: EngineState) -> None:
+        self.state = state
 
-    def _copy_model(
-        self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int, stealing: bool
-    ) -> CopyModel:
+    def copy_model(self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int, stealing: bool) -> CopyModel:
         """The performance constants of a copy of model ``m`` (per-GPU batch ``batch``, accumulation ``s``) on
         GPUs ``gl`` over ``n_nodes`` nodes, with sample stealing (LISS) or not; ``t``: their one GPU type, or
-        -1; a one-type copy Gavel measured runs at its measured solo time (:meth:`gang_scale`; the checks
-        refuse gangs measured at zero). One-type copies are cached by (model, batch, accumulation, type, GPUs,
-        nodes, stealing), of which they are a pure function."""
+        -1; a one-type copy Gavel measured runs at its measured solo time (``EngineState.gang_scale``; the
+        checks refuse gangs measured at zero). One-type copies are cached by (model, batch, accumulation, type,
+        GPUs, nodes, stealing), of which they are a pure function."""
+        st = self.state
         n = len(gl)
         if t >= 0:
             key = (m, batch, s, t, n, n_nodes, stealing)
-            k = self._copy_models.get(key)
+            k = st._copy_models.get(key)
             if k is None:
-                f = self.gang_scale(m, batch, t, n, n_nodes)
-                k = self._copy_models[key] = copy_model(
-                    self.profiles[m], batch, s, np.full(n, self.speed_mt[m, t]), t, n_nodes,
-                    float(self.type_intra_bw[t]), self.cluster.inter_node_bw_gbps, float(self.type_mem[t]),
-                    stealing, self._comm_xi, f if math.isfinite(f) else 1.0)
+                f = st.gang_scale(m, batch, t, n, n_nodes)
+                k = st._copy_models[key] = copy_model(
+                    st.profiles[m], batch, s, np.full(n, st.speed_mt[m, t]), t, n_nodes,
+                    float(st.type_intra_bw[t]), st.cluster.inter_node_bw_gbps, float(st.type_mem[t]),
+                    stealing, st._comm_xi, f if math.isfinite(f) else 1.0)
             return k
-        types = self.gpu_type[gl]
+        types = st.gpu_type[gl]
         return copy_model(
-            self.profiles[m], batch, s, self.speed_mt[m, types], -1, n_nodes,
-            float(self.type_intra_bw[types].min()), self.cluster.inter_node_bw_gbps,
-            float(self.type_mem[types].min()), stealing, self._comm_xi)
+            st.profiles[m], batch, s, st.speed_mt[m, types], -1, n_nodes,
+            float(st.type_intra_bw[types].min()), st.cluster.inter_node_bw_gbps,
+            float(st.type_mem[types].min()), stealing, st._comm_xi)
 
-    def _new_copy(self, j: int, g: np.ndarray, s: int, gl: list[int] | None = None) -> Copy:
+    def new_copy(self, j: int, g: np.ndarray, s: int, gl: list[int] | None = None) -> Copy:
         """A :class:`~gpucluster_env.engine.occupancy.Copy` of job ``j`` on ``g`` at accumulation ``s``
         (``gl``: ``g.tolist()`` if at hand)."""
+        st = self.state
         c = Copy()
         c._g2 = c._g2p1 = c.order = None
-        m = self._model_l[j]
+        m = st._model_l[j]
         c.g = g
         c.gl = gl = g.tolist() if gl is None else gl
         c.n = n = len(gl)
-        gt, gn = self._gpu_type_l, self._gpu_node_l
+        gt, gn = st._gpu_type_l, st._gpu_node_l
         t = gt[gl[0]]
         if n == 1:
             c.gpu, c.n_nodes = gl[0], 1
@@ -64,36 +66,37 @@ class Rates:
             c.n_nodes = len({gn[x] for x in gl})
             if any(gt[x] != t for x in gl):
                 t = -1
-                c.types = self.gpu_type[g]
+                c.types = st.gpu_type[g]
         c.t = t
-        c.k = self._copy_model(m, self._batch_l[j], s, gl, t, c.n_nodes, self.stealing.item(j))
+        c.k = self.copy_model(m, st._batch_l[j], s, gl, t, c.n_nodes, st.stealing.item(j))
         if t >= 0:
-            c.xi_tl = self._xi_tab_l[t][m + 1]
-            c.xi_tm = self._xi_tab[t, m + 1]
+            c.xi_tl = st._xi_tab_l[t][m + 1]
+            c.xi_tm = st._xi_tab[t, m + 1]
         return c
 
-    def _copy_time(self, j: int, c: Copy) -> float:
+    def copy_time(self, j: int, c: Copy) -> float:
         """The iteration time of job ``j``'s copy ``c`` now: its workers' interference ratios looked up in the
         :func:`~gpucluster_env.performance.xi_table` under the current partners and shares, then
         :func:`~gpucluster_env.performance.copy_iter_time`."""
+        st = self.state
         k = c.k
-        sj, ss = self._sj_flat, self._ss_flat
+        sj, ss = st._sj_flat, st._ss_flat
         if c.n == 1:
             g2 = 2 * c.gpu
             mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
             partner = sj.item(other)
-            x = c.xi_tl[self._model_l[partner] + 1 if partner >= 0 else 0][ss.item(mine)][ss.item(other)]
+            x = c.xi_tl[st._model_l[partner] + 1 if partner >= 0 else 0][ss.item(mine)][ss.item(other)]
             return paced_iter_time(k, k.speed / x, x)  # no all-reduce: the scope does not matter
         if c.t >= 0 and not k.stealing:
             # The largest worker xi from a few table lookups, when j and each of its partners has one MPS share
             # on all its GPUs (then each worker's xi is that of its partner, or of no partner).
-            lo, hi = self.share_lo, self.share_hi
+            lo, hi = st.share_lo, st.share_hi
             sh = lo.item(j)
-            if sh == hi.item(j) and len(self.copies[j]) == 1:
+            if sh == hi.item(j) and len(st.copies[j]) == 1:
                 tab = c.xi_tl
-                xmax = tab[0][sh][self.share_units] if self.held_shared.item(j) < c.n else 0.0
-                jm = self._model_l
-                for p in self._shared_with.get(j, ()):
+                xmax = tab[0][sh][st.share_units] if st.held_shared.item(j) < c.n else 0.0
+                jm = st._model_l
+                for p in st._shared_with.get(j, ()):
                     sp = lo.item(p)
                     if sp != hi.item(p):
                         break
@@ -102,115 +105,142 @@ class Rates:
                         xmax = x
                 else:  # the slowest worker: speed / max xi (division rounds monotonically)
                     return paced_iter_time(k, k.speed / xmax, xmax if k.comm_xi else 1.0)
-        return copy_iter_time(k, self._copy_xi(j, c))
+        return copy_iter_time(k, self.copy_xi(j, c))
 
-    def _copy_xi(self, j: int, c: Copy) -> np.ndarray:
+    def copy_xi(self, j: int, c: Copy) -> np.ndarray:
         """The interference ratio of each worker of job ``j``'s multi-GPU copy ``c`` now (table lookups)."""
-        sj, ss = self._sj_flat, self._ss_flat
+        st = self.state
+        sj, ss = st._sj_flat, st._ss_flat
         own = sj[c.g2p1] == j  # job j sits in slot 1 of that GPU
         mine = c.g2 + own
         other = c.g2p1 - own
-        pm1 = self._jm1[sj[other]]
+        pm1 = st._jm1[sj[other]]
         if c.t >= 0:
             return c.xi_tm[pm1, ss[mine], ss[other]]
-        return self._xi_tab[c.types, self._model_l[j] + 1, pm1, ss[mine], ss[other]]
+        return st._xi_tab[c.types, st._model_l[j] + 1, pm1, ss[mine], ss[other]]
 
-    def _job_rate(self, j: int) -> float:
-        if self.held_shared.item(j) == 0 and self.share_lo.item(j) == self.share_units:
-            solo = self.solo_rate.item(j)
+    def job_rate(self, j: int) -> float:
+        """Running job ``j``'s rate now (iterations per second): the sum of its copies' ``1 / t_iter`` (a job of
+        one full-size copy; jobs with per-copy progress are rated copy by copy, :meth:`copy_rate`)."""
+        st = self.state
+        if st.held_shared.item(j) == 0 and st.share_lo.item(j) == st.share_units:
+            solo = st.solo_rate.item(j)
             if solo > 0:
                 return solo  # alone at full share on every GPU: xi = 1 everywhere
-        cs = self._copy_consts.get(j, ())
+        cs = st._copy_consts.get(j, ())
         if len(cs) == 1:
-            return 0 + 1.0 / self._copy_time(j, cs[0])  # as sum() of one term
-        return sum(1.0 / self._copy_time(j, c) for c in cs)
+            return 0 + 1.0 / self.copy_time(j, cs[0])  # as sum() of one term
+        return sum(1.0 / self.copy_time(j, c) for c in cs)
+
+    def copy_rate(self, j: int, c: Copy) -> float:
+        """The rate (iterations of job ``j``'s global batch per second) of its copy ``c`` when it progresses,
+        under the current partners and shares: a copy of ``n`` of the ``N`` GPUs the job asked for does ``n / N``
+        of a global iteration per iteration of its own."""
+        r = 1.0 / self.copy_time(j, c)
+        n, req = c.n, self.state._req_l[j]
+        return r if n == req else r * (n / req)
+
+    def solo_copy_rate(self, j: int, c: Copy) -> float:
+        """:meth:`copy_rate` with no partner at full share."""
+        r = 1.0 / c.k.solo_iter
+        n, req = c.n, self.state._req_l[j]
+        return r if n == req else r * (n / req)
 
     # ------------------------------------------------------------------ estimates (read-only)
     def copy_iter_time(self, j: int, gpus: np.ndarray, xi: np.ndarray | None = None) -> float:
         """True iteration time of one copy of running job ``j`` on ``gpus`` (one of its copies) in the current
         state, or under the per-worker interference ratios ``xi`` (e.g. all ones for the job alone)."""
-        c = self._new_copy(j, np.asarray(gpus, dtype=np.int64), int(self.accum[j]))
+        c = self.new_copy(j, np.asarray(gpus, dtype=np.int64), int(self.state.accum[j]))
         if xi is not None:
             return copy_iter_time(c.k, xi)
-        return self._copy_time_general(j, c)
-
-    def _copy_time_general(self, j: int, c: Copy) -> float:
-        """:meth:`_copy_time` without its shortcut (every worker's xi looked up)."""
         if c.n == 1:
-            return self._copy_time(j, c)
-        return copy_iter_time(c.k, self._copy_xi(j, c))
+            return self.copy_time(j, c)
+        return copy_iter_time(c.k, self.copy_xi(j, c))  # copy_time without its shortcut
 
     def iter_time_for(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
         """Iteration time of one copy of job ``j`` on ``gpus`` at accumulation ``s`` with each worker slowed by
         ``xi`` (Castor eq. 1-3 and 4-5 under the engine's interference scope, slowest-worker pacing or LISS).
         Pure: reads no dynamic state, so agents may use it to evaluate hypothetical placements with their own
         predicted ``xi``."""
+        st = self.state
         g = np.asarray(gpus, dtype=np.int64)
         gl = g.tolist()
-        gt = self._gpu_type_l
+        gt = st._gpu_type_l
         t = gt[gl[0]]
         if any(gt[x] != t for x in gl):
             t = -1
-        n_nodes = len({self._gpu_node_l[x] for x in gl})
-        k = self._copy_model(self._model_l[j], self._batch_l[j], int(s), gl, t, n_nodes, self.stealing.item(j))
+        n_nodes = len({st._gpu_node_l[x] for x in gl})
+        k = self.copy_model(st._model_l[j], st._batch_l[j], int(s), gl, t, n_nodes, st.stealing.item(j))
         return copy_iter_time(k, xi if type(xi) is float else np.asarray(xi, dtype=float))
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
         """Smallest power-of-two accumulation under which job ``j`` fits in memory on every GPU of ``gpus``
         beside their current tenants (None: none does)."""
-        p, batch = self.profiles[self._model_l[j]], self._batch_l[j]
-        sj = self.slot_job[gpus, 0]
-        other = np.where(sj >= 0, self.footprint[np.maximum(sj, 0)], 0.0)
+        st = self.state
+        p, batch = st.profiles[st._model_l[j]], st._batch_l[j]
+        sj = st.slot_job[gpus, 0]
+        other = np.where(sj >= 0, st.footprint[np.maximum(sj, 0)], 0.0)
         best = 1
-        types = self.gpu_type[gpus]
+        types = st.gpu_type[gpus]
         for t in np.unique(types):
-            s = fit_accumulation(p, batch, self._type_mem_l[int(t)] - float(other[types == t].max()))
+            s = fit_accumulation(p, batch, st._type_mem_l[int(t)] - float(other[types == t].max()))
             if s is None:
                 return None
             best = max(best, s)
         return best
 
+    def solo_accumulation(self, j: int, g: np.ndarray) -> int | None:
+        """The accumulation job ``j`` would start with alone on GPUs ``g``: the smallest power of two under which
+        it fits the whole memory of the smallest GPU of ``g`` (None: none does)."""
+        st = self.state
+        room = min(st._type_mem_l[st._gpu_type_l[x]] for x in np.asarray(g).tolist())
+        return fit_accumulation(st.profiles[st._model_l[j]], st._batch_l[j], room)
 
-def sharing_benefit(
-    eng: Rates, j: int, partners: set[int], rate_before: dict[int, float], solo_iter: float
-) -> tuple[int, np.float64, np.float64]:
-    """Castor §9.2's sharing benefit of job ``j`` just colocated with ``partners``: ``(j, t_solo, t_co)``, its
-    JCT had it waited for its partners to finish (at their rates ``rate_before``) and then run alone, and its
-    JCT colocated (shared rate until the partners finish at their shared rates, then alone), both assuming no
-    further arrivals. ``solo_iter``: j's iteration time alone on its GPUs at its colocated accumulation (the
-    pace of ``t_co`` once the partners are done); ``t_solo`` runs it alone at the accumulation it would have
-    had alone on the same GPUs (:func:`solo_accumulation`), not at the colocated one."""
-    t = eng.now
-    rem, rate = eng.remaining, eng.rate
-    if len(partners) == 1:  # max() of one value
-        p = next(iter(partners))
-        r = rate_before[p]
-        wait = rem.item(p) / r if r > 0 else 0.0
-    else:
-        wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
-    since = t - eng._submit_l[j]
-    rj = rem.item(j)
-    g = eng.copies[j][0]
-    own = solo_accumulation(eng, j, g)
-    own_iter = solo_iter if own == eng.accum.item(j) else eng.iter_time_for(j, g, own)
-    t_solo = since + wait + rj * own_iter
-    shared_rate = rate.item(j)
-    if len(partners) == 1:
-        r = rate.item(p)
-        p_done = rem.item(p) / r if r > 0 else 0.0
-    else:
-        p_done = max(rem.item(p) / r if (r := rate.item(p)) > 0 else 0.0 for p in partners)
-    alone = rj / shared_rate if shared_rate else eng.remaining[j] / eng.rate[j]
-    if alone <= p_done:
-        t_co = alone
-    else:
-        t_co = p_done + (rj - shared_rate * p_done) * solo_iter
-    t_co += since
-    return (j, np.float64(t_solo), np.float64(t_co))
+    def liss_micro_batches(self, j: int, c: Copy) -> np.ndarray:
+        """The micro-batch of each worker of job ``j``'s multi-GPU copy ``c`` under LISS at the workers' current
+        interference: the inverse of :func:`~gpucluster_env.performance.copy_iter_time`'s balance, ``(alpha +
+        beta b_i) / v_i`` equal to the micro-step time ``tc`` for every worker (``v_i = speed_i / xi_i``), so
+        ``b_i = (tc v_i - alpha) / beta``, at least 0; they sum to ``n B/s`` unless a worker is clipped at 0."""
+        p = self.state.profiles[self.state._model_l[j]]
+        xi = self.copy_xi(j, c)
+        v = c.k.spd / xi
+        tc = max(c.k.steal_num / float(v.sum()), c.k.alpha / float(v.min()))
+        return np.maximum(0.0, (tc * v - p.alpha_s) / p.beta_s)
 
-
-def solo_accumulation(eng: Rates, j: int, g: np.ndarray) -> int | None:
-    """The accumulation job ``j`` would start with alone on GPUs ``g``: the smallest power of two under which it
-    fits the whole memory of the smallest GPU of ``g`` (None: none does)."""
-    room = min(eng._type_mem_l[eng._gpu_type_l[x]] for x in np.asarray(g).tolist())
-    return fit_accumulation(eng.profiles[eng._model_l[j]], eng._batch_l[j], room)
+    def sharing_benefit(
+        self, j: int, partners: set[int], rate_before: dict[int, float], solo_iter: float
+    ) -> tuple[int, np.float64, np.float64]:
+        """Castor §9.2's sharing benefit of job ``j`` just colocated with ``partners``: ``(j, t_solo, t_co)``,
+        its JCT had it waited for its partners to finish (at their rates ``rate_before``) and then run alone,
+        and its JCT colocated (shared rate until the partners finish at their shared rates, then alone), both
+        assuming no further arrivals. ``solo_iter``: j's iteration time alone on its GPUs at its colocated
+        accumulation (the pace of ``t_co`` once the partners are done); ``t_solo`` runs it alone at the
+        accumulation it would have had alone on the same GPUs (:meth:`solo_accumulation`), not at the
+        colocated one."""
+        st = self.state
+        rem, rate = st.remaining, st.rate
+        if len(partners) == 1:  # max() of one value
+            p = next(iter(partners))
+            r = rate_before[p]
+            wait = rem.item(p) / r if r > 0 else 0.0
+        else:
+            wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
+        since = st.now - st._submit_l[j]
+        rj = rem.item(j)
+        g = st.copies[j][0]
+        own = self.solo_accumulation(j, g)
+        own_iter = solo_iter if own == st.accum.item(j) else self.iter_time_for(j, g, own)
+        t_solo = since + wait + rj * own_iter
+        shared_rate = rate.item(j)
+        if len(partners) == 1:
+            r = rate.item(p)
+            p_done = rem.item(p) / r if r > 0 else 0.0
+        else:
+            p_done = max(rem.item(p) / r if (r := rate.item(p)) > 0 else 0.0 for p in partners)
+        alone = rj / shared_rate if shared_rate else st.remaining[j] / st.rate[j]
+        if alone <= p_done:
+            t_co = alone
+        else:
+            t_co = p_done + (rj - shared_rate * p_done) * solo_iter
+        t_co += since
+        return (j, np.float64(t_solo), np.float64(t_co))

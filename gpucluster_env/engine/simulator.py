@@ -1,26 +1,26 @@
 """The discrete-event simulator of a heterogeneous GPU cluster running deep-learning training jobs.
 
-:class:`ClusterEngine` is assembled from one part per concern (see ``docs/engine.md``):
+:class:`ClusterEngine` composes one object per concern, each given the others it uses (see ``docs/engine.md``):
 
-* :mod:`.state` -- settings, static tables, the dynamic arrays;
-* :mod:`.clock` -- decision points and exact progress, over the event queue (:class:`.events.EventQueue`, an
-  object of its own);
-* :mod:`.occupancy` -- slots, shares, copies, occupy / vacate;
-* :mod:`.rates` -- the performance model (:mod:`gpucluster_env.performance`) on the live state: copy constants, worker
-  interference, job rates;
-* :mod:`.placement` -- pure planning functions (place, colocate, fork);
-* :mod:`.checks` and :mod:`.transitions` -- actions: their validation, then their state changes;
-* :mod:`.checks_mech` and :mod:`.moves` -- the same for the moves of running jobs (reallocate, drop or move
-  a copy), :mod:`.copies` -- per-copy progress (HadarE's quotas, copy start-up, resized gangs);
+* :class:`.state.EngineState` -- settings, static tables, the dynamic arrays (data only);
+* :class:`.occupancy.Occupancy` -- slots, shares, copies: the one writer of who holds which GPU;
+* :class:`.rates.Rates` -- the performance model (:mod:`gpucluster_env.performance`) on the live state: copy
+  constants, worker interference, copy and job rates;
+* :class:`.job_progress.Progress` -- exact progress between events, completion events, per-copy quotas;
+* :class:`.placement.Placement` -- the placement rule (place, colocate, fork, reallocate), planning only;
+* :class:`.action_checks.ActionChecks` and :class:`.move_checks.MoveChecks` -- validation of actions, the second
+  for the moves of running jobs;
+* :class:`.lifecycle.Lifecycle` and :class:`.moves.Moves` -- the state changes after those checks: starts,
+  finishes, preemptions, share changes, forks, LISS; reallocations and copy moves;
+* :class:`.clock.Clock` -- decision points over the event queue (:class:`.events.EventQueue`);
 * :mod:`.metrics` -- episode metrics and the job table (functions of the state), with the active-SM
-  estimate kept by :class:`.activity.SmActivity` (an object of its own).
-
-The performance model itself is one model-layer module, :mod:`gpucluster_env.performance`.
+  estimate kept by :class:`.activity.SmActivity`.
 
 The engine knows nothing of Gymnasium: it exposes decision points (:meth:`ClusterEngine.advance`) and applies
 typed actions (:meth:`ClusterEngine.apply`), or the same actions from plain ints without building the action
 objects (:meth:`ClusterEngine.place_job`, ``colocate_job``, ``calibrate_job``, ``preempt_job``, ``fork_job``).
-Agents read it through :class:`~gpucluster_env.engine.view.ClusterView`.
+The state's arrays are read through the engine by name (``eng.rate``, ``eng.slot_job`` ...: read-through
+properties to ``eng.state``). Agents read it through :class:`~gpucluster_env.engine.view.ClusterView`.
 
 Bit-for-bit determinism is a contract (same seed, same floats, same log): the hot paths read numpy state as
 Python scalars and static tables as Python lists, which carry the same values, and compute with the same IEEE
@@ -30,7 +30,10 @@ numpy types they had.
 
 from __future__ import annotations
 
+import copy
 import itertools
+from operator import attrgetter
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +41,7 @@ import pandas as pd
 from ..catalog import Catalog, default_catalog
 from ..hardware import ClusterSpec
 from ..jobs import validate_jobs
-from . import placement
+from .action_checks import ActionChecks
 from .actions import (
     Action,
     ActionError,
@@ -54,21 +57,30 @@ from .actions import (
     Swell,
     Wait,
 )
-from .checks import Checks
-from .checks_mech import MoveChecks
 from .clock import Clock
-from .copies import Copies
+from .job_progress import Progress
+from .lifecycle import Lifecycle
+from .move_checks import MoveChecks
 from .moves import Moves
 from .occupancy import Occupancy
+from .placement import Placement
 from .rates import Rates
-from .state import DONE, FUTURE, PENDING, RUNNING, STATUS_NAMES, EngineConfig, EngineState
-from .transitions import Transitions
+from .state import DONE, FUTURE, PENDING, RUNNING, STATE_FIELDS, STATUS_NAMES, EngineConfig, EngineState
 
 __all__ = ["DONE", "FUTURE", "PENDING", "RUNNING", "STATUS_NAMES", "ClusterEngine", "EngineConfig"]
 
 
-class ClusterEngine(EngineState, Clock, Occupancy, Rates, Copies, Checks, MoveChecks, Transitions, Moves):
-    """Simulates one episode: a cluster, a job table, a catalog, a config.
+def _state_field(name: str) -> property:
+    """A property reading (and setting) ``self.state.<name>``."""
+
+    def fset(self: ClusterEngine, value: Any) -> None:
+        setattr(self.state, name, value)
+
+    return property(attrgetter(f"state.{name}"), fset, doc=f"``state.{name}`` (:class:`EngineState`).")
+
+
+class ClusterEngine:
+    """Simulates one episode: a cluster, a job table, a catalog, a config, as composed parts (module docstring).
 
     Typical use::
 
@@ -89,68 +101,81 @@ class ClusterEngine(EngineState, Clock, Occupancy, Rates, Copies, Checks, MoveCh
         source: str = "job table",
         skip_bad_rows: bool = False,
     ) -> None:
-        self.catalog = catalog or default_catalog()
-        self.cluster = cluster
-        self.config = config or EngineConfig()
-        self.jobs, self.skip_report = validate_jobs(jobs, self.catalog, cluster, source, skip_bad_rows)
-        self._build_static()
-        self._mark_static()
-        self._reset_state()
+        catalog = catalog or default_catalog()
+        jobs, self.skip_report = validate_jobs(jobs, catalog, cluster, source, skip_bad_rows)
+        self._assemble(EngineState(catalog, cluster, config or EngineConfig(), jobs))
+        self.clock.start()
+
+    def _assemble(self, st: EngineState) -> None:
+        """Make the parts over state ``st``, each given the parts it calls."""
+        self.state = st
+        self.occupancy = Occupancy(st)
+        self.rates = Rates(st)
+        self.progress = Progress(st, self.rates, self.occupancy)
+        self.placement = Placement(st, self.occupancy)
+        self.checks = ActionChecks(st, self.occupancy, self.rates)
+        self.lifecycle = Lifecycle(st, self.occupancy, self.rates, self.progress, self.checks, self.placement)
+        self.moves = Moves(st, self.occupancy, self.rates, self.progress,
+                           MoveChecks(st, self.checks, self.placement))
+        self.clock = Clock(st, self.progress, self.lifecycle)
+
+    def reset(self) -> None:
+        """Start the episode again from time 0 (same jobs)."""
+        self.state.reset()
+        self.clock.start()
+
+    def clone(self) -> ClusterEngine:
+        """An independent engine at this instant: the same state, events and log, so that acting on the copy
+        gives bit for bit what acting on this engine would, and nothing done to either changes the other
+        (what a search agent rolls out on). The state is deep-copied with its static tables and the running
+        copies' constants shared (:meth:`EngineState.shared_memo`); the parts, which hold only references and
+        the clock's few numbers, are made again over the copy."""
+        twin = copy.copy(self)
+        twin._assemble(copy.deepcopy(self.state, self.state.shared_memo()))
+        twin.clock.resume(self.clock)
+        return twin
 
     # ------------------------------------------------------------------ actions
     def apply(self, action: Action) -> None:
         """Apply one typed action at the current time (``Wait`` advances to the next decision point)."""
-        self.counts["actions"] += 1
+        self.state.counts["actions"] += 1
+        life, checks = self.lifecycle, self.checks
         if isinstance(action, Wait):
-            self.advance()
+            self.clock.advance()
         elif isinstance(action, Place | Colocate):
-            self._check_job(action, action.job)
+            checks.check_job(action, action.job)
             j = int(action.job)
             p = None
             if isinstance(action, Colocate):
-                self._check_job(action, action.partner)
+                checks.check_job(action, action.partner)
                 p = int(action.partner)
             if action.gpus is None:
                 if p is None:
-                    self._place(action, j, action.gpu_type, action.accumulation)
+                    life.place(action, j, action.gpu_type, action.accumulation)
                 else:
-                    self._colocate(action, j, p, action.accumulation)
+                    life.colocate(action, j, p, action.accumulation)
                 return
             if p is not None:
-                self._require(action, p, RUNNING, "partner")
-            g = self._check_gpus(action, action.gpus)
-            self._check_exact_start(action, j, p, g)
-            self._start(j, g, self._check_start(action, j, g, action.accumulation))
+                checks.require(action, p, RUNNING, "partner")
+            g = checks.check_gpus(action, action.gpus)
+            checks.check_exact_start(action, j, p, g)
+            life.start(j, g, checks.check_start(action, j, g, action.accumulation))
         elif isinstance(action, Squeeze | Swell):
-            self._calibrate(action, action.job, -1 if isinstance(action, Squeeze) else 1, action.gpus)
+            life.calibrate(action, action.job, -1 if isinstance(action, Squeeze) else 1, action.gpus)
         elif isinstance(action, Preempt):
-            self._preempt(self._running_index(action, action.job))
+            life.preempt(checks.running_index(action, action.job))
         elif isinstance(action, Fork):
-            self._fork(action, action.job, action.copies, action.gpus)
+            life.fork(action, action.job, action.copies, action.gpus)
         elif isinstance(action, SetStealing):
-            self._set_stealing(action)
+            life.set_stealing(action)
         elif isinstance(action, Reallocate):
-            self._reallocate(action)
+            self.moves.reallocate(action)
         elif isinstance(action, DropCopy):
-            self._drop_copy(action)
+            self.moves.drop_copy(action)
         elif isinstance(action, MoveCopy):
-            self._move_copy(action)
+            self.moves.move_copy(action)
         else:
             raise ActionError(f"unknown action {action!r}")
-
-    def _set_stealing(self, action: SetStealing) -> None:
-        """Turn LISS on or off for one job, at no cost (Gimbal: a LISS switch "involves only parameter
-        changes"): a running job's copies get the performance constants of the new setting and its rate is
-        recomputed."""
-        j = int(action.job)
-        self._check_stealing(action, j, action.on)
-        self.stealing[j] = on = bool(action.on)
-        if self.status.item(j) == RUNNING:
-            for c in self._copy_consts[j]:
-                c.k = self._copy_model(self._model_l[j], self._batch_l[j], self.accum.item(j), c.gl, c.t,
-                                       c.n_nodes, on)
-            self.solo_rate[j] = 1.0 / self._copy_consts[j][0].k.solo_iter
-            self._rerate([j], self.now)
 
     # Fast entry points: the typed actions' work from plain ints, without building the action objects (each
     # builds its typed action only to name it in an ActionError). ``apply`` runs the same code for those
@@ -159,127 +184,201 @@ class ClusterEngine(EngineState, Clock, Occupancy, Rates, Copies, Checks, MoveCh
         """``apply(Place(j, type_names[t]))`` (``t`` None: ``Place(j)``, the fastest type that fits), with the
         engine's placement rule and the smallest accumulation that fits. Raises the same ActionError (an
         index ``t`` outside ``type_names`` raises ActionError too)."""
-        self.counts["actions"] += 1
+        st = self.state
+        st.counts["actions"] += 1
         if t is not None and not (isinstance(t, int | np.integer) and not isinstance(t, bool | np.bool_)
-                                  and 0 <= t < len(self.type_names)):
+                                  and 0 <= t < len(st.type_names)):
             raise ActionError(
-                f"place(job {j!r}): no GPU type with index {t!r} (this cluster has {', '.join(self.type_names)})"
+                f"place(job {j!r}): no GPU type with index {t!r} (this cluster has {', '.join(st.type_names)})"
             )
-        action = (Place, (j, None if t is None else self.type_names[t]))
-        j = self._job_index(action, j)
-        self._place(action, j, None if t is None else int(t), None)
+        action = (Place, (j, None if t is None else st.type_names[t]))
+        j = self.checks.job_index(action, j)
+        self.lifecycle.place(action, j, None if t is None else int(t), None)
 
     def colocate_job(self, j: int, partner: int, accumulation: int | None) -> None:
         """``apply(Colocate(j, partner, accumulation))``: start pending job ``j`` on running ``partner``'s GPUs
         (topped up with free ones) at that accumulation (None: the smallest that fits). Raises the same
         ActionError."""
-        self.counts["actions"] += 1
+        self.state.counts["actions"] += 1
         action = (Colocate, (j, partner, accumulation))
-        j = self._job_index(action, j)
-        partner = self._job_index(action, partner)
-        self._colocate(action, j, partner, accumulation)
+        j = self.checks.job_index(action, j)
+        partner = self.checks.job_index(action, partner)
+        self.lifecycle.colocate(action, j, partner, accumulation)
 
     def calibrate_job(self, j: int, step: int) -> None:
         """``apply(Squeeze(j))`` (``step`` -1) or ``apply(Swell(j))`` (``step`` +1): one 10% share step on
         all of running job ``j``'s GPUs. Raises the same ActionError."""
-        self.counts["actions"] += 1
+        self.state.counts["actions"] += 1
         if step not in (-1, 1):
             raise ActionError(f"calibrate job {j!r}: step must be -1 (squeeze) or 1 (swell), got {step!r}")
-        self._calibrate((Squeeze if step < 0 else Swell, (j,)), j, step, None)
+        self.lifecycle.calibrate((Squeeze if step < 0 else Swell, (j,)), j, step, None)
 
     def preempt_job(self, j: int) -> None:
         """``apply(Preempt(j))``: checkpoint running job ``j`` and queue it again. Raises the same
         ActionError."""
-        self.counts["actions"] += 1
-        self._preempt(self._running_index((Preempt, (j,)), j))
+        self.state.counts["actions"] += 1
+        self.lifecycle.preempt(self.checks.running_index((Preempt, (j,)), j))
 
     def fork_job(self, j: int) -> None:
         """``apply(Fork(j))``: one more copy of running job ``j`` on free GPUs of other nodes. Raises the same
         ActionError."""
-        self.counts["actions"] += 1
-        self._fork((Fork, (j,)), j, 1, None)
+        self.state.counts["actions"] += 1
+        self.lifecycle.fork((Fork, (j,)), j, 1, None)
 
     # ------------------------------------------------------------------ planning (read-only)
     def plan_place(
         self, j: int, gpu_type: str | None = None, exclude_nodes: np.ndarray | None = None
     ) -> np.ndarray | None:
         """The free GPUs the placement rule would give job ``j`` now, or None if there are too few
-        (:func:`~gpucluster_env.engine.placement.plan_place`)."""
-        t = None if gpu_type is None else self._type_index(gpu_type)
-        return placement.plan_place(self, j, t, exclude_nodes)[0]
+        (:meth:`~gpucluster_env.engine.placement.Placement.plan_place`)."""
+        t = None if gpu_type is None else self.checks.type_index(gpu_type)
+        return self.placement.plan_place(j, t, exclude_nodes)[0]
 
     def plan_colocate(self, j: int, partner: int) -> np.ndarray | None:
         """GPUs for job ``j`` sharing with running job ``partner``, or None
-        (:func:`~gpucluster_env.engine.placement.plan_colocate`)."""
-        return placement.plan_colocate(self, j, partner)[0]
+        (:meth:`~gpucluster_env.engine.placement.Placement.plan_colocate`)."""
+        return self.placement.plan_colocate(j, partner)[0]
 
     def plan_reallocate(self, j: int, gpu_type: str | None = None, n: int | None = None) -> np.ndarray | None:
         """The GPUs ``Reallocate(j, gpu_type=gpu_type)`` would move running job ``j`` to now (``n`` GPUs,
         default its current count), counting the GPUs it holds alone as free; None if there is no room
-        (:func:`~gpucluster_env.engine.placement.plan_reallocate`)."""
-        t = None if gpu_type is None else self._type_index(gpu_type)
+        (:meth:`~gpucluster_env.engine.placement.Placement.plan_reallocate`)."""
+        st = self.state
+        t = None if gpu_type is None else self.checks.type_index(gpu_type)
         if n is None:
-            n = len(self.copies[j][0]) if j in self.copies else self._req_l[j]
-        return placement.plan_reallocate(self, j, t, n)[0]
+            n = len(st.copies[j][0]) if j in st.copies else st._req_l[j]
+        return self.placement.plan_reallocate(j, t, n)[0]
 
     def plan_fork(self, j: int) -> np.ndarray | None:
         """Free GPUs for one more copy of running job ``j`` on nodes none of its copies use, or None."""
-        return placement.plan_fork(self, j)
+        return self.placement.plan_fork(j)
 
     def type_order(self, j: int) -> list[int]:
         """GPU types by this job's speed on them, fastest first."""
-        return list(self._type_order_m[self.job_model[j]])
+        return list(self.state._type_order_m[self.state.job_model[j]])
 
     # ------------------------------------------------------------------ queries
     def pending_jobs(self) -> np.ndarray:
         """Indices of pending jobs in queue order: by arrival, a preempted job rejoining at the back."""
-        return np.fromiter(self._pending, dtype=np.int64, count=len(self._pending))
+        pending = self.state._pending
+        return np.fromiter(pending, dtype=np.int64, count=len(pending))
 
     def pending_head(self, n: int) -> np.ndarray:
         """The first ``n`` pending jobs in queue order (cheap for long queues)."""
-        return np.fromiter(itertools.islice(self._pending, n), dtype=np.int64)
+        return np.fromiter(itertools.islice(self.state._pending, n), dtype=np.int64)
 
     def running_head(self, n: int) -> np.ndarray:
         """The first ``n`` running jobs in start order."""
-        return np.fromiter(itertools.islice(self._running, n), dtype=np.int64)
+        return np.fromiter(itertools.islice(self.state._running, n), dtype=np.int64)
 
     def running_jobs(self) -> np.ndarray:
         """Indices of running jobs, in submit order."""
-        return np.array(sorted(self._running), dtype=np.int64)
+        return np.array(sorted(self.state._running), dtype=np.int64)
 
     @property
     def num_pending(self) -> int:
         """Jobs waiting in the queue."""
-        return len(self._pending)
+        return len(self.state._pending)
 
     @property
     def num_running(self) -> int:
         """Jobs running."""
-        return len(self._running)
+        return len(self.state._running)
 
     def solo_iter_time(self, j: int, gpu_type: str | None = None) -> float:
         """Iteration time of job ``j`` alone on ``gpu_type`` (default: its fastest type), packed on the fewest
         nodes, at the smallest accumulation that fits."""
-        types = [self._type_index(gpu_type)] if gpu_type else self.type_order(j)
-        return self.fastest_solo_iter(int(self.job_model[j]), int(self.batch[j]), int(self.req_gpus[j]), types)
+        st = self.state
+        types = [self.checks.type_index(gpu_type)] if gpu_type else self.type_order(j)
+        return st.fastest_solo_iter(int(st.job_model[j]), int(st.batch[j]), int(st.req_gpus[j]), types)
 
     def true_pair_xi(self, a: int, b: int, gpu_type: str) -> tuple[float, float]:
         """Ground-truth free-competition interference ratios of jobs ``a`` and ``b`` sharing a ``gpu_type``
         GPU (for oracle agents and evaluation; learned and heuristic agents should predict it instead)."""
-        t = self._type_index(gpu_type)
-        ma, mb = self.job_model[a], self.job_model[b]
-        return float(self.xi_free[t, ma, mb]), float(self.xi_free[t, mb, ma])
+        st = self.state
+        t = self.checks.type_index(gpu_type)
+        ma, mb = st.job_model[a], st.job_model[b]
+        return float(st.xi_free[t, ma, mb]), float(st.xi_free[t, mb, ma])
 
     # ------------------------------------------------------------------ results
     def metrics(self) -> dict[str, float]:
         """Episode metrics (see :func:`gpucluster_env.engine.metrics.episode_metrics`)."""
         from .metrics import episode_metrics
 
-        self._accumulate_util(self.now)
-        return episode_metrics(self)
+        self.clock.accumulate_util(self.state.now)
+        return episode_metrics(self.state)
 
     def job_table(self) -> pd.DataFrame:
         """One row per job: arrival, start, finish, JCT, queueing, GPUs, sharers, preemptions."""
         from .metrics import job_table
 
-        return job_table(self)
+        return job_table(self.state)
+
+    # ------------------------------------------------------------------ the parts' queries, by the engine's name
+    @property
+    def done(self) -> bool:
+        """Every job of the episode has finished."""
+        return self.state.n_done == self.state.n_jobs
+
+    @property
+    def last_reasons(self) -> tuple[str, ...]:
+        """The reasons of the latest decision point (:meth:`advance`'s return)."""
+        return self.clock.last_reasons
+
+    def advance(self, until: float | None = None) -> tuple[str, ...]:
+        """:meth:`Clock.advance <gpucluster_env.engine.clock.Clock.advance>`: run to the next decision point."""
+        return self.clock.advance(until)
+
+    def remaining_now(self) -> np.ndarray:
+        """:meth:`Progress.remaining_now <gpucluster_env.engine.job_progress.Progress.remaining_now>`."""
+        return self.progress.remaining_now()
+
+    def copy_states(self, j: int) -> list[dict[str, Any]]:
+        """:meth:`Progress.copy_states <gpucluster_env.engine.job_progress.Progress.copy_states>`."""
+        return self.progress.copy_states(j)
+
+    def gpus_of(self, j: int) -> np.ndarray:
+        """All GPUs job ``j`` holds (every copy)."""
+        return self.occupancy.gpus_of(j)
+
+    def partners_of(self, j: int) -> list[int]:
+        """Jobs sharing a GPU with job ``j``."""
+        return self.occupancy.partners_of(j)
+
+    def share_of(self, j: int) -> float:
+        """Mean MPS share of job ``j`` over its GPUs (1.0 = 100%); 0 when not running."""
+        return self.occupancy.share_of(j)
+
+    def free_mask(self) -> np.ndarray:
+        """Boolean per GPU: holds no job."""
+        return self.occupancy.free_mask()
+
+    def single_mask(self) -> np.ndarray:
+        """Boolean per GPU: holds exactly one job."""
+        return self.occupancy.single_mask()
+
+    def free_by_type(self) -> np.ndarray:
+        """Free GPUs per GPU type (in ``type_names`` order)."""
+        return self.occupancy.free_by_type()
+
+    def copy_iter_time(self, j: int, gpus: np.ndarray, xi: np.ndarray | None = None) -> float:
+        """:meth:`Rates.copy_iter_time <gpucluster_env.engine.rates.Rates.copy_iter_time>`."""
+        return self.rates.copy_iter_time(j, gpus, xi)
+
+    def iter_time_for(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
+        """:meth:`Rates.iter_time_for <gpucluster_env.engine.rates.Rates.iter_time_for>`."""
+        return self.rates.iter_time_for(j, gpus, s, xi)
+
+    def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
+        """:meth:`Rates.accumulation_for <gpucluster_env.engine.rates.Rates.accumulation_for>`."""
+        return self.rates.accumulation_for(j, gpus)
+
+    def topology_violation(self, j: int, g: np.ndarray) -> str | None:
+        """:meth:`ActionChecks.topology_violation
+        <gpucluster_env.engine.action_checks.ActionChecks.topology_violation>`."""
+        return self.checks.topology_violation(j, g)
+
+
+for _name in STATE_FIELDS:
+    setattr(ClusterEngine, _name, _state_field(_name))
+del _name

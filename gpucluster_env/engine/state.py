@@ -11,10 +11,9 @@ the least share). The environment (``gpucluster_env.env``) reads these arrays by
 
 from __future__ import annotations
 
-import copy
 import itertools
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -24,22 +23,50 @@ from .activity import SmActivity
 from .eventlog import EventLog
 from .events import EventQueue
 
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from ..catalog import Catalog
+    from ..hardware import ClusterSpec
+
 FUTURE, PENDING, RUNNING, DONE = 0, 1, 2, 3
 STATUS_NAMES = ("future", "pending", "running", "done")
 
 SHARE_MIN_UNITS = 1
 """The least MPS share a worker may have: one step of the engine's share grid."""
+STATE_FIELDS = (
+    "catalog", "cluster", "config", "jobs", "share_step", "share_units", "type_names", "type_mem", "type_intra_bw",
+    "num_nodes", "node_size", "node_start", "node_type", "num_gpus", "gpu_node", "gpu_type", "type_total",
+    "model_names", "profiles", "speed_mt", "demand_tm", "xi_free", "n_jobs", "job_ids", "submit", "req_gpus",
+    "job_model", "batch", "iterations", "deadline", "min_gpus", "max_gpus", "fits_type", "solo_time",
+    "now", "slot_job", "slot_share", "free_nt", "status", "remaining", "rate", "last_t", "active_from", "version",
+    "accum", "footprint", "first_start", "last_start", "finish_t", "queue_s", "pending_since", "n_preempt",
+    "n_colocated", "max_copies", "copies", "events", "next_arrival", "n_done", "epoch", "queue_version",
+    "gpu_version", "busy_gpus", "shared_gpus", "busy_t", "shared_t", "held", "held_shared", "job_min_mem",
+    "share_lo", "share_hi", "solo_rate", "stealing", "busy_gpu_s", "shared_gpu_s", "sm_active_gpu_s", "counts",
+    "sharing_benefits", "log",
+)
+"""The :class:`EngineState` attributes :class:`~gpucluster_env.engine.simulator.ClusterEngine` shows by name
+(the environment and tests read them as ``eng.<name>``)."""
 _EPOCHS = itertools.count()  # one per engine state started (construction or reset), process-wide
 
 
 class EngineState:
-    """Static tables and dynamic state of :class:`~gpucluster_env.engine.simulator.ClusterEngine` (a mixin:
-    the engine's other parts read and change these attributes)."""
+    """The data of one engine: static tables (built once, shared by clones) and the dynamic state of the
+    episode (reset to time 0 by :meth:`reset`). The engine's parts (:mod:`.occupancy`, :mod:`.rates`,
+    :mod:`.job_progress`, :mod:`.clock`, the checks and the changes) each hold this one object and read and
+    change its attributes; it holds data and the pure queries of its static tables, no rule of the simulation.
+    Names with a leading underscore are the engine's internals (hot-path copies as Python lists, flat views,
+    the queues): its parts read them, nothing outside the engine should."""
 
-    catalog: Any
-    cluster: Any
-    config: EngineConfig
-    jobs: Any
+    def __init__(self, catalog: Catalog, cluster: ClusterSpec, config: EngineConfig, jobs: pd.DataFrame) -> None:
+        self.catalog = catalog
+        self.cluster = cluster
+        self.config = config
+        self.jobs = jobs
+        self._build_static()
+        self._static_names = frozenset(self.__dict__) | {"_static_names"}
+        self.reset()
 
     # ------------------------------------------------------------------ static tables
     def _build_static(self) -> None:
@@ -202,8 +229,9 @@ class EngineState:
         return out
 
     # ------------------------------------------------------------------ dynamic state
-    def _reset_state(self) -> None:
-        """The state at time 0: every GPU free, every job in the future, no event but the clock's first."""
+    def reset(self) -> None:
+        """The state at time 0: every GPU free, every job in the future, no event (the clock pushes its first,
+        :meth:`~gpucluster_env.engine.clock.Clock.start`)."""
         self.now = 0.0
         self._reset_jobs()
         self._reset_queues()
@@ -242,10 +270,10 @@ class EngineState:
         self._pending: dict[int, None] = {}
         self._running: dict[int, None] = {}
         self._forked: set[int] = set()
-        # per-copy progress of the jobs whose rate is not one full-size copy's (engine.copies.CopyProgress)
+        # per-copy progress of the jobs whose rate is not one full-size copy's (job_progress.CopyProgress)
         self._cp: dict[int, Any] = {}
         self.events = EventQueue()  # completions, rounds, ticks (engine.events)
-        self._next_arrival = 0
+        self.next_arrival = 0  # index of the next job to arrive (jobs are in submit order)
         self.n_done = 0
 
     def _reset_occupancy(self) -> None:
@@ -277,45 +305,31 @@ class EngineState:
         self.stealing = np.full(J, self.config.sample_stealing, dtype=bool)  # LISS per job (SetStealing)
 
     def _reset_totals(self) -> None:
-        """The utilization integrals, action counts, event log and the clock's first events."""
+        """The utilization integrals, action counts and event log."""
         self.busy_gpu_s = 0.0
         self.shared_gpu_s = 0.0
         self.sm_active_gpu_s = 0.0  # estimated active-SM GPU-time (engine.activity)
         self._sm = SmActivity(self._gpu_type_l, self._demand_tm_l, self._model_l, self.share_step, self.num_gpus)
-        self._acc_t = 0.0
-        self._idle_ticks = 0
         self.counts = {"colocations": 0, "preemptions": 0, "forks": 0, "squeezes": 0, "swells": 0,
                        "decisions": 0, "actions": 0, "reallocations": 0, "copy_drops": 0, "copy_moves": 0}
         self.sharing_benefits: list[tuple[int, float, float]] = []
         self.log = EventLog()
-        self._start_clock()  # engine.clock.Clock: the first round and calibration ticks
-        self.last_reasons: tuple[str, ...] = ()
 
-    def reset(self) -> None:
-        """Start the episode again from time 0 (same jobs)."""
-        self._reset_state()
+    @property
+    def done(self) -> bool:
+        """Every job of the episode has finished."""
+        return self.n_done == self.n_jobs
 
-    _static_names: frozenset[str] = frozenset()
-    """The attributes set before the first episode state (:meth:`_build_static` and what the constructor set
-    before it): tables that no action or event changes, shared by :meth:`clone`."""
-
-    def _mark_static(self) -> None:
-        """Record the attributes set so far as static (called once the static tables are built)."""
-        self._static_names = frozenset(self.__dict__)
-
-    def clone(self) -> EngineState:
-        """An independent engine at this instant: the same state, events and log, so that acting on the copy
-        gives bit for bit what acting on this engine would, and nothing done to either changes the other
-        (what a search agent rolls out on). The static tables (catalog, cluster, job table, performance
-        tables and their cache) and the running copies' constants (replaced, never changed in place) are
-        shared; the dynamic state is copied (0.26 ms against 20 ms for ``copy.deepcopy`` mid-episode on
-        castor-philly)."""
+    def shared_memo(self) -> dict[int, Any]:
+        """What a clone shares with this state, as a ``copy.deepcopy`` memo: the static tables (catalog,
+        cluster, job table, performance tables and their caches, the attributes set before the first
+        :meth:`reset`) and the running copies' constants (replaced, never changed in place)."""
         d = self.__dict__
         memo: dict[int, Any] = {id(d[k]): d[k] for k in self._static_names}
         for cs in self._copy_consts.values():
             for c in cs:
                 memo[id(c)] = c
-        return copy.deepcopy(self, memo)
+        return memo
 
     _VIEWS = ("_sj_flat", "_ss_flat", "_free_flat")
 

@@ -21,7 +21,7 @@ What it offers:
   (:meth:`~ClusterView.iter_time`), and the accumulations that fit beside the GPUs' tenants
   (:meth:`~ClusterView.accumulation_for`, :meth:`~ClusterView.accumulations_for`,
   :meth:`~ClusterView.fits_on`).
-* **The engine's planners** (:mod:`gpucluster_env.engine.placement`): :meth:`~ClusterView.plan_place`,
+* **The engine's planners** (:class:`~gpucluster_env.engine.placement.Placement`): :meth:`~ClusterView.plan_place`,
   :meth:`~ClusterView.plan_colocate`, :meth:`~ClusterView.plan_fork`, :meth:`~ClusterView.plan_reallocate`.
 * **Moves of running jobs**: a job's copies with their GPUs, per-copy throughput, quota and start-up
   (:meth:`~ClusterView.copies_of`, :meth:`~ClusterView.copy_states`), whether it can be reallocated
@@ -41,8 +41,6 @@ import numpy as np
 from ..hardware import GPUType
 from ..performance import accumulations, fits_memory, footprint_gb
 from ..workloads import ModelProfile
-from . import placement
-from .rates import solo_accumulation
 from .state import PENDING, RUNNING
 
 if TYPE_CHECKING:
@@ -60,6 +58,7 @@ class ClusterView:
 
     def __init__(self, engine: ClusterEngine) -> None:
         self._eng = engine
+        self._st = engine.state  # the engine's data, read directly (the parts' queries go through the engine)
         e = engine
         self.type_names: tuple[str, ...] = e.type_names
         """GPU type names; a type index points into this tuple."""
@@ -101,7 +100,7 @@ class ClusterView:
     @property
     def now(self) -> float:
         """The current time (s)."""
-        return self._eng.now
+        return self._st.now
 
     @property
     def num_pending(self) -> int:
@@ -114,7 +113,7 @@ class ClusterView:
     @property
     def busy_gpus(self) -> int:
         """GPUs holding at least one job."""
-        return self._eng.busy_gpus
+        return self._st.busy_gpus
 
     def pending_jobs(self) -> np.ndarray:
         """Pending jobs in queue order (arrival; a preempted job rejoins at the back)."""
@@ -129,35 +128,35 @@ class ClusterView:
         return self._eng.running_jobs()
 
     def is_pending(self, j: int) -> bool:
-        return self._eng.status.item(j) == PENDING
+        return self._st.status.item(j) == PENDING
 
     def is_running(self, j: int) -> bool:
-        return self._eng.status.item(j) == RUNNING
+        return self._st.status.item(j) == RUNNING
 
     def finish_time(self, j: int) -> float:
         """When job ``j`` finished (NaN while it has not)."""
-        return self._eng.finish_t.item(j)
+        return self._st.finish_t.item(j)
 
     def last_start(self, j: int) -> float:
         """Time job ``j`` last started (s; NaN if it never has)."""
-        return self._eng.last_start.item(j)
+        return self._st.last_start.item(j)
 
     def pending_since(self, j: int) -> float:
         """Since when job ``j`` has waited in the queue (its submit time, or its last preemption)."""
-        return self._eng.pending_since.item(j)
+        return self._st.pending_since.item(j)
 
     def model_index(self, j: int) -> int:
         """Index of job ``j``'s model (jobs with one index run the same model)."""
-        return self._eng._model_l[j]
+        return self._st._model_l[j]
 
     def model(self, j: int) -> ModelProfile:
         """Job ``j``'s model (its catalog profile)."""
-        return self._eng.profiles[self._eng._model_l[j]]
+        return self._st.profiles[self._st._model_l[j]]
 
     def demand(self, j: int, gpu_type: int) -> float:
         """Job ``j``'s profiled GPU demand on GPU type index ``gpu_type``: the fraction of the GPU its model keeps
         busy alone (``Catalog.model_demand``; measured alone, so not the interference truth)."""
-        return self._eng._demand_tm_l[gpu_type][self._eng._model_l[j]]
+        return self._st._demand_tm_l[gpu_type][self._st._model_l[j]]
 
     def topology_violation(self, j: int, gpus: np.ndarray | list[int]) -> str | None:
         """Why starting job ``j`` on ``gpus`` would break Gimbal's topology rule, or None (the engine's check,
@@ -166,23 +165,23 @@ class ClusterView:
 
     def batch(self, j: int) -> int:
         """Job ``j``'s per-GPU batch."""
-        return self._eng._batch_l[j]
+        return self._st._batch_l[j]
 
     def accumulation(self, j: int) -> int:
         """The gradient accumulation running job ``j`` started with."""
-        return self._eng.accum.item(j)
+        return self._st.accum.item(j)
 
     def footprint(self, j: int) -> float:
         """GPU memory (GB) of one worker of running job ``j``."""
-        return self._eng.footprint.item(j)
+        return self._st.footprint.item(j)
 
     def remaining(self, j: int) -> float:
         """Iterations job ``j`` had left at its last rate change."""
-        return self._eng.remaining.item(j)
+        return self._st.remaining.item(j)
 
     def remaining_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
         """:meth:`remaining` of each of ``jobs`` (a fresh array)."""
-        return self._eng.remaining[np.asarray(jobs, dtype=np.int64)]
+        return self._st.remaining[np.asarray(jobs, dtype=np.int64)]
 
     def remaining_now(self) -> np.ndarray:
         """Every job's iterations left at the current time."""
@@ -192,7 +191,7 @@ class ClusterView:
     def tenants(self, gpus: np.ndarray | list[int]) -> np.ndarray:
         """``(len(gpus), 2)``: the jobs in each GPU's two slots (-1: empty; slot 1 is used only beside
         slot 0)."""
-        return self._eng.slot_job[np.asarray(gpus, dtype=np.int64)]
+        return self._st.slot_job[np.asarray(gpus, dtype=np.int64)]
 
     def free_gpus(self) -> np.ndarray:
         """GPUs holding no job, by index."""
@@ -203,10 +202,10 @@ class ClusterView:
         return np.flatnonzero(self._eng.single_mask())
 
     def num_free(self) -> int:
-        return self.num_gpus - self._eng.busy_gpus
+        return self.num_gpus - self._st.busy_gpus
 
     def num_single(self) -> int:
-        return self._eng.busy_gpus - self._eng.shared_gpus
+        return self._st.busy_gpus - self._st.shared_gpus
 
     def free_by_type(self) -> np.ndarray:
         """Free GPUs of each type."""
@@ -214,7 +213,7 @@ class ClusterView:
 
     def free_by_node_type(self) -> np.ndarray:
         """``(nodes, types)``: free GPUs of each type on each node."""
-        return self._eng.free_nt.copy()
+        return self._st.free_nt.copy()
 
     def gpus_of(self, j: int) -> np.ndarray:
         """The GPUs job ``j`` holds (every copy)."""
@@ -223,7 +222,7 @@ class ClusterView:
     def single_gpus_of(self, j: int) -> np.ndarray:
         """The GPUs running job ``j`` alone, the nodes holding most of them first (the order the engine's
         colocation takes them in)."""
-        return np.array(placement.single_gpus(self._eng, j), dtype=np.int64)
+        return np.array(self._eng.placement.single_gpus(j), dtype=np.int64)
 
     def partners_of(self, j: int) -> list[int]:
         """Jobs sharing a GPU with job ``j``."""
@@ -237,12 +236,12 @@ class ClusterView:
     def share_step(self) -> float:
         """The engine's MPS share grid as a fraction of the GPU (``EngineConfig.share_step``: 0.1, 0.05 ...):
         ``Squeeze`` and ``Swell`` move a share by one step."""
-        return self._eng.share_step
+        return self._st.share_step
 
     @property
     def share_units(self) -> int:
         """Steps of the share grid in a whole GPU (10 on the 10% grid, 20 on the 5% one)."""
-        return self._eng.share_units
+        return self._st.share_units
 
     # ------------------------------------------------------------------ the performance model
     def iter_time(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
@@ -255,7 +254,7 @@ class ClusterView:
         return self._eng.accumulation_for(j, gpus)
 
     def _room(self, gpus: np.ndarray) -> np.ndarray:
-        e = self._eng
+        e = self._st
         tenant = e.slot_job[gpus, 0]
         return e.type_mem[e.gpu_type[gpus]] - np.where(tenant >= 0, e.footprint[np.maximum(tenant, 0)], 0.0)
 
@@ -266,8 +265,8 @@ class ClusterView:
 
     def solo_accumulation(self, j: int, gpus: np.ndarray) -> int | None:
         """Smallest accumulation under which job ``j`` fits alone on every GPU of ``gpus``
-        (:func:`~gpucluster_env.engine.rates.solo_accumulation`)."""
-        return solo_accumulation(self._eng, j, gpus)
+        (:meth:`~gpucluster_env.engine.rates.Rates.solo_accumulation`)."""
+        return self._eng.rates.solo_accumulation(j, gpus)
 
     def fits_on(self, j: int, gpus: np.ndarray, s: int) -> np.ndarray:
         """Per GPU of ``gpus``: whether a worker of job ``j`` at accumulation ``s`` fits beside its tenant."""
@@ -296,7 +295,7 @@ class ClusterView:
     def copies_of(self, j: int) -> list[np.ndarray]:
         """The GPUs of each copy of running job ``j`` (one copy unless forked); copy ``i`` of this list is
         ``DropCopy(j, i)`` / ``MoveCopy(j, i, ...)``'s ``copy``."""
-        return [g.copy() for g in self._eng.copies.get(j, [])]
+        return [g.copy() for g in self._st.copies.get(j, [])]
 
     def copy_states(self, j: int) -> list[dict]:
         """Per copy of running job ``j``: ``gpus``, ``rate`` (its throughput when it progresses, iterations of
@@ -307,7 +306,7 @@ class ClusterView:
     def size_range(self, j: int) -> tuple[int, int]:
         """The GPU counts job ``j`` may be reallocated to (``min_gpus``, ``max_gpus``; both its asked count
         for a job that is not elastic)."""
-        e = self._eng
+        e = self._st
         return e.min_gpus.item(j), e.max_gpus.item(j)
 
     def is_elastic(self, j: int) -> bool:
@@ -317,7 +316,7 @@ class ClusterView:
 
     def can_reallocate(self, j: int) -> bool:
         """Whether ``Reallocate`` applies to job ``j`` now: running as one copy (a forked job moves by copy)."""
-        e = self._eng
+        e = self._st
         return e.status.item(j) == RUNNING and len(e.copies.get(j, ())) == 1
 
     def true_pair_xi(self, a: int, b: int, gpu_type: str) -> tuple[float, float]:

@@ -504,7 +504,7 @@ class GPUClusterEnv(gym.Env):
             self._round_s = eng.config.round_s or 0.0
             self._kernel_epoch, self._kernel_engine = eng.epoch, eng
         self._kernel(layout, self._pending, self._running, eng.now, self._round_s, eng.num_pending,
-                     eng.num_running, eng.n_done, eng._next_arrival, *self._kernel_args)
+                     eng.num_running, eng.n_done, eng.next_arrival, *self._kernel_args)
         L = self.layout
         if self._fork_on:
             key = (eng.epoch, eng.queue_version, eng.gpu_version)

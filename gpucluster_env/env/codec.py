@@ -307,7 +307,7 @@ class ActionCodec:
                           xi_tab: np.ndarray) -> None:
         """Clear, in place, the place, share and colocate actions of ``m`` whose GPU set (planned as the engine
         plans it) breaks the engine's topology rule
-        (:meth:`~gpucluster_env.engine.checks.Checks.topology_violation`), for scenarios that switch it on;
+        (:meth:`~gpucluster_env.engine.action_checks.ActionChecks.topology_violation`), for scenarios that switch it on;
         the mask stays exact."""
         L = self.layout
         for a in (np.flatnonzero(m[L.place_off:L.squeeze_off]) + L.place_off).tolist():

@@ -226,7 +226,7 @@ class ObservationBuilder:
             eng.num_pending / (eng.num_pending + self.n_pending),
             eng.num_running / (eng.num_running + self.n_running),
             eng.n_done / eng.n_jobs,
-            eng._next_arrival / eng.n_jobs,
+            eng.next_arrival / eng.n_jobs,
             (now % round_s) / round_s if round_s else 0.0,
             now * self.inv_horizon / (1.0 + now * self.inv_horizon),
         ], dtype=np.float32)

@@ -1,0 +1,244 @@
+"""Validation of actions: every check an action passes before it changes anything, each failure a clear
+:class:`~gpucluster_env.engine.actions.ActionError` naming the action and the reason.
+
+The fast entry points (``place_job`` ...) name their action as a ``(cls, args)`` pair and build the typed
+action only when they raise (:func:`typed`). The checks of the moves of running jobs are in :mod:`.move_checks`;
+the state changes that follow a check in :mod:`.lifecycle` and :mod:`.moves`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..performance import fit_accumulation, fits_memory, footprint_gb
+from .actions import Action, ActionError
+from .occupancy import Occupancy
+from .rates import Rates
+from .state import PENDING, RUNNING, STATUS_NAMES, EngineState
+
+
+def typed(action: Action | tuple) -> Action:
+    """The typed action an error message names: ``action``, or ``cls(*args)`` from a ``(cls, args)`` pair."""
+    return action[0](*action[1]) if type(action) is tuple else action
+
+
+class ActionChecks:
+    """Validation of actions on an :class:`~gpucluster_env.engine.state.EngineState` (reads the state, the
+    occupancy queries and the rates; changes nothing)."""
+
+    def __init__(self, state: EngineState, occupancy: Occupancy, rates: Rates) -> None:
+        self.state = state
+        self.occupancy = occupancy
+        self.rates = rates
+
+    def type_index(self, name: str) -> int:
+        st = self.state
+        try:
+            return st.type_names.index(name)
+        except ValueError:
+            raise ActionError(
+                f"unknown GPU type {name!r} for this cluster; it has {', '.join(st.type_names)}"
+            ) from None
+
+    def check_job(self, action: Action | tuple, j: int) -> None:
+        st = self.state
+        if isinstance(j, bool | np.bool_) or not (isinstance(j, int | np.integer) and 0 <= j < st.n_jobs):
+            raise ActionError(f"{typed(action)}: no job with index {j!r} (episode has {st.n_jobs} jobs)")
+
+    def job_index(self, action: Action | tuple, j: int) -> int:
+        """Job ``j`` as a Python int, or the ActionError naming ``action`` when it is no job of the episode."""
+        if not (type(j) is int and 0 <= j < self.state.n_jobs):
+            self.check_job(action, j)
+            j = int(j)
+        return j
+
+    def running_index(self, action: Action | tuple, j: int) -> int:
+        """:meth:`job_index`, and the ActionError naming ``action`` when the job is not running."""
+        j = self.job_index(action, j)
+        self.require(action, j, RUNNING, "job")
+        return j
+
+    def require(self, action: Action | tuple, j: int, status: int, who: str) -> None:
+        """ActionError unless job ``j`` (the action's ``who``: job or partner) has ``status``."""
+        st = self.state.status.item(j)
+        if st != status:
+            raise ActionError(f"{typed(action)}: {who} {j} is {STATUS_NAMES[st]}, not {STATUS_NAMES[status]}")
+
+    def check_gpus(self, action: Action | tuple, gpus: tuple[int, ...] | np.ndarray) -> np.ndarray:
+        st = self.state
+        g = np.asarray(gpus, dtype=np.int64).ravel()
+        if len(g) == 0 or g.min() < 0 or g.max() >= st.num_gpus:
+            raise ActionError(f"{typed(action)}: GPU indices must lie in [0, {st.num_gpus})")
+        if len(set(g.tolist())) != len(g):
+            raise ActionError(f"{typed(action)}: GPU set repeats a GPU")
+        return g
+
+    def check_start(
+        self, action: Action | tuple, j: int, g: np.ndarray, accumulation: int | None, t: int | None = None,
+        tenant: int = -1
+    ) -> int:
+        """The accumulation job ``j`` starts with on ``g``, or ActionError. ``t`` (a GPU type) is given by the
+        planners when every GPU of ``g`` is of type ``t`` and either free (``tenant`` -1) or held by ``tenant``
+        alone; the checks then run on scalars, with the same results."""
+        st = self.state
+        self.require(action, j, PENDING, "job")
+        if len(g) != st._req_l[j]:
+            raise ActionError(f"{typed(action)}: job {j} needs {st.req_gpus[j]} GPUs, got {len(g)}")
+        if t is None and (st.slot_job[g, 1] >= 0).any():
+            raise ActionError(f"{typed(action)}: a GPU of the set already holds two jobs")
+        if st.config.topology_rule:
+            why = self.topology_violation(j, g)
+            if why is not None:
+                raise ActionError(f"{typed(action)}: topology rule: {why}")
+        self.check_measured(action, j, g)
+        batch = st._batch_l[j]
+        p = st.profiles[st._model_l[j]]
+        other = st.footprint.item(tenant) if tenant >= 0 else 0.0
+        if accumulation is None:
+            if t is not None:  # accumulation_for on one type beside one tenant (or none)
+                s = fit_accumulation(p, batch, st._type_mem_l[t] - other)
+            else:
+                s = self.rates.accumulation_for(j, g)
+            if s is None:
+                raise ActionError(
+                    f"{typed(action)}: job {j} does not fit in GPU memory there at any accumulation"
+                )
+            return s
+        s = int(accumulation)
+        if s < 1 or s & (s - 1) or s > batch:
+            raise ActionError(
+                f"{typed(action)}: accumulation must be a power of two in [1, {batch}], got {accumulation}"
+            )
+        fp = footprint_gb(p, batch, s)
+        if t is not None and fits_memory(fp, st._type_mem_l[t] - other):
+            return s
+        sj = st.slot_job[g, 0]
+        others = np.where(sj >= 0, st.footprint[np.maximum(sj, 0)], 0.0)
+        mem = st.type_mem[st.gpu_type[g]]
+        over = [not fits_memory(fp, float(m) - float(o)) for m, o in zip(mem, others, strict=True)]
+        if any(over):
+            i = over.index(True)
+            gi = int(g[i])
+            raise ActionError(
+                f"{typed(action)}: memory does not fit on GPU {gi}: {fp:.1f} GB + "
+                f"{others[i]:.1f} GB > {mem[i]:.0f} GB"
+            )
+        return s
+
+    def check_measured(self, action: Action | tuple, j: int, g: np.ndarray) -> None:
+        """ActionError when job ``j``'s gang on ``g`` (one GPU type) is a configuration Gavel measured at zero
+        throughput (:mod:`gpucluster_env.catalog.solo`: it cannot run there)."""
+        st = self.state
+        t = st._gpu_type_l[int(g[0])]
+        if len(g) > 1 and (st.gpu_type[g] != t).any():
+            return
+        n_nodes = 1 if len(g) == 1 else len(set(st.gpu_node[g].tolist()))
+        if math.isinf(st.gang_scale(st._model_l[j], st._batch_l[j], t, len(g), n_nodes)):
+            raise ActionError(f"{typed(action)}: job {j} ({st.model_names[st._model_l[j]]}, batch "
+                              f"{st._batch_l[j]}) cannot run on {len(g)} {st.type_names[t]}: Gavel measured "
+                              "zero throughput there")
+
+    def check_fork_gpus(self, action: Action | tuple, j: int, gpus: tuple[int, ...]) -> np.ndarray:
+        """The exact GPU set of one more copy of running job ``j``, checked."""
+        st = self.state
+        g = self.check_gpus(action, gpus)
+        if len(g) != st.req_gpus[j]:
+            raise ActionError(f"{typed(action)}: a copy of job {j} needs {st.req_gpus[j]} GPUs")
+        if (st.slot_job[g, 0] >= 0).any():
+            raise ActionError(f"{typed(action)}: a copy needs free GPUs")
+        if np.isin(st.gpu_node[g], st.gpu_node[self.occupancy.gpus_of(j)]).any():
+            raise ActionError(f"{typed(action)}: a copy must run on nodes the job does not use")
+        self.check_measured(action, j, g)
+        return g
+
+    def check_exact_start(self, action: Action, j: int, p: int | None, g: np.ndarray) -> None:
+        """The checks of a place (``p`` None) or colocate with ``partner`` ``p`` on an exact GPU set ``g``."""
+        st = self.state
+        if p is None:
+            if (st.slot_job[g, 0] >= 0).any():
+                raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
+            gt = getattr(action, "gpu_type", None)
+            if gt is not None and (st.gpu_type[g] != self.type_index(gt)).any():
+                raise ActionError(f"{action}: not every GPU named is a {gt}")
+        elif not (st.slot_job[g, 0] == p).any() and not (st.slot_job[g, 1] == p).any():
+            raise ActionError(f"{action}: the GPU set shares no GPU with partner {p}")
+
+    def check_fork(self, action: Action | tuple, j: int, copies: int, gpus: Any) -> None:
+        """The checks of a fork that come before any copy is placed."""
+        if self.state.config.round_s is None:
+            raise ActionError(f"{typed(action)}: forking needs a round-based scenario (round_s is not set)")
+        self.require(action, j, RUNNING, "job")
+        if copies < 1:
+            raise ActionError(f"{typed(action)}: copies must be >= 1")
+        if gpus is not None and copies != 1:
+            raise ActionError(f"{typed(action)}: an exact GPU set names one copy; use copies=1")
+
+    def check_stealing(self, action: Action, j: int, on: bool) -> None:
+        """The checks of ``SetStealing(j, on)``: ``j`` pending or running, ``on`` a bool, and when LISS is
+        turned on for a running job, every worker's LISS micro-batch (:meth:`Rates.liss_micro_batches
+        <gpucluster_env.engine.rates.Rates.liss_micro_batches>`) fitting in its GPU's memory beside the GPU's
+        other tenant."""
+        state = self.state
+        j = self.job_index(action, j)
+        if not isinstance(on, bool | np.bool_):
+            raise ActionError(f"{action}: on must be True or False, got {on!r}")
+        st = state.status.item(j)
+        if st not in (PENDING, RUNNING):
+            raise ActionError(f"{action}: job {j} is {STATUS_NAMES[st]}, not pending or running")
+        if not on or st != RUNNING:
+            return
+        p = state.profiles[state._model_l[j]]
+        for c in state._copy_consts[j]:
+            if c.n == 1:
+                continue
+            b = self.rates.liss_micro_batches(j, c)
+            for g, bi in zip(c.gl, b.tolist(), strict=True):
+                other = next((int(x) for x in state.slot_job[g] if x >= 0 and x != j), -1)
+                room = state._type_mem_l[state._gpu_type_l[g]] - (state.footprint.item(other) if other >= 0 else 0.0)
+                fp = footprint_gb(p, bi, 1)
+                if not fits_memory(fp, room):
+                    raise ActionError(
+                        f"{action}: job {j}'s LISS micro-batch of {bi:.1f} samples on GPU {g} needs {fp:.1f} GB, "
+                        f"{room:.1f} GB free there"
+                    )
+
+    def topology_violation(self, j: int, g: np.ndarray) -> str | None:
+        """Why starting pending job ``j`` on GPUs ``g`` breaks Gimbal's topology rule ("topological
+        guaranteeing"), or None. (1) The job spans the fewest nodes possible: as few as the largest nodes of
+        its GPUs' types need to hold its world size. (2) A job colocates with one job only, a larger one (world
+        size), on GPUs all held by it, and that job is not itself colocated with a larger one: every packing
+        set is one largest job and smaller jobs packed on it alone. (3) Equal world sizes pack only balanced:
+        the very same GPUs, and the partner shares with no other job."""
+        st = self.state
+        n = len(g)
+        nodes = len(set(st.gpu_node[g].tolist()))
+        sizes = np.sort(st.node_size[np.isin(st.node_type, st.gpu_type[g])])[::-1]
+        fewest = int(np.searchsorted(np.cumsum(sizes), n)) + 1
+        if nodes > fewest:
+            return f"job {j} ({n} GPUs) would span {nodes} nodes; the fewest possible is {fewest}"
+        held = st.slot_job[g, 0]
+        tenants = sorted(set(held[held >= 0].tolist()))
+        if not tenants:
+            return None
+        if len(tenants) > 1:
+            return f"job {j} would share GPUs with jobs {tenants}; a job colocates with one larger job only"
+        p = tenants[0]
+        wj, wp = n, st._req_l[p]
+        partly_free = bool((held < 0).any())
+        partners = st._shared_with.get(p, {})
+        if wj > wp:
+            return f"job {j} ({wj} GPUs) would colocate with smaller job {p} ({wp} GPUs); only smaller with larger"
+        if wj == wp:
+            if partly_free or partners or set(g.tolist()) != set(self.occupancy.gpus_of(p).tolist()):
+                return (f"job {j} and job {p} have the same world size ({wj} GPUs): only balanced packing, on "
+                        f"exactly job {p}'s GPUs and with no other partner")
+            return None
+        if partly_free:
+            return f"job {j} would run partly on free GPUs beside job {p}; a packed job shares all its GPUs"
+        bigger = [q for q in partners if st._req_l[q] >= wp]
+        if bigger:
+            return f"job {p} is packed with job {bigger[0]} (not smaller than it); it takes no more partners"
+        return None

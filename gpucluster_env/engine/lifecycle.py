@@ -1,0 +1,245 @@
+"""A job's life in the engine: it starts (place, colocate), finishes, is preempted, has its MPS share changed
+(squeeze, swell) or is forked. Each change runs after its action's checks
+(:mod:`gpucluster_env.engine.action_checks`) and leaves every count, rate and completion event up to date. The
+moves of running jobs (reallocate, drop or move a copy) are :mod:`gpucluster_env.engine.moves`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..performance import fits_memory, footprint_gb
+from .action_checks import ActionChecks, typed
+from .actions import Action, ActionError, SetStealing
+from .job_progress import Progress
+from .occupancy import Occupancy
+from .placement import Placement
+from .rates import Rates
+from .state import DONE, PENDING, RUNNING, SHARE_MIN_UNITS, EngineState
+
+
+class Lifecycle:
+    """Starts, finishes, preemptions, share changes and forks on an
+    :class:`~gpucluster_env.engine.state.EngineState`: checks with :class:`ActionChecks`, plans with
+    :class:`Placement`, takes and leaves GPUs through :class:`Occupancy`, settles and re-rates through
+    :class:`Progress`."""
+
+    def __init__(self, state: EngineState, occupancy: Occupancy, rates: Rates, progress: Progress,
+                 checks: ActionChecks, placement: Placement) -> None:
+        self.state = state
+        self.occupancy = occupancy
+        self.rates = rates
+        self.progress = progress
+        self.checks = checks
+        self.placement = placement
+
+    def place(self, action: Action | tuple, j: int, t: int | str | None, accumulation: int | None) -> None:
+        """Place of job ``j`` (a valid index) by the placement rule on type ``t`` (an index, a name, or None
+        for any)."""
+        self.checks.require(action, j, PENDING, "job")
+        if type(t) is str:
+            t = self.checks.type_index(t)
+        planned, gt = self.placement.plan_place(j, t)
+        if planned is None:
+            where = typed(action).gpu_type or "any type"
+            raise ActionError(f"{typed(action)}: not enough free GPUs ({where}) for job {j}")
+        self.start(j, planned, self.checks.check_start(action, j, planned, accumulation, gt))
+
+    def colocate(self, action: Action | tuple, j: int, p: int, accumulation: int | None) -> None:
+        """Colocate of job ``j`` with partner ``p`` (valid indices) on the GPUs of the colocation rule."""
+        self.checks.require(action, p, RUNNING, "partner")
+        self.checks.require(action, j, PENDING, "job")
+        planned, t = self.placement.plan_colocate(j, p)
+        if planned is None:
+            raise ActionError(f"{typed(action)}: partner {p} has no room for job {j}")
+        self.start(j, planned, self.checks.check_start(action, j, planned, accumulation, t, p))
+
+    def start(self, j: int, g: np.ndarray, s: int) -> None:
+        """Start pending job ``j`` on ``g`` at accumulation ``s``."""
+        st = self.state
+        t = st.now
+        st._pending.pop(j, None)
+        st._running[j] = None
+        st.queue_version += 1
+        st.status[j] = RUNNING
+        st.accum[j] = s
+        st.footprint[j] = footprint_gb(st.profiles[st._model_l[j]], st._batch_l[j], s)
+        st.queue_s[j] = st.queue_s.item(j) + (t - st.pending_since.item(j))  # queue_s[j] += ...
+        if math.isnan(st.first_start.item(j)):
+            st.first_start[j] = t
+        st.last_start[j] = t
+        st.last_t[j] = t
+        # restart_s after a preemption; with restart_on_allocation (Hadar) on every new allocation, the first too
+        cfg = st.config
+        st.active_from[j] = t + (cfg.restart_s if st.n_preempt.item(j) > 0 or cfg.restart_on_allocation else 0.0)
+        st.copies[j] = [g]
+        gl = g.tolist()
+        c = self.rates.new_copy(j, g, s, gl)
+        st._copy_consts[j] = [c]
+        st.job_min_mem[j] = c.k.min_mem
+        st.share_lo[j] = st.share_hi[j] = st.share_units
+        st.solo_rate[j] = self.rates.solo_copy_rate(j, c)  # a start is full-size: 1 / solo_iter
+        partners = self.occupancy.occupy(j, c)
+        st.log.records.append((t, "start", j, {"gpus": gl[:], "accumulation": s}))  # log.add(...)
+        if partners:
+            st.counts["colocations"] += 1
+            st.n_colocated[j] += 1
+            rate = st.rate
+            before = {p: rate.item(p) for p in partners}
+            self.progress.rerate(sorted(partners | {j}), t)
+            st.sharing_benefits.append(self.rates.sharing_benefit(j, partners, before, c.k.solo_iter))
+        else:
+            self.progress.rerate([j], t)
+
+    def finish(self, j: int, t: float) -> None:
+        """Running job ``j`` has done its last iteration at ``t``: it leaves its GPUs and its partners are
+        re-rated."""
+        st = self.state
+        st._running.pop(j, None)
+        st.queue_version += 1
+        st._forked.discard(j)
+        st._cp.pop(j, None)
+        st.status[j] = DONE
+        st.remaining[j] = 0.0
+        st.rate[j] = 0.0
+        st.solo_rate[j] = 0.0
+        st.finish_t[j] = t
+        st.n_done += 1
+        partners = self.occupancy.vacate_all(j)
+        st.log.records.append((t, "finish", j, None))  # log.add(t, "finish", j)
+        self.progress.rerate(sorted(partners), t)
+
+    def preempt(self, j: int) -> None:
+        """Checkpoint running job ``j`` (a valid index) and queue it again at the back; its next start pays
+        ``restart_s``."""
+        st = self.state
+        t = st.now
+        self.progress.settle(j, t)
+        st._running.pop(j, None)
+        st._forked.discard(j)
+        st._cp.pop(j, None)
+        st._pending[j] = None
+        st.queue_version += 1
+        st.status[j] = PENDING
+        st.rate[j] = 0.0
+        st.solo_rate[j] = 0.0
+        st.version[j] = st.version.item(j) + 1
+        st.pending_since[j] = t
+        st.n_preempt[j] = st.n_preempt.item(j) + 1
+        st.counts["preemptions"] += 1
+        partners = self.occupancy.vacate_all(j)
+        st.log.records.append((t, "preempt", j, None))  # log.add(t, "preempt", j)
+        self.progress.rerate(sorted(partners), t)
+
+    def calibrate(self, action: Action | tuple, j: int, step: int, gpus: tuple[int, ...] | None) -> None:
+        """One share step of the engine's grid (``step`` -1 squeeze, +1 swell) of running job ``j`` on ``gpus``
+        (None: all its GPUs)."""
+        st = self.state
+        j = self.checks.running_index(action, j)
+        lo, hi, full = st.share_lo.item(j), st.share_hi.item(j), st.share_units
+        if gpus is None:
+            if (step < 0 and hi <= SHARE_MIN_UNITS) or (step > 0 and lo >= full):
+                bound = "minimum" if step < 0 else "maximum"
+                raise ActionError(f"{typed(action)}: job {j}'s share is already at the {bound} on all its GPUs")
+            g = self.occupancy.gpus_of(j)
+        else:
+            g = self.checks.check_gpus(action, gpus)
+            if not np.isin(g, self.occupancy.gpus_of(j)).all():
+                raise ActionError(f"{typed(action)}: job {j} does not run on every GPU named")
+        gl = g.tolist()
+        sjf, ssf = st._sj_flat, st._ss_flat
+        pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU, as a flat index
+        if gpus is None and lo == hi:
+            # one share on every GPU, and the check above keeps lo + step within bounds
+            for i in pos:
+                ssf[i] = lo + step
+            st.share_lo[j] = st.share_hi[j] = lo + step
+        else:
+            cur = [ssf.item(i) for i in pos]
+            new = [min(x + 1, full) if step > 0 else max(x - 1, SHARE_MIN_UNITS) for x in cur]
+            if new == cur:
+                bound = "minimum" if step < 0 else "maximum"
+                raise ActionError(f"{typed(action)}: job {j}'s share is already at the {bound} on those GPUs")
+            for i, x in zip(pos, new, strict=True):
+                ssf[i] = x
+            self.occupancy.refresh_share_range(j)
+        st.counts["squeezes" if step < 0 else "swells"] += 1
+        st._sm.mark_all()
+        t = st.now
+        if st.config.calibration_overhead_s > 0:
+            self.progress.pause(j, t, t + st.config.calibration_overhead_s)
+        st.log.records.append((t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]}))  # log.add(...)
+        self.progress.rerate(sorted({j, *st._shared_with.get(j, ())}), t)
+
+    def fork(self, action: Action | tuple, j: int, copies: int, gpus: tuple[int, ...] | None) -> None:
+        """HadarE's fork: ``copies`` more copies of running job ``j`` (on ``gpus`` for one copy, else by the
+        placement rule), all or none; its remaining steps are split among its copies."""
+        st = self.state
+        j = self.checks.job_index(action, j)
+        self.checks.check_fork(action, j, copies, gpus)
+        if len(st.copies[j][0]) != st._req_l[j]:
+            raise ActionError(f"{typed(action)}: job {j} runs on {len(st.copies[j][0])} GPUs, not the "
+                              f"{st._req_l[j]} it asked for; copies are full-size gangs (Reallocate it back first)")
+        t = st.now
+        self.progress.settle(j, t)  # progress so far at the old rate, before the steps are split among the copies
+        plans: list[np.ndarray] = []
+        saved = (float(st.job_min_mem[j]), float(st.solo_rate[j]))
+        try:
+            for _ in range(copies):
+                plans.append(self._fork_one(action, j, gpus))
+        except ActionError:
+            # all or nothing: give back the copies already placed by this action
+            for _ in plans:
+                self.occupancy.vacate(j, st._copy_consts[j].pop())
+                st.copies[j].pop()
+            st.job_min_mem[j], st.solo_rate[j] = saved
+            raise
+        self.occupancy.refresh_share_range(j)  # the new copies start at 100% share
+        st._forked.add(j)
+        st.max_copies[j] = max(st.max_copies[j], len(st.copies[j]))
+        st.counts["forks"] += len(plans)
+        # per-copy progress (job_progress): the new copies start up, the steps left are split by throughput
+        cp = self.progress.track(j, len(st.copies[j]) - len(plans))
+        cp.ready += [t + st.config.copy_startup_s] * len(plans)
+        cp.rate += [0.0] * len(plans)
+        self.progress.split(j)
+        for g in plans:
+            st.log.add(t, "fork", j, gpus=g.tolist())
+        self.progress.rerate([j], t)
+
+    def _fork_one(self, action: Action | tuple, j: int, gpus: tuple[int, ...] | None) -> np.ndarray:
+        """Check and occupy the GPUs of one more copy of job ``j``; raise ActionError before any change."""
+        st = self.state
+        if gpus is not None:
+            g = self.checks.check_fork_gpus(action, j, gpus)
+        else:
+            g = self.placement.plan_fork(j)
+            if g is None:
+                raise ActionError(f"{typed(action)}: no free node for another copy of job {j}")
+        fp = st.footprint.item(j)
+        if not all(fits_memory(fp, m) for m in st.type_mem[st.gpu_type[g]].tolist()):
+            raise ActionError(f"{typed(action)}: job {j} does not fit in memory on those GPUs")
+        c = self.rates.new_copy(j, g, int(st.accum[j]))
+        self.occupancy.occupy(j, c)
+        st.copies[j].append(g)
+        st._copy_consts[j].append(c)
+        st.job_min_mem[j] = min(st.job_min_mem[j], c.k.min_mem)
+        st.solo_rate[j] += self.rates.solo_copy_rate(j, c)  # copies are full-size
+        return g
+
+    def set_stealing(self, action: SetStealing) -> None:
+        """Turn LISS on or off for one job, at no cost (Gimbal: a LISS switch "involves only parameter
+        changes"): a running job's copies get the performance constants of the new setting and its rate is
+        recomputed."""
+        st = self.state
+        j = int(action.job)
+        self.checks.check_stealing(action, j, action.on)
+        st.stealing[j] = on = bool(action.on)
+        if st.status.item(j) == RUNNING:
+            for c in st._copy_consts[j]:
+                c.k = self.rates.copy_model(st._model_l[j], st._batch_l[j], st.accum.item(j), c.gl, c.t,
+                                            c.n_nodes, on)
+            st.solo_rate[j] = 1.0 / st._copy_consts[j][0].k.solo_iter
+            self.progress.rerate([j], st.now)

@@ -1,0 +1,57 @@
+"""The engine as composed parts: every part holds the engine's one state, a clone's parts hold the clone's, and
+the state's attributes the engine shows by name (``STATE_FIELDS``) are all of its public ones, read and written
+through."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpucluster_env.engine import ClusterEngine, Place
+from gpucluster_env.engine.build import make_engine
+from gpucluster_env.engine.state import STATE_FIELDS, EngineState
+from gpucluster_env.scenarios import get_scenario
+
+PARTS = ("occupancy", "rates", "progress", "placement", "checks", "lifecycle", "moves", "clock")
+
+
+def _engine() -> ClusterEngine:
+    eng = make_engine(get_scenario("tiny"), 0)
+    eng.advance()
+    return eng
+
+
+def _parts(eng: ClusterEngine) -> list[object]:
+    """Every part object of ``eng``, and the parts they hold (the move checks live inside ``moves``)."""
+    out = [getattr(eng, p) for p in PARTS]
+    return out + [eng.moves.checks]
+
+
+def test_every_part_holds_the_engines_one_state() -> None:
+    eng = _engine()
+    for part in _parts(eng):
+        assert part.state is eng.state, type(part).__name__
+
+
+def test_a_clones_parts_hold_the_clones_state_and_share_only_static_tables() -> None:
+    eng = _engine()
+    j = int(eng.pending_jobs()[0])
+    twin = eng.clone()
+    assert twin.state is not eng.state
+    for part in _parts(twin):
+        assert part.state is twin.state, type(part).__name__
+    assert twin.lifecycle.progress is twin.progress and twin.clock.lifecycle is twin.lifecycle
+    assert twin.state.profiles is eng.state.profiles and twin.state._xi_tab is eng.state._xi_tab
+    twin.apply(Place(j))
+    assert twin.status[j] == 2 and eng.status[j] == 1 and eng.free_mask().all()
+
+
+def test_state_fields_are_the_states_public_attributes_read_and_written_through() -> None:
+    eng = _engine()
+    public = {k for k in vars(eng.state) if not k.startswith("_")}
+    assert public == set(STATE_FIELDS)
+    for name in STATE_FIELDS:
+        assert getattr(eng, name) is getattr(eng.state, name)
+    eng.now = 12.5
+    assert eng.state.now == 12.5
+    assert not hasattr(EngineState, "apply")  # the state holds data and queries of its tables, no actions
+    assert isinstance(eng.remaining, np.ndarray)
