@@ -38,7 +38,7 @@ from gpucluster_env.baselines.parts.castor_pairs import (
     may_share,
 )
 from gpucluster_env.baselines.parts.sjf_sharing import SJFSharingPolicy, fill_with_free
-from gpucluster_env.baselines.parts.xi_predictor import XiPredictor, default_predictor
+from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor, default_predictor
 
 from gpucluster_env.engine import Action, Colocate
 from gpucluster_env.engine.view import ClusterView
@@ -60,6 +60,8 @@ class CastorDecision:
 @register_policy
 class Castor(SJFSharingPolicy):
     """SJF-BSBF with the XGBoost interference predictor and MPS sharing (castor Algorithms 1-2, Theorem 1)."""
+
+    version = PREDICTOR_VERSION
 
     name: ClassVar[str] = "castor"
     description: ClassVar[str] = (

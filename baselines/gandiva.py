@@ -25,7 +25,7 @@ import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
 from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
 from gpucluster_env.baselines.parts.job_facts import JobFacts
-from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
+from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor
 
 from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -35,6 +35,8 @@ from gpucluster_env.policy import Policy, register_policy
 @register_policy
 class Gandiva(Policy):
     """Gandiva: FCFS (deadline-feasible first) with introspective packing (see the module docstring)."""
+
+    version = PREDICTOR_VERSION
 
     name: ClassVar[str] = "gandiva"
     description: ClassVar[str] = (

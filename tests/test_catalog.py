@@ -169,3 +169,36 @@ def test_engine_xi_same_without_public_data(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     here = [CAT.interference.pair_xi(CAT.model(a), CAT.model(b), "A40") for a in GIMBAL_MODELS for b in GIMBAL_MODELS]
     assert out.strip() == repr(here)
+
+
+def test_predictor_baseline_is_the_demand_regression_on_its_jobs() -> None:
+    """The predictor's base margin is the demand regression's log xi over the two jobs' own terms (clipped at
+    xi = 1), and the saved file carries the weights the trees were trained against."""
+    import math
+
+    from gpucluster_env.catalog.predictor import TARGETS, catalog_job, load_predictor, margins
+    from gpucluster_env.catalog.xi_model import regression_log_xi, regression_terms
+
+    pred = load_predictor()
+    assert len(pred.baseline) == 4 and all(math.isfinite(w) for w in pred.baseline)
+    a, b = catalog_job(CAT.model("imagenet"), "A6000"), catalog_job(CAT.model("ncf"), "A6000")
+    m = margins([(a, b), (b, a)], pred.baseline)
+    assert m.shape == (2, len(TARGETS))
+    la = max(0.0, regression_log_xi(pred.baseline, regression_terms(a.ci, a.mem, b.mem, a.demand, b.demand)))
+    lb = max(0.0, regression_log_xi(pred.baseline, regression_terms(b.ci, b.mem, a.mem, b.demand, a.demand)))
+    assert m[0].tolist() == [la, math.log(math.exp(-la) + math.exp(-lb)), la - lb]
+    assert m[1, 2] == -m[0, 2] and m[1, 1] == m[0, 1]
+
+
+def test_predictor_without_baseline_field_asks_for_a_refit(tmp_path: Path) -> None:
+    import json as _json
+
+    from gpucluster_env.catalog.predictor import load_predictor
+    from gpucluster_env.catalog.xi_model import package_json
+
+    saved = dict(package_json("xi_predictor.json"))
+    del saved["baseline"]
+    f = tmp_path / "p.json"
+    f.write_text(_json.dumps(saved))
+    with pytest.raises(ValueError, match="missing field 'baseline'"):
+        load_predictor(f)

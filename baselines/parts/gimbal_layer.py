@@ -34,7 +34,7 @@ from typing import Annotated, Any, ClassVar
 
 from gpucluster_env.baselines.parts.gimbal_search import DEFAULT_GRANULARITY, Coordinator, SearchStats
 from gpucluster_env.baselines.parts.job_facts import JobFacts
-from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
+from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor
 
 from gpucluster_env.engine import Action, Preempt, Reallocate, SetStealing
 from gpucluster_env.engine.view import ClusterView
@@ -70,6 +70,8 @@ class GimbalOptions:
 
 class WithGimbal(Policy):
     """A host policy with Gimbal's coordinator: a calibration step when one is due, else the host's decision."""
+
+    version = PREDICTOR_VERSION
 
     stat_names: ClassVar[tuple[str, ...]] = tuple(f"gimbal_{f.name}" for f in dataclasses.fields(SearchStats))
 

@@ -10,6 +10,11 @@ from typing import Protocol
 from gpucluster_env.interference import FeatureInterference
 from gpucluster_env.workloads import ModelProfile
 
+PREDICTOR_VERSION = "xi-predictor-2"
+"""The ``version`` of every registered policy that decides with the catalog's fitted predictor (the leaderboard
+records it): 2 = the predictor learns the residual over the demand regression (``catalog.predictor``), so
+records made with the trees-only predictor are stale."""
+
 
 class XiPredictor(Protocol):
     """What Castor needs from an interference predictor (castor §6)."""

@@ -39,6 +39,7 @@ from ..performance import compute_time, memory_intensity
 from ..workloads import ModelProfile
 from .lucid_pairs import GA102_TYPES, LUCID_MODEL, LUCID_TYPE, LucidData, catalog_key, config_of, lucid_model
 from .measured import GavelData, job_batch, job_family
+from .xi_model import regression_log_xi, regression_terms
 
 PREDICTOR_FILE = "xi_predictor.json"
 JOB_FEATURES = ("ci", "mem", "comm", "demand", "log_step", "log_batch", "sens", "aggr", "log_k80_rel",
@@ -194,10 +195,37 @@ def _split_key(a: str, b: str, gpu: str) -> tuple[str, str]:
     return tuple(sorted((a, b)))  # type: ignore[return-value]
 
 
+def baseline_row(a: Job, b: Job) -> list[float]:
+    """The demand regression's terms for ``xi_a`` (:func:`.xi_model.regression_terms`) from what the predictor
+    knows of the two jobs."""
+    return regression_terms(a.ci, a.mem, b.mem, a.demand, b.demand)
+
+
+def fit_baseline(pairs: Sequence[tuple[Job, Job]], log_xi: Sequence[float]) -> list[float]:
+    """Least-squares weights of ``log xi_a`` on :func:`baseline_row` over training pairs: the linear part of
+    the predictor, which extrapolates with the pair's excess demand where the trees have seen no such pair."""
+    x = np.array([baseline_row(a, b) for a, b in pairs], float)
+    w, *_ = np.linalg.lstsq(x, np.asarray(log_xi, float), rcond=None)
+    return [round(float(v), 9) for v in w]  # as saved: the margins trained on are those predicted with
+
+
+def margins(pairs: Sequence[tuple[Job, Job]], weights: Sequence[float]) -> np.ndarray:
+    """The baseline's value of each target (:data:`TARGETS`) per ordered pair, ``(n, 3)``: the boosters learn
+    the residual over it (XGBoost's base margin). Summed term by term in Python floats (no BLAS product)."""
+    out = []
+    for a, b in pairs:
+        la = max(0.0, regression_log_xi(weights, baseline_row(a, b)))
+        lb = max(0.0, regression_log_xi(weights, baseline_row(b, a)))
+        out.append([la, math.log(math.exp(-la) + math.exp(-lb)), la - lb])
+    return np.array(out, float).reshape(-1, len(TARGETS))
+
+
 def _design(gd: GavelData, gpu: str, rows: Sequence[tuple[str, str, float]], sig: dict, mask_copies: bool,
-            ld: LucidData | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+            ld: LucidData | None = None, weights: Sequence[float] | None = None
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Inputs, the three labels (columns in :data:`TARGETS` order; the pair labels need both orders of every
-    row's pair in ``rows``, true of a split by unordered pair) and sample weights."""
+    row's pair in ``rows``, true of a split by unordered pair), sample weights and the baseline's margins
+    (zeros without ``weights``)."""
     specs = gpu_specs(gpu)
     jobs = _jobs(gd, ld, gpu)
     xi = {(a, b): max(v, 1.0) for a, b, v in rows}
@@ -205,18 +233,32 @@ def _design(gd: GavelData, gpu: str, rows: Sequence[tuple[str, str, float]], sig
     y = [[math.log(xi[(a, b)]), math.log(1 / xi[(a, b)] + 1 / xi.get((b, a), xi[(a, b)])),
           math.log(xi[(a, b)] / xi.get((b, a), xi[(a, b)]))] for a, b, _ in rows]
     w = [1.0] * len(rows)
+    m = (margins([(jobs[a], jobs[b]) for a, b, _ in rows], weights) if weights is not None
+         else np.zeros((len(rows), len(TARGETS))))
     if mask_copies:
         x += [pair_vector(jobs[a], jobs[b], None, specs) for a, b, _ in rows]
         y += y
         w += [MASK_WEIGHT] * len(rows)
-    return np.array(x, float), np.array(y, float), np.array(w, float)
+        m = np.vstack([m, m])
+    return np.array(x, float), np.array(y, float), np.array(w, float), m
 
 
-def _train(x: np.ndarray, y: np.ndarray, w: np.ndarray, seed: int) -> list[Any]:
+def _baseline_weights(gd: GavelData, gpu_rows: dict[str, Sequence[tuple[str, str, float]]],
+                      ld: LucidData | None) -> list[float]:
+    """:func:`fit_baseline` over the given rows of each GPU type."""
+    pairs, y = [], []
+    for gpu, rows in gpu_rows.items():
+        jobs = _jobs(gd, ld, gpu)
+        pairs += [(jobs[a], jobs[b]) for a, b, _ in rows]
+        y += [math.log(max(v, 1.0)) for _, _, v in rows]
+    return fit_baseline(pairs, y)
+
+
+def _train(x: np.ndarray, y: np.ndarray, w: np.ndarray, m: np.ndarray, seed: int) -> list[Any]:
     import xgboost as xgb
 
-    return [xgb.train({**XGB_PARAMS, "seed": seed}, xgb.DMatrix(x, y[:, k], weight=w), XGB_ROUNDS)
-            for k in range(len(TARGETS))]
+    return [xgb.train({**XGB_PARAMS, "seed": seed}, xgb.DMatrix(x, y[:, k], weight=w, base_margin=m[:, k]),
+                      XGB_ROUNDS) for k in range(len(TARGETS))]
 
 
 def combine(raw: np.ndarray, mirror: np.ndarray) -> np.ndarray:
@@ -228,11 +270,12 @@ def combine(raw: np.ndarray, mirror: np.ndarray) -> np.ndarray:
     return np.maximum(1.0, np.exp(0.5 * (np.log(np.maximum(rebuilt, 1e-9)) + raw[:, 0])))
 
 
-def _predict_raw(boosters: Sequence[Any], x: np.ndarray) -> np.ndarray:
+def _predict_raw(boosters: Sequence[Any], x: np.ndarray, m: np.ndarray) -> np.ndarray:
     import xgboost as xgb
 
-    d = xgb.DMatrix(x, nthread=1)  # one thread, as the loaded boosters: see XiPredictor
-    return np.stack([b.predict(d) for b in boosters], axis=1)
+    # one thread, as the loaded boosters: see XiPredictor
+    return np.stack([b.predict(xgb.DMatrix(x, base_margin=m[:, k], nthread=1)) for k, b in enumerate(boosters)],
+                    axis=1)
 
 
 def _rows(gd: GavelData, gpu: str, ld: LucidData | None = None) -> list[tuple[str, str, float]]:
@@ -240,61 +283,16 @@ def _rows(gd: GavelData, gpu: str, ld: LucidData | None = None) -> list[tuple[st
     return [(a, b, x) for (a, b), x in sorted(src.items())]
 
 
-def evaluate(gd: GavelData, seeds: Sequence[int] = (0, 1, 2, 3, 4), test_frac: float = 0.2,
-             ld: LucidData | None = None) -> dict[str, Any]:
-    """Held-out evaluation, per GPU type (Lucid's RTX 3090 too when ``ld`` is given): unordered pairs split
-    80:20 (Castor §6.2) per seed (Lucid's by model pair, :func:`_split_key`); signatures and trees see the
-    training pairs only. Returns per type the RMSE, median absolute percentage error and decision agreement
-    (Theorem 1 at :data:`WORK_RATIOS`), averaged over seeds, plus each seed's values."""
-    out: dict[str, Any] = {}
-    for gpu in _types(gd, ld):
-        rows = _rows(gd, gpu, ld)
-        xi = {(a, b): x for a, b, x in rows}
-        pairs = sorted({_split_key(a, b, gpu) for a, b, _ in rows})
-        per_seed = []
-        for seed in seeds:
-            rng = np.random.default_rng(seed)
-            perm = rng.permutation(len(pairs))
-            n_test = int(round(test_frac * len(pairs)))
-            test = {pairs[i] for i in perm[:n_test]}
-            tr = [r for r in rows if _split_key(r[0], r[1], gpu) not in test]
-            te = [r for r in rows if _split_key(r[0], r[1], gpu) in test]
-            sig = signatures(tr)
-            bst = _train(*_design(gd, gpu, tr, sig, True, ld), seed)
-            x_te = _design(gd, gpu, te, sig, False, ld)[0]
-            pos = {(a, b): i for i, (a, b, _) in enumerate(te)}
-            pred = combine(_predict_raw(bst, x_te), np.array([pos[(b, a)] for a, b, _ in te]))
-            true = np.array([max(1.0, r[2]) for r in te])
-            p_of = {(a, b): p for (a, b, _), p in zip(te, pred, strict=True)}
-            agree = []
-            for a, b in {tuple(sorted(r[:2])) for r in te}:
-                ta, tb = max(1.0, xi[(a, b)]), max(1.0, xi[(b, a)])
-                pa, pb = p_of[(a, b)], p_of[(b, a)]
-                for w in WORK_RATIOS:
-                    agree.append(share_decision(ta, tb, 1.0, w) == share_decision(pa, pb, 1.0, w))
-            per_seed.append({
-                "rmse": float(np.sqrt(np.mean((pred - true) ** 2))),
-                "mape_median": float(np.median(np.abs(pred - true) / true)),
-                "decision_agreement": float(np.mean(agree)),
-                "test_pairs": len(test),
-            })
-        out[gpu] = {k: float(np.mean([s[k] for s in per_seed])) for k in ("rmse", "mape_median",
-                                                                           "decision_agreement")}
-        out[gpu]["seeds"] = per_seed
-    return out
-
-
 def fit_predictor(gd: GavelData, seed: int = 0, ld: LucidData | None = None) -> dict[str, Any]:
-    """Train on every measured pair of every GPU type (Gavel's, and Lucid's RTX 3090 when ``ld`` is given);
-    returns the JSON-able saved form (boosters and per-job-type mean signatures: no measured row)."""
-    sigs = {gpu: signatures(_rows(gd, gpu, ld)) for gpu in _types(gd, ld)}
-    xs, ys, ws = [], [], []
-    for gpu in _types(gd, ld):
-        x, y, w = _design(gd, gpu, _rows(gd, gpu, ld), sigs[gpu], True, ld)
-        xs.append(x)
-        ys.append(y)
-        ws.append(w)
-    bst = _train(np.vstack(xs), np.vstack(ys), np.concatenate(ws), seed)
+    """Train on every measured pair of every GPU type (Gavel's, and Lucid's RTX 3090 when ``ld`` is given):
+    first the linear baseline (:func:`fit_baseline`), then the boosters on the residual; returns the JSON-able
+    saved form (baseline weights, boosters and per-job-type mean signatures: no measured row)."""
+    rows = {gpu: _rows(gd, gpu, ld) for gpu in _types(gd, ld)}
+    weights = _baseline_weights(gd, rows, ld)
+    sigs = {gpu: signatures(r) for gpu, r in rows.items()}
+    parts = [_design(gd, gpu, rows[gpu], sigs[gpu], True, ld, weights) for gpu in rows]
+    bst = _train(*(np.vstack([p[k] for p in parts]) if k != 2 else np.concatenate([p[k] for p in parts])
+                   for k in range(4)), seed)
     return {
         "about": "Castor-style XGBoost predictor of log xi (gpucluster_env.catalog.predictor), trained on "
                  "Gavel's measured colocated pairs (Narayanan et al., OSDI'20)"
@@ -304,6 +302,7 @@ def fit_predictor(gd: GavelData, seed: int = 0, ld: LucidData | None = None) -> 
         "signatures": sigs,
         "pooled_signatures": pool_signatures(sigs),
         "targets": list(TARGETS),
+        "baseline": weights,
         "boosters": [bytes(b.save_raw("json")).decode() for b in bst],
     }
 
@@ -316,7 +315,7 @@ class XiPredictor:
     def __init__(self, saved: dict[str, Any]) -> None:
         import xgboost as xgb
 
-        for key in ("boosters", "signatures", "pooled_signatures", "feature_names"):
+        for key in ("baseline", "boosters", "signatures", "pooled_signatures", "feature_names"):
             if key not in saved:
                 raise ValueError(f"{PREDICTOR_FILE}: missing field {key!r}")
         if list(saved["feature_names"]) != list(FEATURE_NAMES):
@@ -333,6 +332,7 @@ class XiPredictor:
             # thread start-up on a busy 2-core machine; a row's prediction does not depend on the threads.
             b.set_param({"nthread": 1})
             self.boosters.append(b)
+        self.baseline: list[float] = [float(v) for v in saved["baseline"]]
         self.signatures: dict[str, dict] = saved["signatures"]
         self.pooled: dict = saved["pooled_signatures"]
         self.evaluation: dict[str, Any] = saved.get("evaluation", {})
@@ -347,16 +347,18 @@ class XiPredictor:
         """``(n, 2)`` array of predicted ``(xi_a, xi_b)`` (each >= 1) for ``n`` pairs on ``gpu_type``."""
         specs = gpu_specs(gpu_type)
         sig = self._sig(gpu_type)
-        rows = []
+        rows, jobs = [], []
         for i, (a, b) in enumerate(pairs):
             ba, bb = batches[i] if batches is not None else (None, None)
             ja, jb = catalog_job(a, gpu_type, ba), catalog_job(b, gpu_type, bb)
             rows.append(pair_vector(ja, jb, sig, specs))
             rows.append(pair_vector(jb, ja, sig, specs))
+            jobs += [(ja, jb), (jb, ja)]
         if not rows:
             return np.ones((0, 2))
         mirror = np.arange(len(rows)) ^ 1  # rows come in (a, b), (b, a) couples
-        pred = combine(_predict_raw(self.boosters, np.array(rows, float)), mirror)
+        raw = _predict_raw(self.boosters, np.array(rows, float), margins(jobs, self.baseline))
+        pred = combine(raw, mirror)
         return pred.reshape(-1, 2)
 
     def predict_pair(

@@ -104,7 +104,7 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
     if ga102:
         p_, t_ = np.array(ga102).T
         engine_xi[LUCID_TYPE] = float(np.sqrt(np.mean((p_ - t_) ** 2)))
-    ev = _predictor_eval()
+    ev, ev_model = _predictor_eval("evaluation"), _predictor_eval("evaluation_by_model")
     inter = cat.interference
     exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
     heldout = heldout_by_pair(*joint_design(gd, ld, dict(cat.models), exponent))
@@ -124,6 +124,8 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
         "predictor_rmse": {g: round(v["rmse"], 4) for g, v in ev.items()},
         "predictor_mape_median": {g: round(v["mape_median"], 4) for g, v in ev.items()},
         "predictor_decision_agreement": {g: round(v["decision_agreement"], 4) for g, v in ev.items()},
+        "predictor_by_model_rmse": {g: round(v["rmse"], 4) for g, v in ev_model.items()},
+        "predictor_by_model_mape_median": {g: round(v["mape_median"], 4) for g, v in ev_model.items()},
         "castor_reported_rmse": [0.06, 0.07],
         "comm_fit": comm,
         "xi_heldout_rmse": {g: v["rmse"] for g, v in heldout.items()},
@@ -134,17 +136,12 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
     }
 
 
-def _predictor_eval() -> dict[str, dict[str, float]]:
-    import json
-    from importlib import resources
+def _predictor_eval(field: str) -> dict[str, dict[str, Any]]:
+    """The saved predictor's held-out figures (``evaluation``: by pair; ``evaluation_by_model``)."""
+    from .xi_model import package_json
 
-    from .predictor import PREDICTOR_FILE
-
-    try:
-        saved = json.loads(resources.files("gpucluster_env").joinpath("data", PREDICTOR_FILE).read_text())
-    except FileNotFoundError:
-        return {}
-    return saved.get("evaluation", {})
+    saved = package_json("xi_predictor.json")
+    return (saved or {}).get(field, {})
 
 
 def format_report(rep: dict[str, Any]) -> str:

@@ -43,6 +43,14 @@ XI_TABLE_FILE = "xi_table.json"
 REGRESSION_TERMS = ("excess", "excess*ci_a", "excess*demand_b", "mem_a*mem_b")
 
 
+def regression_terms(ci_a: float, mem_a: float, mem_b: float, demand_a: float, demand_b: float) -> list[float]:
+    """The regression's inputs (:data:`REGRESSION_TERMS`) for ``xi_a`` of a pair from job ``a``'s compute
+    intensity, both jobs' memory intensities and both demands on the pair's GPU type. Castor's predictor
+    (:mod:`.predictor`) takes its baseline from the same terms."""
+    excess = max(0.0, demand_a + demand_b - 1.0)
+    return [excess, excess * ci_a, excess * demand_b, mem_a * mem_b]
+
+
 def regression_row(a: ModelProfile, b: ModelProfile, demand_a: float, demand_b: float,
                    batch_a: float | None = None, batch_b: float | None = None) -> np.ndarray:
     """The regression's inputs for ``xi_a`` of the pair (a, b) at the given demands on the pair's GPU type
@@ -51,8 +59,7 @@ def regression_row(a: ModelProfile, b: ModelProfile, demand_a: float, demand_b: 
         bs = p.batch_size if batch is None else batch
         return float(memory_intensity(p.mem_base_gb, p.mem_per_sample_gb, bs))
 
-    excess = max(0.0, demand_a + demand_b - 1.0)
-    return np.array([excess, excess * a.features[0], excess * demand_b, mem(a, batch_a) * mem(b, batch_b)])
+    return np.array(regression_terms(a.features[0], mem(a, batch_a), mem(b, batch_b), demand_a, demand_b))
 
 
 def regression_log_xi(weights: np.ndarray | list[float], row: np.ndarray | list[float]) -> float:

@@ -107,7 +107,8 @@ def fit_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.catalog.fit import build_xi_table
     from gpucluster_env.catalog.lucid_pairs import load_lucid
     from gpucluster_env.catalog.measured import load_gavel
-    from gpucluster_env.catalog.predictor import PREDICTOR_FILE, evaluate, fit_predictor
+    from gpucluster_env.catalog.predictor import PREDICTOR_FILE, fit_predictor
+    from gpucluster_env.catalog.predictor_eval import evaluate, evaluate_by_model
     from gpucluster_env.catalog.xi_model import XI_TABLE_FILE
 
     if args.seeds < 1:
@@ -121,6 +122,7 @@ def fit_cmd(args: argparse.Namespace) -> int:
     ev = evaluate(gd, seeds=tuple(range(args.seeds)), ld=ld)
     saved = fit_predictor(gd, ld=ld)
     saved["evaluation"] = ev
+    saved["evaluation_by_model"] = evaluate_by_model(gd, ld=ld)
     write_bytes_atomic(out_dir / PREDICTOR_FILE, (json.dumps(saved) + "\n").encode())
     keys = ("rmse", "mape_median", "decision_agreement")
     summary = {g: {k: round(v[k], 4) for k in keys} for g, v in ev.items()}

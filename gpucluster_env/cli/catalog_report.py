@@ -120,6 +120,12 @@ def print_report(rep: dict[str, Any]) -> None:
                       + ", ".join(f"{g} RMSE {rep['xi_heldout_rmse'][g]:.3f} / MdAPE "
                                   f"{100 * rep['xi_heldout_mape_median'][g]:.1f}%" for g in rep["xi_heldout_rmse"])
                       + f"; demand exponent k = {rep['demand_exponent']:.3f}", highlight=False)
+    by_model = rep.get("predictor_by_model_mape_median") or {}
+    if by_model:
+        console.print("Castor's predictor held out by model (every pair of one model left out, as for a model "
+                      "never measured on its GPU): " + ", ".join(
+                          f"{g} RMSE {rep['predictor_by_model_rmse'][g]:.3f} / MdAPE {100 * v:.1f}%"
+                          for g, v in by_model.items()), highlight=False)
     if "comm_fit" in rep:
         _print_comm(console, rep["comm_fit"])
     vs = verdicts(rep)
