@@ -149,6 +149,6 @@ def fit_solo_cmd(args: argparse.Namespace) -> int:
 
 def _missing(parser: argparse.ArgumentParser) -> int:
     """``gpucluster catalog`` without an action: a one-line error naming the actions."""
-    from .main import missing_action
+    from gpucluster_env.cli.main import missing_action
 
     missing_action(parser)

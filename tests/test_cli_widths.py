@@ -1,0 +1,50 @@
+"""Key-value outputs (``traces info``, ``scenarios show``, ``leaderboard boards``) and ``traces compare`` at 80
+columns in a pipe: folded to the width (a URL or path longer than a line stays whole, alone on its line), numbers
+written as a reader takes them in (``82,247``, not ``8.225e+04``), no ``nan`` (issue #29)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from rich.cells import cell_len
+from test_cli_newcomer import cli
+
+
+def _fits(out: str, columns: int) -> None:
+    for line in out.splitlines():
+        if cell_len(line) > columns:  # only an unbreakable word may overflow, alone after the indent
+            assert len(line.split()) == 1 or re.match(r"^\S+:?\s+\S+$", line.strip()), line
+
+
+def _readable_numbers(out: str) -> None:
+    assert "nan" not in out.lower().replace("nanos", "")
+    assert not re.search(r"\d\.\d+e[+-]\d\d", out), re.search(r".{20}\d\.\d+e[+-]\d\d.{5}", out)
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_leaderboard_boards_folds_descriptions(columns):
+    out = cli(columns, "leaderboard", "boards")
+    _fits(out, columns)
+    assert max(cell_len(line) for line in out.splitlines()) <= columns
+    from gpucluster_env.leaderboard.board import board_names, load_board
+
+    for name in board_names():  # every board with its cell count, as the loader counts them
+        assert re.search(rf"^{re.escape(name)}\s+{len(load_board(name).cells)} cells ", out, re.M), name
+
+
+def test_scenarios_show_folds_the_engine_settings():
+    out = cli(80, "scenarios", "show", "tiny")
+    assert max(cell_len(line) for line in out.splitlines()) <= 80
+    assert re.search(r"^engine:\s+\{'round_s'", out, re.M) and "'share_step': 0.1}" in out
+
+
+@pytest.mark.parametrize("name", ["philly", "venus"])
+def test_traces_info_and_compare_read_as_numbers(name):
+    info = cli(80, "traces", "info", name)
+    _fits(info, 80)
+    _readable_numbers(info)
+    compare = cli(80, "traces", "compare", name, "--jobs", "2000")
+    assert max(cell_len(line) for line in compare.splitlines()) <= 80
+    _readable_numbers(compare)
+    assert re.search(r"^jobs\s+[\d,]+\s", compare, re.M)
