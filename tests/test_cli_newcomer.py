@@ -63,6 +63,9 @@ def test_reproduce_on_partial_results_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "partial results" in err and "castor-philly x sjf" in err
     assert not (tmp_path / "r.md").exists()
+    assert reproduce.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "r.md")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nowhere does not exist" in err
 
 
 # --- tables at 80 and 160 columns, in a pipe (rich then uses $COLUMNS) ---------------------------------------

@@ -48,3 +48,27 @@ def test_traces_info_and_compare_read_as_numbers(name):
     assert max(cell_len(line) for line in compare.splitlines()) <= 80
     _readable_numbers(compare)
     assert re.search(r"^jobs\s+[\d,]+\s", compare, re.M)
+
+
+PLAIN_HEADERS = {"policy", "name", "model", "scenario", "jobs", "GPUs", "GPU", "figure", "value", "check", "target",
+                 "worst", "rows", "nodes", "claim", "mean", "description", "description (paper)",
+                 "description (trace · paper)", "available at (else the synthetic stand-in)", "verdict"}
+"""Column headers that are plain words (nothing for a glossary to explain)."""
+
+
+def test_glossary_explains_every_column_header_of_the_cli():
+    """Every column header written in gpucluster_env/cli (a literal ``Col("...")``), bar plain words, is a bold
+    term of docs/glossary.md (alone or as one of a ``A / B`` group)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    glossary = (root / "docs" / "glossary.md").read_text()
+    terms = set()
+    for bold in re.findall(r"\*\*([^*]+)\*\*", glossary):
+        terms |= {bold} | {t.strip() for t in bold.split(" / ")}
+    headers = set()
+    for f in sorted((root / "gpucluster_env" / "cli").glob("*.py")):
+        headers |= set(re.findall(r'Col\("([^"]+)"', f.read_text()))
+    assert len(headers) > 30  # the walk found the tables
+    missing = sorted(h for h in headers - PLAIN_HEADERS if h not in terms and h.removeprefix("avg ") not in terms)
+    assert not missing, missing

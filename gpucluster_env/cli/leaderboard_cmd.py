@@ -195,8 +195,9 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
     new: list[dict[str, Any]] = []
 
     def partial() -> Group:
-        rows = live_summary(new)[:24]
-        unit, scale = seconds_unit(mean for _, _, mean, _ in rows)
+        every = live_summary(new)
+        unit, scale = seconds_unit(mean for _, _, mean, _ in every)  # over all rows, as the final table's unit
+        rows = every[:24]
         cols = [Col("scenario", "left", text=True), Col("policy", "left", key=True), Col(f"avg JCT {unit}"),
                 Col("n")]
         cells, last = [], None
