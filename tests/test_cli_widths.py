@@ -72,3 +72,14 @@ def test_glossary_explains_every_column_header_of_the_cli():
     assert len(headers) > 30  # the walk found the tables
     missing = sorted(h for h in headers - PLAIN_HEADERS if h not in terms and h.removeprefix("avg ") not in terms)
     assert not missing, missing
+
+
+def test_catalog_fit_comm_table_fits(tmp_path):
+    from test_cli_newcomer import DATA
+
+    if not (DATA / "profiles" / "pollux").is_dir():
+        pytest.skip(f"public profiles not found at {DATA}")
+    out = cli(80, "catalog", "fit-comm", "--out-dir", str(tmp_path))
+    assert "…" not in out and out.startswith("wrote ")  # the first line names the file (a path may be long)
+    assert max(cell_len(line) for line in out.splitlines()[1:]) <= 80
+    assert "│ bert " in out and "alpha" in out and (tmp_path / "comm_fit.json").is_file()

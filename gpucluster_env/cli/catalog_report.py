@@ -121,7 +121,7 @@ def print_report(rep: dict[str, Any]) -> None:
                                   f"{100 * rep['xi_heldout_mape_median'][g]:.1f}%" for g in rep["xi_heldout_rmse"])
                       + f"; demand exponent k = {rep['demand_exponent']:.3f}", highlight=False)
     if "comm_fit" in rep:
-        _print_comm(console, rep["comm_fit"])
+        print_comm(console, rep["comm_fit"])
     vs = verdicts(rep)
     print_table(console, "verdicts (worst GPU type of each check)",
                 [Col("check", "left", key=True), Col("worst", "left"), Col("value"), Col("target", "left"),
@@ -141,7 +141,7 @@ def print_report(rep: dict[str, Any]) -> None:
         print_indented(console, line)
 
 
-def _print_comm(console: Any, table: dict[str, Any]) -> None:
+def print_comm(console: Any, table: dict[str, Any]) -> None:
     """The multi-node all-reduce fit (:func:`gpucluster_env.catalog.comm_fit.fit_all`), one row per model."""
     cols = [Col("model", "left", key=True), Col("alpha ms"), Col("catalog ms"), Col("1-node ms"), Col("rows"),
             Col("nodes"), Col("GPUs"), Col("med err"), Col("max err"), Col("1-node med err")]
