@@ -9,7 +9,9 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	@# setuptools notes every editable install of a package-dir layout ('Editable installation ... be careful with
+	@# folders ...'); it is information, not a fault, and pip would show it as a warning, so it is filtered by text.
+	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
 ## The default leaderboard: every reference policy on the embedded tiny scenario (load 1 and 2), 10 seeds, ranked

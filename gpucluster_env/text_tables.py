@@ -140,3 +140,15 @@ def print_indented(console: Any, text: str, indent: int = 2) -> None:
     pad = " " * indent
     console.print(textwrap.fill(text, width=max(console.width, indent + 20), initial_indent=pad,
                                 subsequent_indent=pad), highlight=False, soft_wrap=True, markup=False)
+
+
+def print_field(console: Any, label: str, value: str, label_width: int) -> None:
+    """``label`` padded to ``label_width``, then ``value`` wrapped at the console's width with every further
+    line indented under the value's first character (``traces info``, ``scenarios show``, ``boards``). A word
+    longer than the line (a URL, a path) stays whole on a line of its own rather than being cut."""
+    import textwrap
+
+    pad = " " * label_width
+    text = textwrap.fill(value, width=max(console.width, label_width + 20), initial_indent=f"{label:<{label_width}}",
+                         subsequent_indent=pad, break_long_words=False, break_on_hyphens=False)
+    console.print(text, highlight=False, soft_wrap=True, markup=False)

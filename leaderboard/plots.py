@@ -16,6 +16,7 @@ import numpy as np
 from gpucluster_env.leaderboard.board import Cell
 from gpucluster_env.leaderboard.papers import paper_rows
 from gpucluster_env.leaderboard.summary import labelled, summarize
+from gpucluster_env.leaderboard.tables import time_unit
 
 from gpucluster_env.atomic_write import atomic_output
 
@@ -107,7 +108,8 @@ def plot_bars(records: list[dict[str, Any]], out: Path, metric: str, reference: 
     tables = summary.scenarios
     cols = min(3, len(tables))
     rows = math.ceil(len(tables) / cols)
-    scale, unit = (HOUR, " (h)") if metric.endswith("_s") else (1.0, "")
+    unit, scale = time_unit(summary)  # the unit of `show`'s table for the same results
+    unit = f" ({unit})" if unit else ""
     names_all = sorted({r.policy for t in tables for r in t.rows})
     colors = _colors(names_all)
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)

@@ -152,11 +152,14 @@ def _count(v: Any) -> bool:
 
 def check_fields(rec: dict[str, Any], where: str) -> None:
     """A record's other fields as a run writes them (the tables, plots and reproduction pages read them), or a
-    one-line ``ValueError`` naming ``where`` and the field: ``truncated`` true or false, ``trace`` text,
+    one-line ``ValueError`` naming ``where`` and the field: ``truncated`` true or false, ``truncated_by`` (the
+    limit that stopped a truncated episode) and ``trace`` text,
     ``steps`` and ``wall_s`` numbers >= 0 or null, ``versions`` an object of version texts, ``per_job`` null or
     lists (``jct_s``, ``queue_s``: numbers >= 0 or null; ``gpus``: counts) of one length per job."""
     if not isinstance(rec.get("truncated"), bool):
         raise ValueError(f"{where}: field 'truncated' must be true or false, got {json.dumps(rec.get('truncated'))}")
+    if not isinstance(rec.get("truncated_by", ""), str):
+        raise ValueError(f"{where}: field 'truncated_by' must be text, got {json.dumps(rec.get('truncated_by'))}")
     if not isinstance(rec.get("trace", ""), str):
         raise ValueError(f"{where}: field 'trace' must be text, got {json.dumps(rec.get('trace'))}")
     for k in ("steps", "wall_s"):
@@ -218,7 +221,7 @@ def make_record(cell: Cell, result: dict[str, Any], provenance: dict[str, Any],
     result = dict(result)
     detail = result.pop("jobs_detail", None)
     meta = {k: result.pop(k) for k in ("scenario", "policy", "policy_options", "seed", "trace", "wall_s", "steps",
-                                       "truncated") if k in result}
+                                       "truncated", "truncated_by") if k in result}
     return {
         "format": RECORD_FORMAT,
         "format_version": RECORD_VERSION,
@@ -229,6 +232,7 @@ def make_record(cell: Cell, result: dict[str, Any], provenance: dict[str, Any],
         "trace": meta.get("trace", ""),
         "steps": meta.get("steps"),
         "truncated": bool(meta.get("truncated", False)),
+        **({"truncated_by": meta["truncated_by"]} if "truncated_by" in meta else {}),  # the limit, not a metric
         "wall_s": meta.get("wall_s"),
         "versions": versions,
         **provenance,

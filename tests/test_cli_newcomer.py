@@ -63,6 +63,9 @@ def test_reproduce_on_partial_results_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "partial results" in err and "castor-philly x sjf" in err
     assert not (tmp_path / "r.md").exists()
+    assert reproduce.main([str(tmp_path / "nowhere"), "--out", str(tmp_path / "r.md")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "nowhere does not exist" in err
 
 
 # --- tables at 80 and 160 columns, in a pipe (rich then uses $COLUMNS) ---------------------------------------
@@ -185,7 +188,16 @@ def test_truncation_names_its_cause():
     clock = run_episode("tiny", "fifo", 0, env_kwargs={"max_sim_time_s": 600.0})
     assert clock["truncated"] and clock["truncated_by"] == "max_sim_time_s"
     assert "truncated_by" not in run_episode("tiny", "fifo", 0)
+    from gpucluster_env.policy import make_policy
+    from gpucluster_env.registration import max_episode_steps
+
+    own = make_policy("fifo")
+    own.step_limit = lambda n_jobs: 25  # type: ignore[method-assign]  # as a learned policy's registered limit
+    model = run_episode("tiny", own, 0)
+    assert model["truncated"] and model["truncated_by"] == "max_episode_steps" and model["steps"] == 25
     limits = EpisodeLimits(86400.0, 20)
+    said = limits.describe("max_episode_steps", 40)
+    assert f"{max_episode_steps(40):,} steps" in said and "max_episode_steps" in said and "days" not in said
     assert "--max-steps" in limits.describe("max_steps") and "days" not in limits.describe("max_steps")
     assert "stalled" in limits.describe("stalled") and "--max" not in limits.describe("stalled")
 

@@ -493,7 +493,11 @@ def main(argv: list[str] | None = None) -> int:
                          "when present; 'none' leaves the comparison out)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
-    rows = load_rows(args.results)
+    try:
+        rows = load_rows(args.results)
+    except (OSError, ValueError) as e:  # a folder that is not there, a file that is not a results folder
+        print(f"reproduce: error: {e}", file=sys.stderr)
+        return 2
     if not rows:
         ap.error("no records in " + ", ".join(args.results))
     seeds = len({r["seed"] for r in rows})

@@ -75,7 +75,6 @@ def fit_comm_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.atomic_write import write_bytes_atomic
     from gpucluster_env.catalog.comm_fit import COMM_FIT_FILE, fit_all
     from gpucluster_env.catalog.models import MODELS, SINGLE_NODE_ALPHA_COMM
-    from gpucluster_env.catalog.validate import format_comm
 
     out_dir = args.out_dir or Path(__file__).resolve().parents[1] / "data"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -84,8 +83,11 @@ def fit_comm_cmd(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"out_dir": str(out_dir), **table}, sort_keys=True))
     else:
+        from gpucluster_env.cli.catalog_report import print_comm
+        from gpucluster_env.text_tables import make_console
+
         print(f"wrote {out_dir / COMM_FIT_FILE}")
-        print(format_comm(table))
+        print_comm(make_console(), table)  # the table `catalog validate` shows, fitted to the terminal
     return 0
 
 
@@ -151,6 +153,6 @@ def fit_solo_cmd(args: argparse.Namespace) -> int:
 
 def _missing(parser: argparse.ArgumentParser) -> int:
     """``gpucluster catalog`` without an action: a one-line error naming the actions."""
-    from .main import missing_action
+    from gpucluster_env.cli.main import missing_action
 
     missing_action(parser)

@@ -127,7 +127,7 @@ def print_report(rep: dict[str, Any]) -> None:
                           f"{g} RMSE {rep['predictor_by_model_rmse'][g]:.3f} / MdAPE {100 * v:.1f}%"
                           for g, v in by_model.items()), highlight=False)
     if "comm_fit" in rep:
-        _print_comm(console, rep["comm_fit"])
+        print_comm(console, rep["comm_fit"])
     vs = verdicts(rep)
     print_table(console, "verdicts (worst GPU type of each check)",
                 [Col("check", "left", key=True), Col("worst", "left"), Col("value"), Col("target", "left"),
@@ -147,7 +147,7 @@ def print_report(rep: dict[str, Any]) -> None:
         print_indented(console, line)
 
 
-def _print_comm(console: Any, table: dict[str, Any]) -> None:
+def print_comm(console: Any, table: dict[str, Any]) -> None:
     """The multi-node all-reduce fit (:func:`gpucluster_env.catalog.comm_fit.fit_all`), one row per model."""
     cols = [Col("model", "left", key=True), Col("alpha ms"), Col("catalog ms"), Col("1-node ms"), Col("rows"),
             Col("nodes"), Col("GPUs"), Col("med err"), Col("max err"), Col("1-node med err")]

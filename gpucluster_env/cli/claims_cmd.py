@@ -45,9 +45,8 @@ def check(dirs: list[str], claims_file: str | None = None, papers: list[str] | N
 
 
 def claims(args: argparse.Namespace) -> int:
+    from gpucluster_env.cli.leaderboard_cmd import _split
     from gpucluster_env.leaderboard.claim_check import counts
-
-    from .leaderboard_cmd import _split
 
     results = check(args.dir, args.claims, _split(args.paper, "paper"))
     if args.json:

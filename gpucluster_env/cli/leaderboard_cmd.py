@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     pl.add_argument("--reference", help="reference policy (default: the board's, else fifo)")
     pl.add_argument("--json", action="store_true", help="print the written files as JSON")
     pl.set_defaults(func=plot)
-    from .claims_cmd import register_claims
+    from gpucluster_env.cli.claims_cmd import register_claims
 
     register_claims(lsub)
     b = lsub.add_parser("boards", help="list the shipped boards")
@@ -195,8 +195,9 @@ def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
     new: list[dict[str, Any]] = []
 
     def partial() -> Group:
-        rows = live_summary(new)[:24]
-        unit, scale = seconds_unit(mean for _, _, mean, _ in rows)
+        every = live_summary(new)
+        unit, scale = seconds_unit(mean for _, _, mean, _ in every)  # over all rows, as the final table's unit
+        rows = every[:24]
         cols = [Col("scenario", "left", text=True), Col("policy", "left", key=True), Col(f"avg JCT {unit}"),
                 Col("n")]
         cells, last = [], None
@@ -386,14 +387,19 @@ def boards(args: argparse.Namespace) -> int:
                      "policies": sorted({c.policy_label for c in b.cells})})
     import json
 
-    text = json.dumps(rows) if args.json else "\n".join(
-        f"{r['name']:<10} {r['cells']:>4} cells  {r['description']}" for r in rows)
-    print(text)
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    from gpucluster_env.text_tables import make_console, print_field
+
+    console = make_console()
+    for r in rows:
+        print_field(console, f"{r['name']:<10} {r['cells']:>4} cells", r["description"], 23)
     return 0
 
 
 def _missing(parser: argparse.ArgumentParser) -> int:
     """``gpucluster leaderboard`` without an action: a one-line error naming the actions."""
-    from .main import missing_action
+    from gpucluster_env.cli.main import missing_action
 
     missing_action(parser)

@@ -22,9 +22,10 @@ class EpisodeLimits:
     max_sim_s: float
     max_steps: int
 
-    def describe(self, cause: str | None = None) -> str:
+    def describe(self, cause: str | None = None, num_jobs: int | None = None) -> str:
         """The limit that stopped an episode (``cause``, a runner's ``truncated_by``) in words, with the flag
-        that sets it; without a cause, both limits."""
+        that sets it; without a cause, both limits. ``num_jobs`` (the episode's jobs) gives a learned policy's
+        own step limit as a number."""
         days = f"the limit of {self.max_sim_s / 86400:g} simulated days (--max-sim-days)"
         steps = f"the limit of {self.max_steps:,} steps (--max-steps)"
         if cause == "max_sim_time_s":
@@ -32,9 +33,10 @@ class EpisodeLimits:
         if cause == "max_steps":
             return steps
         if cause == "max_episode_steps":
-            return ("the model's step limit (max_episode_steps of the registered ids, "
-                    f"{STEPS_PER_JOB} steps per job + {max_episode_steps(0):,}: what its training episodes ran "
-                    "under)")
+            count = f"{max_episode_steps(num_jobs):,} steps, " if num_jobs is not None else ""
+            return (f"the model's step limit ({count}the registered env's max_episode_steps: {STEPS_PER_JOB} "
+                    f"steps per job + {max_episode_steps(0):,}, what its training episodes ran under; not "
+                    "--max-steps)")
         if cause == "stalled":
             return ("stalled: the policy kept waiting while jobs were queued and nothing ran (the engine's "
                     "max_idle_ticks), not a time or step limit")

@@ -35,8 +35,11 @@ def show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(row))
         return 0
+    from gpucluster_env.text_tables import make_console, print_field
+
+    console = make_console()
     for k, v in row.items():
-        print(f"{k + ':':16} {v}")
+        print_field(console, f"{k}:", str(v), 17)
     return 0
 
 

@@ -136,14 +136,18 @@ def cmd_info(args: argparse.Namespace) -> int:
 
         print(dumps(info))
         return 0
+    from gpucluster_env.text_tables import make_console, print_field
+
+    console = make_console()
     for k, v in info.items():
         if k == "files":
             for f in v:
-                print(f"file:        {f['path']}  <- {f['url']}  sha256={f['sha256'] or 'not pinned'}")
+                print_field(console, "file:", f"{f['path']} <- {f['url']} sha256={f['sha256'] or 'not pinned'}", 13)
         elif k == "stats":
-            print("stats:       " + ", ".join(f"{s}={x:.4g}" for s, x in v.items()))
+            print_field(console, "stats:", "; ".join(f"{s}={_stat(x) if math.isfinite(x) else 'n/a'}"
+                                                     for s, x in v.items()), 13)
         else:
-            print(f"{k + ':':12} {v or '-'}")
+            print_field(console, f"{k}:", str(v or "-"), 13)
     return 0
 
 
@@ -272,7 +276,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         cells = []
         for v in row:
             missing |= not math.isfinite(v)
-            cells.append(f" {v:>14.4g}" if math.isfinite(v) else f" {'n/a':>14}")
+            cells.append(f" {_stat(v):>14}" if math.isfinite(v) else f" {'n/a':>14}")
         print(f"{k:24}" + "".join(cells))
     if missing:
         print("n/a: not in that source (the whole Venus per-job log is not public)" if args.name == "venus"
@@ -280,8 +284,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stat(v: float) -> str:
+    """A statistic as a reader takes it in: counts and seconds from 1,000 up in whole digits with thousands
+    separators (``125,300``, not ``1.253e+05``), smaller values to four significant digits (rounding noise such
+    as ``1.11e-16`` reads 0)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{round(v, 7):.4g}"
+
+
 def _missing(parser: argparse.ArgumentParser) -> int:
     """``gpucluster traces`` without an action: a one-line error naming the actions."""
-    from .main import missing_action
+    from gpucluster_env.cli.main import missing_action
 
     missing_action(parser)

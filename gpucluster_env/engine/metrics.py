@@ -6,8 +6,9 @@ t_colocated per colocation decision (eq. 24; mean and median over the decisions)
 
 Two utilization figures, not to be confused:
 
-* ``gpu_occupancy``: GPU-time holding at least one job over available GPU-time (all GPUs over the makespan). A
-  GPU counts as busy whatever its job does with it.
+* ``gpu_occupancy``: GPU-time holding at least one job over available GPU-time (all GPUs over the makespan; in
+  an episode truncated before every job finished, over the time observed). A GPU counts as busy whatever its
+  job does with it.
 * ``sm_activity_est``: an estimate of what Castor §9.2 measures with DCGM's SMACT (the fraction of time SMs
   have a warp active), over the same GPU-time. Each worker keeps ``min(demand, share)`` of its GPU's SMs
   active (its model's GPU demand on that GPU type, capped by its MPS active-thread share); a GPU's activity is
@@ -33,7 +34,10 @@ def episode_metrics(eng: EngineState) -> dict[str, float]:
         makespan = float(eng.finish_t[done].max() - eng.submit.min())
     else:
         makespan = nan
-    avail = eng.num_gpus * makespan if done.any() and makespan > 0 else nan
+    # GPU-time available: over the makespan once every job is done; before that (a truncated episode) over the
+    # time observed so far, as the busy integrals run to now (over the makespan they could exceed 1)
+    span = makespan if done.all() else float(eng.now - eng.submit.min())
+    avail = eng.num_gpus * span if done.any() and span > 0 else nan
     benefits = sharing_benefit_ratios(eng.sharing_benefits)
     has_dl = ~np.isnan(eng.deadline)
     met = done & has_dl & (eng.finish_t <= eng.deadline + 1e-9)

@@ -9,7 +9,7 @@
 Only :mod:`.record` is imported here; the rest load when used.
 """
 
-from .record import RECORD_FORMAT, RECORD_VERSION, Record, RecordError, read_record, write_lines
+from gpucluster_env.replay.record import RECORD_FORMAT, RECORD_VERSION, Record, RecordError, read_record, write_lines
 
 __all__ = ["RECORD_FORMAT", "RECORD_VERSION", "Record", "RecordError", "read_record", "write_lines",
            "RecordingWrapper"]
@@ -17,7 +17,7 @@ __all__ = ["RECORD_FORMAT", "RECORD_VERSION", "Record", "RecordError", "read_rec
 
 def __getattr__(name: str) -> object:
     if name == "RecordingWrapper":
-        from .recorder import RecordingWrapper
+        from gpucluster_env.replay.recorder import RecordingWrapper
 
         return RecordingWrapper
     raise AttributeError(name)

@@ -12,17 +12,17 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .frame import FrameView, ViewOptions
-from .live import KEYS_HELP
-from .record import read_record
-from .timeline import Timeline
+from gpucluster_env.replay.frame import FrameView, ViewOptions
+from gpucluster_env.replay.live import KEYS_HELP
+from gpucluster_env.replay.record import read_record
+from gpucluster_env.replay.timeline import Timeline
 
 
 def frame_benchmark(scenario: str = "castor-philly", jobs: int = 500, seed: int = 0, frames: int = 60,
                     width: int = 120, height: int = 40) -> dict[str, float | int | str]:
     """Median and worst milliseconds to render one frame of the replay of a ``jobs``-job episode."""
-    from ..policy import run_episode
-    from .recorder import recording
+    from gpucluster_env.policy import run_episode
+    from gpucluster_env.replay.recorder import recording
 
     if jobs < 1 or frames < 1:
         raise ValueError("frame benchmark needs at least one job and one frame")

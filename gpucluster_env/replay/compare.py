@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .frame import FrameView, ViewOptions, fmt_s
-from .record import Record
-from .timeline import Timeline
+from gpucluster_env.replay.frame import FrameView, ViewOptions, fmt_s
+from gpucluster_env.replay.record import Record
+from gpucluster_env.replay.timeline import Timeline
 
 SAME_EPISODE_KEYS = ("scenario", "scenario_options", "seed")
 

@@ -12,8 +12,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..env.render import job_style
-from .timeline import ClusterState, Timeline
+from gpucluster_env.env.render import job_style
+from gpucluster_env.replay.timeline import ClusterState, Timeline
 
 SPARK = " ▁▂▃▄▅▆▇█"
 FOLD_NODES = 48

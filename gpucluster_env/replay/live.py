@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from rich.console import Console, RenderableType
 from rich.live import Live
 
-from .frame import ViewOptions
+from gpucluster_env.replay.frame import ViewOptions
 
 SPEEDS = (1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400)
 """Simulated seconds per wall second the + and − keys step through."""

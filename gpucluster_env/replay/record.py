@@ -32,8 +32,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
 
-from ..atomic_write import atomic_output
-from ..engine import (
+from gpucluster_env.atomic_write import atomic_output
+from gpucluster_env.engine import (
     Action,
     Colocate,
     DropCopy,
@@ -47,7 +47,7 @@ from ..engine import (
     Swell,
     Wait,
 )
-from ..input_files import InputFileError, read_text
+from gpucluster_env.input_files import InputFileError, read_text
 
 RECORD_FORMAT = "gpucluster-replay"
 RECORD_VERSION = 2

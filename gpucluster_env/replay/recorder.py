@@ -17,11 +17,18 @@ from typing import Any
 
 import gymnasium as gym
 
-from .. import __version__
-from ..env.cluster_env import ACTION_KINDS, GPUClusterEnv
-from ..scenarios import SCENARIOS, Scenario
-from ..versions import package_versions
-from .record import RECORD_FORMAT, RECORD_VERSION, action_to_json, event_dict, jsonable, write_lines
+from gpucluster_env import __version__
+from gpucluster_env.env.cluster_env import ACTION_KINDS, GPUClusterEnv
+from gpucluster_env.replay.record import (
+    RECORD_FORMAT,
+    RECORD_VERSION,
+    action_to_json,
+    event_dict,
+    jsonable,
+    write_lines,
+)
+from gpucluster_env.scenarios import SCENARIOS, Scenario
+from gpucluster_env.versions import package_versions
 
 _SCALARS = (int, float, str, bool, type(None))
 
@@ -58,7 +65,7 @@ def scenario_options_of(scenario: Scenario) -> dict[str, Any]:
 def scenario_spec(scenario: Scenario) -> str:
     """The whole scenario as TOML (what ``gpucluster scenarios show --toml`` prints; a trace file by its
     absolute path), so a record of a scenario file or of ``run --trace FILE --cluster SPEC`` verifies too."""
-    from ..scenario_files import scenario_to_toml
+    from gpucluster_env.scenario_files import scenario_to_toml
 
     return scenario_to_toml(_canonical(scenario))
 
@@ -192,7 +199,7 @@ class RecordingWrapper(gym.Wrapper):
             return self.catalog
         if base.catalog is None:
             return "default"
-        from ..policy import make_policy, registered_policies
+        from gpucluster_env.policy import make_policy, registered_policies
 
         if self.policy in registered_policies() and make_policy(
                 self.policy, **self.policy_options).env_kwargs().get("catalog"):

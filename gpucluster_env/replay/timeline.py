@@ -11,8 +11,8 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import DEFAULT_SHARE_STEP
-from .record import Record
+from gpucluster_env.config import DEFAULT_SHARE_STEP
+from gpucluster_env.replay.record import Record
 
 CHECKPOINT_EVERY = 128
 FUTURE, PENDING, RUNNING, DONE = range(4)

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .record import Record
-from .timeline import Timeline
+from gpucluster_env.replay.record import Record
+from gpucluster_env.replay.timeline import Timeline
 
 PLOT_EXTRA = "pip install 'gpucluster-env[plot]'"
 
@@ -115,22 +115,26 @@ def draw_timeline(records: list[Record], out: str | Path) -> Path:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    from ..atomic_write import write_bytes_atomic
+    from gpucluster_env.atomic_write import write_bytes_atomic
 
     drawings = [episode_drawing(r) for r in records]
     t_max = max(max(d.t_end for d in drawings), 1.0)
     gpus = max(d.num_gpus for d in drawings)
     height = min(3.0 + 0.12 * gpus, 30.0)
+    ratios = [1, max(4.0, height - 2.0)]  # the queue panel about an inch high, whatever the GPU count
     fig, axes = plt.subplots(2, len(drawings), figsize=(11 * len(drawings), height), squeeze=False,
-                             gridspec_kw={"height_ratios": [1, 4]}, sharex="col")
+                             gridspec_kw={"height_ratios": ratios}, sharex="col")
     cmap = plt.get_cmap("tab20")
     for i, d in enumerate(drawings):
         _draw(axes[0][i], axes[1][i], d, t_max, cmap)
-    legend = [Patch(facecolor="tab:grey", label="a job (one colour per job)"),
+    q_max = max((q for d in drawings for _, q in d.queue), default=0)
+    for ax_q in axes[0]:  # one queue scale for both records, so side by side the heights compare
+        ax_q.set_ylim(0, max(q_max, 1) * 1.08)
+    legend = [Patch(facecolor="tab:grey", label=f"a job (one colour per job; {cmap.N} colours, reused)"),
               Patch(facecolor="white", edgecolor="black", hatch="////", label="shared GPU: two jobs, half a row each"),
               Line2D([], [], marker="x", color="red", linestyle="none", label="preemption")]
     fig.legend(handles=legend, loc="lower center", ncol=3, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.tight_layout(rect=(0, min(0.04, 0.3 / height), 1, 1))  # room for the legend, ~0.2-0.3 inch
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=110)
     plt.close(fig)

@@ -11,14 +11,14 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..env.cluster_env import GPUClusterEnv
-from ..scenarios import Scenario
-from ..versions import package_versions
-from .record import Record, RecordError, action_from_json, action_to_json, event_dict
-from .recorder import EpisodeCapture, header_of
+from gpucluster_env.env.cluster_env import GPUClusterEnv
+from gpucluster_env.replay.record import Record, RecordError, action_from_json, action_to_json, event_dict
+from gpucluster_env.replay.recorder import EpisodeCapture, header_of
+from gpucluster_env.scenarios import Scenario
+from gpucluster_env.versions import package_versions
 
 if TYPE_CHECKING:
-    from ..policy import Policy
+    from gpucluster_env.policy import Policy
 
 INFORMATIONAL = frozenset({"package_version", "versions"})
 """Header keys a replay does not check: what made the record (a failure's note names those that differ)."""
@@ -50,13 +50,13 @@ _BAD_INPUT = (ValueError, TypeError, KeyError, IndexError, AttributeError, OSErr
 def _scenario(header: dict[str, Any], where: str) -> Scenario:
     spec = header.get("scenario_spec")
     if isinstance(spec, str):  # the whole scenario (a scenario file, or a trace file on a given cluster)
-        from ..scenario_files import scenario_from_toml
+        from gpucluster_env.scenario_files import scenario_from_toml
 
         try:
             return scenario_from_toml(spec, source="the record's scenario")
         except _BAD_INPUT as e:
             raise _header_error(where, "scenario_spec", e) from None
-    from ..scenarios import get_scenario
+    from gpucluster_env.scenarios import get_scenario
 
     try:
         sc = get_scenario(header["scenario"])
@@ -72,7 +72,7 @@ def header_policy(header: dict[str, Any], where: str = "record") -> Policy | Non
     """The policy the header names, built with its options, or None when the name is not a registered policy
     (an RL agent, a hand-written rollout: its actions can only be replayed as recorded). A registered name
     with options it refuses is a :class:`RecordError` naming ``policy_options``."""
-    from ..policy import make_policy, policy_names
+    from gpucluster_env.policy import make_policy, policy_names
 
     if header["policy"] not in policy_names():
         return None
