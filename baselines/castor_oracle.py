@@ -19,6 +19,9 @@ class CastorOracle(Castor):
     name: ClassVar[str] = "castor-oracle"
     description: ClassVar[str] = "Castor (SJF-BSBF) with the true xi instead of the XGBoost predictor"
     paper: ClassVar[str] = "castor §9.5 (IR prediction ablation)"
+    version = None
+    """Not Castor's: the oracle never consults the predictor, so a refit of the predictor leaves its records
+    current (its version is the package's, as for every reference policy without one)."""
 
     def pair_xi(self, view: ClusterView, a: int, b: int, gpu_type: int) -> tuple[float, float]:
         return view.true_pair_xi(a, b, view.type_names[int(gpu_type)])
