@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.gavel_rounds import next_boundary, order_moves
+from gpucluster_env.baselines.parts.gavel_rounds import next_boundary, order_moves
 from gpucluster_env.baselines.pollux_search import (
     SearchSpace,
     evolve,
@@ -56,6 +56,7 @@ from gpucluster_env.catalog.pollux_efficiency import (
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
+from gpucluster_env.policy_options import NON_NEGATIVE
 
 POLLUX_PERIOD_S = 60.0
 """Pollux's scheduling interval (§5: 60 s)."""
@@ -152,7 +153,7 @@ class Pollux(Policy):
     version 1, the package version, are stale)."""
 
     def __init__(self, period_s: float = POLLUX_PERIOD_S, population: int = 32, generations: int = 20,
-                 seed: int = 0) -> None:
+                 seed: Annotated[int, NON_NEGATIVE] = 0) -> None:
         """``period_s``: scheduling period (s). ``population`` / ``generations``: the genetic algorithm's size
         (Pollux's own: 100 x 100; the defaults keep a decision cheap). ``seed``: mixed with the episode's."""
         if not (isinstance(period_s, int | float) and period_s > 0):
