@@ -87,10 +87,12 @@ def test_bad_declared_options_on_the_command_line(policy: str, text: str, capsys
 
 
 def test_zero_where_the_constructor_allows_it() -> None:
-    # SRSF without a run quantum, Gavel recomputing its allocation every round, Hadar without a DP window
+    # SRSF without a run quantum, Gavel recomputing its allocation every round, Hadar without a DP window, pollux's
+    # default seed
     assert parse_policy_options(["min_run_s=0"], "srsf") == {"min_run_s": 0.0}
     assert parse_policy_options(["min_reset_s=0"], "gavel") == {"min_reset_s": 0.0}
     assert parse_policy_options(["dp_window=0", "comm_weight=0"], "hadar") == {"dp_window": 0, "comm_weight": 0.0}
+    assert parse_policy_options(["seed=0"], "pollux") == {"seed": 0}
 
 
 def _imports(path: Path) -> set[str]:
