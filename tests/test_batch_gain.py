@@ -96,6 +96,24 @@ def test_preemption_returns_the_job_to_its_stated_batch():
     assert eng.state._batch_l[0] == 128
 
 
+def test_a_batch_is_episode_state_a_clone_and_a_reset_do_not_share():
+    # the batch now is dynamic state: a clone re-batching leaves the original alone, and an episode after a
+    # reset starts every job at its stated batch again (the re-batched job finished without a preemption)
+    eng = _engine([{}])
+    eng.advance()
+    eng.apply(Place(0))
+    eng.advance()
+    twin = eng.clone()
+    twin.apply(Reallocate(0, gpus=(0,), batch=256))
+    assert eng.state._batch_l[0] == 128 and twin.state._batch_l[0] == 256
+    assert _run(eng) == 64.0
+    _run(twin)
+    twin.reset()
+    twin.advance()
+    twin.apply(Place(0))
+    assert twin.state._batch_l[0] == 128 and _run(twin) == 64.0
+
+
 @pytest.mark.parametrize(("batch", "model", "message"), [
     (0, "cifar10", "batch must be a positive integer (per-GPU samples), got 0"),
     ("64", "cifar10", "batch must be a positive integer (per-GPU samples), got '64'"),
