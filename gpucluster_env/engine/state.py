@@ -323,9 +323,11 @@ class EngineState:
     def shared_memo(self) -> dict[int, Any]:
         """What a clone shares with this state, as a ``copy.deepcopy`` memo: the static tables (catalog,
         cluster, job table, performance tables and their caches, the attributes set before the first
-        :meth:`reset`) and the running copies' constants (replaced, never changed in place)."""
+        :meth:`reset`) and the running copies' constants (replaced, never changed in place); and, as a copy, the
+        per-GPU batches now (a list of ints: a shallow copy is a deep one, at a fraction of its cost)."""
         d = self.__dict__
         memo: dict[int, Any] = {id(d[k]): d[k] for k in self._static_names}
+        memo[id(self._batch_l)] = self._batch_l[:]
         for cs in self._copy_consts.values():
             for c in cs:
                 memo[id(c)] = c
