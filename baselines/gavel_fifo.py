@@ -1,7 +1,7 @@
 """Gavel's heterogeneity-aware FIFO (Narayanan et al., OSDI'20, §7; ``fifo_perf`` in its simulator) in Gavel's
 rounds, beside the event-driven ``fifo``.
 
-At each allocation reset (:mod:`.gavel_rounds`: when jobs arrived or finished, at most every ``min_reset_s``)
+At each allocation reset (:mod:`.parts.gavel_rounds`: when jobs arrived or finished, at most every ``min_reset_s``)
 the active jobs are taken in arrival order, each given the whole of the GPU type where it runs fastest among
 the types that still have room for its gang; the first job no type has room for ends the pass (no job jumps
 ahead of an earlier one). The rounds then run exactly the jobs so allocated, each on its one type; a job with

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.gavel_rounds import round_priorities
+from gpucluster_env.baselines.parts.gavel_rounds import round_priorities
 from gpucluster_env.baselines.parts.gavel_scheduler import OBJECTIVES, Gavel
 from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, Granularity, WithGimbal
 from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets

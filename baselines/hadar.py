@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.gavel_rounds import next_boundary, order_moves, round_length
+from gpucluster_env.baselines.parts.gavel_rounds import next_boundary, order_moves, round_length
 from gpucluster_env.baselines.parts.hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
 from gpucluster_env.baselines.parts.solo_throughputs import Throughputs
 from gpucluster_env.baselines.parts.throughput_estimate import SpecEstimate

@@ -7,30 +7,35 @@ of each job's speed-up, with a restart penalty for jobs whose allocation changes
 GPUs over ``m`` nodes is its *goodput* there over its goodput at its fair share (``ceil(GPUs / jobs)`` GPUs);
 goodput = throughput x statistical efficiency (:func:`goodput_table`):
 
-* throughput = ``r x b / t_iter`` samples per second, ``t_iter`` the performance model's estimate
-  (``ClusterView.iter_time``) on a representative set of ``r`` GPUs over ``m`` nodes of one type (Pollux fits
-  its throughput model online from the job's own measurements; the engine's estimate stands for that fit);
+* throughput = ``r x b / t_iter`` samples per second at per-GPU batch ``b``, ``t_iter`` the performance
+  model's estimate (``ClusterView.iter_time``) on a representative set of ``r`` GPUs over ``m`` nodes of one
+  type (Pollux fits its throughput model online from the job's own measurements; the engine's estimate stands
+  for that fit);
 * efficiency = ``(phi + M0) / (phi + r x b)`` (Pollux eq. 5) with the gradient noise scale ``phi`` of the
   job's model at the fraction of its training done and Pollux's initial batch ``M0``
   (:mod:`gpucluster_env.catalog.pollux_efficiency`); 1 for models Pollux did not measure.
 
-The engine keeps each job's per-GPU batch ``b``, so a job's total batch grows with its GPUs; Pollux would also
-re-tune the batch per allocation (its batch-size adaptation), which the engine's job model has no handle for.
-As in Pollux, a job's largest size is twice the most GPUs it has run on (its throughput is unknown beyond
-them), and within its elastic range (``min_gpus``/``max_gpus``); a job that is not elastic gets all of its gang
-or nothing, and a waiting job starts at the size it asked for (the engine's ``Place``), to be resized at a
-later period. The chosen allocation is applied through ``Preempt``, ``Reallocate`` (moving and resizing;
-each pays the engine's ``restart_s``) and ``Place``. Exclusive GPUs; one GPU type per job.
+**Batch-size adaptation.** For an elastic job of a model with Pollux's data, ``b`` is chosen per ``(type,
+nodes, GPUs)`` as the goodput-optimal one among :func:`batch_candidates` (totals within the validated range,
+per-GPU batch at least Pollux's smallest), and every period the job is re-tuned to the best batch for its new
+allocation with ``Reallocate``'s ``batch`` (in place, on its own GPUs, without a restart, as AdaptDL does);
+the engine charges the statistical efficiency of that batch. A job whose size is fixed keeps its batch (as
+Pollux's simulator fixes NCF's). As in Pollux, a job's largest size is twice the most GPUs it has run on (its
+throughput is unknown beyond them), and within its elastic range (``min_gpus``/``max_gpus``); a job that is
+not elastic gets all of its gang or nothing, and a waiting job starts at the size and batch it asked for (the
+engine's ``Place``), re-tuned at once and resized at a later period. The chosen allocation is applied through
+``Preempt``, ``Reallocate`` (moving and resizing; each pays the engine's ``restart_s``) and ``Place``.
+Exclusive GPUs; one GPU type per job.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.gavel_rounds import next_boundary, order_moves
+from gpucluster_env.baselines.parts.gavel_rounds import next_boundary, order_moves
 from gpucluster_env.baselines.pollux_search import (
     SearchSpace,
     evolve,
@@ -40,10 +45,18 @@ from gpucluster_env.baselines.pollux_search import (
     restart_penalty,
 )
 
-from gpucluster_env.catalog.pollux_efficiency import POLLUX_INIT_BATCH, efficiency, has_efficiency, noise_scale
+from gpucluster_env.catalog.pollux_efficiency import (
+    POLLUX_INIT_BATCH,
+    POLLUX_LOCAL_BATCH,
+    batch_range,
+    efficiency,
+    has_efficiency,
+    noise_scale,
+)
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
+from gpucluster_env.policy_options import NON_NEGATIVE
 
 POLLUX_PERIOD_S = 60.0
 """Pollux's scheduling interval (§5: 60 s)."""
@@ -66,33 +79,63 @@ def representative_gpus(view: ClusterView, nodes_of_type: list[np.ndarray], m: i
     return np.concatenate([g[:t] for g, t in zip(picked, take, strict=True)])
 
 
-def goodput_table(view: ClusterView, j: int, nodes_by_type: list[list[np.ndarray]], max_r: int) -> np.ndarray:
-    """Throughput (samples/s) of job ``j`` by ``[type, nodes, GPUs]`` (0 where impossible or out of memory),
-    from the performance model's iteration time on representative GPU sets."""
+BATCH_CANDIDATES = 16
+"""Total batches Pollux's batch optimiser tries per GPU count (geometric between the smallest and largest
+allowed; Pollux's ``GoodputFunction.optimize`` tries 50)."""
+
+
+def batch_candidates(model: str, max_r: int, count: int = BATCH_CANDIDATES) -> np.ndarray:
+    """Per-GPU batches Pollux's optimiser tries for ``model`` on ``0..max_r`` GPUs, shape ``(max_r + 1, count)``
+    (0: no candidate): totals geometric from ``max(M0, r x smallest per-GPU batch)`` to the largest validated
+    batch, each split over the ``r`` GPUs (rounded up, but the total kept within the validated range)."""
+    lo_total, hi_total = batch_range(model)  # type: ignore[misc]
+    min_local = POLLUX_LOCAL_BATCH[model][0]
+    out = np.zeros((max_r + 1, count), dtype=np.int64)
+    for r in range(1, max_r + 1):
+        start = max(lo_total, min_local * r)
+        if start > hi_total:
+            continue
+        b = np.minimum(np.ceil(np.geomspace(start, hi_total, count) / r - 1e-8), hi_total // r).astype(np.int64)
+        ok = (b >= min_local) & (r * b >= lo_total)
+        out[r] = np.where(ok, b, 0)
+    return out
+
+
+def goodput_table(view: ClusterView, j: int, nodes_by_type: list[list[np.ndarray]], batches: np.ndarray
+                  ) -> np.ndarray:
+    """Throughput (samples/s) of job ``j`` by ``[type, nodes, GPUs, candidate]`` at the per-GPU batches
+    ``batches[GPUs, candidate]`` (0 where impossible, out of memory or no candidate), from the performance
+    model's iteration time on representative GPU sets."""
     n_types = len(nodes_by_type)
     max_m = max(len(n) for n in nodes_by_type)
-    out = np.zeros((n_types, max_m + 1, max_r + 1))
-    b = view.batch(j)
+    max_r = batches.shape[0] - 1
+    out = np.zeros((n_types, max_m + 1, max_r + 1, batches.shape[1]))
     for k, nodes in enumerate(nodes_by_type):
         for r in range(1, max_r + 1):
             for m in range(1, min(r, len(nodes)) + 1):
                 g = representative_gpus(view, nodes, m, r)
                 if g is None:
                     continue
-                s = view.solo_accumulation(j, g)
-                if s is not None:
-                    out[k, m, r] = r * b / view.iter_time(j, g, s)
+                for c, b in enumerate(batches[r].tolist()):
+                    s = view.solo_accumulation(j, g, b) if b > 0 else None
+                    if s is not None:
+                        out[k, m, r, c] = r * b / view.iter_time(j, g, s, batch=b)
     return out
 
 
-def job_efficiency(view: ClusterView, j: int, max_r: int) -> np.ndarray:
-    """Statistical efficiency of job ``j`` on ``0..max_r`` GPUs (total batch ``r x b``) at its progress now."""
+def tunes_batch(view: ClusterView, j: int) -> bool:
+    """Whether Pollux re-tunes job ``j``'s batch: an elastic job of a model with a validated batch range (a job
+    whose size is fixed keeps its batch too, as Pollux's simulator fixes NCF's)."""
+    return view.is_elastic(j) and batch_range(view.model(j).name) is not None
+
+
+def job_efficiency(view: ClusterView, j: int, total: np.ndarray) -> np.ndarray:
+    """Statistical efficiency of job ``j`` at total batches ``total`` at its progress now (1: no data)."""
     p = view.model(j)
     if not has_efficiency(p.name):
-        return np.ones(max_r + 1)
+        return np.ones(np.shape(total))
     done = 1.0 - float(view.remaining_now()[j]) / max(float(view.iterations[j]), 1e-12)
-    r = np.arange(max_r + 1)
-    return efficiency(np.maximum(r, 1) * view.batch(j), POLLUX_INIT_BATCH[p.name], noise_scale(p.name, done))
+    return efficiency(np.maximum(total, 1), POLLUX_INIT_BATCH[p.name], noise_scale(p.name, done))
 
 
 @register_policy
@@ -102,12 +145,15 @@ class Pollux(Policy):
     name: ClassVar[str] = "pollux"
     description: ClassVar[str] = (
         "Pollux: elastic, goodput-driven (throughput x statistical efficiency), p=-1 fair genetic allocation "
-        "search every 60 s with restart penalty; preempts, resizes and moves jobs"
+        "search every 60 s with restart penalty; preempts, resizes and moves jobs and re-tunes their batch"
     )
     paper: ClassVar[str] = "Pollux (OSDI'21); castor §9.1 Table 5 / Fig. 12 baseline"
+    version: ClassVar[str] = "2-batch-tuning"
+    """Recorded as the board's ``policy_version``: 2 re-tunes each elastic job's batch every period (records of
+    version 1, the package version, are stale)."""
 
     def __init__(self, period_s: float = POLLUX_PERIOD_S, population: int = 32, generations: int = 20,
-                 seed: int = 0) -> None:
+                 seed: Annotated[int, NON_NEGATIVE] = 0) -> None:
         """``period_s``: scheduling period (s). ``population`` / ``generations``: the genetic algorithm's size
         (Pollux's own: 100 x 100; the defaults keep a decision cheap). ``seed``: mixed with the episode's."""
         if not (isinstance(period_s, int | float) and period_s > 0):
@@ -133,7 +179,8 @@ class Pollux(Policy):
         self.attained = np.zeros(view.n_jobs)
         self.restarts = np.zeros(view.n_jobs, dtype=np.int64)
         self.max_seen = np.zeros(view.n_jobs, dtype=np.int64)
-        self.tables: dict[int, np.ndarray] = {}
+        self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.best_batch: dict[int, np.ndarray] = {}
         self.prev: tuple[list[int], np.ndarray] | None = None
         self.next_period = view.now
         self.acted_at: float | None = None
@@ -195,12 +242,8 @@ class Pollux(Policy):
         max_r = int(space.max_gpus.max())
         tables = []
         for i, j in enumerate(jobs):
-            own = int(space.max_gpus[i])
-            t = self.tables.get(j)
-            if t is None or t.shape[2] <= own:
-                t = self.tables[j] = goodput_table(view, j, self.nodes_by_type, own)
-            t = np.pad(t, ((0, 0), (0, 0), (0, max(0, max_r + 1 - t.shape[2]))))[:, :, : max_r + 1]
-            tables.append(t * job_efficiency(view, j, max_r)[None, None, :])
+            t = self._job_goodput(view, j, int(space.max_gpus[i]))
+            tables.append(np.pad(t, ((0, 0), (0, 0), (0, max(0, max_r + 1 - t.shape[2]))))[:, :, : max_r + 1])
         good = np.stack(tables)  # (J, K, M+1, R+1)
         fair_r = np.minimum(math.ceil(view.num_gpus / len(jobs)), space.max_gpus)
         fair = np.array([self._fair(good[i], int(r)) for i, r in enumerate(fair_r)])
@@ -217,6 +260,23 @@ class Pollux(Policy):
             return fitness(pop, np.where(r > 0, speed, 0.0), space.base, penalty, scale)
 
         return score
+
+    def _job_goodput(self, view: ClusterView, j: int, own: int) -> np.ndarray:
+        """Job ``j``'s goodput by ``[type, nodes, GPUs]`` (GPUs ``0..own`` at least) at its goodput-optimal
+        batch for each (:func:`batch_candidates`; its own batch when it does not :func:`tunes_batch`), those
+        batches kept in ``self.best_batch[j]``. Throughput tables are cached per job; efficiency is evaluated
+        at the job's progress now."""
+        entry = self.tables.get(j)
+        if entry is None or entry[1].shape[0] <= own:
+            cand = (batch_candidates(view.model(j).name, own) if tunes_batch(view, j)
+                    else np.full((own + 1, 1), view.batch(j), dtype=np.int64))
+            entry = self.tables[j] = (goodput_table(view, j, self.nodes_by_type, cand), cand)
+        thr, cand = entry
+        r = np.arange(cand.shape[0])
+        good = thr * job_efficiency(view, j, r[:, None] * cand)[None, None]
+        best = np.argmax(good, axis=3)
+        self.best_batch[j] = cand[r[None, None, :], best]
+        return np.take_along_axis(good, best[..., None], axis=3)[..., 0]
 
     def _fair(self, good: np.ndarray, r: int) -> float:
         """A job's goodput at its fair share of ``r`` GPUs: the best over types and node counts (> 0)."""
@@ -278,6 +338,21 @@ class Pollux(Policy):
             out[jobs[i]] = tuple(sorted(picks))
         return out
 
+    def _batches(self, view: ClusterView, jobs: list[int], alloc: np.ndarray) -> dict[int, int]:
+        """The goodput-optimal per-GPU batch of each job that :func:`tunes_batch` under allocation ``alloc``
+        (Pollux re-tunes it every period)."""
+        out: dict[int, int] = {}
+        for i, j in enumerate(jobs):
+            r = int(alloc[i].sum())
+            if r == 0 or not tunes_batch(view, j):
+                continue
+            m = int(np.count_nonzero(alloc[i]))
+            k = int(self.node_type[int(np.argmax(alloc[i] > 0))])
+            b = int(self.best_batch[j][k, m, r])
+            if b > 0:
+                out[j] = b
+        return out
+
     def _actions(self, view: ClusterView, jobs: list[int], alloc: np.ndarray) -> Action | list[Action]:
         """Preempt, move/resize and start jobs so that the cluster takes allocation ``alloc``."""
         current = np.stack([
@@ -289,10 +364,17 @@ class Pollux(Policy):
         starts = [j for j, g in sets.items() if g and view.is_pending(j)]
         held = {j: tuple(view.gpus_of(j).tolist()) for j in moves}
         order, cycle = order_moves(moves, held)
+        batch = self._batches(view, jobs, alloc)
         acts: list[Action] = [Preempt(j) for j in stops + cycle]
-        acts += [Reallocate(j, gpus=moves[j]) for j in order]
+        acts += [Reallocate(j, gpus=moves[j], batch=batch.get(j)) for j in order]
         acts += [Place(j, gpus=sets[j]) for j in starts]
         acts += [Place(j, gpus=moves[j]) for j in cycle if len(moves[j]) == int(view.req_gpus[j])]
+        placed = starts + [j for j in cycle if len(moves[j]) == int(view.req_gpus[j])]
+        kept = [j for i, j in enumerate(jobs) if view.is_running(j) and j not in sets and alloc[i].any()]
+        acts += [Reallocate(j, gpus=sets[j], batch=batch[j]) for j in placed
+                 if batch.get(j, view.stated_batch(j)) != view.stated_batch(j)]
+        acts += [Reallocate(j, gpus=tuple(view.gpus_of(j).tolist()), batch=batch[j]) for j in kept
+                 if batch.get(j, view.batch(j)) != view.batch(j)]
         for j in order + starts + cycle:
             n = len(sets[j])
             if self.max_seen[j] > 0:

@@ -87,10 +87,12 @@ def test_bad_declared_options_on_the_command_line(policy: str, text: str, capsys
 
 
 def test_zero_where_the_constructor_allows_it() -> None:
-    # SRSF without a run quantum, Gavel recomputing its allocation every round, Hadar without a DP window
+    # SRSF without a run quantum, Gavel recomputing its allocation every round, Hadar without a DP window, pollux's
+    # default seed
     assert parse_policy_options(["min_run_s=0"], "srsf") == {"min_run_s": 0.0}
     assert parse_policy_options(["min_reset_s=0"], "gavel") == {"min_reset_s": 0.0}
     assert parse_policy_options(["dp_window=0", "comm_weight=0"], "hadar") == {"dp_window": 0, "comm_weight": 0.0}
+    assert parse_policy_options(["seed=0"], "pollux") == {"seed": 0}
 
 
 def _imports(path: Path) -> set[str]:
@@ -105,7 +107,6 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_baselines_import_only_downward_and_parts_only_parts() -> None:
-    # gavel_rounds (Gavel's round mechanism) stays beside pollux, which shares it, until it joins parts/
     folder = Path(baselines.__file__).parent
     upward = ("agents", "leaderboard", "cli", "replay", "traces")
     for path in sorted(folder.rglob("*.py")):
@@ -113,17 +114,14 @@ def test_baselines_import_only_downward_and_parts_only_parts() -> None:
         assert not [m for m in names if m.split(".")[1] in upward], path
         if path.parent.name == "parts":
             siblings = {m for m in names if m.startswith("gpucluster_env.baselines.")}
-            assert all(m.startswith(("gpucluster_env.baselines.parts.", "gpucluster_env.baselines.gavel_rounds."))
-                       for m in siblings), (path, siblings)
+            assert all(m.startswith("gpucluster_env.baselines.parts.") for m in siblings), (path, siblings)
 
 
 def test_declared_defaults_fit_their_settings() -> None:
     # a default always passes the constructor's check (it is the author's), but it should fit its declaration
-    # too, else the command line refuses a value the policy runs with by default; pollux's seed (0 under the
-    # positive rule of an undeclared int) awaits its declaration as NON_NEGATIVE
-    known = {("pollux", "seed")}
+    # too, else the command line refuses a value the policy runs with by default
     for name, cls in registered_policies().items():
-        for key, (setting, default) in declared_options(cls).items():
-            if default is not inspect.Parameter.empty and setting.check is None and (name, key) not in known:
+        for setting, default in declared_options(cls).values():
+            if default is not inspect.Parameter.empty and setting.check is None:
                 check_value(setting, default, f"policy {name!r}: default of option ")
     assert make_policy("random", seed=0).seed == 0 and make_policy("pollux", seed=0).options == {"seed": 0}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines import gavel_rounds as R
 from gpucluster_env.baselines.parts import gavel_lp as G
+from gpucluster_env.baselines.parts import gavel_rounds as R
 
 
 def _feasible(x: np.ndarray, gpus, cap, y=None, pairs=None, pair_gpus=None) -> None:

@@ -22,9 +22,9 @@ are ``pollux_workloads/workload-{1..8}.csv``, 160 jobs each) does this:
    (:data:`POLLUX_BATCH`, the files' ``batch_size`` column), split evenly over the job's GPUs and kept fixed, as
    Castor keeps the user's batch (the engine adds gradient accumulation where a GPU's memory needs it); a fixed
    amount of work per application, ``max_epochs x dataset_size`` samples (:data:`POLLUX_EPOCHS`, from Pollux's
-   ``simulator/applications.py``), i.e. ``ceil(epochs x dataset / global batch)`` iterations. Pollux's
-   statistical-efficiency scaling of progress is not modelled, because Castor and SJF-BSBF do not change
-   batch sizes.
+   ``simulator/applications.py``), i.e. ``ceil(epochs x dataset / global batch)`` iterations. Castor and
+   SJF-BSBF do not change batch sizes, so the engine's statistical-efficiency charge (which applies only to a
+   job trained at another total batch than its stated one) never touches these jobs.
    ``annotate="pollux-time"`` (sjfbsbf-philly) keeps Pollux's work but measures it on Pollux's own hardware:
    those iterations times Pollux's measured T4 step time for the job's placement (``placements.csv``, 4-GPU
    nodes), converted to iterations with the catalog's T4 on the same placement
@@ -38,6 +38,7 @@ day on that trace (its own clock), application by GPU time, GPUs and iterations 
 
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -211,13 +212,10 @@ def pollux_step_time(app: str, num_gpus: int, local_bsz: float, root: Path | Non
     accumulation; one below the smallest measured is clamped to it. ``spread``: more than 16 GPUs take the rows
     of ``scalability.csv`` measured at ``ceil(n / 4)`` nodes and ``n`` replicas where there are some (what
     Pollux's simulator interpolates for such placements), instead of the four-full-node row."""
-    from gpucluster_env.catalog.measured import load_pollux_placements
-
-    rows = _scalability_rows(app, num_gpus, root) if spread and num_gpus > 4 * POLLUX_NODE_GPUS else []
+    rows = _scalability_rows(app, num_gpus, root) if spread and num_gpus > 4 * POLLUX_NODE_GPUS else ()
     if not rows:
         pl = pollux_placement(num_gpus)
-        rows = sorted((float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
-                      for r in load_pollux_placements(app, root) if r["placement"] == pl)
+        rows = _placement_rows(app, pl, root)
         if not rows:
             raise ValueError(f"Pollux measured no placement {pl!r} for {app!r}")
     xs, steps, syncs = (np.array(c) for c in zip(*rows, strict=True))
@@ -229,16 +227,28 @@ def pollux_step_time(app: str, num_gpus: int, local_bsz: float, root: Path | Non
     return step + (k - 1) * max(0.0, step - sync)
 
 
-def _scalability_rows(app: str, num_gpus: int, root: Path | None) -> list[tuple[float, float, float]]:
+@functools.lru_cache(maxsize=1024)
+def _placement_rows(app: str, placement: str, root: Path | None) -> tuple[tuple[float, float, float], ...]:
+    """``(local_bsz, step_time, sync_time)`` of Pollux's ``placements.csv`` at ``placement``, sorted by local
+    batch (empty when not measured); read once per (application, placement)."""
+    from gpucluster_env.catalog.measured import load_pollux_placements
+
+    return tuple(sorted((float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
+                        for r in load_pollux_placements(app, root) if r["placement"] == placement))
+
+
+@functools.lru_cache(maxsize=1024)
+def _scalability_rows(app: str, num_gpus: int, root: Path | None) -> tuple[tuple[float, float, float], ...]:
     """``(local_bsz, step_time, sync_time)`` of Pollux's ``scalability.csv`` at ``ceil(n / 4)`` nodes and ``n``
-    replicas, sorted by local batch (empty when not measured)."""
+    replicas, sorted by local batch (empty when not measured); read once per (application, GPUs)."""
     from gpucluster_env.catalog.measured import read_csv_rows, require_data_dir
 
     path = (root or require_data_dir()) / "profiles" / "pollux" / app / "scalability.csv"
     nodes = -(-int(num_gpus) // POLLUX_NODE_GPUS)
-    return sorted((float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
-                  for r in read_csv_rows(path, ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"))
-                  if int(r["num_nodes"]) == nodes and int(r["num_replicas"]) == int(num_gpus))
+    return tuple(sorted(
+        (float(r["local_bsz"]), float(r["step_time"]), float(r["sync_time"]))
+        for r in read_csv_rows(path, ("num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"))
+        if int(r["num_nodes"]) == nodes and int(r["num_replicas"]) == int(num_gpus)))
 
 
 def pollux_time_iterations(app: str, num_gpus: int, catalog: Catalog, root: Path | None = None) -> float:
@@ -311,23 +321,36 @@ POLLUX_MAX_LOCAL: dict[str, int] = {"yolov3": 8}
 (``applications.py``: YOLOv3 ``max_local_bsz=8``): larger local batches accumulate gradients."""
 
 
+def _time_matched(app: str, n: int, total: int, catalog: Catalog) -> tuple[float, int]:
+    """Iterations and per-GPU batch of a job of ``app`` held at total batch ``total`` on ``n`` GPUs: the steps
+    Pollux's simulator runs for it (:func:`~gpucluster_env.catalog.pollux_efficiency.validated_iterations`)
+    times Pollux's measured T4 step time on that placement (:func:`pollux_step_time`, with its accumulation
+    limit :data:`POLLUX_MAX_LOCAL` and, past 16 GPUs, its spread measurements), converted to iterations of the
+    catalog's T4 on the same placement (as :func:`pollux_time_iterations`)."""
+    from gpucluster_env.traces.annotate import reference_iter_time
+
+    from gpucluster_env.catalog.pollux_efficiency import validated_iterations
+
+    b = math.ceil(total / n)
+    seconds = validated_iterations(app, total) * pollux_step_time(app, n, b, max_local=POLLUX_MAX_LOCAL.get(app),
+                                                                  spread=True)
+    t_iter = reference_iter_time(catalog, app, n, b, POLLUX_GPU, POLLUX_NODE_GPUS, POLLUX_INTER_NODE_GBS)
+    return float(max(1, math.ceil(seconds / t_iter))), b
+
+
 def pollux_workload_jobs(path: Path, catalog: Catalog, elastic: bool = True) -> pd.DataFrame:
     """The engine job table of one of Pollux's workload files (``workload-*.csv``: ``name, time, application,
     num_replicas, batch_size``), for running Pollux's own workloads here side by side with its simulator.
 
-    Each job asks for its ``num_replicas`` GPUs at ``batch_size / num_replicas`` per GPU (the configuration
-    Pollux's simulator gives Tiresias). Its work is what Pollux's simulator runs for a job held at that batch:
-    the validation run's iterations to the last epoch (:func:`~gpucluster_env.catalog.pollux_efficiency.
-    validated_iterations`) times Pollux's measured T4 step time on that placement (:func:`pollux_step_time`),
-    converted to iterations of the catalog's T4 on the same placement (as :func:`pollux_time_iterations`), with
-    Pollux's accumulation limit (:data:`POLLUX_MAX_LOCAL`) and, past 16 GPUs, its spread measurements.
-    ``elastic``: the job asks for one GPU (where Pollux's simulator starts every job: its first allocation is
-    capped at one replica, then at twice the most it has run on) with as many iterations as carry the same
-    samples, and may grow up to the GPUs at which its total batch reaches Pollux's largest validated batch
-    (NCF: 1 GPU only, as in Pollux's simulator); otherwise it runs at ``num_replicas`` GPUs only (Tiresias)."""
-    from gpucluster_env.traces.annotate import reference_iter_time
-
-    from gpucluster_env.catalog.pollux_efficiency import POLLUX_MAX_BATCH, validated_iterations
+    Not ``elastic`` (Tiresias, as Pollux's simulator runs it): each job asks for its ``num_replicas`` GPUs at
+    ``batch_size / num_replicas`` per GPU, its work what Pollux's simulator runs for a job held at that batch
+    (:func:`_time_matched`). ``elastic`` (Pollux): each job asks for one GPU at Pollux's initial batch ``M0``
+    (where Pollux's simulator starts every job), its work what Pollux's simulator runs for a job held there
+    (its progress is counted in steps at ``M0``); the engine charges any other batch its statistical efficiency
+    (``Reallocate``'s ``batch``), and the job may grow to the GPUs at which Pollux's smallest per-GPU batch
+    reaches its largest validated batch (at most 64, Pollux's simulator's cap). NCF keeps one GPU at its
+    workload batch, as Pollux's simulator fixes it (``target_batch_size=32768``)."""
+    from gpucluster_env.catalog.pollux_efficiency import POLLUX_INIT_BATCH, POLLUX_LOCAL_BATCH, POLLUX_MAX_BATCH
 
     df = pd.read_csv(path)
     missing = [c for c in WORKLOAD_COLUMNS if c not in df.columns]
@@ -339,15 +362,14 @@ def pollux_workload_jobs(path: Path, catalog: Catalog, elastic: bool = True) -> 
         app, n, total = str(r.application), int(r.num_replicas), int(r.batch_size)
         if app not in POLLUX_EPOCHS or n < 1 or total < n:
             raise ValueError(f"{path}: row {i + 2}: bad application/num_replicas/batch_size {app!r}, {n}, {total}")
+        lo = hi = n
+        if elastic:
+            n, total, lo, hi = 1, (total if app == "ncf" else POLLUX_INIT_BATCH[app]), 1, 1
+            if app != "ncf":
+                hi = min(64, POLLUX_MAX_BATCH[app] // POLLUX_LOCAL_BATCH[app][0])
         if (app, n, total) not in work:
-            b = math.ceil(total / n)
-            seconds = validated_iterations(app, total) * pollux_step_time(
-                app, n, b, max_local=POLLUX_MAX_LOCAL.get(app), spread=True)
-            t_iter = reference_iter_time(catalog, app, n, b, POLLUX_GPU, POLLUX_NODE_GPUS, POLLUX_INTER_NODE_GBS)
-            work[app, n, total] = float(max(1, math.ceil(seconds / t_iter))), b
+            work[app, n, total] = _time_matched(app, n, total, catalog)
         iters, b = work[app, n, total]
-        hi = max(n, min(64, POLLUX_MAX_BATCH[app] // b)) if elastic and app != "ncf" else n
-        start = 1 if elastic else n  # Pollux's simulator starts every job on one GPU and doubles from there
-        rows.append({"job_id": str(r.name), "submit_s": float(r.time), "num_gpus": start, "model": app,
-                     "batch_size": b, "iterations": iters * n / start, "min_gpus": start, "max_gpus": hi})
+        rows.append({"job_id": str(r.name), "submit_s": float(r.time), "num_gpus": n, "model": app,
+                     "batch_size": b, "iterations": iters, "min_gpus": lo, "max_gpus": hi})
     return pd.DataFrame(rows)

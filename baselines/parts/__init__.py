@@ -2,7 +2,7 @@
 
 * Gavel: :mod:`.gavel_lp` (the allocation LPs as pure functions), :mod:`.gavel_scheduler` (the round-based
   scheduler the ``gavel*`` policies subclass), :mod:`.solo_throughputs` (the throughput matrix from the
-  performance model; Gavel's rounds are in ``gpucluster_env.baselines.gavel_rounds``, shared with Pollux).
+  performance model), :mod:`.gavel_rounds` (Gavel's round mechanism, also Hadar's and Pollux's).
 * Castor and SJF-FFS: :mod:`.sjf_sharing` (SJF with a sharing fallback), :mod:`.castor_pairs` (Theorem 1 and
   Algorithm 2 over arrays), :mod:`.xi_predictor` (the interference predictor they and Gimbal read).
 * Gimbal, Lucid, Gandiva: :mod:`.gimbal_rules` (the topology rule, packing sets), :mod:`.gimbal_search` (the

@@ -28,7 +28,8 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.gavel_rounds import (
+from gpucluster_env.baselines.parts import gavel_lp as lp
+from gpucluster_env.baselines.parts.gavel_rounds import (
     needs_recompute,
     next_boundary,
     order_moves,
@@ -38,7 +39,6 @@ from gpucluster_env.baselines.gavel_rounds import (
     round_priorities,
     select_round,
 )
-from gpucluster_env.baselines.parts import gavel_lp as lp
 from gpucluster_env.baselines.parts.solo_throughputs import Throughputs
 
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait

@@ -6,7 +6,10 @@ runs each of Pollux's ``workload-*.csv`` files (``petuum/adaptdl`` branch ``osdi
 16 nodes x 4 T4 over 50 Gbps (Pollux §5.3), with Pollux's 30-s restart delay (its simulator's
 ``rescale_time``) and a decision point every 60 s (its scheduling interval), and prints each episode's average
 JCT and makespan. The jobs are :func:`~gpucluster_env.traces.pollux.pollux_workload_jobs`: elastic for Pollux
-(starting on one GPU, as in its simulator), at their ``num_replicas`` GPUs for the others (Tiresias).
+(starting on one GPU at Pollux's initial batch, as in its simulator; ``pollux`` re-tunes their batch and the
+engine charges its statistical efficiency), at their ``num_replicas`` GPUs for the others (Tiresias).
+``--measured-throughput`` runs both on Pollux's measured T4 step times (:func:`measured_catalog`) instead of
+the catalog's T4 model.
 """
 
 from __future__ import annotations
@@ -46,13 +49,39 @@ ELASTIC_POLICIES = ("pollux",)
 ``num_replicas`` GPUs, as Pollux's simulator runs Tiresias."""
 
 
-def workload_scenario(path: Path, elastic: bool = False) -> WorkloadScenario:
-    """Pollux's cluster and settings with the jobs of workload file ``path`` (elastic or not)."""
+def measured_catalog(jobs: pd.DataFrame, max_gpus: int = 64) -> Any:
+    """The default catalog with Pollux's measured T4 step times (``profiles/pollux/<app>/placements.csv`` and
+    ``scalability.csv``, :func:`~gpucluster_env.traces.pollux.pollux_step_time`) as measured solo times for
+    every configuration the jobs of ``jobs`` start at and ``pollux`` may re-tune them to (its batch candidates
+    on 1 to ``max_gpus`` GPUs), wherever on the cluster's nodes: the throughput of Pollux's simulator on both
+    sides instead of the catalog's fitted T4 model."""
+    from gpucluster_env.baselines.pollux import batch_candidates
+    from gpucluster_env.traces.pollux import POLLUX_MAX_LOCAL, pollux_step_time
+
+    from gpucluster_env.catalog import default_catalog
+    from gpucluster_env.catalog.solo import MeasuredSolo, solo_key
+
+    configs = {(str(m), int(b), int(n)) for m, b, n in zip(jobs["model"], jobs["batch_size"], jobs["num_gpus"],
+                                                          strict=True)}
+    for app in sorted(set(jobs["model"]) - {"ncf"}):
+        cand = batch_candidates(app, max_gpus)
+        configs |= {(app, int(b), r) for r in range(1, max_gpus + 1) for b in cand[r].tolist() if b > 0}
+    table = {solo_key(m, b, n): n / pollux_step_time(m, n, b, max_local=POLLUX_MAX_LOCAL.get(m), spread=True)
+             for m, b, n in sorted(configs)}
+    return default_catalog().with_solo(MeasuredSolo({"consolidated": {POLLUX_GPU: table}}, placement_blind=True))
+
+
+def workload_scenario(path: Path, elastic: bool = False, measured: bool = False) -> WorkloadScenario:
+    """Pollux's cluster and settings with the jobs of workload file ``path`` (elastic or not); ``measured``:
+    with :func:`measured_catalog` (attached as ``_catalog``; :func:`run` passes it to the environment)."""
     from gpucluster_env.traces.pollux import pollux_workload_jobs
 
     from gpucluster_env.catalog import default_catalog
 
-    jobs = pollux_workload_jobs(path, default_catalog(), elastic=elastic)
+    catalog = default_catalog()
+    if measured:
+        catalog = measured_catalog(pollux_workload_jobs(path, catalog, elastic=elastic))
+    jobs = pollux_workload_jobs(path, catalog, elastic=elastic)
     cluster = ClusterSpec(tuple(NodeSpec(POLLUX_GPU, POLLUX_NODE_GPUS) for _ in range(POLLUX_NODES)),
                           inter_node_bw_gbps=POLLUX_INTER_NODE_GBS, name="pollux-16xT4")
     config = replace(EngineConfig(), restart_s=POLLUX_RESTART_S, restart_on_allocation=True, tick_s=POLLUX_TICK_S)
@@ -60,14 +89,17 @@ def workload_scenario(path: Path, elastic: bool = False) -> WorkloadScenario:
                           cluster=cluster, models=tuple(sorted(POLLUX_EPOCHS)), trace="philly",
                           num_jobs=len(jobs), annotate="pollux-time", config=config)
     object.__setattr__(sc, "_jobs", jobs)
+    object.__setattr__(sc, "_catalog", catalog)
     return sc
 
 
-def run(path: Path, policy: str, seed: int = 0, options: dict[str, Any] | None = None) -> dict[str, Any]:
+def run(path: Path, policy: str, seed: int = 0, options: dict[str, Any] | None = None,
+        measured: bool = False) -> dict[str, Any]:
     """One episode of ``policy`` on workload file ``path``: the run's metrics (``avg_jct_s``, ``makespan_s``,
-    ...)."""
-    sc = workload_scenario(path, elastic=policy in ELASTIC_POLICIES)
-    return run_episode(sc, make_policy(policy, **(options or {})), seed)  # type: ignore[arg-type]
+    ...); ``measured``: on Pollux's measured throughput (:func:`measured_catalog`)."""
+    sc = workload_scenario(path, elastic=policy in ELASTIC_POLICIES, measured=measured)
+    kwargs = {"catalog": sc.__dict__["_catalog"]} if measured else None
+    return run_episode(sc, make_policy(policy, **(options or {})), seed, env_kwargs=kwargs)  # type: ignore[arg-type]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--policy", action="append", default=None, help="policy name (repeatable; default pollux)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--option", action="append", default=[], metavar="KEY=INT", help="policy option (integers)")
+    p.add_argument("--measured-throughput", action="store_true",
+                   help="Pollux's measured T4 step times instead of the catalog's T4 model (both policies)")
     args = p.parse_args(argv)
     options: dict[str, Any] = {}
     for kv in args.option:
@@ -89,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.workloads:
         for pol in args.policy or ["pollux"]:
             try:
-                res = run(path, pol, args.seed, options if pol == "pollux" else None)
+                res = run(path, pol, args.seed, options if pol == "pollux" else None, args.measured_throughput)
             except (OSError, ValueError) as e:  # each names the file
                 print(f"pollux_compare: {e}", file=sys.stderr)
                 return 2

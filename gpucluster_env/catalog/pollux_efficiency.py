@@ -80,12 +80,58 @@ def has_efficiency(model: str) -> bool:
     return model in POLLUX_PGNS
 
 
+NOISE_PART_TOL = 1e-9
+"""A fraction of training done within this of a part's end counts as in the next part (the engine's progress
+reaches a boundary up to float noise)."""
+
+POLLUX_LOCAL_BATCH: dict[str, tuple[int, int]] = {
+    "bert": (4, 12), "cifar10": (32, 1024), "deepspeech2": (10, 80), "imagenet": (20, 200), "ncf": (32, 32768),
+    "yolov3": (4, 8),
+}
+"""Per-GPU (atomic) batch range Pollux's simulator tunes within: the smallest and largest ``local_bsz`` of
+``profiles/pollux/<app>/placements.csv`` (its ``min_local_bsz`` / ``max_local_bsz``; YOLOv3's largest is
+``applications.py``'s ``max_local_bsz=8``)."""
+
+
+def noise_part(model: str, done: float) -> int:
+    """The part of :data:`POLLUX_PGNS` that the fraction ``done`` (0..1) of ``model``'s training falls in."""
+    n = len(POLLUX_PGNS[model])
+    return min(n - 1, max(0, int(math.floor(float(done) * n + NOISE_PART_TOL))))
+
+
 def noise_scale(model: str, done: float) -> float:
     """``phi`` of ``model`` when the fraction ``done`` (0..1) of its training is done: the value of the part of
     :data:`POLLUX_PGNS` that ``done`` falls in."""
-    curve = POLLUX_PGNS[model]
-    k = min(len(curve) - 1, max(0, int(math.floor(float(done) * len(curve)))))
-    return float(curve[k])
+    return float(POLLUX_PGNS[model][noise_part(model, done)])
+
+
+def noise_part_end(model: str, done: float) -> float | None:
+    """The fraction of training at which ``model``'s ``phi`` next changes after ``done`` (None: it does not)."""
+    n = len(POLLUX_PGNS[model])
+    k = noise_part(model, done)
+    return (k + 1) / n if k + 1 < n else None
+
+
+def batch_range(model: str) -> tuple[int, int] | None:
+    """The total batches ``model`` may train at, Pollux's validated ``[M0, max_batch]`` (None: no data, so a
+    batch other than the stated one has no known statistical efficiency)."""
+    if model not in POLLUX_INIT_BATCH:
+        return None
+    return POLLUX_INIT_BATCH[model], POLLUX_MAX_BATCH[model]
+
+
+def progress_gain(model: str, total: float, base_total: float, done: float) -> float:
+    """The progress one iteration at total batch ``total`` makes, in iterations at ``base_total`` (the batch a
+    job's work is stated at), when the fraction ``done`` of its training is done: the samples' ratio times the
+    efficiency ratio, ``total / base x EFFICIENCY(total) / EFFICIENCY(base) = total / base x (phi + base) /
+    (phi + total)`` (Pollux eq. 5 relative to the stated batch instead of ``M0``); ``total / base`` (samples
+    only) for a model with no noise data. Exactly 1 at ``total == base_total``."""
+    if total == base_total:
+        return 1.0
+    ratio = float(total) / float(base_total)
+    if not has_efficiency(model):
+        return ratio
+    return ratio * float(efficiency(total, base_total, noise_scale(model, done)))
 
 
 def efficiency(batch: np.ndarray | float, init_batch: float, phi: float) -> np.ndarray:

@@ -128,17 +128,19 @@ class ActionChecks:
             )
         return s
 
-    def check_measured(self, action: Action | tuple, j: int, g: np.ndarray) -> None:
-        """ActionError when job ``j``'s gang on ``g`` (one GPU type) is a configuration Gavel measured at zero
-        throughput (:mod:`gpucluster_env.catalog.solo`: it cannot run there)."""
+    def check_measured(self, action: Action | tuple, j: int, g: np.ndarray, batch: int | None = None) -> None:
+        """ActionError when job ``j``'s gang on ``g`` (one GPU type) at per-GPU ``batch`` (default its batch now)
+        is a configuration Gavel measured at zero throughput (:mod:`gpucluster_env.catalog.solo`: it cannot run
+        there)."""
         st = self.state
         t = st._gpu_type_l[int(g[0])]
         if len(g) > 1 and (st.gpu_type[g] != t).any():
             return
+        b = st._batch_l[j] if batch is None else batch
         n_nodes = 1 if len(g) == 1 else len(set(st.gpu_node[g].tolist()))
-        if math.isinf(st.gang_scale(st._model_l[j], st._batch_l[j], t, len(g), n_nodes)):
+        if math.isinf(st.gang_scale(st._model_l[j], b, t, len(g), n_nodes)):
             raise ActionError(f"{typed(action)}: job {j} ({st.model_names[st._model_l[j]]}, batch "
-                              f"{st._batch_l[j]}) cannot run on {len(g)} {st.type_names[t]}: Gavel measured "
+                              f"{b}) cannot run on {len(g)} {st.type_names[t]}: Gavel measured "
                               "zero throughput there")
 
     def check_fork_gpus(self, action: Action | tuple, j: int, gpus: tuple[int, ...]) -> np.ndarray:

@@ -98,12 +98,20 @@ class Reallocate:
     set, whose size may differ from the job's only within its ``[min_gpus, max_gpus]`` (elastic jobs; see
     ``docs/engine.md``); without it the engine picks ``len(current GPUs)`` GPUs of ``gpu_type`` (``None``:
     the fastest type that fits) by its placement rule, counting the job's own GPUs as free.
-    ``accumulation=None``: the smallest that fits there."""
+    ``accumulation=None``: the smallest that fits there. ``batch``: a new per-GPU batch (Pollux's batch-size
+    adaptation), its total on the new GPUs within the model's validated range
+    (:func:`~gpucluster_env.catalog.pollux_efficiency.batch_range`); the job's work is stated at the batch it
+    asked for, and at another total batch it progresses at its throughput times the statistical-efficiency
+    gain (:func:`~gpucluster_env.catalog.pollux_efficiency.progress_gain`). A ``Reallocate`` to the job's own
+    GPUs that only changes its batch (and accumulation) is a parameter change: no restart (AdaptDL rescales
+    the batch in place). The batch holds until the job is preempted;
+    ``Place`` starts a job at the batch it asked for."""
 
     job: int
     gpus: tuple[int, ...] | None = None
     gpu_type: str | None = None
     accumulation: int | None = None
+    batch: int | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,10 @@ one copy of the size it asked for that is not starting up. Otherwise its progres
 
 * **Size.** ``iterations`` count iterations of the global batch at the asked size ``N``; a copy of ``n`` GPUs
   (same per-GPU batch) does ``n / N`` of them per iteration of its own, so its rate is ``(n / N) / t_iter``.
+  **Batch.** A job whose total batch differs from the stated one (resized, or re-batched by ``Reallocate``'s
+  ``batch``) and whose model has Pollux's noise data progresses at that times the statistical-efficiency ratio
+  (:meth:`~gpucluster_env.engine.rates.Rates.batch_gain`), whose noise scale changes at each tenth of training:
+  an event there keeps progress exact (:meth:`Progress.gain_edge`).
 * **Quotas** (more than one copy, HadarE §V-B). The job's remaining steps are split among its copies in
   proportion to each copy's throughput whenever its copies change (fork, drop, move) and at every round
   boundary (after consolidation). A copy that has done its quota idles (holding its GPUs) until the next
@@ -27,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ..catalog.pollux_efficiency import has_efficiency, noise_part_end
 from .occupancy import Copy, Occupancy
 from .rates import Rates
 from .state import EngineState
@@ -184,9 +189,24 @@ class Progress:
             cp.rate[i] = r
         s.rate[j] = total
         if q is None and total > 0:
-            nxt = min(nxt, af + s.remaining.item(j) / total)
+            rem = s.remaining.item(j)
+            nxt = min(nxt, af + rem / total)
+            edge = self.gain_edge(j)  # the rate changes there: an event, so progress stays exact
+            if edge >= 0:
+                nxt = min(nxt, af + (rem - edge) / total)
         if nxt < math.inf:
             s.events.push_finish(nxt, j, v)
+
+    def gain_edge(self, j: int) -> float:
+        """The remaining iterations at which single-copy job ``j``'s batch gain next changes (its noise scale
+        moves to the next part of training), or -1 when it does not."""
+        s = self.state
+        name = s.model_names[s._model_l[j]]
+        c = s._copy_consts[j][0]
+        if not has_efficiency(name) or (c.n == s._req_l[j] and s._batch_l[j] == s.batch.item(j)):
+            return -1.0
+        end = noise_part_end(name, self.rates.done_fraction(j))
+        return -1.0 if end is None else s.iterations.item(j) * (1.0 - end)
 
     def copy_event(self, j: int, t: float) -> bool:
         """A completion event of a job with per-copy progress at ``t``: True when the job is done (the caller

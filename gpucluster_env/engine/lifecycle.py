@@ -120,6 +120,7 @@ class Lifecycle:
         st._running.pop(j, None)
         st._forked.discard(j)
         st._cp.pop(j, None)
+        st._batch_l[j] = st.batch.item(j)  # a batch set by Reallocate lasts while the job runs
         st._pending[j] = None
         st.queue_version += 1
         st.status[j] = PENDING

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from ..catalog.pollux_efficiency import batch_range
 from ..performance import fit_accumulation, fits_memory, footprint_gb
 from .action_checks import ActionChecks
 from .actions import ActionError, Reallocate
@@ -42,8 +43,28 @@ class MoveChecks:
         sj = self.state.slot_job[g]
         return np.where(sj[:, 0] == j, sj[:, 1], sj[:, 0])
 
-    def check_reallocate(self, action: Reallocate) -> tuple[int, np.ndarray, int]:
-        """Job, GPU set and accumulation of a valid ``Reallocate``, or ActionError."""
+    def check_batch(self, action: Reallocate, j: int, n: int) -> int:
+        """The per-GPU batch of job ``j`` on ``n`` GPUs after ``action``: its batch now when the action names
+        none, else the one named, checked (a positive integer, its total within the model's validated range)."""
+        st = self.state
+        if action.batch is None:
+            return st._batch_l[j]
+        b = action.batch
+        if isinstance(b, bool | np.bool_) or not isinstance(b, int | np.integer) or b < 1:
+            raise ActionError(f"{action}: batch must be a positive integer (per-GPU samples), got {b!r}")
+        name = st.model_names[st._model_l[j]]
+        valid = batch_range(name)
+        if valid is None:
+            raise ActionError(f"{action}: job {j}'s model {name} has no statistical-efficiency data (no validated "
+                              "batch range), so its batch cannot change")
+        lo, hi = valid
+        if not lo <= n * int(b) <= hi:
+            raise ActionError(f"{action}: total batch {n} x {b} = {n * int(b)} is outside {name}'s validated range "
+                              f"[{lo}, {hi}]")
+        return int(b)
+
+    def check_reallocate(self, action: Reallocate) -> tuple[int, np.ndarray, int, int]:
+        """Job, GPU set, accumulation and per-GPU batch of a valid ``Reallocate``, or ActionError."""
         st = self.state
         self.checks.check_job(action, action.job)
         j = self.checks.running_index(action, int(action.job))
@@ -68,10 +89,11 @@ class MoveChecks:
             sj = st.slot_job[g]
             if ((sj[:, 0] >= 0) & (sj[:, 0] != j) & (sj[:, 1] >= 0) & (sj[:, 1] != j)).any():
                 raise ActionError(f"{action}: a GPU of the set already holds two other jobs")
-        self.checks.check_measured(action, j, g)
+        batch = self.check_batch(action, j, len(g))
+        self.checks.check_measured(action, j, g, batch)
         others = self.others_on(j, g)
         room = st.type_mem[st.gpu_type[g]] - np.where(others >= 0, st.footprint[np.maximum(others, 0)], 0.0)
-        p, batch = st.profiles[st._model_l[j]], st._batch_l[j]
+        p = st.profiles[st._model_l[j]]
         if action.accumulation is None:
             s = fit_accumulation(p, batch, float(room.min()))
             if s is None:
@@ -87,9 +109,10 @@ class MoveChecks:
                 gi = int(g[over[0]])
                 raise ActionError(f"{action}: memory does not fit on GPU {gi}: {fp:.1f} GB > {room[over[0]]:.1f} GB "
                                   "free beside its tenant")
-        if s == st.accum.item(j) and sorted(g.tolist()) == sorted(st.copies[j][0].tolist()):
-            raise ActionError(f"{action}: job {j} already runs on those GPUs at accumulation {s}")
-        return j, g, s
+        if (s == st.accum.item(j) and batch == st._batch_l[j]
+                and sorted(g.tolist()) == sorted(st.copies[j][0].tolist())):
+            raise ActionError(f"{action}: job {j} already runs on those GPUs at accumulation {s} and batch {batch}")
+        return j, g, s, batch
 
     def check_copy(self, action: Any) -> tuple[int, int]:
         """Job and copy index of a ``DropCopy`` / ``MoveCopy`` of a forked running job, or ActionError."""

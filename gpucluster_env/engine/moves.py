@@ -1,7 +1,7 @@
 """The state changes of the moves of running jobs: ``Reallocate`` (Gavel's and Hadar's per-round allocations:
-another GPU set, type or size in one action, paying ``restart_s``), and HadarE's ``DropCopy`` and ``MoveCopy``
-of one copy of a forked job. Each runs after its checks (:mod:`gpucluster_env.engine.move_checks`) and
-leaves every count, rate and completion event up to date.
+another GPU set, type or size in one action, paying ``restart_s``; or Pollux's batch re-tuning in place), and
+HadarE's ``DropCopy`` and ``MoveCopy`` of one copy of a forked job. Each runs after its checks
+(:mod:`gpucluster_env.engine.move_checks`) and leaves every count, rate and completion event up to date.
 """
 
 from __future__ import annotations
@@ -29,29 +29,36 @@ class Moves:
         self.checks = checks
 
     def reallocate(self, action: Reallocate) -> None:
-        """Move a running job of one copy to the checked GPU set (its progress kept), paying ``restart_s``."""
+        """Move a running job of one copy to the checked GPU set (its progress kept), paying ``restart_s``, or
+        only change its batch (and accumulation) on its own GPUs, in place (no restart)."""
         st = self.state
-        j, g, s = self.checks.check_reallocate(action)
+        j, g, s, b = self.checks.check_reallocate(action)
         t = st.now
         self.progress.settle(j, t)  # progress so far, at the old GPUs' rate
         old = st._copy_consts[j][0]
-        partners = self.occupancy.vacate(j, old)
         gl = g.tolist()
+        moved = sorted(gl) != sorted(old.gl)
+        partners = self.occupancy.vacate(j, old)
+        st._batch_l[j] = b
         c = self.rates.new_copy(j, g, s, gl)
         st.copies[j] = [g]
         st._copy_consts[j] = [c]
         st.accum[j] = s
-        st.footprint[j] = footprint_gb(st.profiles[st._model_l[j]], st._batch_l[j], s)
+        st.footprint[j] = footprint_gb(st.profiles[st._model_l[j]], b, s)
         st.share_lo[j] = st.share_hi[j] = st.share_units
         partners |= self.occupancy.occupy(j, c)
-        if c.n != st._req_l[j]:
-            st._cp[j] = CopyProgress(1)  # a resized gang: its rate is scaled by n / N (job_progress)
+        if c.n != st._req_l[j] or b != st.batch.item(j):
+            st._cp[j] = CopyProgress(1)  # resized or re-batched: its rate is scaled (Rates.copy_rate)
         else:
             st._cp.pop(j, None)
         self._refresh_one(j, c)
-        self.progress.pause(j, t, t + st.config.restart_s)  # a checkpoint-restart on the new GPUs
-        st.counts["reallocations"] += 1
-        st.log.records.append((t, "reallocate", j, {"gpus": gl[:], "accumulation": s}))
+        rec = {"gpus": gl[:], "accumulation": s}
+        if action.batch is not None:
+            rec["batch"] = b
+        if moved or action.batch is None:
+            self.progress.pause(j, t, t + st.config.restart_s)  # a checkpoint-restart on the new GPUs
+            st.counts["reallocations"] += 1
+        st.log.records.append((t, "reallocate", j, rec))
         self.progress.rerate(sorted(partners | {j}), t)
 
     def _refresh_one(self, j: int, c: Copy) -> None:

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..catalog.pollux_efficiency import has_efficiency, progress_gain
 from ..performance import CopyModel, copy_iter_time, copy_model, fit_accumulation, paced_iter_time
 from .occupancy import Copy
 from .state import EngineState
@@ -135,16 +136,36 @@ class Rates:
     def copy_rate(self, j: int, c: Copy) -> float:
         """The rate (iterations of job ``j``'s global batch per second) of its copy ``c`` when it progresses,
         under the current partners and shares: a copy of ``n`` of the ``N`` GPUs the job asked for does ``n / N``
-        of a global iteration per iteration of its own."""
+        of a global iteration per iteration of its own, times the statistical-efficiency ratio when its total
+        batch is not the stated one (:meth:`batch_gain`)."""
+        st = self.state
         r = 1.0 / self.copy_time(j, c)
-        n, req = c.n, self.state._req_l[j]
-        return r if n == req else r * (n / req)
+        n, req = c.n, st._req_l[j]
+        return r if n == req and st._batch_l[j] == st.batch.item(j) else r * self.batch_gain(j, n)
 
     def solo_copy_rate(self, j: int, c: Copy) -> float:
         """:meth:`copy_rate` with no partner at full share."""
+        st = self.state
         r = 1.0 / c.k.solo_iter
-        n, req = c.n, self.state._req_l[j]
-        return r if n == req else r * (n / req)
+        n, req = c.n, st._req_l[j]
+        return r if n == req and st._batch_l[j] == st.batch.item(j) else r * self.batch_gain(j, n)
+
+    def done_fraction(self, j: int) -> float:
+        """The fraction of job ``j``'s stated iterations done (at its last settled time)."""
+        st = self.state
+        return 1.0 - st.remaining.item(j) / max(st.iterations.item(j), 1e-12)
+
+    def batch_gain(self, j: int, n: int) -> float:
+        """Iterations of job ``j``'s stated global batch that one iteration of a copy of ``n`` GPUs at its
+        per-GPU batch now makes: ``n / N`` (samples) at the stated per-GPU batch of a model with no noise data,
+        else Pollux's :func:`~gpucluster_env.catalog.pollux_efficiency.progress_gain` (samples times the
+        statistical-efficiency ratio at the job's progress)."""
+        st = self.state
+        b, b0, req = st._batch_l[j], st.batch.item(j), st._req_l[j]
+        name = st.model_names[st._model_l[j]]
+        if b == b0 and not has_efficiency(name):
+            return n / req
+        return progress_gain(name, n * b, req * b0, self.done_fraction(j))
 
     # ------------------------------------------------------------------ estimates (read-only)
     def copy_iter_time(self, j: int, gpus: np.ndarray, xi: np.ndarray | None = None) -> float:
@@ -157,11 +178,12 @@ class Rates:
             return self.copy_time(j, c)
         return copy_iter_time(c.k, self.copy_xi(j, c))  # copy_time without its shortcut
 
-    def iter_time_for(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
+    def iter_time_for(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0,
+                      batch: int | None = None) -> float:
         """Iteration time of one copy of job ``j`` on ``gpus`` at accumulation ``s`` with each worker slowed by
-        ``xi`` (Castor eq. 1-3 and 4-5 under the engine's interference scope, slowest-worker pacing or LISS).
-        Pure: reads no dynamic state, so agents may use it to evaluate hypothetical placements with their own
-        predicted ``xi``."""
+        ``xi`` (Castor eq. 1-3 and 4-5 under the engine's interference scope, slowest-worker pacing or LISS), at
+        per-GPU ``batch`` (default its batch now). Pure: reads no dynamic state, so agents may use it to
+        evaluate hypothetical placements with their own predicted ``xi``."""
         st = self.state
         g = np.asarray(gpus, dtype=np.int64)
         gl = g.tolist()
@@ -170,7 +192,8 @@ class Rates:
         if any(gt[x] != t for x in gl):
             t = -1
         n_nodes = len({st._gpu_node_l[x] for x in gl})
-        k = self.copy_model(st._model_l[j], st._batch_l[j], int(s), gl, t, n_nodes, st.stealing.item(j))
+        b = st._batch_l[j] if batch is None else int(batch)
+        k = self.copy_model(st._model_l[j], b, int(s), gl, t, n_nodes, st.stealing.item(j))
         return copy_iter_time(k, xi if type(xi) is float else np.asarray(xi, dtype=float))
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
@@ -189,12 +212,13 @@ class Rates:
             best = max(best, s)
         return best
 
-    def solo_accumulation(self, j: int, g: np.ndarray) -> int | None:
-        """The accumulation job ``j`` would start with alone on GPUs ``g``: the smallest power of two under which
-        it fits the whole memory of the smallest GPU of ``g`` (None: none does)."""
+    def solo_accumulation(self, j: int, g: np.ndarray, batch: int | None = None) -> int | None:
+        """The accumulation job ``j`` would start with alone on GPUs ``g`` at per-GPU ``batch`` (default its batch
+        now): the smallest power of two under which it fits the whole memory of the smallest GPU of ``g`` (None:
+        none does)."""
         st = self.state
         room = min(st._type_mem_l[st._gpu_type_l[x]] for x in np.asarray(g).tolist())
-        return fit_accumulation(st.profiles[st._model_l[j]], st._batch_l[j], room)
+        return fit_accumulation(st.profiles[st._model_l[j]], st._batch_l[j] if batch is None else int(batch), room)
 
     def liss_micro_batches(self, j: int, c: Copy) -> np.ndarray:
         """The micro-batch of each worker of job ``j``'s multi-GPU copy ``c`` under LISS at the workers' current

@@ -365,9 +365,10 @@ class ClusterEngine:
         """:meth:`Rates.copy_iter_time <gpucluster_env.engine.rates.Rates.copy_iter_time>`."""
         return self.rates.copy_iter_time(j, gpus, xi)
 
-    def iter_time_for(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
+    def iter_time_for(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0,
+                      batch: int | None = None) -> float:
         """:meth:`Rates.iter_time_for <gpucluster_env.engine.rates.Rates.iter_time_for>`."""
-        return self.rates.iter_time_for(j, gpus, s, xi)
+        return self.rates.iter_time_for(j, gpus, s, xi, batch)
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
         """:meth:`Rates.accumulation_for <gpucluster_env.engine.rates.Rates.accumulation_for>`."""

@@ -172,7 +172,6 @@ class EngineState:
         self._demand_tm_l = self.demand_tm.tolist()  # [type][model]
         self._req_l = self.req_gpus.tolist()
         self._model_l = self.job_model.tolist()
-        self._batch_l = self.batch.tolist()
         self._submit_l = self.submit.tolist()
         self._fits_l = [tuple(r) for r in self.fits_type.tolist()]
         self._gpu_node_l = self.gpu_node.tolist()
@@ -247,6 +246,7 @@ class EngineState:
         np.add.at(self.free_nt, (self.gpu_node, self.gpu_type), 1)
         self.status = np.zeros(J, dtype=np.int8)
         self.remaining = self.iterations.copy()
+        self._batch_l = self.batch.tolist()  # per-GPU batch now: Reallocate's batch changes it (dynamic, not static)
         self.rate = np.zeros(J)
         self.last_t = np.zeros(J)
         self.active_from = np.zeros(J)
@@ -323,9 +323,11 @@ class EngineState:
     def shared_memo(self) -> dict[int, Any]:
         """What a clone shares with this state, as a ``copy.deepcopy`` memo: the static tables (catalog,
         cluster, job table, performance tables and their caches, the attributes set before the first
-        :meth:`reset`) and the running copies' constants (replaced, never changed in place)."""
+        :meth:`reset`) and the running copies' constants (replaced, never changed in place); and, as a copy, the
+        per-GPU batches now (a list of ints: a shallow copy is a deep one, at a fraction of its cost)."""
         d = self.__dict__
         memo: dict[int, Any] = {id(d[k]): d[k] for k in self._static_names}
+        memo[id(self._batch_l)] = self._batch_l[:]
         for cs in self._copy_consts.values():
             for c in cs:
                 memo[id(c)] = c

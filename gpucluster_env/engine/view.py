@@ -164,8 +164,12 @@ class ClusterView:
         return self._eng.topology_violation(int(j), np.asarray(gpus, dtype=np.int64))
 
     def batch(self, j: int) -> int:
-        """Job ``j``'s per-GPU batch."""
+        """Job ``j``'s per-GPU batch now (its stated one unless ``Reallocate`` changed it)."""
         return self._st._batch_l[j]
+
+    def stated_batch(self, j: int) -> int:
+        """The per-GPU batch job ``j``'s work is stated at (its job table's ``batch_size``)."""
+        return self._st.batch.item(j)
 
     def accumulation(self, j: int) -> int:
         """The gradient accumulation running job ``j`` started with."""
@@ -244,10 +248,12 @@ class ClusterView:
         return self._st.share_units
 
     # ------------------------------------------------------------------ the performance model
-    def iter_time(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0) -> float:
+    def iter_time(self, j: int, gpus: np.ndarray, s: int, xi: np.ndarray | float = 1.0,
+                  batch: int | None = None) -> float:
         """Iteration time of job ``j`` on ``gpus`` at accumulation ``s`` with each worker slowed by ``xi``
-        (one ratio per GPU, or one for all; 1 alone): :func:`~gpucluster_env.performance.copy_iter_time`."""
-        return self._eng.iter_time_for(j, gpus, s, xi)
+        (one ratio per GPU, or one for all; 1 alone) at per-GPU ``batch`` (default its batch now):
+        :func:`~gpucluster_env.performance.copy_iter_time`."""
+        return self._eng.iter_time_for(j, gpus, s, xi, batch)
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
         """Smallest power-of-two accumulation under which job ``j`` fits beside the tenants of ``gpus``."""
@@ -263,10 +269,10 @@ class ClusterView:
         ``gpus`` (Castor Algorithm 2's search range)."""
         return accumulations(self.model(j), self.batch(j), float(self._room(gpus).min()))
 
-    def solo_accumulation(self, j: int, gpus: np.ndarray) -> int | None:
-        """Smallest accumulation under which job ``j`` fits alone on every GPU of ``gpus``
-        (:meth:`~gpucluster_env.engine.rates.Rates.solo_accumulation`)."""
-        return self._eng.rates.solo_accumulation(j, gpus)
+    def solo_accumulation(self, j: int, gpus: np.ndarray, batch: int | None = None) -> int | None:
+        """Smallest accumulation under which job ``j`` fits alone on every GPU of ``gpus`` at per-GPU ``batch``
+        (default its batch now; :meth:`~gpucluster_env.engine.rates.Rates.solo_accumulation`)."""
+        return self._eng.rates.solo_accumulation(j, gpus, batch)
 
     def fits_on(self, j: int, gpus: np.ndarray, s: int) -> np.ndarray:
         """Per GPU of ``gpus``: whether a worker of job ``j`` at accumulation ``s`` fits beside its tenant."""
