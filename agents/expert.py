@@ -28,7 +28,7 @@ def equivalent_action(env: Any, action: Action) -> tuple[int | None, bool]:
     (same GPUs and accumulation); ``(None, False)`` when no allowed int action is equivalent."""
     env = env.unwrapped
     L, eng = env.layout, env.engine
-    mask = env.action_masks()
+    mask = env.layout_action_masks()
     if isinstance(action, Wait):
         return 0, True
     if isinstance(action, Place):
@@ -122,6 +122,8 @@ def play(scenario: str, policy: Any, seed: int, env_kwargs: dict[str, Any] | Non
         act = pol.act(obs, env)
         typed = act if not isinstance(act, int | np.integer) else env.decode_action(int(act))
         a, exact = equivalent_action(env, typed)
+        if a is not None:
+            a = env.to_view_action(a)  # the env's own action space (the 'sets' view maps the layout's ints)
         if not isinstance(typed, Wait):
             cov.add(type(typed).__name__.lower(), a is not None, exact)
         mask = env.action_masks()

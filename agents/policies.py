@@ -209,11 +209,26 @@ def space_mismatch(model: Any, env: Any, meta: dict[str, Any]) -> str | None:
     if not diffs:
         return None
     u = env.unwrapped
+    if isinstance(want, spaces.Dict) and "types" in want.spaces:
+        return _sets_mismatch(want, u, diffs)
     t, p, r = _trained_sizes(model, meta)
     return (f"the model's shapes differ from the env's ({'; '.join(diffs)}, model vs env): it was trained on "
             f"{t} GPU type(s) with {p} pending and {r} running slots, this env has {len(u.engine.type_names)} "
             f"with {u.layout.n_pending} and {u.layout.n_running}; the spaces grow with the number of GPU types "
             "and slots, so a model runs only where they are the same")
+
+
+def _sets_mismatch(want: Any, env: Any, diffs: list[str]) -> str:
+    """:func:`space_mismatch`'s line for a model of the ``sets`` view (independent of the GPU types)."""
+    from gpucluster_env.env.observation import PENDING_FEATURES, RUNNING_FEATURES
+    from gpucluster_env.env.sets import MAX_TYPES
+
+    p, r = want["pending"].shape[0] // PENDING_FEATURES, want["running"].shape[0] // RUNNING_FEATURES
+    mode = env.observation_mode
+    return (f"the model's shapes differ from the env's ({'; '.join(diffs)}, model vs env): it reads the 'sets' "
+            f"view (any cluster of up to {MAX_TYPES} GPU types) with {p} pending and {r} running slots, this env "
+            f"has observation={mode!r} with {env.layout.n_pending} and {env.layout.n_running}; make the env with "
+            "observation='sets' and the model's slot counts")
 
 
 def make_rl_policy(spec: str) -> RLPolicy:

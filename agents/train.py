@@ -77,6 +77,8 @@ class TrainConfig:
             raise ValueError(f"vec must be 'subproc' or 'dummy', got {self.vec!r}")
         if not self.scenarios:
             raise ValueError("at least one scenario is needed")
+        if self.env_kwargs.get("observation") == "sets" and self.algo != "maskable_ppo":
+            raise ValueError("observation 'sets' (the permutation-invariant network) trains with maskable_ppo")
         if self.dagger_rounds < 0 or self.dagger_episodes < 1:
             raise ValueError("dagger_rounds must be >= 0 and dagger_episodes >= 1")
         if self.dagger_rounds and not self.bc_episodes:
@@ -186,6 +188,10 @@ def make_model(cfg: TrainConfig, vec: Any, logdir: Path | None) -> Any:
         return PPO("MlpPolicy", vec, **ppo_args)
     from sb3_contrib import MaskablePPO
 
+    if cfg.env_args().get("observation") == "sets":  # the permutation-invariant network (.sets_policy)
+        from gpucluster_env.agents.sets_policy import SetsPolicy
+
+        return MaskablePPO(SetsPolicy, vec, **ppo_args)
     return MaskablePPO("MultiInputPolicy", vec, **ppo_args)
 
 
@@ -261,14 +267,17 @@ def _remove_empty_folders(out: Path) -> None:
 
 
 def _CriticWarmup(steps: int) -> Any:  # noqa: N802 (a class made on demand: SB3 is imported lazily)
-    """A callback freezing the policy's own layers (``mlp_extractor.policy_net``, ``action_net``) for the first
-    ``steps`` timesteps; the value layers keep learning."""
+    """A callback freezing the policy's own layers (``mlp_extractor.policy_net``, ``action_net``; SetsPolicy's
+    shared set encoders too) for the first ``steps`` timesteps; the value layers keep learning."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     class CriticWarmup(BaseCallback):
         def _set(self, trainable: bool) -> None:
             pol = self.model.policy
-            for mod in (pol.mlp_extractor.policy_net, pol.action_net):
+            mods = [pol.mlp_extractor.policy_net, pol.action_net]
+            if hasattr(pol, "set_dim"):  # SetsPolicy: the shared set encoders are the policy's too
+                mods.append(pol.features_extractor)
+            for mod in mods:
                 for p in mod.parameters():
                     p.requires_grad_(trainable)
 

@@ -23,6 +23,7 @@ SUBCOMMAND_MODULES = (
     "replay_cmd",
     "train_cmd",
     "evaluate_cmd",
+    "rltable_cmd",
     "leaderboard_cmd",
 )
 

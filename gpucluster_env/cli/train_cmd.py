@@ -110,7 +110,7 @@ def env_args(pairs: list[str]) -> dict[str, Any]:
 
     from gpucluster_env.env import GPUClusterEnv
 
-    known = set(inspect.signature(GPUClusterEnv.__init__).parameters) - {"self", "scenario", "observation"}
+    known = set(inspect.signature(GPUClusterEnv.__init__).parameters) - {"self", "scenario"}
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -123,6 +123,9 @@ def env_args(pairs: list[str]) -> dict[str, Any]:
             out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
             out[key.strip()] = value
+    if out.get("observation", "sets") != "sets":
+        raise ValueError(f"--env-arg observation: only 'sets' (the permutation-invariant network on any cluster) "
+                         f"may be chosen, got {out['observation']!r}; the algorithm picks 'dict' or 'box' itself")
     return out
 
 

@@ -30,6 +30,7 @@ from .codec import COLOCATE, FORK, PLACE, PREEMPT, SHARE, SQUEEZE, SWELL, WAIT, 
 from .limits import check_env_limit
 from .observation import ObservationBuilder
 from .rules import DecisionRules
+from .sets import SetsView
 
 OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
 ACTION_KINDS = ("place", "colocate", "squeeze", "swell", "preempt", "fork")
@@ -37,6 +38,7 @@ LAYOUTS = ("compact", "full")
 DEFAULT_MIN_RUN_S = 600.0
 """Minimum run quantum before a job may be preempted where the scenario has no rounds (else one round)."""
 PENDING_ORDERS = ("queue", "remaining")
+OBSERVATIONS = ("dict", "box", "none", "sets")
 DEFAULT_N_PENDING = 16
 DEFAULT_N_RUNNING = {"compact": 32, "full": 16}
 """The running window's default size by action layout."""
@@ -151,8 +153,8 @@ class GPUClusterEnv(gym.Env):
             sc = sc.with_options(**scenario_options)
         self.scenario = sc
         self.catalog = catalog
-        if observation not in ("dict", "box", "none"):
-            raise ValueError(f"observation must be 'dict', 'box' or 'none', got {observation!r}")
+        if observation not in OBSERVATIONS:
+            raise ValueError(f"observation must be one of {', '.join(map(repr, OBSERVATIONS))}, got {observation!r}")
         if objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
         if invalid_action not in ("raise", "wait"):
@@ -204,8 +206,13 @@ class GPUClusterEnv(gym.Env):
         self.action_space = spaces.Discrete(self.layout.size)
         self._n_actions = self.layout.size
         self.obs_builder = ObservationBuilder(self.engine, n_pending, n_running)
+        self._sets: SetsView | None = None  # the type-count-free view (observation="sets", env.sets)
         if observation == "none":
             self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+        elif observation == "sets":
+            self._sets = SetsView(self.layout, len(self.engine.type_names))
+            self.observation_space = self._sets.space()
+            self.action_space = spaces.Discrete(self._sets.size)
         else:
             self.observation_space = self.obs_builder.space(flat=observation == "box")
         self._pending = np.empty(0, dtype=np.int64)
@@ -265,6 +272,8 @@ class GPUClusterEnv(gym.Env):
             kind = WAIT if isinstance(action, Wait) else -1
             desc = None
         else:
+            if self._sets is not None:
+                action = self._from_view(action)
             a = action if type(action) is int and 0 <= action < self._n_actions else self._as_int(action)
             desc = self.codec.describe(a)
             typed = None
@@ -387,16 +396,57 @@ class GPUClusterEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """Valid actions at the current decision point (for sb3-contrib's MaskablePPO)."""
+        if self._sets is not None:
+            return self._sets.mask(self._mask)
         return self._mask.copy()
 
     def decode_action(self, action: int) -> Action:
         """The typed action the int ``action`` stands for now (for logging and white-box agents)."""
+        if self._sets is not None:
+            action = self._from_view(action)
         return self.codec.decode(self._as_int(action), self._pending, self._running, self.engine,
                                  self.obs_builder.xi_tab)
 
     def describe_action(self, action: int) -> str:
         """A readable name of action ``action`` (state-independent)."""
+        if self._sets is not None:
+            action = self._from_view(action)
         return self.codec.describe(self._as_int(action))
+
+    def layout_action_masks(self) -> np.ndarray:
+        """Valid actions of the compact (or full) layout itself: :meth:`action_masks` unless
+        ``observation="sets"``, whose ints map to these by :meth:`to_view_action`."""
+        return self._mask.copy()
+
+    def to_view_action(self, layout_action: int) -> int | None:
+        """The action int of this env's space for an int of the compact layout (the same unless
+        ``observation="sets"``; None where the view has no such action)."""
+        if self._sets is None:
+            return layout_action
+        v = int(self._sets.from_layout[layout_action])
+        return v if v >= 0 else None
+
+    def _from_view(self, action: Any) -> int:
+        """The compact layout's int for an int of the ``sets`` view; a column of an absent GPU type maps to a
+        masked action (``invalid_action`` decides: a counted no-op, or a ``ValueError``)."""
+        sets = self._sets
+        assert sets is not None
+        ok = type(action) is int or (isinstance(action, np.ndarray | np.integer) and np.ndim(action) == 0
+                                     and np.asarray(action).dtype.kind in "iu")
+        if not ok or not 0 <= int(action) < sets.size:
+            raise ValueError(f"action must be an int in [0, {sets.size}) of the 'sets' view, got {action!r}")
+        a = int(sets.to_layout[int(action)])
+        if a < 0:
+            if self.invalid_action == "raise":
+                raise ValueError(f"invalid action {int(action)} of the 'sets' view: a place column of a GPU type "
+                                 f"this cluster does not have ({len(self.engine.type_names)} type(s))")
+            return self._masked_action()
+        return a
+
+    def _masked_action(self) -> int:
+        """A layout action the mask forbids now (an absent column of the view is an out-of-mask action)."""
+        off = np.flatnonzero(~self._mask)
+        return int(off[0]) if len(off) else 0
 
     def render(self) -> str | np.ndarray | None:
         """``rgb_array``: an image of the GPU grid (:func:`~gpucluster_env.env.render.render_rgb`); ``ansi``:
@@ -461,6 +511,10 @@ class GPUClusterEnv(gym.Env):
         self._run_kernel(True)
         self._mask_cache = self._mask_arr
         out = self._buf.copy()
+        if self._sets is not None:
+            ob = self.obs_builder
+            return self._sets.observe(ob.split(out), self._mask_arr, ob.type_speed,
+                                      self.engine.job_model[self._pending])
         return out if self.observation_mode == "box" else self.obs_builder.split(out)
 
     def _load_kernel(self) -> None:

@@ -99,6 +99,8 @@ class ObservationBuilder:
         self.model_feat = np.array([p.features for p in eng.profiles], dtype=np.float64).reshape(-1, 3)
         top = eng.speed_mt.max()
         self.best_speed = eng.speed_mt.max(axis=1) / top if top > 0 else np.zeros(len(eng.profiles))
+        # speed of each model on each GPU type relative to the fastest pair (the ``sets`` view's job_types)
+        self.type_speed = (eng.speed_mt / top if top > 0 else np.zeros_like(eng.speed_mt)).astype(np.float32)
         self.log_g = np.log2(eng.num_gpus + 1.0)
         self.type_total = np.maximum(eng.type_total, 1).astype(np.float64)
         self.type_frac = eng.type_total / eng.num_gpus

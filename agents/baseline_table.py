@@ -1,0 +1,181 @@
+"""The baseline table of ``docs/rl.md``: standard algorithms trained from scratch over several training seeds,
+and fixed policies (random, the search expert, a distilled model, ...), on one scenario, each scored against a
+reference heuristic on the same job tables.
+
+**Score.** For a policy and a held-out seed, the *normalized score* is its average JCT over the reference
+policy's (SRSF by default) on the same seed's job table: 1.0 is the reference, below 1 better. A trace window's
+load dominates raw returns and JCTs (CompilerGym scores against ``-Oz`` on the same program for the same
+reason); the ratio compares across seeds. An episode that does not finish (step limit, stall) has no average
+JCT: it is left out and counted (``truncated``).
+
+**Learning curves.** Each algorithm trains ``timesteps`` in ``points`` equal chunks with the project's default
+configuration (:class:`~gpucluster_env.agents.train.TrainConfig`; MaskablePPO on the masked ``Dict``, PPO and
+DQN on the flat ``Box`` with out-of-mask actions as counted no-ops); after each chunk its greedy policy plays
+the ``curve_seeds`` and the mean normalized score is a point of the curve. The final model plays every
+``eval_seeds``; the interval of an algorithm is over its training seeds (each seed's mean over the evaluation
+seeds), the unit of an algorithm's variability; that of a fixed policy is over the evaluation seeds.
+``gpucluster rl-table`` runs it; ``docs/rl.md`` has the commands and the measured table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from gpucluster_env.agents.evaluate import t_interval
+from gpucluster_env.agents.policies import RLPolicy
+
+
+@dataclass
+class TableConfig:
+    """One scenario's row group of the baseline table."""
+
+    scenario: str
+    algos: tuple[str, ...] = ("maskable_ppo", "ppo", "dqn")
+    train_seeds: tuple[int, ...] = (0, 1, 2)
+    timesteps: int = 20_000
+    points: int = 4
+    curve_seeds: tuple[int, ...] = (200, 201, 202)
+    eval_seeds: tuple[int, ...] = tuple(range(300, 310))
+    policies: tuple[str, ...] = ("random", "lookahead")
+    reference: str = "srsf"
+
+    def __post_init__(self) -> None:
+        if self.points < 1 or self.timesteps < self.points:
+            raise ValueError("points must be >= 1 and timesteps >= points")
+        if not self.eval_seeds:
+            raise ValueError("at least one evaluation seed is needed")
+
+
+class InMemoryModel(RLPolicy):
+    """A model being trained, acting as :class:`RLPolicy` does (greedy, inside the mask for MaskablePPO)."""
+
+    def __init__(self, model: Any, algo: str, env_kwargs: dict[str, Any]) -> None:
+        self.model, self.meta = model, {"algo": algo, "env_kwargs": env_kwargs}
+        self.model_dir = algo
+        self.deterministic = True
+        self.masked = algo == "maskable_ppo"
+
+
+def _jct(scenario: str, policy: Any, seed: int) -> float:
+    """Average JCT of one episode (NaN when it did not finish)."""
+    from gpucluster_env.policy import run_episode
+
+    res = run_episode(scenario, policy, seed)
+    return float("nan") if res["truncated"] else float(res["avg_jct_s"])
+
+
+def reference_jcts(cfg: TableConfig) -> dict[int, float]:
+    """The reference policy's average JCT on every curve and evaluation seed."""
+    return {s: _jct(cfg.scenario, cfg.reference, s) for s in sorted(set(cfg.curve_seeds) | set(cfg.eval_seeds))}
+
+
+def scores(cfg: TableConfig, policy: Any, seeds: tuple[int, ...], ref: dict[int, float]) -> np.ndarray:
+    """Normalized scores (JCT over the reference's) of ``policy`` on ``seeds``; NaN where it did not finish."""
+    return np.array([_jct(cfg.scenario, policy, s) / ref[s] for s in seeds])
+
+
+def _summary(x: np.ndarray) -> dict[str, Any]:
+    """Mean and 95% t-interval of the finished values, and how many did not finish."""
+    ok = x[np.isfinite(x)]
+    out: dict[str, Any] = {"n": int(len(ok)), "truncated": int(len(x) - len(ok))}
+    if len(ok):
+        m, lo, hi = t_interval(ok)
+        out.update(mean=m, ci95=[lo, hi] if len(ok) > 1 else None)
+    return out
+
+
+def train_curve(cfg: TableConfig, algo: str, seed: int, ref: dict[int, float]) -> dict[str, Any]:
+    """Train ``algo`` from scratch with seed ``seed`` in ``cfg.points`` chunks; the curve and final scores."""
+    import torch
+    from gpucluster_env.agents.train import TrainConfig, make_model, make_vec
+
+    torch.set_num_threads(1)
+    tc = TrainConfig(out="", algo=algo, scenarios=(cfg.scenario,), seed=seed, timesteps=cfg.timesteps,
+                     vec="dummy", progress=False)
+    vec = make_vec(tc)
+    t0 = time.perf_counter()
+    train_s = 0.0
+    curve = []
+    try:
+        model = make_model(tc, vec, None)
+        pol = InMemoryModel(model, algo, tc.env_args())
+        chunk = cfg.timesteps // cfg.points
+        for k in range(cfg.points):
+            t1 = time.perf_counter()
+            model.learn(total_timesteps=chunk, reset_num_timesteps=k == 0)
+            train_s += time.perf_counter() - t1
+            pts = scores(cfg, pol, cfg.curve_seeds, ref)
+            curve.append({"timesteps": int(model.num_timesteps), **_summary(pts)})
+        final = scores(cfg, pol, cfg.eval_seeds, ref)
+    finally:
+        vec.close()
+    return {"algo": algo, "seed": seed, "curve": curve, "final": final.tolist(), "train_s": train_s,
+            "wall_s": time.perf_counter() - t0}
+
+
+def fixed_policy(cfg: TableConfig, name: str, ref: dict[int, float]) -> dict[str, Any]:
+    """A policy that does not train here (a heuristic, the search expert, a saved model): its scores."""
+    t0 = time.perf_counter()
+    x = scores(cfg, name, cfg.eval_seeds, ref)
+    return {"policy": name, "final": x.tolist(), **_summary(x),
+            "wall_s_per_episode": (time.perf_counter() - t0) / len(cfg.eval_seeds)}
+
+
+def algo_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """An algorithm over its training seeds: the interval of the per-seed means (each over the evaluation
+    seeds), the mean curve, and the mean training time."""
+    per_seed = np.array([np.nanmean(r["final"]) if np.isfinite(r["final"]).any() else np.nan for r in runs])
+    out = _summary(per_seed)
+    out["truncated"] = int(sum(np.isnan(r["final"]).sum() for r in runs))
+    out["episodes"] = int(sum(len(r["final"]) for r in runs))
+    steps = [p["timesteps"] for p in runs[0]["curve"]]
+    out["curve"] = [{"timesteps": t, "mean": float(np.nanmean([r["curve"][k].get("mean", np.nan) for r in runs])),
+                     "per_seed": [r["curve"][k].get("mean") for r in runs]} for k, t in enumerate(steps)]
+    out["train_s"] = float(np.mean([r["train_s"] for r in runs]))
+    return out
+
+
+def run_table(cfg: TableConfig, log: Any = print) -> dict[str, Any]:
+    """The whole row group: reference JCTs, every algorithm over its seeds, every fixed policy."""
+    t0 = time.perf_counter()
+    ref = reference_jcts(cfg)
+    result: dict[str, Any] = {"config": asdict(cfg), "reference_jct_s": {str(k): v for k, v in ref.items()},
+                              "algos": {}, "policies": {}}
+    for algo in cfg.algos:
+        runs = []
+        for seed in cfg.train_seeds:
+            runs.append(train_curve(cfg, algo, seed, ref))
+            log(f"{cfg.scenario} {algo} seed {seed}: final {np.nanmean(runs[-1]['final']):.3f} "
+                f"({runs[-1]['train_s']:.0f} s training)")
+        result["algos"][algo] = {"runs": runs, **algo_summary(runs)}
+    for name in cfg.policies:
+        result["policies"][name] = fixed_policy(cfg, name, ref)
+        log(f"{cfg.scenario} {name}: {result['policies'][name].get('mean', float('nan')):.3f}")
+    result["wall_s"] = time.perf_counter() - t0
+    return result
+
+
+def _cell(s: dict[str, Any]) -> str:
+    if "mean" not in s:
+        return "did not finish"
+    ci = s.get("ci95")
+    txt = f"{s['mean']:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    return txt + (f" ({s['truncated']} unfinished)" if s.get("truncated") else "")
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The row group as a Markdown table (score: JCT over the reference's; lower is better)."""
+    cfg = result["config"]
+    lines = [f"| {cfg['scenario']} | score vs {cfg['reference']} (95% CI) | n | curve (mean score at steps) | "
+             "time |", "|---|---|---|---|---|"]
+    for algo, s in result["algos"].items():
+        curve = ", ".join(f"{p['timesteps'] // 1000}k: {p['mean']:.2f}" for p in s["curve"])
+        lines.append(f"| {algo} | {_cell(s)} | {s['n']} training seeds | {curve} | {s['train_s']:.0f} s "
+                     "training per seed |")
+    for name, s in result["policies"].items():
+        lines.append(f"| {name} | {_cell(s)} | {s['n']} seeds | - | {s['wall_s_per_episode']:.1f} s per "
+                     "episode |")
+    return "\n".join(lines)

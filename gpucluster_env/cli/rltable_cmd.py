@@ -1,0 +1,61 @@
+"""``gpucluster rl-table``: the baseline table of docs/rl.md for one scenario (standard algorithms trained over
+several seeds with learning curves, and fixed policies, each scored against a reference on the same jobs)."""
+
+from __future__ import annotations
+
+import argparse
+
+DESCRIPTION = ("Train each algorithm from scratch on one scenario over several training seeds (learning curves), "
+               "play the final models and the fixed policies on held-out seeds, and score each episode by its "
+               "average JCT over the reference policy's on the same job table (1.0 = the reference; lower is "
+               "better).")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("rl-table", help="baseline table: RL algorithms and fixed policies, normalized scores",
+                       description=DESCRIPTION)
+    p.add_argument("--scenario", default="tiny")
+    p.add_argument("--algos", default="maskable_ppo,ppo,dqn", help="algorithms, comma-separated ('' for none)")
+    p.add_argument("--train-seeds", default="0-2", help="training seeds: 'A-B' or a list")
+    p.add_argument("--timesteps", type=int, default=20_000, help="training steps per run")
+    p.add_argument("--points", type=int, default=4, help="learning-curve points per run")
+    p.add_argument("--curve-seeds", default="200-202", help="seeds each curve point plays")
+    p.add_argument("--seeds", default="300-309", help="held-out seeds of the final scores")
+    p.add_argument("--policies", default="random,lookahead",
+                   help="fixed policies (names, rl:DIR), comma-separated")
+    p.add_argument("--reference", default="srsf", help="the policy scores are normalized by")
+    p.add_argument("--out", default=None, help="write the whole result as JSON to this file")
+    p.add_argument("--json", action="store_true", help="print the whole result as JSON (else a Markdown table)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from gpucluster_env.agents.baseline_table import TableConfig, markdown, run_table
+    from gpucluster_env.agents.train import ALGOS
+    from gpucluster_env.cli.evaluate_cmd import parse_seeds
+    from gpucluster_env.policy import make_policy
+    from gpucluster_env.scenarios import get_scenario
+
+    get_scenario(args.scenario)
+    algos = tuple(a.strip() for a in args.algos.split(",") if a.strip())
+    for a in algos:
+        if a not in ALGOS:
+            raise ValueError(f"--algos: unknown algorithm {a!r}; known: {', '.join(ALGOS)}")
+    policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
+    for name in (*policies, args.reference):
+        make_policy(name)  # an unknown name or a bad model directory: one line before anything runs
+    cfg = TableConfig(args.scenario, algos, tuple(parse_seeds(args.train_seeds)), args.timesteps, args.points,
+                      tuple(parse_seeds(args.curve_seeds)), tuple(parse_seeds(args.seeds)), policies, args.reference)
+    result = run_table(cfg)
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    if args.json:
+        from gpucluster_env.cli.jsonout import dumps
+
+        print(dumps(result))
+    else:
+        print(markdown(result))
+    return 0

@@ -1,0 +1,39 @@
+"""The baseline table (``gpucluster rl-table``): normalized scores against the reference on the same jobs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gpucluster_env.agents.baseline_table import TableConfig, algo_summary, markdown, run_table
+
+from gpucluster_env.cli.main import main
+from gpucluster_env.policy import run_episode
+
+
+def test_fixed_policies_are_scored_against_the_reference_on_the_same_seeds() -> None:
+    cfg = TableConfig("tiny", algos=(), curve_seeds=(5,), eval_seeds=(3, 4), policies=("srsf", "fifo"))
+    res = run_table(cfg, log=lambda _: None)
+    assert res["policies"]["srsf"]["final"] == [1.0, 1.0]  # the reference against itself
+    fifo = [run_episode("tiny", "fifo", s)["avg_jct_s"] / run_episode("tiny", "srsf", s)["avg_jct_s"]
+            for s in (3, 4)]
+    np.testing.assert_allclose(res["policies"]["fifo"]["final"], fifo)
+    assert res["policies"]["fifo"]["n"] == 2 and res["policies"]["fifo"]["ci95"] is not None
+    assert "| fifo | " in markdown(res)
+
+
+def test_an_algorithm_is_summarized_over_its_training_seeds() -> None:
+    """Unfinished episodes are left out and counted; the interval is over the per-seed means."""
+    runs = [{"final": [0.9, 1.1], "curve": [{"timesteps": 10, "mean": 2.0}], "train_s": 1.0},
+            {"final": [1.2, float("nan")], "curve": [{"timesteps": 10, "mean": 3.0}], "train_s": 3.0},
+            {"final": [float("nan"), float("nan")], "curve": [{"timesteps": 10}], "train_s": 2.0}]
+    s = algo_summary(runs)
+    assert s["n"] == 2 and s["truncated"] == 3 and s["episodes"] == 6
+    assert s["mean"] == pytest.approx((1.0 + 1.2) / 2)
+    assert s["curve"][0]["mean"] == pytest.approx(2.5) and s["train_s"] == pytest.approx(2.0)
+
+
+def test_bad_arguments_are_one_line(capsys: pytest.CaptureFixture) -> None:
+    assert main(["rl-table", "--algos", "a2c"]) == 2
+    assert "unknown algorithm 'a2c'" in capsys.readouterr().err
+    assert main(["rl-table", "--policies", "nope"]) == 2
+    assert "unknown policy 'nope'" in capsys.readouterr().err
