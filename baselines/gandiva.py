@@ -138,12 +138,19 @@ class Gandiva(Policy):
         state = (tuple(view.pending_jobs().tolist()), tuple(view.running_jobs().tolist()), self.unpacked)
         if state == self._stuck:  # nothing could start in this very state before: nothing can now
             return Wait()
+        failed: set[tuple[int, int, int]] = set()
         for j in self.order(view):
+            # where a job goes is a function of its shape (GPUs asked, model, batch: placement, the topology
+            # rule, memory, harmful pairs) in one state, so a shape that found nothing is not asked again
+            shape = (int(view.req_gpus[j]), view.model_index(j), view.batch(j))
+            if shape in failed:
+                continue
             g = view.plan_place(j)
             if g is not None and self.rule.allows(j, g):
                 return Place(j, gpus=tuple(int(x) for x in g))
             a = self.pack(view, j)
             if a is not None:
                 return a
+            failed.add(shape)
         self._stuck = state
         return Wait()

@@ -87,6 +87,7 @@ class ThroughputModel:
         self.demand = demand
         self.predictor = predictor if predictor is not None else default_predictor()
         self._xi: dict[tuple[int, int, int], tuple[float, float]] = {}
+        self._shared: dict[tuple[float, float, float, float, bool], float] = {}
         self._warmed = False
 
     def _warm(self) -> None:
@@ -135,11 +136,20 @@ class ThroughputModel:
             own = shares.get((j, x), full) / full if q >= 0 else 1.0
             d = self.demand(j, t)
             if q < 0:
-                out[i] = float(apply_shares(1.0, d, own, 0.0, False))
+                out[i] = self._under(1.0, d, own, 0.0, False)
             else:
                 other = shares.get((q, x), full) / full
-                out[i] = float(apply_shares(self.free_xi(j, q, t), d, own, other, True))
+                out[i] = self._under(self.free_xi(j, q, t), d, own, other, True)
         return out
+
+    def _under(self, xi: float, d: float, own: float, other: float, has: bool) -> float:
+        """:func:`~gpucluster_env.performance.apply_shares` of one worker, remembered by its arguments (a
+        search asks the same few share points of the same pairs again and again)."""
+        key = (xi, d, own, other, has)
+        v = self._shared.get(key)
+        if v is None:
+            v = self._shared[key] = float(apply_shares(xi, d, own, other, has))
+        return v
 
     def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
         """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as

@@ -116,3 +116,62 @@ def test_payoff_by_hand() -> None:
     # with a 1-round restart overhead the job ends at 11: utility 30/11
     ch = find_alloc(JOBS[1], CAP, np.zeros_like(CAP), p, 0.0, overhead_s=1.0)
     assert ch is not None and ch.payoff == pytest.approx(30 / 11 - (lo + lo * (4 * 0.15 / u_min) ** 0.5))
+
+
+def _greedy_call_by_call(jobs: list[HadarJob], free: np.ndarray, prices: Prices, win: int) -> list[tuple]:
+    """The greedy tail of Algorithm 2 as a plain loop: FIND_ALLOC on every job after the window, in order."""
+    fr = np.asarray(free, dtype=np.int64).copy()
+    out = []
+    for i in range(win, len(jobs)):
+        ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, 0.0)
+        if ch is not None and ch.payoff > 0:
+            out.append((i, ch))
+            for h, k, c in ch.take:
+                fr[h, k] -= c
+    return out
+
+
+def test_greedy_tail_skips_only_jobs_with_too_few_gpus() -> None:
+    # select_jobs skips FIND_ALLOC for jobs with fewer free GPUs of their runnable types than workers; the
+    # picks must be those of calling it on every job, on random queues much larger than the free GPUs
+    rng = np.random.default_rng(7)
+    picked = 0
+    for _ in range(20):
+        cap = rng.integers(0, 5, size=(4, 3))
+        free = cap - rng.integers(0, 2, size=cap.shape).clip(max=cap)
+        jobs = [HadarJob(int(rng.choice([1, 1, 2, 4, 8])), float(rng.uniform(10, 500)),
+                         tuple(float(x) for x in rng.uniform(0, 4, 3) * (rng.random(3) > 0.3)),
+                         0.0, 600.0) for _ in range(40)]
+        prices = make_prices(jobs, cap, 0.0, 1.0)
+        got = select_jobs(jobs, free, prices, 0.0, dp_window=0)
+        assert got == _greedy_call_by_call(jobs, free, prices, 0)
+        picked += len(got)
+    assert picked > 20  # the tails did take jobs (and left many without GPUs)
+
+
+def test_prices_over_arrays_match_job_by_job() -> None:
+    # make_prices computes Eqs. (6)-(7) over arrays; the same bits as the formulas one job at a time
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        cap = rng.integers(1, 5, size=(3, 3))
+        jobs = [HadarJob(int(rng.choice([1, 2, 4])), float(rng.uniform(1, 900)),
+                         tuple(float(x) for x in rng.uniform(0, 4, 3) * (rng.random(3) > 0.3)),
+                         float(rng.uniform(0, 50)), float(rng.uniform(900, 2000)), unit=float(rng.uniform(0.5, 2)))
+                for _ in range(30)]
+        jobs.append(HadarJob(2, 10.0, (1.0, 0.0, 0.5), 0.0, 20.0))
+        now, slot = 60.0, 360.0
+        p = make_prices(jobs, cap, now, slot)
+        slowest = [min(t for t in j.tput if t > 0) if any(t > 0 for t in j.tput) else np.inf for j in jobs]
+        work = sum(j.workers * j.remaining / s for j, s in zip(jobs, slowest, strict=True) if np.isfinite(s))
+        horizon = now + max(work / cap.sum(), slot) + max(j.remaining / s for j, s in zip(jobs, slowest, strict=True)
+                                                          if np.isfinite(s))
+        u_max, u_min = np.zeros(3), np.full(3, np.inf)
+        for j in jobs:
+            for k in range(3):
+                if j.tput[k] > 0:
+                    dur = j.remaining / j.tput[k]
+                    u_max[k] = max(u_max[k], j.utility(now + dur) / (j.workers * max(dur / slot, 1.0)))
+                    u_min[k] = min(u_min[k], j.utility(horizon) / (j.workers * (horizon - now) / slot))
+        u_min = np.where(np.isfinite(u_min), u_min, 1.0)
+        assert p.u_min.tolist() == u_min.tolist()
+        assert p.u_max.tolist() == np.maximum(u_max, u_min).tolist()
