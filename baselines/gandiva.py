@@ -25,6 +25,7 @@ import numpy as np
 from gpucluster_env.baselines.castor import XiPredictor
 from gpucluster_env.baselines.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
 from gpucluster_env.baselines.gimbal_search import ThroughputModel
+from gpucluster_env.baselines.job_shape import start_shape
 from gpucluster_env.baselines.profiled import JobFacts
 
 from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
@@ -140,9 +141,7 @@ class Gandiva(Policy):
             return Wait()
         failed: set[tuple[int, int, int]] = set()
         for j in self.order(view):
-            # where a job goes is a function of its shape (GPUs asked, model, batch: placement, the topology
-            # rule, memory, harmful pairs) in one state, so a shape that found nothing is not asked again
-            shape = (int(view.req_gpus[j]), view.model_index(j), view.batch(j))
+            shape = start_shape(view, j)  # a shape that found nothing in this state finds nothing again
             if shape in failed:
                 continue
             g = view.plan_place(j)
