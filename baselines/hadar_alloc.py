@@ -91,27 +91,19 @@ def make_prices(jobs: list[HadarJob], capacity: np.ndarray, now: float, slot_s: 
     if not jobs:
         return Prices(np.ones(nk), np.ones(nk), eta, cap)
     total = max(cap.sum(), 1.0)
-    tp = np.array([j.tput for j in jobs], dtype=float).reshape(len(jobs), nk)
-    w = np.array([float(j.workers) for j in jobs])
-    rem = np.array([j.remaining for j in jobs], dtype=float)
-    arrival = np.array([j.arrival for j in jobs], dtype=float)
-    done = np.array([j.iterations for j in jobs], dtype=float)
-    unit = np.array([j.unit for j in jobs], dtype=float)
-    pos = tp > 0
-    slowest = np.where(pos, tp, np.inf).min(axis=1)
-    fin = np.isfinite(slowest)
-    # (one job at a time, in queue order, as HadarJob.utility: elementwise operations in the same order, and
-    # the sum of work a running sum, so the same bits as a loop over the jobs)
-    work = w[fin] * rem[fin] / slowest[fin]
-    work_total = float(np.cumsum(work)[-1]) if len(work) else 0.0
-    horizon = now + max(work_total / total, slot_s) + float((rem[fin] / slowest[fin]).max())
-    with np.errstate(divide="ignore", invalid="ignore"):
-        dur = rem[:, None] / np.where(pos, tp, 1.0)
-        best = done[:, None] / np.maximum(now + dur - arrival[:, None], 1e-9) / unit[:, None]
-        best = best / (w[:, None] * np.maximum(dur / slot_s, 1.0))
-    least = done / np.maximum(horizon - arrival, 1e-9) / unit / (w * (horizon - now) / slot_s)
-    u_max = np.where(pos, best, 0.0).max(axis=0, initial=0.0)
-    u_min = np.where(pos, least[:, None], np.inf).min(axis=0, initial=np.inf)
+    slowest = [min(t for t in j.tput if t > 0) if any(t > 0 for t in j.tput) else np.inf for j in jobs]
+    work = sum(j.workers * j.remaining / s for j, s in zip(jobs, slowest, strict=True) if np.isfinite(s))
+    horizon = now + max(work / total, slot_s) + max(j.remaining / s for j, s in zip(jobs, slowest, strict=True)
+                                                     if np.isfinite(s))
+    u_max = np.zeros(nk)
+    u_min = np.full(nk, np.inf)
+    for j in jobs:
+        for k in range(nk):
+            if j.tput[k] <= 0:
+                continue
+            dur = j.remaining / j.tput[k]
+            u_max[k] = max(u_max[k], j.utility(now + dur) / (j.workers * max(dur / slot_s, 1.0)))
+            u_min[k] = min(u_min[k], j.utility(horizon) / (j.workers * (horizon - now) / slot_s))
     u_min = np.where(np.isfinite(u_min), u_min, 1.0)
     u_max = np.maximum(u_max, u_min)
     return Prices(u_min, u_max, eta, cap)
@@ -241,24 +233,12 @@ def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: flo
     for _, ch in out:
         for h, k, c in ch.take:
             fr[h, k] -= c
-    tail = jobs[win:]
-    if not tail:
-        return out
-    # FIND_ALLOC has nothing for a job with fewer free GPUs of its runnable types than its workers; free GPUs
-    # only shrink as jobs are taken, so such a job is skipped without the call, and the rest re-checked after
-    # each take
-    runs = np.array([[t > 0 for t in j.tput] for j in tail], dtype=np.int64)
-    need = np.array([j.workers for j in tail], dtype=np.int64)
-    room = (runs * fr.sum(axis=0)).sum(axis=1) >= need
-    for i in np.flatnonzero(room).tolist():
-        if not room[i]:
-            continue
+    for i in range(win, len(jobs)):
         if not fr.any():
             break
-        ch = find_alloc(tail[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
+        ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
         if ch is not None and ch.payoff > 0:
-            out.append((win + i, ch))
+            out.append((i, ch))
             for h, k, c in ch.take:
                 fr[h, k] -= c
-            room[i:] &= (runs[i:] * fr.sum(axis=0)).sum(axis=1) >= need[i:]
     return out
