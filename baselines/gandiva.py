@@ -11,7 +11,7 @@ and checks afterwards, from runtime metrics, whether the packing pays, and unpac
 * **Introspection** (every monitoring tick): a packed pair whose normalized throughputs sum below 1 (each job's
   rate shared over its rate alone -- packing loses to time-slicing) is unpacked: the job that joined is
   preempted back to the queue and its model pair marked harmful. The throughputs are the predicted ones of
-  :class:`~gpucluster_env.baselines.gimbal_search.ThroughputModel` (the predictor stands in for Gandiva's
+  :class:`~gpucluster_env.baselines.parts.gimbal_search.ThroughputModel` (the predictor stands in for Gandiva's
   runtime profiling; the engine's true ratios are never read).
 
 ``unequal`` allows partners with more GPUs under Gimbal's topology rule (``gandiva+gimbal``, gimbal §7.2).
@@ -25,6 +25,7 @@ import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
 from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
 from gpucluster_env.baselines.parts.job_facts import JobFacts
+from gpucluster_env.baselines.parts.job_shape import start_shape
 from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor
 
 from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
@@ -140,12 +141,17 @@ class Gandiva(Policy):
         state = (tuple(view.pending_jobs().tolist()), tuple(view.running_jobs().tolist()), self.unpacked)
         if state == self._stuck:  # nothing could start in this very state before: nothing can now
             return Wait()
+        failed: set[tuple[int, int, int]] = set()
         for j in self.order(view):
+            shape = start_shape(view, j)  # a shape that found nothing in this state finds nothing again
+            if shape in failed:
+                continue
             g = view.plan_place(j)
             if g is not None and self.rule.allows(j, g):
                 return Place(j, gpus=tuple(int(x) for x in g))
             a = self.pack(view, j)
             if a is not None:
                 return a
+            failed.add(shape)
         self._stuck = state
         return Wait()

@@ -42,6 +42,7 @@ from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, Granulari
 from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
 from gpucluster_env.baselines.parts.gimbal_search import DEFAULT_GRANULARITY
 from gpucluster_env.baselines.parts.job_facts import JobFacts
+from gpucluster_env.baselines.parts.job_shape import start_shape
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
 from gpucluster_env.engine import Action, Place, Preempt, Wait
@@ -135,13 +136,15 @@ class GavelLeftoverPacking(Gavel):
                 return a
             self.granted.pop((a.job,), None)
         facts = self.facts
+        failed: set[tuple[int, int, int]] = set()  # shapes that found no host in this state (job_shape)
         while self._queue:
             j = self._queue.pop(0)
-            if not view.is_pending(j):
+            if not view.is_pending(j) or start_shape(view, j) in failed:
                 continue
             a = least_utilized_host(view, self.rule, j, self.unequal, lambda p, t: facts.demand(view, p, t))
             if a is not None:
                 return a
+            failed.add(start_shape(view, j))
         return Wait()
 
 

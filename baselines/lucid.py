@@ -24,6 +24,7 @@ from typing import Annotated, Any, ClassVar
 import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, partner_gpus
 from gpucluster_env.baselines.parts.job_facts import JobFacts
+from gpucluster_env.baselines.parts.job_shape import start_shape
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -115,12 +116,18 @@ class Lucid(Policy):
         if state == self._stuck:  # nothing could start in this very state before: nothing can now
             return Wait()
         self._hosts: dict[tuple[int, int], np.ndarray | None] = {}  # partner GPUs by (partner, size), this act
+        # shapes that could not start in this state (job_shape): a later job of one has a priority no better,
+        # so it passes no partner's time_ratio test an earlier one failed
+        failed: set[tuple[int, int, int]] = set()
         for j in self.order(view):
+            if start_shape(view, j) in failed:
+                continue
             a = self.pick_partner(view, j)
             if a is not None:
                 return a
             g = view.plan_place(j)
             if g is not None and self.rule.allows(j, g):
                 return Place(j, gpus=tuple(int(x) for x in g))
+            failed.add(start_shape(view, j))
         self._stuck = state
         return Wait()

@@ -31,7 +31,8 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import JobSet, packing_sets
-from gpucluster_env.baselines.parts.xi_predictor import XiPredictor, default_predictor
+from gpucluster_env.baselines.parts.pair_ratios import PairRatios, run_ratios
+from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
 from gpucluster_env.config import DEFAULT_SHARE_STEP
 from gpucluster_env.engine import Action, Squeeze, Swell
@@ -79,45 +80,16 @@ def priority(kind: str, remaining: float, rate: float, utilization: float, slack
 class ThroughputModel:
     """Predicted per-job throughput under MPS shares (see the module docstring). ``demand(j, gpu_type)`` is the
     job's profiled GPU demand (its utilization alone); shares are in steps of the engine's share grid per
-    ``(job, gpu)`` (``view.share_units`` steps: 100%; a pair absent: full share)."""
+    ``(job, gpu)`` (``view.share_units`` steps: 100%; a pair absent: full share). ``predictor``: the
+    interference predictor (None: the catalog's, shared by the run's models, :func:`run_ratios`)."""
 
     def __init__(self, view: ClusterView, demand: Any, predictor: XiPredictor | None = None) -> None:
         self.view = view
         self.full = view.share_units
         self.demand = demand
-        self.predictor = predictor if predictor is not None else default_predictor()
-        self._xi: dict[tuple[int, int, int], tuple[float, float]] = {}
-        self._warmed = False
-
-    def _warm(self) -> None:
-        """Predict every pair of the episode's models on every GPU type in one batch when the predictor can
-        (the XGBoost predictor's ``predict_many``: one call instead of one per pair)."""
-        v = self.view
-        many = getattr(self.predictor, "predict_many", None)
-        if many is None:
-            return
-        first: dict[int, int] = {}
-        for j in range(v.n_jobs):
-            first.setdefault(v.model_index(j), j)
-        ms = sorted(first)
-        pairs = [(a, b) for i, a in enumerate(ms) for b in ms[i:]]
-        for t in np.unique(v.gpu_type).tolist():
-            pred = many([(v.model(first[a]), v.model(first[b])) for a, b in pairs], v.type_names[t])
-            for (a, b), (xa, xb) in zip(pairs, np.asarray(pred).tolist(), strict=True):
-                self._xi[(a, b, t)] = (max(1.0, float(xa)), max(1.0, float(xb)))
-                self._xi[(b, a, t)] = (max(1.0, float(xb)), max(1.0, float(xa)))
-
-    def free_xi(self, a: int, b: int, gpu_type: int) -> float:
-        """Predicted free-competition ratio of job ``a`` beside job ``b`` on a GPU of type index ``gpu_type``."""
-        v = self.view
-        if not self._warmed:
-            self._warmed = True
-            self._warm()
-        key = (v.model_index(a), v.model_index(b), int(gpu_type))
-        if key not in self._xi:
-            xa, xb = self.predictor.predict_pair(v.model(a), v.model(b), v.type_names[key[2]])
-            self._xi[key] = (max(1.0, float(xa)), max(1.0, float(xb)))
-        return self._xi[key][0]
+        self.ratios = run_ratios(view) if predictor is None else PairRatios(view, predictor)
+        self.free_xi = self.ratios.free_xi
+        self._shared: dict[tuple[float, float, float, float, bool], float] = {}
 
     def worker_xi(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()
                   ) -> np.ndarray:
@@ -135,11 +107,20 @@ class ThroughputModel:
             own = shares.get((j, x), full) / full if q >= 0 else 1.0
             d = self.demand(j, t)
             if q < 0:
-                out[i] = float(apply_shares(1.0, d, own, 0.0, False))
+                out[i] = self._under(1.0, d, own, 0.0, False)
             else:
                 other = shares.get((q, x), full) / full
-                out[i] = float(apply_shares(self.free_xi(j, q, t), d, own, other, True))
+                out[i] = self._under(self.free_xi(j, q, t), d, own, other, True)
         return out
+
+    def _under(self, xi: float, d: float, own: float, other: float, has: bool) -> float:
+        """:func:`~gpucluster_env.performance.apply_shares` of one worker, remembered by its arguments (a
+        search asks the same few share points of the same pairs again and again)."""
+        key = (xi, d, own, other, has)
+        v = self._shared.get(key)
+        if v is None:
+            v = self._shared[key] = float(apply_shares(xi, d, own, other, has))
+        return v
 
     def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
         """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as
