@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpucluster_env.baselines.gimbal import GandivaGimbal
+from gpucluster_env.baselines.gandiva_gimbal import GandivaGimbal
 from gpucluster_env.baselines.parts.job_shape import start_shape
 
 from gpucluster_env.policy import run_episode
@@ -28,8 +28,8 @@ class _Checked(GandivaGimbal):
             by_shape: dict[tuple[int, int, int], set[Any]] = {}
             for j in view.pending_jobs().tolist():
                 g = view.plan_place(j)
-                place = None if g is None or not self.rule.allows(j, g) else tuple(g.tolist())
-                a = self.pack(view, j)
+                place = None if g is None or not self.host.rule.allows(j, g) else tuple(g.tolist())
+                a = self.host.pack(view, j)
                 host = None if a is None else (a.partner, a.gpus)
                 by_shape.setdefault(start_shape(view, j), set()).add((place, host))
             self.answers.append(by_shape)
