@@ -107,3 +107,26 @@ def test_mask_without_observations_matches_the_reference(scenario: str) -> None:
         _, _, term, trunc, _ = env.step(int(rng.choice(np.flatnonzero(got))))
         if term or trunc:
             env.reset()
+
+
+@pytest.mark.parametrize("observation", ["dict", "none"])
+def test_mask_and_observation_computed_once_per_decision_point(observation: str) -> None:
+    """One kernel run per decision point: with an observation, reset and every step run it once (mask and
+    observation together), and the mask read again at that point (``action_masks``, the step's own check) is
+    not recomputed; without, the mask is computed when first asked for at a point, and only then."""
+    env = GPUClusterEnv("castor-philly", observation=observation)
+    calls: list[bool] = []
+    run = env._run_kernel
+    env._run_kernel = lambda obs: (calls.append(obs), run(obs))[-1]  # type: ignore[method-assign]
+    env.reset(seed=4)
+    rng = np.random.default_rng(4)
+    for _ in range(60):
+        before = len(calls)
+        m1, m2 = env.action_masks(), env.action_masks()
+        assert np.array_equal(m1, m2)
+        env.step(int(rng.choice(np.flatnonzero(m1))))
+        if observation == "dict":
+            assert calls[before:] == [True]
+        else:
+            assert calls[before:] == [False]
+    assert len(calls) == 60 + (observation == "dict")  # and the reset's run with an observation

@@ -217,11 +217,14 @@ class GPUClusterEnv(gym.Env):
             self.observation_space = self.obs_builder.space(flat=observation == "box")
         self._pending = np.empty(0, dtype=np.int64)
         self._running = np.empty(0, dtype=np.int64)
-        self._mask_cache: np.ndarray | None = None
         self._windows_at: tuple[int, int] | None = None  # (engine epoch, queue_version) of the windows
         # The compiled kernel (see .kernel) writes the observation buffer and the mask; it (and numba) is
         # loaded on first use: a white-box agent's run without observation sends typed actions and needs no mask.
-        self._kernel: Any = None
+        self._kernel: Any = None  # the compiled kernel (.kernel.observe)
+        self._inputs: Any = None  # the kernel's bundles (Tables, State, Out), built per engine state
+        self._inputs_of: tuple[ClusterEngine | None, int] = (None, -1)  # the engine and epoch they were read from
+        self._point = 0  # decision points so far: reset and every step (an action, or the clock's advance) move it
+        self._mask_at: tuple[int, int] | None = None  # (engine epoch, decision point) the mask buffer holds
         L = self.layout
         self._buf = np.zeros(self.obs_builder.ends[-1], dtype=np.float32)
         self._mask_arr = np.zeros(L.size, dtype=bool)
@@ -231,8 +234,6 @@ class GPUClusterEnv(gym.Env):
         self._fork_key: tuple[int, int, int] | None = None  # (epoch, queue_version, gpu_version) of the fork block
         self._fork_cache = np.zeros(L.size - L.fork_off, dtype=bool)  # the fork block before the rules
         self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
-        self._kernel_epoch = -1  # engine (and its epoch) the kernel's array arguments were read from
-        self._kernel_engine: ClusterEngine | None = None
         self._invalid = 0
         self._steps = 0
         self._met = 0
@@ -251,7 +252,6 @@ class GPUClusterEnv(gym.Env):
                                    "action space")
             self.codec = ActionCodec(self.layout, tuple(self.engine.type_names))
         self.obs_builder.bind(self.engine)
-        self._kernel_epoch = -1
         self._fork_key = None
         self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
         if self.reward_scale_arg is None:  # normalized: JCT by the episode's total solo time, others by an hour
@@ -262,6 +262,7 @@ class GPUClusterEnv(gym.Env):
         self._met = 0
         self._late = 0
         self.engine.advance(self.max_sim_time_s)
+        self._point += 1
         obs = self._observe()
         return obs, self._info({})
 
@@ -278,10 +279,7 @@ class GPUClusterEnv(gym.Env):
             desc = self.codec.describe(a)
             typed = None
             kind, x, y, s = self.codec.table[a]
-            mask = self._mask_cache
-            if mask is None:
-                mask = self._mask
-            if not mask[a]:
+            if not self._mask[a]:
                 if self.invalid_action == "raise":
                     raise ValueError(f"invalid action {a} ({desc}) at t={eng.now:.1f}s: masked out")
                 self._invalid += 1
@@ -352,6 +350,7 @@ class GPUClusterEnv(gym.Env):
         if not terminated and ((self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s)
                                or (self.max_steps is not None and self._steps >= self.max_steps)):
             truncated = True
+        self._point += 1  # the action or the clock's advance made a new decision point
         obs = self._observe()
         info = self._info(terms)
         info["action"] = desc or repr(typed)
@@ -389,10 +388,12 @@ class GPUClusterEnv(gym.Env):
 
     @property
     def _mask(self) -> np.ndarray:
-        if self._mask_cache is None:
+        """The action mask of the current decision point, computed at most once there (with the observation by
+        :meth:`_observe`, or alone on demand when there is none)."""
+        if self._mask_at != (self.engine.epoch, self._point):
+            self._refresh_windows()
             self._run_kernel(False)
-            self._mask_cache = self._mask_arr
-        return self._mask_cache
+        return self._mask_arr
 
     def action_masks(self) -> np.ndarray:
         """Valid actions at the current decision point (for sb3-contrib's MaskablePPO)."""
@@ -498,18 +499,21 @@ class GPUClusterEnv(gym.Env):
         left = eng.solo_time[pend] * (eng.remaining[pend] / np.maximum(eng.iterations[pend], 1))
         return pend[np.argsort(left, kind="stable")[:n]]
 
-    def _observe(self) -> Any:
+    def _refresh_windows(self) -> None:
+        """The pending and running windows of the engine's current state."""
         eng = self.engine
         if self._windows_at != (eng.epoch, eng.queue_version):  # else the same jobs, in the same order
             self._pending = (eng.pending_head(self.layout.n_pending) if self.pending_order == "queue"
                              else self._shortest_pending(self.layout.n_pending))
             self._running = eng.running_head(self.layout.n_running)
             self._windows_at = (eng.epoch, eng.queue_version)
-        if self.observation_mode == "none":
-            self._mask_cache = None  # computed on demand: white-box agents send typed actions
+
+    def _observe(self) -> Any:
+        """The observation of the current decision point (the mask computed with it)."""
+        self._refresh_windows()
+        if self.observation_mode == "none":  # the mask is computed on demand: white-box agents send typed actions
             return np.zeros(1, dtype=np.float32)
         self._run_kernel(True)
-        self._mask_cache = self._mask_arr
         out = self._buf.copy()
         if self._sets is not None:
             ob = self.obs_builder
@@ -517,48 +521,22 @@ class GPUClusterEnv(gym.Env):
                                       self.engine.job_model[self._pending])
         return out if self.observation_mode == "box" else self.obs_builder.split(out)
 
-    def _load_kernel(self) -> None:
-        """Import the compiled kernel and build its two layout vectors (with and without the observation)."""
-        from . import kernel
-
-        L = self.layout
-        offsets = (L.place_off, L.colocate_off, L.squeeze_off, L.swell_off, L.preempt_off)
-        kinds = (L.n_pending, L.n_running, L.n_accum, L.n_types, offsets, self.allowed)
-        extra = {"place_width": L.place_width, "share_off": L.share_off, "compact": L.compact}
-        self._layout_obs = kernel.layout_vector(*kinds, observe=self.observation_mode != "none", **extra)
-        self._layout_mask = kernel.layout_vector(*kinds, observe=False, **extra)
-        self._kernel = kernel.observe
-
     def _run_kernel(self, obs: bool) -> None:
-        """Observation buffer (if ``obs``) and mask of the current state, from the engine."""
-        if self._kernel is None:
-            self._load_kernel()
-        layout = self._layout_obs if obs else self._layout_mask
+        """Mask and (if ``obs``) observation buffer of the current decision point, from the engine: the compiled
+        kernel (:mod:`.kernel`, loaded on first use), then the fork block and the decision rules."""
         eng = self.engine
-        if self._kernel_epoch != eng.epoch or self._kernel_engine is not eng:
-            # a new engine, or the engine's arrays were rebuilt by its reset
-            ob = self.obs_builder
+        if self._inputs_of[0] is not eng or self._inputs_of[1] != eng.epoch:  # new arrays (a new engine or reset)
+            from gpucluster_env.env import kernel, kernel_inputs  # numba: loaded on first use
 
-            def static(a: np.ndarray) -> np.ndarray:  # one memory layout, so one compiled signature
-                return np.require(a, requirements=("C", "W"))
-
-            # the dynamic arrays are passed as they are: the kernel must read the engine's own
-            self._kernel_args = (
-                static(eng.submit), eng.remaining, eng.n_preempt, eng.rate, eng.last_t, eng.active_from, eng.held,
-                eng.held_shared, eng.share_lo, eng.share_hi, eng.share_units, 0.5 * eng.share_step, eng.solo_rate,
-                static(eng.iterations),
-                static(eng.req_gpus), eng.job_min_mem, eng.footprint, static(eng.type_total), eng.busy_t,
-                eng.shared_t, static(eng.fits_type),
-                static(eng.deadline), eng.accum, static(eng.job_model), ob.job_type, ob.job_nodes,
-                ob.xi_tab if self.observation_mode != "none" else _NO_XI_TAB,
-                ob.inv_types, ob.inv_horizon, eng.slot_job, static(eng.gpu_type), static(eng.type_mem),
-                ob.static_pending, ob.static_running, ob.solo_iter, ob.log_held, self.codec._footprints(eng),
-                ob.inv_type_total, ob.type_frac, self._buf, self._mask_arr, self._placeable,
-            )
-            self._round_s = eng.config.round_s or 0.0
-            self._kernel_epoch, self._kernel_engine = eng.epoch, eng
-        self._kernel(layout, self._pending, self._running, eng.now, self._round_s, eng.num_pending,
-                     eng.num_running, eng.n_done, eng.next_arrival, *self._kernel_args)
+            self._kernel = kernel.observe
+            xi_tab = self.obs_builder.xi_tab if self.observation_mode != "none" else _NO_XI_TAB
+            self._inputs = kernel_inputs.kernel_inputs(eng, self.obs_builder, self.layout, self.allowed,
+                                                       self.codec._footprints(eng), xi_tab, self._buf,
+                                                       self._mask_arr, self._placeable)
+            self._inputs_of = (eng, eng.epoch)
+        tables, state, out = self._inputs
+        self._kernel(tables, state, out, self._pending, self._running, eng.now, eng.num_pending,
+                             eng.num_running, eng.n_done, eng.next_arrival, obs)
         L = self.layout
         if self._fork_on:
             key = (eng.epoch, eng.queue_version, eng.gpu_version)
@@ -572,6 +550,13 @@ class GPUClusterEnv(gym.Env):
         self.rules.restrict(self._mask_arr, L, self._pending, self._running, eng.now)
         if eng.config.topology_rule:
             self.codec.restrict_topology(self._mask_arr, eng, self._pending, self._running, self.obs_builder.xi_tab)
+        self._mask_at = (eng.epoch, self._point)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For pickle and deepcopy: the kernel's bundles are numba structs, rebuilt from the engine on first use."""
+        state = self.__dict__.copy()
+        state["_inputs"], state["_inputs_of"] = None, (None, -1)
+        return state
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine
