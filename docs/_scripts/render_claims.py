@@ -90,14 +90,16 @@ def _avg(records: list[dict[str, Any]], key: Any, metric: str) -> float:
 
 MEASURED_ELSEWHERE = {
     "gimbal-f8-lucid-ali": (
-        "**Cause measured on the `gimbal` board's seeds 0-4** (docs/reproduction-hadar-gimbal.md, \"Why "
+        "**Cause measured on the `gimbal` board's seeds 0-4, before Castor's predictor took its residual form "
+        "(not re-measured since; the verdict above is today's)** (docs/reproduction-hadar-gimbal.md, \"Why "
         "Lucid+Gimbal's JCT does not improve\"): the relaxed, unequal packing is the step that costs. On Alibaba "
         "it alone raises the mean JCT by 11% while cutting queueing; LISS and LGRR win back 7% of it, not enough. "
         "In the engine's share model a pair of Gimbal's models on A40 delivers 1.0-1.3 GPUs' worth of work, so "
         "packing shortens queues but slows the packed jobs about as much (the queueing and run-time split above "
         "shows the same on these seeds)."),
     "gimbal-f8-gavel-ali": (
-        "**Cause measured on the `gimbal` board's seeds 0-4** (docs/reproduction-hadar-gimbal.md, \"Against "
+        "**Cause measured on the `gimbal` board's seeds 0-4, before Castor's predictor took its residual form "
+        "(not re-measured since; the verdict above is today's)** (docs/reproduction-hadar-gimbal.md, \"Against "
         "the unpacked Gavel, per seed\"): at 20x arrivals every Alibaba seed's makespan is set by one job's "
         "arrival plus its run alone, which no scheduler can shorten; the relaxed packing puts a partner beside "
         "that job and slows it (equal-size packing with both mechanisms off is already 0.889x Gavel's makespan; "
