@@ -19,7 +19,7 @@ from gpucluster_env.catalog.pollux_efficiency import (
 )
 from gpucluster_env.policy import make_policy, run_episode
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("GPUCLUSTER_DATA", REPO.parent / "shared" / "data"))
 WORKLOADS = DATA / "traces" / "philly" / "pollux_workloads"
 needs_workloads = pytest.mark.skipif(
