@@ -117,7 +117,7 @@ def test_pollux_runs_castor_philly_to_the_end():
 
 @needs_workloads
 def test_pollux_workload_jobs_are_elastic_and_timed_on_pollux_hardware():
-    from gpucluster_env.traces.pollux import pollux_workload_jobs
+    from gpucluster_env.traces.pollux_workloads import pollux_workload_jobs
 
     from gpucluster_env.catalog import default_catalog
 
