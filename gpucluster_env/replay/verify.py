@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpucluster_env.env.cluster_env import GPUClusterEnv
-from gpucluster_env.replay.record import Record, RecordError, action_from_json, action_to_json, event_dict
+from gpucluster_env.replay.record import Record, action_from_json, action_to_json, event_dict
+from gpucluster_env.replay.record_schema import RecordError
 from gpucluster_env.replay.recorder import EpisodeCapture, header_of
 from gpucluster_env.scenarios import Scenario
 from gpucluster_env.versions import package_versions
