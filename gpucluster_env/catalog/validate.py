@@ -6,7 +6,7 @@ times), relative error of multi-GPU scaling efficiency (Castor eq. 2-3 vs Gavel'
 steps/s and ElasticFlow's A100/T4 throughput vs GPU count), RMSE of the engine's xi against Gavel's measured
 pairs and against Lucid's RTX 3090 pair at the configuration standing for each catalog model
 (:func:`.lucid.catalog_key`), the xi regression held out by pair (Gavel's and Lucid's), how it and the pair
-offsets carry across GPU generations (:func:`.fit.offset_transfer`), and the saved predictor's held-out figures
+offsets carry across GPU generations (:func:`.xi_fit.offset_transfer`), and the saved predictor's held-out figures
 (stored with it by ``fit-interference``).
 """
 
@@ -19,7 +19,7 @@ import numpy as np
 from ..performance import comm_time, compute_time, iteration_time
 from . import Catalog, default_catalog
 from .comm_fit import fit_all
-from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, joint_design, offset_transfer
+from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4
 from .lucid_pairs import LUCID_TYPE, catalog_key, load_lucid
 from .measured import (
     job_batch,
@@ -30,6 +30,7 @@ from .measured import (
     require_data_dir,
 )
 from .models import SINGLE_NODE_ALPHA_COMM
+from .xi_fit import heldout_by_pair, joint_design, offset_transfer
 from .xi_model import MeasuredInterference, shipped_demand_exponent
 
 
