@@ -20,6 +20,13 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gpucluster_env.agents.callbacks import (
+    CriticWarmup,
+    EpisodeCounter,
+    remove_empty_folders,
+    run_logger,
+    run_summary,
+)
 
 ALGOS = ("maskable_ppo", "ppo", "dqn")
 EVAL_SEED = 1_000_000
@@ -218,95 +225,14 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
 
         ev = EvalCallback(eval_env, **kwargs)
     ckpt = CheckpointCallback(max(cfg.checkpoint_freq // cfg.n_envs, 1), str(out / "checkpoints"), "model")
-    cbs = [ev, ckpt, _EpisodeCounter()]
+    cbs = [ev, ckpt, EpisodeCounter()]
     if cfg.critic_warmup > 0 and cfg.algo != "dqn":
-        cbs.append(_CriticWarmup(cfg.critic_warmup))
+        cbs.append(CriticWarmup(cfg.critic_warmup))
     if cfg.progress:
         from gpucluster_env.agents.progress import RichProgress
 
         cbs.append(RichProgress(cfg.timesteps))
     return cbs
-
-
-def _EpisodeCounter() -> Any:  # noqa: N802 (a class made on demand: SB3 is imported lazily)
-    """A callback counting the training episodes that ended (``n``)."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class EpisodeCounter(BaseCallback):
-        n = 0
-
-        def _on_step(self) -> bool:
-            self.n += sum(bool(d) for d in self.locals.get("dones", ()))
-            return True
-
-    return EpisodeCounter()
-
-
-def _summary(cbs: list[Any], out: Path) -> dict[str, Any]:
-    """What the run learned, for meta.json and the command's closing summary: training episodes, the
-    evaluations (count, best mean return and when), checkpoints written."""
-    ev, ckpt_dir = cbs[0], out / "checkpoints"
-    results = [float(sum(r) / len(r)) for r in getattr(ev, "evaluations_results", []) if len(r)]
-    steps = [int(t) for t in getattr(ev, "evaluations_timesteps", [])]
-    best = max(range(len(results)), key=results.__getitem__) if results else None
-    buf = list(getattr(cbs[2].model, "ep_info_buffer", None) or [])
-    return {"episodes": int(cbs[2].n), "evaluations": len(results),
-            "recent_train_return": float(sum(e["r"] for e in buf) / len(buf)) if buf else None,
-            "recent_train_episodes": len(buf),
-            "best_eval_return": None if best is None else results[best],
-            "best_eval_timesteps": None if best is None else steps[best],
-            "checkpoints": len(list(ckpt_dir.glob("*.zip"))) if ckpt_dir.is_dir() else 0}
-
-
-def _remove_empty_folders(out: Path) -> None:
-    """Remove the callbacks' folders that nothing was written to (no evaluation or checkpoint fell due)."""
-    for name in ("best", "checkpoints", "eval"):
-        d = out / name
-        if d.is_dir() and not any(d.iterdir()):
-            d.rmdir()
-
-
-def _CriticWarmup(steps: int) -> Any:  # noqa: N802 (a class made on demand: SB3 is imported lazily)
-    """A callback freezing the policy's own layers (``mlp_extractor.policy_net``, ``action_net``; SetsPolicy's
-    shared set encoders too) for the first ``steps`` timesteps; the value layers keep learning."""
-    from stable_baselines3.common.callbacks import BaseCallback
-
-    class CriticWarmup(BaseCallback):
-        def _set(self, trainable: bool) -> None:
-            pol = self.model.policy
-            mods = [pol.mlp_extractor.policy_net, pol.action_net]
-            if hasattr(pol, "set_dim"):  # SetsPolicy: the shared set encoders are the policy's too
-                mods.append(pol.features_extractor)
-            for mod in mods:
-                for p in mod.parameters():
-                    p.requires_grad_(trainable)
-
-        def _on_training_start(self) -> None:
-            self._set(False)
-            self.frozen = True
-
-        def _on_rollout_start(self) -> None:
-            if self.frozen and self.model.num_timesteps >= steps:
-                self._set(True)
-                self.frozen = False
-
-        def _on_step(self) -> bool:
-            return True
-
-    return CriticWarmup()
-
-
-def _logger(out: Path) -> Any:
-    from stable_baselines3.common.logger import configure
-
-    formats = ["csv"]
-    try:
-        import tensorboard  # noqa: F401
-
-        formats.append("tensorboard")
-    except ImportError:
-        pass
-    return configure(str(out / "logs"), formats)
 
 
 def versions() -> dict[str, str | None]:
@@ -377,7 +303,7 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
     vec = make_vec(cfg)
     try:
         model = make_model(cfg, vec, out)
-        model.set_logger(_logger(out))
+        model.set_logger(run_logger(out))
         bc_stats: dict[str, Any] = {}
         if cfg.bc_episodes > 0:
             from gpucluster_env.agents.bc import behaviour_clone
@@ -391,9 +317,9 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
         model.save(str(out / "model.zip"))
     finally:
         vec.close()
-        _remove_empty_folders(out)
+        remove_empty_folders(out)
     meta.update(timesteps=int(model.num_timesteps), wall_s=time.perf_counter() - t0, learn_s=learn_s,
-                behaviour_cloning=bc_stats, summary=_summary(cbs, out))
+                behaviour_cloning=bc_stats, summary=run_summary(cbs, out))
     if cfg.select_seeds:
         from gpucluster_env.agents.select import select_model
 

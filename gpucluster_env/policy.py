@@ -221,31 +221,10 @@ def run_episode(
     :meth:`Policy.step_limit` (a learned policy's ``max_episode_steps``) applies where it is lower.
     ``truncated_by`` names the limit that stopped a truncated episode (:func:`truncation_cause`)."""
     pol = make_policy(policy) if isinstance(policy, str) else policy
-    kwargs: dict[str, Any] = {"observation": "dict" if pol.needs_observation else "none"}
-    kwargs.update(pol.env_kwargs())
-    kwargs.update(env_kwargs or {})
-    env = GPUClusterEnv(scenario, scenario_options=scenario_options, **kwargs)
-    limit_of = getattr(pol, "step_limit", None)  # duck-typed policies may lack it
-    own_limit = limit_of(env.scenario.num_jobs) if limit_of is not None else None
-    if own_limit is not None and (env.max_steps is None or own_limit < env.max_steps):
-        env.max_steps = own_limit
-    else:
-        own_limit = None
+    env, own_limit = _episode_env(scenario, pol, scenario_options, env_kwargs)
     stepper: Any = env if wrap is None else wrap(env, pol)  # the env, or e.g. a recording wrapper around it
     t0 = time.perf_counter()
-    obs, info = stepper.reset(seed=seed)
-    pol.reset(env)
-    steps = 0
-    terminated = truncated = False
-    while not (terminated or truncated):
-        acts = pol.act(obs, env)
-        if isinstance(acts, list) and not acts:
-            acts = WAIT
-        for a in acts if isinstance(acts, list) else (acts,):  # a list: the decision point's actions in turn
-            obs, _, terminated, truncated, info = stepper.step(a)
-            steps += 1
-            if terminated or truncated:
-                break
+    steps, truncated, info = _play(stepper, pol, env, seed)
     wall = time.perf_counter() - t0
     result: dict[str, Any] = {
         "scenario": env.scenario.name,
@@ -265,6 +244,42 @@ def run_episode(
         result.update(extra(env))
     env.close()
     return result
+
+
+def _episode_env(scenario: str, pol: Policy, scenario_options: dict[str, Any] | None,
+                 env_kwargs: dict[str, Any] | None) -> tuple[GPUClusterEnv, int | None]:
+    """The environment an episode of ``pol`` runs in (its own env kwargs, then the caller's), and the policy's own
+    step limit where it is the one that applies (below the environment's ``max_steps``), else None."""
+    kwargs: dict[str, Any] = {"observation": "dict" if pol.needs_observation else "none"}
+    kwargs.update(pol.env_kwargs())
+    kwargs.update(env_kwargs or {})
+    env = GPUClusterEnv(scenario, scenario_options=scenario_options, **kwargs)
+    limit_of = getattr(pol, "step_limit", None)  # duck-typed policies may lack it
+    own_limit = limit_of(env.scenario.num_jobs) if limit_of is not None else None
+    if own_limit is not None and (env.max_steps is None or own_limit < env.max_steps):
+        env.max_steps = own_limit
+    else:
+        own_limit = None
+    return env, own_limit
+
+
+def _play(stepper: Any, pol: Policy, env: GPUClusterEnv, seed: int) -> tuple[int, bool, dict[str, Any]]:
+    """Reset ``stepper`` (the env or a wrapper around it) with ``seed`` and step it with ``pol``'s answers until
+    the episode ends; returns the env steps taken, whether the episode was truncated, and the last info."""
+    obs, info = stepper.reset(seed=seed)
+    pol.reset(env)
+    steps = 0
+    terminated = truncated = False
+    while not (terminated or truncated):
+        acts = pol.act(obs, env)
+        if isinstance(acts, list) and not acts:
+            acts = WAIT
+        for a in acts if isinstance(acts, list) else (acts,):  # a list: the decision point's actions in turn
+            obs, _, terminated, truncated, info = stepper.step(a)
+            steps += 1
+            if terminated or truncated:
+                break
+    return steps, truncated, info
 
 
 def truncation_cause(env: Any, info: dict[str, Any]) -> str:

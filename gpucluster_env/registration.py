@@ -24,7 +24,7 @@ MPS share model that relieves the partner; per-type demand; the all-reduce fitte
 copy quotas; restart on every allocation in hadar-philly): episodes differ from v0's."""
 STEPS_PER_JOB = 40
 """``max_episode_steps`` of a registered id is ``STEPS_PER_JOB x jobs + 2,000``: several times the decisions of
-a random masked episode (a few per job, tests/test_env_rl.py), so only an agent that idles for hours of
+a random masked episode (a few per job, tests/env/test_env_rl.py), so only an agent that idles for hours of
 simulated time on an empty cluster meets it."""
 
 

@@ -38,7 +38,7 @@ class Scenario:
     the recipe that turns the raw trace into jobs (registered by name in
     :data:`gpucluster_env.traces.scenario_jobs.RECIPES`: ``uniform`` models over ``models``, ``hadar-class``
     by GPU-time class, ``trace`` the file's own models and iterations, or ``pollux`` / ``pollux-lucid`` /
-    ``pollux-time``: Pollux's recipe of :mod:`gpucluster_env.traces.pollux`). ``load`` scales the arrival rate
+    ``pollux-time``: Pollux's recipe of :mod:`gpucluster_env.traces.pollux_workloads`). ``load`` scales the arrival rate
     (castor §9.5 sweeps 0.5x-2x). ``deadlines``: Gimbal's submit + duration x lambda, lambda ~ U[1.5, 2.5].
     ``max_gpu_hours``: sample only jobs of at most this many GPU-hours (GPUs x traced duration); Hadar's
     workload (hadar-hadare §IV-A) draws from its four GPU-time classes, which end at 100 GPU-hours.

@@ -18,32 +18,36 @@ A board file (``leaderboard/boards/NAME.toml``, or any path) looks like::
 
 A :class:`Cell` is one episode: scenario, its options, policy, its options, env options, seed and the trace
 the scenario reads (real, synthetic, or a trace file's content hash: :func:`trace_identity`). Options are kept
-in one canonical form (checked by their declared settings, numbers by their type, options equal to their
-default left out), so equivalent spellings are one cell. Its :attr:`Cell.key` names it in the results folder,
-so a rerun finds the cells already done.
+in one canonical form (:mod:`~gpucluster_env.leaderboard.cell_options`: checked by their declared settings,
+numbers by their type, options equal to their default left out), so equivalent spellings are one cell. Its
+:attr:`Cell.key` names it in the results folder, so a rerun finds the cells already done.
 
 A board is checked whole before anything runs, by the same settings the command line uses: scenario and
-policy options, env options (:data:`ENV_OPTION_SETTINGS`), seed counts (at most :data:`MAX_SEEDS` per cell)
-and its size (at most :data:`MAX_CELLS` cells); each mistake is one line naming the file, group and field.
+policy options, env options (:data:`~gpucluster_env.leaderboard.cell_options.ENV_OPTION_SETTINGS`), seed counts
+(at most :data:`MAX_SEEDS` per cell) and its size (at most :data:`MAX_CELLS` cells); each mistake is one line
+naming the file, group and field.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gpucluster_env.leaderboard.cell_options import (
+    canonical,
+    canonical_scenario_options,
+    check_env_options,
+    checked_scenario,
+    options_label,
+)
+
 from gpucluster_env.input_files import parse_toml, read_text
-from gpucluster_env.settings import Setting, SettingError, check_value
 
 BOARD_KEYS = {"name", "description", "seeds", "first_seed", "reference", "metrics", "scenario_options", "group"}
 GROUP_KEYS = {"scenarios", "policies", "scenario_options", "policy_options", "env_options", "seeds"}
-ENV_OPTION_KEYS = {"xi", "objective", "max_sim_time_s", "n_pending", "n_running", "n_accum", "reward_scale"}
-"""Env options a board may set: ``xi`` injects a constant interference ratio (sjf-bsbf Fig. 6(b)); the others
-are :class:`~gpucluster_env.env.GPUClusterEnv` keywords."""
 DEFAULT_METRICS = ("avg_jct_s", "avg_queue_s", "makespan_s")
 MAX_SEEDS = 1000
 """The most seeds a cell may have (seeds 0..N-1): far beyond what a bootstrap interval needs."""
@@ -54,40 +58,6 @@ MAX_CELLS = 100_000
 KEY_NAME_CHARS = 80
 """The readable part of a cell's key is cut to this length, so its record's file name stays short (the hash
 after it keeps keys apart)."""
-MAX_WINDOW = 4096
-"""The largest observation window (``n_pending``, ``n_running``) a board may ask for."""
-
-
-def _env_option_settings() -> dict[str, Setting]:
-    from gpucluster_env.env.cluster_env import OBJECTIVES
-
-    return {
-        "xi": Setting("xi", "float", low=1.0, high=100.0),
-        "objective": Setting("objective", "str", choices=OBJECTIVES),
-        "max_sim_time_s": Setting("max_sim_time_s", "float", nullable=True, low=0.0, low_open=True,
-                                  high=1e6 * 86400.0),
-        "n_pending": Setting("n_pending", "int", low=1, high=MAX_WINDOW),
-        "n_running": Setting("n_running", "int", nullable=True, low=1, high=MAX_WINDOW),
-        "n_accum": Setting("n_accum", "int", nullable=True, low=1, high=64),
-        "reward_scale": Setting("reward_scale", "float", nullable=True, low=0.0, low_open=True, high=1e15),
-    }
-
-
-ENV_OPTION_SETTINGS = _env_option_settings()
-"""The declared type and range of each env option a board may set (``xi``: a constant interference ratio,
-at least 1; ``max_sim_time_s``: at most 10^6 days, as ``run --max-sim-days``; windows up to
-:data:`MAX_WINDOW`)."""
-assert set(ENV_OPTION_SETTINGS) == ENV_OPTION_KEYS
-
-
-def canonical(obj: Any) -> str:
-    """Canonical JSON text (sorted keys, no spaces): the form options are compared and hashed in."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
-
-
-def options_label(opts: dict[str, Any]) -> str:
-    """``{"num_jobs": 480}`` -> ``num_jobs=480`` (JSON values, sorted keys); empty for no options."""
-    return ",".join(f"{k}={canonical(v)}" for k, v in sorted(opts.items()))
 
 
 @dataclass(frozen=True)
@@ -267,7 +237,7 @@ def cells_from_args(scenarios: list[str], policies: list[str] | None, seeds: int
     for s in scenarios:
         names = policies
         if names is None:
-            sc = _scenario(s, scenario_options or {}, "--scenarios")
+            sc = checked_scenario(s, scenario_options or {}, "--scenarios")
             names = [p for p in policy_names() if runnable(p, sc) is None]
             notes += [f"{p} left out on {s}: {runnable(p, sc)}" for p in policy_names() if p not in names]
         groups.append({"scenarios": [s], "policies": names, "scenario_options": scenario_options or {}})
@@ -303,47 +273,6 @@ def trace_identity(sc: Any) -> str:
     from gpucluster_env.traces.scenario_jobs import trace_identity as identity
 
     return identity(sc)
-
-
-def canonical_scenario_options(scenario: str, options: dict[str, Any], where: str = "") -> dict[str, Any]:
-    """``options`` of ``scenario`` checked by their declared settings and written in one canonical form:
-    values as the scenario holds them (``load = 1`` is ``1.0``, a cluster as its spec), and options equal to
-    the scenario's own value left out (so ``tiny``, ``tiny`` with ``num_jobs = 40`` and ``tiny`` with
-    ``load = 1.0`` are one scenario)."""
-    from gpucluster_env.hardware import ClusterSpec
-    from gpucluster_env.scenarios import CONFIG_SETTINGS
-
-    base = _scenario(scenario, {}, where)
-    sc = _scenario(scenario, options, where)
-    out: dict[str, Any] = {}
-    for k, v in options.items():
-        if k == "trace" and isinstance(v, str) and v != "file" and sc.trace == "file":
-            out[k] = v  # trace=PATH: the user's file, kept as given
-            continue
-        new, old = ((getattr(sc.config, k), getattr(base.config, k)) if k in CONFIG_SETTINGS
-                    else (getattr(sc, k), getattr(base, k)))
-        if new != old:
-            out[k] = new.to_spec() if isinstance(new, ClusterSpec) else list(new) if isinstance(new, tuple) else new
-    return out
-
-
-def check_env_options(options: dict[str, Any], where: str = "") -> dict[str, Any]:
-    """Env options checked by :data:`ENV_OPTION_SETTINGS` (ints as ints, numbers as floats); an unknown one
-    or a value out of range is a one-line ``SettingError``."""
-    bad = set(options) - ENV_OPTION_KEYS
-    if bad:
-        raise SettingError(f"{where}unknown env option(s) {', '.join(sorted(bad))}; allowed: "
-                           f"{', '.join(sorted(ENV_OPTION_KEYS))}")
-    return {k: check_value(ENV_OPTION_SETTINGS[k], v, f"{where}env option ") for k, v in options.items()}
-
-
-def _scenario(name: str, options: dict[str, Any], where: str) -> Any:
-    from gpucluster_env.scenarios import get_scenario
-
-    try:
-        return get_scenario(name, **options)
-    except (ValueError, OSError) as e:  # SettingError is a ValueError; a missing scenario file an OSError
-        raise ValueError(f"{where}: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
 
 
 def _unique(cells: list[Cell]) -> list[Cell]:
@@ -394,7 +323,7 @@ def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any], room: i
         if not isinstance(s, str):
             raise ValueError(f"{where}: scenario names must be strings, got {s!r}")
         canon = canonical_scenario_options(s, sopts, f"{where}: scenario {s}")
-        sc = _scenario(s, canon, f"{where}: scenario {s}")
+        sc = checked_scenario(s, canon, f"{where}: scenario {s}")
         try:
             trace = trace_identity(sc)
         except (ValueError, OSError) as e:

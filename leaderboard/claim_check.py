@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.leaderboard import stats
-from gpucluster_env.leaderboard.board import canonical, canonical_scenario_options, check_env_options
+from gpucluster_env.leaderboard.cell_options import canonical, canonical_scenario_options, check_env_options
 from gpucluster_env.leaderboard.claims import Claim, Claims
 
 MIN_SEEDS = 2

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.leaderboard import stats
-from gpucluster_env.leaderboard.board import canonical, options_label
+from gpucluster_env.leaderboard.cell_options import canonical, options_label
 
 from gpucluster_env.input_files import parse_toml, read_text
 

@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from gpucluster_env.leaderboard.board import Board, Cell, canonical, trace_identity
+from gpucluster_env.leaderboard.board import Board, Cell, trace_identity
+from gpucluster_env.leaderboard.cell_options import canonical
 from gpucluster_env.leaderboard.cells import (
     env_spec,
     git_revision,

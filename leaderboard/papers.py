@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpucluster_env.leaderboard.board import options_label
+from gpucluster_env.leaderboard.cell_options import options_label
 from gpucluster_env.leaderboard.claims import Table, load_claims
 
 LARGE_GPUS = 4

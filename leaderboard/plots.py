@@ -16,7 +16,7 @@ import numpy as np
 from gpucluster_env.leaderboard.board import Cell
 from gpucluster_env.leaderboard.papers import paper_rows
 from gpucluster_env.leaderboard.summary import labelled, summarize
-from gpucluster_env.leaderboard.tables import time_unit
+from gpucluster_env.leaderboard.summary_tables import time_unit
 
 from gpucluster_env.atomic_write import atomic_output
 

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gpucluster_env.leaderboard.board import Cell, canonical
+from gpucluster_env.leaderboard.board import Cell
+from gpucluster_env.leaderboard.cell_options import canonical
 
 from gpucluster_env.atomic_write import atomic_output, is_temporary, remove_stale_temporaries
 from gpucluster_env.input_files import InputFileError, parse_json, read_text

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.leaderboard import stats
-from gpucluster_env.leaderboard.board import Cell, canonical, options_label
+from gpucluster_env.leaderboard.board import Cell
+from gpucluster_env.leaderboard.cell_options import canonical, options_label
 
 
 @dataclass

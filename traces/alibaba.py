@@ -66,6 +66,22 @@ def _header_names(table: Path, default: tuple[str, ...]) -> tuple[str, ...]:
     return default
 
 
+def _gpus_per_job(task_path: Path, tasks: pd.DataFrame, report: LoadReport, skip_bad_rows: bool) -> pd.DataFrame:
+    """Per job name, the GPUs its tasks ask for in all (``inst_num x plan_gpu / 100``) and the first task's GPU
+    type, from the task table's checked rows (a bad ``inst_num`` or ``plan_gpu`` fails or is skipped)."""
+    tchk = RowChecker.for_table(task_path, tasks, report, skip_bad_rows)
+    inst, bad = numbers(tasks, "inst_num")
+    tchk.count(inst, tasks["inst_num"], bad, "inst_num")
+    pg, bad = numbers(tasks, "plan_gpu")
+    with np.errstate(invalid="ignore"):
+        ok = ~((pg < 0) | (pg > MAX_PLAN_GPU)).to_numpy() & ~np.isinf(pg.to_numpy(float))
+    tchk.check(bad.to_numpy() | ~ok, "plan_gpu", f"not a number of GPU percent from 0 to {MAX_PLAN_GPU:g}",
+               tasks["plan_gpu"])
+    t = tasks[tchk.keep].assign(gpus=(inst.fillna(1) * pg.fillna(0) / 100.0)[tchk.keep])
+    per_job = t.groupby("job_name", sort=False).agg(gpus=("gpus", "sum"), gpu_type=("gpu_type", "first"))
+    return per_job
+
+
 def load_pai(
     job_table: str | Path, task_table: str | Path | None = None, skip_bad_rows: bool = False
 ) -> tuple[pd.DataFrame, LoadReport]:
@@ -87,17 +103,7 @@ def load_pai(
     tasks = read_csv(task_path, PAI_TASK_COLUMNS, names=_header_names(task_path, PAI_TASK_COLUMNS),
                      report=task_report, skip_bad_rows=skip_bad_rows)
     report.skipped += [(r, f"{task_path.name}: {f}", why) for r, f, why in task_report.skipped]
-
-    tchk = RowChecker.for_table(task_path, tasks, report, skip_bad_rows)
-    inst, bad = numbers(tasks, "inst_num")
-    tchk.count(inst, tasks["inst_num"], bad, "inst_num")
-    pg, bad = numbers(tasks, "plan_gpu")
-    with np.errstate(invalid="ignore"):
-        ok = ~((pg < 0) | (pg > MAX_PLAN_GPU)).to_numpy() & ~np.isinf(pg.to_numpy(float))
-    tchk.check(bad.to_numpy() | ~ok, "plan_gpu", f"not a number of GPU percent from 0 to {MAX_PLAN_GPU:g}",
-               tasks["plan_gpu"])
-    t = tasks[tchk.keep].assign(gpus=(inst.fillna(1) * pg.fillna(0) / 100.0)[tchk.keep])
-    per_job = t.groupby("job_name", sort=False).agg(gpus=("gpus", "sum"), gpu_type=("gpu_type", "first"))
+    per_job = _gpus_per_job(task_path, tasks, report, skip_bad_rows)
 
     chk = RowChecker.for_table(job_path, jobs, report, skip_bad_rows)
     chk.ident(jobs["job_name"], "job_name")

@@ -38,6 +38,28 @@ def _field_counts(text: str, sep: str) -> tuple[list[int], list[list[str]] | Non
     return [len(r) for r in rows], rows
 
 
+def _header(path: str | Path, text: str, sep: str, parsed: list[list[str]] | None, names: tuple[str, ...] | None,
+            required: tuple[str, ...]) -> tuple[list[str], bool]:
+    """The CSV's column names (its first line, or ``names`` for a headerless file) and whether the first line is
+    a header; a column named twice or a ``required`` one missing is a one-line :class:`TraceFormatError`."""
+    if names is not None:
+        first = parsed[0] if parsed is not None else next(ln for ln in text.splitlines() if ln).split(sep)
+        has_header = [c.strip() for c in first] == list(names)
+        header = list(names)
+    else:
+        has_header = True
+        header = [c.strip() for c in (parsed[0] if parsed is not None else
+                                      next(ln for ln in text.splitlines() if ln).split(sep))]
+    dup = sorted({c for c in header if header.count(c) > 1})
+    if dup:
+        raise TraceFormatError(f"{path}: header: column(s) {', '.join(repr(c) for c in dup)} appear more than once")
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise TraceFormatError(f"{path}: missing column(s) {', '.join(repr(c) for c in missing)} "
+                               f"(found: {', '.join(header)})")
+    return header, has_header
+
+
 def read_csv(
     path: str | Path,
     required: tuple[str, ...],
@@ -65,21 +87,7 @@ def read_csv(
         if not text.strip():
             raise TraceFormatError(f"{path}: no header line after the {comment!r} lines")
     counts, parsed = _field_counts(text, sep)
-    if names is not None:
-        first = parsed[0] if parsed is not None else next(ln for ln in text.splitlines() if ln).split(sep)
-        has_header = [c.strip() for c in first] == list(names)
-        header = list(names)
-    else:
-        has_header = True
-        header = [c.strip() for c in (parsed[0] if parsed is not None else
-                                      next(ln for ln in text.splitlines() if ln).split(sep))]
-    dup = sorted({c for c in header if header.count(c) > 1})
-    if dup:
-        raise TraceFormatError(f"{path}: header: column(s) {', '.join(repr(c) for c in dup)} appear more than once")
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise TraceFormatError(f"{path}: missing column(s) {', '.join(repr(c) for c in missing)} "
-                               f"(found: {', '.join(header)})")
+    header, has_header = _header(path, text, sep, parsed, names, required)
     data_counts = counts[1:] if has_header else counts
     bad = [i for i, c in enumerate(data_counts) if c != len(header)]
     if bad and not skip_bad_rows:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -99,15 +100,8 @@ def _job_log_row(path: str | Path, r: int, job: object) -> tuple[str, str, str, 
             str(job.get("vc") or ""), str(job.get("user") or ""), str(job.get("status") or ""), gpus)
 
 
-def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.DataFrame, LoadReport]:
-    """Load the official ``cluster_job_log`` (a JSON list of jobs with ``jobid``, ``vc``, ``user``,
-    ``status``,
-    ``submitted_time`` and ``attempts``, each attempt with ``start_time``, ``end_time`` and ``detail``, a
-    list of
-    ``{"ip", "gpus"}``). GPUs = the GPUs of the last attempt (at most
-    :data:`~gpucluster_env.traces.tables.MAX_JOB_GPUS`); duration = last attempt end - first attempt
-    start. Jobs that never started (no attempt with both times) and jobs without GPUs (CPU-only) are dropped and
-    counted."""
+def _read_job_list(path: str | Path) -> list[Any]:
+    """The job log's JSON list of jobs; anything else is a one-line :class:`TraceFormatError` naming the file."""
     try:
         jobs = json.load(open_text(path))
     except json.JSONDecodeError as e:
@@ -118,6 +112,17 @@ def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[
         raise TraceFormatError(f"{path}: JSON nested too deeply to be a job log") from None
     if not isinstance(jobs, list):
         raise TraceFormatError(f"{path}: expected a JSON list of jobs, got {type(jobs).__name__}")
+    return jobs
+
+
+def load_philly_job_log(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.DataFrame, LoadReport]:
+    """Load the official ``cluster_job_log`` (a JSON list of jobs with ``jobid``, ``vc``, ``user``, ``status``,
+    ``submitted_time`` and ``attempts``, each attempt with ``start_time``, ``end_time`` and ``detail``, a list
+    of ``{"ip", "gpus"}``). GPUs = the GPUs of the last attempt (at most
+    :data:`~gpucluster_env.traces.tables.MAX_JOB_GPUS`); duration = last attempt end - first attempt
+    start. Jobs that never started (no attempt with both times) and jobs without GPUs (CPU-only) are dropped and
+    counted."""
+    jobs = _read_job_list(path)
     report = LoadReport(str(path), rows_read=len(jobs))
     rows: list[tuple[str, str, str, str, str, str, str, int]] = []
     row_nums: list[int] = []

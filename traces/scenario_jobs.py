@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from gpucluster_env.traces.annotate import assign_models, gimbal_deadlines, mix_raw, reference_iter_time, to_job_table
 from gpucluster_env.traces.gavel_synth import DEFAULT_RATE_PER_HOUR, gavel_raw
-from gpucluster_env.traces.pollux import (
+from gpucluster_env.traces.pollux_workloads import (
     POLLUX_PERIOD_H,
     pollux_applications,
     pollux_batch,

@@ -5,7 +5,7 @@ runs each of Pollux's ``workload-*.csv`` files (``petuum/adaptdl`` branch ``osdi
 ``simulator/workloads/``; also ``traces/philly/pollux_workloads/`` of the project's data) on Pollux's cluster,
 16 nodes x 4 T4 over 50 Gbps (Pollux §5.3), with Pollux's 30-s restart delay (its simulator's
 ``rescale_time``) and a decision point every 60 s (its scheduling interval), and prints each episode's average
-JCT and makespan. The jobs are :func:`~gpucluster_env.traces.pollux.pollux_workload_jobs`: elastic for Pollux
+JCT and makespan. The jobs are :func:`~gpucluster_env.traces.pollux_workloads.pollux_workload_jobs`: elastic for Pollux
 (starting on one GPU at Pollux's initial batch, as in its simulator; ``pollux`` re-tunes their batch and the
 engine charges its statistical efficiency), at their ``num_replicas`` GPUs for the others (Tiresias).
 ``--measured-throughput`` runs both on Pollux's measured T4 step times (:func:`measured_catalog`) instead of
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from gpucluster_env.traces.pollux import POLLUX_EPOCHS, POLLUX_GPU, POLLUX_INTER_NODE_GBS, POLLUX_NODE_GPUS
+from gpucluster_env.traces.pollux_workloads import POLLUX_EPOCHS, POLLUX_GPU, POLLUX_INTER_NODE_GBS, POLLUX_NODE_GPUS
 
 from gpucluster_env.config import EngineConfig
 from gpucluster_env.hardware import ClusterSpec, NodeSpec
@@ -51,12 +51,12 @@ ELASTIC_POLICIES = ("pollux",)
 
 def measured_catalog(jobs: pd.DataFrame, max_gpus: int = 64) -> Any:
     """The default catalog with Pollux's measured T4 step times (``profiles/pollux/<app>/placements.csv`` and
-    ``scalability.csv``, :func:`~gpucluster_env.traces.pollux.pollux_step_time`) as measured solo times for
+    ``scalability.csv``, :func:`~gpucluster_env.traces.pollux_workloads.pollux_step_time`) as measured solo times for
     every configuration the jobs of ``jobs`` start at and ``pollux`` may re-tune them to (its batch candidates
     on 1 to ``max_gpus`` GPUs), wherever on the cluster's nodes: the throughput of Pollux's simulator on both
     sides instead of the catalog's fitted T4 model."""
     from gpucluster_env.baselines.pollux import batch_candidates
-    from gpucluster_env.traces.pollux import POLLUX_MAX_LOCAL, pollux_step_time
+    from gpucluster_env.traces.pollux_workloads import POLLUX_MAX_LOCAL, pollux_step_time
 
     from gpucluster_env.catalog import default_catalog
     from gpucluster_env.catalog.solo import MeasuredSolo, solo_key
@@ -74,7 +74,7 @@ def measured_catalog(jobs: pd.DataFrame, max_gpus: int = 64) -> Any:
 def workload_scenario(path: Path, elastic: bool = False, measured: bool = False) -> WorkloadScenario:
     """Pollux's cluster and settings with the jobs of workload file ``path`` (elastic or not); ``measured``:
     with :func:`measured_catalog` (attached as ``_catalog``; :func:`run` passes it to the environment)."""
-    from gpucluster_env.traces.pollux import pollux_workload_jobs
+    from gpucluster_env.traces.pollux_workloads import pollux_workload_jobs
 
     from gpucluster_env.catalog import default_catalog
 

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.leaderboard import stats
-from gpucluster_env.leaderboard.board import canonical, load_board, options_label
+from gpucluster_env.leaderboard.board import load_board
+from gpucluster_env.leaderboard.cell_options import canonical, options_label
 from gpucluster_env.leaderboard.claim_check import Result, cell_key, check_claims, counts, needed_cells, pct
 from gpucluster_env.leaderboard.claims import Claim, Claims, load_claims
 from gpucluster_env.leaderboard.execute import load_current

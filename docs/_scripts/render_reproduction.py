@@ -177,7 +177,12 @@ def _paired(res: Results, sc: str, opts: str, a: str, b: str) -> str:
 
 def _workload_section(seeds: int) -> list[str]:
     """The job tables' statistics beside Pollux's published workloads (means over the seeds)."""
-    from gpucluster_env.traces.pollux import POLLUX_APP_SHARE, POLLUX_MEAN_ARRIVAL_S, POLLUX_REPLICAS, workload_stats
+    from gpucluster_env.traces.pollux_workloads import (
+        POLLUX_APP_SHARE,
+        POLLUX_MEAN_ARRIVAL_S,
+        POLLUX_REPLICAS,
+        workload_stats,
+    )
 
     from gpucluster_env.scenarios import get_scenario
 
@@ -185,7 +190,7 @@ def _workload_section(seeds: int) -> list[str]:
     tot = sum(sum(c.values()) for c in POLLUX_REPLICAS.values())
     mean_g = sum(g * c for r in POLLUX_REPLICAS.values() for g, c in r.items()) / tot
     gt4 = sum(c for r in POLLUX_REPLICAS.values() for g, c in r.items() if g > 4) / tot
-    lines = ["## Workloads (Pollux's recipe, `gpucluster_env/traces/pollux.py`)\n",
+    lines = ["## Workloads (Pollux's recipe, `gpucluster_env/traces/pollux_workloads.py`)\n",
              "| job table | annotate | " + " | ".join(apps) + " | mean GPUs | > 4 GPUs | mean arrival (h) | "
              "offered load |", "|" + "---|" * (len(apps) + 6)]
     lines.append("| Pollux workload-1..8 (1,280 jobs) | – | " + " | ".join(f"{POLLUX_APP_SHARE[x]:.0%}" for x in apps)

@@ -35,22 +35,23 @@ def discussion(res: Results) -> list[str]:
     a = out.append
     a("### The workload recipe\n")
     a("Both papers \"mainly follow the settings of Pollux\" (castor §9.1 adds Lucid). The job tables follow "
-      "Pollux's generator (`traces/pollux.py`): jobs submitted in the busiest 8 hours of the day, application by the "
-      "job's GPU time in the trace, GPU count from Pollux's per-application distribution, taken as the job's fixed "
-      "request (neither Castor nor SJF-BSBF is elastic), and the global batch Pollux's published workloads give "
-      "that application on that many GPUs (their `batch_size` column: e.g. ImageNet 3,200 on 24 GPUs, CIFAR-10 "
-      "2,048 on 6), split over the GPUs and kept fixed (the engine adds gradient accumulation where memory needs "
-      "it). The work: castor-* take the sampled job's own GPU time in the trace spread over Pollux's GPU count, "
-      "timed on the scenario's own GPUs (`annotate=pollux-lucid`: Lucid's simulator keeps the trace's durations "
-      "whatever the GPU). sjfbsbf-philly (`annotate=pollux-time`) takes Pollux's `epochs x dataset` per "
-      "application and measures it as the time it took on Pollux's own hardware: Pollux's measured T4 step time "
-      "at the job's per-GPU batch (`profiles/pollux/<app>/placements.csv`, 4-GPU nodes; jobs over 16 GPUs use the "
-      "16-GPU row; above the largest measured batch, Pollux's own accumulation rule) times the iteration count, "
-      "then as many iterations as fill that time on the catalog's T4 with the same placement. SJF-BSBF's "
-      "simulated cluster has the shape of Pollux's testbed (16 nodes x 4 GPUs), and it states that its training "
-      "iterations follow Pollux's; counting Pollux's iterations directly on the catalog (`annotate=pollux`) would "
-      "instead inherit the catalog's fitted communication terms, which make a data-parallel ImageNet job far "
-      "slower than Pollux measured.\n")
+      "Pollux's generator (`traces/pollux_workloads.py`): jobs submitted in the busiest 8 hours of the day, "
+      "application by the job's GPU time in the trace, GPU count from Pollux's per-application "
+      "distribution, taken as the job's fixed request (neither Castor nor SJF-BSBF is elastic), and the "
+      "global batch Pollux's published workloads give that application on that many GPUs (their "
+      "`batch_size` column: e.g. ImageNet 3,200 on 24 GPUs, CIFAR-10 2,048 on 6), split over the GPUs and "
+      "kept fixed (the engine adds gradient accumulation where memory needs it). The work: castor-* take "
+      "the sampled job's own GPU time in the trace spread over Pollux's GPU count, timed on the scenario's "
+      "own GPUs (`annotate=pollux-lucid`: Lucid's simulator keeps the trace's durations whatever the GPU). "
+      "sjfbsbf-philly (`annotate=pollux-time`) takes Pollux's `epochs x dataset` per application and "
+      "measures it as the time it took on Pollux's own hardware: Pollux's measured T4 step time at the "
+      "job's per-GPU batch (`profiles/pollux/<app>/placements.csv`, 4-GPU nodes; jobs over 16 GPUs use the "
+      "16-GPU row; above the largest measured batch, Pollux's own accumulation rule) times the iteration "
+      "count, then as many iterations as fill that time on the catalog's T4 with the same placement. "
+      "SJF-BSBF's simulated cluster has the shape of Pollux's testbed (16 nodes x 4 GPUs), and it states "
+      "that its training iterations follow Pollux's; counting Pollux's iterations directly on the catalog "
+      "(`annotate=pollux`) would instead inherit the catalog's fitted communication terms, which make a "
+      "data-parallel ImageNet job far slower than Pollux measured.\n")
     stats = {sc: _load_stats(sc, seeds) for sc in ("castor-philly", "castor-venus", "sjfbsbf-philly")}
     for sc, (load, share) in stats.items():
         top = max(share, key=share.get)

@@ -6,12 +6,13 @@ times), relative error of multi-GPU scaling efficiency (Castor eq. 2-3 vs Gavel'
 steps/s and ElasticFlow's A100/T4 throughput vs GPU count), RMSE of the engine's xi against Gavel's measured
 pairs and against Lucid's RTX 3090 pair at the configuration standing for each catalog model
 (:func:`.lucid.catalog_key`), the xi regression held out by pair (Gavel's and Lucid's), how it and the pair
-offsets carry across GPU generations (:func:`.fit.offset_transfer`), and the saved predictor's held-out figures
+offsets carry across GPU generations (:func:`.xi_fit.offset_transfer`), and the saved predictor's held-out figures
 (stored with it by ``fit-interference``).
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,9 +20,10 @@ import numpy as np
 from ..performance import comm_time, compute_time, iteration_time
 from . import Catalog, default_catalog
 from .comm_fit import fit_all
-from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4, heldout_by_pair, joint_design, offset_transfer
-from .lucid_pairs import LUCID_TYPE, catalog_key, load_lucid
+from .fit import ELASTICFLOW_A100, FAMILY_MODEL, GAVEL_JOB, POLLUX_T4
+from .lucid_pairs import LUCID_TYPE, LucidData, catalog_key, load_lucid
 from .measured import (
+    GavelData,
     job_batch,
     job_family,
     load_elasticflow,
@@ -30,6 +32,7 @@ from .measured import (
     require_data_dir,
 )
 from .models import SINGLE_NODE_ALPHA_COMM
+from .xi_fit import heldout_by_pair, joint_design, offset_transfer
 from .xi_model import MeasuredInterference, shipped_demand_exponent
 
 
@@ -46,11 +49,9 @@ def _scaling(cat: Catalog, model: str, gpu: str, batch: float, n: int) -> float:
     return t1 / iteration_time(t1, 1, tc, p.delta)
 
 
-def validate(cat: Catalog | None = None) -> dict[str, Any]:
-    """The validation figures as a JSON-able dict (see the module docstring)."""
-    cat = cat or default_catalog()
-    root = require_data_dir()
-    gd = load_gavel(root / "profiles" / "gavel" / "simulation_throughputs.json")
+def _speed_errors(cat: Catalog, gd: GavelData, root: Path) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Relative errors of the catalog's solo throughput (Gavel's 1-GPU rows, Pollux's T4 rows) and of its
+    multi-GPU scaling (Gavel's rows on more GPUs, ElasticFlow's A100/T4 rows at one global batch), per GPU type."""
     solo: dict[str, list[float]] = {}
     scaling: dict[str, list[float]] = {}
     for gpu in gd.solo:
@@ -83,6 +84,12 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
                         tc = comm_time(p, n, 1, g.intra_node_bw_gbps, g.intra_node_bw_gbps)
                         pred = float(compute_time(p, gbs, 1.0)) / iteration_time(t_b, 1, tc, p.delta)
                         scaling.setdefault(gpu, []).append(_rel(pred, true))
+    return solo, scaling
+
+
+def _engine_xi_rmse(cat: Catalog, gd: GavelData, ld: LucidData) -> dict[str, float]:
+    """RMSE of the engine's interference ratio against Gavel's measured pairs per GPU type, and against Lucid's
+    RTX 3090 pairs (the configurations that stand for two catalog models)."""
     engine_xi: dict[str, float] = {}
     for gpu in gd.pairs:
         xi = gd.xi(gpu)
@@ -93,7 +100,6 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
                     pred = cat.interference.pair_xi(cat.model(ma), cat.model(mb), gpu)[0]
                     err.append(pred - max(1.0, xi[(ja, jb)]))
         engine_xi[gpu] = float(np.sqrt(np.mean(np.square(err))))
-    ld = load_lucid(root)
     ga102 = []
     for ma in cat.models:
         for mb in cat.models:
@@ -104,6 +110,17 @@ def validate(cat: Catalog | None = None) -> dict[str, Any]:
     if ga102:
         p_, t_ = np.array(ga102).T
         engine_xi[LUCID_TYPE] = float(np.sqrt(np.mean((p_ - t_) ** 2)))
+    return engine_xi
+
+
+def validate(cat: Catalog | None = None) -> dict[str, Any]:
+    """The validation figures as a JSON-able dict (see the module docstring)."""
+    cat = cat or default_catalog()
+    root = require_data_dir()
+    gd = load_gavel(root / "profiles" / "gavel" / "simulation_throughputs.json")
+    solo, scaling = _speed_errors(cat, gd, root)
+    ld = load_lucid(root)
+    engine_xi = _engine_xi_rmse(cat, gd, ld)
     ev, ev_model = _predictor_eval("evaluation"), _predictor_eval("evaluation_by_model")
     inter = cat.interference
     exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()

@@ -14,7 +14,7 @@ the pair's demands.
    numbers are shipped). ``o_ab`` (**anchored**) is the pair's mean residual within one architecture group:
    Gavel's on K80/P100/V100, Lucid's on the GA102 types (RTX 3090, A40, A6000; each with its own demands).
    It is 0 on every other type: offsets measured on one generation do not carry to another
-   (:func:`.fit.offset_transfer`, docs/catalog.md), while the demand regression does.
+   (:func:`.xi_fit.offset_transfer`, docs/catalog.md), while the demand regression does.
 
 All values are clipped to ``>= 1`` (measurement noise gives a few ratios a hair below 1). The table is the
 project's own fitted numbers, written to ``gpucluster_env/data/xi_table.json`` by ``gpucluster catalog

@@ -106,11 +106,11 @@ def validate_cmd(args: argparse.Namespace) -> int:
 
 def fit_cmd(args: argparse.Namespace) -> int:
     from gpucluster_env.atomic_write import write_bytes_atomic
-    from gpucluster_env.catalog.fit import build_xi_table
     from gpucluster_env.catalog.lucid_pairs import load_lucid
     from gpucluster_env.catalog.measured import load_gavel
     from gpucluster_env.catalog.predictor import PREDICTOR_FILE, fit_predictor
     from gpucluster_env.catalog.predictor_eval import evaluate, evaluate_by_model
+    from gpucluster_env.catalog.xi_fit import build_xi_table
     from gpucluster_env.catalog.xi_model import XI_TABLE_FILE
 
     if args.seeds < 1:

@@ -121,6 +121,7 @@ def _slug(name: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gpucluster_env.cli.leaderboard_progress import run_with_progress
     from gpucluster_env.leaderboard.execute import current_records, execute
     from gpucluster_env.leaderboard.store import ResultStore
 
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         report = execute(board, store, args.workers, args.backend, args.address, args.replace_stale)
     else:
-        report = _run_with_progress(board, store, args)
+        report = run_with_progress(board, store, args)
     records = [r for r in current_records(store)[0] if r["key"] in keys]
     rate = (f"ran {report.ran} cell(s) ({report.skipped} already recorded) in {report.wall_s:.1f} s: "
             f"{report.cells_per_min:.1f} cells/min with {report.workers} worker(s) ({report.backend})")
@@ -162,96 +163,6 @@ def run(args: argparse.Namespace) -> int:
 
         print_rich([summarize(records, board.metrics[0], board.reference)], console)
     return 0
-
-
-def _run_with_progress(board: Any, store: Any, args: argparse.Namespace) -> Any:
-    """:func:`~gpucluster_env.leaderboard.execute.execute` under a progress bar (ETA, cells per minute) with
-    the partial results below it, on stderr; on a pipe or a log file (not a terminal), one line per tenth of the
-    cells instead, each ending with a newline so the log stays readable."""
-    import time
-
-    from rich.console import Group
-    from rich.live import Live
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from gpucluster_env.leaderboard.execute import execute, live_summary
-    from gpucluster_env.leaderboard.summary_tables import seconds_unit
-    from gpucluster_env.text_tables import Col, fitted_tables, make_console
-
-    console = make_console(stderr=True)
-    if not console.is_terminal:
-        return _run_with_log_lines(board, store, args)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(bar_width=16), MofNCompleteColumn(),
-                        TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                        TextColumn("{task.fields[rate]}"), console=console)  # fits 80 columns
-    task = progress.add_task(board.name, total=None, rate="")
-    new: list[dict[str, Any]] = []
-
-    def partial() -> Group:
-        every = live_summary(new)
-        unit, scale = seconds_unit(mean for _, _, mean, _ in every)  # over all rows, as the final table's unit
-        rows = every[:24]
-        cols = [Col("scenario", "left", text=True), Col("policy", "left", key=True), Col(f"avg JCT {unit}"),
-                Col("n")]
-        cells, last = [], None
-        for sc, pol, mean, n in rows:
-            cells.append((sc if sc != last else "", pol, f"{mean / scale:,.2f}", str(n)))
-            last = sc
-        return Group(*fitted_tables("partial results so far", cols, cells, console.width, box=None,
-                                    title_justify="left"))
-
-    live = Live(Group(progress, partial()), console=console, refresh_per_second=4, transient=False)
-    t0 = time.perf_counter()
-
-    def on_start(todo: int, skipped: int) -> None:
-        nonlocal t0
-        console.print(f"{board.name}: {todo} cell(s) to run, {skipped} already recorded", highlight=False)
-        progress.update(task, total=todo, description=board.name[:16])
-        live.start()
-        t0 = time.perf_counter()
-
-    def on_record(rec: dict[str, Any], done: int, total: int) -> None:
-        new.append(rec)
-        rate = 60.0 * done / max(time.perf_counter() - t0, 1e-9)
-        progress.update(task, total=total, completed=done, rate=f"{rate:,.0f} cells/min")
-        live.update(Group(progress, partial()))
-
-    try:
-        return execute(board, store, args.workers, args.backend, args.address, args.replace_stale, on_record,
-                       on_start)
-    finally:
-        live.stop()
-
-
-def _run_with_log_lines(board: Any, store: Any, args: argparse.Namespace) -> Any:
-    """:func:`~gpucluster_env.leaderboard.execute.execute` reporting to a log: one whole line on stderr when
-    it starts and at every tenth of the cells (no bar, no redrawn table)."""
-    import time
-
-    from gpucluster_env.leaderboard.execute import execute
-
-    t0 = time.perf_counter()
-    step = [1]
-
-    def on_start(todo: int, skipped: int) -> None:
-        nonlocal t0
-        t0 = time.perf_counter()
-        step[0] = max(1, todo // 10)
-        print(f"{board.name}: {todo} cell(s) to run, {skipped} already recorded", file=sys.stderr, flush=True)
-
-    def on_record(rec: dict[str, Any], done: int, total: int) -> None:
-        if done % step[0] == 0 or done == total:
-            el = time.perf_counter() - t0
-            print(f"{board.name}: {done}/{total} cells done in {el:.0f} s", file=sys.stderr, flush=True)
-
-    return execute(board, store, args.workers, args.backend, args.address, args.replace_stale, on_record, on_start)
 
 
 BOARD_META = "board.json"

@@ -66,12 +66,8 @@ def _check_timeline_target(target: str, inputs: list[str]) -> None:
                          "pip install 'gpucluster-env[plot]'") from None
 
 
-def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from gpucluster_env.cli.jsonout import dumps
-    from gpucluster_env.replay.record import read_record
-
+def _check_args(args: argparse.Namespace) -> None:
+    """The flags of ``replay`` that do not go together or are out of range, as one-line ``ValueError``s."""
     if len(args.files) > 2:
         raise ValueError("replay takes one record, or two to compare")
     if args.frames is not None and not (1 <= args.frames <= MAX_FRAMES):
@@ -83,6 +79,35 @@ def run(args: argparse.Namespace) -> int:
                          "shows no frame")
     if args.timeline is not None:
         _check_timeline_target(args.timeline, args.files)
+
+
+def _print_frames(view: Any, recs: list[Any], span: tuple[float, float], at: float | None,
+                  args: argparse.Namespace, console: Any) -> None:
+    """Without a terminal (or with ``--no-live``): ``--frames`` frames spread over the episode (or the one at
+    ``--at``), then one line per record with its counts, average JCT and makespan."""
+    from gpucluster_env.replay.frame import ViewOptions
+
+    t0, t_end = span
+    opts = ViewOptions(width=console.width, height=max(24, console.height), shares=args.shares, zoom=args.zoom)
+    n = args.frames or 1
+    times = [at] if at is not None else [t0 + (t_end - t0) * (k + 1) / n for k in range(n)]
+    for t in times:
+        console.print(view.frame(min(t_end, max(t0, t)), opts))
+        console.rule(style="dim")
+    for r in recs:
+        m = r.metrics
+        console.print(f"{r.title}: {len(r.header['jobs'])} jobs, {len(r.events)} events, {len(r.actions)} "
+                      f"actions; avg JCT {m.get('avg_jct_s') or float('nan'):,.0f} s, makespan "
+                      f"{m.get('makespan_s') or float('nan'):,.0f} s")
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from gpucluster_env.cli.jsonout import dumps
+    from gpucluster_env.replay.record import read_record
+
+    _check_args(args)
     recs = [read_record(f) for f in args.files]
     if args.timeline is not None:
         from gpucluster_env.replay.timeline_png import draw_timeline
@@ -91,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.verify:
         return _verify(recs, args.json)
-    from gpucluster_env.replay.frame import FrameView, ViewOptions
+    from gpucluster_env.replay.frame import FrameView
     from gpucluster_env.replay.live import KEYS_HELP, Player, parse_time, run_live
     from gpucluster_env.replay.timeline import Timeline
 
@@ -117,17 +142,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console()
     live = not args.no_live and sys.stdin.isatty() and sys.stdout.isatty()
     if not live:
-        opts = ViewOptions(width=console.width, height=max(24, console.height), shares=args.shares, zoom=args.zoom)
-        n = args.frames or 1
-        times = [at] if at is not None else [t0 + (t_end - t0) * (k + 1) / n for k in range(n)]
-        for t in times:
-            console.print(view.frame(min(t_end, max(t0, t)), opts))
-            console.rule(style="dim")
-        for r in recs:
-            m = r.metrics
-            console.print(f"{r.title}: {len(r.header['jobs'])} jobs, {len(r.events)} events, {len(r.actions)} "
-                          f"actions; avg JCT {m.get('avg_jct_s') or float('nan'):,.0f} s, makespan "
-                          f"{m.get('makespan_s') or float('nan'):,.0f} s")
+        _print_frames(view, recs, (t0, t_end), at, args, console)
         return 0
     times = sorted({e["t"] for tl in tls for e in tl.events})
     player = Player(times, t0, t_end, list(tls[0].type_names))

@@ -135,13 +135,9 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
             "all_at_zero": False, "deadlines": False}
 
 
-def run(args: argparse.Namespace) -> int:
-    from gpucluster_env.cli.jsonout import dumps
-    from gpucluster_env.cli.option_args import parse_policy_options
-    from gpucluster_env.cli.run_progress import EpisodeLimits, ProgressPolicy
+def _check_bounds(args: argparse.Namespace) -> None:
+    """``--seed``, ``--max-sim-days`` and ``--max-steps`` within their ranges, else a one-line ``SettingError``."""
     from gpucluster_env.env.limits import ENV_LIMITS
-    from gpucluster_env.policy import make_policy, policy_names, run_episode
-    from gpucluster_env.replay.recorder import recording
     from gpucluster_env.settings import SettingError
 
     if not (0 <= args.seed < 2**32):
@@ -150,6 +146,17 @@ def run(args: argparse.Namespace) -> int:
         raise SettingError(f"--max-sim-days {args.max_sim_days:g}: must be a number of days in (0, 1e6]")
     if not (1 <= args.max_steps <= ENV_LIMITS["max_steps"].high):  # type: ignore[operator]
         raise SettingError(f"--max-steps {args.max_steps}: must be from 1 to {ENV_LIMITS['max_steps'].high:.0e}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpucluster_env.cli.jsonout import dumps
+    from gpucluster_env.cli.option_args import parse_policy_options
+    from gpucluster_env.cli.run_progress import EpisodeLimits, ProgressPolicy
+    from gpucluster_env.policy import make_policy, policy_names, run_episode
+    from gpucluster_env.replay.recorder import recording
+    from gpucluster_env.settings import SettingError
+
+    _check_bounds(args)
     sc = scenario_from_args(args)
     from gpucluster_env.policy import POLICIES
 

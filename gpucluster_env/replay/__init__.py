@@ -9,7 +9,8 @@
 Only :mod:`.record` is imported here; the rest load when used.
 """
 
-from gpucluster_env.replay.record import RECORD_FORMAT, RECORD_VERSION, Record, RecordError, read_record, write_lines
+from gpucluster_env.replay.record import Record, read_record, write_lines
+from gpucluster_env.replay.record_schema import RECORD_FORMAT, RECORD_VERSION, RecordError
 
 __all__ = ["RECORD_FORMAT", "RECORD_VERSION", "Record", "RecordError", "read_record", "write_lines",
            "RecordingWrapper"]

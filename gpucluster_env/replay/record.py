@@ -48,10 +48,14 @@ from gpucluster_env.engine import (
     Wait,
 )
 from gpucluster_env.input_files import InputFileError, read_text
+from gpucluster_env.replay.record_schema import (
+    RECORD_FORMAT,
+    RecordError,
+    check_header,
+    is_int,
+    is_num,
+)
 
-RECORD_FORMAT = "gpucluster-replay"
-RECORD_VERSION = 2
-READABLE_VERSIONS = (1, 2)
 EVENT_KINDS = frozenset({"arrive", "start", "finish", "preempt", "squeeze", "swell", "fork", "round", "reallocate",
                          "drop_copy", "move_copy"})
 
@@ -59,10 +63,6 @@ _TYPED: dict[str, type] = {"wait": Wait, "place": Place, "colocate": Colocate, "
                            "swell": Swell, "preempt": Preempt, "fork": Fork, "reallocate": Reallocate,
                            "drop_copy": DropCopy, "move_copy": MoveCopy, "set_stealing": SetStealing}
 _TYPE_NAME = {cls: name for name, cls in _TYPED.items()}
-
-
-class RecordError(ValueError):
-    """A record that cannot be read: the message names the file and the line."""
 
 
 @dataclass
@@ -143,12 +143,12 @@ def _action_field_ok(name: str, v: Any) -> bool:
     """Whether ``v`` is of the type a typed action's field ``name`` holds (every other field is an index or a
     count: an integer >= 0)."""
     if name == "gpus":
-        return isinstance(v, list) and all(_is_int(g) for g in v)
+        return isinstance(v, list) and all(is_int(g) for g in v)
     if name == "gpu_type":
         return isinstance(v, str)
     if name == "on":
         return isinstance(v, bool)
-    return _is_int(v)
+    return is_int(v)
 
 
 def event_dict(t: float, kind: str, job: int, extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -209,7 +209,7 @@ def read_record(path: str | Path) -> Record:
         if not isinstance(d, dict):
             raise RecordError(f"{name}: line {n}: expected a JSON object, got {type(d).__name__}")
         if rec is None:
-            rec = Record(header=_check_header(d, name), path=name)
+            rec = Record(header=check_header(d, name), path=name)
             n_gpus = rec.num_gpus
         else:
             _add_line(rec, d, name, n, n_gpus)
@@ -218,126 +218,6 @@ def read_record(path: str | Path) -> Record:
     if not rec.metrics:
         raise RecordError(f"{name}: line {n}: file ends without its metrics line (truncated record?)")
     return rec
-
-
-def _is_int(v: Any, lo: int = 0) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v >= lo
-
-
-def _is_num(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def _is_dict(v: Any) -> bool:
-    return isinstance(v, dict)
-
-
-def _is_str(v: Any) -> bool:
-    return isinstance(v, str)
-
-
-@dataclass(frozen=True)
-class _Field:
-    """One header key: whether every version 2 record has it, the check of its value, and what it accepts."""
-
-    required: bool
-    ok: Any
-    accepts: str
-
-
-_ENV_FIELDS: dict[str, _Field] = {
-    "n_pending": _Field(True, lambda v: _is_int(v, 1), "a positive integer"),
-    "n_running": _Field(True, lambda v: _is_int(v, 1), "a positive integer"),
-    "n_accum": _Field(True, lambda v: _is_int(v, 1), "a positive integer"),
-    "observation": _Field(True, _is_str, "a string"),
-    "objective": _Field(True, _is_str, "a string"),
-    "reward_scale": _Field(True, lambda v: _is_num(v) and v > 0, "a positive number"),
-    "invalid_action": _Field(True, _is_str, "a string"),
-    "actions": _Field(True, lambda v: isinstance(v, list) and all(map(_is_str, v)), "a list of action kinds"),
-    "max_sim_time_s": _Field(True, lambda v: v is None or (_is_num(v) and v > 0), "a positive number or null"),
-    # written since the record carried them; a record without them was made with the environment's defaults
-    "action_layout": _Field(False, _is_str, "a string"),
-    "min_run_s": _Field(False, lambda v: _is_num(v) and v >= 0, "a number >= 0"),
-    "pending_order": _Field(False, _is_str, "a string"),
-    "max_steps": _Field(False, lambda v: _is_int(v, 1), "a positive integer"),  # only in step-limited runs
-}
-"""The environment settings a record's ``env`` holds (:func:`~gpucluster_env.replay.recorder.env_settings`)."""
-
-_JOB_FIELDS: dict[str, _Field] = {
-    "id": _Field(True, lambda v: v is None or _is_str(v) or _is_int(v, -(2**63)), "a string or an integer"),
-    "model": _Field(True, _is_str, "a model name"),
-    "gpus": _Field(True, lambda v: _is_int(v, 1), "a positive integer"),
-    "submit_s": _Field(True, lambda v: _is_num(v) and v >= 0, "a number of seconds >= 0"),
-    "iterations": _Field(True, lambda v: _is_num(v) and v > 0, "a positive number"),
-}
-
-
-def _is_node(v: Any) -> bool:
-    return isinstance(v, list) and len(v) == 2 and _is_str(v[0]) and _is_int(v[1], 1)
-
-
-HEADER_FIELDS: dict[str, _Field] = {
-    "format": _Field(True, lambda v: v == RECORD_FORMAT, f"{RECORD_FORMAT!r}"),
-    "version": _Field(True, lambda v: _is_int(v) and v in READABLE_VERSIONS, "a record version"),
-    "package_version": _Field(True, _is_str, "a version string"),
-    "versions": _Field(False, lambda v: _is_dict(v) and all(x is None or _is_str(x) for x in v.values()),
-                       "an object of package versions"),
-    "scenario": _Field(True, _is_str, "a scenario name"),
-    "scenario_options": _Field(True, _is_dict, "an object of scenario options"),
-    "scenario_spec": _Field(False, _is_str, "a scenario as TOML text"),
-    "seed": _Field(True, lambda v: v is None or _is_int(v), "an integer >= 0 or null"),
-    "rng_state": _Field(False, lambda v: _is_dict(v) and _is_str(v.get("bit_generator")),
-                        "a numpy bit generator state"),
-    "policy": _Field(True, _is_str, "a policy name"),
-    "policy_options": _Field(True, _is_dict, "an object of policy options"),
-    "env": _Field(True, _is_dict, "an object of environment settings"),
-    "catalog": _Field(True, lambda v: v in ("default", "policy", "custom"), "'default', 'policy' or 'custom'"),
-    "trace": _Field(True, lambda v: v is None or _is_str(v), "a string"),
-    "cluster": _Field(True, lambda v: isinstance(v, list) and len(v) > 0 and all(map(_is_node, v)),
-                      "a list of [gpu_type, gpus] nodes"),
-    "share_step": _Field(False, lambda v: _is_num(v) and 0 < v <= 1, "a number in (0, 1]"),
-    "jobs": _Field(True, lambda v: isinstance(v, list) and all(map(_is_dict, v)), "a list of job objects"),
-}
-"""Every key of a version 2 header, typed: a key not here is refused by name (docs/replay.md)."""
-
-_V1_KEYS = ("format", "version", "scenario", "options", "policy", "policy_options", "seed", "trace", "cluster",
-            "jobs")
-
-
-def _check_fields(d: dict[str, Any], spec: dict[str, _Field], where: str) -> None:
-    """Every key of ``d`` known to ``spec``, the required ones there, each value of its type; else
-    :class:`RecordError` naming the first key that is not."""
-    unknown = [k for k in d if k not in spec]
-    if unknown:
-        raise RecordError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(spec)}")
-    missing = [k for k, f in spec.items() if f.required and k not in d]
-    if missing:
-        raise RecordError(f"{where}: lacks {', '.join(map(repr, missing))}")
-    for k, f in spec.items():
-        if k in d and not f.ok(d[k]):
-            raise RecordError(f"{where}: {k!r}: expected {f.accepts}, got {json.dumps(d[k])[:80]}")
-
-
-def _check_header(d: dict[str, Any], name: str) -> dict[str, Any]:
-    """The header ``d`` if every key is known and of its type (version 1: the keys a replay reads); else
-    :class:`RecordError` naming the file, line 1 and the key."""
-    if d.get("format") != RECORD_FORMAT:
-        raise RecordError(f"{name}: line 1: not a {RECORD_FORMAT} record (format {d.get('format')!r})")
-    if not HEADER_FIELDS["version"].ok(d.get("version")):
-        raise RecordError(f"{name}: line 1: record version {d.get('version')!r} is not one this reader knows "
-                          f"({', '.join(map(str, READABLE_VERSIONS))})")
-    where = f"{name}: line 1: header"
-    if d["version"] == 1:
-        spec = {k: HEADER_FIELDS.get(k, _Field(True, _is_dict, "an object")) for k in _V1_KEYS}
-        spec = {k: _Field(k in ("scenario", "seed", "policy", "cluster", "jobs"), f.ok, f.accepts)
-                for k, f in spec.items()}
-        _check_fields({k: v for k, v in d.items() if k in spec}, spec, where)
-    else:
-        _check_fields(d, HEADER_FIELDS, where)
-        _check_fields(d["env"], _ENV_FIELDS, f"{where} 'env'")
-    for i, job in enumerate(d["jobs"]):
-        _check_fields(job, _JOB_FIELDS, f"{where} 'jobs': job {i}")
-    return d
 
 
 _LINE_KEYS = {"act": frozenset({"kind", "a"}), "rate": frozenset({"kind", "t", "jobs"})}
@@ -349,13 +229,13 @@ def _metric_ok(key: str, v: Any) -> bool:
     ``end`` says how the episode ended."""
     if key == "end":
         return v in ("terminated", "truncated", "wrapper")
-    return v is None or _is_num(v)
+    return v is None or is_num(v)
 
 
 def _rate_entry_ok(x: Any, n_jobs: int) -> bool:
     """``[job, remaining, rate, xi, active_from]`` of a rate sample."""
-    return (isinstance(x, list) and len(x) == 5 and _is_int(x[0]) and x[0] < n_jobs and _is_num(x[1])
-            and _is_num(x[2]) and (x[3] is None or _is_num(x[3])) and _is_num(x[4]))
+    return (isinstance(x, list) and len(x) == 5 and is_int(x[0]) and x[0] < n_jobs and is_num(x[1])
+            and is_num(x[2]) and (x[3] is None or is_num(x[3])) and is_num(x[4]))
 
 
 def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) -> None:
@@ -374,7 +254,7 @@ def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) ->
         rec.actions.append(d["a"])
         rec.steps.append(len(rec.events))
     elif kind == "rate":
-        if not _is_num(d.get("t")) or not isinstance(d.get("jobs"), list):
+        if not is_num(d.get("t")) or not isinstance(d.get("jobs"), list):
             raise RecordError(f"{name}: line {n}: rate sample needs 't' and 'jobs'")
         bad = next((i for i, x in enumerate(d["jobs"]) if not _rate_entry_ok(x, n_jobs)), None)
         if bad is not None:

@@ -19,14 +19,8 @@ import gymnasium as gym
 
 from gpucluster_env import __version__
 from gpucluster_env.env.cluster_env import ACTION_KINDS, GPUClusterEnv
-from gpucluster_env.replay.record import (
-    RECORD_FORMAT,
-    RECORD_VERSION,
-    action_to_json,
-    event_dict,
-    jsonable,
-    write_lines,
-)
+from gpucluster_env.replay.record import action_to_json, event_dict, jsonable, write_lines
+from gpucluster_env.replay.record_schema import RECORD_FORMAT, RECORD_VERSION
 from gpucluster_env.scenarios import SCENARIOS, Scenario
 from gpucluster_env.versions import package_versions
 

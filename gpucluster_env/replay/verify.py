@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpucluster_env.env.cluster_env import GPUClusterEnv
-from gpucluster_env.replay.record import Record, RecordError, action_from_json, action_to_json, event_dict
+from gpucluster_env.replay.record import Record, action_from_json, action_to_json, event_dict
+from gpucluster_env.replay.record_schema import RecordError
 from gpucluster_env.replay.recorder import EpisodeCapture, header_of
 from gpucluster_env.scenarios import Scenario
 from gpucluster_env.versions import package_versions
@@ -250,24 +251,10 @@ def _verify(rec: Record) -> VerifyResult:
     diff = _header_difference(rec, capture.lines[0])
     if diff:
         return VerifyResult(False, diff, 0, 0)
-    eng = env.engine
     expected = rec.events
-    checked = 0
+    events = _EventCheck(env.engine.log, expected)
     done_actions = 0
-
-    def check_upto() -> VerifyResult | None:
-        nonlocal checked
-        recs = eng.log.records
-        while checked < len(recs):
-            got = _json(event_dict(*recs[checked]))
-            want = expected[checked] if checked < len(expected) else None
-            if want is None or first_difference(want, got, ""):
-                return VerifyResult(False, f"event {checked}: record has {_describe(want)}, replay has "
-                                           f"{_describe(got)}", checked, done_actions, checked)
-            checked += 1
-        return None
-
-    bad = check_upto()
+    bad = events.upto(done_actions)
     if bad:
         return bad
     info: dict[str, Any] = {}
@@ -275,41 +262,81 @@ def _verify(rec: Record) -> VerifyResult:
     chosen: list[Any] = []  # the policy's actions still to take at this decision point
     for i, a in enumerate(rec.actions):
         if ended:
-            return VerifyResult(False, f"action {i}: the replayed episode had already ended", checked, i,
-                                checked if checked < len(expected) else None)
+            return VerifyResult(False, f"action {i}: the replayed episode had already ended", events.checked, i,
+                                events.checked if events.checked < len(expected) else None)
         if policy is not None:
-            while not chosen:
-                try:
-                    acts = policy.act(obs, env)
-                except Exception as e:  # e.g. a header whose settings the policy cannot act in
-                    text = str(e).splitlines()[0] if str(e) else ""
-                    return VerifyResult(False, f"action {i}: policy {h['policy']!r} of the header cannot act in the "
-                                               f"replay ({type(e).__name__}: {text})", checked, i)
-                chosen = list(acts) if isinstance(acts, list) else [acts]
-            want = _json(action_to_json(chosen.pop(0)))
-            if first_difference(a, want, ""):
-                return VerifyResult(False, f"action {i}: record has {_show(a)}, policy {h['policy']!r} of the "
-                                           f"header chooses {_show(want)}", checked, i)
+            bad = _check_choice(policy, obs, env, chosen, i, a, h["policy"], events.checked)
+            if bad:
+                return bad
         try:
             action = action_from_json(a)
             obs, _, term, trunc, info = env.step(action)
         except (ValueError, TypeError, IndexError, KeyError) as e:  # an action the environment refuses
-            return VerifyResult(False, f"action {i} ({a}) failed on replay: {str(e).splitlines()[0]}", checked, i,
-                                checked)
+            return VerifyResult(False, f"action {i} ({a}) failed on replay: {str(e).splitlines()[0]}",
+                                events.checked, i, events.checked)
         capture.step(action)
         done_actions = i + 1
         ended = term or trunc
-        bad = check_upto()
+        bad = events.upto(done_actions)
         if bad:
             return bad
+    checked = events.checked
     if checked != len(expected):
         return VerifyResult(False, f"event {checked}: record has {_describe(expected[checked])}, replay ended "
                                    "without it", checked, done_actions, checked)
-    if ended:
-        metrics, end = info["metrics"], "terminated" if term else "truncated"
-    elif rec.metrics.get("end") == "wrapper":  # an outer wrapper ended the episode early
-        metrics, end = eng.metrics(), "wrapper"
-    else:
+    end = ("terminated" if term else "truncated") if ended else None
+    return _finish(rec, env, capture, policy is not None, info["metrics"] if ended else None, end, checked,
+                   done_actions)
+
+
+class _EventCheck:
+    """The replayed engine's event log compared, as it grows, with the record's events in order."""
+
+    def __init__(self, log: Any, expected: list[dict[str, Any]]) -> None:
+        self.log, self.expected, self.checked = log, expected, 0
+
+    def upto(self, done_actions: int) -> VerifyResult | None:
+        """Compare the events logged since the last call; the first that differs (or that the record lacks) as
+        a failed result, else None."""
+        recs, expected = self.log.records, self.expected
+        while self.checked < len(recs):
+            got = _json(event_dict(*recs[self.checked]))
+            want = expected[self.checked] if self.checked < len(expected) else None
+            if want is None or first_difference(want, got, ""):
+                return VerifyResult(False, f"event {self.checked}: record has {_describe(want)}, replay has "
+                                           f"{_describe(got)}", self.checked, done_actions, self.checked)
+            self.checked += 1
+        return None
+
+
+def _check_choice(policy: Any, obs: Any, env: Any, chosen: list[Any], i: int, a: Any, name: str,
+                  checked: int) -> VerifyResult | None:
+    """Whether the header's policy, asked at this decision point (its actions still to take there in ``chosen``,
+    asked again when none is left), chooses the recorded action ``a`` (number ``i``); None when it does."""
+    while not chosen:
+        try:
+            acts = policy.act(obs, env)
+        except Exception as e:  # e.g. a header whose settings the policy cannot act in
+            text = str(e).splitlines()[0] if str(e) else ""
+            return VerifyResult(False, f"action {i}: policy {name!r} of the header cannot act in the "
+                                       f"replay ({type(e).__name__}: {text})", checked, i)
+        chosen.extend(acts if isinstance(acts, list) else [acts])
+    want = _json(action_to_json(chosen.pop(0)))
+    if first_difference(a, want, ""):
+        return VerifyResult(False, f"action {i}: record has {_show(a)}, policy {name!r} of the "
+                                   f"header chooses {_show(want)}", checked, i)
+    return None
+
+
+def _finish(rec: Record, env: Any, capture: Any, derived: bool, metrics: dict[str, Any] | None, end: str | None,
+            checked: int, done_actions: int) -> VerifyResult:
+    """The verdict once every recorded action was replayed and every event matched: the episode must have ended
+    (``end``: terminated or truncated, with its ``metrics``) or have been ended by an outer wrapper, and the
+    actions' places among the events, the rate samples and the metrics must match the record's."""
+    h = rec.header
+    if end is None and rec.metrics.get("end") == "wrapper":  # an outer wrapper ended the episode early
+        metrics, end = env.engine.metrics(), "wrapper"
+    elif end is None:
         return VerifyResult(False, "replay did not reach the end of the episode after the recorded actions",
                             checked, done_actions)
     lines = _json(capture.finish(metrics, end))
@@ -317,7 +344,7 @@ def _verify(rec: Record) -> VerifyResult:
     late = _later_difference(rec, lines)
     if late:
         return VerifyResult(False, late, checked, done_actions)
-    how = (f"as policy {h['policy']!r} chooses them" if policy is not None else
+    how = (f"as policy {h['policy']!r} chooses them" if derived else
            f"as recorded (policy {h['policy']!r} is not a registered one, so its choices are not re-derived)")
     return VerifyResult(True, f"ok: {done_actions} actions replayed {how}; the header, all {checked} events, "
                               f"{len(rec.rates)} rate samples and {len(rec.metrics)} metrics match",

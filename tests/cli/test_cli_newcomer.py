@@ -71,7 +71,7 @@ def test_reproduce_on_partial_results_is_one_line(tmp_path, capsys):
 # --- tables at 80 and 160 columns, in a pipe (rich then uses $COLUMNS) ---------------------------------------
 
 GPUCLUSTER = str(Path(sys.executable).parent / "gpucluster")
-DATA = Path(os.environ.get("GPUCLUSTER_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+DATA = Path(os.environ.get("GPUCLUSTER_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
 
 
 def cli(columns: int, *args: str) -> str:
@@ -352,7 +352,7 @@ def test_glossary_explains_every_table_abbreviation():
     from gpucluster_env.cli.catalog_report import PER_GPU
     from gpucluster_env.cli.run_cmd import COLUMNS
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "glossary.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "glossary.md").read_text()
     terms = " ".join(re.findall(r"\*\*([^*]+)\*\*", text))
     wanted = {"ξ", "SB mean", "SB med", "SM est", "IQM", "coloc", "MdAPE", "JCT", "GPU occ", "shared", "preempt",
               "makespan", "P(better than X)", "95% CI", "truncated", "†", "scal med", "solo med", "decisions"}
@@ -361,4 +361,4 @@ def test_glossary_explains_every_table_abbreviation():
     wanted |= {head.replace("pred ", "").replace("ξ ", "") for _, head, _ in PER_GPU}
     missing = [w for w in sorted(wanted) if w not in terms]
     assert not missing, missing
-    assert "docs/glossary.md" in (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "docs/glossary.md" in (Path(__file__).resolve().parents[2] / "README.md").read_text()

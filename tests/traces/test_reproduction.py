@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from gpucluster_env.traces.pollux import (
+from gpucluster_env.traces.pollux_workloads import (
     GPU_HOUR_CLASSES,
     POLLUX_APP_SHARE,
     POLLUX_BATCH,
@@ -70,7 +70,7 @@ def test_pollux_applications_follow_gpu_time_classes() -> None:
 def test_pollux_step_time_accumulates_above_the_measured_batch() -> None:
     """Above the largest measured local batch, Pollux's simulator splits the batch into micro-batches and pays
     one compute pass (step - sync) per extra micro-batch."""
-    from gpucluster_env.traces.pollux import pollux_step_time
+    from gpucluster_env.traces.pollux_workloads import pollux_step_time
 
     from gpucluster_env.catalog.measured import data_dir, load_pollux_placements
 
@@ -232,7 +232,7 @@ def test_pollux_time_work_matches_pollux_measured_time_on_t4() -> None:
     """``annotate=pollux-time``: on the catalog's T4 (Pollux's hardware, 4-GPU nodes) a job runs as long as
     Pollux's iterations took at Pollux's measured step time (within one iteration), and ImageNet's work is
     below the catalog's own count of Pollux's iterations (the reason for the recipe)."""
-    from gpucluster_env.traces.pollux import (
+    from gpucluster_env.traces.pollux_workloads import (
         POLLUX_GPU,
         POLLUX_INTER_NODE_GBS,
         POLLUX_NODE_GPUS,

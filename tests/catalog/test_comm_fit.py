@@ -24,7 +24,7 @@ P = ModelProfile("synthetic", 32, (32,), 0.01, 0.001, grad_mb=100.0)
 
 def _data_dir() -> Path | None:
     env = os.environ.get("GPUCLUSTER_DATA")
-    p = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    p = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
     return p if (p / "profiles" / "pollux").is_dir() else None
 
 

@@ -12,7 +12,7 @@ from gpucluster_env.traces.gavel_synth import GAVEL_JOB_TYPES, gavel_raw
 from gpucluster_env.engine import Place
 from gpucluster_env.policy import make_policy, registered_policies
 from gpucluster_env.scenarios import get_scenario
-from tests.test_baselines import drive, play_env
+from tests.baselines.test_baselines import drive, play_env
 
 
 def test_yarn_cs_without_backfill_blocks_like_tiresias_fifo(build: Any) -> None:

@@ -61,7 +61,7 @@ def test_glossary_explains_every_column_header_of_the_cli():
     term of docs/glossary.md (alone or as one of a ``A / B`` group)."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     glossary = (root / "docs" / "glossary.md").read_text()
     terms = set()
     for bold in re.findall(r"\*\*([^*]+)\*\*", glossary):

@@ -17,7 +17,7 @@ from gpucluster_env.traces.fetch import ContentError, fetch_trace
 from gpucluster_env.traces.registry import RemoteFile, TraceSpec
 
 from gpucluster_env.cli.main import main
-from tests.test_traces_fetch_cli import PAYLOAD, Server
+from tests.traces.test_traces_fetch_cli import PAYLOAD, Server
 
 MY_TRACE = ("timestamp,duration,num_gpus,gpu_time,cluster\n"
             "2017-10-03 02:00:00,3600,1,3600,vc1\n"

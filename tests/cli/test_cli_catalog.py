@@ -10,7 +10,7 @@ import pytest
 
 from gpucluster_env.cli.main import main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("GPUCLUSTER_DATA", REPO.parent / "shared" / "data"))
 needs_data = pytest.mark.skipif(
     not ((DATA / "profiles" / "gavel").is_dir() and (DATA / "profiles" / "lucid_rtx3090").is_dir()),

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ENGINE = Path(__file__).resolve().parents[1] / "gpucluster_env" / "engine"
+ENGINE = Path(__file__).resolve().parents[2] / "gpucluster_env" / "engine"
 PKG = "gpucluster_env.engine"
 
 

@@ -18,7 +18,7 @@ from gpucluster_env.engine import ActionError, ClusterEngine, EngineConfig, Plac
 from gpucluster_env.hardware import ClusterSpec
 from gpucluster_env.policy import check_policy_options, make_policy
 from gpucluster_env.settings import SettingError
-from tests.test_baselines import drive
+from tests.baselines.test_baselines import drive
 
 
 def _gavel_file() -> Any:

@@ -8,7 +8,6 @@ import json
 
 import numpy as np
 import pytest
-from test_engine_properties import move_actions
 
 from gpucluster_env.engine import DropCopy, MoveCopy, Reallocate
 from gpucluster_env.env import GPUClusterEnv
@@ -16,6 +15,7 @@ from gpucluster_env.replay.record import action_from_json, action_to_json, read_
 from gpucluster_env.replay.recorder import RecordingWrapper
 from gpucluster_env.replay.timeline import Timeline
 from gpucluster_env.replay.verify import verify_record
+from tests.engine.test_engine_properties import move_actions
 
 
 def test_move_actions_round_trip_through_json():

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpucluster_env.cli.main import main
-from tests.test_inputs_loaders import GAVEL, HELIOS, OPENB, PAI_JOBS, PAI_TASKS, PHILLY, job_log
+from tests.traces.test_inputs_loaders import GAVEL, HELIOS, OPENB, PAI_JOBS, PAI_TASKS, PHILLY, job_log
 
 EXTREMES = ("1e20", "-1e20", "inf", "-inf", "nan", "NaN", "Infinity", "1e300", "-1", "0", "2.5", "", "abc", "1e-300",
             "9223372036854775808", "0x10", " 1", "1_000", "\"1\"")

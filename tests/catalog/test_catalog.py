@@ -19,7 +19,7 @@ CAT = default_catalog()
 
 def _data_dir() -> Path | None:
     env = os.environ.get("GPUCLUSTER_DATA")
-    p = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    p = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
     return p if (p / "profiles" / "gavel").is_dir() and (p / "profiles" / "lucid_rtx3090").is_dir() else None
 
 

@@ -32,7 +32,7 @@ from gpucluster_env.atomic_write import (
 )
 from gpucluster_env.cli.main import main
 from gpucluster_env.replay.record import read_record, write_lines
-from tests.test_inputs_cli import MY_TRACE
+from tests.cli.test_inputs_cli import MY_TRACE
 
 DEAD_PID = 999_999_999
 """A process id no process has (Linux ids stop at 4,194,304)."""

@@ -19,7 +19,7 @@ from gpucluster_env.traces.tables import NORMALIZED_COLUMNS, TraceFormatError
 
 def shared_data() -> Path | None:
     env = os.environ.get("GPUCLUSTER_DATA")
-    root = Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    root = Path(env) if env else Path(__file__).resolve().parents[2].parent / "shared" / "data"
     return root if root.exists() else None
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from gpucluster_env.cli.main import main
 from gpucluster_env.policy import run_episode
-from gpucluster_env.replay.record import RecordError, read_record
+from gpucluster_env.replay.record import read_record
+from gpucluster_env.replay.record_schema import RecordError
 from gpucluster_env.replay.recorder import recording
 from gpucluster_env.replay.verify import verify_record
 from gpucluster_env.versions import package_versions

@@ -16,8 +16,8 @@ from gpucluster_env.env import GPUClusterEnv
 from gpucluster_env.hardware import ClusterSpec
 from gpucluster_env.interference import ConstantInterference
 from gpucluster_env.policy import make_policy
+from tests.baselines.test_baselines import play_env
 from tests.conftest import TEST_MODELS, make_jobs
-from tests.test_baselines import play_env
 
 # The paper's expression as read in the catalog: exp(c) * (TFLOPS * sqrt(VRAM))^gamma * (1 + 0.05 (gen - 3)),
 # c = -3.585, gamma = 0.874. V100: 15.7 TFLOPS, 16 GB, PCIe 3; K80 (one die): 4.37 TFLOPS, 12 GB, PCIe 3.

@@ -19,7 +19,7 @@ from gpucluster_env.catalog.pollux_efficiency import (
 )
 from gpucluster_env.policy import make_policy, run_episode
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = Path(os.environ.get("GPUCLUSTER_DATA", REPO.parent / "shared" / "data"))
 WORKLOADS = DATA / "traces" / "philly" / "pollux_workloads"
 needs_workloads = pytest.mark.skipif(
@@ -117,7 +117,7 @@ def test_pollux_runs_castor_philly_to_the_end():
 
 @needs_workloads
 def test_pollux_workload_jobs_are_elastic_and_timed_on_pollux_hardware():
-    from gpucluster_env.traces.pollux import pollux_workload_jobs
+    from gpucluster_env.traces.pollux_workloads import pollux_workload_jobs
 
     from gpucluster_env.catalog import default_catalog
 

@@ -16,14 +16,8 @@ import gpucluster_env  # noqa: F401  (registers the env ids)
 from gpucluster_env.engine import Place, Squeeze, Wait
 from gpucluster_env.env import GPUClusterEnv
 from gpucluster_env.policy import registered_policies, run_episode
-from gpucluster_env.replay.record import (
-    RECORD_VERSION,
-    RecordError,
-    action_from_json,
-    action_to_json,
-    read_record,
-    write_lines,
-)
+from gpucluster_env.replay.record import action_from_json, action_to_json, read_record, write_lines
+from gpucluster_env.replay.record_schema import RECORD_VERSION, RecordError
 from gpucluster_env.replay.recorder import RecordingWrapper, recording, scenario_options_of
 from gpucluster_env.replay.timeline import Timeline
 from gpucluster_env.replay.verify import verify_record

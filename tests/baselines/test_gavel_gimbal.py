@@ -1,8 +1,8 @@
 """Gavel+Gimbal (gimbal §7.2, makespan): Gavel's minimize-makespan rounds, the jobs a round leaves waiting packed
 under Gimbal's topology rule, and Gimbal's makespan coordination (eq. 5-6).
 
-Hand-built cases use the test catalog of conftest.py and the worked example of tests/test_gimbal.py (job A: model
-``a``, job B: model ``b``; free-competition ratios A beside B 3.0, B beside A 1.2).
+Hand-built cases use the test catalog of conftest.py and the worked example of tests/baselines/test_gimbal.py
+(job A: model ``a``, job B: model ``b``; free-competition ratios A beside B 3.0, B beside A 1.2).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from gpucluster_env.baselines.parts.gimbal_rules import packing_sets
 from gpucluster_env.engine import Colocate
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import make_policy, registered_policies
-from tests.test_baselines import play_env
-from tests.test_gimbal import WORKED, WORKED_XI, PairPredictor, StubPredictor, play, violations
+from tests.baselines.test_baselines import play_env
+from tests.baselines.test_gimbal import WORKED, WORKED_XI, PairPredictor, StubPredictor, play, violations
 
 
 def test_registered_with_gavels_makespan_policy() -> None:
