@@ -23,10 +23,24 @@ from ..engine.actions import (
     Swell,
 )
 from ..engine.build import make_engine
-from ..registration import registered_ids_text
 from ..scenarios import Scenario, get_scenario
 from ..settings import SettingError
-from .codec import COLOCATE, FORK, PLACE, PREEMPT, SHARE, SQUEEZE, SWELL, WAIT, ActionCodec, ActionLayout
+from .codec import (
+    COLOCATE,
+    DEFAULT_N_ACCUM,
+    DEFAULT_N_PENDING,
+    DEFAULT_N_RUNNING,
+    FORK,
+    PLACE,
+    PREEMPT,
+    SHARE,
+    SQUEEZE,
+    SWELL,
+    WAIT,
+    ActionCodec,
+    ActionLayout,
+)
+from .doc_numbers import doc_numbers
 from .limits import check_env_limit
 from .observation import ObservationBuilder
 from .rules import DecisionRules
@@ -39,11 +53,6 @@ DEFAULT_MIN_RUN_S = 600.0
 """Minimum run quantum before a job may be preempted where the scenario has no rounds (else one round)."""
 PENDING_ORDERS = ("queue", "remaining")
 OBSERVATIONS = ("dict", "box", "none", "sets")
-DEFAULT_N_PENDING = 16
-DEFAULT_N_RUNNING = {"compact": 32, "full": 16}
-"""The running window's default size by action layout."""
-DEFAULT_N_ACCUM = {"compact": 1, "full": 4}
-"""Accumulation factors in the action space by layout (compact: the engine picks)."""
 _TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork, SetStealing, Reallocate, DropCopy, MoveCopy)
 _KIND_ACTION = {PLACE: Place, COLOCATE: Colocate, SQUEEZE: Squeeze, SWELL: Swell, PREEMPT: Preempt, FORK: Fork}
 
@@ -573,31 +582,7 @@ class GPUClusterEnv(gym.Env):
         }
 
 
-def _doc_numbers() -> dict[str, str]:
-    """The sizes the class docstring states, computed from the code that makes them."""
-    from .observation import (
-        CLOCK_FEATURES,
-        CLUSTER_FEATURES,
-        PAIR_FEATURES,
-        PENDING_FEATURES,
-        RUNNING_FEATURES,
-    )
-
-    compact = ActionLayout(DEFAULT_N_PENDING, DEFAULT_N_RUNNING["compact"], 1, 1, compact=True).size
-    full = [ActionLayout(DEFAULT_N_PENDING, DEFAULT_N_RUNNING["full"], t, DEFAULT_N_ACCUM["full"]).size
-            for t in (1, 3)]
-    return {
-        "registered_ids": registered_ids_text(),
-        "compact_actions": f"{compact:,}",
-        "full_actions": f"{full[0]:,}-{full[1]:,} on one to three types",
-        "pf": str(PENDING_FEATURES), "rf": str(RUNNING_FEATURES), "pairf": str(PAIR_FEATURES),
-        "cf": str(CLUSTER_FEATURES), "clockf": str(CLOCK_FEATURES), "n_pending": str(DEFAULT_N_PENDING),
-        "n_running_compact": str(DEFAULT_N_RUNNING["compact"]), "n_running_full": str(DEFAULT_N_RUNNING["full"]),
-        "n_accum_full": str(DEFAULT_N_ACCUM["full"]),
-    }
-
-
 _doc = GPUClusterEnv.__doc__ or ""
-for _key, _value in _doc_numbers().items():
+for _key, _value in doc_numbers().items():
     _doc = _doc.replace("{" + _key + "}", _value)
 GPUClusterEnv.__doc__ = _doc

@@ -57,6 +57,14 @@ from ..performance import fits_memory, worker_memory_gb
 WAIT, PLACE, COLOCATE, SQUEEZE, SWELL, PREEMPT, FORK, SHARE = range(8)
 
 
+DEFAULT_N_PENDING = 16
+"""The pending window's default size."""
+DEFAULT_N_RUNNING = {"compact": 32, "full": 16}
+"""The running window's default size by action layout."""
+DEFAULT_N_ACCUM = {"compact": 1, "full": 4}
+"""Accumulation factors in the action space by layout (compact: the engine picks)."""
+
+
 @dataclass(frozen=True)
 class ActionLayout:
     """Sizes and offsets of the flat action space."""
