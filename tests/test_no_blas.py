@@ -12,7 +12,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("gpucluster_env", "baselines", "traces", "leaderboard", "agents")
-OFFLINE_FITS = {"gpucluster_env/catalog/fit.py", "gpucluster_env/catalog/demand.py",
+OFFLINE_FITS = {"gpucluster_env/catalog/fit.py", "gpucluster_env/catalog/xi_fit.py", "gpucluster_env/catalog/demand.py",
                 "gpucluster_env/catalog/comm_fit.py", "gpucluster_env/catalog/predictor.py",
                 "gpucluster_env/catalog/validate.py"}
 BLAS_CALLS = {"dot", "vdot", "inner", "matmul", "tensordot", "einsum", "lstsq", "solve", "inv", "pinv", "norm",
