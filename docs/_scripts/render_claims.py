@@ -90,21 +90,26 @@ def _avg(records: list[dict[str, Any]], key: Any, metric: str) -> float:
 
 
 MEASURED_ELSEWHERE = {
+    "gimbal-f8-lucid-ph": (
+        "**Where it is lost, measured on the `gimbal` board's seeds 0-9 (2026-11-26)** (docs/reproduction-hadar-"
+        "gimbal.md, Fig. 12 ablation): unequal packing alone costs 2.4% of Lucid's mean JCT, LISS wins back 0.6%, "
+        "and LGRR then costs 4.0% (2.48 h -> 2.58 h); Lucid+Gimbal's jobs queue about as long as Lucid's and run "
+        "longer. Why LGRR's rebalancing costs on Philly and gains on Alibaba was not measured."),
     "gimbal-f8-lucid-ali": (
-        "**Cause measured on the `gimbal` board's seeds 0-4, before Castor's predictor took its residual form "
-        "(not re-measured since; the verdict above is today's)** (docs/reproduction-hadar-gimbal.md, \"Why "
-        "Lucid+Gimbal's JCT does not improve\"): the relaxed, unequal packing is the step that costs. On Alibaba "
-        "it alone raises the mean JCT by 11% while cutting queueing; LISS and LGRR win back 7% of it, not enough. "
-        "In the engine's share model a pair of Gimbal's models on A40 delivers 1.0-1.3 GPUs' worth of work, so "
-        "packing shortens queues but slows the packed jobs about as much (the queueing and run-time split above "
-        "shows the same on these seeds)."),
+        "**Cause measured on the `gimbal` board's seeds 0-9 (2026-11-26)** (docs/reproduction-hadar-gimbal.md, "
+        "\"Why Lucid+Gimbal's JCT does not improve\"): the relaxed, unequal packing is the step that costs. On "
+        "Alibaba it alone raises the mean JCT by 10% while cutting queueing by 14%; LISS and LGRR win back 2%, not "
+        "enough. In the engine's share model a pair of Gimbal's models on A40 delivers 1.07-1.84 GPUs' worth of "
+        "work (median 1.22), so packing shortens queues but slows the packed jobs more (the queueing and run-time "
+        "split above shows the same on these seeds)."),
     "gimbal-f8-gavel-ali": (
-        "**Cause measured on the `gimbal` board's seeds 0-4, before Castor's predictor took its residual form "
-        "(not re-measured since; the verdict above is today's)** (docs/reproduction-hadar-gimbal.md, \"Against "
-        "the unpacked Gavel, per seed\"): at 20x arrivals every Alibaba seed's makespan is set by one job's "
-        "arrival plus its run alone, which no scheduler can shorten; the relaxed packing puts a partner beside "
-        "that job and slows it (equal-size packing with both mechanisms off is already 0.889x Gavel's makespan; "
-        "unequal packing, LISS and LGRR win back 1.9%)."),
+        "**Cause measured in part on the `gimbal` board's seeds 0-9 (2026-11-26)** (docs/reproduction-hadar-"
+        "gimbal.md, \"Against the unpacked Gavel, per seed\"): at 20x arrivals four of the ten Alibaba seeds' "
+        "makespans are set by one job's arrival plus its run alone, which no scheduler can shorten, and there "
+        "the relaxed packing puts a partner beside that job and slows it (0.87-0.93x); of the six seeds bound by "
+        "the cluster's work Gimbal wins two and loses four (0.91-0.98x), which the bounds do not explain. "
+        "Equal-size packing with both mechanisms off is already 0.943x Gavel's makespan; unequal packing, LISS "
+        "and LGRR win back 1.1%."),
     "sjfbsbf-t3-sjf-tires": (
         "**Cause measured on the development seeds 0-4** (docs/reproduction.md, \"Why Tiresias beats SJF "
         "here\" and the threshold sweep): Tiresias' two queues split at 16 GPU-hours of attained service, and the "
