@@ -10,6 +10,7 @@ never runs: it counts for the layers (it must not point up either) but not for c
 from __future__ import annotations
 
 import ast
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -25,9 +26,9 @@ FOLDERS = {"gpucluster_env": "gpucluster_env", "baselines": "gpucluster_env.base
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 
-# Functions allowed over the limit. Each entry says why; none is a generated table today.
-# TEMPORARY (another helper owns the file and is rewriting it at the time of writing; the lead shortens these
-# after merging, then deletes the entry): see the report of helper house3.
+# Functions allowed over the limit, as "path:Class.function": "why". Only a generated table or literal belongs
+# here (a compiled kernel does not: split it into helper functions); empty today. A temporary entry (a file
+# another change is rewriting) says so in its reason; test_the_allow_list_is_current drops stale entries.
 LONG_FUNCTION_ALLOWED: dict[str, str] = {
 }
 
@@ -274,6 +275,12 @@ def test_no_import_circle_between_areas(run_graph: dict[str, set[str]]) -> None:
 def test_imports_only_go_down(graph: dict[str, set[str]]) -> None:
     up = upward_imports(graph)
     assert not up, "imports from a lower layer into a higher one:\n" + "\n".join(up)
+
+
+def test_the_folders_are_pyprojects_package_dirs() -> None:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        mapping = tomllib.load(f)["tool"]["setuptools"]["package-dir"]
+    assert {folder: dotted for dotted, folder in mapping.items()} == FOLDERS
 
 
 def test_every_module_has_an_area(modules: dict[str, Path]) -> None:
