@@ -31,7 +31,7 @@ from typing import Any
 
 from .hardware import ClusterSpec
 from .input_files import InputFileError, parse_toml, read_text
-from .scenarios import CONFIG_SETTINGS, SCENARIO_SETTINGS, Scenario
+from .scenario_spec import CONFIG_SETTINGS, SCENARIO_SETTINGS, Scenario
 from .settings import SettingError
 
 REQUIRED_KEYS = ("name", "cluster", "trace", "num_jobs")

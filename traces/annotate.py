@@ -12,10 +12,10 @@ import math
 
 import numpy as np
 import pandas as pd
+from gpucluster_env.traces.trace_options import MIXES as SCENARIO_MIXES
 
 from gpucluster_env.catalog import Catalog
 from gpucluster_env.performance import fit_accumulation, solo_iter_time
-from gpucluster_env.scenarios import MIXES as SCENARIO_MIXES
 
 REFERENCE_GPU = "V100"
 REFERENCE_NODE_GPUS = 8

@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 from gpucluster_env.traces.annotate import gimbal_deadlines, to_job_table
-from gpucluster_env.traces.scenario_jobs import SOURCES, arrivals, recipe
+from gpucluster_env.traces.trace_sources import SOURCES, arrivals, recipe
 
 from gpucluster_env.catalog import Catalog
 
 if TYPE_CHECKING:
-    from gpucluster_env.scenarios import Scenario
+    from gpucluster_env.scenario_spec import Scenario
 
 GIMBAL_CLASSES = {
     "small": ("resnet18", "mobilenetv2", "efficientnet"),

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 from gpucluster_env.traces.tables import LoadReport
-
-from gpucluster_env.scenarios import TRACE_FILE_FORMATS
+from gpucluster_env.traces.trace_options import TRACE_FILE_FORMATS
 
 
 @dataclass(frozen=True)

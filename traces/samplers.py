@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-
-from gpucluster_env.scenarios import parse_window
+from gpucluster_env.traces.trace_options import parse_window
 
 BUSIEST_PERIOD_S = 8 * 3600.0
 

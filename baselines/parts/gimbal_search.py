@@ -2,7 +2,7 @@
 
 * **Local objectives and priorities** (:func:`local_objective`, :func:`priority`) for JCT (eq. 1-2), deadlines
   (eq. 3-4) and makespan (eq. 5-6), from each job's remaining steps and *predicted* throughput.
-* **Predicted throughput** (:class:`ThroughputModel`): a job's iteration time on its GPUs
+* **Predicted throughput** (:class:`~.gimbal_throughput.ThroughputModel`): a job's iteration time on its GPUs
   (:meth:`~gpucluster_env.engine.view.ClusterView.iter_time`) with each worker's interference ratio taken from
   a predictor's free-competition ratio (Castor's, :func:`~gpucluster_env.baselines.castor.default_predictor`)
   under the MPS shares by the one share model (:func:`gpucluster_env.performance.apply_shares`). Never the
@@ -31,13 +31,12 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import JobSet, packing_sets
-from gpucluster_env.baselines.parts.pair_ratios import PairRatios, run_ratios
+from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel  # re-exported for gandiva
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
 from gpucluster_env.config import DEFAULT_SHARE_STEP
 from gpucluster_env.engine import Action, Squeeze, Swell
 from gpucluster_env.engine.view import ClusterView
-from gpucluster_env.performance import apply_shares
 
 OBJECTIVES = ("jct", "deadline", "makespan")
 DEFAULT_GRANULARITY = 10
@@ -75,92 +74,6 @@ def priority(kind: str, remaining: float, rate: float, utilization: float, slack
     if kind == "deadline":
         return -math.inf if math.isnan(slack) else -(float(slack) - t)
     raise ValueError(f"priority: unknown kind {kind!r}; known: {', '.join(OBJECTIVES)}")
-
-
-class ThroughputModel:
-    """Predicted per-job throughput under MPS shares (see the module docstring). ``demand(j, gpu_type)`` is the
-    job's profiled GPU demand (its utilization alone); shares are in steps of the engine's share grid per
-    ``(job, gpu)`` (``view.share_units`` steps: 100%; a pair absent: full share). ``predictor``: the
-    interference predictor (None: the catalog's, shared by the run's models, :func:`run_ratios`)."""
-
-    def __init__(self, view: ClusterView, demand: Any, predictor: XiPredictor | None = None) -> None:
-        self.view = view
-        self.full = view.share_units
-        self.demand = demand
-        self.ratios = run_ratios(view) if predictor is None else PairRatios(view, predictor)
-        self.free_xi = self.ratios.free_xi
-        self._shared: dict[tuple[float, float, float, float, bool], float] = {}
-
-    def worker_xi(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()
-                  ) -> np.ndarray:
-        """Predicted interference ratio of each worker of running job ``j`` (GPUs in ``gpus_of`` order); jobs in
-        ``gone`` count as finished (their GPUs free, and a worker left alone back at full share)."""
-        v = self.view
-        g = v.gpus_of(j)
-        ten = v.tenants(g)
-        out = np.ones(len(g))
-        full = self.full
-        for i, (x, row) in enumerate(zip(g.tolist(), ten.tolist(), strict=True)):
-            q = row[1] if row[0] == j else row[0]
-            q = -1 if q in gone else q
-            t = int(v.gpu_type[x])
-            own = shares.get((j, x), full) / full if q >= 0 else 1.0
-            d = self.demand(j, t)
-            if q < 0:
-                out[i] = self._under(1.0, d, own, 0.0, False)
-            else:
-                other = shares.get((q, x), full) / full
-                out[i] = self._under(self.free_xi(j, q, t), d, own, other, True)
-        return out
-
-    def _under(self, xi: float, d: float, own: float, other: float, has: bool) -> float:
-        """:func:`~gpucluster_env.performance.apply_shares` of one worker, remembered by its arguments (a
-        search asks the same few share points of the same pairs again and again)."""
-        key = (xi, d, own, other, has)
-        v = self._shared.get(key)
-        if v is None:
-            v = self._shared[key] = float(apply_shares(xi, d, own, other, has))
-        return v
-
-    def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
-        """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as
-        :meth:`worker_xi`)."""
-        v = self.view
-        g = v.gpus_of(j)
-        return 1.0 / v.iter_time(j, g, v.accumulation(j), self.worker_xi(j, shares, gone))
-
-    def remaining_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
-                        departures: bool = True) -> np.ndarray:
-        """Each job's expected remaining time ``RemainingSteps / Throughput`` under ``shares``. With
-        ``departures`` the throughput is the one over the job's remaining life: the set runs at its predicted
-        rates until its first job finishes, then the others go on without it (alone where it was their
-        partner), and so on; without, the current rates to the end (eq. 1's literal reading)."""
-        rem = self.view.remaining_now()[list(jobs)].astype(float)
-        if not departures:
-            return rem / np.array([self.rate(j, shares) for j in jobs])
-        out = np.zeros(len(jobs))
-        left = list(range(len(jobs)))
-        gone: frozenset[int] = frozenset()
-        t = 0.0
-        while left:
-            r = np.array([self.rate(jobs[i], shares, gone) for i in left])
-            dt = rem[left] / r
-            k = int(np.argmin(dt))
-            step = float(dt[k])
-            t += step
-            rem[left] -= r * step
-            i = left.pop(k)
-            out[i] = t
-            gone = gone | {jobs[i]}
-        return out
-
-    def stragglers(self, j: int, shares: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
-        """``(slow, fast)`` GPUs of job ``j``: its workers with a predicted ratio above its smallest, and the
-        rest (``slow`` empty: no straggler)."""
-        g = self.view.gpus_of(j)
-        xi = self.worker_xi(j, shares)
-        slow = xi > xi.min() * (1.0 + 1e-9)
-        return g[slow], g[~slow]
 
 
 @dataclass

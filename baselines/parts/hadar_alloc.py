@@ -131,6 +131,54 @@ def _evaluate(job: HadarJob, take: list[tuple[int, int, int]], used: np.ndarray,
     cost = prices.cost(used, take) + comm * (servers - 1)
     return Choice(tuple(take), tput, job.utility(now + dur) - cost)
 
+Alloc = list[tuple[int, int, int]]
+"""An allocation: ``(server, GPU type, count)`` triples."""
+
+
+def _take_from(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, servers: list[int], n: int) -> Alloc:
+    """``n`` GPUs from ``servers`` in turn, the job's fastest runnable types first on each."""
+    out = []
+    for h in servers:
+        for k in kord.tolist():
+            if n == 0 or not ok[k]:
+                continue
+            c = int(min(fr[h, k], n))
+            if c:
+                out.append((h, k, c))
+                n -= c
+    return out
+
+
+def _consolidated(fr: np.ndarray, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, usable: np.ndarray,
+                  need: int) -> Alloc:
+    """The consolidated allocation: one server if any fits (the one whose gang's slowest GPU is fastest, then
+    the fullest), else most-free servers first."""
+    whole = np.flatnonzero(usable >= need)
+    if len(whole):
+        ks = kord[ok[kord]]
+        cum = np.cumsum(fr[np.ix_(whole, ks)], axis=1)
+        slowest = speed[ks][np.argmax(cum >= need, axis=1)]
+        h = int(whole[np.lexsort((usable[whole], -slowest))[0]])
+        return _take_from(fr, ok, kord, [h], need)
+    return _take_from(fr, ok, kord, np.argsort(-usable, kind="stable").tolist(), need)
+
+
+def _spread(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int) -> Alloc:
+    """The non-consolidated allocation: the fastest GPUs anywhere (most free servers first within a type)."""
+    spread: Alloc = []
+    n = need
+    for k in kord.tolist():
+        if not ok[k]:
+            continue
+        for h in np.argsort(-fr[:, k], kind="stable").tolist():
+            c = int(min(fr[h, k], n))
+            if c:
+                spread.append((h, k, c))
+                n -= c
+        if n == 0:
+            break
+    return spread
+
 
 def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices, now: float,
                overhead_s: float = 0.0, comm_weight: float = 1.0) -> Choice | None:
@@ -148,43 +196,8 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
     if usable.sum() < need:
         return None
     kord = np.argsort(-speed, kind="stable")
-
-    def take_from(servers: list[int], n: int) -> list[tuple[int, int, int]]:
-        out = []
-        for h in servers:
-            for k in kord.tolist():
-                if n == 0 or not ok[k]:
-                    continue
-                c = int(min(fr[h, k], n))
-                if c:
-                    out.append((h, k, c))
-                    n -= c
-        return out
-
-    # consolidated: one server if any fits (the one whose gang's slowest GPU is fastest, then the fullest),
-    # else most-free servers first
-    whole = np.flatnonzero(usable >= need)
-    if len(whole):
-        ks = kord[ok[kord]]
-        cum = np.cumsum(fr[np.ix_(whole, ks)], axis=1)
-        slowest = speed[ks][np.argmax(cum >= need, axis=1)]
-        h = int(whole[np.lexsort((usable[whole], -slowest))[0]])
-        cons = take_from([h], need)
-    else:
-        cons = take_from(np.argsort(-usable, kind="stable").tolist(), need)
-    # non-consolidated: fastest GPUs anywhere (most free servers first within a type)
-    spread: list[tuple[int, int, int]] = []
-    n = need
-    for k in kord.tolist():
-        if not ok[k]:
-            continue
-        for h in np.argsort(-fr[:, k], kind="stable").tolist():
-            c = int(min(fr[h, k], n))
-            if c:
-                spread.append((h, k, c))
-                n -= c
-        if n == 0:
-            break
+    cons = _consolidated(fr, speed, ok, kord, usable, need)
+    spread = _spread(fr, ok, kord, need)
     comm = comm_weight * need * float(prices.u_min.min()) / (4.0 * prices.eta)
     best = _evaluate(job, cons, used, prices, now, overhead_s, comm)
     b = _evaluate(job, spread, used, prices, now, overhead_s, comm)

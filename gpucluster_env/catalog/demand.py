@@ -45,15 +45,14 @@ def capacity_ratio_ci(ci: float, g: GPUType, ref: GPUType) -> float:
                   + (1.0 - ci) * ref.mem_bw_gbps / g.mem_bw_gbps)
 
 
-def reference_demand(measured: float, ci: float, gpu_type: str, exponent: float | None = None) -> float:
+def reference_demand(measured: float, ci: float, gpu_type: str, exponent: float) -> float:
     """The reference (V100) demand that :func:`demand_on` turns into a demand ``measured`` on ``gpu_type``:
-    ``measured * C_g^k`` (``k`` the shipped table's exponent unless given), for models whose demand was measured
-    on another type (Lucid's RTX 3090 ``gpu_util``, :data:`.lucid.LUCID_DEMAND`)."""
+    ``measured * C_g^k`` (``k`` the demand exponent, the shipped table's:
+    :func:`.xi_model.shipped_demand_exponent`), for models whose demand was measured on another type (Lucid's
+    RTX 3090 ``gpu_util``, :data:`.lucid.LUCID_DEMAND`)."""
     from .gpus import GPU_TYPES
-    from .xi_model import shipped_demand_exponent
 
-    k = shipped_demand_exponent() if exponent is None else exponent
-    return float(measured * capacity_ratio_ci(ci, GPU_TYPES[gpu_type], GPU_TYPES[REFERENCE_TYPE]) ** k)
+    return float(measured * capacity_ratio_ci(ci, GPU_TYPES[gpu_type], GPU_TYPES[REFERENCE_TYPE]) ** exponent)
 
 
 def demand_on(p: ModelProfile, g: GPUType, ref: GPUType, exponent: float) -> float:

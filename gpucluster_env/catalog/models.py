@@ -101,8 +101,9 @@ def _lucid_ref_demand(name: str, ci: float) -> float:
     """The reference (V100) demand that gives Lucid's measured RTX 3090 demand (:data:`.lucid.LUCID_DEMAND`)
     under the shipped demand exponent: ``d_RTX3090 * C_RTX3090(p)^k`` (:func:`.demand.reference_demand`)."""
     from .demand import reference_demand
+    from .xi_model import shipped_demand_exponent
 
-    return reference_demand(LUCID_DEMAND[name], ci, "RTX3090")
+    return reference_demand(LUCID_DEMAND[name], ci, "RTX3090", shipped_demand_exponent())
 
 
 MODELS: dict[str, ModelProfile] = {

@@ -45,10 +45,10 @@ def check(dirs: list[str], claims_file: str | None = None, papers: list[str] | N
 
 
 def claims(args: argparse.Namespace) -> int:
-    from gpucluster_env.cli.leaderboard_cmd import _split
+    from gpucluster_env.cli.option_args import split_names
     from gpucluster_env.leaderboard.claim_check import counts
 
-    results = check(args.dir, args.claims, _split(args.paper, "paper"))
+    results = check(args.dir, args.claims, split_names(args.paper, "paper"))
     if args.json:
         from gpucluster_env.cli.jsonout import dumps
 

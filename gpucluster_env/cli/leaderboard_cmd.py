@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpucluster_env.cli.option_args import split_names
+
 DEFAULT_BOARD = "default"
 RESULTS_ROOT = "leaderboard-results"
 
@@ -77,34 +79,13 @@ def _filters(p: argparse.ArgumentParser) -> None:
                                       "one, 'tiresias (thresholds=[3600.0])' a variant)")
 
 
-def _split(v: str | None, what: str) -> list[str] | None:
-    """Comma-separated names; a comma inside a label's parentheses or brackets (``gavel+gimbal
-    (lgrr=false,liss=false)``, ``[3600.0, 7200.0]``) does not split."""
-    if v is None:
-        return None
-    items, depth, cur = [], 0, []
-    for ch in v:
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "," and depth <= 0:
-            items.append("".join(cur))
-            cur = []
-        else:
-            cur.append(ch)
-    items.append("".join(cur))
-    items = [x.strip() for x in items if x.strip()]
-    if not items:
-        raise ValueError(f"--{what} is empty")
-    return items
-
-
 def resolve_board(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """The board ``run`` covers: a board (filtered by --scenarios/--policies, --seeds), or one made of them;
     and notes on policies left out (those that cannot run on a scenario, when --policies is not given)."""
     from gpucluster_env.cli.option_args import parse_options
     from gpucluster_env.leaderboard.board import cells_from_args, check_seeds, load_board
 
-    scenarios, policies = _split(args.scenarios, "scenarios"), _split(args.policies, "policies")
+    scenarios, policies = split_names(args.scenarios, "scenarios"), split_names(args.policies, "policies")
     if args.seeds is not None:
         check_seeds(args.seeds, "--seeds")
     options = parse_options(args.option)
@@ -213,7 +194,7 @@ def _load(args: argparse.Namespace) -> tuple[list[dict[str, Any]], dict[str, Any
     where = ", ".join(args.dir)
     if not records:
         raise ValueError(f"{where}: no records to show (run `gpucluster leaderboard run --out DIR` first)")
-    scen, pols = _split(args.scenarios, "scenarios"), _split(args.policies, "policies")
+    scen, pols = split_names(args.scenarios, "scenarios"), split_names(args.policies, "policies")
     if scen or pols:
         labels, _ = labelled(records)
         for want, have, what in ((scen, {s for s, _ in labels}, "scenario"), (pols, {p for _, p in labels}, "policy")):

@@ -51,3 +51,24 @@ def parse_policy_options(items: list[str] | None, policy: str, flag: str = "--po
                                f"{', '.join(settings) or 'none'}")
         out[key] = parse_text(settings[key][0], text, f"{flag}: policy {policy!r}: option ")
     return out
+
+
+def split_names(v: str | None, what: str) -> list[str] | None:
+    """Comma-separated names; a comma inside a label's parentheses or brackets (``gavel+gimbal
+    (lgrr=false,liss=false)``, ``[3600.0, 7200.0]``) does not split."""
+    if v is None:
+        return None
+    items, depth, cur = [], 0, []
+    for ch in v:
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth <= 0:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(ch)
+    items.append("".join(cur))
+    items = [x.strip() for x in items if x.strip()]
+    if not items:
+        raise ValueError(f"--{what} is empty")
+    return items

@@ -9,56 +9,28 @@ import numpy as np
 from gymnasium import spaces
 
 from ..catalog import Catalog
-from ..engine import Action, ActionError, ClusterEngine, StalledError, Wait
-from ..engine.actions import (
-    Colocate,
-    DropCopy,
-    Fork,
-    MoveCopy,
-    Place,
-    Preempt,
-    Reallocate,
-    SetStealing,
-    Squeeze,
-    Swell,
-)
+from ..engine import Action, ClusterEngine, Wait
 from ..engine.build import make_engine
 from ..scenarios import Scenario, get_scenario
-from ..settings import SettingError
-from .codec import (
-    COLOCATE,
-    DEFAULT_N_ACCUM,
-    DEFAULT_N_PENDING,
-    DEFAULT_N_RUNNING,
-    FORK,
-    PLACE,
-    PREEMPT,
-    SHARE,
-    SQUEEZE,
-    SWELL,
-    WAIT,
-    ActionCodec,
-    ActionLayout,
-)
+from . import action_steps, decision_point
+from .codec import DEFAULT_N_PENDING, WAIT, ActionCodec, ActionLayout
 from .doc_numbers import doc_numbers
+from .env_options import (  # re-exported: users import them from here
+    ACTION_KINDS,
+    DEFAULT_MIN_RUN_S,
+    LAYOUTS,
+    OBJECTIVES,
+    OBSERVATIONS,
+    PENDING_ORDERS,
+    check_env_options,
+)
 from .limits import check_env_limit
 from .observation import ObservationBuilder
 from .rules import DecisionRules
 from .sets import SetsView
 
-OBJECTIVES = ("jct", "makespan", "deadlines", "utilization")
-ACTION_KINDS = ("place", "colocate", "squeeze", "swell", "preempt", "fork")
-LAYOUTS = ("compact", "full")
-DEFAULT_MIN_RUN_S = 600.0
-"""Minimum run quantum before a job may be preempted where the scenario has no rounds (else one round)."""
-PENDING_ORDERS = ("queue", "remaining")
-OBSERVATIONS = ("dict", "box", "none", "sets")
-_TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork, SetStealing, Reallocate, DropCopy, MoveCopy)
-_KIND_ACTION = {PLACE: Place, COLOCATE: Colocate, SQUEEZE: Squeeze, SWELL: Swell, PREEMPT: Preempt, FORK: Fork}
-
-
-_NO_XI_TAB = np.zeros((1, 1, 1, 2))
-"""The kernel's slowdown-table argument without observation: only the observation's pairs block reads it."""
+__all__ = ["ACTION_KINDS", "DEFAULT_MIN_RUN_S", "LAYOUTS", "OBJECTIVES", "OBSERVATIONS", "PENDING_ORDERS",
+           "GPUClusterEnv"]
 
 
 class GPUClusterEnv(gym.Env):
@@ -162,42 +134,17 @@ class GPUClusterEnv(gym.Env):
             sc = sc.with_options(**scenario_options)
         self.scenario = sc
         self.catalog = catalog
-        if observation not in OBSERVATIONS:
-            raise ValueError(f"observation must be one of {', '.join(map(repr, OBSERVATIONS))}, got {observation!r}")
-        if objective not in OBJECTIVES:
-            raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        if invalid_action not in ("raise", "wait"):
-            raise ValueError(f"invalid_action must be 'raise' or 'wait', got {invalid_action!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
-        for name, v in (("n_pending", n_pending), ("n_running", n_running), ("n_accum", n_accum),
-                        ("min_run_s", min_run_s), ("reward_scale", reward_scale)):
-            check_env_limit(name, v)  # sizes bounded before any array is made
-        if pending_order not in PENDING_ORDERS:
-            raise ValueError(f"pending_order must be one of {', '.join(PENDING_ORDERS)}, got {pending_order!r}")
-        if action_layout not in LAYOUTS:
-            raise ValueError(f"action_layout must be one of {', '.join(LAYOUTS)}, got {action_layout!r}")
-        if n_accum is None:
-            n_accum = DEFAULT_N_ACCUM[action_layout]
-        if n_running is None:
-            n_running = DEFAULT_N_RUNNING[action_layout]
-        if min_run_s is None:
-            min_run_s = sc.config.round_s or DEFAULT_MIN_RUN_S
-        kinds = tuple(actions) if actions is not None else tuple(
-            k for k in ACTION_KINDS if k != "fork" or sc.config.round_s is not None
-        )
-        unknown = set(kinds) - set(ACTION_KINDS)
-        if unknown:
-            raise ValueError(f"unknown action kind(s) {', '.join(sorted(unknown))}; known: {', '.join(ACTION_KINDS)}")
-        if "fork" in kinds and sc.config.round_s is None:  # it would be accepted and never offered
-            raise SettingError(f"action kind 'fork' needs a scenario with rounds (round_s); scenario {sc.name!r} "
-                               "has none")
-        self.allowed = frozenset(kinds)
+        opts = check_env_options(sc, self.metadata["render_modes"], n_pending=n_pending, n_running=n_running,
+                                 n_accum=n_accum, observation=observation, objective=objective,
+                                 reward_scale=reward_scale, invalid_action=invalid_action, actions=actions,
+                                 render_mode=render_mode, action_layout=action_layout, min_run_s=min_run_s,
+                                 pending_order=pending_order)
+        self.allowed = frozenset(opts.kinds)
         self.observation_mode = observation
         self.objective = objective
         self.reward_scale_arg = reward_scale
         self.reward_scale = float(reward_scale or 1.0)  # set per episode by reset() when normalized
-        self.min_run_s = float(min_run_s)
+        self.min_run_s = opts.min_run_s
         self.action_layout = action_layout
         self.pending_order = pending_order
         self.calibrates = sc.config.tick_s is not None
@@ -205,48 +152,34 @@ class GPUClusterEnv(gym.Env):
         self.max_sim_time_s: float | None = check_env_limit("max_sim_time_s", max_sim_time_s)
         self.max_steps: int | None = check_env_limit("max_steps", max_steps)
         self.render_mode = render_mode
-
-        # A first engine fixes the spaces (GPU types of the cluster); reset() builds each episode's own.
-        self.engine: ClusterEngine = make_engine(sc, 0, catalog)
-        self.trace_note: str = getattr(self.engine, "trace_note", "")
-        self.layout = ActionLayout(n_pending, n_running, len(self.engine.type_names), n_accum,
-                                   compact=action_layout == "compact")
-        self.codec = ActionCodec(self.layout, self.engine.type_names)
-        self.action_space = spaces.Discrete(self.layout.size)
-        self._n_actions = self.layout.size
-        self.obs_builder = ObservationBuilder(self.engine, n_pending, n_running)
-        self._sets: SetsView | None = None  # the type-count-free view (observation="sets", env.sets)
-        if observation == "none":
-            self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
-        elif observation == "sets":
-            self._sets = SetsView(self.layout, len(self.engine.type_names))
-            self.observation_space = self._sets.space()
-            self.action_space = spaces.Discrete(self._sets.size)
-        else:
-            self.observation_space = self.obs_builder.space(flat=observation == "box")
-        self._pending = np.empty(0, dtype=np.int64)
-        self._running = np.empty(0, dtype=np.int64)
-        self._windows_at: tuple[int, int] | None = None  # (engine epoch, queue_version) of the windows
-        # The compiled kernel (see .kernel) writes the observation buffer and the mask; it (and numba) is
-        # loaded on first use: a white-box agent's run without observation sends typed actions and needs no mask.
-        self._kernel: Any = None  # the compiled kernel (.kernel.observe)
-        self._inputs: Any = None  # the kernel's bundles (Tables, State, Out), built per engine state
-        self._inputs_of: tuple[ClusterEngine | None, int] = (None, -1)  # the engine and epoch they were read from
-        self._point = 0  # decision points so far: reset and every step (an action, or the clock's advance) move it
-        self._mask_at: tuple[int, int] | None = None  # (engine epoch, decision point) the mask buffer holds
-        L = self.layout
-        self._buf = np.zeros(self.obs_builder.ends[-1], dtype=np.float32)
-        self._mask_arr = np.zeros(L.size, dtype=bool)
-        self._mask_arr[0] = True
-        self._placeable = np.zeros(n_pending, dtype=bool)
-        self._fork_on = "fork" in self.allowed and sc.config.round_s is not None
-        self._fork_key: tuple[int, int, int] | None = None  # (epoch, queue_version, gpu_version) of the fork block
-        self._fork_cache = np.zeros(L.size - L.fork_off, dtype=bool)  # the fork block before the rules
+        self._make_spaces(n_pending, opts.n_running, opts.n_accum)
+        decision_point.init_buffers(self, n_pending)
         self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
         self._invalid = 0
         self._steps = 0
         self._met = 0
         self._late = 0
+
+    def _make_spaces(self, n_pending: int, n_running: int, n_accum: int) -> None:
+        """The action layout and the spaces, from a first engine (its GPU types); reset() builds each episode's
+        own engine."""
+        self.engine: ClusterEngine = make_engine(self.scenario, 0, self.catalog)
+        self.trace_note: str = getattr(self.engine, "trace_note", "")
+        self.layout = ActionLayout(n_pending, n_running, len(self.engine.type_names), n_accum,
+                                   compact=self.action_layout == "compact")
+        self.codec = ActionCodec(self.layout, self.engine.type_names)
+        self.action_space = spaces.Discrete(self.layout.size)
+        self._n_actions = self.layout.size
+        self.obs_builder = ObservationBuilder(self.engine, n_pending, n_running)
+        self._sets: SetsView | None = None  # the type-count-free view (observation="sets", env.sets)
+        if self.observation_mode == "none":
+            self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
+        elif self.observation_mode == "sets":
+            self._sets = SetsView(self.layout, len(self.engine.type_names))
+            self.observation_space = self._sets.space()
+            self.action_space = spaces.Discrete(self._sets.size)
+        else:
+            self.observation_space = self.obs_builder.space(flat=self.observation_mode == "box")
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
@@ -277,22 +210,7 @@ class GPUClusterEnv(gym.Env):
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         eng = self.engine
-        if type(action) is not int and isinstance(action, _TYPED):
-            typed: Action | None = action
-            kind = WAIT if isinstance(action, Wait) else -1
-            desc = None
-        else:
-            if self._sets is not None:
-                action = self._from_view(action)
-            a = action if type(action) is int and 0 <= action < self._n_actions else self._as_int(action)
-            desc = self.codec.describe(a)
-            typed = None
-            kind, x, y, s = self.codec.table[a]
-            if not self._mask[a]:
-                if self.invalid_action == "raise":
-                    raise ValueError(f"invalid action {a} ({desc}) at t={eng.now:.1f}s: masked out")
-                self._invalid += 1
-                kind = WAIT
+        kind, x, y, s, typed, desc = self._read_action(action)
         self._steps += 1
         forced = None
         if kind != WAIT:
@@ -304,57 +222,9 @@ class GPUClusterEnv(gym.Env):
                 kind = WAIT
                 desc = f"{desc or typed} (not applied: forced wait)"
         terms = dict.fromkeys(OBJECTIVES, 0.0)
-        truncated = False
-        stalled = False
-        if kind == WAIT:
-            t0 = eng.now
-            in_system = eng.num_pending + eng.num_running
-            busy = eng.busy_gpus
-            done0 = eng.n_done
-            try:
-                eng.advance(self.max_sim_time_s)
-            except StalledError:
-                stalled = truncated = True
-            self.rules.advanced()
-            dt = eng.now - t0
-            terms["jct"] = -in_system * dt / self.reward_scale
-            terms["makespan"] = -dt / self.reward_scale if in_system or not eng.done else 0.0
-            terms["utilization"] = busy * dt / (eng.num_gpus * self.reward_scale)
-            if eng.n_done > done0 and self._has_deadlines:
-                terms["deadlines"] = self._deadline_term()
-        else:
-            try:
-                if typed is not None:
-                    eng.apply(typed)
-                    self._record(type(typed), typed.job)
-                else:
-                    job = self._pending.item(x) if kind in (PLACE, COLOCATE, SHARE) else self._running.item(y)
-                    if kind == SQUEEZE:
-                        eng.calibrate_job(job, -1)
-                    elif kind == SWELL:
-                        eng.calibrate_job(job, 1)
-                    elif kind == COLOCATE:
-                        eng.colocate_job(job, self._running.item(y), s)
-                    elif kind == SHARE:
-                        plan = self.codec.share_plan(eng, job, self.obs_builder.xi_tab)
-                        if plan is None:
-                            raise ActionError(f"{desc}: no GPUs to share for job {job}")
-                        eng.apply(Colocate(job, plan[0], None, plan[1]))
-                        kind = COLOCATE
-                    elif kind == PREEMPT:
-                        eng.preempt_job(job)
-                    elif kind == PLACE:
-                        eng.place_job(job, y)
-                    else:
-                        eng.fork_job(job)
-                    self._record(_KIND_ACTION[kind], job)
-                self.rules.step_taken(rejected=False)
-            except ActionError as e:
-                if self.invalid_action == "raise":
-                    raise
-                self._invalid += 1
-                self.rules.step_taken(rejected=True)
-                desc = f"{desc or typed} (rejected: {e})"
+        stalled = truncated = action_steps.wait_terms(self, terms) if kind == WAIT else False
+        if kind != WAIT:
+            desc = action_steps.apply_action(self, kind, x, y, s, typed, desc)
         terminated = eng.done
         if not terminated and ((self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s)
                                or (self.max_steps is not None and self._steps >= self.max_steps)):
@@ -373,27 +243,22 @@ class GPUClusterEnv(gym.Env):
             self.render()
         return obs, float(terms[self.objective]), terminated, truncated, info
 
-    def _record(self, cls: type, job: int) -> None:
-        """Book an applied non-wait action for the decision rules and the running jobs' GPU features."""
-        rules = self.rules
-        rules.actions_now += 1
-        j = int(job)
-        if cls is Place or cls is Colocate:
-            rules.record_start(j, self.engine.now)
-            self.obs_builder.record_gpus(j)
-        elif cls is Preempt:
-            rules.record_preempt(j)
-        elif cls is Squeeze or cls is Swell:
-            rules.record_share(j)
-        elif cls is Fork:
-            rules.record_fork(j)
-            self.obs_builder.record_gpus(j)
-        elif cls is Reallocate:  # a restart on new GPUs: counts as the job's start at this instant
-            rules.record_start(j, self.engine.now)
-            self.obs_builder.record_gpus(j)
-        elif cls is DropCopy or cls is MoveCopy:  # counts with the job's fork at this instant
-            rules.record_fork(j)
-            self.obs_builder.record_gpus(j)
+    def _read_action(self, action: Any) -> tuple[int, int, int, int, Action | None, str | None]:
+        """A step's action as ``(kind, x, y, s, typed, description)``: a typed action as itself, an int (of the
+        layout or of the ``sets`` view) by the codec's table, ``wait`` (counted) when the mask forbids it."""
+        if type(action) is not int and isinstance(action, action_steps.TYPED):
+            return (WAIT if isinstance(action, Wait) else -1), 0, 0, 0, action, None
+        if self._sets is not None:
+            action = action_steps.from_view(self, action)
+        a = action if type(action) is int and 0 <= action < self._n_actions else action_steps.as_int(self, action)
+        desc = self.codec.describe(a)
+        kind, x, y, s = self.codec.table[a]
+        if not self._mask[a]:
+            if self.invalid_action == "raise":
+                raise ValueError(f"invalid action {a} ({desc}) at t={self.engine.now:.1f}s: masked out")
+            self._invalid += 1
+            kind = WAIT
+        return kind, x, y, s, None, desc
 
     @property
     def _mask(self) -> np.ndarray:
@@ -413,15 +278,15 @@ class GPUClusterEnv(gym.Env):
     def decode_action(self, action: int) -> Action:
         """The typed action the int ``action`` stands for now (for logging and white-box agents)."""
         if self._sets is not None:
-            action = self._from_view(action)
-        return self.codec.decode(self._as_int(action), self._pending, self._running, self.engine,
+            action = action_steps.from_view(self, action)
+        return self.codec.decode(action_steps.as_int(self, action), self._pending, self._running, self.engine,
                                  self.obs_builder.xi_tab)
 
     def describe_action(self, action: int) -> str:
         """A readable name of action ``action`` (state-independent)."""
         if self._sets is not None:
-            action = self._from_view(action)
-        return self.codec.describe(self._as_int(action))
+            action = action_steps.from_view(self, action)
+        return self.codec.describe(action_steps.as_int(self, action))
 
     def layout_action_masks(self) -> np.ndarray:
         """Valid actions of the compact (or full) layout itself: :meth:`action_masks` unless
@@ -435,28 +300,6 @@ class GPUClusterEnv(gym.Env):
             return layout_action
         v = int(self._sets.from_layout[layout_action])
         return v if v >= 0 else None
-
-    def _from_view(self, action: Any) -> int:
-        """The compact layout's int for an int of the ``sets`` view; a column of an absent GPU type maps to a
-        masked action (``invalid_action`` decides: a counted no-op, or a ``ValueError``)."""
-        sets = self._sets
-        assert sets is not None
-        ok = type(action) is int or (isinstance(action, np.ndarray | np.integer) and np.ndim(action) == 0
-                                     and np.asarray(action).dtype.kind in "iu")
-        if not ok or not 0 <= int(action) < sets.size:
-            raise ValueError(f"action must be an int in [0, {sets.size}) of the 'sets' view, got {action!r}")
-        a = int(sets.to_layout[int(action)])
-        if a < 0:
-            if self.invalid_action == "raise":
-                raise ValueError(f"invalid action {int(action)} of the 'sets' view: a place column of a GPU type "
-                                 f"this cluster does not have ({len(self.engine.type_names)} type(s))")
-            return self._masked_action()
-        return a
-
-    def _masked_action(self) -> int:
-        """A layout action the mask forbids now (an absent column of the view is an out-of-mask action)."""
-        off = np.flatnonzero(~self._mask)
-        return int(off[0]) if len(off) else 0
 
     def render(self) -> str | np.ndarray | None:
         """``rgb_array``: an image of the GPU grid (:func:`~gpucluster_env.env.render.render_rgb`); ``ansi``:
@@ -474,48 +317,8 @@ class GPUClusterEnv(gym.Env):
         return text
 
     # ------------------------------------------------------------------ internals
-    def _as_int(self, action: Any) -> int:
-        if type(action) is int and 0 <= action < self.layout.size:
-            return action
-        arr = action if isinstance(action, np.ndarray | np.integer) else None  # no floats, strings, lists, bools
-        if not ((type(action) is int) or (arr is not None and arr.ndim == 0 and arr.dtype.kind in "iu")):
-            raise ValueError(f"action must be an int of the action space or a typed action, got {action!r}")
-        a = int(action)
-        if not (0 <= a < self.layout.size):
-            raise ValueError(f"action {a} is outside the action space [0, {self.layout.size})")
-        return a
-
-    def _deadline_term(self) -> float:
-        eng = self.engine
-        has = ~np.isnan(eng.deadline)
-        n = int(has.sum())
-        if n == 0:
-            return 0.0
-        fin = ~np.isnan(eng.finish_t) & has
-        met = int((eng.finish_t[fin] <= eng.deadline[fin] + 1e-9).sum())
-        late = int(fin.sum()) - met
-        term = ((met - self._met) - (late - self._late)) / n
-        self._met, self._late = met, late
-        return float(term)
-
-    def _shortest_pending(self, n: int) -> np.ndarray:
-        """The ``n`` pending jobs with the least estimated remaining work (solo time on the fastest type left),
-        least first; ties in queue order."""
-        eng = self.engine
-        pend = eng.pending_head(eng.num_pending)
-        if len(pend) == 0:
-            return pend
-        left = eng.solo_time[pend] * (eng.remaining[pend] / np.maximum(eng.iterations[pend], 1))
-        return pend[np.argsort(left, kind="stable")[:n]]
-
     def _refresh_windows(self) -> None:
-        """The pending and running windows of the engine's current state."""
-        eng = self.engine
-        if self._windows_at != (eng.epoch, eng.queue_version):  # else the same jobs, in the same order
-            self._pending = (eng.pending_head(self.layout.n_pending) if self.pending_order == "queue"
-                             else self._shortest_pending(self.layout.n_pending))
-            self._running = eng.running_head(self.layout.n_running)
-            self._windows_at = (eng.epoch, eng.queue_version)
+        decision_point.refresh_windows(self)
 
     def _observe(self) -> Any:
         """The observation of the current decision point (the mask computed with it)."""
@@ -531,35 +334,8 @@ class GPUClusterEnv(gym.Env):
         return out if self.observation_mode == "box" else self.obs_builder.split(out)
 
     def _run_kernel(self, obs: bool) -> None:
-        """Mask and (if ``obs``) observation buffer of the current decision point, from the engine: the compiled
-        kernel (:mod:`.kernel`, loaded on first use), then the fork block and the decision rules."""
-        eng = self.engine
-        if self._inputs_of[0] is not eng or self._inputs_of[1] != eng.epoch:  # new arrays (a new engine or reset)
-            from gpucluster_env.env import kernel, kernel_inputs  # numba: loaded on first use
-
-            self._kernel = kernel.observe
-            xi_tab = self.obs_builder.xi_tab if self.observation_mode != "none" else _NO_XI_TAB
-            self._inputs = kernel_inputs.kernel_inputs(eng, self.obs_builder, self.layout, self.allowed,
-                                                       self.codec._footprints(eng), xi_tab, self._buf,
-                                                       self._mask_arr, self._placeable)
-            self._inputs_of = (eng, eng.epoch)
-        tables, state, out = self._inputs
-        self._kernel(tables, state, out, self._pending, self._running, eng.now, eng.num_pending,
-                             eng.num_running, eng.n_done, eng.next_arrival, obs)
-        L = self.layout
-        if self._fork_on:
-            key = (eng.epoch, eng.queue_version, eng.gpu_version)
-            if key != self._fork_key:  # the fork block depends on the running window and the free GPUs
-                self._mask_arr[L.fork_off:] = False
-                self.codec._fork_block(self._mask_arr, eng, self._running, self.allowed)
-                self._fork_cache[:] = self._mask_arr[L.fork_off:]
-                self._fork_key = key
-            else:
-                self._mask_arr[L.fork_off:] = self._fork_cache
-        self.rules.restrict(self._mask_arr, L, self._pending, self._running, eng.now)
-        if eng.config.topology_rule:
-            self.codec.restrict_topology(self._mask_arr, eng, self._pending, self._running, self.obs_builder.xi_tab)
-        self._mask_at = (eng.epoch, self._point)
+        """Mask and (if ``obs``) observation of the current decision point (:func:`.decision_point.run_kernel`)."""
+        decision_point.run_kernel(self, obs)
 
     def __getstate__(self) -> dict[str, Any]:
         """For pickle and deepcopy: the kernel's bundles are numba structs, rebuilt from the engine on first use."""

@@ -50,7 +50,6 @@ from ..engine import (
     Swell,
     Wait,
 )
-from ..engine.state import SHARE_MIN_UNITS
 from ..performance import fits_memory, worker_memory_gb
 
 # Kinds of action ints, as ActionCodec.table gives them.
@@ -206,43 +205,6 @@ class ActionCodec:
             self._fp_engine = eng
         return self._fp
 
-    def mask(self, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, allow: frozenset[str]) -> np.ndarray:
-        """Boolean mask of valid actions (``allow`` names the action kinds the env exposes)."""
-        m = np.zeros(self.layout.size, dtype=bool)
-        m[0] = True
-        self._place_block(m, eng, pending, allow)
-        inputs = running_mask_inputs(eng, running)
-        if self.layout.compact:
-            self._share_block(m, eng, pending, allow)
-        else:
-            self._colocate_block(m, eng, pending, running, allow, inputs)
-        self._running_blocks(m, running, allow, inputs)
-        self._fork_block(m, eng, running, allow)
-        return m
-
-    # Each block writes its part of a mask whose part is all False on entry.
-    def _place_block(self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, allow: frozenset[str]
-                     ) -> np.ndarray:
-        """The ``place`` actions; returns whether each pending job of the window can be placed now on free GPUs
-        (some ``place`` action of its row is valid: then its "any" one is)."""
-        L = self.layout
-        n_p = len(pending)
-        if not (n_p and "place" in allow):
-            return np.zeros(n_p, dtype=bool)
-        T = L.n_types
-        need = eng.req_gpus[pending]
-        free_t = eng.free_by_type()
-        block = m[L.place_off:L.place_off + n_p * L.place_width].reshape(n_p, L.place_width)
-        if T == 1:  # the type's column and the "any" column are the same (every job asks for a GPU or more)
-            ok = eng.fits_type[pending, 0] & (free_t[0] >= need)
-            block[:] = ok[:, None]
-            return ok
-        fits = eng.fits_type[pending]  # (n_p, T)
-        np.logical_and(fits, free_t >= need[:, None], out=block[:, :T])
-        placeable = fits @ free_t >= need  # free GPUs of the types it fits, together ("any"); integers: no BLAS
-        block[:, T] = placeable
-        return placeable
-
     def _share_candidates(self, eng: ClusterEngine, j: int) -> tuple[np.ndarray, np.ndarray]:
         """GPUs holding one job beside which job ``j`` fits in memory, and free GPUs of types it fits."""
         fp = self._footprints(eng)[j, 0]
@@ -252,14 +214,6 @@ class ActionCodec:
         ok = single & fits_memory(fp, mem - eng.footprint[np.maximum(a, 0)])
         free = (a < 0) & eng.fits_type[j][eng.gpu_type]
         return np.flatnonzero(ok), np.flatnonzero(free)
-
-    def _share_block(self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, allow: frozenset[str]) -> None:
-        L = self.layout
-        if "colocate" not in allow:
-            return
-        for i, j in enumerate(pending.tolist()):
-            ok, free = self._share_candidates(eng, j)
-            m[L.share_off + i] = len(ok) >= 1 and len(ok) + len(free) >= eng.req_gpus[j]
 
     def share_plan(self, eng: ClusterEngine, j: int, xi_tab: np.ndarray) -> tuple[int, tuple[int, ...]] | None:
         """``share(j)``'s first partner and GPU set (the rule in the module docstring), or None if invalid."""
@@ -278,33 +232,6 @@ class ActionCodec:
             far = np.array([n not in used for n in node.tolist()], dtype=np.int64)
             chosen += free[np.lexsort((free, -per_node, far))][:need - len(chosen)].tolist()
         return int(eng.slot_job[chosen[0], 0]), tuple(int(x) for x in chosen)
-
-    def _colocate_block(self, m: np.ndarray, eng: ClusterEngine, pending: np.ndarray, running: np.ndarray,
-                        allow: frozenset[str], inputs: RunningInputs) -> None:
-        L = self.layout
-        n_p, n_r = len(pending), len(running)
-        if not (n_p and n_r and "colocate" in allow):
-            return
-        need = eng.req_gpus[pending]
-        single, room = inputs[0], inputs[1]
-        fp = self._footprints(eng)[pending]  # (n_p, K), inf where s > batch
-        block = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)[:n_p, :n_r]
-        block[...] = fits_memory(fp[:, None, :], room[None, :, None])
-        block &= (single[None, :] >= need[:, None])[:, :, None]
-
-    def _running_blocks(self, m: np.ndarray, running: np.ndarray, allow: frozenset[str],
-                        inputs: RunningInputs) -> None:
-        """``squeeze``, ``swell`` and ``preempt``."""
-        L = self.layout
-        n_r = len(running)
-        if not n_r:
-            return
-        if "squeeze" in allow:
-            m[L.squeeze_off:L.squeeze_off + n_r] = inputs[2]
-        if "swell" in allow:
-            m[L.swell_off:L.swell_off + n_r] = inputs[3]
-        if "preempt" in allow:
-            m[L.preempt_off:L.preempt_off + n_r] = True
 
     def _fork_block(self, m: np.ndarray, eng: ClusterEngine, running: np.ndarray, allow: frozenset[str]) -> None:
         L = self.layout
@@ -329,17 +256,3 @@ class ActionCodec:
             if g is None or eng.topology_violation(act.job, g) is not None:
                 m[a] = False
 
-
-RunningInputs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-"""Per running job of the window: GPUs it holds alone, memory left beside it, whether it can be
-squeezed, whether it can be swelled."""
-
-
-def running_mask_inputs(eng: ClusterEngine, running: np.ndarray) -> RunningInputs:
-    """What the mask needs of each running job of the window, read from the engine."""
-    return (
-        eng.held[running] - eng.held_shared[running],  # GPUs of r holding r alone
-        eng.job_min_mem[running] - eng.footprint[running],  # memory left beside r
-        eng.share_hi[running] > SHARE_MIN_UNITS,
-        eng.share_lo[running] < eng.share_units,
-    )

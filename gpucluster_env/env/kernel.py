@@ -11,10 +11,9 @@ the engine's state arrays and the outputs. A call is ``observe(tables, state, ou
 num_pending, num_running, n_done, next_arrival, write_obs)``: the bundles, the two windows and the engine's
 counters at this decision point. Each block of the mask and of the observation is one compiled function.
 
-Every value is computed from scratch each call with the same float64 operations as the numpy reference
-(:meth:`ObservationBuilder.build <gpucluster_env.env.observation.ObservationBuilder.build>` and
-:meth:`ActionCodec.mask <gpucluster_env.env.codec.ActionCodec.mask>`), then rounded to float32 and clipped the
-same way, so both give the same bits; the tests compare them at every step of random episodes.
+Every value is computed from scratch each call, then rounded to float32 and clipped; the tests compare every
+bit of it, at every step of random episodes, with a plain numpy oracle that does the same float64 operations
+(``tests/env/mask_observation_oracle.py``, a test helper: the package itself has this one implementation).
 
 This module imports numba, so the environment imports it only when it is built (``import gpucluster_env`` stays
 light). Compiled code is cached on disk next to this file where that is writable.

@@ -44,8 +44,6 @@ PAIR_FEATURES = 2
 CLUSTER_FEATURES = 4
 CLOCK_FEATURES = 7
 KEYS = ("pending", "running", "pairs", "cluster", "clock")
-_HOUR = 3600.0
-_DAY = 86400.0
 _XI_TABLES: dict[tuple, np.ndarray] = {}  # predicted slowdown tables by (catalog, models, GPU types)
 
 
@@ -74,15 +72,10 @@ def predicted_slowdowns(eng: ClusterEngine) -> np.ndarray:
     return tab
 
 
-def slack_feature(slack_s: np.ndarray | float) -> np.ndarray | float:
-    """Deadline slack in seconds squashed to (0, 1), 0.5 at zero slack."""
-    return 0.5 + 0.5 * slack_s / (np.abs(slack_s) + _HOUR)
-
-
 class ObservationBuilder:
-    """The observation's static per-job tables and its space for one engine, and a plain numpy build of the
-    observation from scratch. The environment fills the same buffer each step with the compiled kernel of
-    :mod:`gpucluster_env.env.kernel`; this build is the reference it is tested against, feature by feature."""
+    """The observation's static per-job tables and its space for one engine. The environment fills its buffer
+    each step with the compiled kernel of :mod:`gpucluster_env.env.kernel`, which reads these tables; the tests
+    check the kernel against a plain numpy oracle (``tests/env/mask_observation_oracle.py``)."""
 
     def __init__(self, eng: ClusterEngine, n_pending: int, n_running: int) -> None:
         self.n_pending = n_pending
@@ -161,80 +154,3 @@ class ObservationBuilder:
         """The ``Dict`` observation whose keys are views of the five blocks of one flat array."""
         starts = (0, *self.ends[:-1])
         return {k: flat_obs[a:b] for k, a, b in zip(KEYS, starts, self.ends, strict=True)}
-
-    def build(self, pending: np.ndarray, running: np.ndarray, placeable: np.ndarray) -> dict[str, np.ndarray]:
-        """The observation for the current engine state from scratch, given the windows and which pending jobs
-        of the window can be placed now."""
-        eng = self.eng
-        now = eng.now
-        pend = np.zeros((self.n_pending, PENDING_FEATURES), dtype=np.float32)
-        run = np.zeros((self.n_running, RUNNING_FEATURES), dtype=np.float32)
-        if len(pending):
-            j = pending
-            rows = self.static_pending[j]
-            waited = now - eng.submit[j]
-            work = eng.remaining[j] * self.solo_iter[j]
-            rows[:, 2] = waited / (waited + _HOUR)
-            rows[:, 3] = work / (work + _HOUR)
-            rows[:, 8] = placeable
-            rows[:, 9] = eng.n_preempt[j] > 0
-            dl = eng.deadline[j]
-            has = dl == dl
-            rows[:, 10] = has
-            rows[:, 11] = np.where(has, slack_feature(np.where(has, dl, 0.0) - now - work), 0.0)
-            pend[:len(j)] = rows
-        if len(running):
-            j = running
-            r = self.static_running[j]
-            rate = eng.rate[j]  # > 0 for every running job
-            elapsed = now - np.maximum(eng.last_t[j], eng.active_from[j])
-            rem = eng.remaining[j] - rate * np.maximum(elapsed, 0.0)
-            held = eng.held[j]
-            shared = eng.held_shared[j]
-            lo, hi = eng.share_lo[j], eng.share_hi[j]
-            t_left = rem / rate
-            r[:, 1] = self.log_held[held]
-            r[:, 2] = (lo + hi) * (0.5 * eng.share_step)  # the mean share in [0, 1] on any share grid
-            r[:, 3] = 1.0 - rate / eng.solo_rate[j]  # 1 - 1/xi
-            r[:, 4] = 1.0 - rem / eng.iterations[j]
-            r[:, 5] = t_left / (t_left + _HOUR)
-            r[:, 6] = shared / held
-            r[:, 7] = np.minimum(held // eng.req_gpus[j] - 1, 7) / 7.0
-            r[:, 8] = 1.0 - r[:, 6]
-            gpus = [eng.gpus_of(int(x)) for x in j]  # from the engine, not the env's per-job records
-            jt = np.array([eng.gpu_type[g[0]] for g in gpus], dtype=np.int64)
-            r[:, 12] = jt * self.inv_types
-            r[:, 13] = self.log_held[[len(np.unique(eng.gpu_node[g])) for g in gpus]]
-            r[:, 14] = 1.0 - 1.0 / eng.accum[j]
-            dl = eng.deadline[j]
-            has = dl == dl
-            r[:, 15] = np.where(has, slack_feature(np.where(has, dl, 0.0) - now - t_left), 0.0)
-            r.clip(0.0, 1.0, out=r)  # float rounding at the edges
-            run[:len(j)] = r
-        pairs = np.zeros((self.n_pending, self.n_running, PAIR_FEATURES), dtype=np.float32)
-        if len(pending) and len(running):
-            mp = eng.job_model[pending][:, None]
-            mr = eng.job_model[running][None, :]
-            pairs[:len(pending), :len(running)] = self.xi_tab[mp, mr, jt[None, :]]
-        clus = np.zeros((self.n_types, CLUSTER_FEATURES), dtype=np.float32)
-        free = eng.type_total - eng.busy_t
-        clus[:, 0] = free * self.inv_type_total
-        clus[:, 1] = (eng.busy_t - eng.shared_t) * self.inv_type_total
-        clus[:, 2] = eng.shared_t * self.inv_type_total
-        clus[:, 3] = self.type_frac
-        round_s = eng.config.round_s
-        clock = np.array([
-            now / (now + _DAY),
-            eng.num_pending / (eng.num_pending + self.n_pending),
-            eng.num_running / (eng.num_running + self.n_running),
-            eng.n_done / eng.n_jobs,
-            eng.next_arrival / eng.n_jobs,
-            (now % round_s) / round_s if round_s else 0.0,
-            now * self.inv_horizon / (1.0 + now * self.inv_horizon),
-        ], dtype=np.float32)
-        return {"pending": pend.ravel(), "running": run.ravel(), "pairs": pairs.ravel(), "cluster": clus.ravel(),
-                "clock": clock}
-
-    @staticmethod
-    def flatten(obs: dict[str, np.ndarray]) -> np.ndarray:
-        return np.concatenate([obs[k].ravel() for k in KEYS]).astype(np.float32)

@@ -1,8 +1,10 @@
 """The environment computes its action mask and observation with a compiled kernel (gpucluster_env.env.kernel):
-at every step they must equal, bit for bit, the plain numpy reference computed from scratch."""
+at every step they must equal, bit for bit, the plain numpy oracle computed from scratch
+(``tests/env/mask_observation_oracle.py``)."""
 
 from __future__ import annotations
 
+import mask_observation_oracle as oracle
 import numpy as np
 import pytest
 
@@ -14,11 +16,11 @@ def _from_scratch(env: GPUClusterEnv) -> tuple[np.ndarray, dict[str, np.ndarray]
     eng = env.unwrapped.engine
     L = env.layout
     pending, running = eng.pending_head(L.n_pending), eng.running_head(L.n_running)
-    mask = env.codec.mask(eng, pending, running, env.allowed)
+    mask = oracle.mask(env.codec, eng, pending, running, env.allowed)
     n_p = len(pending)
     placeable = mask[L.place_off:L.place_off + n_p * L.place_width].reshape(n_p, L.place_width).any(axis=1)
     env.rules.restrict(mask, L, pending, running, eng.now)  # the decision rules, after the engine's validity
-    obs = ObservationBuilder(eng, L.n_pending, L.n_running).build(pending, running, placeable)
+    obs = oracle.observation(ObservationBuilder(eng, L.n_pending, L.n_running), pending, running, placeable)
     return mask, obs
 
 
@@ -40,7 +42,7 @@ def test_kernel_mask_and_observation_match_the_numpy_reference(scenario: str, ob
         got = env.action_masks()
         assert np.array_equal(got, mask)
         if observation == "box":
-            assert obs.tobytes() == ObservationBuilder.flatten(fresh).tobytes()
+            assert obs.tobytes() == oracle.flatten(fresh).tobytes()
         else:
             assert all(obs[k].tobytes() == fresh[k].tobytes() for k in fresh)
         valid = np.flatnonzero(got)
