@@ -10,10 +10,11 @@ true_pair_xi`); a pair is offered on a type only where both workers fit in one G
 A class pair's time is realized by job pairs: the i-th job of one class with the i-th of the other (consecutive jobs
 within one class), each pair given the class pair's time divided by the number of job pairs. With
 ``objective="makespan"`` (:func:`.gavel_lp.packed_min_makespan`) the steps left differ from job to job, so every job
-is its own class and the LP chooses job pairs directly (gimbal §7.2's baseline: Gavel's makespan policy with its own
-packing). Those pairs are rows of Gavel's rounds beside the single jobs (priority = allocation / share of time
-received); a granted pair starts its first job on the gang (``Place``) and its second beside it on the same GPUs
-(``Colocate``).
+is its own row and the LP chooses job pairs (gimbal §7.2's baseline: Gavel's makespan policy with its own packing):
+one column per job pair and type, or with ``pair_lp="partners"`` one per job, partner class and type
+(:mod:`.gavel_partner_lp`), its job pairs then being the transport plans of the partner-class times. Those pairs
+are rows of Gavel's rounds beside the single jobs (priority = allocation / share of time received); a granted pair
+starts its first job on the gang (``Place``) and its second beside it on the same GPUs (``Colocate``).
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ from gpucluster_env.performance import fit_accumulation, footprint_gb
 from gpucluster_env.policy import register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
+PAIR_LPS = ("pairs", "partners")
+"""The makespan objective's LP: ``pairs``, one column per pair of jobs and type (Gavel's own formulation; ~n^2/2
+columns); ``partners``, one per job, partner class and type (:mod:`.gavel_partner_lp`: the same optimum, seconds
+instead of minutes at hundreds of jobs, though it may pick another optimum where several exist)."""
+
 
 @register_policy
 class GavelPacked(Gavel):
@@ -43,11 +49,14 @@ class GavelPacked(Gavel):
 
     def __init__(self, objective: Annotated[str, OptionSpec(choices=("max-min", "makespan"))] = "max-min",
                  round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
-                 wait_for_reset: bool = False) -> None:
+                 wait_for_reset: bool = False,
+                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "pairs") -> None:
         """``objective``: ``max-min`` or ``makespan``; ``round_s``: round length (None: the scenario's, else
         360 s); ``min_reset_s``: least time between allocation recomputations; ``wait_for_reset``: Gavel's
-        between-resets rule (:attr:`.gavel_scheduler.Gavel.wait_for_reset`)."""
+        between-resets rule (:attr:`.gavel_scheduler.Gavel.wait_for_reset`); ``pair_lp``: how the makespan LP
+        counts pairs (:data:`PAIR_LPS`)."""
         super().__init__(objective, round_s, min_reset_s, wait_for_reset)
+        self.pair_lp = pair_lp
 
     def reset(self, env: Any) -> None:
         super().reset(env)
@@ -93,13 +102,16 @@ class GavelPacked(Gavel):
                     xa, xb = view.true_pair_xi(ja, jb, tname)
                     cp[a, b, k] = t[ti[ja], k] / xa
                     cp[b, a, k] = t[ti[jb], k] / xb
-        if self.objective == "makespan":
-            cp = cp[cls][:, cls]  # every job its own class: the steps left differ
-            r = lp.packed_min_makespan(t, view.req_gpus[active], self.capacity, view.remaining_now()[active], cp)[1]
-            members = [[j] for j in active]
+        if self.objective == "makespan":  # every job its own row: the steps left differ
+            gpus, rem = view.req_gpus[active], view.remaining_now()[active]
+            if self.pair_lp == "partners":  # partners counted by class
+                r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls], cls)[1]
+            else:
+                r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls][:, cls])[1]
+            members, of = [[j] for j in active], cls
         else:
             r = lp.packed_max_min_fairness(t, view.req_gpus[active], self.capacity, cls, cp)
-            members = [[active[i] for i in np.flatnonzero(cls == c)] for c in range(nc)]
+            members, of = [[active[i] for i in np.flatnonzero(cls == c)] for c in range(nc)], np.arange(nc)
         self.alloc = {(j,): r.x[i] for i, j in enumerate(active)}
         self.pair_ok = {}
         for (a, b), y in zip(r.pairs.tolist(), r.y, strict=True):
@@ -107,10 +119,11 @@ class GavelPacked(Gavel):
                 continue
             ma, mb = members[a], members[b]
             pairs = list(zip(ma[0::2], ma[1::2], strict=False)) if a == b else list(zip(ma, mb, strict=False))
+            ca, cb = of[a], of[b]
             for p in pairs:
                 key = (int(p[0]), int(p[1]))
                 self.alloc[key] = np.minimum(y / len(pairs), 1.0)
-                self.pair_ok[key] = (cp[a, b] > 0) & (cp[b, a] > 0)
+                self.pair_ok[key] = (cp[ca, cb] > 0) & (cp[cb, ca] > 0)
 
     def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
                         ) -> tuple[list[tuple[int, ...]], np.ndarray]:

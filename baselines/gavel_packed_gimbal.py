@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar
 
-from gpucluster_env.baselines.gavel_packed import GavelPacked
+from gpucluster_env.baselines.gavel_packed import PAIR_LPS, GavelPacked
 from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, Granularity, WithGimbal
 from gpucluster_env.baselines.parts.gimbal_search import DEFAULT_GRANULARITY
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
@@ -30,10 +30,11 @@ class GavelPackedGimbal(WithGimbal):
     def __init__(self, objective: Annotated[str, OptionSpec(choices=("max-min", "makespan"))] = "makespan",
                  round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
                  lgrr: bool = True, liss: bool = True, early_exit: bool = True,
-                 predictor: XiPredictor | None = None, granularity: Granularity = DEFAULT_GRANULARITY) -> None:
-        """``objective``, ``round_s``, ``min_reset_s``: ``gavel-packed``'s (default objective: makespan); the
-        rest: Gimbal's (:class:`~gpucluster_env.baselines.parts.gimbal_layer.GimbalOptions`). Gavel's LP decides
-        every pair (no relaxed, unequal packing: its pairs have equal GPU counts), so this isolates the
-        coordination; the jobs a round stops or moves start again at full share."""
-        super().__init__(GavelPacked(objective, round_s, min_reset_s), "makespan",
+                 predictor: XiPredictor | None = None, granularity: Granularity = DEFAULT_GRANULARITY,
+                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "pairs") -> None:
+        """``objective``, ``round_s``, ``min_reset_s``, ``pair_lp``: ``gavel-packed``'s (default objective:
+        makespan); the rest: Gimbal's (:class:`~gpucluster_env.baselines.parts.gimbal_layer.GimbalOptions`).
+        Gavel's LP decides every pair (no relaxed, unequal packing: its pairs have equal GPU counts), so this
+        isolates the coordination; the jobs a round stops or moves start again at full share."""
+        super().__init__(GavelPacked(objective, round_s, min_reset_s, pair_lp=pair_lp), "makespan",
                          GimbalOptions(lgrr, liss, early_exit, predictor, granularity), forget_stopped=True)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 from gpucluster_env.baselines.parts import gavel_lp as G
+from gpucluster_env.baselines.parts.gavel_partner_lp import packed_rate
 from gpucluster_env.baselines.parts.hadar_alloc import HadarJob, make_prices, select_jobs
 
 N_TYPES = 26
@@ -24,9 +25,11 @@ SPEED = np.array([1.0, 0.6, 0.25])
 """Relative speed of V100, P100, K80 for a typical job (each job type scales these by its own factors)."""
 
 
-def make_problem(n: int, seed: int = 0) -> dict[str, np.ndarray]:
+def make_problem(n: int, seed: int = 0, distinct: bool = False) -> dict[str, np.ndarray]:
     """A seeded Gavel-style problem with ``n`` jobs: throughputs (n x 3), GPUs, capacity (n/4 each), job types,
-    colocated throughputs (fraction of solo) by type pair, and steps left."""
+    colocated throughputs (fraction of solo) by type pair, steps left, and finish-time fairness' inputs (time
+    since arrival, isolated time so far). ``distinct``: every job's throughputs scaled by its own factors
+    (0.8-1.2 per type), so no two jobs are alike and the job-class shortcut does not apply."""
     if n < 4:
         raise ValueError(f"n: at least 4 jobs (n/4 GPUs of each type), got {n}")
     rng = np.random.default_rng(seed)
@@ -34,15 +37,36 @@ def make_problem(n: int, seed: int = 0) -> dict[str, np.ndarray]:
     colo = rng.uniform(0.4, 0.95, (N_TYPES, N_TYPES, 3))
     jt = rng.integers(0, N_TYPES, n)
     gpus = rng.choice(GANG_SIZES, n, p=[0.7, 0.15, 0.1, 0.05])
+    tput = type_tput[jt] * gpus[:, None] ** 0.9
+    remaining = rng.uniform(1e4, 1e6, n)
+    since = rng.uniform(0.0, 1e5, n)
+    if distinct:
+        tput = tput * np.random.default_rng(seed + 1).uniform(0.8, 1.2, tput.shape)
     return {
-        "tput": type_tput[jt] * gpus[:, None] ** 0.9,
+        "tput": tput,
         "gpus": gpus,
         "capacity": np.full(3, n // 4),
         "type_tput": type_tput,
         "job_type": jt,
         "colo": colo,
-        "remaining": rng.uniform(1e4, 1e6, n),
+        "remaining": remaining,
+        "since_start": since,
+        "isolated_time": since * rng.uniform(0.0, 1.0, n),
     }
+
+
+def job_class(p: dict[str, np.ndarray]) -> np.ndarray:
+    """Each job's class for the packed policies: its type and GPU count."""
+    return p["job_type"] * len(GANG_SIZES) + np.searchsorted(GANG_SIZES, p["gpus"])
+
+
+def partner_throughputs(p: dict[str, np.ndarray]) -> np.ndarray:
+    """Each job's throughput beside a job of each class (jobs x classes x GPU types): its own throughput times the
+    colocation factor of the two job types; 0 beside a class of another GPU count (pairs share whole gangs)."""
+    ta = np.repeat(np.arange(N_TYPES), len(GANG_SIZES))
+    size = np.tile(GANG_SIZES, N_TYPES)
+    same = (size[None, :] == p["gpus"][:, None])[:, :, None]
+    return p["tput"][:, None, :] * p["colo"][p["job_type"][:, None], ta[None, :]] * same
 
 
 def gavel_max_min(p: dict[str, np.ndarray]) -> None:
@@ -53,15 +77,29 @@ def gavel_makespan(p: dict[str, np.ndarray]) -> None:
     G.min_makespan(p["tput"], p["gpus"], p["capacity"], p["remaining"])
 
 
+def gavel_ftf(p: dict[str, np.ndarray]) -> None:
+    G.finish_time_fairness(p["tput"], p["gpus"], p["capacity"], p["remaining"], p["since_start"],
+                           p["isolated_time"])
+
+
 def gavel_packed(p: dict[str, np.ndarray]) -> None:
     # a job's class: its type and GPU count; a class-a job beside class b runs at colo[type a, type b] of solo
-    size = np.searchsorted(GANG_SIZES, p["gpus"])
-    cls = p["job_type"] * len(GANG_SIZES) + size
+    cls = job_class(p)
     solo = p["type_tput"][:, None, :] * GANG_SIZES[None, :, None] ** 0.9
     per = solo.reshape(-1, 3)
     ta = np.repeat(np.arange(N_TYPES), len(GANG_SIZES))
     cp = per[:, None, :] * p["colo"][ta[:, None], ta[None, :]]
     G.packed_max_min_fairness(p["tput"], p["gpus"], p["capacity"], cls, cp)
+
+
+def gavel_packed_distinct(p: dict[str, np.ndarray]) -> None:
+    # distinct jobs: each its own row, partners by class (gavel_partner_lp), max-min demands as gavel-packed's
+    demand = G.equal_share_throughputs(p["tput"], p["capacity"]) / p["gpus"]
+    packed_rate(p["tput"], p["gpus"], p["capacity"], demand, job_class(p), partner_throughputs(p))
+
+
+def gavel_packed_makespan(p: dict[str, np.ndarray]) -> None:
+    G.packed_min_makespan(p["tput"], p["gpus"], p["capacity"], p["remaining"], partner_throughputs(p), job_class(p))
 
 
 def hadar(p: dict[str, np.ndarray]) -> None:
@@ -84,7 +122,17 @@ DECISIONS: dict[str, Callable[[dict[str, np.ndarray]], None]] = {
     "gavel_packed": gavel_packed,
     "hadar": hadar,
 }
-"""Figure prefix -> one decision on a problem from :func:`make_problem`."""
+"""Figure prefix -> one decision on a problem from :func:`make_problem` (26 job types: jobs of a type alike)."""
+
+DISTINCT: dict[str, Callable[[dict[str, np.ndarray]], None]] = {
+    "gavel_distinct": gavel_max_min,
+    "gavel_makespan_distinct": gavel_makespan,
+    "gavel_ftf_distinct": gavel_ftf,
+    "gavel_packed_distinct": gavel_packed_distinct,
+    "gavel_packed_makespan_distinct": gavel_packed_makespan,
+}
+"""Figure prefix -> one decision of each Gavel LP on :func:`make_problem` with ``distinct=True`` (no two jobs
+alike: the setting of the side-by-side with Gavel's own LPs, docs/gavel.md)."""
 
 
 POLLUX_BENCH_JOBS = 160
@@ -129,12 +177,12 @@ def pollux_decision_times(repeats: int = 1, seed: int = 0) -> dict[str, float]:
     return out
 
 
-def decision_times(sizes: tuple[int, ...] = (32, 256, 2048), repeats: int = 3, seed: int = 0) -> dict[str, float]:
-    """``{prefix}_decision_s_{n}``: seconds of one decision of each policy at each job count."""
+def _best_times(table: dict[str, Callable[[dict[str, np.ndarray]], None]], sizes: tuple[int, ...], repeats: int,
+                seed: int, distinct: bool) -> dict[str, float]:
     out: dict[str, float] = {}
     for n in sizes:
-        prob = make_problem(n, seed)
-        for name, fn in DECISIONS.items():
+        prob = make_problem(n, seed, distinct)
+        for name, fn in table.items():
             best = float("inf")
             for _ in range(max(1, repeats)):
                 t0 = time.perf_counter()
@@ -142,3 +190,16 @@ def decision_times(sizes: tuple[int, ...] = (32, 256, 2048), repeats: int = 3, s
                 best = min(best, time.perf_counter() - t0)
             out[f"{name}_decision_s_{n}"] = best
     return out
+
+
+def decision_times(sizes: tuple[int, ...] = (32, 256, 2048), repeats: int = 3, seed: int = 0) -> dict[str, float]:
+    """``{prefix}_decision_s_{n}``: seconds of one decision of each policy of :data:`DECISIONS` at each job count
+    (best of ``repeats``)."""
+    return _best_times(DECISIONS, sizes, repeats, seed, False)
+
+
+def distinct_decision_times(sizes: tuple[int, ...] = (32, 256), repeats: int = 1, seed: int = 0) -> dict[str, float]:
+    """``{prefix}_decision_s_{n}`` (prefixes ending ``_distinct``) as :func:`decision_times` for :data:`DISTINCT`
+    (every Gavel LP on jobs that all differ; the packed max-min LP takes minutes at 2,048 jobs, hence one repeat by
+    default)."""
+    return _best_times(DISTINCT, sizes, repeats, seed, True)

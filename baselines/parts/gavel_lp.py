@@ -37,11 +37,12 @@ import numpy as np
 
 @dataclass(frozen=True)
 class RateLP:
-    """The solution of one :func:`max_scaled_rate` program: the scale ``z`` every served job's demand reached,
-    each job's single-job fractions ``x`` (jobs x types), and with space sharing the class pairs ``pairs``
-    (P x 2 class ids, ``a <= b``) with ``y`` (P x types): the total time fraction of all job pairs of those two
-    classes on each type (spread evenly over the pairs: a job of class ``a`` spends ``y / count(a)`` of its
-    time paired with class ``b``, twice that when ``a == b``)."""
+    """The solution of one packed or unpacked rate program: the scale ``z`` every served job's demand reached,
+    each job's single-job fractions ``x`` (jobs x types), and with space sharing ``pairs`` (P x 2) with ``y``
+    (P x types). From :func:`max_scaled_rate` the pairs are class pairs (class ids, ``a <= b``) and ``y`` the
+    total time fraction of all job pairs of those two classes on each type (spread evenly over the pairs: a job
+    of class ``a`` spends ``y / count(a)`` of its time paired with class ``b``, twice that when ``a == b``); from
+    :func:`.gavel_partner_lp.packed_rate` they are job pairs (first < second) and ``y`` each pair's time."""
 
     z: float
     x: np.ndarray
@@ -49,7 +50,7 @@ class RateLP:
     y: np.ndarray
 
 
-def _check(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, ...]:
+def check_inputs(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> tuple[np.ndarray, ...]:
     t = np.asarray(throughputs, dtype=float)
     if t.ndim != 2:
         raise ValueError(f"throughputs: expected a (jobs, types) matrix, got shape {t.shape}")
@@ -162,7 +163,7 @@ def max_scaled_rate(
     shares GPUs with one of class ``b``; 0: they cannot pair) every two jobs asking the same GPU count may also
     run as a pair: one column per class pair and type, its time counted against both members' budgets and its
     GPUs once against the capacity (Gavel's packed policies over all pairs of jobs)."""
-    t, g, c = _check(throughputs, gpus, capacity)
+    t, g, c = check_inputs(throughputs, gpus, capacity)
     n, nk = t.shape
     d = np.asarray(demand, dtype=float).reshape(-1)
     if len(d) != n:
@@ -209,7 +210,7 @@ def equal_share_throughputs(throughputs: np.ndarray, capacity: np.ndarray) -> np
 def isolated_throughputs(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """Each job's throughput on its isolated ``1/n`` share of every type (``capacity_k / (n gpus_j)`` of its time,
     scaled down when that sums over 1): finish-time fairness' reference (Themis, Gavel §4.2)."""
-    t, g, c = _check(throughputs, gpus, capacity)
+    t, g, c = check_inputs(throughputs, gpus, capacity)
     n = len(t)
     x = (c[None, :] / n) / g[:, None]
     x = x / np.maximum(x.sum(axis=1), 1.0)[:, None]
@@ -225,7 +226,7 @@ def max_min_fairness(
 ) -> RateLP:
     """Gavel's max-min fairness (LAS): maximize the least ``thr_j gpus_j / (w_j p_j)`` (module docstring).
     ``heterogeneity_aware=False`` is Gavel's plain LAS (every throughput taken as 1)."""
-    t, g, c = _check(throughputs, gpus, capacity)
+    t, g, c = check_inputs(throughputs, gpus, capacity)
     if not heterogeneity_aware:
         t = (t > 0).astype(float)
     w = np.ones(len(t)) if weights is None else np.asarray(weights, dtype=float)
@@ -259,7 +260,7 @@ def finish_time_fairness(
     """Gavel's finish-time fairness: minimize the largest ``rho_j = (t_j + rem_j / thr_j) / (iso_j + rem_j /
     iso_thr_j)``. ``since_start``: time since each job arrived; ``isolated_time``: the time its steps done so far
     would have taken on its isolated share. Returns the optimal ``rho`` (within ``rel_tol``) and the allocation."""
-    t, g, c = _check(throughputs, gpus, capacity)
+    t, g, c = check_inputs(throughputs, gpus, capacity)
     rem = np.asarray(remaining, dtype=float)
     t0 = np.asarray(since_start, dtype=float)
     iso_done = np.asarray(isolated_time, dtype=float)
@@ -277,15 +278,36 @@ def finish_time_fairness(
         d[lv] = rem[lv] / np.maximum(rho * dref[lv] - t0[lv], 1e-12)
         return d
 
-    best = max_scaled_rate(t, g, c, demand(hi))
+    solved = {hi: max_scaled_rate(t, g, c, demand(hi))}
+    known = [(solved[hi].z, demand(hi)[lv])]
     while hi - lo > rel_tol * hi:
         mid = 0.5 * (lo + hi)
-        lp = max_scaled_rate(t, g, c, demand(mid))
-        if lp.z >= 1.0 - 1e-9:
-            hi, best = mid, lp
+        d = demand(mid)
+        ok = _implied_feasible(known, d[lv])
+        if ok is None:
+            solved[mid] = max_scaled_rate(t, g, c, d)
+            known.append((solved[mid].z, d[lv]))
+            ok = solved[mid].z >= 1.0 - 1e-9
+        if ok:
+            hi = mid
         else:
             lo = mid
+    best = solved[hi] if hi in solved else max_scaled_rate(t, g, c, demand(hi))
     return hi, best.x
+
+
+def _implied_feasible(known: list[tuple[float, np.ndarray]], d: np.ndarray, margin: float = 1e-6) -> bool | None:
+    """Whether demands ``d`` are feasible (scale ``z >= 1``), when an LP already solved settles it, else None.
+    An allocation reaching ``z_s * d_s`` reaches ``z_s min(d_s / d) * d``, so ``z(d) >= z_s min(d_s / d)``; and
+    ``z(d) <= z_s max(d_s / d)`` likewise. ``margin`` keeps the answer clear of the solver's tolerance, so the
+    bisection takes the same steps as solving every LP would (finish-time fairness' answer is the same bits)."""
+    for z, ds in known:
+        r = ds / d
+        if z * r.min() >= 1.0 + margin:
+            return True
+        if z * r.max() <= 1.0 - margin:
+            return False
+    return None
 
 
 def packed_max_min_fairness(
@@ -301,7 +323,7 @@ def packed_max_min_fairness(
     throughput alone. ``job_class``: each job's class (its model); ``class_pair_throughputs[a, b, k]``: a
     class-``a`` job's throughput on type ``k`` beside a class-``b`` job (each job's own GPU count is implied:
     give jobs with different counts different classes when their packed throughputs differ)."""
-    t, g, c = _check(throughputs, gpus, capacity)
+    t, g, c = check_inputs(throughputs, gpus, capacity)
     w = np.ones(len(t)) if weights is None else np.asarray(weights, dtype=float)
     if w.shape != (len(t),) or (w <= 0).any():
         raise ValueError(f"weights: expected {len(t)} positive priority weights")
@@ -315,19 +337,28 @@ def packed_min_makespan(
     capacity: np.ndarray,
     remaining: np.ndarray,
     pair_throughputs: np.ndarray,
+    job_class: np.ndarray | None = None,
 ) -> tuple[float, RateLP]:
     """Gavel's minimize-total-duration policy with space sharing: the allocation over single jobs and pairs of
     jobs finishing every job's ``remaining`` steps soonest, and that makespan (s; ``inf`` as
     :func:`min_makespan`). ``pair_throughputs[a, b, k]``: job ``a``'s throughput on type ``k`` while it shares
-    GPUs with job ``b`` (0: they cannot pair; pairs need equal GPU counts). Every job is its own class here (their
-    demands, the steps left, differ), so ``RateLP.pairs`` are pairs of job indices."""
-    t, g, c = _check(throughputs, gpus, capacity)
+    GPUs with job ``b`` (0: they cannot pair; pairs need equal GPU counts): one column per job pair and type.
+    With ``job_class``, ``pair_throughputs[a, b, k]`` is job ``a``'s beside a job of class ``b`` (jobs x classes x
+    types: a partner matters only by its class), solved by :func:`.gavel_partner_lp.packed_rate` with jobs x
+    partner classes columns: the same optimum, found much faster for many jobs, though where the optimum is not
+    unique the solver may return another of them. ``RateLP.pairs`` are pairs of job indices either way."""
+    from gpucluster_env.baselines.parts.gavel_partner_lp import packed_rate
+
+    t, g, c = check_inputs(throughputs, gpus, capacity)
     rem = np.asarray(remaining, dtype=float)
     pt = np.asarray(pair_throughputs, dtype=float)
     n = len(t)
-    if pt.shape != (n, n, t.shape[1]):
-        raise ValueError(f"pair_throughputs: expected shape ({n}, {n}, {t.shape[1]}), got {pt.shape}")
-    r = max_scaled_rate(t, g, c, rem, np.arange(n), pt)
+    if job_class is None:
+        if pt.shape != (n, n, t.shape[1]):
+            raise ValueError(f"pair_throughputs: expected shape ({n}, {n}, {t.shape[1]}), got {pt.shape}")
+        r = max_scaled_rate(t, g, c, rem, np.arange(n), pt)
+    else:
+        r = packed_rate(t, g, c, rem, job_class, pt)
     runnable = t.max(axis=1) > 0
     if r.z <= 0 or ((rem > 0) & ~runnable).any():
         return float("inf"), r

@@ -15,6 +15,10 @@
   jobs on n/4 GPUs of each of three types; see :mod:`gpucluster_env.leaderboard.decision_speed`
   (``--decision-sizes``; none skips them). ``pollux_decision_s_160`` (and ``_100x100``): one allocation search
   of ``pollux`` over 160 jobs on 16 x 4 GPUs at its default size and at Pollux's own (100 x 100).
+* Gavel's LPs on jobs that all differ (``gavel_distinct_decision_s_256``, ``gavel_ftf_distinct_decision_s_256``,
+  ``gavel_packed_makespan_distinct_decision_s_2048`` ...; ``--distinct-sizes``, default 32 and 256): max-min
+  fairness, minimize makespan, finish-time fairness and both packed LPs, one decision each, as compared with
+  Gavel's own LPs in docs/gavel.md.
 * Per-policy whole runs (``policy_speed``): every reference policy on ``--policy-scenario`` with
   ``--policy-jobs`` jobs (1,000 by default; ``1000,10000`` adds a month-scale run), wall time including the
   environment's build, decision points per second, and both as ratios to FIFO's in the same process; see
@@ -41,6 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--train-steps", type=int, default=8192, help="MaskablePPO timesteps to time (0: skip)")
     p.add_argument("--decision-sizes", default="32,256,2048",
                    help="active-job counts for the Gavel/Hadar decision times, comma-separated ('' skips)")
+    p.add_argument("--distinct-sizes", default="32,256",
+                   help="active-job counts for every Gavel LP on jobs that all differ, comma-separated, e.g. "
+                        "32,256,2048 ('' skips; default 32,256)")
     p.add_argument("--policy-jobs", default="1000",
                    help="job counts for the per-policy whole runs, comma-separated, e.g. 1000,10000 ('' skips; "
                         "default 1000)")
@@ -102,13 +109,13 @@ def bench_env(scenario: str, steps: int, seed: int) -> dict[str, float]:
     return {"env_scenario": scenario, "env_steps": steps, "env_steps_per_s": steps / wall, "env_episodes": done}
 
 
-def _sizes(text: str) -> tuple[int, ...]:
+def _sizes(text: str, flag: str = "--decision-sizes") -> tuple[int, ...]:
     try:
         sizes = tuple(int(x) for x in text.split(",") if x.strip())
     except ValueError:
-        raise ValueError(f"--decision-sizes: expected comma-separated job counts, got {text!r}") from None
+        raise ValueError(f"{flag}: expected comma-separated job counts, got {text!r}") from None
     if any(not (4 <= n <= MAX_DECISION_SIZE) for n in sizes):
-        raise ValueError(f"--decision-sizes: each job count must be from 4 to {MAX_DECISION_SIZE:,}, got {text!r}")
+        raise ValueError(f"{flag}: each job count must be from 4 to {MAX_DECISION_SIZE:,}, got {text!r}")
     return sizes
 
 
@@ -164,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
 
     check_bench_args(args)
     sizes = _sizes(args.decision_sizes)
+    distinct = _sizes(args.distinct_sizes, "--distinct-sizes")
     console = Console(stderr=True)
     out: dict[str, object] = {}
     with console.status(f"random actions on {args.env_scenario}, {args.env_steps} steps …", spinner="dots"):
@@ -189,6 +197,11 @@ def run(args: argparse.Namespace) -> int:
             out.update(decision_times(sizes))
         with console.status("Pollux's allocation search at 160 jobs …", spinner="dots"):
             out.update(pollux_decision_times())
+    if distinct:
+        from gpucluster_env.leaderboard.decision_speed import distinct_decision_times
+
+        with console.status(f"Gavel's LPs on distinct jobs at {', '.join(map(str, distinct))} …", spinner="dots"):
+            out.update(distinct_decision_times(distinct))
     policy_jobs, policies = _policy_args(args)
     if policy_jobs:
         from gpucluster_env.leaderboard.policy_speed import policy_speeds

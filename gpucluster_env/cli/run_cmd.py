@@ -153,7 +153,6 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.cli.option_args import parse_policy_options
     from gpucluster_env.cli.run_progress import EpisodeLimits, ProgressPolicy
     from gpucluster_env.policy import make_policy, policy_names, run_episode
-    from gpucluster_env.replay.recorder import recording
     from gpucluster_env.settings import SettingError
 
     _check_bounds(args)
@@ -183,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
             pol = ProgressPolicy(make_policy(name, **popts), limits, show=not args.no_progress and not args.json)
             try:
                 results.append(run_episode(sc, pol, args.seed,  # type: ignore[arg-type]
-                                           wrap=recording(scratch) if scratch else None))
+                                           wrap=_recording(scratch) if scratch else None))
             finally:
                 pol.close()
             results[-1]["limits"] = limits.describe(results[-1].get("truncated_by"), sc.num_jobs)
@@ -206,6 +205,13 @@ def run(args: argparse.Namespace) -> int:
     if failed:
         raise failed  # after the results: a record that cannot be written loses nothing else
     return 0
+
+
+def _recording(path: Path) -> Any:
+    """The replay recorder (imported only for ``--record``: ~30 ms of start-up a plain run does not need)."""
+    from gpucluster_env.replay.recorder import recording
+
+    return recording(path)
 
 
 def _scratch_record(target: str, inputs: tuple[str | None, ...]) -> Path:

@@ -69,10 +69,17 @@ def test_decision_timing_code_path_tiny() -> None:
     out = decision_times(sizes=(8,), repeats=1)
     assert set(out) == {f"{p}_decision_s_8" for p in ("gavel", "gavel_makespan", "gavel_packed", "hadar")}
     assert all(v > 0 for v in out.values())
+    from gpucluster_env.leaderboard.decision_speed import distinct_decision_times
+
+    out = distinct_decision_times(sizes=(8,))
+    assert set(out) == {f"gavel{p}_distinct_decision_s_8" for p in ("", "_makespan", "_ftf", "_packed",
+                                                                     "_packed_makespan")}
+    assert all(v > 0 for v in out.values())
 
 
 # ------------------------------------------------------------------------------------ the policies
-NEW = ["gavel", "gavel-makespan", "gavel-ftf", "gavel-packed", "hadar", "hadare", "gavel-packed (makespan)"]
+NEW = ["gavel", "gavel-makespan", "gavel-ftf", "gavel-packed", "hadar", "hadare", "gavel-packed (makespan)",
+       "gavel-packed (makespan, partners)"]
 
 
 def test_gavel_time_slices_by_priority(build: Any) -> None:
@@ -104,7 +111,11 @@ def test_new_policies_finish_with_invariants(scenario: str, options: dict) -> No
 
     sc = get_scenario(scenario, **options)
     for name in NEW:
-        pol = make_policy("gavel-packed", objective="makespan") if name.endswith("(makespan)") else make_policy(name)
+        if name.startswith("gavel-packed ("):
+            lp = "partners" if "partners" in name else "pairs"
+            pol = make_policy("gavel-packed", objective="makespan", pair_lp=lp)
+        else:
+            pol = make_policy(name)
         if not type(pol).applies_to(sc):
             continue
         env = GPUClusterEnv(scenario, scenario_options=options, observation="none")

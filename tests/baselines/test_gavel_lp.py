@@ -219,3 +219,64 @@ def test_order_moves_frees_targets_first() -> None:
     # moving onto part of its own GPUs is fine
     order, queue = R.order_moves({1: (3, 4)}, {1: (2, 3)})
     assert order == [1] and queue == []
+
+
+# ------------------------------------------------------------------------ packed LP by partner class
+def _partner_problem(seed: int) -> tuple[np.ndarray, ...]:
+    """Jobs of a few classes with their own throughputs (each job distinct), pairs by class: (throughputs, GPUs,
+    capacity, steps left, class of each job, partner throughputs n x C x types, the same per job pair n x n x types)."""
+    rng = np.random.default_rng(seed)
+    n, nk, nc = int(rng.integers(2, 30)), 3, int(rng.integers(1, 5))
+    kind = rng.integers(0, nc, n)
+    g = rng.choice([1, 2], nc)[kind]
+    t = (rng.uniform(1, 5, (nc, nk)) * (rng.random((nc, nk)) > 0.15))[kind] * rng.uniform(0.8, 1.2, (n, nk))
+    colo = rng.uniform(0.3, 0.9, (nc, nc, nk)) * (rng.random((nc, nc, nk)) > 0.2)
+    partner = t[:, None, :] * colo[kind]
+    return t, g, rng.integers(1, 6, nk), rng.uniform(10, 1000, n), kind, partner, partner[:, kind, :]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_partner_lp_same_optimum_as_pair_lp_and_its_pairs_are_feasible(seed: int) -> None:
+    # the partner-class LP (jobs x classes columns) against Gavel's pair LP (one column per job pair): the same
+    # makespan; its job pairs, rebuilt from the class times, respect every job's time, every type's GPUs,
+    # equal GPU counts and pairing only where both members gain, and reach the optimum's rates
+    t, g, cap, rem, kind, partner, per_pair = _partner_problem(seed)
+    mk_pairs, _ = G.packed_min_makespan(t, g, cap, rem, per_pair)
+    mk, r = G.packed_min_makespan(t, g, cap, rem, partner, kind)
+    assert mk == pytest.approx(mk_pairs, rel=1e-6)
+    assert all(a < b and g[a] == g[b] for a, b in r.pairs)
+    assert ((r.y <= 1e-9) | ((per_pair[r.pairs[:, 0], r.pairs[:, 1]] > 0)
+                             & (per_pair[r.pairs[:, 1], r.pairs[:, 0]] > 0))).all()
+    _feasible(r.x, g, cap, r.y, r.pairs, g[r.pairs[:, 0]])
+    thr = (t * r.x).sum(axis=1)
+    for (a, b), y in zip(r.pairs, r.y, strict=True):
+        thr[a] += (per_pair[a, b] * y).sum()
+        thr[b] += (per_pair[b, a] * y).sum()
+    if np.isfinite(mk):
+        assert (thr >= rem / mk * (1 - 1e-5)).all()
+
+
+def test_partner_lp_pairs_within_one_class() -> None:
+    # three alike jobs on one GPU that gain from pairing (0.8 each beside another): every job needs its steps at
+    # the same rate, so the optimum is all time in pairs, 2/3 of each job's time (x = 0): z = 1.6 / 3 per step
+    # left; the pairs are built within the class, no job paired with itself
+    from gpucluster_env.baselines.parts.gavel_partner_lp import packed_rate
+
+    r = packed_rate(np.ones((3, 1)), [1, 1, 1], [1], [1.0, 1.0, 1.0], [0, 0, 0], np.full((3, 1, 1), 0.8))
+    assert r.z == pytest.approx(0.8 * 2 / 3, rel=1e-6)
+    assert all(a != b for a, b in r.pairs)
+    per_job = np.zeros(3)
+    for (a, b), y in zip(r.pairs, r.y, strict=True):
+        per_job[[a, b]] += y.sum()
+    np.testing.assert_allclose(per_job + r.x.sum(axis=1), [2 / 3] * 3, atol=1e-7)
+    with pytest.raises(ValueError, match="same GPU count"):
+        packed_rate(np.ones((2, 1)), [1, 2], [2], [1.0, 1.0], [0, 0], np.full((2, 1, 1), 0.8))
+
+
+def test_ftf_settles_bisection_steps_from_solved_lps() -> None:
+    # an LP solved at z_s for demands d_s settles demands d when z_s min(d_s / d) clears 1 (feasible) or
+    # z_s max(d_s / d) falls short of it (infeasible), with a margin; anything closer is left to a solve
+    d_s = np.array([1.0, 2.0])
+    assert G._implied_feasible([(2.0, d_s)], np.array([1.5, 3.0])) is True
+    assert G._implied_feasible([(0.5, d_s)], np.array([1.0, 2.0])) is False
+    assert G._implied_feasible([(1.0, d_s)], np.array([1.0, 2.0])) is None

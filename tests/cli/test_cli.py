@@ -123,7 +123,8 @@ def test_scenarios_and_policies(capsys):
 @pytest.mark.slow
 def test_bench_small_run_prints_figures():
     r = json.loads(run_cli("bench", "--jobs", "500", "--env-scenario", "tiny", "--env-steps", "300",
-                           "--decision-sizes", "8", "--policy-jobs", "40", "--policy-scenario", "tiny",
+                           "--decision-sizes", "8", "--distinct-sizes", "8", "--policy-jobs", "40",
+                           "--policy-scenario", "tiny",
                            "--policies", "sjf-ffs,tiresias", "--json").stdout)
     rows = {row["policy"]: row for row in r["policy_speed"]}
     assert list(rows) == ["fifo", "sjf-ffs", "tiresias"] and rows["fifo"]["x_fifo_wall"] == 1.0
@@ -133,3 +134,4 @@ def test_bench_small_run_prints_figures():
     assert r["env_steps_per_s"] > 0 and r["peak_rss_mb"] > 0 and r["engine_decisions_per_s"] > 0
     assert r["gavel_decision_s_8"] > 0 and r["gavel_packed_decision_s_8"] > 0 and r["hadar_decision_s_8"] > 0
     assert r["pollux_decision_s_160"] > 0 and r["pollux_decision_s_160_100x100"] > 0
+    assert r["gavel_ftf_distinct_decision_s_8"] > 0 and r["gavel_packed_makespan_distinct_decision_s_8"] > 0

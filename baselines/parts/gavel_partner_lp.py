@@ -1,0 +1,200 @@
+"""Gavel's packed LP (Narayanan et al., OSDI'20 §3.1) over distinct jobs, with one column per job, partner class
+and GPU type instead of one per pair of jobs.
+
+Gavel's packed policies give every pair of jobs that may share GPUs its own time fraction on each type: with
+``n`` jobs that all differ (minimize-makespan: every job's steps left differ) that is about ``n^2 / 2`` columns
+per type -- a million at 2,048 jobs. But a job's throughput beside a partner depends on the partner only through
+the partner's *class* (model, batch and GPU count: what sets the interference), so the LP needs only
+
+* ``u[j, B, k]``: the time job ``j`` spends on type-``k`` GPUs beside some job of class ``B``,
+
+with each job's throughput ``sum_k T[j, k] x[j, k] + sum_{B, k} P[j, B, k] u[j, B, k]``, its time ``sum x + sum u
+<= 1``, a type's GPUs ``sum_j g_j x[j, k] + sum g_j u[j, B, k] / 2 <= c_k`` (each pair's time is counted once per
+member), and two conditions that make the ``u`` a set of job pairs:
+
+* classes ``A != B``: ``sum_{j in A} u[j, B, k] = sum_{i in B} u[i, A, k]`` (both sides count the same pair time);
+  then a non-negative ``y[j, i, k]`` with those row and column sums exists (a transportation problem with equal
+  totals; :func:`_transport` builds one);
+* within a class ``A``: ``2 u[j, A, k] <= S[A, k] = sum_{i in A} u[i, A, k]`` (no job is paired with itself more
+  than with all the others); then a symmetric ``y`` with zero diagonal and those row sums exists
+  (:func:`_within` builds one).
+
+Conversely every pair allocation gives such ``u``, so this LP has the same optimum as Gavel's pair LP, with
+``n x (partner classes) x types`` columns (Gavel's own job-type packing formulation has the same columns but
+forces equal ``u`` within a class). The job pairs it returns are the transport plans above: at most about one
+pair per job and partner class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from gpucluster_env.baselines.parts.gavel_lp import RateLP, check_inputs
+
+TOL = 1e-9
+"""Time fractions at or below this are read as zero when pairs are built from the solution."""
+
+
+def _partner_columns(t: np.ndarray, g: np.ndarray, cls: np.ndarray, pt: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The ``u`` columns worth having: (job, partner class, type) where the job gains beside that class, some
+    job of that class gains beside the job's class, the GPU counts match and (within a class) the class has two
+    jobs."""
+    n, nc, nk = pt.shape
+    back = np.zeros((nc, nc, nk))
+    np.maximum.at(back, cls, pt)  # back[B, A, k]: best of a class-B job beside class A on type k
+    cnt = np.bincount(cls, minlength=nc)
+    gcls = np.zeros(nc)
+    gcls[cls] = g
+    ok = (pt > 0) & (back[:, cls, :].transpose(1, 0, 2) > 0) & (gcls[None, :, None] == g[:, None, None])
+    ok[np.arange(n), cls, :] &= (cnt[cls] >= 2)[:, None]
+    return np.nonzero(ok)
+
+
+def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.ndarray, pt: np.ndarray
+           ) -> tuple[float, np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
+    """The LP of the module docstring: (z, x, u's (job, class, type) indices, u)."""
+    import scipy.sparse as sp  # here, not at the top: importing scipy.optimize costs ~1 s a run needs only for an LP
+    from scipy.optimize import linprog
+
+    n, nk = t.shape
+    uj, ub, uk = _partner_columns(t, g, cls, pt)
+    nu = len(uj)
+    same = ub == cls[uj]
+    skey, sinv = np.unique(ub[same] * nk + uk[same], return_inverse=True)  # one S per (class, type) paired within
+    lo, hi = np.minimum(cls[uj], ub), np.maximum(cls[uj], ub)
+    bkey, binv = np.unique((lo[~same] * pt.shape[1] + hi[~same]) * nk + uk[~same], return_inverse=True)
+    ns, ncol_s = n * nk, len(skey)
+    ucol = ns + np.arange(nu)
+    scol = ns + nu + np.arange(ncol_s)
+    zcol = ns + nu + ncol_s
+    best = t.max(axis=1)
+    np.maximum.at(best, uj, pt[uj, ub, uk])
+    served = (d > 0) & (best > 0)
+    if not served.any():
+        return 0.0, np.zeros((n, nk)), (uj, ub, uk), np.zeros(nu)
+    scale = np.zeros(n)
+    scale[served] = 1.0 / d[served]
+    bmax = float((best * scale).max())
+    scale /= bmax
+    jj, kk = np.repeat(np.arange(n), nk), np.tile(np.arange(nk), n)
+    srv = np.flatnonzero(served)
+    wj = np.flatnonzero(same)
+    r_within = 2 * n + nk + np.arange(len(wj))  # 2 u[j, A, k] - S[A, k] <= 0, one row per such column
+    rows = np.concatenate([jj, uj, srv, n + jj, n + uj, 2 * n + kk, 2 * n + uk, r_within, r_within])
+    cols = np.concatenate([np.arange(ns), ucol, np.full(len(srv), zcol), np.arange(ns), ucol, np.arange(ns), ucol,
+                           ucol[wj], scol[sinv]])
+    vals = np.concatenate([-t[jj, kk] * scale[jj], -pt[uj, ub, uk] * scale[uj], np.ones(len(srv)), np.ones(ns),
+                           np.ones(nu), g[jj], 0.5 * g[uj], np.full(len(wj), 2.0), np.full(len(wj), -1.0)])
+    nub = 2 * n + nk + len(wj)
+    a_ub = sp.csr_array((vals, (rows, cols)), shape=(nub, zcol + 1))
+    b_ub = np.concatenate([np.zeros(n), np.ones(n), c, np.zeros(len(wj))])
+    # equalities: balance of class pairs A < B (+ A's side, - B's side), and S[A, k] = sum of u[j, A, k]
+    side = np.where(cls[uj[~same]] == lo[~same], 1.0, -1.0)
+    erows = np.concatenate([binv, len(bkey) + np.arange(ncol_s), len(bkey) + sinv])
+    ecols = np.concatenate([ucol[~same], scol, ucol[wj]])
+    evals = np.concatenate([side, np.ones(ncol_s), -np.ones(len(wj))])
+    neq = len(bkey) + ncol_s
+    a_eq = sp.csr_array((evals, (erows, ecols)), shape=(neq, zcol + 1)) if neq else None
+    ub_ = np.ones(zcol + 1)
+    ub_[:ns] = np.where(t[jj, kk] > 0, 1.0, 0.0)
+    ub_[ns + nu:] = np.inf
+    cost = np.zeros(zcol + 1)
+    cost[zcol] = -1.0
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.zeros(neq) if neq else None,
+                  bounds=np.column_stack([np.zeros(zcol + 1), ub_]), method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"Gavel packed LP failed: {res.message}")
+    v = np.maximum(res.x, 0.0) + 0.0  # + 0.0: no negative zeros
+    return float(res.x[zcol] * bmax), np.minimum(v[:ns], 1.0).reshape(n, nk), (uj, ub, uk), v[ns:ns + nu]
+
+
+def _transport(left: list[tuple[int, float]], right: list[tuple[int, float]]) -> list[tuple[int, int, float]]:
+    """Job pairs with time ``y`` whose sums per job are the given times (north-west corner rule): ``left`` and
+    ``right`` (job, time) lists of two classes with (nearly) equal totals."""
+    out: list[tuple[int, int, float]] = []
+    i = j = 0
+    ra = left[0][1] if left else 0.0
+    rb = right[0][1] if right else 0.0
+    while i < len(left) and j < len(right):
+        m = min(ra, rb)
+        if m > TOL:
+            out.append((left[i][0], right[j][0], m))
+        ra -= m
+        rb -= m
+        if ra <= rb:
+            i += 1
+            ra = left[i][1] if i < len(left) else 0.0
+        else:
+            j += 1
+            rb = right[j][1] if j < len(right) else 0.0
+    return out
+
+
+def _within(jobs: list[tuple[int, float]]) -> list[tuple[int, int, float]]:
+    """Job pairs within one class whose times per job are the given ones, no job with itself: the times laid
+    end to end around a circle of length ``S``, each point paired with the point ``S / 2`` ahead (a job's time is at
+    most ``S / 2``, so it never meets itself but at a boundary within tolerance, which is dropped)."""
+    total = sum(u for _, u in jobs)
+    if total <= TOL:
+        return []
+    half = total / 2.0
+    ends = np.cumsum([u for _, u in jobs])
+    cuts = np.unique(np.concatenate([[0.0], ends[ends < half], ends[ends > half] - half, [half]]))
+    out: list[tuple[int, int, float]] = []
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+        mid = 0.5 * (a + b)
+        p = jobs[min(int(np.searchsorted(ends, mid, side="right")), len(jobs) - 1)][0]
+        q = jobs[min(int(np.searchsorted(ends, mid + half, side="right")), len(jobs) - 1)][0]
+        if b - a > TOL and p != q:
+            out.append((p, q, float(b - a)))
+    return out
+
+
+def _pairs(cls: np.ndarray, nk: int, cols: tuple[np.ndarray, ...], u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The job pairs realizing the partner-class times ``u`` (module docstring): (P x 2 jobs, P x types)."""
+    uj, ub, uk = cols
+    on = np.flatnonzero(u > TOL)
+    by: dict[tuple[int, int, int], list[tuple[int, float]]] = {}
+    for i in on.tolist():
+        by.setdefault((int(cls[uj[i]]), int(ub[i]), int(uk[i])), []).append((int(uj[i]), float(u[i])))
+    y: dict[tuple[int, int], np.ndarray] = {}
+    for (a, b, k), side in sorted(by.items()):
+        if a > b:
+            continue
+        plan = _within(side) if a == b else _transport(side, by.get((b, a, k), []))
+        for p, q, v in plan:
+            key = (min(p, q), max(p, q))
+            y.setdefault(key, np.zeros(nk))[k] += v
+    keys = sorted(y)
+    return (np.array(keys, dtype=np.int64).reshape(len(keys), 2),
+            np.array([y[key] for key in keys]).reshape(len(keys), nk))
+
+
+def packed_rate(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, demand: np.ndarray,
+                job_class: np.ndarray, partner_throughputs: np.ndarray) -> RateLP:
+    """Maximize ``z`` such that every job with ``demand_j > 0`` and some positive throughput reaches
+    ``thr_j >= z * demand_j``, single jobs and pairs of jobs sharing GPUs (module docstring).
+
+    ``job_class``: each job's class (jobs of one class must ask the same GPU count; pairs need equal counts);
+    ``partner_throughputs[j, B, k]``: job ``j``'s throughput on type ``k`` beside a job of class ``B`` (0: they do
+    not pair there; a pair runs where both members have a positive entry)."""
+    t, g, c = check_inputs(throughputs, gpus, capacity)
+    n, nk = t.shape
+    d = np.asarray(demand, dtype=float).reshape(-1)
+    if len(d) != n or (d < 0).any() or not np.isfinite(d).all():
+        raise ValueError(f"demand: expected {n} finite values >= 0 (one per job)")
+    cls = np.asarray(job_class, dtype=np.int64).reshape(-1)
+    if cls.shape != (n,) or (cls < 0).any():
+        raise ValueError(f"job_class: expected {n} class ids >= 0")
+    pt = np.asarray(partner_throughputs, dtype=float)
+    nc = int(cls.max()) + 1 if n else 0
+    if pt.ndim != 3 or pt.shape[0] != n or pt.shape[1] < nc or pt.shape[2] != nk:
+        raise ValueError(f"partner_throughputs: expected shape ({n}, classes, {nk}), got {pt.shape}")
+    if (pt < 0).any() or not np.isfinite(pt).all():
+        raise ValueError("partner_throughputs: must be finite and >= 0")
+    gc = np.full(pt.shape[1], -1.0)
+    gc[cls] = g
+    if (gc[cls] != g).any():
+        raise ValueError("job_class: jobs of one class must ask the same GPU count")
+    z, x, cols, u = _solve(t, g, c, d, cls, pt)
+    pairs, y = _pairs(cls, nk, cols, u)
+    return RateLP(z, x, pairs, y)
