@@ -28,7 +28,7 @@ pair per job and partner class.
 from __future__ import annotations
 
 import numpy as np
-from gpucluster_env.baselines.parts.gavel_lp import RateLP, check_inputs
+from gpucluster_env.baselines.parts.gavel_lp_inputs import RateLP, check_inputs
 
 TOL = 1e-9
 """Time fractions at or below this are read as zero when pairs are built from the solution."""
