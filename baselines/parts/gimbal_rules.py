@@ -106,17 +106,18 @@ def partner_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int, unequal:
     return None
 
 
-def host_types(view: ClusterView) -> np.ndarray:
-    """Each job's GPU type index when every GPU it runs on is of one type, else -1 (mixed types or no GPU)."""
+def host_types(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
+    """The GPU type index of each of ``jobs`` when every GPU it runs on is of one type, else -1 (mixed types
+    or no GPU)."""
     slots = view.tenants(np.arange(view.num_gpus))  # (GPUs, 2)
     held = slots >= 0
-    jobs = slots[held]
-    types = np.broadcast_to(view.gpu_type[:, None], slots.shape)[held]
-    lo = np.full(view.n_jobs, np.iinfo(np.int64).max)
-    hi = np.full(view.n_jobs, -1)
-    np.minimum.at(lo, jobs, types)
-    np.maximum.at(hi, jobs, types)
-    return np.where(lo == hi, hi, -1)
+    n_types = int(view.gpu_type.max()) + 1
+    pairs = np.unique(slots[held] * n_types + np.broadcast_to(view.gpu_type[:, None], slots.shape)[held])
+    holder, kinds = np.divmod(pairs, n_types)  # (job, type) pairs held, by job
+    at = np.searchsorted(holder, jobs)
+    found = np.minimum(at, max(len(holder) - 1, 0))
+    one = (at < len(holder)) & (holder[found] == jobs) & (np.searchsorted(holder, jobs, side="right") - at == 1)
+    return np.where(one, kinds[found] if len(kinds) else -1, -1)
 
 
 def least_utilized_host(view: ClusterView, rule: TopologyRule, j: int, unequal: bool,
@@ -135,7 +136,7 @@ def least_utilized_host(view: ClusterView, rule: TopologyRule, j: int, unequal: 
     pos = np.flatnonzero((n_p == n_j) | ((n_p > n_j) & unequal)).tolist()
     if skip is not None:
         pos = [i for i in pos if not skip(int(run[i]))]
-    tp = host_types(view)[run[pos]].tolist() if pos else []
+    tp = host_types(view, run[pos]).tolist() if pos else []
     known = sorted((demand(int(run[i]), t), i) for i, t in zip(pos, tp, strict=True) if t >= 0)
     best = _scan(view, rule, j, unequal, demand, run, [i for i, t in zip(pos, tp, strict=True) if t < 0])
     if any(math.isnan(u) for u, _ in known) or (best is not None and math.isnan(best[0])):
