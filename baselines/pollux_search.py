@@ -82,11 +82,16 @@ def mutate(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.
     has_free = free > 0
     p1 = has_free / np.maximum(has_free.sum(axis=1, keepdims=True), 1)  # (P, H)
     used = (out > 0) & has_free[:, None, :]
-    p2 = used / np.maximum(used.sum(axis=2, keepdims=True), 1)
-    prob = p1[:, None, :] + p2 - p1[:, None, :] * p2
+    # each entry's chance p1 + p2 - p1 p2, p2 = 1 / (nodes the job uses with room) where it uses the node,
+    # else 0 (then the sum is p1 to the bit), so it is computed only where used
+    prob = np.broadcast_to(p1[:, None, :], out.shape).copy()
+    i, j, h = np.nonzero(used)
+    p2 = 1.0 / np.maximum(used.sum(axis=2), 1)[i, j]
+    prob[i, j, h] = p1[i, h] + p2 - p1[i, h] * p2
     hit = rng.random(out.shape) < prob
-    raised = out + np.floor(rng.random(out.shape) * (np.maximum(free, 0)[:, None, :] + 1)).astype(np.int64)
-    out = np.where(hit, raised, out)
+    draw = rng.random(out.shape)
+    i, j, h = np.nonzero(hit)
+    out[i, j, h] += np.floor(draw[i, j, h] * (np.maximum(free[i, h], 0) + 1)).astype(np.int64)
     _fill_gangs(out, free, space, rng)
     return out
 
