@@ -13,7 +13,6 @@ largest world size, ``J_max``, shares with every other member, and the others sh
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -106,70 +105,22 @@ def partner_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int, unequal:
     return None
 
 
-def host_types(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
-    """The GPU type index of each of ``jobs`` when every GPU it runs on is of one type, else -1 (mixed types
-    or no GPU)."""
-    slots = view.tenants(np.arange(view.num_gpus))  # (GPUs, 2)
-    held = slots >= 0
-    n_types = int(view.gpu_type.max()) + 1
-    pairs = np.unique(slots[held] * n_types + np.broadcast_to(view.gpu_type[:, None], slots.shape)[held])
-    holder, kinds = np.divmod(pairs, n_types)  # (job, type) pairs held, by job
-    at = np.searchsorted(holder, jobs)
-    found = np.minimum(at, max(len(holder) - 1, 0))
-    one = (at < len(holder)) & (holder[found] == jobs) & (np.searchsorted(holder, jobs, side="right") - at == 1)
-    return np.where(one, kinds[found] if len(kinds) else -1, -1)
-
-
 def least_utilized_host(view: ClusterView, rule: TopologyRule, j: int, unequal: bool,
                         demand: Callable[[int, int], float], skip: Callable[[int], bool] | None = None
                         ) -> Colocate | None:
     """Gandiva's packing choice for pending job ``j``, also Gavel+Gimbal's: beside the running job of least
-    profiled ``demand(job, gpu_type)`` among those :func:`partner_gpus` offers (ties: the first running job)
-    where ``j`` fits in memory at accumulation 1, hosts for which ``skip`` says True left out; None: no host.
-
-    Only running jobs of a size :func:`partner_gpus` can offer are asked. A host whose GPUs are all of one type
-    has its demand known before its GPUs are chosen (they are some of its own), so those hosts are asked in
-    increasing (demand, running order) and the first that qualifies is the least utilized of them; hosts on
-    mixed types are asked in full, and so is every host if a demand is NaN (no order to walk)."""
-    run = view.running_jobs()
-    n_j, n_p = int(view.req_gpus[j]), view.req_gpus[run]
-    pos = np.flatnonzero((n_p == n_j) | ((n_p > n_j) & unequal)).tolist()
-    if skip is not None:
-        pos = [i for i in pos if not skip(int(run[i]))]
-    tp = host_types(view, run[pos]).tolist() if pos else []
-    known = sorted((demand(int(run[i]), t), i) for i, t in zip(pos, tp, strict=True) if t >= 0)
-    best = _scan(view, rule, j, unequal, demand, run, [i for i, t in zip(pos, tp, strict=True) if t < 0])
-    if any(math.isnan(u) for u, _ in known) or (best is not None and math.isnan(best[0])):
-        known, best = [], _scan(view, rule, j, unequal, demand, run, pos)
-    for u, i in known:
-        if best is not None and (best[0], best[1]) < (u, i):
-            break
-        g = _host_gpus(view, rule, j, unequal, int(run[i]))
-        if g is not None:
-            best = (u, i, g)
-            break
-    if best is None:
-        return None
-    return Colocate(j, int(run[best[1]]), accumulation=1, gpus=tuple(int(x) for x in best[2]))
-
-
-def _host_gpus(view: ClusterView, rule: TopologyRule, j: int, unequal: bool, p: int) -> np.ndarray | None:
-    """:func:`partner_gpus` of ``j`` beside ``p`` where ``j`` fits in memory at accumulation 1, else None."""
-    g = partner_gpus(view, rule, j, p, unequal)
-    return None if g is None or not view.fits_on(j, g, 1).all() else g
-
-
-def _scan(view: ClusterView, rule: TopologyRule, j: int, unequal: bool, demand: Callable[[int, int], float],
-          run: np.ndarray, pos: list[int]) -> tuple[float, int, np.ndarray] | None:
-    """The host of least demand among the running jobs at positions ``pos`` (in running order; the first of
-    equals), as ``(demand, position, GPUs)``; None: none qualifies."""
+    profiled ``demand(job, gpu_type)`` among those :func:`partner_gpus` offers (ties: the lowest index) where
+    ``j`` fits in memory at accumulation 1, hosts for which ``skip`` says True left out; None: no host."""
     best: tuple[float, int, np.ndarray] | None = None
-    for i in pos:
-        p = int(run[i])
-        g = _host_gpus(view, rule, j, unequal, p)
-        if g is None:
+    for p in view.running_jobs().tolist():
+        if skip is not None and skip(p):
+            continue
+        g = partner_gpus(view, rule, j, p, unequal)
+        if g is None or not view.fits_on(j, g, 1).all():
             continue
         u = demand(p, int(view.gpu_type[g[0]]))
         if best is None or u < best[0]:
-            best = (u, i, g)
-    return best
+            best = (u, p, g)
+    if best is None:
+        return None
+    return Colocate(j, best[1], accumulation=1, gpus=tuple(int(x) for x in best[2]))

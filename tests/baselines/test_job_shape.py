@@ -1,13 +1,11 @@
 """The start shape (baselines/parts/job_shape.py): Lucid, Gandiva and Gavel+Gimbal skip a queued job whose shape already
-found nothing in the same state, which is exact only if every start question reads nothing else of the job; and the
-least-utilized host they ask (gimbal_rules.least_utilized_host) walks hosts by demand to the same answer as a scan."""
+found nothing in the same state, which is exact only if every start question reads nothing else of the job."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from gpucluster_env.baselines.gandiva_gimbal import GandivaGimbal
-from gpucluster_env.baselines.parts.gimbal_rules import _scan, least_utilized_host
 from gpucluster_env.baselines.parts.job_shape import start_shape
 
 from gpucluster_env.policy import run_episode
@@ -50,33 +48,3 @@ def test_jobs_of_one_shape_get_one_answer() -> None:
     assert any(p is not None or h is not None for p, h in found)
     assert any(p is None and h is None for p, h in found)
 
-
-class _Walked(GandivaGimbal):
-    """Gandiva+Gimbal that asks, at each decision, every pending job's least-utilized host both ways: the
-    ordered walk of :func:`least_utilized_host` and a scan of every running job in running order."""
-
-    def reset(self, env: Any) -> None:
-        super().reset(env)
-        self.asked = self.found = 0
-
-    def act(self, observation: Any, env: Any) -> Any:
-        view = self.view(env)
-        host = self.host
-        run = view.running_jobs()
-        for j in view.pending_jobs().tolist()[:8]:
-            for unequal in (True, False):
-                demand = lambda p, t: host.facts.demand(view, p, t)  # noqa: E731
-                got = least_utilized_host(view, host.rule, j, unequal, demand)
-                ref = _scan(view, host.rule, j, unequal, demand, run, list(range(len(run))))
-                assert (got is None) == (ref is None)
-                if ref is not None:
-                    assert (got.partner, got.gpus) == (int(run[ref[1]]), tuple(int(x) for x in ref[2]))
-                self.asked += 1
-                self.found += ref is not None
-        return super().act(observation, env)
-
-
-def test_least_utilized_host_walk_matches_a_scan_in_running_order() -> None:
-    pol = _Walked()
-    run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 150})
-    assert pol.asked > 500 and 50 < pol.found < pol.asked
