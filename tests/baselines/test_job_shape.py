@@ -47,4 +47,3 @@ def test_jobs_of_one_shape_get_one_answer() -> None:
     found = [next(iter(a)) for a in groups]
     assert any(p is not None or h is not None for p, h in found)
     assert any(p is None and h is None for p, h in found)
-
