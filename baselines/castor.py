@@ -186,7 +186,7 @@ class Castor(SJFSharingPolicy):
         gp = view.gpus_of(p)
         sp = view.accumulation(p)
         t_a = view.iter_time(p, gp, sp, 1.0)
-        t_a_hat = view.iter_time(p, gp, sp, np.where(np.isin(gp, gb), xi_a, 1.0))
+        t_a_hat = view.iter_time(p, gp, sp, np.where((gp[:, None] == gb[None, :]).any(axis=1), xi_a, 1.0))
         t_b = view.iter_time(j, gb, s_solo, 1.0)
         xb = np.where(shared_b, xi_b, 1.0)
         return t_a, t_a_hat, t_b, tuple(opts_s), tuple(view.iter_time(j, gb, s, xb) for s in opts_s)
