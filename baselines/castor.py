@@ -126,7 +126,8 @@ class Castor(SJFSharingPolicy):
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
         """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
         the first of ``p``'s singly-held GPUs ``singles``). The rule takes ``p``'s singly-held GPUs in the
-        order of :meth:`ClusterView.single_gpus_of`, and tops them up only from free GPUs."""
+        order of :meth:`ClusterView.single_gpus_of`, and tops them up only from free GPUs. It reads nothing of
+        ``j`` but the number of GPUs it asks."""
         need = int(view.req_gpus[j])
         if need <= len(singles) or view.num_free() == 0:
             return singles[:need]
@@ -250,9 +251,13 @@ class Castor(SJFSharingPolicy):
         stable, loose = self._columns(holders, keys, free_key)
         fits = self._shape_need[ids][:, None] <= np.array([len(g) for g in singles])[None, :]
         rows = np.where(fits, stable[ids], loose[ids])
+        gpus: dict[tuple[int, int], np.ndarray] = {}  # by (partner, GPUs asked): all colocation_gpus reads of j
         for k, c in zip(*np.nonzero(rows < 0), strict=True):
             j, p = int(js[first[k]]), holders[c]
-            rows[k, c] = self._pair_terms(view, j, p, self.colocation_gpus(view, j, p, singles[c]))
+            key = (p, int(view.req_gpus[j]))
+            if key not in gpus:
+                gpus[key] = self.colocation_gpus(view, j, p, singles[c])
+            rows[k, c] = self._pair_terms(view, j, p, gpus[key])
             col = self._cols[p] if fits[k, c] else self._cols_free[p]
             col[1][ids[k]] = rows[k, c]
         return holders, singles, rows[u]
