@@ -226,6 +226,8 @@ def test_castor_array_pass_matches_pair_by_pair() -> None:
         jobs = view.pending_jobs().tolist()
         if jobs:
             holders, rows, cols, plans = pol.pair_plans(view, jobs)
+            for p in holders:  # the single GPUs kept by partner are the engine's now (Algorithm 1 takes them)
+                assert pol._singles[p][1].tolist() == view.single_gpus_of(p).tolist()
             got = {(jobs[r], holders[c]): plans.plan(i) for i, (r, c) in enumerate(zip(rows, cols, strict=True))}
             for j in jobs:
                 for p in holders:
