@@ -82,9 +82,11 @@ class Castor(SJFSharingPolicy):
         self._store = TermStore()
         self._singles: dict[int, tuple[Any, np.ndarray]] = {}
         self._cols: dict[int, tuple[Any, np.ndarray]] = {}
+        self._cols_free: dict[int, tuple[Any, np.ndarray]] = {}
         self._now = -1.0
         self._remaining = np.zeros(0)
         self._shape_id = np.zeros(0, dtype=np.int64)
+        self._shape_need = np.zeros(0, dtype=np.int64)
 
     # ------------------------------------------------------------------ interference
     def reset(self, env: Any) -> None:
@@ -95,7 +97,9 @@ class Castor(SJFSharingPolicy):
         self._store = TermStore()
         self._singles = {}
         self._cols = {}
+        self._cols_free = {}
         self._shape_id = np.zeros(0, dtype=np.int64)
+        self._shape_need = np.zeros(0, dtype=np.int64)
         self._now = -1.0
 
     def pair_xi(self, view: ClusterView, a: int, b: int, gpu_type: int) -> tuple[float, float]:
@@ -117,11 +121,13 @@ class Castor(SJFSharingPolicy):
                 self._store.release(list(self._terms.pop(p)[1].values()))
                 self._singles.pop(p, None)
                 self._cols.pop(p, None)
+                self._cols_free.pop(p, None)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
         """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
         the first of ``p``'s singly-held GPUs ``singles``). The rule takes ``p``'s singly-held GPUs in the
-        order of :meth:`ClusterView.single_gpus_of`, and tops them up only from free GPUs."""
+        order of :meth:`ClusterView.single_gpus_of`, and tops them up only from free GPUs. It reads nothing of
+        ``j`` but the number of GPUs it asks."""
         need = int(view.req_gpus[j])
         if need <= len(singles) or view.num_free() == 0:
             return singles[:need]
@@ -181,7 +187,7 @@ class Castor(SJFSharingPolicy):
         gp = view.gpus_of(p)
         sp = view.accumulation(p)
         t_a = view.iter_time(p, gp, sp, 1.0)
-        t_a_hat = view.iter_time(p, gp, sp, np.where(np.isin(gp, gb), xi_a, 1.0))
+        t_a_hat = view.iter_time(p, gp, sp, np.where((gp[:, None] == gb[None, :]).any(axis=1), xi_a, 1.0))
         t_b = view.iter_time(j, gb, s_solo, 1.0)
         xb = np.where(shared_b, xi_b, 1.0)
         return t_a, t_a_hat, t_b, tuple(opts_s), tuple(view.iter_time(j, gb, s, xb) for s in opts_s)
@@ -212,26 +218,49 @@ class Castor(SJFSharingPolicy):
                             dtype=np.int64).reshape(-1, 2)
             keys = np.column_stack([keys, view.req_gpus])
             self._shape_id = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
+            self._shape_need = np.zeros(int(self._shape_id.max()) + 1, dtype=np.int64)
+            self._shape_need[self._shape_id] = view.req_gpus
         return self._shape_id[jobs]
 
-    def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray]:
-        """The partners holding a GPU alone and the term-store rows ``(len(js), partners)`` of every pair.
-        Each partner keeps a column of rows by job shape while its singly-held GPUs and the free GPUs (which
-        a colocation may add) stay the same."""
-        holders, singles, keys = self._holders(view)
-        ids, first, u = np.unique(self._shapes(view, js), return_index=True, return_inverse=True)
-        free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
-        cols = []
+    def _columns(self, holders: list[int], keys: list[Any], free_key: bytes) -> tuple[np.ndarray, np.ndarray]:
+        """Each partner's two columns of term-store rows by job shape (-1: not yet known), as matrices
+        ``(shapes, partners)``: one kept while its singly-held GPUs stay the same (shapes asking no more GPUs
+        than those, which a colocation takes from them alone), one kept while the free GPUs stay the same too
+        (shapes asking more, topped up with free GPUs)."""
+        n = int(self._shape_id.max()) + 1
+        stable, loose = [], []
         for p, key in zip(holders, keys, strict=True):
             col = self._cols.get(p)
+            if col is None or col[0] != key:
+                col = self._cols[p] = (key, np.full(n, -1, dtype=np.int64))
+            stable.append(col[1])
+            col = self._cols_free.get(p)
             if col is None or col[0] != (key, free_key):
-                col = self._cols[p] = ((key, free_key), np.full(int(self._shape_id.max()) + 1, -1, dtype=np.int64))
-            cols.append(col[1])
-        rows = np.stack(cols, axis=1)[ids] if cols else np.zeros((len(ids), 0), dtype=np.int64)
+                col = self._cols_free[p] = ((key, free_key), np.full(n, -1, dtype=np.int64))
+            loose.append(col[1])
+        return np.stack(stable, axis=1), np.stack(loose, axis=1)
+
+    def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], list[np.ndarray], np.ndarray]:
+        """The partners holding a GPU alone, those GPUs of each and the term-store rows ``(len(js), partners)``
+        of every pair, kept by partner and job shape (:meth:`_columns`)."""
+        holders, singles, keys = self._holders(view)
+        ids, first, u = np.unique(self._shapes(view, js), return_index=True, return_inverse=True)
+        if not holders:
+            return holders, singles, np.zeros((len(js), 0), dtype=np.int64)
+        free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
+        stable, loose = self._columns(holders, keys, free_key)
+        fits = self._shape_need[ids][:, None] <= np.array([len(g) for g in singles])[None, :]
+        rows = np.where(fits, stable[ids], loose[ids])
+        gpus: dict[tuple[int, int], np.ndarray] = {}  # by (partner, GPUs asked): all colocation_gpus reads of j
         for k, c in zip(*np.nonzero(rows < 0), strict=True):
             j, p = int(js[first[k]]), holders[c]
-            rows[k, c] = cols[c][ids[k]] = self._pair_terms(view, j, p, self.colocation_gpus(view, j, p, singles[c]))
-        return holders, rows[u]
+            key = (p, int(view.req_gpus[j]))
+            if key not in gpus:
+                gpus[key] = self.colocation_gpus(view, j, p, singles[c])
+            rows[k, c] = self._pair_terms(view, j, p, gpus[key])
+            col = self._cols[p] if fits[k, c] else self._cols_free[p]
+            col[1][ids[k]] = rows[k, c]
+        return holders, singles, rows[u]
 
     def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, PairPlans]:
         """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
@@ -239,7 +268,7 @@ class Castor(SJFSharingPolicy):
         columns into the partners), their plans: the same to the bit as :meth:`plan_pair` on each pair; a pair
         left out cannot share (:func:`.castor_pairs.may_share`) or has no plan."""
         js = np.array(jobs, dtype=np.int64)
-        holders, ix = self._term_rows(view, js)
+        holders, _, ix = self._term_rows(view, js)
         st = self._store
         i_a = np.array([self._i_a(view, p) for p in holders], dtype=float)
         t_a = st.t[ix, 0]
@@ -253,39 +282,51 @@ class Castor(SJFSharingPolicy):
 
     # ------------------------------------------------------------------ Algorithm 1
     def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
-        """The first of ``jobs`` that shares, its candidate partners evaluated for all ``jobs`` at once."""
+        """The first of ``jobs`` that shares, its candidate partners evaluated for all ``jobs`` at once. A job
+        whose sharing partners hold too few GPUs alone, with the free ones, for it is passed over without
+        ranking them (:meth:`_colocate` would find no GPUs for it)."""
         js = list(jobs)
         if not js:
             return None
         holders, rows, cols, plans = self.pair_plans(view, js)
         sharing = np.flatnonzero(plans.share)
-        for r in np.unique(rows[sharing]).tolist():
-            these = sharing[rows[sharing] == r].tolist()
-            a = self._colocate(view, js[r], [(float(plans.t[i]), holders[cols[i]], plans.plan(i)) for i in these])
-            if a is not None:
-                return a
+        if len(sharing) == 0:
+            return None
+        sharing = sharing[np.argsort(rows[sharing], kind="stable")]  # grouped by job, in pass order
+        rs = rows[sharing]
+        n_single = np.array([len(self._singles[p][1]) for p in holders], dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, rs[1:] != rs[:-1]])
+        held = np.add.reduceat(n_single[cols[sharing]], starts)
+        need = view.req_gpus[np.array(js, dtype=np.int64)[rs[starts]]]
+        n_free = view.num_free()
+        ends = np.r_[starts[1:], len(rs)]
+        for a, b in zip(starts[held + n_free >= need].tolist(), ends[held + n_free >= need].tolist(), strict=True):
+            these = sharing[a:b].tolist()
+            act = self._colocate(view, js[int(rs[a])], [(float(plans.t[i]), holders[cols[i]], i) for i in these],
+                                 plans)
+            if act is not None:
+                return act
         return None
 
     def share(self, view: ClusterView, j: int) -> Action | None:
         return self.first_share(view, [j])
 
-    def _colocate(self, view: ClusterView, j: int, cands: list[tuple[float, int, PairPlan]]) -> Action | None:
+    def _colocate(self, view: ClusterView, j: int, cands: list[tuple[float, int, int]], plans: PairPlans
+                  ) -> Action | None:
         """Algorithm 1's colocation of pending job ``j`` with the partners sharing benefits (``(pair JCT,
-        partner, plan)``): best pair JCT first, their GPUs taken until ``j`` has enough, topped up with free
-        GPUs; None when that cannot be done."""
+        partner, index of its plan in plans)``): best pair JCT first, their GPUs taken until ``j`` has enough,
+        topped up with free GPUs; None when that cannot be done."""
         need = int(view.req_gpus[j])
         cands.sort(key=lambda c: (c[0], c[1]))
         chosen: list[int] = []
         partners: list[int] = []
         s = 1
-        best = cands[0][2]
-        for _, p, plan in cands:
+        for _, p, i in cands:
             if len(chosen) >= need:
                 break
-            take = view.single_gpus_of(p)[: need - len(chosen)].tolist()
-            chosen += take
+            chosen += self._singles[p][1][: need - len(chosen)].tolist()  # as of this instant (pair_plans)
             partners.append(p)
-            s = max(s, plan.accumulation)
+            s = max(s, int(plans.accumulation[i]))
         full = fill_with_free(view, chosen, need)
         if full is None:
             return None
@@ -296,5 +337,6 @@ class Castor(SJFSharingPolicy):
         s = max(s, s_mem)
         if s > view.batch(j):
             return None
+        best = plans.plan(cands[0][2])
         self.decisions.append(CastorDecision(view.now, j, tuple(partners), s, best.t_shared, best.t_seq))
         return Colocate(j, partners[0], accumulation=s, gpus=tuple(int(x) for x in g))

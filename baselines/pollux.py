@@ -129,12 +129,14 @@ def tunes_batch(view: ClusterView, j: int) -> bool:
     return view.is_elastic(j) and batch_range(view.model(j).name) is not None
 
 
-def job_efficiency(view: ClusterView, j: int, total: np.ndarray) -> np.ndarray:
-    """Statistical efficiency of job ``j`` at total batches ``total`` at its progress now (1: no data)."""
+def job_efficiency(view: ClusterView, j: int, total: np.ndarray, remaining: float | None = None) -> np.ndarray:
+    """Statistical efficiency of job ``j`` at total batches ``total`` at its progress now (1: no data);
+    ``remaining``: its iterations left now, when the caller has them (``view.remaining_now()[j]``)."""
     p = view.model(j)
     if not has_efficiency(p.name):
         return np.ones(np.shape(total))
-    done = 1.0 - float(view.remaining_now()[j]) / max(float(view.iterations[j]), 1e-12)
+    left = float(view.remaining_now()[j]) if remaining is None else remaining
+    done = 1.0 - left / max(float(view.iterations[j]), 1e-12)
     return efficiency(np.maximum(total, 1), POLLUX_INIT_BATCH[p.name], noise_scale(p.name, done))
 
 
@@ -181,6 +183,8 @@ class Pollux(Policy):
         self.max_seen = np.zeros(view.n_jobs, dtype=np.int64)
         self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.best_batch: dict[int, np.ndarray] = {}
+        self.goodput: dict[int, tuple[Any, np.ndarray]] = {}
+        self._left = np.zeros(view.n_jobs)
         self.prev: tuple[list[int], np.ndarray] | None = None
         self.next_period = view.now
         self.acted_at: float | None = None
@@ -240,11 +244,12 @@ class Pollux(Policy):
                 ) -> Callable[[np.ndarray], np.ndarray]:
         """The fitness function of a population over ``jobs`` (speed-ups from goodput tables)."""
         max_r = int(space.max_gpus.max())
-        tables = []
+        self._left = view.remaining_now()
+        good = np.zeros((len(jobs), len(self.nodes_by_type), max(len(n) for n in self.nodes_by_type) + 1,
+                         max_r + 1))  # (J, K, M+1, R+1), zero beyond a job's own table
         for i, j in enumerate(jobs):
             t = self._job_goodput(view, j, int(space.max_gpus[i]))
-            tables.append(np.pad(t, ((0, 0), (0, 0), (0, max(0, max_r + 1 - t.shape[2]))))[:, :, : max_r + 1])
-        good = np.stack(tables)  # (J, K, M+1, R+1)
+            good[i, :, :, : t.shape[2]] = t[:, :, : max_r + 1]
         fair_r = np.minimum(math.ceil(view.num_gpus / len(jobs)), space.max_gpus)
         fair = np.array([self._fair(good[i], int(r)) for i, r in enumerate(fair_r)])
         age = np.maximum(view.now - view.submit[jobs], 0.0)
@@ -272,11 +277,18 @@ class Pollux(Policy):
                     else np.full((own + 1, 1), view.batch(j), dtype=np.int64))
             entry = self.tables[j] = (goodput_table(view, j, self.nodes_by_type, cand), cand)
         thr, cand = entry
+        left = float(self._left[j])
+        key = (cand.shape[0], left if has_efficiency(view.model(j).name) else None)
+        kept = self.goodput.get(j)
+        if kept is not None and kept[0] == key:  # same table, same progress (or none read): same answer
+            return kept[1]
         r = np.arange(cand.shape[0])
-        good = thr * job_efficiency(view, j, r[:, None] * cand)[None, None]
+        good = thr * job_efficiency(view, j, r[:, None] * cand, left)[None, None]
         best = np.argmax(good, axis=3)
         self.best_batch[j] = cand[r[None, None, :], best]
-        return np.take_along_axis(good, best[..., None], axis=3)[..., 0]
+        out = np.take_along_axis(good, best[..., None], axis=3)[..., 0]
+        self.goodput[j] = (key, out)
+        return out
 
     def _fair(self, good: np.ndarray, r: int) -> float:
         """A job's goodput at its fair share of ``r`` GPUs: the best over types and node counts (> 0)."""

@@ -81,6 +81,23 @@ class Tiresias(Policy):
             return 0
         return int(np.searchsorted(self.thresholds, self._attained[j], side="right"))
 
+    def queues_of(self, jobs: np.ndarray) -> np.ndarray:
+        """:meth:`queue_of` of each of ``jobs``, in one pass."""
+        q = np.searchsorted(self.thresholds, self._attained[jobs], side="right")
+        return np.where(self._promoted[jobs], 0, q)
+
+    def _by_priority(self, view: ClusterView, jobs: list[int]) -> list[int]:
+        """``jobs`` in priority order: by queue, then by ``order`` within a queue (module docstring), then by
+        index (one sort over arrays; every key ends with the unique index, so the order is total)."""
+        js = np.array(jobs, dtype=np.int64)
+        q, submit = self.queues_of(js), view.submit[js]
+        if self.order == "start":
+            waiting = np.array([not view.is_running(j) for j in jobs], dtype=bool)
+            keys: tuple[np.ndarray, ...] = (js, submit, self._first[js], waiting, q)
+        else:
+            keys = (js, submit, q)
+        return js[np.lexsort(keys)].tolist()
+
     def act(self, observation: Any, env: Any) -> Action | int:
         view = self.view(env)
         self._account(view)
@@ -92,13 +109,8 @@ class Tiresias(Policy):
                 waited = view.now - view.pending_since(j)
                 if self._last_run[j] > 0 and waited > self.starve_factor * self._last_run[j]:
                     self._promoted[j] = True
-        active = pending + self._running
-        submit, req = view.submit, view.req_gpus
-        if self.order == "start":
-            first = self._first
-            active.sort(key=lambda j: (self.queue_of(j), not view.is_running(j), first[j], submit[j], j))
-        else:
-            active.sort(key=lambda j: (self.queue_of(j), submit[j], j))
+        active = self._by_priority(view, pending + self._running)
+        req = view.req_gpus
         cap = view.num_gpus
         desired: set[int] = set()
         for j in active:

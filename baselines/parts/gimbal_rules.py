@@ -112,7 +112,10 @@ def least_utilized_host(view: ClusterView, rule: TopologyRule, j: int, unequal: 
     profiled ``demand(job, gpu_type)`` among those :func:`partner_gpus` offers (ties: the lowest index) where
     ``j`` fits in memory at accumulation 1, hosts for which ``skip`` says True left out; None: no host."""
     best: tuple[float, int, np.ndarray] | None = None
-    for p in view.running_jobs().tolist():
+    run = view.running_jobs()
+    n_p = view.req_gpus[run]
+    n_j = int(view.req_gpus[j])
+    for p in run[(n_p == n_j) | ((n_p > n_j) & unequal)].tolist():  # the sizes partner_gpus can offer
         if skip is not None and skip(p):
             continue
         g = partner_gpus(view, rule, j, p, unequal)

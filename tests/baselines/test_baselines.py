@@ -20,7 +20,7 @@ from gpucluster_env.baselines.tiresias import Tiresias
 
 from gpucluster_env.engine import Colocate, Place, Preempt, Wait
 from gpucluster_env.engine.simulator import RUNNING
-from gpucluster_env.policy import make_policy, policy_names, registered_policies
+from gpucluster_env.policy import make_policy, policy_names, registered_policies, run_episode
 
 ALL = ["fifo", "sjf", "ssf", "yarn-cs", "tiresias", "srsf", "sjf-ffs", "castor", "castor-oracle"]
 
@@ -226,6 +226,8 @@ def test_castor_array_pass_matches_pair_by_pair() -> None:
         jobs = view.pending_jobs().tolist()
         if jobs:
             holders, rows, cols, plans = pol.pair_plans(view, jobs)
+            for p in holders:  # the single GPUs kept by partner are the engine's now (Algorithm 1 takes them)
+                assert pol._singles[p][1].tolist() == view.single_gpus_of(p).tolist()
             got = {(jobs[r], holders[c]): plans.plan(i) for i, (r, c) in enumerate(zip(rows, cols, strict=True))}
             for j in jobs:
                 for p in holders:
@@ -417,7 +419,7 @@ def test_runner_builds_the_world_a_policy_declares() -> None:
 
     from gpucluster_env.catalog import default_catalog
     from gpucluster_env.interference import ConstantInterference
-    from gpucluster_env.policy import Policy, run_episode
+    from gpucluster_env.policy import Policy
 
     assert make_policy("fifo").env_kwargs() == {}
     assert isinstance(make_policy("castor-timeslice").env_kwargs()["catalog"].interference, TimeSliceInterference)
@@ -441,3 +443,28 @@ def test_runner_builds_the_world_a_policy_declares() -> None:
     assert isinstance(seen[-1], ConstantInterference) and seen[-1].xi == 1.7
     run_episode("tiny", Probe(), 0, env_kwargs={"catalog": default_catalog()})
     assert not isinstance(seen[-1], ConstantInterference)
+
+
+@pytest.mark.parametrize("order", ["submit", "start"])
+def test_tiresias_priority_order_is_the_tuple_sort(order: str) -> None:
+    # The one-pass order (queues over arrays, one lexsort) is the sort by (queue, [waiting, first start,]
+    # submission, index) at every decision of a run that preempts and promotes.
+    class Checked(Tiresias):
+        def act(self, observation: Any, env: Any) -> Any:
+            view = self.view(env)
+            jobs = view.pending_jobs().tolist() + list(self._running)
+            if order == "start":
+                def key(j: int) -> tuple:
+                    return (self.queue_of(j), not view.is_running(j), self._first[j], view.submit[j], j)
+            else:
+                def key(j: int) -> tuple:
+                    return (self.queue_of(j), view.submit[j], j)
+            self.checked += len(jobs) > 1
+            self.queues.update(self.queue_of(j) for j in jobs)
+            assert self._by_priority(view, jobs) == sorted(jobs, key=key)
+            return super().act(observation, env)
+
+    pol = Checked(thresholds=(600.0, 6000.0), starve_factor=2.0, order=order)
+    pol.checked, pol.queues = 0, set()
+    run_episode("tiny", pol, 0, scenario_options={"load": 3.0, "num_jobs": 80})
+    assert pol.checked > 50 and pol.queues == {0, 1, 2}

@@ -196,3 +196,38 @@ def test_the_engines_efficiency_charge_reproduces_pollux_step_counts():
                 assert ours < steps
                 continue
             assert ours == pytest.approx(steps, rel=0.10), (app, m)
+
+
+def test_gang_fill_takes_the_roomiest_nodes_in_job_order_and_draws_as_one_row_per_job():
+    # Mutation (4) over arrays: per candidate allocation, each chosen gang-fixed job in job order gets its gang
+    # (or all the room left) from the nodes with most free GPUs; the draws are the choice matrix and one row of
+    # node tie-breaks per chosen job, so the generator ends where those draws leave it.
+    from gpucluster_env.baselines.pollux_search import _fill_gangs
+
+    rng = np.random.default_rng(11)
+    n_pop, n_jobs, n_nodes = 40, 30, 6
+    capacity = rng.integers(1, 9, size=n_nodes)
+    fixed = np.where(rng.random(n_jobs) < 0.7, rng.integers(1, 12, size=n_jobs), 0)
+    space = SearchSpace(capacity, np.zeros(n_nodes, dtype=np.int64), np.full(n_jobs, 16),
+                        np.ones(n_jobs, dtype=np.int64), fixed, np.zeros((n_jobs, n_nodes), dtype=np.int64))
+    pop = np.where(rng.random((n_pop, n_jobs, n_nodes)) < 0.03, 1, 0)
+    free = capacity[None, :] - pop.sum(axis=1)
+    out, left, gen = pop.copy(), free.copy(), np.random.default_rng(5)
+    _fill_gangs(out, left, space, gen)
+    twin = np.random.default_rng(5)
+    chosen = (fixed[None, :] > 0) & (pop.sum(axis=2) == 0) & (twin.random((n_pop, n_jobs)) < 0.1)
+    twin.random((int(chosen.sum()), n_nodes))
+    assert gen.random() == twin.random()
+    assert chosen.sum() > 50 and np.array_equal(out[~chosen], pop[~chosen])
+    assert np.array_equal(left, capacity[None, :] - out.sum(axis=1))
+    for i in range(n_pop):
+        room = np.maximum(free[i], 0)
+        for j in np.flatnonzero(chosen[i]).tolist():
+            got = out[i, j] - pop[i, j]
+            assert got.sum() == min(int(fixed[j]), int(room.sum())) and (got <= room).all()
+            taken, passed = got > 0, (got == 0) & (room > 0)
+            if taken.any() and passed.any():
+                assert room[taken].min() >= room[passed].max()  # the roomiest nodes first
+            assert (got[taken] < room[taken]).sum() <= 1  # all of each node's room but the last one's
+            untouched = room - got
+            room = untouched
