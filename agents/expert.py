@@ -71,6 +71,31 @@ def equivalent_action(env: Any, action: Action) -> tuple[int | None, bool]:
     return None, False
 
 
+def make_expert(spec: str) -> Any:
+    """A reference policy from an expert spec: its registered name, optionally with options after colons,
+    ``lookahead:horizon_s=1800:candidates=1`` (each value parsed by the option's declared type, as
+    ``--policy-option`` does). Lets behaviour cloning use a cheaper setting of an expensive expert. A bad name
+    or option is a one-line ``ValueError`` naming the spec."""
+    from gpucluster_env.policy import make_policy, option_settings
+    from gpucluster_env.settings import SettingError, parse_text
+
+    if spec.startswith("rl:"):
+        return make_policy(spec)
+    name, *items = spec.split(":")
+    try:
+        settings = option_settings(name)
+        options: dict[str, Any] = {}
+        for item in items:
+            key, sep, text = item.partition("=")
+            if not sep or key not in settings:
+                raise SettingError(f"expected KEY=VALUE with KEY one of {', '.join(settings) or 'none'}, "
+                                   f"got {item!r}")
+            options[key] = parse_text(settings[key][0], text, "option ")
+        return make_policy(name, **options)
+    except (SettingError, ValueError, TypeError) as e:
+        raise ValueError(f"expert {spec!r}: {e}") from None
+
+
 @dataclass
 class Coverage:
     """Counts of a policy's non-wait actions with an equivalent (and an exact) int action, by kind."""
@@ -106,10 +131,9 @@ def play(scenario: str, policy: Any, seed: int, env_kwargs: dict[str, Any] | Non
     reference policy only labels the states the actor visits (DAgger's relabelling: the demonstrations then
     cover the states a learned policy reaches, not only the expert's)."""
     from gpucluster_env.env import GPUClusterEnv
-    from gpucluster_env.policy import make_policy
     from gpucluster_env.registration import max_episode_steps
 
-    pol = make_policy(policy) if isinstance(policy, str) else policy
+    pol = make_expert(policy) if isinstance(policy, str) else policy
     kwargs: dict[str, Any] = {"observation": "dict" if record is not None or actor is not None else "none"}
     kwargs.update(pol.env_kwargs())
     kwargs.update(env_kwargs or {})

@@ -62,7 +62,8 @@ class TrainConfig:
     bc_episodes: int = 0
     bc_epochs: int = 20
     bc_experts: tuple[str, ...] = ("castor",)
-    """The reference policy cloned on each scenario (one for all, or one per scenario in order)."""
+    """The reference policy cloned on each scenario (one for all, or one per scenario in order); a name with
+    options after colons (``lookahead:horizon_s=1800``, :func:`.expert.make_expert`)."""
     dagger_rounds: int = 0
     """DAgger rounds after behaviour cloning: the policy plays, the expert labels its states, refit."""
     dagger_episodes: int = 10
@@ -92,6 +93,11 @@ class TrainConfig:
             raise ValueError("DAgger rounds refine behaviour cloning: give bc_episodes too")
         if len(self.bc_experts) not in (1, len(self.scenarios)):
             raise ValueError("give one behaviour-cloning expert, or one per scenario")
+        if self.bc_episodes:
+            from gpucluster_env.agents.expert import make_expert
+
+            for spec in self.bc_experts:
+                make_expert(spec)  # a bad name or option fails before any training
 
     def expert_for(self, k: int) -> str:
         """The expert cloned on ``scenarios[k]``."""

@@ -136,7 +136,9 @@ def test_train_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys: pytest.
                           (["--n-envs", "100000"], "--n-envs 100000"),
                           (["--threads", "0"], "--threads 0"),
                           (["--bc-epochs", "3"], "--bc-epochs goes with --bc-episodes"),
-                          (["--select-seeds", "0-99999999999"], "--seeds '0-99999999999'")):
+                          (["--select-seeds", "0-99999999999"], "--seeds '0-99999999999'"),
+                          (["--bc-episodes", "1", "--bc-expert", "lookahead:depth=2"], "expert 'lookahead:depth=2'"),
+                          (["--bc-episodes", "1", "--bc-expert", "lookahead:candidates=0"], "candidates")):
         assert main(["train", "--scenario", "tiny", "--out", str(tmp_path / "x"), *extra]) == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
@@ -150,6 +152,20 @@ def test_train_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys: pytest.
         assert main(["evaluate", "--model", "fifo", "--scenario", "tiny", *extra]) == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_an_expert_spec_carries_options_to_the_labels() -> None:
+    """``--bc-expert lookahead:horizon_s=600:candidates=1`` labels with that setting: the same labels as the
+    policy made with those options; a plain name is the registered policy."""
+    from gpucluster_env.agents.expert import make_expert, play
+
+    pol = make_expert("lookahead:horizon_s=600:candidates=1")
+    assert (pol.horizon_s, pol.candidates, pol.rollout) == (600.0, 1, "srsf")
+    rows: dict[str, list] = {"spec": [], "made": []}
+    play("tiny", "lookahead:horizon_s=600:candidates=1", 3, record=rows["spec"])
+    play("tiny", make_policy("lookahead", horizon_s=600.0, candidates=1), 3, record=rows["made"])
+    assert [r[1] for r in rows["spec"]] == [r[1] for r in rows["made"]]
+    assert make_expert("srsf").name == "srsf"
 
 
 def test_masks_sent_with_each_step_are_the_envs_own() -> None:
