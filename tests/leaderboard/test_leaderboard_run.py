@@ -263,7 +263,7 @@ def test_show_reference_by_label(tmp_path: Path, capsys: pytest.CaptureFixture) 
 
 def test_policy_lists_keep_commas_inside_a_label() -> None:
     # `--policies` and `--scenarios` split on commas, but not inside a variant's parentheses or brackets
-    from gpucluster_env.cli.leaderboard_cmd import _split
+    from gpucluster_env.cli.option_args import split_names as _split
 
     assert _split('gavel (objective="makespan"),gavel+gimbal (lgrr=false,liss=false), lucid', "policies") == [
         'gavel (objective="makespan")', "gavel+gimbal (lgrr=false,liss=false)", "lucid"]
