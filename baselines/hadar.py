@@ -94,8 +94,9 @@ class Hadar(Policy):
         if not view.is_running(j):
             return ()
         g = view.gpus_of(j)
-        keys, cnt = np.unique(np.column_stack([view.gpu_node[g], view.gpu_type[g]]), axis=0, return_counts=True)
-        return tuple((int(h), int(k), int(c)) for (h, k), c in zip(keys, cnt, strict=True))
+        nk = self.capacity.shape[1]
+        keys, cnt = np.unique(view.gpu_node[g].astype(np.int64) * nk + view.gpu_type[g], return_counts=True)
+        return tuple((int(x) // nk, int(x) % nk, int(c)) for x, c in zip(keys.tolist(), cnt.tolist(), strict=True))
 
     def _queue(self, view: ClusterView) -> tuple[list[int], list[HadarJob]]:
         """The jobs Hadar allocates this round (every active job but pinned ones), best utility per GPU first

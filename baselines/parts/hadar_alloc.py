@@ -170,11 +170,14 @@ def _spread(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int) -> Allo
     for k in kord.tolist():
         if not ok[k]:
             continue
-        for h in np.argsort(-fr[:, k], kind="stable").tolist():
-            c = int(min(fr[h, k], n))
-            if c:
-                spread.append((h, k, c))
-                n -= c
+        col = fr[:, k]
+        order = np.argsort(-col, kind="stable")
+        for h, f in zip(order.tolist(), col[order].tolist(), strict=True):
+            if f <= 0 or n == 0:
+                break  # most free first: the rest of this type has none (free counts are never negative)
+            c = min(f, n)
+            spread.append((h, k, c))
+            n -= c
         if n == 0:
             break
     return spread

@@ -12,7 +12,14 @@ import itertools
 
 import numpy as np
 import pytest
-from gpucluster_env.baselines.parts.hadar_alloc import HadarJob, Prices, find_alloc, make_prices, select_jobs
+from gpucluster_env.baselines.parts.hadar_alloc import (
+    HadarJob,
+    Prices,
+    _spread,
+    find_alloc,
+    make_prices,
+    select_jobs,
+)
 
 CAP = np.array([[2, 0, 0], [0, 3, 0], [0, 0, 1]])
 JOBS = [HadarJob(3, 80, (4, 3, 1), 0.0, 80), HadarJob(2, 30, (3, 2, 1), 0.0, 30), HadarJob(2, 50, (2, 2, 1), 0.0, 50)]
@@ -116,3 +123,30 @@ def test_payoff_by_hand() -> None:
     # with a 1-round restart overhead the job ends at 11: utility 30/11
     ch = find_alloc(JOBS[1], CAP, np.zeros_like(CAP), p, 0.0, overhead_s=1.0)
     assert ch is not None and ch.payoff == pytest.approx(30 / 11 - (lo + lo * (4 * 0.15 / u_min) ** 0.5))
+
+
+def test_spread_takes_the_fastest_types_from_the_most_free_servers() -> None:
+    # the non-consolidated allocation, spelt out over every server: for each runnable type, fastest first, the
+    # servers by free GPUs (most first, ties by index), each giving min(free, still needed); the allocator's
+    # early stop (at the first server with none of that type) must give the same picks
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        fr = rng.integers(0, 5, size=(int(rng.integers(1, 12)), 3)) * (rng.random((1, 3)) < 0.8)
+        speed = rng.choice([0.0, 1.0, 2.0, 3.0], size=3)
+        ok = speed > 0
+        usable = int((fr * ok[None, :]).sum())
+        if usable == 0:
+            continue
+        need = int(rng.integers(1, usable + 1))
+        kord = np.argsort(-speed, kind="stable")
+        want: list[tuple[int, int, int]] = []
+        n = need
+        for k in kord.tolist():
+            for h in (np.argsort(-fr[:, k], kind="stable").tolist() if ok[k] and n else []):
+                c = int(min(fr[h, k], n))
+                if c:
+                    want.append((h, k, c))
+                    n -= c
+        got = _spread(fr, ok, kord, need)
+        assert got == want
+        assert sum(c for _, _, c in got) == need
