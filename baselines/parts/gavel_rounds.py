@@ -81,21 +81,23 @@ def select_round(
     jobs was granted yet. A row is one job, or with ``members`` (the jobs of each row) a packed pair."""
     pr = np.asarray(priority, dtype=float)
     n, nk = pr.shape
-    left = np.asarray(capacity, dtype=np.int64).copy()
-    g = np.asarray(gpus, dtype=np.int64)
-    run = np.asarray(runnable, dtype=bool)
+    left = np.asarray(capacity, dtype=np.int64).tolist()
+    g = np.asarray(gpus, dtype=np.int64).tolist()
+    run = np.asarray(runnable, dtype=bool).T.tolist()  # [type][row]
     mem = [(i,) for i in range(n)] if members is None else members
-    done = np.zeros(max((max(m) for m in mem), default=-1) + 1, dtype=bool)
+    done: set[int] = set()  # jobs granted so far
     out: list[tuple[int, int]] = []
+    tiebreak = -np.arange(n)
     for k in (range(nk) if type_order is None else type_order):
-        order = np.lexsort((-np.arange(n), alloc[:, k], deficit[:, k], pr[:, k]))[::-1]
+        order = np.lexsort((tiebreak, alloc[:, k], deficit[:, k], pr[:, k]))[::-1]
+        run_k = run[k]
         for j in order.tolist():
             if left[k] == 0:
                 break
-            if not run[j, k] or g[j] > left[k] or done[list(mem[j])].any():
+            if not run_k[j] or g[j] > left[k] or not done.isdisjoint(mem[j]):
                 continue
             left[k] -= g[j]
-            done[list(mem[j])] = True
+            done.update(mem[j])
             out.append((j, k))
     return out
 

@@ -25,6 +25,7 @@ Objectives (``objective``): ``max-min`` (heterogeneity-aware LAS, ``gavel``), ``
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
@@ -96,6 +97,7 @@ class Gavel(Policy):
         self._next_round = view.now
         self._acted_at: float | None = None
         self._follow: list[Action] = []
+        self._alone: list[int] | None = None  # per job, the type it runs on alone this round (view.alone_types)
 
     def _rows(self, d: dict[tuple[int, ...], np.ndarray], keys: list[tuple[int, ...]]) -> np.ndarray:
         z = np.zeros(self.nk)
@@ -108,7 +110,7 @@ class Gavel(Policy):
             j = key[0]
             run = dt if view.is_running(j) else max(0.0, min(dt, view.finish_time(j) - self._round_t))
             row = self.job_time.setdefault(key, np.zeros(self.nk))
-            row[k] += run if np.isfinite(run) else 0.0
+            row[k] += run if math.isfinite(run) else 0.0
         self._round_t = view.now
 
     def _reset_times(self, now: float, active: list[int]) -> None:
@@ -173,8 +175,10 @@ class Gavel(Policy):
             self._allocate(view, active, t)
             self._alloc_jobs = frozenset(active)
         rows, runnable = self._candidate_rows(view, active, t)
+        jt = self.job_time
         for key in rows:  # Gavel starts every job's (and pair's) record at half a round on each type
-            self.job_time.setdefault(key, np.full(self.nk, self.round_s / 2.0))
+            if key not in jt:
+                jt[key] = np.full(self.nk, self.round_s / 2.0)
         alloc = self._rows(self.alloc, rows)
         pr = round_priorities(alloc, self._rows(self.job_time, rows), runnable)
         gpus = view.req_gpus[[r[0] for r in rows]]
@@ -197,10 +201,11 @@ class Gavel(Policy):
 
     def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
         """Whether row ``key`` granted type ``k`` already runs there as granted (alone, on type-k GPUs)."""
-        j = key[0]
-        if len(key) != 1 or not view.is_running(j) or view.partners_of(j):
+        if len(key) != 1:
             return False
-        return bool((view.gpu_type[view.gpus_of(j)] == k).all())
+        if self._alone is None:  # once per round (the state does not change while the round's actions are made)
+            self._alone = view.alone_types().tolist()
+        return self._alone[key[0]] == k
 
     def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
         """The actions starting row ``key`` on ``gang`` (a job: one Place)."""
@@ -212,6 +217,7 @@ class Gavel(Policy):
         free; a cycle goes through the queue), preempt what stops, place the rest on the fewest nodes of its
         type; jobs no single type can hold (``anywhere``) keep running once started, or start on mixed types."""
         gtype = view.gpu_type
+        self._alone = None
         keep = {key: k for key, k in grants if self._kept(view, key, k)}
         move = [(key, k) for key, k in grants if key not in keep]
         kept_jobs = {j for key in keep for j in key} | set(anywhere)
@@ -219,10 +225,9 @@ class Gavel(Policy):
                    if len(key) == 1 and view.can_reallocate(key[0]) and not view.partners_of(key[0])}
         out: list[Action] = [Preempt(j) for j in view.running_jobs().tolist()
                              if j not in kept_jobs and j not in movable]
-        taken = np.zeros(view.num_gpus, dtype=bool)
-        for j in kept_jobs:
-            if view.is_running(j):
-                taken[view.gpus_of(j)] = True
+        holds = np.zeros(view.n_jobs + 1, dtype=bool)  # index n_jobs: an empty slot (-1)
+        holds[list(kept_jobs)] = True
+        taken = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1)  # the GPUs the kept jobs hold
         placed: dict[tuple[int, ...], int] = {}
         plans: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
         self._follow = []

@@ -3,13 +3,11 @@
 A worker keeps ``min(demand, share)`` of its GPU's SMs active (its model's GPU demand on that GPU type, capped by
 its MPS active-thread share); a GPU's activity is the sum over its (at most two) workers, capped at 1.
 :class:`SmActivity` holds that figure for every GPU and brings up to date only the GPUs whose tenants changed
-(the occupancy code marks them) or, after a share change, all of them. The clock integrates its total over
-time.
+(the occupancy code marks them, and a squeeze or swell marks the GPUs whose shares it changed). The clock
+integrates its total over time.
 """
 
 from __future__ import annotations
-
-from collections.abc import Iterable
 
 import numpy as np
 
@@ -27,18 +25,13 @@ class SmActivity:
         self.model = model  # job -> model
         self.share_step = share_step
         self.per_gpu = np.zeros(num_gpus)
-        self.dirty: Iterable[int] = range(num_gpus)  # GPUs to bring up to date before the next total
+        self.dirty: list[int] = []  # GPUs to bring up to date before the next total (all empty at first: 0)
         self.total_now = 0.0
 
     def mark(self, gpus: list[int]) -> None:
-        """The tenants of ``gpus`` changed (a copy started or stopped there)."""
-        if isinstance(self.dirty, list):
-            self.dirty.extend(gpus)
-        # else every GPU is marked already
-
-    def mark_all(self) -> None:
-        """Shares changed somewhere (a squeeze or swell): every GPU is brought up to date next time."""
-        self.dirty = range(len(self.per_gpu))
+        """The tenants of ``gpus`` or their shares changed (a copy started or stopped there, a squeeze or swell):
+        only a GPU's own slots enter its figure, so only these are brought up to date."""
+        self.dirty.extend(gpus)
 
     def gpu(self, slot_job: np.ndarray, slot_share: np.ndarray, g: int) -> float:
         """Estimated fraction of the SMs active now on GPU ``g``: each worker counts ``min(demand, share)``,

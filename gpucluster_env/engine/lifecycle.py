@@ -167,7 +167,7 @@ class Lifecycle:
                 ssf[i] = x
             self.occupancy.refresh_share_range(j)
         st.counts["squeezes" if step < 0 else "swells"] += 1
-        st._sm.mark_all()
+        st._sm.mark(gl)
         t = st.now
         if st.config.calibration_overhead_s > 0:
             self.progress.pause(j, t, t + st.config.calibration_overhead_s)

@@ -14,7 +14,8 @@ What it offers:
 * **GPUs**: each GPU's type, node and tenants (:meth:`~ClusterView.tenants`), each type's published specs
   (:attr:`~ClusterView.gpu_specs`), the free and singly-held GPUs (:meth:`~ClusterView.free_gpus`,
   :meth:`~ClusterView.single_gpus`), free GPUs by type and by node and type, a job's GPUs and the ones it holds
-  alone (:meth:`~ClusterView.single_gpus_of`), its partners and MPS share, and the share grid
+  alone (:meth:`~ClusterView.single_gpus_of`), the type each job runs on alone (:meth:`~ClusterView.alone_types`),
+  its partners and MPS share, and the share grid
   (:attr:`~ClusterView.share_step`, :attr:`~ClusterView.share_units`).
 * **The performance model for a hypothetical placement** (:mod:`gpucluster_env.performance`): the iteration
   time of a job on a GPU set at an accumulation under given per-worker interference ratios
@@ -222,6 +223,24 @@ class ClusterView:
     def gpus_of(self, j: int) -> np.ndarray:
         """The GPUs job ``j`` holds (every copy)."""
         return self._eng.gpus_of(j).copy()
+
+    def alone_types(self) -> np.ndarray:
+        """Per job, the GPU type it runs on alone: every GPU it holds is of that type and holds no other job
+        (-1: not running, sharing a GPU, or on mixed types). One pass over the slots, for a policy asking
+        this of many jobs at once (Gavel's rounds: which granted jobs already run where granted)."""
+        sj = self._st.slot_job
+        nt, n = len(self.type_names), self.n_jobs
+        lo = np.full(n + 1, nt)  # index n collects the empty slots (-1)
+        hi = np.full(n + 1, -1)
+        for slot in (sj[:, 0], sj[:, 1]):
+            np.minimum.at(lo, slot, self.gpu_type)
+            np.maximum.at(hi, slot, self.gpu_type)
+        sharing = np.zeros(n + 1, dtype=bool)
+        both = sj[:, 1] >= 0  # slot 1 is used only beside slot 0: both tenants have a partner
+        sharing[sj[both, 0]] = True
+        sharing[sj[both, 1]] = True
+        ok = (lo == hi) & ~sharing
+        return np.where(ok[:n] & (self._st.status == RUNNING), lo[:n], -1)
 
     def single_gpus_of(self, j: int) -> np.ndarray:
         """The GPUs running job ``j`` alone, the nodes holding most of them first (the order the engine's

@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from gpucluster_env.engine import Colocate, Place, Squeeze
+from gpucluster_env.engine import Colocate, Place, Squeeze, Swell
 from gpucluster_env.engine.metrics import episode_metrics, sharing_benefit_ratios
 
 REL = 1e-9
@@ -98,3 +99,22 @@ def test_sm_activity_follows_the_share(build):
     m = eng.metrics()
     assert m["gpu_occupancy"] == pytest.approx(1.0)
     assert m["sm_activity_est"] == pytest.approx(0.8, rel=REL)
+
+
+def test_sm_activity_kept_per_gpu_is_the_formula_everywhere(build):
+    """After every start, colocation, squeeze and swell of named GPUs, the per-GPU figures kept incrementally
+    equal the formula on every GPU (a share change marks only the GPUs whose shares moved)."""
+    eng = build([("fast", 2, 2)], [{"num_gpus": 2, "iterations": 1e5}, {"model": "b", "iterations": 1e5},
+                                   {"iterations": 1e5}])
+    st = eng.state
+
+    def check() -> None:
+        total = st._sm.total(st._sj_flat, st._ss_flat)
+        every = [st._sm.gpu(st._sj_flat, st._ss_flat, g) for g in range(eng.num_gpus)]
+        assert st._sm.per_gpu.tolist() == every and total == float(np.sum(every))
+
+    eng.advance()
+    for action in (Place(0, gpus=(0, 1)), Place(2, gpus=(2,)), Colocate(1, 2, gpus=(2,)), Squeeze(0, gpus=(1,)),
+                   Squeeze(1), Swell(0, gpus=(1,)), Squeeze(2)):
+        eng.apply(action)
+        check()

@@ -194,3 +194,29 @@ def test_engine_pickles_with_its_views(build):
     clone.advance()
     clone.apply(Place(1))
     assert clone.state._sj_flat.base is clone.slot_job and clone.slot_job[1, 0] == 1 and eng.slot_job[1, 0] == -1
+
+
+def test_alone_types_agree_with_the_per_job_queries(build):
+    """``alone_types`` (one pass over the slots) against its definition job by job: running, no partner, every
+    GPU of one type; a job on mixed types, a shared pair and a pending job are -1."""
+    eng = build([("fast", 1, 2), ("slow", 2, 1)], [{"num_gpus": 2}, {"model": "b"}, {"num_gpus": 2}, {"model": "b"}])
+    view = ClusterView(eng)
+
+    def by_definition() -> list[int]:
+        out = []
+        for j in range(view.n_jobs):
+            types = set(view.gpu_type[view.gpus_of(j)].tolist())
+            ok = view.is_running(j) and not view.partners_of(j) and len(types) == 1
+            out.append(types.pop() if ok else -1)
+        return out
+
+    eng.advance()
+    eng.apply(Place(2, gpus=(1, 2)))  # fast GPU 1 and slow GPU 2
+    eng.apply(Place(1, gpus=(0,)))
+    assert view.alone_types().tolist() == by_definition() == [-1, 0, -1, -1]
+    eng.apply(Colocate(3, 1, gpus=(0,)))
+    assert view.alone_types().tolist() == by_definition() == [-1, -1, -1, -1]
+    eng.apply(Preempt(2))
+    eng.apply(Preempt(1))
+    eng.apply(Place(0, gpus=(2, 3)))
+    assert view.alone_types().tolist() == by_definition() == [1, -1, -1, 0]
