@@ -2,8 +2,8 @@
 
 An allocation ``X[j, k]`` is the fraction of time job ``j`` should spend on GPUs of type ``k`` (Gavel §3.1):
 ``0 <= X``, ``sum_k X[j, k] <= 1`` and ``sum_j gpus_j X[j, k] <= capacity_k``. Each policy here is one linear
-program solved with scipy's HiGHS, its constraint matrix built sparse (``scipy.sparse``), so thousands of jobs
-cost milliseconds to seconds.
+program solved with HiGHS (scipy's bindings, called directly: :mod:`.gavel_highs`), its constraint matrix built
+sparse (``scipy.sparse``), so thousands of jobs cost milliseconds to seconds.
 
 Every objective below has the same shape: find the largest ``z`` such that each job's effective throughput
 ``sum_k T[j, k] X[j, k]`` (plus, with space sharing, its throughput in packed pairs) is at least ``z * d_j`` for
@@ -31,6 +31,7 @@ job cannot run there).
 from __future__ import annotations
 
 import numpy as np
+from gpucluster_env.baselines.parts import gavel_highs
 from gpucluster_env.baselines.parts.gavel_lp_inputs import RateLP, check_inputs
 
 
@@ -53,8 +54,7 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
     """The LP over job classes: rows of ``t``/``g``/``d`` are classes of ``m`` identical jobs, ``x`` a class's
     per-job fractions, pair columns ``pr`` (class a <= b) with per-member throughputs ``pt`` (P x 2 x types)
     hold the classes' total pair time."""
-    import scipy.sparse as sp  # here, not at the top: importing scipy.optimize costs ~1 s a run needs only for an LP
-    from scipy.optimize import linprog
+    import scipy.sparse as sp  # here, not at the top: importing scipy costs time a run needs only for an LP
 
     n, nk = t.shape
     npair = len(pr)
@@ -97,11 +97,11 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
     ub[zcol] = np.inf
     cost = np.zeros(nvar)
     cost[zcol] = -1.0
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, bounds=np.column_stack([np.zeros(nvar), ub]), method="highs-ipm")
-    if res.status != 0:
-        raise RuntimeError(f"Gavel LP failed: {res.message}")
-    v = np.maximum(res.x, 0.0) + 0.0  # + 0.0: no negative zeros
-    return float(res.x[zcol] * bmax), np.minimum(v[:ns], 1.0).reshape(n, nk), v[ns:zcol].reshape(npair, nk)
+    x, why = gavel_highs.solve(cost, a_ub, b_ub, ub, solver="ipm")  # as linprog(method="highs-ipm"), same bits
+    if x is None:
+        raise RuntimeError(f"Gavel LP failed: {why}")
+    v = np.maximum(x, 0.0) + 0.0  # + 0.0: no negative zeros
+    return float(x[zcol] * bmax), np.minimum(v[:ns], 1.0).reshape(n, nk), v[ns:zcol].reshape(npair, nk)
 
 
 def _classes(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

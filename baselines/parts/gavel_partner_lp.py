@@ -28,6 +28,7 @@ pair per job and partner class.
 from __future__ import annotations
 
 import numpy as np
+from gpucluster_env.baselines.parts import gavel_highs
 from gpucluster_env.baselines.parts.gavel_lp_inputs import RateLP, check_inputs
 
 TOL = 1e-9
@@ -52,8 +53,7 @@ def _partner_columns(t: np.ndarray, g: np.ndarray, cls: np.ndarray, pt: np.ndarr
 def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.ndarray, pt: np.ndarray
            ) -> tuple[float, np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
     """The LP of the module docstring: (z, x, u's (job, class, type) indices, u)."""
-    import scipy.sparse as sp  # here, not at the top: importing scipy.optimize costs ~1 s a run needs only for an LP
-    from scipy.optimize import linprog
+    import scipy.sparse as sp  # here, not at the top: importing scipy costs time a run needs only for an LP
 
     n, nk = t.shape
     uj, ub, uk = _partner_columns(t, g, cls, pt)
@@ -99,12 +99,12 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.n
     ub_[ns + nu:] = np.inf
     cost = np.zeros(zcol + 1)
     cost[zcol] = -1.0
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.zeros(neq) if neq else None,
-                  bounds=np.column_stack([np.zeros(zcol + 1), ub_]), method="highs")
-    if res.status != 0:
-        raise RuntimeError(f"Gavel packed LP failed: {res.message}")
-    v = np.maximum(res.x, 0.0) + 0.0  # + 0.0: no negative zeros
-    return float(res.x[zcol] * bmax), np.minimum(v[:ns], 1.0).reshape(n, nk), (uj, ub, uk), v[ns:ns + nu]
+    # as linprog(method="highs"), same bits
+    x, why = gavel_highs.solve(cost, a_ub, b_ub, ub_, a_eq, np.zeros(neq) if neq else None, solver=None)
+    if x is None:
+        raise RuntimeError(f"Gavel packed LP failed: {why}")
+    v = np.maximum(x, 0.0) + 0.0  # + 0.0: no negative zeros
+    return float(x[zcol] * bmax), np.minimum(v[:ns], 1.0).reshape(n, nk), (uj, ub, uk), v[ns:ns + nu]
 
 
 def _transport(left: list[tuple[int, float]], right: list[tuple[int, float]]) -> list[tuple[int, int, float]]:

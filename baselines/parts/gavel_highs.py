@@ -1,0 +1,100 @@
+"""Gavel's LPs handed to HiGHS directly: the model and options that ``scipy.optimize.linprog(method="highs-ipm")``
+(or ``"highs"``) hands it, without the wrapper's per-call work.
+
+On the small LPs of Gavel's rounds scipy's ``linprog`` cost about twice HiGHS' own time (re-checking the same
+options at every call, a Python loop over every column for bound multipliers the policies never read); see
+docs/performance.md, "Fifth pass". This module builds the same column-wise matrix, the same row and column
+bounds (infinite ones as HiGHS' infinity) and the same option values, on a fresh solver per LP, so HiGHS returns
+the same bits (checked against ``linprog`` in ``tests/baselines/test_gavel_highs.py``). It uses the HiGHS
+bindings that scipy ships (``scipy.optimize._highspy._core``), so the solver is the one ``linprog`` runs.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+FEASIBILITY_TOL = float(np.sqrt(1e-9) * 10)
+"""The tolerance of ``linprog``'s own check of the solution HiGHS returns (bounds and rows), kept here."""
+
+
+@cache
+def _core() -> Any:
+    """scipy's HiGHS bindings, imported at the first LP (importing ``scipy.optimize`` costs ~1 s a run needs
+    only for an LP)."""
+    import scipy.optimize._highspy._core as core
+
+    return core
+
+
+@cache
+def _options(solver: str | None) -> Any:
+    """The options ``linprog`` sets for a HiGHS method (``solver``: "ipm", "simplex" or None for HiGHS' choice):
+    presolve on, no output, no debugging, dual simplex strategy; everything else HiGHS' default."""
+    h = _core()
+    opts = h.HighsOptions()
+    opts.presolve = "on"
+    if solver is not None:
+        opts.solver = solver
+    opts.highs_debug_level = h.HighsDebugLevel.kHighsDebugLevelNone
+    opts.log_to_console = False
+    opts.output_flag = False
+    opts.simplex_strategy = h.simplex_constants.SimplexStrategy.kSimplexStrategyDual
+    return opts
+
+
+def _finite(x: np.ndarray, inf: float) -> np.ndarray:
+    """A float copy of ``x`` with infinities as HiGHS' infinity, signs kept (as ``linprog`` passes them)."""
+    x = np.array(x, dtype=float)
+    bad = np.isinf(x)
+    x[bad] = np.sign(x[bad]) * inf
+    return x
+
+
+def solve(cost: np.ndarray, a_ub: Any, b_ub: np.ndarray, upper: np.ndarray, a_eq: Any = None,
+          b_eq: np.ndarray | None = None, solver: str | None = "ipm") -> tuple[np.ndarray | None, str]:
+    """Minimize ``cost @ x`` subject to ``a_ub x <= b_ub``, ``a_eq x = b_eq`` and ``0 <= x <= upper``
+    (``a_ub``, ``a_eq``: scipy sparse arrays). Returns ``(x, "")`` at an optimum ``linprog`` would accept, else
+    ``(None, why)``: HiGHS' model status, or a solution outside the bounds or rows by more than
+    :data:`FEASIBILITY_TOL`."""
+    import scipy.sparse as sp
+
+    h = _core()
+    inf = h.kHighsInf
+    n = len(cost)
+    a = sp.csc_array(a_ub if a_eq is None else sp.vstack((a_ub, a_eq)))
+    n_eq = 0 if a_eq is None else a_eq.shape[0]
+    beq = np.zeros(0) if b_eq is None else np.asarray(b_eq, dtype=float)
+    lhs = _finite(np.concatenate([np.full(len(b_ub), -np.inf), beq]), inf)
+    rhs = _finite(np.concatenate([np.asarray(b_ub, dtype=float), beq]), inf)
+    ub = _finite(upper, inf)
+    lp = h.HighsLp()
+    lp.num_col_ = lp.a_matrix_.num_col_ = n
+    lp.num_row_ = lp.a_matrix_.num_row_ = len(rhs)
+    lp.a_matrix_.format_ = h.MatrixFormat.kColwise
+    lp.col_cost_ = np.asarray(cost, dtype=float)
+    lp.col_lower_ = np.zeros(n)
+    lp.col_upper_ = ub
+    lp.row_lower_ = lhs
+    lp.row_upper_ = rhs
+    lp.a_matrix_.start_ = a.indptr
+    lp.a_matrix_.index_ = a.indices
+    lp.a_matrix_.value_ = a.data
+    highs = h._Highs()
+    if (highs.passOptions(_options(solver)) == h.HighsStatus.kError or highs.passModel(lp) == h.HighsStatus.kError
+            or highs.run() == h.HighsStatus.kError):
+        return None, f"HiGHS: {highs.modelStatusToString(highs.getModelStatus())}"
+    status = highs.getModelStatus()
+    if status != h.HighsModelStatus.kOptimal:
+        return None, f"HiGHS: {highs.modelStatusToString(status)}"
+    sol = highs.getSolution()
+    x = np.array(sol.col_value)
+    slack = rhs - np.array(sol.row_value)
+    tol = FEASIBILITY_TOL
+    n_ub = len(rhs) - n_eq
+    if (np.isnan(x).any() or (x < -tol).any() or (x > ub + tol).any() or (slack[:n_ub] < -tol).any()
+            or (np.abs(slack[n_ub:]) > tol).any()):
+        return None, f"the solution is outside the constraints by more than {tol:.2E}"
+    return x, ""

@@ -1,0 +1,42 @@
+"""Gavel's LPs handed to HiGHS directly (baselines/parts/gavel_highs.py) return what scipy's ``linprog`` returns
+for the same model and method, bit for bit, on the decision benchmark's problems (single, packed and partner
+LPs, alike and distinct jobs); a model HiGHS cannot solve to optimality is reported, not returned."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from gpucluster_env.baselines.parts import gavel_highs
+from gpucluster_env.leaderboard import decision_speed as ds
+from scipy.optimize import linprog
+
+METHODS = {"ipm": "highs-ipm", None: "highs"}
+
+
+@pytest.mark.parametrize(("n", "distinct"), [(8, False), (8, True), (32, True)])
+def test_same_bits_as_linprog(monkeypatch: pytest.MonkeyPatch, n: int, distinct: bool) -> None:
+    direct = gavel_highs.solve
+    seen: list[tuple[str, int]] = []
+
+    def both(cost, a_ub, b_ub, upper, a_eq=None, b_eq=None, solver="ipm"):
+        x, why = direct(cost, a_ub, b_ub, upper, a_eq, b_eq, solver)
+        res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
+                      bounds=np.column_stack([np.zeros(len(cost)), upper]), method=METHODS[solver])
+        assert res.status == 0 and why == ""
+        assert x.tobytes() == res.x.tobytes()
+        seen.append((METHODS[solver], len(cost)))
+        return x, why
+
+    monkeypatch.setattr(gavel_highs, "solve", both)
+    p = ds.make_problem(n, 1, distinct=distinct)
+    for f in (ds.gavel_max_min, ds.gavel_makespan, ds.gavel_ftf, ds.gavel_packed, ds.gavel_packed_makespan,
+              ds.gavel_packed_distinct):
+        f(p)
+    assert {m for m, _ in seen} == {"highs-ipm", "highs"} and len(seen) >= 6
+
+
+def test_infeasible_model_is_reported() -> None:
+    a = sp.csr_array(np.array([[1.0, 1.0]]))
+    x, why = gavel_highs.solve(np.array([-1.0, 0.0]), a, np.array([-1.0]), np.array([1.0, 1.0]))
+    assert x is None and "Infeasible" in why
