@@ -59,8 +59,14 @@ def round_priorities(alloc: np.ndarray, job_time: np.ndarray, runnable: np.ndarr
     a = np.asarray(alloc, dtype=float)
     jt = np.asarray(job_time, dtype=float)
     tt = jt.sum(axis=0)
-    frac = np.divide(jt, tt[None, :], out=np.zeros_like(jt), where=tt[None, :] > 0)
-    pr = np.where(frac > 0, np.divide(a, frac, out=np.zeros_like(a), where=frac > 0), a * FRESH_PRIORITY)
+    if (tt > 0).all():  # the usual case (every record starts at half a round): the same quotients, fewer passes
+        frac = jt / tt[None, :]
+    else:
+        frac = np.divide(jt, tt[None, :], out=np.zeros_like(jt), where=tt[None, :] > 0)
+    if (frac > 0).all():
+        pr = a / frac
+    else:
+        pr = np.where(frac > 0, np.divide(a, frac, out=np.zeros_like(a), where=frac > 0), a * FRESH_PRIORITY)
     pr[(a <= 0) | ~np.asarray(runnable, dtype=bool)] = 0.0
     return pr
 

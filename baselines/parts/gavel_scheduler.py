@@ -97,7 +97,7 @@ class Gavel(Policy):
         self._next_round = view.now
         self._acted_at: float | None = None
         self._follow: list[Action] = []
-        self._alone: list[int] | None = None  # per job, the type it runs on alone this round (view.alone_types)
+        self._alone: dict[int, int] | None = None  # per job, the type it runs on alone this round (view.alone_types)
 
     def _rows(self, d: dict[tuple[int, ...], np.ndarray], keys: list[tuple[int, ...]]) -> np.ndarray:
         z = np.zeros(self.nk)
@@ -106,10 +106,13 @@ class Gavel(Policy):
     def _account(self, view: ClusterView) -> None:
         """Add the time each row granted last round ran on its type."""
         dt = view.now - self._round_t
+        jt = self.job_time
         for key, k in self.granted.items():
             j = key[0]
             run = dt if view.is_running(j) else max(0.0, min(dt, view.finish_time(j) - self._round_t))
-            row = self.job_time.setdefault(key, np.zeros(self.nk))
+            row = jt.get(key)
+            if row is None:
+                row = jt[key] = np.zeros(self.nk)
             row[k] += run if math.isfinite(run) else 0.0
         self._round_t = view.now
 
@@ -204,8 +207,8 @@ class Gavel(Policy):
         if len(key) != 1:
             return False
         if self._alone is None:  # once per round (the state does not change while the round's actions are made)
-            self._alone = view.alone_types().tolist()
-        return self._alone[key[0]] == k
+            self._alone = view.alone_types()
+        return self._alone.get(key[0], -1) == k
 
     def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
         """The actions starting row ``key`` on ``gang`` (a job: one Place)."""

@@ -68,6 +68,7 @@ class ClusterView:
         self.n_jobs: int = e.n_jobs
         self.gpu_type = _frozen(e.gpu_type)
         """Type index of each GPU."""
+        self._type_l: list[int] = e.gpu_type.tolist()
         self.gpu_node = _frozen(e.gpu_node)
         """Node of each GPU."""
         self.type_mem = _frozen(e.type_mem)
@@ -224,23 +225,22 @@ class ClusterView:
         """The GPUs job ``j`` holds (every copy)."""
         return self._eng.gpus_of(j).copy()
 
-    def alone_types(self) -> np.ndarray:
-        """Per job, the GPU type it runs on alone: every GPU it holds is of that type and holds no other job
-        (-1: not running, sharing a GPU, or on mixed types). One pass over the slots, for a policy asking
-        this of many jobs at once (Gavel's rounds: which granted jobs already run where granted)."""
+    def alone_types(self) -> dict[int, int]:
+        """Each running job's GPU type when it runs alone: every GPU it holds is of that type and holds no other
+        job; -1 when it shares a GPU or spans types (a job not in the dict holds no GPU). One pass over the
+        slots, for a policy asking this of many jobs at once (Gavel's rounds: which granted jobs already run
+        where granted)."""
+        out: dict[int, int] = {}
         sj = self._st.slot_job
-        nt, n = len(self.type_names), self.n_jobs
-        lo = np.full(n + 1, nt)  # index n collects the empty slots (-1)
-        hi = np.full(n + 1, -1)
-        for slot in (sj[:, 0], sj[:, 1]):
-            np.minimum.at(lo, slot, self.gpu_type)
-            np.maximum.at(hi, slot, self.gpu_type)
-        sharing = np.zeros(n + 1, dtype=bool)
-        both = sj[:, 1] >= 0  # slot 1 is used only beside slot 0: both tenants have a partner
-        sharing[sj[both, 0]] = True
-        sharing[sj[both, 1]] = True
-        ok = (lo == hi) & ~sharing
-        return np.where(ok[:n] & (self._st.status == RUNNING), lo[:n], -1)
+        for j0, j1, t in zip(sj[:, 0].tolist(), sj[:, 1].tolist(), self._type_l, strict=True):
+            if j0 < 0:
+                continue
+            if j1 >= 0:  # slot 1 is used only beside slot 0: both tenants have a partner
+                out[j0] = out[j1] = -1
+            elif out.setdefault(j0, t) != t:
+                out[j0] = -1
+        status = self._st.status
+        return {j: t for j, t in out.items() if status.item(j) == RUNNING}
 
     def single_gpus_of(self, j: int) -> np.ndarray:
         """The GPUs running job ``j`` alone, the nodes holding most of them first (the order the engine's

@@ -198,7 +198,7 @@ def test_engine_pickles_with_its_views(build):
 
 def test_alone_types_agree_with_the_per_job_queries(build):
     """``alone_types`` (one pass over the slots) against its definition job by job: running, no partner, every
-    GPU of one type; a job on mixed types, a shared pair and a pending job are -1."""
+    GPU of one type; a job on mixed types and a shared pair are -1, a pending job is not listed."""
     eng = build([("fast", 1, 2), ("slow", 2, 1)], [{"num_gpus": 2}, {"model": "b"}, {"num_gpus": 2}, {"model": "b"}])
     view = ClusterView(eng)
 
@@ -210,13 +210,18 @@ def test_alone_types_agree_with_the_per_job_queries(build):
             out.append(types.pop() if ok else -1)
         return out
 
+    def alone() -> list[int]:
+        found = view.alone_types()
+        assert set(found) == set(view.running_jobs().tolist())
+        return [found.get(j, -1) for j in range(view.n_jobs)]
+
     eng.advance()
     eng.apply(Place(2, gpus=(1, 2)))  # fast GPU 1 and slow GPU 2
     eng.apply(Place(1, gpus=(0,)))
-    assert view.alone_types().tolist() == by_definition() == [-1, 0, -1, -1]
+    assert alone() == by_definition() == [-1, 0, -1, -1]
     eng.apply(Colocate(3, 1, gpus=(0,)))
-    assert view.alone_types().tolist() == by_definition() == [-1, -1, -1, -1]
+    assert alone() == by_definition() == [-1, -1, -1, -1]
     eng.apply(Preempt(2))
     eng.apply(Preempt(1))
     eng.apply(Place(0, gpus=(2, 3)))
-    assert view.alone_types().tolist() == by_definition() == [1, -1, -1, 0]
+    assert alone() == by_definition() == [1, -1, -1, 0]
