@@ -53,7 +53,7 @@ def _finite(x: np.ndarray, inf: float) -> np.ndarray:
     return x
 
 
-def solve(cost: np.ndarray, a_ub: Any, b_ub: np.ndarray, upper: np.ndarray, a_eq: Any = None,
+def minimize(cost: np.ndarray, a_ub: Any, b_ub: np.ndarray, upper: np.ndarray, a_eq: Any = None,
           b_eq: np.ndarray | None = None, solver: str | None = "ipm") -> tuple[np.ndarray | None, str]:
     """Minimize ``cost @ x`` subject to ``a_ub x <= b_ub``, ``a_eq x = b_eq`` and ``0 <= x <= upper``
     (``a_ub``, ``a_eq``: scipy sparse arrays). Returns ``(x, "")`` at an optimum ``linprog`` would accept, else

@@ -97,7 +97,7 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
     ub[zcol] = np.inf
     cost = np.zeros(nvar)
     cost[zcol] = -1.0
-    x, why = gavel_highs.solve(cost, a_ub, b_ub, ub, solver="ipm")  # as linprog(method="highs-ipm"), same bits
+    x, why = gavel_highs.minimize(cost, a_ub, b_ub, ub, solver="ipm")  # as linprog(method="highs-ipm"), same bits
     if x is None:
         raise RuntimeError(f"Gavel LP failed: {why}")
     v = np.maximum(x, 0.0) + 0.0  # + 0.0: no negative zeros

@@ -100,7 +100,7 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.n
     cost = np.zeros(zcol + 1)
     cost[zcol] = -1.0
     # as linprog(method="highs"), same bits
-    x, why = gavel_highs.solve(cost, a_ub, b_ub, ub_, a_eq, np.zeros(neq) if neq else None, solver=None)
+    x, why = gavel_highs.minimize(cost, a_ub, b_ub, ub_, a_eq, np.zeros(neq) if neq else None, solver=None)
     if x is None:
         raise RuntimeError(f"Gavel packed LP failed: {why}")
     v = np.maximum(x, 0.0) + 0.0  # + 0.0: no negative zeros

@@ -16,7 +16,7 @@ METHODS = {"ipm": "highs-ipm", None: "highs"}
 
 @pytest.mark.parametrize(("n", "distinct"), [(8, False), (8, True), (32, True)])
 def test_same_bits_as_linprog(monkeypatch: pytest.MonkeyPatch, n: int, distinct: bool) -> None:
-    direct = gavel_highs.solve
+    direct = gavel_highs.minimize
     seen: list[tuple[str, int]] = []
 
     def both(cost, a_ub, b_ub, upper, a_eq=None, b_eq=None, solver="ipm"):
@@ -28,7 +28,7 @@ def test_same_bits_as_linprog(monkeypatch: pytest.MonkeyPatch, n: int, distinct:
         seen.append((METHODS[solver], len(cost)))
         return x, why
 
-    monkeypatch.setattr(gavel_highs, "solve", both)
+    monkeypatch.setattr(gavel_highs, "minimize", both)
     p = ds.make_problem(n, 1, distinct=distinct)
     for f in (ds.gavel_max_min, ds.gavel_makespan, ds.gavel_ftf, ds.gavel_packed, ds.gavel_packed_makespan,
               ds.gavel_packed_distinct):
@@ -38,5 +38,5 @@ def test_same_bits_as_linprog(monkeypatch: pytest.MonkeyPatch, n: int, distinct:
 
 def test_infeasible_model_is_reported() -> None:
     a = sp.csr_array(np.array([[1.0, 1.0]]))
-    x, why = gavel_highs.solve(np.array([-1.0, 0.0]), a, np.array([-1.0]), np.array([1.0, 1.0]))
+    x, why = gavel_highs.minimize(np.array([-1.0, 0.0]), a, np.array([-1.0]), np.array([1.0, 1.0]))
     assert x is None and "Infeasible" in why
