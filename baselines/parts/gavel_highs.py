@@ -12,7 +12,7 @@ bindings that scipy ships (``scipy.optimize._highspy._core``), so the solver is 
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -45,6 +45,31 @@ def _options(solver: str | None) -> Any:
     return opts
 
 
+class Columns(NamedTuple):
+    """A sparse matrix column by column, as HiGHS takes it: column ``c``'s rows are ``indices[indptr[c]:indptr[c +
+    1]]``, ascending, with values ``data`` (scipy's canonical CSC arrays, without building a scipy array)."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    shape: tuple[int, int]
+
+
+def columns(rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]) -> Columns:
+    """The matrix with ``vals`` at ``(rows, cols)``, entries at the same place summed: the arrays
+    ``scipy.sparse.csc_array(scipy.sparse.csr_array((vals, (rows, cols)), shape))`` holds, for matrices where
+    no place is named more than twice (a sum of two terms is the same in either order)."""
+    order = np.lexsort((rows, cols))
+    r, c, v = rows[order], cols[order], np.asarray(vals, dtype=float)[order]
+    new = np.ones(len(r), dtype=bool)
+    new[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+    starts = np.flatnonzero(new)
+    data = np.add.reduceat(v, starts) if len(v) else v
+    indptr = np.zeros(shape[1] + 1, dtype=np.int32)
+    np.cumsum(np.bincount(c[starts], minlength=shape[1]), out=indptr[1:])
+    return Columns(indptr, r[starts].astype(np.int32), data, shape)
+
+
 def _finite(x: np.ndarray, inf: float) -> np.ndarray:
     """A float copy of ``x`` with infinities as HiGHS' infinity, signs kept (as ``linprog`` passes them)."""
     x = np.array(x, dtype=float)
@@ -56,15 +81,19 @@ def _finite(x: np.ndarray, inf: float) -> np.ndarray:
 def minimize(cost: np.ndarray, a_ub: Any, b_ub: np.ndarray, upper: np.ndarray, a_eq: Any = None,
           b_eq: np.ndarray | None = None, solver: str | None = "ipm") -> tuple[np.ndarray | None, str]:
     """Minimize ``cost @ x`` subject to ``a_ub x <= b_ub``, ``a_eq x = b_eq`` and ``0 <= x <= upper``
-    (``a_ub``, ``a_eq``: scipy sparse arrays). Returns ``(x, "")`` at an optimum ``linprog`` would accept, else
+    (``a_ub``, ``a_eq``: scipy sparse arrays, or ``a_ub`` as :class:`Columns` when there are no equalities).
+    Returns ``(x, "")`` at an optimum ``linprog`` would accept, else
     ``(None, why)``: HiGHS' model status, or a solution outside the bounds or rows by more than
     :data:`FEASIBILITY_TOL`."""
-    import scipy.sparse as sp
-
     h = _core()
     inf = h.kHighsInf
     n = len(cost)
-    a = sp.csc_array(a_ub if a_eq is None else sp.vstack((a_ub, a_eq)))
+    if isinstance(a_ub, Columns) and a_eq is None:
+        a = a_ub
+    else:
+        import scipy.sparse as sp
+
+        a = sp.csc_array(a_ub if a_eq is None else sp.vstack((a_ub, a_eq)))
     n_eq = 0 if a_eq is None else a_eq.shape[0]
     beq = np.zeros(0) if b_eq is None else np.asarray(b_eq, dtype=float)
     lhs = _finite(np.concatenate([np.full(len(b_ub), -np.inf), beq]), inf)

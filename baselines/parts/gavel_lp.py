@@ -54,8 +54,6 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
     """The LP over job classes: rows of ``t``/``g``/``d`` are classes of ``m`` identical jobs, ``x`` a class's
     per-job fractions, pair columns ``pr`` (class a <= b) with per-member throughputs ``pt`` (P x 2 x types)
     hold the classes' total pair time."""
-    import scipy.sparse as sp  # here, not at the top: importing scipy costs time a run needs only for an LP
-
     n, nk = t.shape
     npair = len(pr)
     ns = n * nk
@@ -87,7 +85,8 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
                            -pt[pp, 1, pk] * share[pp, 1] * scale[a1], np.ones(len(srv)),
                            np.ones(ns), share[pp, 0], share[pp, 1], m[jj] * g[jj], g[a0]])
     keep = vals != 0
-    a_ub = sp.csr_array((vals[keep], (rows[keep], cols[keep])), shape=(2 * n + nk, nvar))
+    # no place is named twice (a pair within one class has its second share 0, dropped), so these are scipy's CSC
+    a_ub = gavel_highs.columns(rows[keep], cols[keep], vals[keep], (2 * n + nk, nvar))
     b_ub = np.concatenate([np.zeros(n), np.ones(n), c])
     ub = np.ones(nvar)
     ub[:ns] = np.where(t[jj, kk] > 0, 1.0, 0.0)

@@ -21,6 +21,8 @@ def test_same_bits_as_linprog(monkeypatch: pytest.MonkeyPatch, n: int, distinct:
 
     def both(cost, a_ub, b_ub, upper, a_eq=None, b_eq=None, solver="ipm"):
         x, why = direct(cost, a_ub, b_ub, upper, a_eq, b_eq, solver)
+        if isinstance(a_ub, gavel_highs.Columns):
+            a_ub = sp.csc_array((a_ub.data, a_ub.indices, a_ub.indptr), shape=a_ub.shape)
         res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq,
                       bounds=np.column_stack([np.zeros(len(cost)), upper]), method=METHODS[solver])
         assert res.status == 0 and why == ""
@@ -40,3 +42,19 @@ def test_infeasible_model_is_reported() -> None:
     a = sp.csr_array(np.array([[1.0, 1.0]]))
     x, why = gavel_highs.minimize(np.array([-1.0, 0.0]), a, np.array([-1.0]), np.array([1.0, 1.0]))
     assert x is None and "Infeasible" in why
+
+
+def test_columns_are_scipys_csc() -> None:
+    """Entries at random places, 50 of them named twice, some rows and columns empty: the same arrays as
+    scipy's CSC, bit for bit."""
+    rng = np.random.default_rng(3)
+    cells = rng.choice(40 * 60, 300, replace=False)
+    twice = rng.choice(cells, 50, replace=False)
+    cells = rng.permutation(np.concatenate([cells, twice]))
+    rows, cols = cells // 60, cells % 60
+    vals = rng.normal(size=len(cells))
+    got = gavel_highs.columns(rows, cols, vals, (45, 70))
+    want = sp.csc_array(sp.csr_array((vals, (rows, cols)), shape=(45, 70)))
+    assert got.shape == want.shape and len(got.data) == 300
+    assert got.indptr.tolist() == want.indptr.tolist() and got.indices.tolist() == want.indices.tolist()
+    assert got.data.tobytes() == want.data.tobytes()
