@@ -11,7 +11,11 @@ bindings that scipy ships (``scipy.optimize._highspy._core``), so the solver is 
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
+import sys
 from functools import cache
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -22,11 +26,28 @@ FEASIBILITY_TOL = float(np.sqrt(1e-9) * 10)
 
 @cache
 def _core() -> Any:
-    """scipy's HiGHS bindings, imported at the first LP (importing ``scipy.optimize`` costs ~1 s a run needs
-    only for an LP)."""
-    import scipy.optimize._highspy._core as core
+    """scipy's HiGHS bindings, loaded at the first LP from their file: importing them by name would first run
+    ``scipy.optimize``'s package (~0.5 s, most of an LP policy's start-up, for nothing it uses). The module is
+    registered under its own name, so a later ``import scipy.optimize`` in the process takes this one; where
+    the file is not found (another scipy layout) it is imported by name."""
+    name = "scipy.optimize._highspy._core"
+    if name in sys.modules:
+        return sys.modules[name]
+    import scipy
 
-    return core
+    folder = Path(scipy.__file__).parent / "optimize" / "_highspy"
+    found = [folder / f"_core{s}" for s in importlib.machinery.EXTENSION_SUFFIXES if (folder / f"_core{s}").exists()]
+    spec = importlib.util.spec_from_file_location(name, found[0]) if found else None
+    if spec is None or spec.loader is None:
+        return importlib.import_module(name)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except ImportError:
+        del sys.modules[name]
+        return importlib.import_module(name)
+    return module
 
 
 @cache

@@ -58,3 +58,23 @@ def test_columns_are_scipys_csc() -> None:
     assert got.shape == want.shape and len(got.data) == 300
     assert got.indptr.tolist() == want.indptr.tolist() and got.indices.tolist() == want.indices.tolist()
     assert got.data.tobytes() == want.data.tobytes()
+
+
+def test_bindings_load_without_scipy_optimize() -> None:
+    """The first LP loads HiGHS' bindings without running scipy.optimize's package; a later import of
+    scipy.optimize in the process uses the same module, and linprog still works."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from gpucluster_env.baselines.parts import gavel_highs\n"
+        "core = gavel_highs._core()\n"
+        "assert 'scipy.optimize' not in sys.modules\n"
+        "import scipy.optimize._highspy._core as again\n"
+        "from scipy.optimize import linprog\n"
+        "assert again is core\n"
+        "assert linprog([-1, 0], A_ub=[[1, 1]], b_ub=[1], bounds=[(0, 1), (0, 1)]).x.tolist() == [1.0, 0.0]\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
