@@ -200,7 +200,7 @@ class Gavel(Policy):
 
     def _type_order(self, t: np.ndarray) -> list[int]:
         """GPU types fastest first (by the active jobs' mean throughput), as Gavel orders V100, P100, K80."""
-        return np.argsort(-t.mean(axis=0), kind="stable").tolist()
+        return np.argsort(-(t.sum(axis=0) / len(t)), kind="stable").tolist()  # the mean's bits, without its overhead
 
     def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
         """Whether row ``key`` granted type ``k`` already runs there as granted (alone, on type-k GPUs)."""
