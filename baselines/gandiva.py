@@ -25,7 +25,7 @@ import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
 from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
 from gpucluster_env.baselines.parts.job_facts import JobFacts
-from gpucluster_env.baselines.parts.job_shape import start_shape
+from gpucluster_env.baselines.parts.job_shape import FailedShapes
 from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor
 
 from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
@@ -72,16 +72,15 @@ class Gandiva(Policy):
         self.unpacked = 0
         self._next_check = 0.0
         self._judged: set[tuple] = set()
-        self._stuck: tuple | None = None
+        self.failed = FailedShapes(view)
 
     # ------------------------------------------------------------------ queue
-    def order(self, view: ClusterView) -> list[int]:
+    def order(self, view: ClusterView) -> np.ndarray:
         """Pending jobs in arrival order, those that can still meet their deadline first."""
         assert self.facts is not None
         pend = view.pending_jobs()
-        late = np.array([view.now + float(view.solo_time[j]) > self.facts.deadline(j) for j in pend.tolist()],
-                        dtype=bool)
-        return pend[np.argsort(late, kind="stable")].tolist()
+        late = view.now + view.solo_time[pend] > self.facts.deadlines_of(pend)
+        return pend[np.argsort(late, kind="stable")]
 
     def pair_key(self, view: ClusterView, a: int, b: int) -> tuple[int, int]:
         ma, mb = view.model_index(a), view.model_index(b)
@@ -138,20 +137,14 @@ class Gandiva(Policy):
                 return acts
         if view.num_pending == 0:
             return Wait()
-        state = (tuple(view.pending_jobs().tolist()), tuple(view.running_jobs().tolist()), self.unpacked)
-        if state == self._stuck:  # nothing could start in this very state before: nothing can now
-            return Wait()
-        failed: set[tuple[int, int, int]] = set()
-        for j in self.order(view):
-            shape = start_shape(view, j)  # a shape that found nothing in this state finds nothing again
-            if shape in failed:
-                continue
-            g = view.plan_place(j)
-            if g is not None and self.rule.allows(j, g):
-                return Place(j, gpus=tuple(int(x) for x in g))
-            a = self.pack(view, j)
-            if a is not None:
-                return a
-            failed.add(shape)
-        self._stuck = state
-        return Wait()
+        # a shape that found nothing in this state (the GPUs' tenants, the harmful pairs) finds nothing again
+        a = self.failed.walk(self.order(view), None, self.unpacked, lambda j: self.start(view, j))
+        return Wait() if a is None else a
+
+    def start(self, view: ClusterView, j: int) -> Action | None:
+        """Where pending job ``j`` starts now: free GPUs the rule allows, else packed; None: nowhere."""
+        assert self.rule is not None
+        g = view.plan_place(j)
+        if g is not None and self.rule.allows(j, g):
+            return Place(j, gpus=tuple(int(x) for x in g))
+        return self.pack(view, j)
