@@ -22,7 +22,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from gpucluster_env.baselines.parts.gimbal_rules import (
+    JobSet,
+    PartnerCache,
+    TopologyRule,
+    least_utilized_host,
+    packing_sets,
+)
 from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
@@ -73,6 +79,7 @@ class Gandiva(Policy):
         self._next_check = 0.0
         self._judged: set[tuple] = set()
         self.failed = FailedShapes(view)
+        self.hosts = PartnerCache(view, self.rule, self.unequal)
 
     # ------------------------------------------------------------------ queue
     def order(self, view: ClusterView) -> np.ndarray:
@@ -91,7 +98,7 @@ class Gandiva(Policy):
         pairs found harmful."""
         assert self.facts is not None and self.rule is not None
         facts = self.facts
-        return least_utilized_host(view, self.rule, j, self.unequal, lambda p, t: facts.demand(view, p, t),
+        return least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t),
                                    lambda p: self.pair_key(view, j, p) in self.harmful)
 
     # ------------------------------------------------------------------ introspection
@@ -104,23 +111,31 @@ class Gandiva(Policy):
         assert self.model is not None
         shares = self.current_shares()
         out: list[Action] = []
-        for s in packing_sets(view):
-            if not self.settled(view, s.jmax):
-                continue
-            state = (s.jobs, tuple(sorted((k, v) for k, v in shares.items() if k[0] in s.jobs)))
-            if state in self._judged:  # the same set at the same shares: the same (passing) verdict
-                continue
-            self._judged.add(state)
-            for o in s.others:
-                norm = 0.0
-                for x in (s.jmax, o):
-                    g = view.gpus_of(x)
-                    alone = view.iter_time(x, g, view.accumulation(x), 1.0)
-                    norm += alone * self.model.rate(x, shares)
-                if norm < 1.0:
-                    self.harmful.add(self.pair_key(view, o, s.jmax))
-                    self.unpacked += 1
-                    out.append(Preempt(o))
+        with self.model.held():  # the cluster does not change while it is judged
+            for s in packing_sets(view):
+                if not self.settled(view, s.jmax):
+                    continue
+                state = (s.jobs, tuple(sorted((k, v) for k, v in shares.items() if k[0] in s.jobs)))
+                if state in self._judged:  # the same set at the same shares: the same (passing) verdict
+                    continue
+                self._judged.add(state)
+                out += self._unpack(view, s, shares)
+        return out
+
+    def _unpack(self, view: ClusterView, s: JobSet, shares: dict[tuple[int, int], int]) -> list[Action]:
+        """The preemptions of the members of ``s`` whose pair with its ``jmax`` loses to running apart."""
+        assert self.model is not None
+        out: list[Action] = []
+        for o in s.others:
+            norm = 0.0
+            for x in (s.jmax, o):
+                g = view.gpus_of(x)
+                alone = view.iter_time(x, g, view.accumulation(x), 1.0)
+                norm += alone * self.model.rate(x, shares)
+            if norm < 1.0:
+                self.harmful.add(self.pair_key(view, o, s.jmax))
+                self.unpacked += 1
+                out.append(Preempt(o))
         return out
 
     def current_shares(self) -> dict[tuple[int, int], int]:

@@ -39,7 +39,7 @@ import numpy as np
 from gpucluster_env.baselines.parts.gavel_rounds import round_priorities
 from gpucluster_env.baselines.parts.gavel_scheduler import OBJECTIVES, Gavel
 from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, Granularity, WithGimbal
-from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule, least_utilized_host, packing_sets
 from gpucluster_env.baselines.parts.gimbal_search import DEFAULT_GRANULARITY
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import start_shape
@@ -69,6 +69,7 @@ class GavelLeftoverPacking(Gavel):
         view = self.view(env)
         self.facts = JobFacts(view)
         self.rule = TopologyRule(view, relaxed=self.unequal)
+        self.hosts = PartnerCache(view, self.rule, self.unequal)
         self._starts: list[Place] = []
         self._queue: list[int] = []
         self._anchors: set[int] = set()
@@ -141,7 +142,7 @@ class GavelLeftoverPacking(Gavel):
             j = self._queue.pop(0)
             if not view.is_pending(j) or start_shape(view, j) in failed:
                 continue
-            a = least_utilized_host(view, self.rule, j, self.unequal, lambda p, t: facts.demand(view, p, t))
+            a = least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t))
             if a is not None:
                 return a
             failed.add(start_shape(view, j))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, partner_gpus
+from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
 
@@ -71,6 +71,7 @@ class Lucid(Policy):
         self.facts = JobFacts(self.view(env))
         self.rule = TopologyRule(self.view(env), relaxed=self.unequal)
         self.failed = FailedShapes(self.view(env))
+        self.hosts = PartnerCache(self.view(env), self.rule, self.unequal)
 
     def lucid_priority(self, view: ClusterView, j: int) -> float:
         """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
@@ -83,15 +84,16 @@ class Lucid(Policy):
 
     def pick_partner(self, view: ClusterView, j: int) -> Colocate | None:
         """The first running job (by index) Lucid would pack pending job ``j`` beside, as an action."""
+        assert self.rule is not None
+        self.hosts.sync()
         pj = self.lucid_priority(view, j)
         need = int(view.req_gpus[j])
-        for p in view.running_jobs().tolist():
-            if pj > self.time_ratio * self.lucid_priority(view, p):
-                continue
-            key = (p, need)
-            if key not in self._hosts:
-                self._hosts[key] = partner_gpus(view, self.rule, j, p, self.unequal)
-            g = self._hosts[key]
+        run = view.running_jobs()
+        n_p = view.req_gpus[run]
+        # the partners the time-ratio test passes, of a size partner_gpus can offer (by index)
+        ok = ~(pj > self.time_ratio * (view.solo_time[run] * n_p)) & ((n_p == need) | ((n_p > need) & self.unequal))
+        for p in run[ok].tolist():
+            g = self.hosts.gpus(j, p)
             if g is None:
                 continue
             t = int(view.gpu_type[g[0]])
@@ -113,7 +115,6 @@ class Lucid(Policy):
         view = self.view(env)
         if view.num_pending == 0:
             return Wait()
-        self._hosts: dict[tuple[int, int], np.ndarray | None] = {}  # partner GPUs by (partner, size), this act
         # shapes that could not start in this state (job_shape), with the priority they were asked at: a job
         # of one with a priority no better passes no partner's time_ratio test the earlier one failed
         order, keys = self.order(view)

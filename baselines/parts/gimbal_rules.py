@@ -57,15 +57,24 @@ class TopologyRule:
 
 
 def packing_sets(view: ClusterView) -> list[JobSet]:
-    """The job packing sets of the running jobs that share at least one GPU, ordered by ``jmax``."""
+    """The job packing sets of the running jobs that share at least one GPU, ordered by ``jmax``: the
+    connected groups of the jobs that hold the two slots of some GPU (one read of every GPU's tenants)."""
+    ten = view.tenants(np.arange(view.num_gpus))
+    pairs = ten[ten[:, 1] >= 0]
+    if len(pairs) == 0:
+        return []
+    links: dict[int, set[int]] = {}
+    for a, b in np.unique(pairs, axis=0).tolist():
+        links.setdefault(a, set()).add(b)
+        links.setdefault(b, set()).add(a)
     seen: set[int] = set()
     out: list[JobSet] = []
-    for j in view.running_jobs().tolist():
-        if j in seen or not view.partners_of(j):
+    for j in sorted(links):
+        if j in seen:
             continue
         comp, stack = {j}, [j]
         while stack:
-            for p in view.partners_of(stack.pop()):
+            for p in links[stack.pop()]:
                 if p not in comp:
                     comp.add(p)
                     stack.append(p)
@@ -105,20 +114,54 @@ def partner_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int, unequal:
     return None
 
 
-def least_utilized_host(view: ClusterView, rule: TopologyRule, j: int, unequal: bool,
-                        demand: Callable[[int, int], float], skip: Callable[[int], bool] | None = None
-                        ) -> Colocate | None:
+class PartnerCache:
+    """:func:`partner_gpus` answers of one run, kept across decisions by (partner, GPUs asked): an answer reads only
+    the partner's GPUs, their tenants and the partners' sizes (and the static topology), so it holds until a
+    tenant of one of the partner's GPUs changes. :meth:`sync` (done by every question) compares every GPU's
+    tenants with those of the last question and forgets the answers of every job on a GPU that changed."""
+
+    def __init__(self, view: ClusterView, rule: TopologyRule, unequal: bool) -> None:
+        self.view, self.rule, self.unequal = view, rule, bool(unequal)
+        self._all = np.arange(view.num_gpus)
+        self._tenants: np.ndarray | None = None
+        self._answers: dict[int, dict[int, np.ndarray | None]] = {}
+
+    def sync(self) -> None:
+        """Forget the answers of the jobs on GPUs whose tenants changed since the last question."""
+        now = self.view.tenants(self._all)
+        before, self._tenants = self._tenants, now
+        if before is None:
+            return
+        moved = (now != before).any(axis=1)
+        if moved.any():
+            for p in np.unique(np.concatenate([before[moved].ravel(), now[moved].ravel()])).tolist():
+                self._answers.pop(p, None)
+
+    def gpus(self, j: int, p: int) -> np.ndarray | None:
+        """:func:`partner_gpus` of pending job ``j`` beside running job ``p`` (as of the last :meth:`sync`; read
+        only)."""
+        need = int(self.view.req_gpus[j])
+        mine = self._answers.setdefault(p, {})
+        if need not in mine:
+            mine[need] = partner_gpus(self.view, self.rule, j, p, self.unequal)
+        return mine[need]
+
+
+def least_utilized_host(view: ClusterView, hosts: PartnerCache, j: int, demand: Callable[[int, int], float],
+                        skip: Callable[[int], bool] | None = None) -> Colocate | None:
     """Gandiva's packing choice for pending job ``j``, also Gavel+Gimbal's: beside the running job of least
-    profiled ``demand(job, gpu_type)`` among those :func:`partner_gpus` offers (ties: the lowest index) where
-    ``j`` fits in memory at accumulation 1, hosts for which ``skip`` says True left out; None: no host."""
+    profiled ``demand(job, gpu_type)`` among those :func:`partner_gpus` offers (``hosts``' answers, with its rule
+    and relaxation; ties: the lowest index) where ``j`` fits in memory at accumulation 1, hosts for which
+    ``skip`` says True left out; None: no host."""
+    hosts.sync()
     best: tuple[float, int, np.ndarray] | None = None
     run = view.running_jobs()
     n_p = view.req_gpus[run]
     n_j = int(view.req_gpus[j])
-    for p in run[(n_p == n_j) | ((n_p > n_j) & unequal)].tolist():  # the sizes partner_gpus can offer
+    for p in run[(n_p == n_j) | ((n_p > n_j) & hosts.unequal)].tolist():  # the sizes partner_gpus can offer
         if skip is not None and skip(p):
             continue
-        g = partner_gpus(view, rule, j, p, unequal)
+        g = hosts.gpus(j, p)
         if g is None or not view.fits_on(j, g, 1).all():
             continue
         u = demand(p, int(view.gpu_type[g[0]]))
