@@ -58,29 +58,32 @@ class TopologyRule:
 
 def packing_sets(view: ClusterView) -> list[JobSet]:
     """The job packing sets of the running jobs that share at least one GPU, ordered by ``jmax``: the
-    connected groups of the jobs that hold the two slots of some GPU (one read of every GPU's tenants)."""
+    connected groups of the jobs that hold the two slots of some GPU (one read of every GPU's tenants, the
+    groups over arrays)."""
     ten = view.tenants(np.arange(view.num_gpus))
-    pairs = ten[ten[:, 1] >= 0]
-    if len(pairs) == 0:
+    both = ten[ten[:, 1] >= 0]
+    if len(both) == 0:
         return []
-    links: dict[int, set[int]] = {}
-    for a, b in np.unique(pairs, axis=0).tolist():
-        links.setdefault(a, set()).add(b)
-        links.setdefault(b, set()).add(a)
-    seen: set[int] = set()
-    out: list[JobSet] = []
-    for j in sorted(links):
-        if j in seen:
-            continue
-        comp, stack = {j}, [j]
-        while stack:
-            for p in links[stack.pop()]:
-                if p not in comp:
-                    comp.add(p)
-                    stack.append(p)
-        seen |= comp
-        jmax = min(comp, key=lambda x: (-int(view.req_gpus[x]), x))
-        out.append(JobSet(jmax, tuple(sorted(comp - {jmax}))))
+    jobs, ends = np.unique(both, return_inverse=True)
+    ends = ends.reshape(-1, 2)
+    a, b = ends[:, 0], ends[:, 1]
+    group = np.arange(len(jobs))
+    while True:  # every job takes the least label of its group (as many passes as the groups are wide)
+        low = np.minimum(group[a], group[b])
+        new = group.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        new = new[new]
+        if (new == group).all():
+            break
+        group = new
+    req = view.req_gpus[jobs]
+    first = np.lexsort((jobs, -req, group))  # each group's J_max first (largest world size, then lowest index)
+    cut = np.flatnonzero(np.diff(group[first])) + 1
+    out = []
+    for members in np.split(jobs[first], cut):
+        m = members.tolist()
+        out.append(JobSet(m[0], tuple(sorted(m[1:]))))
     out.sort(key=lambda s: s.jmax)
     return out
 
