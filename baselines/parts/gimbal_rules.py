@@ -117,28 +117,43 @@ def partner_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int, unequal:
     return None
 
 
+class TenantWatch:
+    """Which jobs' GPUs changed tenants since the last look: answers that read only a running job's GPUs and
+    their tenants (its partners, its lone GPUs) stay true until then."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self._all = np.arange(view.num_gpus)
+        self._tenants: np.ndarray | None = None
+
+    def moved(self) -> list[int] | None:
+        """The jobs (and -1 for an empty slot) on every GPU whose tenants changed since the last call, before or
+        after; None at the first call (everything is new)."""
+        now = self.view.tenants(self._all)
+        before, self._tenants = self._tenants, now
+        if before is None:
+            return None
+        changed = (now != before).any(axis=1)
+        if not changed.any():
+            return []
+        return np.unique(np.concatenate([before[changed].ravel(), now[changed].ravel()])).tolist()
+
+
 class PartnerCache:
     """:func:`partner_gpus` answers of one run, kept across decisions by (partner, GPUs asked): an answer reads only
     the partner's GPUs, their tenants and the partners' sizes (and the static topology), so it holds until a
-    tenant of one of the partner's GPUs changes. :meth:`sync` (done by every question) compares every GPU's
-    tenants with those of the last question and forgets the answers of every job on a GPU that changed."""
+    tenant of one of the partner's GPUs changes (:class:`TenantWatch`, asked at every :meth:`sync`, which every
+    question does first)."""
 
     def __init__(self, view: ClusterView, rule: TopologyRule, unequal: bool) -> None:
         self.view, self.rule, self.unequal = view, rule, bool(unequal)
-        self._all = np.arange(view.num_gpus)
-        self._tenants: np.ndarray | None = None
+        self._watch = TenantWatch(view)
         self._answers: dict[int, dict[int, np.ndarray | None]] = {}
 
     def sync(self) -> None:
         """Forget the answers of the jobs on GPUs whose tenants changed since the last question."""
-        now = self.view.tenants(self._all)
-        before, self._tenants = self._tenants, now
-        if before is None:
-            return
-        moved = (now != before).any(axis=1)
-        if moved.any():
-            for p in np.unique(np.concatenate([before[moved].ravel(), now[moved].ravel()])).tolist():
-                self._answers.pop(p, None)
+        for p in self._watch.moved() or ():
+            self._answers.pop(p, None)
 
     def gpus(self, j: int, p: int) -> np.ndarray | None:
         """:func:`partner_gpus` of pending job ``j`` beside running job ``p`` (as of the last :meth:`sync`; read

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
+from gpucluster_env.baselines.parts.gimbal_rules import TenantWatch
 from gpucluster_env.baselines.parts.pair_ratios import PairRatios, run_ratios
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
@@ -33,20 +34,27 @@ class ThroughputModel:
         self._shared: dict[tuple[float, float, float, float, bool], float] = {}
         self._held = False
         self._workers: dict[int, tuple[np.ndarray, list[tuple[int, int, float, float]]]] = {}
+        self._watch = TenantWatch(view)
         self._rates: dict[tuple[int, tuple[float, ...]], float] = {}
         self._left: np.ndarray | None = None
 
     @contextmanager
     def held(self) -> Iterator[None]:
-        """While the cluster stays as it is (one monitoring tick, one introspection): each job's workers
-        (GPUs, partners, demand, predicted free ratio) are read once and each rate is computed once per set
-        of worker ratios; both are forgotten on leaving, so a question outside asks the view afresh."""
+        """While the cluster stays as it is (one monitoring tick, one introspection): each rate is computed once
+        per set of worker ratios and every job's iterations left are read once, both forgotten on leaving. Each
+        job's workers (GPUs, partners, demand, predicted free ratio) are kept from one hold to the next until a
+        tenant of one of its GPUs changes (:class:`~.gimbal_rules.TenantWatch`); outside a hold every question
+        asks the view afresh."""
+        moved = self._watch.moved()
+        if moved is None:
+            self._workers.clear()
+        for j in moved or ():
+            self._workers.pop(j, None)
         self._held = True
         try:
             yield
         finally:
             self._held = False
-            self._workers.clear()
             self._rates.clear()
             self._left = None
 
@@ -61,8 +69,8 @@ class ThroughputModel:
 
     def _workers_of(self, j: int) -> tuple[np.ndarray, list[tuple[int, int, float, float]]]:
         """Running job ``j``'s GPUs, and per worker ``(gpu, partner or -1, demand, predicted free ratio beside
-        the partner)`` (kept while :meth:`held`)."""
-        w = self._workers.get(j)
+        the partner)`` (kept from hold to hold, see :meth:`held`)."""
+        w = self._workers.get(j) if self._held else None
         if w is None:
             v = self.view
             g = v.gpus_of(j)
