@@ -136,9 +136,10 @@ class ThroughputModel:
         out = np.zeros(len(jobs))
         left = list(range(len(jobs)))
         gone: frozenset[int] = frozenset()
+        rate = {i: self.rate(jobs[i], shares) for i in left}
         t = 0.0
         while left:
-            r = np.array([self.rate(jobs[i], shares, gone) for i in left])
+            r = np.array([rate[i] for i in left])
             dt = rem[left] / r
             k = int(np.argmin(dt))
             step = float(dt[k])
@@ -147,7 +148,14 @@ class ThroughputModel:
             i = left.pop(k)
             out[i] = t
             gone = gone | {jobs[i]}
+            for o in left:  # a departure changes only the rates of its partners
+                if jobs[i] in self.partners(jobs[o]):
+                    rate[o] = self.rate(jobs[o], shares, gone)
         return out
+
+    def partners(self, j: int) -> set[int]:
+        """The jobs sharing a GPU with running job ``j`` (as :meth:`worker_xi` sees them)."""
+        return {q for _, q, _, _ in self._workers_of(j)[1] if q >= 0}
 
     def stragglers(self, j: int, shares: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
         """``(slow, fast)`` GPUs of job ``j``: its workers with a predicted ratio above its smallest, and the
