@@ -92,10 +92,7 @@ class Lucid(Policy):
         n_p = view.req_gpus[run]
         # the partners the time-ratio test passes, of a size partner_gpus can offer (by index)
         ok = ~(pj > self.time_ratio * (view.solo_time[run] * n_p)) & ((n_p == need) | ((n_p > need) & self.unequal))
-        for p in run[ok].tolist():
-            g = self.hosts.gpus(j, p)
-            if g is None:
-                continue
+        for p, g in self.hosts.hosts(j, run[ok]):
             t = int(view.gpu_type[g[0]])
             if self.score(view, j, t) + self.score(view, p, t) > self.threshold:
                 continue

@@ -79,11 +79,9 @@ def packing_sets(view: ClusterView) -> list[JobSet]:
         group = new
     req = view.req_gpus[jobs]
     first = np.lexsort((jobs, -req, group))  # each group's J_max first (largest world size, then lowest index)
-    cut = np.flatnonzero(np.diff(group[first])) + 1
-    out = []
-    for members in np.split(jobs[first], cut):
-        m = members.tolist()
-        out.append(JobSet(m[0], tuple(sorted(m[1:]))))
+    ends = [0, *(np.flatnonzero(np.diff(group[first])) + 1).tolist(), len(first)]
+    m = jobs[first].tolist()
+    out = [JobSet(m[a], tuple(sorted(m[a + 1:b]))) for a, b in zip(ends, ends[1:], strict=False)]
     out.sort(key=lambda s: s.jmax)
     return out
 
@@ -133,6 +131,8 @@ class TenantWatch:
         before, self._tenants = self._tenants, now
         if before is None:
             return None
+        if now.tobytes() == before.tobytes():
+            return []
         changed = (now != before).any(axis=1)
         if not changed.any():
             return []
@@ -143,26 +143,46 @@ class PartnerCache:
     """:func:`partner_gpus` answers of one run, kept across decisions by (partner, GPUs asked): an answer reads only
     the partner's GPUs, their tenants and the partners' sizes (and the static topology), so it holds until a
     tenant of one of the partner's GPUs changes (:class:`TenantWatch`, asked at every :meth:`sync`, which every
-    question does first)."""
+    question does first). Per number of GPUs asked, two masks over the jobs (answer known, answer None) let
+    :meth:`hosts` pass over many candidate partners at once."""
 
     def __init__(self, view: ClusterView, rule: TopologyRule, unequal: bool) -> None:
         self.view, self.rule, self.unequal = view, rule, bool(unequal)
         self._watch = TenantWatch(view)
-        self._answers: dict[int, dict[int, np.ndarray | None]] = {}
+        self._answers: dict[int, dict[int, np.ndarray | None]] = {}  # by GPUs asked: partner -> answer
+        self._known: dict[int, np.ndarray] = {}  # by GPUs asked: partners whose answer is kept
+        self._none: dict[int, np.ndarray] = {}  # by GPUs asked: partners whose kept answer is None
 
     def sync(self) -> None:
         """Forget the answers of the jobs on GPUs whose tenants changed since the last question."""
-        for p in self._watch.moved() or ():
-            self._answers.pop(p, None)
+        moved = self._watch.moved()
+        if moved is None:
+            moved = list(range(self.view.n_jobs))
+        moved = [p for p in moved if p >= 0]
+        if moved:
+            for known in self._known.values():
+                known[moved] = False
 
-    def gpus(self, j: int, p: int) -> np.ndarray | None:
-        """:func:`partner_gpus` of pending job ``j`` beside running job ``p`` (as of the last :meth:`sync`; read
-        only)."""
+    def _fill(self, need: int, j: int, ps: np.ndarray) -> None:
+        """Work out the answers of partners ``ps`` for a job asking ``need`` GPUs (``j``, one such job)."""
+        if need not in self._known:
+            self._known[need] = np.zeros(self.view.n_jobs, dtype=bool)
+            self._none[need] = np.zeros(self.view.n_jobs, dtype=bool)
+            self._answers[need] = {}
+        answers, none = self._answers[need], self._none[need]
+        for p in ps.tolist():
+            g = answers[p] = partner_gpus(self.view, self.rule, j, p, self.unequal)
+            none[p] = g is None
+        self._known[need][ps] = True
+
+    def hosts(self, j: int, candidates: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """``(p, partner_gpus(j, p))`` for the running ``candidates`` (in their order) that offer pending job
+        ``j`` GPUs (as of the last :meth:`sync`; read only)."""
         need = int(self.view.req_gpus[j])
-        mine = self._answers.setdefault(p, {})
-        if need not in mine:
-            mine[need] = partner_gpus(self.view, self.rule, j, p, self.unequal)
-        return mine[need]
+        known = self._known.get(need)
+        self._fill(need, j, candidates if known is None else candidates[~known[candidates]])
+        answers = self._answers[need]
+        return [(p, answers[p]) for p in candidates[~self._none[need][candidates]].tolist()]
 
 
 def least_utilized_host(view: ClusterView, hosts: PartnerCache, j: int, demand: Callable[[int, int], float],
@@ -176,11 +196,10 @@ def least_utilized_host(view: ClusterView, hosts: PartnerCache, j: int, demand: 
     run = view.running_jobs()
     n_p = view.req_gpus[run]
     n_j = int(view.req_gpus[j])
-    for p in run[(n_p == n_j) | ((n_p > n_j) & hosts.unequal)].tolist():  # the sizes partner_gpus can offer
+    for p, g in hosts.hosts(j, run[(n_p == n_j) | ((n_p > n_j) & hosts.unequal)]):  # sizes partner_gpus can offer
         if skip is not None and skip(p):
             continue
-        g = hosts.gpus(j, p)
-        if g is None or not view.fits_on(j, g, 1).all():
+        if not view.fits_on(j, g, 1).all():
             continue
         u = demand(p, int(view.gpu_type[g[0]]))
         if best is None or u < best[0]:
