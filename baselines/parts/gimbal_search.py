@@ -159,9 +159,8 @@ class Coordinator:
                 raise ValueError(f"Coordinator: made for a share grid of {self.full} steps per GPU, the engine's has "
                                  f"{view.share_units} (pass share_units=view.share_units)")
             self.model = ThroughputModel(view, self.demand, self._predictor)
-        running = set(view.running_jobs().tolist())
-        self.shares = {k: s for k, s in self.shares.items() if k[0] in running}
-        self.liss_on &= running
+        self.shares = {k: s for k, s in self.shares.items() if view.is_running(k[0])}
+        self.liss_on = {j for j in self.liss_on if view.is_running(j)}
 
     def forget(self, jobs: Any) -> None:
         """Drop the shares of ``jobs`` that a scheduler stops or moves (a job starts again at full share, maybe
@@ -179,6 +178,8 @@ class Coordinator:
     def _priority(self, view: ClusterView, j: int) -> float:
         assert self.model is not None
         t = int(view.gpu_type[view.gpus_of(j)[0]])
+        if self.kind == "jct":  # eq. 2 reads the utilization alone: no rate to predict
+            return priority(self.kind, 0.0, 1.0, self.demand(j, t))
         return priority(self.kind, float(self.model.remaining([j])[0]), self.model.rate(j, self.shares),
                         self.demand(j, t), self.deadline(j) - view.now)
 
