@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule
+from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule, fitting_hosts
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
 
@@ -92,13 +92,10 @@ class Lucid(Policy):
         n_p = view.req_gpus[run]
         # the partners the time-ratio test passes, of a size partner_gpus can offer (by index)
         ok = ~(pj > self.time_ratio * (view.solo_time[run] * n_p)) & ((n_p == need) | ((n_p > need) & self.unequal))
-        for p, g in self.hosts.hosts(j, run[ok]):
+        for p, g in fitting_hosts(view, j, self.hosts.hosts(j, run[ok])):
             t = int(view.gpu_type[g[0]])
-            if self.score(view, j, t) + self.score(view, p, t) > self.threshold:
-                continue
-            if not view.fits_on(j, g, 1).all():
-                continue
-            return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
+            if self.score(view, j, t) + self.score(view, p, t) <= self.threshold:
+                return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
         return None
 
     def order(self, view: ClusterView) -> tuple[np.ndarray, np.ndarray]:

@@ -185,6 +185,16 @@ class PartnerCache:
         return [(p, answers[p]) for p in candidates[~self._none[need][candidates]].tolist()]
 
 
+def fitting_hosts(view: ClusterView, j: int, hosts: list[tuple[int, np.ndarray]]) -> list[tuple[int, np.ndarray]]:
+    """The ``(partner, GPUs)`` of ``hosts`` (in their order) on all of whose GPUs pending job ``j`` fits in memory
+    at accumulation 1 (one ``fits_on`` over all their GPUs)."""
+    if not hosts:
+        return []
+    fit = view.fits_on(j, np.concatenate([g for _, g in hosts]), 1)
+    starts = np.cumsum([0, *(len(g) for _, g in hosts[:-1])])
+    return [h for h, ok in zip(hosts, np.logical_and.reduceat(fit, starts).tolist(), strict=True) if ok]
+
+
 def least_utilized_host(view: ClusterView, hosts: PartnerCache, j: int, demand: Callable[[int, int], float],
                         skip: Callable[[int], bool] | None = None) -> Colocate | None:
     """Gandiva's packing choice for pending job ``j``, also Gavel+Gimbal's: beside the running job of least
@@ -196,11 +206,8 @@ def least_utilized_host(view: ClusterView, hosts: PartnerCache, j: int, demand: 
     run = view.running_jobs()
     n_p = view.req_gpus[run]
     n_j = int(view.req_gpus[j])
-    for p, g in hosts.hosts(j, run[(n_p == n_j) | ((n_p > n_j) & hosts.unequal)]):  # sizes partner_gpus can offer
-        if skip is not None and skip(p):
-            continue
-        if not view.fits_on(j, g, 1).all():
-            continue
+    offered = hosts.hosts(j, run[(n_p == n_j) | ((n_p > n_j) & hosts.unequal)])  # sizes partner_gpus can offer
+    for p, g in fitting_hosts(view, j, [h for h in offered if skip is None or not skip(h[0])]):
         u = demand(p, int(view.gpu_type[g[0]]))
         if best is None or u < best[0]:
             best = (u, p, g)
