@@ -22,10 +22,16 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from gpucluster_env.baselines.parts.gimbal_rules import (
+    JobSet,
+    PartnerCache,
+    TopologyRule,
+    least_utilized_host,
+    packing_sets,
+)
 from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
 from gpucluster_env.baselines.parts.job_facts import JobFacts
-from gpucluster_env.baselines.parts.job_shape import start_shape
+from gpucluster_env.baselines.parts.job_shape import FailedShapes
 from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor
 
 from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
@@ -72,16 +78,16 @@ class Gandiva(Policy):
         self.unpacked = 0
         self._next_check = 0.0
         self._judged: set[tuple] = set()
-        self._stuck: tuple | None = None
+        self.failed = FailedShapes(view)
+        self.hosts = PartnerCache(view, self.rule, self.unequal)
 
     # ------------------------------------------------------------------ queue
-    def order(self, view: ClusterView) -> list[int]:
+    def order(self, view: ClusterView) -> np.ndarray:
         """Pending jobs in arrival order, those that can still meet their deadline first."""
         assert self.facts is not None
         pend = view.pending_jobs()
-        late = np.array([view.now + float(view.solo_time[j]) > self.facts.deadline(j) for j in pend.tolist()],
-                        dtype=bool)
-        return pend[np.argsort(late, kind="stable")].tolist()
+        late = view.now + view.solo_time[pend] > self.facts.deadlines_of(pend)
+        return pend[np.argsort(late, kind="stable")]
 
     def pair_key(self, view: ClusterView, a: int, b: int) -> tuple[int, int]:
         ma, mb = view.model_index(a), view.model_index(b)
@@ -92,7 +98,7 @@ class Gandiva(Policy):
         pairs found harmful."""
         assert self.facts is not None and self.rule is not None
         facts = self.facts
-        return least_utilized_host(view, self.rule, j, self.unequal, lambda p, t: facts.demand(view, p, t),
+        return least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t),
                                    lambda p: self.pair_key(view, j, p) in self.harmful)
 
     # ------------------------------------------------------------------ introspection
@@ -105,23 +111,31 @@ class Gandiva(Policy):
         assert self.model is not None
         shares = self.current_shares()
         out: list[Action] = []
-        for s in packing_sets(view):
-            if not self.settled(view, s.jmax):
-                continue
-            state = (s.jobs, tuple(sorted((k, v) for k, v in shares.items() if k[0] in s.jobs)))
-            if state in self._judged:  # the same set at the same shares: the same (passing) verdict
-                continue
-            self._judged.add(state)
-            for o in s.others:
-                norm = 0.0
-                for x in (s.jmax, o):
-                    g = view.gpus_of(x)
-                    alone = view.iter_time(x, g, view.accumulation(x), 1.0)
-                    norm += alone * self.model.rate(x, shares)
-                if norm < 1.0:
-                    self.harmful.add(self.pair_key(view, o, s.jmax))
-                    self.unpacked += 1
-                    out.append(Preempt(o))
+        with self.model.held():  # the cluster does not change while it is judged
+            for s in packing_sets(view):
+                if not self.settled(view, s.jmax):
+                    continue
+                state = (s.jobs, tuple(sorted((k, v) for k, v in shares.items() if k[0] in s.jobs)))
+                if state in self._judged:  # the same set at the same shares: the same (passing) verdict
+                    continue
+                self._judged.add(state)
+                out += self._unpack(view, s, shares)
+        return out
+
+    def _unpack(self, view: ClusterView, s: JobSet, shares: dict[tuple[int, int], int]) -> list[Action]:
+        """The preemptions of the members of ``s`` whose pair with its ``jmax`` loses to running apart."""
+        assert self.model is not None
+        out: list[Action] = []
+        for o in s.others:
+            norm = 0.0
+            for x in (s.jmax, o):
+                g = view.gpus_of(x)
+                alone = view.iter_time(x, g, view.accumulation(x), 1.0)
+                norm += alone * self.model.rate(x, shares)
+            if norm < 1.0:
+                self.harmful.add(self.pair_key(view, o, s.jmax))
+                self.unpacked += 1
+                out.append(Preempt(o))
         return out
 
     def current_shares(self) -> dict[tuple[int, int], int]:
@@ -138,20 +152,14 @@ class Gandiva(Policy):
                 return acts
         if view.num_pending == 0:
             return Wait()
-        state = (tuple(view.pending_jobs().tolist()), tuple(view.running_jobs().tolist()), self.unpacked)
-        if state == self._stuck:  # nothing could start in this very state before: nothing can now
-            return Wait()
-        failed: set[tuple[int, int, int]] = set()
-        for j in self.order(view):
-            shape = start_shape(view, j)  # a shape that found nothing in this state finds nothing again
-            if shape in failed:
-                continue
-            g = view.plan_place(j)
-            if g is not None and self.rule.allows(j, g):
-                return Place(j, gpus=tuple(int(x) for x in g))
-            a = self.pack(view, j)
-            if a is not None:
-                return a
-            failed.add(shape)
-        self._stuck = state
-        return Wait()
+        # a shape that found nothing in this state (the GPUs' tenants, the harmful pairs) finds nothing again
+        a = self.failed.walk(self.order(view), None, self.unpacked, lambda j: self.start(view, j))
+        return Wait() if a is None else a
+
+    def start(self, view: ClusterView, j: int) -> Action | None:
+        """Where pending job ``j`` starts now: free GPUs the rule allows, else packed; None: nowhere."""
+        assert self.rule is not None
+        g = view.plan_place(j)
+        if g is not None and self.rule.allows(j, g):
+            return Place(j, gpus=tuple(int(x) for x in g))
+        return self.pack(view, j)

@@ -39,10 +39,10 @@ import numpy as np
 from gpucluster_env.baselines.parts.gavel_rounds import round_priorities
 from gpucluster_env.baselines.parts.gavel_scheduler import OBJECTIVES, Gavel
 from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, Granularity, WithGimbal
-from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, least_utilized_host, packing_sets
+from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule, least_utilized_host, packing_sets
 from gpucluster_env.baselines.parts.gimbal_search import DEFAULT_GRANULARITY
 from gpucluster_env.baselines.parts.job_facts import JobFacts
-from gpucluster_env.baselines.parts.job_shape import start_shape
+from gpucluster_env.baselines.parts.job_shape import FailedShapes
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
 from gpucluster_env.engine import Action, Place, Preempt, Wait
@@ -69,6 +69,8 @@ class GavelLeftoverPacking(Gavel):
         view = self.view(env)
         self.facts = JobFacts(view)
         self.rule = TopologyRule(view, relaxed=self.unequal)
+        self.hosts = PartnerCache(view, self.rule, self.unequal)
+        self.failed = FailedShapes(view)
         self._starts: list[Place] = []
         self._queue: list[int] = []
         self._anchors: set[int] = set()
@@ -135,17 +137,19 @@ class GavelLeftoverPacking(Gavel):
             if view.is_pending(a.job) and (view.tenants(list(a.gpus)) < 0).all() and self.rule.allows(a.job, a.gpus):
                 return a
             self.granted.pop((a.job,), None)
+        if not self._queue:
+            return Wait()
         facts = self.facts
-        failed: set[tuple[int, int, int]] = set()  # shapes that found no host in this state (job_shape)
-        while self._queue:
-            j = self._queue.pop(0)
-            if not view.is_pending(j) or start_shape(view, j) in failed:
-                continue
-            a = least_utilized_host(view, self.rule, j, self.unequal, lambda p, t: facts.demand(view, p, t))
-            if a is not None:
-                return a
-            failed.add(start_shape(view, j))
-        return Wait()
+        # the queue's pending jobs in order, a shape that found no host in this state skipped (job_shape); the
+        # jobs up to the one packed leave the queue
+        queue = np.array(self._queue)
+        a = self.failed.walk(queue[np.isin(queue, view.pending_jobs())], None, None,
+                             lambda j: least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t)))
+        if a is None:
+            self._queue = []
+            return Wait()
+        self._queue = self._queue[self._queue.index(a.job) + 1:]
+        return a
 
 
 @register_policy

@@ -22,9 +22,9 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.parts.gimbal_rules import TopologyRule, partner_gpus
+from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule, fitting_hosts
 from gpucluster_env.baselines.parts.job_facts import JobFacts
-from gpucluster_env.baselines.parts.job_shape import start_shape
+from gpucluster_env.baselines.parts.job_shape import FailedShapes
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -70,7 +70,8 @@ class Lucid(Policy):
         super().reset(env)
         self.facts = JobFacts(self.view(env))
         self.rule = TopologyRule(self.view(env), relaxed=self.unequal)
-        self._stuck: tuple | None = None
+        self.failed = FailedShapes(self.view(env))
+        self.hosts = PartnerCache(self.view(env), self.rule, self.unequal)
 
     def lucid_priority(self, view: ClusterView, j: int) -> float:
         """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
@@ -83,51 +84,45 @@ class Lucid(Policy):
 
     def pick_partner(self, view: ClusterView, j: int) -> Colocate | None:
         """The first running job (by index) Lucid would pack pending job ``j`` beside, as an action."""
+        assert self.rule is not None
+        self.hosts.sync()
         pj = self.lucid_priority(view, j)
         need = int(view.req_gpus[j])
-        for p in view.running_jobs().tolist():
-            if pj > self.time_ratio * self.lucid_priority(view, p):
-                continue
-            key = (p, need)
-            if key not in self._hosts:
-                self._hosts[key] = partner_gpus(view, self.rule, j, p, self.unequal)
-            g = self._hosts[key]
-            if g is None:
-                continue
+        run = view.running_jobs()
+        n_p = view.req_gpus[run]
+        # the partners the time-ratio test passes, of a size partner_gpus can offer (by index)
+        ok = ~(pj > self.time_ratio * (view.solo_time[run] * n_p)) & ((n_p == need) | ((n_p > need) & self.unequal))
+        for p, g in fitting_hosts(view, j, self.hosts.hosts(j, run[ok])):
             t = int(view.gpu_type[g[0]])
-            if self.score(view, j, t) + self.score(view, p, t) > self.threshold:
-                continue
-            if not view.fits_on(j, g, 1).all():
-                continue
-            return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
+            if self.score(view, j, t) + self.score(view, p, t) <= self.threshold:
+                return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
         return None
 
-    def order(self, view: ClusterView) -> list[int]:
-        """Pending jobs by Lucid's priority (ties: queue order)."""
+    def order(self, view: ClusterView) -> tuple[np.ndarray, np.ndarray]:
+        """Pending jobs by Lucid's priority (ties: queue order), and their priorities."""
         pend = view.pending_jobs()
         key = view.solo_time[pend] * view.req_gpus[pend]
-        return pend[np.argsort(key, kind="stable")].tolist()
+        i = np.argsort(key, kind="stable")
+        return pend[i], key[i]
 
     def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
         view = self.view(env)
         if view.num_pending == 0:
             return Wait()
-        state = (tuple(view.pending_jobs().tolist()), tuple(view.running_jobs().tolist()))
-        if state == self._stuck:  # nothing could start in this very state before: nothing can now
-            return Wait()
-        self._hosts: dict[tuple[int, int], np.ndarray | None] = {}  # partner GPUs by (partner, size), this act
-        # shapes that could not start in this state (job_shape): a later job of one has a priority no better,
-        # so it passes no partner's time_ratio test an earlier one failed
-        failed: set[tuple[int, int, int]] = set()
-        for j in self.order(view):
-            if start_shape(view, j) in failed:
-                continue
-            a = self.pick_partner(view, j)
-            if a is not None:
-                return a
-            g = view.plan_place(j)
-            if g is not None and self.rule.allows(j, g):
-                return Place(j, gpus=tuple(int(x) for x in g))
-            failed.add(start_shape(view, j))
-        self._stuck = state
-        return Wait()
+        # shapes that could not start in this state (job_shape), with the priority they were asked at: a job
+        # of one with a priority no better passes no partner's time_ratio test the earlier one failed
+        order, keys = self.order(view)
+        a = self.failed.walk(order, keys, None, lambda j: self.start(view, j))
+        return Wait() if a is None else a
+
+    def start(self, view: ClusterView, j: int) -> Action | None:
+        """Where pending job ``j`` starts now: beside a partner, else on free GPUs the rule allows; None:
+        nowhere."""
+        assert self.rule is not None
+        a = self.pick_partner(view, j)
+        if a is not None:
+            return a
+        g = view.plan_place(j)
+        if g is not None and self.rule.allows(j, g):
+            return Place(j, gpus=tuple(int(x) for x in g))
+        return None

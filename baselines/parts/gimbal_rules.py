@@ -57,21 +57,31 @@ class TopologyRule:
 
 
 def packing_sets(view: ClusterView) -> list[JobSet]:
-    """The job packing sets of the running jobs that share at least one GPU, ordered by ``jmax``."""
-    seen: set[int] = set()
-    out: list[JobSet] = []
-    for j in view.running_jobs().tolist():
-        if j in seen or not view.partners_of(j):
-            continue
-        comp, stack = {j}, [j]
-        while stack:
-            for p in view.partners_of(stack.pop()):
-                if p not in comp:
-                    comp.add(p)
-                    stack.append(p)
-        seen |= comp
-        jmax = min(comp, key=lambda x: (-int(view.req_gpus[x]), x))
-        out.append(JobSet(jmax, tuple(sorted(comp - {jmax}))))
+    """The job packing sets of the running jobs that share at least one GPU, ordered by ``jmax``: the
+    connected groups of the jobs that hold the two slots of some GPU (one read of every GPU's tenants, the
+    groups over arrays)."""
+    ten = view.tenants(np.arange(view.num_gpus))
+    both = ten[ten[:, 1] >= 0]
+    if len(both) == 0:
+        return []
+    jobs, ends = np.unique(both, return_inverse=True)
+    ends = ends.reshape(-1, 2)
+    a, b = ends[:, 0], ends[:, 1]
+    group = np.arange(len(jobs))
+    while True:  # every job takes the least label of its group (as many passes as the groups are wide)
+        low = np.minimum(group[a], group[b])
+        new = group.copy()
+        np.minimum.at(new, a, low)
+        np.minimum.at(new, b, low)
+        new = new[new]
+        if (new == group).all():
+            break
+        group = new
+    req = view.req_gpus[jobs]
+    first = np.lexsort((jobs, -req, group))  # each group's J_max first (largest world size, then lowest index)
+    ends = [0, *(np.flatnonzero(np.diff(group[first])) + 1).tolist(), len(first)]
+    m = jobs[first].tolist()
+    out = [JobSet(m[a], tuple(sorted(m[a + 1:b]))) for a, b in zip(ends, ends[1:], strict=False)]
     out.sort(key=lambda s: s.jmax)
     return out
 
@@ -105,22 +115,99 @@ def partner_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int, unequal:
     return None
 
 
-def least_utilized_host(view: ClusterView, rule: TopologyRule, j: int, unequal: bool,
-                        demand: Callable[[int, int], float], skip: Callable[[int], bool] | None = None
-                        ) -> Colocate | None:
+class TenantWatch:
+    """Which jobs' GPUs changed tenants since the last look: answers that read only a running job's GPUs and
+    their tenants (its partners, its lone GPUs) stay true until then."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self._all = np.arange(view.num_gpus)
+        self._tenants: np.ndarray | None = None
+
+    def moved(self) -> list[int] | None:
+        """The jobs (and -1 for an empty slot) on every GPU whose tenants changed since the last call, before or
+        after; None at the first call (everything is new)."""
+        now = self.view.tenants(self._all)
+        before, self._tenants = self._tenants, now
+        if before is None:
+            return None
+        if now.tobytes() == before.tobytes():
+            return []
+        changed = (now != before).any(axis=1)
+        if not changed.any():
+            return []
+        return np.unique(np.concatenate([before[changed].ravel(), now[changed].ravel()])).tolist()
+
+
+class PartnerCache:
+    """:func:`partner_gpus` answers of one run, kept across decisions by (partner, GPUs asked): an answer reads only
+    the partner's GPUs, their tenants and the partners' sizes (and the static topology), so it holds until a
+    tenant of one of the partner's GPUs changes (:class:`TenantWatch`, asked at every :meth:`sync`, which every
+    question does first). Per number of GPUs asked, two masks over the jobs (answer known, answer None) let
+    :meth:`hosts` pass over many candidate partners at once."""
+
+    def __init__(self, view: ClusterView, rule: TopologyRule, unequal: bool) -> None:
+        self.view, self.rule, self.unequal = view, rule, bool(unequal)
+        self._watch = TenantWatch(view)
+        self._answers: dict[int, dict[int, np.ndarray | None]] = {}  # by GPUs asked: partner -> answer
+        self._known: dict[int, np.ndarray] = {}  # by GPUs asked: partners whose answer is kept
+        self._none: dict[int, np.ndarray] = {}  # by GPUs asked: partners whose kept answer is None
+
+    def sync(self) -> None:
+        """Forget the answers of the jobs on GPUs whose tenants changed since the last question."""
+        moved = self._watch.moved()
+        if moved is None:
+            moved = list(range(self.view.n_jobs))
+        moved = [p for p in moved if p >= 0]
+        if moved:
+            for known in self._known.values():
+                known[moved] = False
+
+    def _fill(self, need: int, j: int, ps: np.ndarray) -> None:
+        """Work out the answers of partners ``ps`` for a job asking ``need`` GPUs (``j``, one such job)."""
+        if need not in self._known:
+            self._known[need] = np.zeros(self.view.n_jobs, dtype=bool)
+            self._none[need] = np.zeros(self.view.n_jobs, dtype=bool)
+            self._answers[need] = {}
+        answers, none = self._answers[need], self._none[need]
+        for p in ps.tolist():
+            g = answers[p] = partner_gpus(self.view, self.rule, j, p, self.unequal)
+            none[p] = g is None
+        self._known[need][ps] = True
+
+    def hosts(self, j: int, candidates: np.ndarray) -> list[tuple[int, np.ndarray]]:
+        """``(p, partner_gpus(j, p))`` for the running ``candidates`` (in their order) that offer pending job
+        ``j`` GPUs (as of the last :meth:`sync`; read only)."""
+        need = int(self.view.req_gpus[j])
+        known = self._known.get(need)
+        self._fill(need, j, candidates if known is None else candidates[~known[candidates]])
+        answers = self._answers[need]
+        return [(p, answers[p]) for p in candidates[~self._none[need][candidates]].tolist()]
+
+
+def fitting_hosts(view: ClusterView, j: int, hosts: list[tuple[int, np.ndarray]]) -> list[tuple[int, np.ndarray]]:
+    """The ``(partner, GPUs)`` of ``hosts`` (in their order) on all of whose GPUs pending job ``j`` fits in memory
+    at accumulation 1 (one ``fits_on`` over all their GPUs)."""
+    if not hosts:
+        return []
+    fit = view.fits_on(j, np.concatenate([g for _, g in hosts]), 1)
+    starts = np.cumsum([0, *(len(g) for _, g in hosts[:-1])])
+    return [h for h, ok in zip(hosts, np.logical_and.reduceat(fit, starts).tolist(), strict=True) if ok]
+
+
+def least_utilized_host(view: ClusterView, hosts: PartnerCache, j: int, demand: Callable[[int, int], float],
+                        skip: Callable[[int], bool] | None = None) -> Colocate | None:
     """Gandiva's packing choice for pending job ``j``, also Gavel+Gimbal's: beside the running job of least
-    profiled ``demand(job, gpu_type)`` among those :func:`partner_gpus` offers (ties: the lowest index) where
-    ``j`` fits in memory at accumulation 1, hosts for which ``skip`` says True left out; None: no host."""
+    profiled ``demand(job, gpu_type)`` among those :func:`partner_gpus` offers (``hosts``' answers, with its rule
+    and relaxation; ties: the lowest index) where ``j`` fits in memory at accumulation 1, hosts for which
+    ``skip`` says True left out; None: no host."""
+    hosts.sync()
     best: tuple[float, int, np.ndarray] | None = None
     run = view.running_jobs()
     n_p = view.req_gpus[run]
     n_j = int(view.req_gpus[j])
-    for p in run[(n_p == n_j) | ((n_p > n_j) & unequal)].tolist():  # the sizes partner_gpus can offer
-        if skip is not None and skip(p):
-            continue
-        g = partner_gpus(view, rule, j, p, unequal)
-        if g is None or not view.fits_on(j, g, 1).all():
-            continue
+    offered = hosts.hosts(j, run[(n_p == n_j) | ((n_p > n_j) & hosts.unequal)])  # sizes partner_gpus can offer
+    for p, g in fitting_hosts(view, j, [h for h in offered if skip is None or not skip(h[0])]):
         u = demand(p, int(view.gpu_type[g[0]]))
         if best is None or u < best[0]:
             best = (u, p, g)

@@ -159,9 +159,8 @@ class Coordinator:
                 raise ValueError(f"Coordinator: made for a share grid of {self.full} steps per GPU, the engine's has "
                                  f"{view.share_units} (pass share_units=view.share_units)")
             self.model = ThroughputModel(view, self.demand, self._predictor)
-        running = set(view.running_jobs().tolist())
-        self.shares = {k: s for k, s in self.shares.items() if k[0] in running}
-        self.liss_on &= running
+        self.shares = {k: s for k, s in self.shares.items() if view.is_running(k[0])}
+        self.liss_on = {j for j in self.liss_on if view.is_running(j)}
 
     def forget(self, jobs: Any) -> None:
         """Drop the shares of ``jobs`` that a scheduler stops or moves (a job starts again at full share, maybe
@@ -179,7 +178,9 @@ class Coordinator:
     def _priority(self, view: ClusterView, j: int) -> float:
         assert self.model is not None
         t = int(view.gpu_type[view.gpus_of(j)[0]])
-        return priority(self.kind, float(view.remaining_now()[j]), self.model.rate(j, self.shares),
+        if self.kind == "jct":  # eq. 2 reads the utilization alone: no rate to predict
+            return priority(self.kind, 0.0, 1.0, self.demand(j, t))
+        return priority(self.kind, float(self.model.remaining([j])[0]), self.model.rate(j, self.shares),
                         self.demand(j, t), self.deadline(j) - view.now)
 
     # ------------------------------------------------------------------ Algorithm 1
@@ -277,39 +278,48 @@ class Coordinator:
 
     def release_lone(self, view: ClusterView, acts: list[Action]) -> None:
         """Full share back for every worker that no longer shares its GPU (its partner finished or left)."""
-        lone = {k: self.full for k in self.shares if not (view.tenants([k[1]])[0] >= 0).all()}
-        self.move_to(view, lone, acts)
+        keys = list(self.shares)
+        if not keys:
+            return
+        alone = (view.tenants([k[1] for k in keys]) < 0).any(axis=1).tolist()
+        self.move_to(view, {k: self.full for k, a in zip(keys, alone, strict=True) if a}, acts)
 
     def tick(self, view: ClusterView) -> list[Action]:
         """Runtime monitoring: release lone workers, then for every packing set evaluate the last plan's gain
         (the objective under the current shares against the best point's, both at the current progress) and
         issue the next plan, or end the search and go back to its best point."""
         self._sync(view)
+        assert self.model is not None
         acts: list[Action] = []
         self.release_lone(view, acts)
         sets = packing_sets(view)
         live = {s.jmax for s in sets}
         self.searches = {k: v for k, v in self.searches.items() if k in live}
-        for s in sets:
-            st = self.searches.get(s.jmax)
-            if st is None or st.members != s.jobs:
-                st = self.searches[s.jmax] = self.start(view, s, acts)
-            elif not st.done:
-                if self.objective(view, s.jobs, self.shares) < self.objective(view, s.jobs, st.best_shares) * (
-                        1.0 - 1e-9):
-                    st.best_shares, st.fails = dict(self.shares), 0
-                else:
-                    st.fails += 1
-            if st.done:
-                continue
-            limit = MAX_FAILS if self.early_exit else -(-self.full // self.steps)
-            plan = self.step(view, st, s.jmax) if st.fails < limit else []
-            if plan:
-                st.attempts += 1
-                self.stats.attempts += 1
-                acts += plan
-            else:
-                st.done = True
-                self.stats.early_exits += int(st.fails >= MAX_FAILS and self.early_exit)
-                self._restore(view, st, acts)
+        with self.model.held():  # the cluster does not change during a tick
+            for s in sets:
+                self._tick_set(view, s, acts)
         return acts
+
+    def _tick_set(self, view: ClusterView, s: JobSet, acts: list[Action]) -> None:
+        """One tick of Algorithm 1 on packing set ``s`` (see :meth:`tick`)."""
+        st = self.searches.get(s.jmax)
+        if st is None or st.members != s.jobs:
+            st = self.searches[s.jmax] = self.start(view, s, acts)
+        elif not st.done:
+            if self.objective(view, s.jobs, self.shares) < self.objective(view, s.jobs, st.best_shares) * (
+                    1.0 - 1e-9):
+                st.best_shares, st.fails = dict(self.shares), 0
+            else:
+                st.fails += 1
+        if st.done:
+            return
+        limit = MAX_FAILS if self.early_exit else -(-self.full // self.steps)
+        plan = self.step(view, st, s.jmax) if st.fails < limit else []
+        if plan:
+            st.attempts += 1
+            self.stats.attempts += 1
+            acts += plan
+        else:
+            st.done = True
+            self.stats.early_exits += int(st.fails >= MAX_FAILS and self.early_exit)
+            self._restore(view, st, acts)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from gpucluster_env.engine.view import ClusterView
 
 
@@ -23,6 +25,11 @@ class JobFacts:
     def demand(view: ClusterView, j: int, gpu_type: int) -> float:
         """Profiled GPU demand of job ``j`` on GPU type index ``gpu_type`` (in (0, 1])."""
         return view.demand(j, int(gpu_type))
+
+    def deadlines_of(self, jobs: np.ndarray) -> np.ndarray:
+        """:meth:`deadline` of each of ``jobs``, as an array."""
+        d = self.deadlines[jobs]
+        return np.where(np.isnan(d), math.inf, d)
 
     def deadline(self, j: int) -> float:
         """Job ``j``'s deadline (s), ``inf`` when it has none."""

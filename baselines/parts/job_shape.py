@@ -7,9 +7,18 @@ Gimbal's topology rule (:class:`~.gimbal_rules.TopologyRule`: the number of GPUs
 through ``(GPUs asked, model, batch)``. Lucid, Gandiva and Gavel+Gimbal walk their queue in one state until a
 job starts, so once a shape found nothing, the later jobs of that shape are skipped without asking again: the
 same decision, without a scan of the running jobs per queued job.
+
+:class:`FailedShapes` keeps those answers across decisions while the cluster state stays the same (the GPUs'
+tenants, and whatever else the policy's start question reads, such as Gandiva's harmful pairs): a decision after
+an arrival or a tick that changed nothing asks only the shapes not yet asked, and picks the jobs to ask over
+arrays (one code per shape) instead of one Python call per queued job.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+
+import numpy as np
 
 from gpucluster_env.engine.view import ClusterView
 
@@ -17,3 +26,57 @@ from gpucluster_env.engine.view import ClusterView
 def start_shape(view: ClusterView, j: int) -> tuple[int, int, int]:
     """Job ``j``'s ``(GPUs asked, model index, per-GPU batch)``: all a start question reads of it."""
     return int(view.req_gpus[j]), view.model_index(j), view.batch(j)
+
+
+class FailedShapes:
+    """The shapes that found nothing in the current cluster state, with the smallest priority key each was asked
+    at (a policy whose start question also reads a job's priority, Lucid's time-ratio test, passes a job only
+    when its key is below that; one without passes ``keys=None``: a shape asked once is done in that state).
+
+    Each pending job's shape is coded once, when first seen pending (a pending job runs at its stated batch: a
+    batch set by ``Reallocate`` lasts only while the job runs). The state is the GPUs' tenants and the
+    policy's ``extra`` key; any change of either forgets every answer."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self._code = np.full(view.n_jobs, -1, dtype=np.int64)
+        self._ids: dict[tuple[int, int, int], int] = {}
+        self._floor = np.zeros(0)  # by shape code: the smallest key it failed at (inf: not failed)
+        self._gpus = np.arange(view.num_gpus)
+        self._state: tuple[bytes, Hashable] | None = None
+
+    def _codes(self, jobs: np.ndarray) -> np.ndarray:
+        """Shape codes of pending ``jobs``, coding the ones never seen."""
+        c = self._code[jobs]
+        if (c < 0).any():
+            v = self.view
+            for j in jobs[c < 0].tolist():
+                self._code[j] = self._ids.setdefault(start_shape(v, j), len(self._ids))
+            if len(self._ids) > len(self._floor):
+                self._floor = np.concatenate([self._floor, np.full(len(self._ids) - len(self._floor), np.inf)])
+            c = self._code[jobs]
+        return c
+
+    def walk(self, order: np.ndarray, keys: np.ndarray | None, extra: Hashable,
+             ask: Callable[[int], object | None]) -> object | None:
+        """Walk pending jobs ``order`` (with their priority ``keys`` in the same order, ascending, or None) in
+        the current state: ``ask(j)`` for each job not known to find nothing, in order, until one answers
+        (returned); a job that finds nothing marks its shape. None: nothing can start."""
+        state = (self.view.tenants(self._gpus).tobytes(), extra)
+        if state != self._state:
+            self._state = state
+            self._floor[:] = np.inf
+        if len(order) == 0:
+            return None
+        codes = self._codes(order)
+        k = np.zeros(len(order)) if keys is None else keys
+        live = np.flatnonzero(k < self._floor[codes])
+        # the first job of each live shape, in order: a later one has a key no smaller, so it is skipped too
+        _, first = np.unique(codes[live], return_index=True)
+        floor = self._floor
+        for i in np.sort(live[first]).tolist():
+            a = ask(int(order[i]))
+            if a is not None:
+                return a
+            floor[codes[i]] = k[i]
+        return None

@@ -1,0 +1,144 @@
+"""What the packing schedulers keep from one decision to the next (baselines/parts/job_shape.py FailedShapes,
+gimbal_rules.py PartnerCache and packing_sets, gimbal_throughput.py ThroughputModel.held) gives, at every decision
+of real runs, the answers of the plain per-question computations they replace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from gpucluster_env.baselines.gandiva_gimbal import GandivaGimbal
+from gpucluster_env.baselines.lucid_gimbal import LucidGimbal
+from gpucluster_env.baselines.parts.gimbal_rules import JobSet, packing_sets, partner_gpus
+from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel
+from gpucluster_env.baselines.parts.job_shape import start_shape
+
+from gpucluster_env.engine import Action, Wait
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import run_episode
+
+
+def plain_walk(view: ClusterView, order: list[int], start: Any) -> Action:
+    """The queue walk without memory: each job in order, a shape that found nothing in this walk skipped."""
+    failed: set[tuple[int, int, int]] = set()
+    for j in order:
+        if start_shape(view, j) in failed:
+            continue
+        a = start(view, j)
+        if a is not None:
+            return a
+        failed.add(start_shape(view, j))
+    return Wait()
+
+
+def plain_sets(view: ClusterView) -> list[JobSet]:
+    """Packing sets by walking each running job's partners."""
+    seen: set[int] = set()
+    out = []
+    for j in view.running_jobs().tolist():
+        if j in seen or not view.partners_of(j):
+            continue
+        comp, stack = {j}, [j]
+        while stack:
+            for p in view.partners_of(stack.pop()):
+                if p not in comp:
+                    comp.add(p)
+                    stack.append(p)
+        seen |= comp
+        jmax = min(comp, key=lambda x: (-int(view.req_gpus[x]), x))
+        out.append(JobSet(jmax, tuple(sorted(comp - {jmax}))))
+    return sorted(out, key=lambda s: s.jmax)
+
+
+class _CheckedLucid(LucidGimbal):
+    """Lucid+Gimbal that, before each host decision, works it out by the plain walk and compares."""
+
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self.compared = 0
+        self.started = 0
+
+    def act(self, observation: Any, env: Any) -> Any:
+        view = self.view(env)
+        due = view.now >= self._next_tick
+        if not due and view.num_pending:
+            order, _ = self.host.order(view)
+            want = plain_walk(view, order.tolist(), self.host.start)
+            got = super().act(observation, env)
+            assert got == want
+            self.compared += 1
+            self.started += not isinstance(got, Wait)
+            return got
+        return super().act(observation, env)
+
+
+class _CheckedGandiva(GandivaGimbal):
+    """Gandiva+Gimbal that checks its partner answers against partner_gpus, its packing sets against the
+    partners walk, and its coordinator's rates inside a tick against rates asked afresh."""
+
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self.hosts_checked = 0
+        self.sets_checked = 0
+        self.rates_checked = 0
+
+    def act(self, observation: Any, env: Any) -> Any:
+        view = self.view(env)
+        host = self.host
+        host.hosts.sync()
+        run = view.running_jobs()
+        for j in view.pending_jobs()[:3].tolist():
+            want = [(p, g) for p in run.tolist()
+                    if (g := partner_gpus(view, host.rule, j, p, host.unequal)) is not None]
+            got = host.hosts.hosts(j, run)
+            assert [p for p, _ in got] == [p for p, _ in want]
+            assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(got, want, strict=True))
+            self.hosts_checked += len(want)
+        sets = packing_sets(view)
+        assert sets == plain_sets(view)
+        self.sets_checked += len(sets)
+        coord = self.coordinator
+        if coord is not None and coord.model is not None and sets:
+            fresh = ThroughputModel(view, coord.demand)
+            jobs = sets[0].jobs
+            with coord.model.held():
+                for _ in range(2):  # the second round reads what the first kept
+                    held = [coord.model.rate(j, coord.shares) for j in jobs]
+                    times = coord.model.remaining_times(jobs, coord.shares)
+            assert held == [fresh.rate(j, coord.shares) for j in jobs]
+            assert np.array_equal(times, _plain_times(fresh, jobs, coord.shares))
+            self.rates_checked += len(jobs)
+        return super().act(observation, env)
+
+
+def _plain_times(model: ThroughputModel, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> np.ndarray:
+    """Remaining times with every rate asked again after each departure."""
+    rem = model.view.remaining_now()[list(jobs)].astype(float)
+    out = np.zeros(len(jobs))
+    left = list(range(len(jobs)))
+    gone: frozenset[int] = frozenset()
+    t = 0.0
+    while left:
+        r = np.array([model.rate(jobs[i], shares, gone) for i in left])
+        dt = rem[left] / r
+        k = int(np.argmin(dt))
+        t += float(dt[k])
+        rem[left] -= r * float(dt[k])
+        i = left.pop(k)
+        out[i] = t
+        gone = gone | {jobs[i]}
+    return out
+
+
+def test_lucid_walk_with_memory_is_the_plain_walk() -> None:
+    pol = _CheckedLucid()
+    run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 250})
+    assert pol.compared > 200 and pol.started > 50
+
+
+@pytest.mark.parametrize("jobs", [200])
+def test_partner_answers_sets_and_held_rates_match_plain_ones(jobs: int) -> None:
+    pol = _CheckedGandiva()
+    run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": jobs})
+    assert pol.hosts_checked > 100 and pol.sets_checked > 50 and pol.rates_checked > 50
