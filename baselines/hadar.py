@@ -77,6 +77,7 @@ class Hadar(Policy):
         self.capacity = cap
         self._next_round = view.now
         self._acted_at: float | None = None
+        self._held: dict[int, tuple[bytes, tuple[tuple[int, int, int], ...]]] = {}
 
     def _observe(self, view: ClusterView) -> None:
         """At a round boundary, before anything changes: the spec estimate records the rates the running
@@ -94,15 +95,23 @@ class Hadar(Policy):
         if not view.is_running(j):
             return ()
         g = view.gpus_of(j)
+        held = g.tobytes()
+        kept = self._held.get(j)
+        if kept is not None and kept[0] == held:  # the same GPUs: the same picks
+            return kept[1]
         nk = self.capacity.shape[1]
         keys, cnt = np.unique(view.gpu_node[g].astype(np.int64) * nk + view.gpu_type[g], return_counts=True)
-        return tuple((int(x) // nk, int(x) % nk, int(c)) for x, c in zip(keys.tolist(), cnt.tolist(), strict=True))
+        out = tuple((int(x) // nk, int(x) % nk, int(c)) for x, c in zip(keys.tolist(), cnt.tolist(), strict=True))
+        self._held[j] = (held, out)
+        return out
 
     def _queue(self, view: ClusterView) -> tuple[list[int], list[HadarJob]]:
         """The jobs Hadar allocates this round (every active job but pinned ones), best utility per GPU first
         (ties by job index)."""
         act = view.pending_jobs().tolist() + [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
         rem = view.remaining_now()
+        if len(self._held) > 2 * len(act):  # forget the GPUs of jobs no longer active
+            self._held = {j: self._held[j] for j in act if j in self._held}
         jobs = []
         for j in act:
             t = self.tputs.of(j)
