@@ -35,6 +35,7 @@ from gpucluster_env.baselines.parts.castor_pairs import (
     TermStore,
     best_plans,
     best_sub_batch,
+    may_share,
 )
 from gpucluster_env.baselines.parts.sjf_sharing import SJFSharingPolicy, fill_with_free
 from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor, default_predictor
@@ -280,18 +281,19 @@ class Castor(SJFSharingPolicy):
         """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
         array pass. Returns the partners (by index) and, for the pairs that may share (rows into ``jobs``,
         columns into the partners), their plans: the same to the bit as :meth:`plan_pair` on each pair; a pair
-        left out cannot share (:func:`.castor_kernels.may_share`) or has no plan."""
+        left out cannot share (:func:`.castor_pairs.may_share`) or has no plan."""
         js = np.array(jobs, dtype=np.int64)
         holders, _, ix = self._term_rows(view, js)
-        from gpucluster_env.baselines.parts.castor_kernels import sharing_pairs
-
         st = self._store
         i_a = np.array([self._i_a(view, p) for p in holders], dtype=float)
-        i_b = np.asarray(view.remaining_of(js), dtype=float)
-        r, c, n_opts = sharing_pairs(np.ascontiguousarray(ix), st.t, st.t_min, st.n_opts, i_a, i_b)
+        t_a = st.t[ix, 0]
+        n_opts = np.where((i_a > 0) & np.isfinite(t_a), st.n_opts[ix], 0)
+        i_b = view.remaining_of(js)
+        may = (n_opts > 0) & may_share(t_a, st.t[ix, 1], i_a, st.t[ix, 2], i_b[:, None], st.t_min[ix])
+        r, c = np.nonzero(may)
         x = ix[r, c]
         return holders, r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x],
-                                         st.t_hat[x], n_opts)
+                                         st.t_hat[x], n_opts[r, c])
 
     # ------------------------------------------------------------------ Algorithm 1
     def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:

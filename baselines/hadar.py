@@ -112,19 +112,21 @@ class Hadar(Policy):
         rem = view.remaining_now()
         if len(self._held) > 2 * len(act):  # forget the GPUs of jobs no longer active
             self._held = {j: self._held[j] for j in act if j in self._held}
-        jobs = []
-        for j in act:
-            t = self.tputs.of(j)
-            unit = float(t.max()) if self.normalize and t.max() > 0 else 1.0
-            jobs.append(HadarJob(int(view.req_gpus[j]), float(rem[j]), tuple(t.tolist()), float(view.submit[j]),
-                                 float(view.iterations[j]), self._current(view, j), unit))
-        now = view.now
-
-        def density(h: HadarJob) -> float:
-            best = max(h.tput)
-            return h.utility(now + h.remaining / best) / h.workers if best > 0 else 0.0
-
-        order = sorted(range(len(act)), key=lambda i: (-density(jobs[i]), act[i]))
+        if not act:
+            return [], []
+        ids = np.array(act, dtype=np.int64)
+        tput = self.tputs.matrix(act)
+        best = tput.max(axis=1)
+        unit = np.where(best > 0, best, 1.0) if self.normalize else np.ones(len(act))
+        workers, left = view.req_gpus[ids].astype(np.int64), rem[ids].astype(float)
+        arrival, iters = view.submit[ids].astype(float), view.iterations[ids].astype(float)
+        jobs = [HadarJob(w, r, tuple(t), a, n, self._current(view, j), u) for j, w, r, t, a, n, u in zip(
+            act, workers.tolist(), left.tolist(), tput.tolist(), arrival.tolist(), iters.tolist(), unit.tolist(),
+            strict=True)]
+        with np.errstate(divide="ignore", invalid="ignore"):  # HadarJob.utility at its best rate, per worker
+            util = iters / np.maximum(view.now + left / best - arrival, 1e-9) / unit
+        density = np.where(best > 0, util / workers, 0.0)
+        order = np.lexsort((ids, -density)).tolist()
         return [act[i] for i in order], [jobs[i] for i in order]
 
     def _starts(self, view: ClusterView) -> list[Action]:

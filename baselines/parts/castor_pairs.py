@@ -1,9 +1,10 @@
 """Castor's pair arithmetic over arrays: Theorem 1 and Algorithm 2's sub-batch choice for many (running,
 pending) pairs in one numpy pass (castor §5; sjf-bsbf §V).
 
-Each function works element by element on arrays of any broadcastable shape (or on plain floats); Theorem 1
-itself is one compiled scalar function (:mod:`.castor_kernels`), so one pair's answer is the same to the bit
-whether it is computed alone or among thousands (nothing here sums or reduces across pairs).
+Each function works element by element on arrays of any broadcastable shape (or on plain floats), with the
+same operations in the same order per element as the scalar formulas, so one pair's answer is the same to
+the bit whether it is computed alone or among thousands (numpy's elementwise ``+ - * /`` round like Python
+floats; nothing here sums or reduces across pairs).
 """
 
 from __future__ import annotations
@@ -20,17 +21,20 @@ TIE = 1.0 + 1e-12
 
 def theorem1(t_a: Any, t_a_hat: Any, i_a: Any, t_b: Any, t_b_hat: Any, i_b: Any) -> tuple[Any, Any, Any]:
     """Castor Theorem 1 for running job A (``i_a`` iterations left, ``t_a`` s/iteration alone, ``t_a_hat``
-    shared) and new job B (``i_b``, ``t_b``, ``t_b_hat``); floats or arrays (broadcast together), element by
-    element (:func:`.castor_kernels.pair_jct`). Returns ``(share, avg_jct_shared, avg_jct_seq)``, JCTs counted
-    from now; ``share`` is True when starting B now (kappa = 0) beats running B after A (eq. 16-23)."""
-    from gpucluster_env.baselines.parts.castor_kernels import theorem1_flat
-
-    args = (t_a, t_a_hat, i_a, t_b, t_b_hat, i_b)
-    shape = np.broadcast_shapes(*(np.shape(x) for x in args))
-    flat = [np.array(np.broadcast_to(x, shape), dtype=float).reshape(-1) for x in args]
-    share, shared, seq = np.empty(len(flat[0]), dtype=bool), np.empty(len(flat[0])), np.empty(len(flat[0]))
-    theorem1_flat(*flat, share, shared, seq)
-    return share.reshape(shape)[()], shared.reshape(shape)[()], seq.reshape(shape)[()]
+    shared) and new job B (``i_b``, ``t_b``, ``t_b_hat``); floats or arrays, element by element. Returns
+    ``(share, avg_jct_shared, avg_jct_seq)``, JCTs counted from now; ``share`` is True when starting B now
+    (kappa = 0) beats running B after A (eq. 16-23)."""
+    t_a, t_a_hat, i_a, t_b, t_b_hat, i_b = (np.asarray(x, dtype=float) for x in (t_a, t_a_hat, i_a, t_b, t_b_hat,
+                                                                                i_b))
+    with np.errstate(all="ignore"):  # the branch not taken may divide by zero; its value is dropped
+        seq = (t_a * i_a + (t_a * i_a + t_b * i_b)) / 2.0
+        b_first = t_a_hat * i_a >= t_b_hat * i_b  # B finishes first, A continues alone (eq. 16-17)
+        tb_1 = t_b_hat * i_b
+        ta_1 = tb_1 + t_a * (i_a - tb_1 / t_a_hat)
+        ta_2 = t_a_hat * i_a  # A finishes first, B continues alone (eq. 20-21 at kappa = 0)
+        tb_2 = ta_2 + t_b * (i_b - ta_2 / t_b_hat)
+        shared = (np.where(b_first, ta_1, ta_2) + np.where(b_first, tb_1, tb_2)) / 2.0
+    return shared < seq, shared, seq
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,18 @@ class PairPlan:
     t: float
     t_shared: float
     t_seq: float
+
+
+def may_share(t_a: Any, t_a_hat: Any, i_a: Any, t_b: Any, i_b: Any, t_b_hat_min: Any) -> np.ndarray:
+    """Whether a pair may share at some sub-batch, from B's fastest shared iteration time ``t_b_hat_min``:
+    False only where no sub-batch can pass Theorem 1, so pairs found False can be skipped. Over the reals the
+    shared JCT of Theorem 1 does not decrease as ``t_b_hat`` grows when ``t_a_hat >= t_a`` (case 1:
+    d/d(t_b_hat i_b) = 1 - t_a/(2 t_a_hat) > 0; case 2: d/dt_b_hat = t_b t_a_hat i_a / t_b_hat^2 >= 0; the
+    cases meet continuously), so sharing at any sub-batch needs ``shared(t_b_hat_min) < seq``; the test allows
+    1e-9 of rounding (each term's error is a few ulps of the sequential JCT), and passes every pair with
+    ``t_a_hat < t_a``, a NaN or an infinite sequential JCT."""
+    _, shared, seq = theorem1(t_a, t_a_hat, i_a, t_b, t_b_hat_min, i_b)
+    return ~(shared >= seq * (1.0 + 1e-9)) | ~(np.asarray(t_a_hat) >= t_a) | ~np.isfinite(seq)
 
 
 @dataclass
@@ -104,7 +120,7 @@ class TermStore:
         self.s_opts = np.zeros((64, 1), dtype=np.int64)
         self.t_hat = np.full((64, 1), math.nan)
         self.t_min = np.full(64, math.nan)
-        """The fastest ``t_b_hat`` of each row (for :func:`.castor_kernels.may_share`)."""
+        """The fastest ``t_b_hat`` of each row (for :func:`may_share`)."""
         self._used = 1
         self._free: list[int] = []
 

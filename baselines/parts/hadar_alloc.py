@@ -88,7 +88,8 @@ class Prices:
 def make_prices(jobs: list[HadarJob], capacity: np.ndarray, now: float, slot_s: float, eta: float = 1.0) -> Prices:
     """Eqs. (6), (7): ``U_max_k``: the best per-GPU-slot utility a job reaches running alone on type ``k`` from
     now; ``U_min_k``: the least, finishing at the horizon ``T`` (module docstring) having held its GPUs all
-    along. ``capacity``: servers x types GPU counts."""
+    along. ``capacity``: servers x types GPU counts. Over arrays of the jobs, each element the same operations
+    as :meth:`HadarJob.utility` (the sum of work taken in order)."""
     cap = np.asarray(capacity, dtype=float)
     nk = cap.shape[1]
     if eta <= 0:
@@ -96,19 +97,22 @@ def make_prices(jobs: list[HadarJob], capacity: np.ndarray, now: float, slot_s: 
     if not jobs:
         return Prices(np.ones(nk), np.ones(nk), eta, cap)
     total = max(cap.sum(), 1.0)
-    slowest = [min(t for t in j.tput if t > 0) if any(t > 0 for t in j.tput) else np.inf for j in jobs]
-    work = sum(j.workers * j.remaining / s for j, s in zip(jobs, slowest, strict=True) if np.isfinite(s))
-    horizon = now + max(work / total, slot_s) + max(j.remaining / s for j, s in zip(jobs, slowest, strict=True)
-                                                     if np.isfinite(s))
-    u_max = np.zeros(nk)
-    u_min = np.full(nk, np.inf)
-    for j in jobs:
-        for k in range(nk):
-            if j.tput[k] <= 0:
-                continue
-            dur = j.remaining / j.tput[k]
-            u_max[k] = max(u_max[k], j.utility(now + dur) / (j.workers * max(dur / slot_s, 1.0)))
-            u_min[k] = min(u_min[k], j.utility(horizon) / (j.workers * (horizon - now) / slot_s))
+    tput = np.array([j.tput for j in jobs], dtype=float).reshape(len(jobs), nk)
+    rem, iters, arrival, unit = (np.array([getattr(j, f) for j in jobs], dtype=float)
+                                 for f in ("remaining", "iterations", "arrival", "unit"))
+    workers = np.array([j.workers for j in jobs])
+    runs = tput > 0
+    slowest = np.where(runs, tput, np.inf).min(axis=1)
+    timed = np.isfinite(slowest)
+    work = float(np.add.accumulate(workers[timed] * rem[timed] / slowest[timed])[-1]) if timed.any() else 0
+    horizon = now + max(work / total, slot_s) + float(np.max(rem[timed] / slowest[timed]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dur = rem[:, None] / tput
+        best = iters[:, None] / np.maximum(now + dur - arrival[:, None], 1e-9) / unit[:, None]
+        best = best / (workers[:, None] * np.maximum(dur / slot_s, 1.0))
+    least = iters / np.maximum(horizon - arrival, 1e-9) / unit / (workers * (horizon - now) / slot_s)
+    u_max = np.maximum(np.where(runs, best, -np.inf).max(axis=0), 0.0)
+    u_min = np.where(runs, least[:, None], np.inf).min(axis=0)
     u_min = np.where(np.isfinite(u_min), u_min, 1.0)
     u_max = np.maximum(u_max, u_min)
     return Prices(u_min, u_max, eta, cap)
