@@ -183,12 +183,16 @@ def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: flo
     for _, ch in out:
         for h, k, c in ch.take:
             fr[h, k] -= c
+    left = int(fr.sum())
     for i in range(win, len(jobs)):
-        if not fr.any():
+        if left == 0:
             break
+        if jobs[i].workers > left:  # fewer GPUs free than it asks: FIND_ALLOC finds none (no call needed)
+            continue
         ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
         if ch is not None and ch.payoff > 0:
             out.append((i, ch))
             for h, k, c in ch.take:
                 fr[h, k] -= c
+                left -= c
     return out
