@@ -135,9 +135,11 @@ def evolve(pop: np.ndarray, score: Callable[[np.ndarray], np.ndarray], space: Se
         winners = np.where(fit[duel[:, 0]] >= fit[duel[:, 1]], duel[:, 0], duel[:, 1])
         pairs = winners.reshape(-1, 2) if size % 2 == 0 else winners[:-1].reshape(-1, 2)
         kids = repair(mutate(crossover(pop, pairs, rng), space, rng), space, rng)
-        both = np.concatenate([pop, kids])
         both_fit = np.concatenate([fit, score(kids)])
         best = np.argsort(-both_fit, kind="stable")[:size]
-        pop, fit = both[best], both_fit[best]
+        old, new = best[best < size], best[best >= size]  # survivors gathered without stacking both
+        survivors = np.empty_like(pop)
+        survivors[best < size], survivors[best >= size] = pop[old], kids[new - size]
+        pop, fit = survivors, both_fit[best]
     order = np.argsort(-fit, kind="stable")
     return pop[order], fit[order]
