@@ -83,6 +83,7 @@ class Castor(SJFSharingPolicy):
         self._singles: dict[int, tuple[Any, np.ndarray]] = {}
         self._cols: dict[int, tuple[Any, np.ndarray]] = {}
         self._cols_free: dict[int, tuple[Any, np.ndarray]] = {}
+        self._own: dict[int, tuple[float, dict[Any, float]]] = {}
         self._now = -1.0
         self._remaining = np.zeros(0)
         self._shape_id = np.zeros(0, dtype=np.int64)
@@ -98,6 +99,7 @@ class Castor(SJFSharingPolicy):
         self._singles = {}
         self._cols = {}
         self._cols_free = {}
+        self._own = {}
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
         self._now = -1.0
@@ -122,6 +124,7 @@ class Castor(SJFSharingPolicy):
                 self._singles.pop(p, None)
                 self._cols.pop(p, None)
                 self._cols_free.pop(p, None)
+                self._own.pop(p, None)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
         """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
@@ -164,6 +167,15 @@ class Castor(SJFSharingPolicy):
             entry = self._terms[p] = (start, {})
         return entry[1]
 
+    def _own_times(self, view: ClusterView, p: int) -> dict[Any, float]:
+        """Running job ``p``'s own iteration times in its current run, alone (key None) and slowed by ``xi``
+        on the GPUs of a mask (key ``(xi, mask bytes)``): they read only ``p``'s run, fixed from its start."""
+        start = view.last_start(p)
+        entry = self._own.get(p)
+        if entry is None or entry[0] != start:
+            entry = self._own[p] = (start, {})
+        return entry[1]
+
     def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> int:
         """The term-store row of the pair's per-iteration times ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s),
         ...))`` for pending job ``j`` on ``gb`` beside running job ``p`` (row 0: ``j`` cannot share there). A
@@ -185,9 +197,12 @@ class Castor(SJFSharingPolicy):
         gtype = int(view.gpu_type[gb[shared_b][0]])
         xi_a, xi_b = self.pair_xi(view, p, j, gtype)
         gp = view.gpus_of(p)
-        sp = view.accumulation(p)
-        t_a = view.iter_time(p, gp, sp, 1.0)
-        t_a_hat = view.iter_time(p, gp, sp, np.where((gp[:, None] == gb[None, :]).any(axis=1), xi_a, 1.0))
+        shared_a = (gp[:, None] == gb[None, :]).any(axis=1)
+        own = self._own_times(view, p)
+        for key, xi in ((None, 1.0), ((xi_a, shared_a.tobytes()), np.where(shared_a, xi_a, 1.0))):
+            if key not in own:
+                own[key] = view.iter_time(p, gp, view.accumulation(p), xi)
+        t_a, t_a_hat = own[None], own[(xi_a, shared_a.tobytes())]
         t_b = view.iter_time(j, gb, s_solo, 1.0)
         xb = np.where(shared_b, xi_b, 1.0)
         return t_a, t_a_hat, t_b, tuple(opts_s), tuple(view.iter_time(j, gb, s, xb) for s in opts_s)

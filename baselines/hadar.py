@@ -77,6 +77,7 @@ class Hadar(Policy):
         self.capacity = cap
         self._next_round = view.now
         self._acted_at: float | None = None
+        self._held: dict[int, tuple[bytes, tuple[tuple[int, int, int], ...]]] = {}
 
     def _observe(self, view: ClusterView) -> None:
         """At a round boundary, before anything changes: the spec estimate records the rates the running
@@ -94,28 +95,38 @@ class Hadar(Policy):
         if not view.is_running(j):
             return ()
         g = view.gpus_of(j)
+        held = g.tobytes()
+        kept = self._held.get(j)
+        if kept is not None and kept[0] == held:  # the same GPUs: the same picks
+            return kept[1]
         nk = self.capacity.shape[1]
         keys, cnt = np.unique(view.gpu_node[g].astype(np.int64) * nk + view.gpu_type[g], return_counts=True)
-        return tuple((int(x) // nk, int(x) % nk, int(c)) for x, c in zip(keys.tolist(), cnt.tolist(), strict=True))
+        out = tuple((int(x) // nk, int(x) % nk, int(c)) for x, c in zip(keys.tolist(), cnt.tolist(), strict=True))
+        self._held[j] = (held, out)
+        return out
 
     def _queue(self, view: ClusterView) -> tuple[list[int], list[HadarJob]]:
         """The jobs Hadar allocates this round (every active job but pinned ones), best utility per GPU first
         (ties by job index)."""
         act = view.pending_jobs().tolist() + [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
         rem = view.remaining_now()
-        jobs = []
-        for j in act:
-            t = self.tputs.of(j)
-            unit = float(t.max()) if self.normalize and t.max() > 0 else 1.0
-            jobs.append(HadarJob(int(view.req_gpus[j]), float(rem[j]), tuple(t.tolist()), float(view.submit[j]),
-                                 float(view.iterations[j]), self._current(view, j), unit))
-        now = view.now
-
-        def density(h: HadarJob) -> float:
-            best = max(h.tput)
-            return h.utility(now + h.remaining / best) / h.workers if best > 0 else 0.0
-
-        order = sorted(range(len(act)), key=lambda i: (-density(jobs[i]), act[i]))
+        if len(self._held) > 2 * len(act):  # forget the GPUs of jobs no longer active
+            self._held = {j: self._held[j] for j in act if j in self._held}
+        if not act:
+            return [], []
+        ids = np.array(act, dtype=np.int64)
+        tput = self.tputs.matrix(act)
+        best = tput.max(axis=1)
+        unit = np.where(best > 0, best, 1.0) if self.normalize else np.ones(len(act))
+        workers, left = view.req_gpus[ids].astype(np.int64), rem[ids].astype(float)
+        arrival, iters = view.submit[ids].astype(float), view.iterations[ids].astype(float)
+        jobs = [HadarJob(w, r, tuple(t), a, n, self._current(view, j), u) for j, w, r, t, a, n, u in zip(
+            act, workers.tolist(), left.tolist(), tput.tolist(), arrival.tolist(), iters.tolist(), unit.tolist(),
+            strict=True)]
+        with np.errstate(divide="ignore", invalid="ignore"):  # HadarJob.utility at its best rate, per worker
+            util = iters / np.maximum(view.now + left / best - arrival, 1e-9) / unit
+        density = np.where(best > 0, util / workers, 0.0)
+        order = np.lexsort((ids, -density)).tolist()
         return [act[i] for i in order], [jobs[i] for i in order]
 
     def _starts(self, view: ClusterView) -> list[Action]:

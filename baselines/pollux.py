@@ -43,6 +43,7 @@ from gpucluster_env.baselines.pollux_search import (
     mutate,
     repair,
     restart_penalty,
+    row_shapes,
 )
 
 from gpucluster_env.catalog.pollux_efficiency import (
@@ -258,11 +259,9 @@ class Pollux(Policy):
         rows = np.arange(len(jobs))[None, :]
 
         def score(pop: np.ndarray) -> np.ndarray:
-            r = pop.sum(axis=2)
-            m = np.count_nonzero(pop, axis=2)
-            k = np.maximum(self.node_type[np.argmax(pop > 0, axis=2)], 0)
+            r, m, k, moved = row_shapes(pop, self.node_type, space.base)
             speed = good[rows, k, m, r] / fair[None, :]
-            return fitness(pop, np.where(r > 0, speed, 0.0), space.base, penalty, scale)
+            return fitness(pop, np.where(r > 0, speed, 0.0), space.base, penalty, scale, moved)
 
         return score
 

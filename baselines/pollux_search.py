@@ -39,13 +39,24 @@ class SearchSpace:
     base: np.ndarray  # (J, H) current allocation
 
 
-def fitness(pop: np.ndarray, speedup: np.ndarray, base: np.ndarray, penalty: np.ndarray, scale: float
-            ) -> np.ndarray:
+def fitness(pop: np.ndarray, speedup: np.ndarray, base: np.ndarray, penalty: np.ndarray, scale: float,
+            moved: np.ndarray | None = None) -> np.ndarray:
     """Pollux's fitness of each candidate: ``speedup`` ``(P, J)`` times ``scale``, times ``penalty[j]`` where the
-    job's row differs from ``base``, then the power mean with :data:`FAIRNESS_P` over jobs. Shape ``(P,)``."""
-    moved = np.any(pop != base[None], axis=2)
+    job's row differs from ``base`` (``moved``, :func:`row_shapes`' last array, when the caller has it), then
+    the power mean with :data:`FAIRNESS_P` over jobs. Shape ``(P,)``."""
+    if moved is None:
+        moved = row_shapes(pop, np.zeros(pop.shape[2], dtype=np.int64), base)[3]
     s = speedup * scale * np.where(moved, penalty[None, :], 1.0)
     return np.mean((s + EPS_SPEEDUP) ** FAIRNESS_P, axis=1) ** (1.0 / FAIRNESS_P)
+
+
+def row_shapes(pop: np.ndarray, node_type: np.ndarray, base: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per candidate and job ``(P, J)`` each: GPUs, nodes used, GPU type (``node_type`` of the first node used,
+    else of node 0, at least 0) and whether the row differs from ``base``. One compiled pass."""
+    from gpucluster_env.baselines.parts.pollux_ga import row_shapes as kernel
+
+    return kernel(pop, node_type, base)
 
 
 def restart_penalty(age: np.ndarray, restarts: np.ndarray, delay: float) -> np.ndarray:
@@ -59,39 +70,29 @@ def restart_penalty(age: np.ndarray, restarts: np.ndarray, delay: float) -> np.n
 def crossover(pop: np.ndarray, pairs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Two children per pair of parents ``pairs`` ``(K, 2)``: the first jobs (up to a random point) from one
     parent, the rest from the other, and the mirror child."""
-    a, b = pop[pairs[:, 0]], pop[pairs[:, 1]]
-    n_jobs = pop.shape[1]
-    cut = rng.integers(0, n_jobs + 1, size=len(pairs))
-    first = (np.arange(n_jobs)[None, :] < cut[:, None])[:, :, None]
-    return np.concatenate([np.where(first, a, b), np.where(first, b, a)])
+    from gpucluster_env.baselines.parts.pollux_ga import cross
+
+    cut = rng.integers(0, pop.shape[1] + 1, size=len(pairs))
+    return cross(pop, pairs, cut)
 
 
 def mutate(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.ndarray:
     """Pollux's three mutations on a copy of ``pop``: (1) a row back to the current allocation (probability
     0.1 per row); (2) in 10% of rows, each entry to zero with probability 0.1; (3) entries raised to a random
     count up to what their node has free, each free node drawn with probability about one over the number of
-    free nodes (doubled on the nodes the job already uses). A gang-fixed job with nothing may also be given its
-    whole gang on the nodes with most room (4)."""
+    free nodes (doubled on the nodes the job already uses): ``p1 + p2 - p1 p2``, ``p1`` one over the nodes
+    with room, ``p2`` one over the nodes with room the job uses (0 elsewhere). A gang-fixed job with nothing
+    may also be given its whole gang on the nodes with most room (4). The draws, in order: one per row for
+    (1), one per row and one per entry for (2), two per entry for (3) (the chance, then the count), then
+    :func:`_fill_gangs`' own."""
+    from gpucluster_env.baselines.parts.pollux_ga import mutate_rows
+
     out = pop.copy()
-    p, n_jobs, n_nodes = out.shape
-    reset = rng.random((p, n_jobs)) < 0.1
-    out = np.where(reset[:, :, None], space.base[None], out)
-    rows = rng.random((p, n_jobs)) < 0.1
-    out[(rng.random(out.shape) < 0.1) & rows[:, :, None]] = 0
-    free = space.capacity[None, :] - out.sum(axis=1)  # (P, H)
-    has_free = free > 0
-    p1 = has_free / np.maximum(has_free.sum(axis=1, keepdims=True), 1)  # (P, H)
-    used = (out > 0) & has_free[:, None, :]
-    # each entry's chance p1 + p2 - p1 p2, p2 = 1 / (nodes the job uses with room) where it uses the node,
-    # else 0 (then the sum is p1 to the bit), so it is computed only where used
-    prob = np.broadcast_to(p1[:, None, :], out.shape).copy()
-    i, j, h = np.nonzero(used)
-    p2 = 1.0 / np.maximum(used.sum(axis=2), 1)[i, j]
-    prob[i, j, h] = p1[i, h] + p2 - p1[i, h] * p2
-    hit = rng.random(out.shape) < prob
-    draw = rng.random(out.shape)
-    i, j, h = np.nonzero(hit)
-    out[i, j, h] += np.floor(draw[i, j, h] * (np.maximum(free[i, h], 0) + 1)).astype(np.int64)
+    n_rows, n_entries = out.shape[0] * out.shape[1], out.size
+    u = rng.random(2 * n_rows + 3 * n_entries)
+    rows = u[: 2 * n_rows].reshape(2, *out.shape[:2])
+    entries = u[2 * n_rows:].reshape(3, *out.shape)
+    free = mutate_rows(out, space.base, space.capacity, rows[0], rows[1], entries[0], entries[1], entries[2])
     _fill_gangs(out, free, space, rng)
     return out
 
@@ -99,72 +100,27 @@ def mutate(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.
 def _fill_gangs(out: np.ndarray, free: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> None:
     """Mutation (4), in place: for gang-fixed jobs with no GPUs, with probability 0.1 each, the whole gang on
     the nodes with most free GPUs (ties in a random order), taken in job order within each candidate (a
-    job's GPUs leave less room for the next). Done for the k-th such job of every candidate at once; the
-    random tie-breaks are drawn one row of nodes per job, in (candidate, job) order."""
-    cand = np.argwhere((space.fixed[None, :] > 0) & (out.sum(axis=2) == 0) & (rng.random(out.shape[:2]) < 0.1))
+    job's GPUs leave less room for the next). The draws: one per (candidate, job), then one row of node
+    tie-breaks per chosen job, in (candidate, job) order."""
+    from gpucluster_env.baselines.parts.pollux_ga import fill_gangs, gang_candidates
+
+    cand = gang_candidates(out, space.fixed, rng.random(out.shape[:2]))
     if len(cand) == 0:
         return
-    ties = rng.random((len(cand), out.shape[2]))
-    first = np.flatnonzero(np.r_[True, cand[1:, 0] != cand[:-1, 0]])
-    rank = np.arange(len(cand)) - np.repeat(first, np.diff(np.r_[first, len(cand)]))
-    for k in range(int(rank.max()) + 1):
-        sel = np.flatnonzero(rank == k)
-        i, j = cand[sel, 0], cand[sel, 1]
-        room = np.maximum(free[i], 0)
-        order = np.lexsort((ties[sel], -room), axis=-1)
-        r_sorted = np.take_along_axis(room, order, axis=1)
-        before = np.cumsum(r_sorted, axis=1) - r_sorted
-        take = np.zeros_like(room)
-        np.put_along_axis(take, order, np.clip(space.fixed[j][:, None] - before, 0, r_sorted), axis=1)
-        out[i, j] += take
-        free[i] -= take
+    fill_gangs(out, free, space.fixed, cand, rng.random((len(cand), out.shape[2])))
 
 
 def repair(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.ndarray:
     """Make every candidate valid (module docstring), in this order: one GPU type per job (its type with the
     most GPUs), one distributed job per node (the first in priority order keeps the node), each job's largest
-    size (trimmed over its nodes in a random order), node capacities (earlier jobs keep theirs), allowed sizes
-    (a row of a disallowed size is emptied)."""
+    size (trimmed over its nodes in a random order: one draw per entry), node capacities (earlier jobs keep
+    theirs), allowed sizes (a row of a disallowed size is emptied)."""
+    from gpucluster_env.baselines.parts.pollux_ga import repair_rows
+
     out = np.maximum(pop, 0)
-    types = np.unique(space.node_type)
-    if len(types) > 1:
-        per_type = np.stack([out[:, :, space.node_type == k].sum(axis=2) for k in types], axis=2)
-        keep = types[np.argmax(per_type, axis=2)]  # (P, J)
-        out = np.where(space.node_type[None, None, :] == keep[:, :, None], out, 0)
-    distributed = np.count_nonzero(out, axis=2) > 1
-    on = (out > 0) & distributed[:, :, None]
-    out[(np.cumsum(on, axis=1) > 1) & on] = 0
-    _trim_rows(out, rng.random(out.shape), space.max_gpus)
-    _trim_nodes(out, space.capacity)
-    size = out.sum(axis=2)
-    bad = (size > 0) & ((size < space.min_gpus[None, :]) | ((space.fixed[None, :] > 0) & (size != space.fixed)))
-    out[bad] = 0
+    repair_rows(out, space.node_type, np.unique(space.node_type), rng.random(out.shape), space.max_gpus,
+                space.min_gpus, space.fixed, space.capacity)
     return out
-
-
-def _trim_rows(out: np.ndarray, keys: np.ndarray, max_gpus: np.ndarray) -> None:
-    """Each job's largest size, in place: a row over ``max_gpus[j]`` keeps its entries in the random node
-    order of ``keys`` (argsort of the row's keys) until the size is reached. Rows within their size are left
-    as they are (trimming changes nothing there), so only the others are sorted."""
-    p, j = np.nonzero(out.sum(axis=2) > max_gpus[None, :])
-    if len(p) == 0:
-        return
-    shuffle = np.argsort(keys[p, j], axis=1)
-    mixed = np.take_along_axis(out[p, j], shuffle, axis=1)
-    mixed = np.diff(np.minimum(np.cumsum(mixed, axis=1), max_gpus[j][:, None]), axis=1, prepend=0)
-    rows = np.empty_like(mixed)
-    np.put_along_axis(rows, shuffle, mixed, axis=1)
-    out[p, j] = rows
-
-
-def _trim_nodes(out: np.ndarray, capacity: np.ndarray) -> None:
-    """Node capacities, in place: on a node over capacity, jobs earlier in priority order keep theirs (the
-    others are cut in order). Nodes within capacity are left as they are."""
-    p, h = np.nonzero(out.sum(axis=1) > capacity[None, :])
-    if len(p) == 0:
-        return
-    cols = np.diff(np.minimum(np.cumsum(out[p, :, h], axis=1), capacity[h][:, None]), axis=1, prepend=0)
-    out[p, :, h] = cols
 
 
 def evolve(pop: np.ndarray, score: Callable[[np.ndarray], np.ndarray], space: SearchSpace, generations: int,
@@ -179,9 +135,11 @@ def evolve(pop: np.ndarray, score: Callable[[np.ndarray], np.ndarray], space: Se
         winners = np.where(fit[duel[:, 0]] >= fit[duel[:, 1]], duel[:, 0], duel[:, 1])
         pairs = winners.reshape(-1, 2) if size % 2 == 0 else winners[:-1].reshape(-1, 2)
         kids = repair(mutate(crossover(pop, pairs, rng), space, rng), space, rng)
-        both = np.concatenate([pop, kids])
         both_fit = np.concatenate([fit, score(kids)])
         best = np.argsort(-both_fit, kind="stable")[:size]
-        pop, fit = both[best], both_fit[best]
+        old, new = best[best < size], best[best >= size]  # survivors gathered without stacking both
+        survivors = np.empty_like(pop)
+        survivors[best < size], survivors[best >= size] = pop[old], kids[new - size]
+        pop, fit = survivors, both_fit[best]
     order = np.argsort(-fit, kind="stable")
     return pop[order], fit[order]

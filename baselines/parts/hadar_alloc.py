@@ -26,6 +26,7 @@ the state) and greedy after them.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -45,6 +46,14 @@ class HadarJob:
     iterations: float
     current: tuple[tuple[int, int, int], ...] = ()
     unit: float = 1.0
+
+    @cached_property
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The job as FIND_ALLOC's compiled call reads it: throughputs by type, ``(remaining, arrival,
+        iterations, unit)``, and the current allocation as an ``(n, 3)`` array. Built once per job object."""
+        return (np.array(self.tput, dtype=float),
+                np.array([self.remaining, self.arrival, self.iterations, self.unit], dtype=float),
+                np.array(self.current, dtype=np.int64).reshape(-1, 3))
 
     def utility(self, finish: float) -> float:
         """Effective throughput: total iterations over the job's completion time (``finish - arrival``), in
@@ -70,20 +79,17 @@ class Prices:
     def cost(self, used: np.ndarray, take: list[tuple[int, int, int]]) -> float:
         """Per-round cost of taking ``(server, type, count)`` GPUs given ``used`` (servers x types): the sum of
         each GPU's marginal price as the allocation grows, ``sum_{i<n} p(used + i)`` (a geometric sum)."""
-        total = 0.0
-        for h, k, n in take:
-            c = self.capacity[h, k]
-            lo = self.u_min[k] / (4.0 * self.eta)
-            r = (4.0 * self.eta * self.u_max[k] / self.u_min[k]) ** (1.0 / c)
-            first = lo * r ** used[h, k]
-            total += first * n if abs(r - 1.0) < 1e-12 else first * (r ** n - 1.0) / (r - 1.0)
-        return float(total)
+        from gpucluster_env.baselines.parts.hadar_find import cost
+
+        return float(cost(np.asarray(used, dtype=np.float64), np.array(take, dtype=np.int64).reshape(-1, 3),
+                          self.u_min, self.u_max, self.eta, self.capacity))
 
 
 def make_prices(jobs: list[HadarJob], capacity: np.ndarray, now: float, slot_s: float, eta: float = 1.0) -> Prices:
     """Eqs. (6), (7): ``U_max_k``: the best per-GPU-slot utility a job reaches running alone on type ``k`` from
     now; ``U_min_k``: the least, finishing at the horizon ``T`` (module docstring) having held its GPUs all
-    along. ``capacity``: servers x types GPU counts."""
+    along. ``capacity``: servers x types GPU counts. Over arrays of the jobs, each element the same operations
+    as :meth:`HadarJob.utility` (the sum of work taken in order)."""
     cap = np.asarray(capacity, dtype=float)
     nk = cap.shape[1]
     if eta <= 0:
@@ -91,19 +97,22 @@ def make_prices(jobs: list[HadarJob], capacity: np.ndarray, now: float, slot_s: 
     if not jobs:
         return Prices(np.ones(nk), np.ones(nk), eta, cap)
     total = max(cap.sum(), 1.0)
-    slowest = [min(t for t in j.tput if t > 0) if any(t > 0 for t in j.tput) else np.inf for j in jobs]
-    work = sum(j.workers * j.remaining / s for j, s in zip(jobs, slowest, strict=True) if np.isfinite(s))
-    horizon = now + max(work / total, slot_s) + max(j.remaining / s for j, s in zip(jobs, slowest, strict=True)
-                                                     if np.isfinite(s))
-    u_max = np.zeros(nk)
-    u_min = np.full(nk, np.inf)
-    for j in jobs:
-        for k in range(nk):
-            if j.tput[k] <= 0:
-                continue
-            dur = j.remaining / j.tput[k]
-            u_max[k] = max(u_max[k], j.utility(now + dur) / (j.workers * max(dur / slot_s, 1.0)))
-            u_min[k] = min(u_min[k], j.utility(horizon) / (j.workers * (horizon - now) / slot_s))
+    tput = np.array([j.tput for j in jobs], dtype=float).reshape(len(jobs), nk)
+    rem, iters, arrival, unit = (np.array([getattr(j, f) for j in jobs], dtype=float)
+                                 for f in ("remaining", "iterations", "arrival", "unit"))
+    workers = np.array([j.workers for j in jobs])
+    runs = tput > 0
+    slowest = np.where(runs, tput, np.inf).min(axis=1)
+    timed = np.isfinite(slowest)
+    work = float(np.add.accumulate(workers[timed] * rem[timed] / slowest[timed])[-1]) if timed.any() else 0
+    horizon = now + max(work / total, slot_s) + float(np.max(rem[timed] / slowest[timed]))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dur = rem[:, None] / tput
+        best = iters[:, None] / np.maximum(now + dur - arrival[:, None], 1e-9) / unit[:, None]
+        best = best / (workers[:, None] * np.maximum(dur / slot_s, 1.0))
+    least = iters / np.maximum(horizon - arrival, 1e-9) / unit / (workers * (horizon - now) / slot_s)
+    u_max = np.maximum(np.where(runs, best, -np.inf).max(axis=0), 0.0)
+    u_min = np.where(runs, least[:, None], np.inf).min(axis=0)
     u_min = np.where(np.isfinite(u_min), u_min, 1.0)
     u_max = np.maximum(u_max, u_min)
     return Prices(u_min, u_max, eta, cap)
@@ -118,99 +127,24 @@ class Choice:
     payoff: float
 
 
-def _gang_tput(job: HadarJob, take: list[tuple[int, int, int]]) -> float:
-    """Bottleneck throughput (Eq. (1b)): the gang runs at the pace of its slowest GPU type."""
-    return min(job.tput[k] for _, k, _ in take)
-
-
-def _evaluate(job: HadarJob, take: list[tuple[int, int, int]], used: np.ndarray, prices: Prices, now: float,
-              overhead_s: float, comm: float) -> Choice:
-    tput = _gang_tput(job, take)
-    dur = job.remaining / tput + overhead_s
-    servers = len({h for h, _, _ in take})
-    cost = prices.cost(used, take) + comm * (servers - 1)
-    return Choice(tuple(take), tput, job.utility(now + dur) - cost)
-
-Alloc = list[tuple[int, int, int]]
-"""An allocation: ``(server, GPU type, count)`` triples."""
-
-
-def _take_from(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, servers: list[int], n: int) -> Alloc:
-    """``n`` GPUs from ``servers`` in turn, the job's fastest runnable types first on each."""
-    out = []
-    for h in servers:
-        for k in kord.tolist():
-            if n == 0 or not ok[k]:
-                continue
-            c = int(min(fr[h, k], n))
-            if c:
-                out.append((h, k, c))
-                n -= c
-    return out
-
-
-def _consolidated(fr: np.ndarray, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, usable: np.ndarray,
-                  need: int) -> Alloc:
-    """The consolidated allocation: one server if any fits (the one whose gang's slowest GPU is fastest, then
-    the fullest), else most-free servers first."""
-    whole = np.flatnonzero(usable >= need)
-    if len(whole):
-        ks = kord[ok[kord]]
-        cum = np.cumsum(fr[np.ix_(whole, ks)], axis=1)
-        slowest = speed[ks][np.argmax(cum >= need, axis=1)]
-        h = int(whole[np.lexsort((usable[whole], -slowest))[0]])
-        return _take_from(fr, ok, kord, [h], need)
-    return _take_from(fr, ok, kord, np.argsort(-usable, kind="stable").tolist(), need)
-
-
-def _spread(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int) -> Alloc:
-    """The non-consolidated allocation: the fastest GPUs anywhere (most free servers first within a type)."""
-    spread: Alloc = []
-    n = need
-    for k in kord.tolist():
-        if not ok[k]:
-            continue
-        col = fr[:, k]
-        order = np.argsort(-col, kind="stable")
-        for h, f in zip(order.tolist(), col[order].tolist(), strict=True):
-            if f <= 0 or n == 0:
-                break  # most free first: the rest of this type has none (free counts are never negative)
-            c = min(f, n)
-            spread.append((h, k, c))
-            n -= c
-        if n == 0:
-            break
-    return spread
-
-
 def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices, now: float,
                overhead_s: float = 0.0, comm_weight: float = 1.0) -> Choice | None:
     """Algorithm 2's FIND_ALLOC: the better-paying of the consolidated allocation (the fewest servers, their
     fastest GPUs for this job) and the non-consolidated one (the job's fastest free GPUs anywhere, charged
     ``comm_weight`` base prices per worker for each extra server), and of a running job's current allocation
     when it is still free in this state (no restart overhead). ``free`` / ``used``: servers x types.
-    None: fewer free GPUs of runnable types than the job's workers."""
-    fr = np.asarray(free, dtype=np.int64)
-    nh, nk = fr.shape
-    speed = np.array(job.tput, dtype=float)
-    ok = speed > 0
-    usable = (fr * ok[None, :]).sum(axis=1)
-    need = job.workers
-    if usable.sum() < need:
+    None: fewer free GPUs of runnable types than the job's workers. The options and payoffs are one compiled
+    call (:func:`.hadar_find.best_alloc`)."""
+    from gpucluster_env.baselines.parts.hadar_find import best_alloc
+
+    comm = comm_weight * job.workers * float(prices.u_min.min()) / (4.0 * prices.eta)
+    speed, facts, current = job.arrays
+    take, tput, pay = best_alloc(np.asarray(free, dtype=np.int64), speed, job.workers, facts, current,
+                                 np.asarray(used, dtype=np.float64), prices.u_min, prices.u_max, float(prices.eta),
+                                 prices.capacity, float(now), float(overhead_s), comm)
+    if len(take) == 0:
         return None
-    kord = np.argsort(-speed, kind="stable")
-    cons = _consolidated(fr, speed, ok, kord, usable, need)
-    spread = _spread(fr, ok, kord, need)
-    comm = comm_weight * need * float(prices.u_min.min()) / (4.0 * prices.eta)
-    best = _evaluate(job, cons, used, prices, now, overhead_s, comm)
-    b = _evaluate(job, spread, used, prices, now, overhead_s, comm)
-    if b.payoff > best.payoff:
-        best = b
-    if job.current and all(fr[h, k] >= c for h, k, c in job.current):
-        stay = _evaluate(job, list(job.current), used, prices, now, 0.0, comm)
-        if stay.payoff >= best.payoff:
-            best = stay
-    return best
+    return Choice(tuple(tuple(row) for row in take.tolist()), float(tput), float(pay))
 
 
 def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: float,
@@ -249,12 +183,16 @@ def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: flo
     for _, ch in out:
         for h, k, c in ch.take:
             fr[h, k] -= c
+    left = int(fr.sum())
     for i in range(win, len(jobs)):
-        if not fr.any():
+        if left == 0:
             break
+        if jobs[i].workers > left:  # fewer GPUs free than it asks: FIND_ALLOC finds none (no call needed)
+            continue
         ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
         if ch is not None and ch.payoff > 0:
             out.append((i, ch))
             for h, k, c in ch.take:
                 fr[h, k] -= c
+                left -= c
     return out

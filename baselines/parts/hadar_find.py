@@ -1,0 +1,186 @@
+"""FIND_ALLOC's options and their payoffs (:func:`gpucluster_env.baselines.parts.hadar_alloc.find_alloc`),
+compiled with numba.
+
+Hadar asks FIND_ALLOC about every queued job on every server state its DP and greedy tail reach (~190 calls a
+round on PhillyScale's 552 servers); each call walks servers x types a few times. Here one compiled call builds
+the consolidated and the non-consolidated allocations, prices them and picks the better (or the job's current
+allocation), with the same float operations in the same order as the formulas in :mod:`.hadar_alloc`'s
+docstrings, so the same choices to the bit. An allocation is an ``(n, 3)`` array of ``(server, type, count)``.
+
+This module imports numba, so it is imported only when Hadar allocates. Compiled code is cached on disk next to
+this file where that is writable.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
+
+
+@numba.njit(**_JIT)
+def _first_max(key: np.ndarray, taken: np.ndarray) -> int:
+    """The first index with the largest ``key`` among those not ``taken`` (-1: none left). Called again after
+    marking each one taken, it walks the indices as ``np.argsort(-key, kind="stable")`` orders them."""
+    best = -1
+    for i in range(len(key)):
+        if not taken[i] and (best < 0 or key[i] > key[best]):
+            best = i
+    return best
+
+
+@numba.njit(**_JIT)
+def _stable_order(key: np.ndarray) -> np.ndarray:
+    """Indices of a short ``key`` in increasing order, ties by index (``np.argsort(key, kind="stable")``)."""
+    order = np.arange(len(key))
+    for a in range(1, len(order)):
+        x = order[a]
+        b = a - 1
+        while b >= 0 and key[order[b]] > key[x]:
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = x
+    return order
+
+
+@numba.njit(**_JIT)
+def _take_one(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, h: int, n: int, out: np.ndarray, rows: int
+              ) -> tuple[int, int]:
+    """Up to ``n`` GPUs of server ``h``, the job's fastest runnable types first, appended to ``out`` at
+    ``rows``; returns the GPUs still needed and the rows used."""
+    for k in kord:
+        if n == 0 or not ok[k]:
+            continue
+        c = min(fr[h, k], n)
+        if c:
+            out[rows, 0], out[rows, 1], out[rows, 2] = h, k, c
+            rows += 1
+            n -= c
+    return n, rows
+
+
+@numba.njit(**_JIT)
+def consolidated(fr: np.ndarray, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, usable: np.ndarray,
+                 need: int) -> np.ndarray:
+    """The consolidated allocation: one server if any fits (the one whose gang's slowest GPU is fastest, then
+    the least usable room, then the lowest index), else the servers with most usable room first (ties by
+    index)."""
+    best, best_slow = -1, 0.0
+    for h in range(fr.shape[0]):
+        if usable[h] < need:
+            continue
+        cum, slow = 0, 0.0
+        for k in kord:
+            if ok[k]:
+                cum += fr[h, k]
+                if cum >= need:
+                    slow = speed[k]
+                    break
+        if best < 0 or -slow < -best_slow or (-slow == -best_slow and usable[h] < usable[best]):
+            best, best_slow = h, slow
+    out = np.empty((fr.shape[0] * len(kord), 3), dtype=np.int64)
+    if best >= 0:
+        return out[: _take_one(fr, ok, kord, best, need, out, 0)[1]]
+    taken = np.zeros(fr.shape[0], dtype=np.bool_)
+    n, rows = need, 0
+    while n > 0:
+        h = _first_max(usable, taken)
+        if h < 0:
+            break
+        taken[h] = True
+        n, rows = _take_one(fr, ok, kord, h, n, out, rows)
+    return out[:rows]
+
+
+@numba.njit(**_JIT)
+def spread(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int) -> np.ndarray:
+    """The non-consolidated allocation: the fastest GPUs anywhere (most free servers first within a type; a
+    type's walk stops at the first server with none: free counts are never negative)."""
+    out = np.empty((fr.shape[0] * len(kord), 3), dtype=np.int64)
+    n, rows = need, 0
+    for k in kord:
+        if not ok[k]:
+            continue
+        col = fr[:, k].copy()
+        taken = np.zeros(len(col), dtype=np.bool_)
+        while n > 0:
+            h = _first_max(col, taken)
+            if h < 0 or col[h] <= 0:
+                break
+            taken[h] = True
+            c = min(col[h], n)
+            out[rows, 0], out[rows, 1], out[rows, 2] = h, k, c
+            rows += 1
+            n -= c
+        if n == 0:
+            break
+    return out[:rows]
+
+
+@numba.njit(**_JIT)
+def cost(used: np.ndarray, take: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float,
+         capacity: np.ndarray) -> float:
+    """Per-round cost of taking ``take`` given ``used`` (servers x types): each GPU's marginal price (Eq. (5))
+    as the allocation grows, ``sum_{i<n} p(used + i)``, a geometric sum per ``(server, type)``."""
+    total = 0.0
+    for row in range(len(take)):
+        h, k, n = take[row, 0], take[row, 1], take[row, 2]
+        c = capacity[h, k]
+        lo = u_min[k] / (4.0 * eta)
+        r = (4.0 * eta * u_max[k] / u_min[k]) ** (1.0 / c)
+        first = lo * r ** np.float64(used[h, k])
+        total += first * n if abs(r - 1.0) < 1e-12 else first * (r ** np.float64(n) - 1.0) / (r - 1.0)
+    return total
+
+
+@numba.njit(**_JIT)
+def payoff(take: np.ndarray, speed: np.ndarray, job: np.ndarray, used: np.ndarray, u_min: np.ndarray,
+           u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float, comm: float
+           ) -> tuple[float, float]:
+    """An allocation's gang throughput (its slowest GPU's, Eq. (1b)) and payoff: the job's utility at the
+    completion it gives minus its cost this round and ``comm`` per extra server. ``job``: remaining
+    iterations, arrival, total iterations, utility unit."""
+    tput = np.inf
+    seen = np.zeros(used.shape[0], dtype=np.bool_)
+    servers = 0
+    for row in range(len(take)):
+        tput = min(tput, speed[take[row, 1]])
+        if not seen[take[row, 0]]:
+            seen[take[row, 0]] = True
+            servers += 1
+    finish = now + (job[0] / tput + overhead_s)
+    utility = job[2] / max(finish - job[1], 1e-9) / job[3]
+    return tput, utility - (cost(used, take, u_min, u_max, eta, capacity) + comm * (servers - 1))
+
+
+@numba.njit(**_JIT)
+def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, current: np.ndarray,
+               used: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float, capacity: np.ndarray,
+               now: float, overhead_s: float, comm: float) -> tuple[np.ndarray, float, float]:
+    """FIND_ALLOC on one state: the allocation, its throughput and payoff; an empty allocation when fewer GPUs
+    of runnable types are free than ``need``. The consolidated option wins ties with the spread one; the
+    job's ``current`` allocation (``(0, 3)`` when none), when still free, wins ties and pays no overhead."""
+    ok = speed > 0
+    usable = np.zeros(fr.shape[0], dtype=np.int64)
+    for h in range(fr.shape[0]):
+        for k in range(fr.shape[1]):
+            usable[h] += fr[h, k] * ok[k]
+    if usable.sum() < need:
+        return np.empty((0, 3), dtype=np.int64), 0.0, 0.0
+    kord = _stable_order(-speed)
+    best = consolidated(fr, speed, ok, kord, usable, need)
+    tput, pay = payoff(best, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm)
+    other = spread(fr, ok, kord, need)
+    t2, p2 = payoff(other, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm)
+    if p2 > pay:
+        best, tput, pay = other, t2, p2
+    if len(current):
+        fits = True
+        for row in range(len(current)):
+            fits = fits and fr[current[row, 0], current[row, 1]] >= current[row, 2]
+        if fits:
+            t3, p3 = payoff(current, speed, job, used, u_min, u_max, eta, capacity, now, 0.0, comm)
+            if p3 >= pay:
+                best, tput, pay = current, t3, p3
+    return best, tput, pay

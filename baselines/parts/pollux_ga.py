@@ -1,0 +1,258 @@
+"""The element-wise passes of Pollux's genetic search (:mod:`gpucluster_env.baselines.pollux_search`), compiled
+with numba.
+
+A population is a stack of allocation matrices ``(P, J, H)``; each pass below walks it once, row by row, where
+the numpy formulation built a dozen temporaries of that size per generation. The random numbers are not drawn
+here: the caller draws them from its ``np.random.Generator`` in the order and shapes the search has always
+drawn them, and hands them in, so a search makes the same decisions to the bit. Integer counts are exact; the
+only floating-point operations (a mutation's chance and the count it adds) are the same operations in the same
+order as the formulas in :mod:`~gpucluster_env.baselines.pollux_search`'s docstrings.
+
+This module imports numba, so it is imported only when a Pollux search runs. Compiled code is cached on disk
+next to this file where that is writable.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+_JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
+
+
+@numba.njit(**_JIT)
+def cross(pop: np.ndarray, pairs: np.ndarray, cut: np.ndarray) -> np.ndarray:
+    """Single-point crossover: child ``c`` takes jobs ``< cut[c]`` from parent ``pairs[c, 0]`` and the rest
+    from ``pairs[c, 1]``; child ``K + c`` the mirror. Shape ``(2K, J, H)``."""
+    n, n_jobs, n_nodes = len(pairs), pop.shape[1], pop.shape[2]
+    out = np.empty((2 * n, n_jobs, n_nodes), dtype=pop.dtype)
+    for c in range(n):
+        for j in range(n_jobs):
+            a, b = (pairs[c, 0], pairs[c, 1]) if j < cut[c] else (pairs[c, 1], pairs[c, 0])
+            out[c, j] = pop[a, j]
+            out[n + c, j] = pop[b, j]
+    return out
+
+
+@numba.njit(**_JIT)
+def mutate_rows(out: np.ndarray, base: np.ndarray, capacity: np.ndarray, reset: np.ndarray, rows: np.ndarray,
+                zero: np.ndarray, hit: np.ndarray, draw: np.ndarray) -> np.ndarray:
+    """Mutations (1)-(3) in place (``pollux_search.mutate``): rows with ``reset < 0.1`` back to ``base``;
+    in rows with ``rows < 0.1`` entries with ``zero < 0.1`` to 0; then each entry with ``hit`` below its chance
+    raised by ``floor(draw x (room + 1))``, room and chances from the free GPUs before any raise. Returns those
+    free GPUs ``(P, H)`` (capacity minus use, possibly negative)."""
+    n_pop, n_jobs, n_nodes = out.shape
+    free = np.empty((n_pop, n_nodes), dtype=np.int64)
+    for p in range(n_pop):
+        for j in range(n_jobs):
+            if reset[p, j] < 0.1:
+                out[p, j] = base[j]
+            if rows[p, j] < 0.1:
+                for h in range(n_nodes):
+                    if zero[p, j, h] < 0.1:
+                        out[p, j, h] = 0
+        with_room = 0
+        for h in range(n_nodes):
+            used = 0
+            for j in range(n_jobs):
+                used += out[p, j, h]
+            free[p, h] = capacity[h] - used
+            with_room += free[p, h] > 0
+        p1 = 1.0 / max(with_room, 1)
+        for j in range(n_jobs):
+            mine = 0
+            for h in range(n_nodes):
+                mine += (out[p, j, h] > 0) & (free[p, h] > 0)
+            p2 = 1.0 / max(mine, 1)
+            for h in range(n_nodes):
+                q = p1 if free[p, h] > 0 else 0.0
+                chance = q + p2 - q * p2 if (out[p, j, h] > 0) & (free[p, h] > 0) else q
+                if hit[p, j, h] < chance:
+                    out[p, j, h] += np.int64(np.floor(draw[p, j, h] * (max(free[p, h], 0) + 1)))
+    return free
+
+
+@numba.njit(**_JIT)
+def gang_candidates(out: np.ndarray, fixed: np.ndarray, pick: np.ndarray) -> np.ndarray:
+    """``(candidate, job)`` pairs, in that order, of gang-fixed jobs with no GPUs whose ``pick < 0.1``."""
+    n_pop, n_jobs, n_nodes = out.shape
+    found = np.empty((n_pop * n_jobs, 2), dtype=np.int64)
+    n = 0
+    for p in range(n_pop):
+        for j in range(n_jobs):
+            if fixed[j] > 0 and pick[p, j] < 0.1 and out[p, j].sum() == 0:
+                found[n, 0], found[n, 1] = p, j
+                n += 1
+    return found[:n]
+
+
+@numba.njit(**_JIT)
+def _roomiest_first(room: np.ndarray, ties: np.ndarray) -> np.ndarray:
+    """Node order by most room, then by tie-break key, then by index (``np.lexsort((ties, -room))``)."""
+    order = np.arange(len(room))
+    for a in range(1, len(order)):
+        x = order[a]
+        b = a - 1
+        while b >= 0 and (room[order[b]] < room[x] or (room[order[b]] == room[x] and ties[order[b]] > ties[x])):
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = x
+    return order
+
+
+@numba.njit(**_JIT)
+def fill_gangs(out: np.ndarray, free: np.ndarray, fixed: np.ndarray, cand: np.ndarray, ties: np.ndarray) -> None:
+    """Mutation (4) in place: each ``(candidate, job)`` of ``cand`` in turn gets up to its gang from its
+    candidate's roomiest nodes (``ties[c]`` breaking ties), taking all of each node's room but the last's."""
+    for c in range(len(cand)):
+        p, j = cand[c, 0], cand[c, 1]
+        room = np.maximum(free[p], 0)
+        before = 0
+        for h in _roomiest_first(room, ties[c]):
+            take = min(max(fixed[j] - before, 0), room[h])
+            before += room[h]
+            out[p, j, h] += take
+            free[p, h] -= take
+
+
+@numba.njit(**_JIT)
+def _one_type(out: np.ndarray, node_type: np.ndarray, types: np.ndarray) -> None:
+    """Each row keeps only the nodes of its type with the most GPUs (the first such type of ``types``)."""
+    n_pop, n_jobs, n_nodes = out.shape
+    per = np.zeros(len(types), dtype=np.int64)
+    for p in range(n_pop):
+        for j in range(n_jobs):
+            per[:] = 0
+            for h in range(n_nodes):
+                for t in range(len(types)):
+                    if node_type[h] == types[t]:
+                        per[t] += out[p, j, h]
+            keep = types[np.argmax(per)]
+            for h in range(n_nodes):
+                if node_type[h] != keep:
+                    out[p, j, h] = 0
+
+
+@numba.njit(**_JIT)
+def _one_distributed(out: np.ndarray) -> None:
+    """On each node only the first job (in order) of those spread over several nodes keeps its GPUs."""
+    n_pop, n_jobs, n_nodes = out.shape
+    taken = np.empty(n_nodes, dtype=np.bool_)
+    for p in range(n_pop):
+        taken[:] = False
+        for j in range(n_jobs):
+            used = 0
+            for h in range(n_nodes):
+                used += out[p, j, h] > 0
+            if used < 2:
+                continue
+            for h in range(n_nodes):
+                if out[p, j, h] > 0:
+                    if taken[h]:
+                        out[p, j, h] = 0
+                    taken[h] = True
+
+
+@numba.njit(**_JIT)
+def _key_order(keys: np.ndarray, order: np.ndarray) -> None:
+    """``order`` := the indices of ``keys`` in increasing key order (ties by index: a stable sort)."""
+    for a in range(len(keys)):
+        order[a] = a
+    for a in range(1, len(keys)):
+        x = order[a]
+        b = a - 1
+        while b >= 0 and keys[order[b]] > keys[x]:
+            order[b + 1] = order[b]
+            b -= 1
+        order[b + 1] = x
+
+
+@numba.njit(**_JIT)
+def _cap_rows(out: np.ndarray, keys: np.ndarray, max_gpus: np.ndarray) -> None:
+    """A row over ``max_gpus[j]`` keeps its entries in the node order of ``argsort(keys[p, j])`` until full."""
+    n_pop, n_jobs, n_nodes = out.shape
+    order = np.empty(n_nodes, dtype=np.int64)
+    for p in range(n_pop):
+        for j in range(n_jobs):
+            size = 0
+            for h in range(n_nodes):
+                size += out[p, j, h]
+            if size <= max_gpus[j]:
+                continue
+            _key_order(keys[p, j], order)
+            total, kept = 0, 0
+            for h in order:
+                total += out[p, j, h]
+                now = min(total, max_gpus[j])
+                out[p, j, h] = now - kept
+                kept = now
+
+
+@numba.njit(**_JIT)
+def _cap_nodes(out: np.ndarray, capacity: np.ndarray) -> None:
+    """A node over capacity keeps the GPUs of jobs earlier in order until full."""
+    n_pop, n_jobs, n_nodes = out.shape
+    used = np.empty(n_nodes, dtype=np.int64)
+    kept = np.empty(n_nodes, dtype=np.int64)
+    for p in range(n_pop):
+        used[:] = 0
+        for j in range(n_jobs):
+            for h in range(n_nodes):
+                used[h] += out[p, j, h]
+        if not (used > capacity).any():
+            continue
+        used[:] = 0
+        kept[:] = 0
+        for j in range(n_jobs):
+            for h in range(n_nodes):
+                used[h] += out[p, j, h]
+                now = min(used[h], capacity[h])
+                out[p, j, h] = now - kept[h]
+                kept[h] = now
+
+
+@numba.njit(**_JIT)
+def repair_rows(out: np.ndarray, node_type: np.ndarray, types: np.ndarray, keys: np.ndarray, max_gpus: np.ndarray,
+                min_gpus: np.ndarray, fixed: np.ndarray, capacity: np.ndarray) -> None:
+    """``pollux_search.repair``'s steps in its order, in place on ``out`` (entries already non-negative):
+    one type per job (when ``types`` has several), one distributed job per node, largest sizes (``keys``: the
+    random node order), node capacities, allowed sizes (a row of another size is emptied)."""
+    if len(types) > 1:
+        _one_type(out, node_type, types)
+    _one_distributed(out)
+    _cap_rows(out, keys, max_gpus)
+    _cap_nodes(out, capacity)
+    n_pop, n_jobs, _ = out.shape
+    for p in range(n_pop):
+        for j in range(n_jobs):
+            size = 0
+            for h in range(out.shape[2]):
+                size += out[p, j, h]
+            if size > 0 and (size < min_gpus[j] or (fixed[j] > 0 and size != fixed[j])):
+                out[p, j] = 0
+
+
+@numba.njit(**_JIT)
+def row_shapes(pop: np.ndarray, node_type: np.ndarray, base: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per candidate and job: GPUs, nodes used, GPU type (of the first node used, else node 0's; at least 0),
+    and whether the row differs from ``base``. Each ``(P, J)``."""
+    n_pop, n_jobs, n_nodes = pop.shape
+    size = np.zeros((n_pop, n_jobs), dtype=np.int64)
+    nodes = np.zeros((n_pop, n_jobs), dtype=np.int64)
+    kind = np.empty((n_pop, n_jobs), dtype=np.int64)
+    moved = np.zeros((n_pop, n_jobs), dtype=np.bool_)
+    for p in range(n_pop):
+        for j in range(n_jobs):
+            first = -1
+            for h in range(n_nodes):
+                x = pop[p, j, h]
+                size[p, j] += x
+                if x != 0:
+                    nodes[p, j] += 1
+                if x > 0 and first < 0:
+                    first = h
+                if x != base[j, h]:
+                    moved[p, j] = True
+            kind[p, j] = max(node_type[max(first, 0)], 0)
+    return size, nodes, kind, moved
