@@ -91,7 +91,8 @@ def _fit(policy: Any, rows: list[list[Any]], g: np.ndarray, epochs: int, seed: i
 def behaviour_clone(model: Any, cfg: Any) -> dict[str, Any]:
     """Fit ``model``'s policy (MaskablePPO) to the experts' actions and its value head to their returns, then
     run ``cfg.dagger_rounds`` DAgger rounds of ``cfg.dagger_episodes`` episodes each; returns the sample
-    counts, the final loss and the greedy accuracy on all samples after each fit."""
+    counts, the final loss, the greedy accuracy on all samples after each fit, and ``seen_mask``: the union of
+    the recorded states' action masks (which actions the fits ever saw allowed)."""
     if cfg.algo != "maskable_ppo":
         raise ValueError("behaviour cloning warm-starts MaskablePPO (the masked Dict policy)")
     rows, returns = demonstrations(cfg)
@@ -110,7 +111,7 @@ def behaviour_clone(model: Any, cfg: Any) -> dict[str, Any]:
     experts = {sc: cfg.expert_for(k) for k, sc in enumerate(cfg.scenarios)}
     return {"samples": len(rows), "episodes": cfg.bc_episodes, "dagger_rounds": cfg.dagger_rounds,
             "dagger_episodes": cfg.dagger_episodes, "experts": experts, "loss": loss, "accuracy": acc,
-            "history": history}
+            "history": history, "seen_mask": np.stack([r[2] for r in rows]).any(0)}
 
 
 def _agreement(model: Any, rows: list[list[Any]]) -> float:

@@ -259,6 +259,19 @@ def env_spec_json(cfg: TrainConfig) -> str:
         env.close()
 
 
+def _trained_actions(cfg: TrainConfig, masks: np.ndarray) -> list[str]:
+    """The kinds of action the union of ``masks`` (the training env's masks) allowed."""
+    from gpucluster_env.agents.trained_actions import seen_kinds
+
+    from gpucluster_env.env import GPUClusterEnv
+
+    env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
+    try:
+        return seen_kinds(env, masks)
+    finally:
+        env.close()
+
+
 def _gpu_types(scenario: str) -> int:
     from gpucluster_env.scenarios import get_scenario
 
@@ -324,8 +337,11 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
     finally:
         vec.close()
         remove_empty_folders(out)
+    seen = [m for m in (bc_stats.pop("seen_mask", None), cbs[2].seen) if m is not None]
     meta.update(timesteps=int(model.num_timesteps), wall_s=time.perf_counter() - t0, learn_s=learn_s,
                 behaviour_cloning=bc_stats, summary=run_summary(cbs, out))
+    if seen:  # the action kinds the training masks ever allowed: the policy plays only those (.trained_actions)
+        meta["trained_actions"] = _trained_actions(cfg, np.stack(seen))
     if cfg.select_seeds:
         from gpucluster_env.agents.select import select_model
 
