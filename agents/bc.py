@@ -51,16 +51,27 @@ def demonstrations(cfg: Any) -> tuple[list[list[Any]], list[np.ndarray]]:
     return _episodes(cfg, cfg.bc_episodes, 7)
 
 
+def departure_weights(obs: dict[str, np.ndarray], acts: np.ndarray, weight: float) -> np.ndarray:
+    """Each label's weight: ``weight`` where it departs from the observation's ``hint`` (the heuristic's action;
+    no hint entry: none departs), else 1."""
+    if "hint" not in obs or weight == 1.0:
+        return np.ones(len(acts), dtype=np.float32)
+    hint = obs["hint"]
+    hinted = np.where(hint.any(1), hint.argmax(1), -1)
+    return np.where(acts != hinted, weight, 1.0).astype(np.float32)
+
+
 def _fit(policy: Any, rows: list[list[Any]], g: np.ndarray, epochs: int, seed: int,
-         batch_size: int = 256) -> tuple[float, float]:
-    """Fit ``policy`` (a MaskablePPO policy) to the rows' actions and its value head to ``g``; returns the final
-    batch loss and the greedy accuracy on the rows."""
+         batch_size: int = 256, departure_weight: float = 1.0) -> tuple[float, float]:
+    """Fit ``policy`` (a MaskablePPO policy) to the rows' actions (each weighted by :func:`departure_weights`)
+    and its value head to ``g``; returns the final batch loss and the greedy accuracy on the rows."""
     import torch
 
     keys = rows[0][0].keys()
     obs = {k: np.stack([r[0][k] for r in rows]) for k in keys}
     acts = np.array([r[1] for r in rows], dtype=np.int64)
     masks = np.stack([r[2] for r in rows])
+    w = torch.as_tensor(departure_weights(obs, acts, departure_weight))
     g = g.astype(np.float32)
     opt = torch.optim.Adam(policy.parameters(), lr=1e-3)
     rng = np.random.default_rng(seed)
@@ -74,7 +85,8 @@ def _fit(policy: Any, rows: list[list[Any]], g: np.ndarray, epochs: int, seed: i
             dist = policy.get_distribution(o, action_masks=masks[idx])
             logp = dist.log_prob(torch.as_tensor(acts[idx]))
             value = policy.predict_values(o).flatten()
-            loss = -logp.mean() + 0.5 * torch.nn.functional.mse_loss(value, torch.as_tensor(g[idx]))
+            actor = -logp.mean() if departure_weight == 1.0 else -(logp * w[idx]).sum() / w[idx].sum()
+            loss = actor + 0.5 * torch.nn.functional.mse_loss(value, torch.as_tensor(g[idx]))
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -96,7 +108,8 @@ def behaviour_clone(model: Any, cfg: Any) -> dict[str, Any]:
     if cfg.algo != "maskable_ppo":
         raise ValueError("behaviour cloning warm-starts MaskablePPO (the masked Dict policy)")
     rows, returns = demonstrations(cfg)
-    loss, acc = _fit(model.policy, rows, np.concatenate(returns), cfg.bc_epochs, cfg.seed)
+    dw = cfg.departure_weight
+    loss, acc = _fit(model.policy, rows, np.concatenate(returns), cfg.bc_epochs, cfg.seed, departure_weight=dw)
     history = [{"round": 0, "samples": len(rows), "loss": loss, "accuracy": acc}]
     for r in range(1, cfg.dagger_rounds + 1):
         # the policy's own states, labelled by the expert: accuracy on them before refitting says how far
@@ -105,7 +118,8 @@ def behaviour_clone(model: Any, cfg: Any) -> dict[str, Any]:
         agree = _agreement(model, new)
         rows += new
         returns += new_returns
-        loss, acc = _fit(model.policy, rows, np.concatenate(returns), max(cfg.bc_epochs // 2, 1), cfg.seed + r)
+        loss, acc = _fit(model.policy, rows, np.concatenate(returns), max(cfg.bc_epochs // 2, 1), cfg.seed + r,
+                         departure_weight=dw)
         history.append({"round": r, "samples": len(rows), "new_samples": len(new),
                         "agreement_before_fit": agree, "loss": loss, "accuracy": acc})
     experts = {sc: cfg.expert_for(k) for k, sc in enumerate(cfg.scenarios)}

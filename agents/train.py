@@ -67,6 +67,9 @@ class TrainConfig:
     dagger_rounds: int = 0
     """DAgger rounds after behaviour cloning: the policy plays, the expert labels its states, refit."""
     dagger_episodes: int = 10
+    departure_weight: float = 1.0
+    """With the ``hint`` entry: the weight of a cloning label where the expert departs from the hinted action
+    (the rare decisions that carry the expert's margin over the heuristic; :func:`.bc._fit`)."""
     select_seeds: tuple[int, ...] = ()
     """Validation seeds: after training, the best saved model on them becomes model.zip (:mod:`.select`)."""
     eval_freq: int = 20_000
@@ -89,6 +92,8 @@ class TrainConfig:
             raise ValueError("observation 'sets' (the permutation-invariant network) trains with maskable_ppo")
         if self.dagger_rounds < 0 or self.dagger_episodes < 1:
             raise ValueError("dagger_rounds must be >= 0 and dagger_episodes >= 1")
+        if not self.departure_weight > 0:
+            raise ValueError(f"departure_weight must be positive, got {self.departure_weight}")
         if self.dagger_rounds and not self.bc_episodes:
             raise ValueError("DAgger rounds refine behaviour cloning: give bc_episodes too")
         if len(self.bc_experts) not in (1, len(self.scenarios)):

@@ -130,3 +130,13 @@ def test_a_model_keeps_to_its_trained_actions(tmp_path: Path) -> None:
     obs, _ = env.reset(seed=0)
     old.reset(env)
     assert old._trained is None
+
+
+def test_labels_that_depart_from_the_hint_weigh_more() -> None:
+    from gpucluster_env.agents.bc import departure_weights
+
+    hint = np.zeros((4, 5), dtype=np.float32)
+    hint[0, 2] = hint[1, 2] = hint[2, 0] = 1.0  # row 3: no hinted action (it had no equivalent)
+    w = departure_weights({"hint": hint}, np.array([2, 3, 0, 1]), 4.0)
+    np.testing.assert_array_equal(w, [1.0, 4.0, 1.0, 4.0])
+    assert (departure_weights({"pending": hint}, np.array([2, 3, 0, 1]), 4.0) == 1.0).all()  # no hint entry
