@@ -21,27 +21,61 @@ def _returns(rows: list[list[Any]], gamma: float) -> np.ndarray:
     return g
 
 
-def _episodes(cfg: Any, n: int, salt: int, actor: Any | None = None) -> tuple[list[list[Any]], list[np.ndarray]]:
-    """``n`` episodes cycling over the training scenarios and windows, labelled by each scenario's expert and
-    driven by the expert itself or by ``actor``; seeds from ``(cfg.seed, salt)``."""
+_SHARED: dict[str, Any] = {}
+"""What forked workers read instead of receiving it pickled: the run's env arguments and the acting model."""
+
+
+def _play_one(job: tuple[str, str, int, dict[str, Any], bool]) -> list[list[Any]]:
+    """One episode's recorded rows (:func:`gpucluster_env.agents.expert.play`) of ``(scenario, expert, seed,
+    scenario options, driven by the shared actor)``."""
     from gpucluster_env.agents.expert import play
 
+    sc, expert, seed, options, by_actor = job
+    ep: list[list[Any]] = []
+    play(sc, expert, seed, env_kwargs=_SHARED["env"], record=ep, scenario_options=options,
+         actor=_SHARED["actor"] if by_actor else None)
+    return ep
+
+
+def _play_all(jobs: list[tuple[str, str, int, dict[str, Any], bool]], workers: int) -> list[list[list[Any]]]:
+    """Every job's rows, in order; with ``workers`` > 1 in that many forked processes (the episodes are
+    independent and each is deterministic by its seed, so the rows are the same as one process's)."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [_play_one(j) for j in jobs]
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(min(workers, len(jobs)), initializer=_one_thread) as pool:
+        return pool.map(_play_one, jobs, chunksize=1)
+
+
+def _one_thread() -> None:
+    """A worker's torch runs on one thread (the parent's may use more for the fits)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def _episodes(cfg: Any, n: int, salt: int, actor: Any | None = None) -> tuple[list[list[Any]], list[np.ndarray]]:
+    """``n`` episodes cycling over the training scenarios and windows, labelled by each scenario's expert and
+    driven by the expert itself or by ``actor``; seeds from ``(cfg.seed, salt)``; ``cfg.bc_workers``
+    processes play them."""
     from gpucluster_env.scenarios import get_scenario, samples_trace
 
     rng = np.random.default_rng([cfg.seed, salt])
-    rows: list[list[Any]] = []
-    returns: list[np.ndarray] = []
+    jobs = []
     for k in range(n):
         sc = cfg.scenarios[k % len(cfg.scenarios)]
-        expert = cfg.expert_for(k % len(cfg.scenarios))
         window = cfg.windows[(k // len(cfg.scenarios)) % len(cfg.windows)] or get_scenario(sc).window
         options = {"window": window} if samples_trace(get_scenario(sc)) else {}  # tiny: no windows
-        ep: list[list[Any]] = []
-        play(sc, expert, int(rng.integers(2**31 - 1)), env_kwargs=cfg.env_args(), record=ep,
-             scenario_options=options, actor=actor)
-        rows += ep
-        returns.append(_returns(ep, cfg.gamma))
-    return rows, returns
+        jobs.append((sc, cfg.expert_for(k % len(cfg.scenarios)), int(rng.integers(2**31 - 1)), options,
+                     actor is not None))
+    _SHARED.update(env=cfg.env_args(), actor=actor)
+    try:
+        eps = _play_all(jobs, getattr(cfg, "bc_workers", 1))
+    finally:
+        _SHARED.clear()
+    rows = [row for ep in eps for row in ep]
+    return rows, [_returns(ep, cfg.gamma) for ep in eps]
 
 
 def demonstrations(cfg: Any) -> tuple[list[list[Any]], list[np.ndarray]]:

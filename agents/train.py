@@ -68,6 +68,8 @@ class TrainConfig:
     """DAgger rounds after behaviour cloning: the policy plays, the expert labels its states, refit."""
     dagger_episodes: int = 10
     departure_weight: float = 1.0
+    bc_workers: int = 1
+    """Processes that play the cloning and DAgger episodes (same labels as one process; :mod:`.bc`)."""
     """With the ``hint`` entry: the weight of a cloning label where the expert departs from the hinted action
     (the rare decisions that carry the expert's margin over the heuristic; :func:`.bc._fit`)."""
     select_seeds: tuple[int, ...] = ()
@@ -92,6 +94,8 @@ class TrainConfig:
             raise ValueError("observation 'sets' (the permutation-invariant network) trains with maskable_ppo")
         if self.dagger_rounds < 0 or self.dagger_episodes < 1:
             raise ValueError("dagger_rounds must be >= 0 and dagger_episodes >= 1")
+        if self.bc_workers < 1:
+            raise ValueError(f"bc_workers must be >= 1, got {self.bc_workers}")
         if not self.departure_weight > 0:
             raise ValueError(f"departure_weight must be positive, got {self.departure_weight}")
         if self.dagger_rounds and not self.bc_episodes:

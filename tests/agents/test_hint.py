@@ -140,3 +140,19 @@ def test_labels_that_depart_from_the_hint_weigh_more() -> None:
     w = departure_weights({"hint": hint}, np.array([2, 3, 0, 1]), 4.0)
     np.testing.assert_array_equal(w, [1.0, 4.0, 1.0, 4.0])
     assert (departure_weights({"pending": hint}, np.array([2, 3, 0, 1]), 4.0) == 1.0).all()  # no hint entry
+
+
+def test_workers_play_the_same_episodes_as_one_process(tmp_path: Path) -> None:
+    """Cloning episodes played by forked workers give the rows one process gives, in the same order."""
+    from gpucluster_env.agents.bc import _episodes
+    from gpucluster_env.agents.train import TrainConfig
+
+    def rows(workers: int) -> list[list]:
+        cfg = TrainConfig(out=str(tmp_path), scenarios=("tiny",), windows=("",), bc_experts=("srsf",),
+                          env_kwargs={"observation": "sets", "hint": "srsf"}, bc_workers=workers)
+        return _episodes(cfg, 3, 7)[0]
+
+    one, two = rows(1), rows(2)
+    assert len(one) == len(two) > 0
+    assert [r[1] for r in one] == [r[1] for r in two] and [r[3] for r in one] == [r[3] for r in two]
+    assert all(np.array_equal(a[0]["hint"], b[0]["hint"]) for a, b in zip(one, two, strict=True))
