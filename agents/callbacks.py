@@ -9,16 +9,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 
 def EpisodeCounter() -> Any:  # noqa: N802 (a class made on demand: SB3 is imported lazily)
-    """A callback counting the training episodes that ended (``n``)."""
+    """A callback counting the training episodes that ended (``n``) and keeping the union of the action masks
+    the rollouts met (``seen``: which actions training ever allowed; None for an algorithm without masks)."""
     from stable_baselines3.common.callbacks import BaseCallback
 
     class EpisodeCounter(BaseCallback):
         n = 0
+        seen: Any = None
 
         def _on_step(self) -> bool:
             self.n += sum(bool(d) for d in self.locals.get("dones", ()))
+            masks = self.locals.get("action_masks")
+            if masks is not None:
+                m = np.asarray(masks, dtype=bool).reshape(-1, np.asarray(masks).shape[-1]).any(0)
+                self.seen = m if self.seen is None else self.seen | m
             return True
 
     return EpisodeCounter()

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from gpucluster_env.scenarios import Scenario
 
 SHIPPED_DIR = Path(__file__).with_name("models") / "rl-castor-philly"
-ENV_KEYS = ("n_pending", "n_running", "action_layout", "observation", "min_run_s", "pending_order")
+ENV_KEYS = ("n_pending", "n_running", "action_layout", "observation", "min_run_s", "pending_order", "hint")
 """Environment arguments a model was trained with, recorded in meta.json and reused to evaluate it."""
 
 
@@ -102,6 +102,11 @@ class RLPolicy(Policy):
             raise ValueError(f"{self.name if self.name != 'rl' else self.model_dir} cannot run on "
                              f"{env.unwrapped.scenario.name}: {why}")
         self._checked = env.unwrapped
+        trained = self.meta.get("trained_actions")
+        if trained is not None:
+            from gpucluster_env.agents.trained_actions import trained_mask
+
+            self._trained = trained_mask(env, trained)
 
     def env_kwargs(self) -> dict[str, Any]:
         """The environment the model was trained in (window sizes, layout, observation form)."""
@@ -116,11 +121,16 @@ class RLPolicy(Policy):
 
     _checked: Any = None
     """The env whose spaces :meth:`reset` last checked (``act`` on another env checks it first)."""
+    _trained: np.ndarray | None = None
+    """The actions of that env whose kind the model's training masks allowed (``meta.json["trained_actions"]``,
+    :mod:`.trained_actions`); None for a model without the record (all allowed)."""
 
     def act(self, observation: Any, env: Any) -> int:
         if self._checked is not env.unwrapped:
             self.reset(env)
         mask = env.unwrapped.action_masks()
+        if self._trained is not None and (mask & self._trained).any():
+            mask = mask & self._trained  # only what the model was trained to do (wait is always among it)
         if self.masked:
             a, _ = self.model.predict(observation, action_masks=mask, deterministic=self.deterministic)
         else:

@@ -33,6 +33,8 @@ from gpucluster_env.env.observation import CLOCK_FEATURES, PENDING_FEATURES, RUN
 from gpucluster_env.env.sets import JOB_TYPE_FEATURES, TYPE_FEATURES
 
 DEFAULT_DIM = 64
+HINT_GAIN = 2.0
+"""The hinted action's score bonus at initialization (learned after), with the ``hint`` entry."""
 
 
 def _mlp(n_in: int, dim: int, n_out: int | None = None) -> nn.Sequential:
@@ -60,12 +62,24 @@ class SetsExtractor(BaseFeaturesExtractor):
 
     def __init__(self, observation_space: spaces.Dict, dim: int = DEFAULT_DIM) -> None:
         n, m, k = set_sizes(observation_space)
-        super().__init__(observation_space, (n + m + k + 1) * dim + n * k * JOB_TYPE_FEATURES)
+        self.n_hint = observation_space["hint"].shape[0] if "hint" in observation_space.spaces else 0
+        super().__init__(observation_space, (n + m + k + 1) * dim + n * k * JOB_TYPE_FEATURES + self.n_hint)
         self.n, self.m, self.k, self.dim = n, m, k, dim
-        self.enc_pending = _mlp(PENDING_FEATURES + 4, dim)
-        self.enc_running = _mlp(RUNNING_FEATURES + 4, dim)
+        h = 1 if self.n_hint else 0  # with a hint: its flags on each job (2 pending, 4 running) and on wait
+        self.enc_pending = _mlp(PENDING_FEATURES + 4 + 2 * h, dim)
+        self.enc_running = _mlp(RUNNING_FEATURES + 4 + 4 * h, dim)
         self.enc_type = _mlp(TYPE_FEATURES, dim)
-        self.enc_context = _mlp(6 * dim + CLOCK_FEATURES, dim)
+        self.enc_context = _mlp(6 * dim + CLOCK_FEATURES + h, dim)
+
+    def hint_flags(self, hint: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The hint (one-hot over the view's actions) as per-element flags: pending job i (placed anywhere,
+        shared), running job r (squeeze, swell, preempt, fork) and ``wait``."""
+        b, n, m, k = hint.shape[0], self.n, self.m, self.k
+        share_off = 1 + n * (k + 1)
+        place = hint[:, 1:share_off].view(b, n, k + 1).sum(-1, keepdim=True)
+        pend = torch.cat([place, hint[:, share_off:share_off + n, None]], dim=-1)
+        run = hint[:, share_off + n:].view(b, 4, m).transpose(1, 2)
+        return pend, run, hint[:, :1]
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         b = obs["pending"].shape[0]
@@ -79,11 +93,15 @@ class SetsExtractor(BaseFeaturesExtractor):
         p_agg = torch.cat([pr.sum(2) / vr.sum(1).clamp(min=1.0)[:, None], pr.amax(2)], dim=-1)
         rp = pairs * vp[:, :, None]
         r_agg = torch.cat([rp.sum(1) / vp.sum(1).clamp(min=1.0)[:, None], rp.amax(1)], dim=-1)
-        hp = self.enc_pending(torch.cat([p, p_agg], dim=-1)) * vp
-        hr = self.enc_running(torch.cat([r, r_agg], dim=-1)) * vr
+        p_in, r_in, c_in, tail = [p, p_agg], [r, r_agg], [obs["clock"]], []
+        if self.n_hint:
+            hpend, hrun, hwait = self.hint_flags(obs["hint"])
+            p_in, r_in, c_in, tail = p_in + [hpend], r_in + [hrun], c_in + [hwait], [obs["hint"]]
+        hp = self.enc_pending(torch.cat(p_in, dim=-1)) * vp
+        hr = self.enc_running(torch.cat(r_in, dim=-1)) * vr
         ht = self.enc_type(t) * vt
-        ctx = self.enc_context(torch.cat([_pool(hp, vp), _pool(hr, vr), _pool(ht, vt), obs["clock"]], dim=-1))
-        return torch.cat([hp.flatten(1), hr.flatten(1), ht.flatten(1), ctx, obs["job_types"]], dim=1)
+        ctx = self.enc_context(torch.cat([_pool(hp, vp), _pool(hr, vr), _pool(ht, vt), *c_in], dim=-1))
+        return torch.cat([hp.flatten(1), hr.flatten(1), ht.flatten(1), ctx, obs["job_types"], *tail], dim=1)
 
 
 class _Unpack(nn.Module):
@@ -96,24 +114,28 @@ class _Unpack(nn.Module):
     def split(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
         b, d, n, m, k = x.shape[0], self.dim, self.n, self.m, self.k
         ends = [n * d, (n + m) * d, (n + m + k) * d, (n + m + k + 1) * d]
+        jt_end = ends[3] + n * k * JOB_TYPE_FEATURES
         return (x[:, :ends[0]].view(b, n, d), x[:, ends[0]:ends[1]].view(b, m, d),
                 x[:, ends[1]:ends[2]].view(b, k, d), x[:, ends[2]:ends[3]],
-                x[:, ends[3]:].view(b, n, k, JOB_TYPE_FEATURES))
+                x[:, ends[3]:jt_end].view(b, n, k, JOB_TYPE_FEATURES), x[:, jt_end:])
 
 
 class SetsHead(_Unpack):
     """Per-element action scores in the ``sets`` view's order (wait, place(i, t) and place(i, any) per
     pending slot, share(i), then squeeze, swell, preempt and fork over the running slots)."""
 
-    def __init__(self, n: int, m: int, k: int, dim: int) -> None:
+    def __init__(self, n: int, m: int, k: int, dim: int, hint: bool = False) -> None:
         super().__init__(n, m, k, dim)
+        # residual on the hint: the hinted action's score gets a learned bonus, so copying the heuristic is the
+        # easy default and the rest of the network learns where to depart from it
+        self.hint_gain = nn.Parameter(torch.tensor(HINT_GAIN)) if hint else None
         self.wait = nn.Linear(dim, 1)
         self.place_type = _mlp(3 * dim + JOB_TYPE_FEATURES, dim, 1)
         self.pending = _mlp(2 * dim, dim, 2)  # place(i, any), share(i)
         self.running = _mlp(2 * dim, dim, 4)  # squeeze, swell, preempt, fork
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        hp, hr, ht, ctx, jt = self.split(x)
+        hp, hr, ht, ctx, jt, hint = self.split(x)
         b, n, m, k, d = x.shape[0], self.n, self.m, self.k, self.dim
         pair_in = torch.cat([hp[:, :, None].expand(b, n, k, d), ht[:, None].expand(b, n, k, d),
                              ctx[:, None, None].expand(b, n, k, d), jt], dim=-1)
@@ -121,7 +143,8 @@ class SetsHead(_Unpack):
         pend = self.pending(torch.cat([hp, ctx[:, None].expand(b, n, d)], dim=-1))  # (b, n, 2)
         place = torch.cat([by_type, pend[..., :1]], dim=-1).flatten(1)
         run = self.running(torch.cat([hr, ctx[:, None].expand(b, m, d)], dim=-1))  # (b, m, 4)
-        return torch.cat([self.wait(ctx), place, pend[..., 1], run.transpose(1, 2).flatten(1)], dim=1)
+        scores = torch.cat([self.wait(ctx), place, pend[..., 1], run.transpose(1, 2).flatten(1)], dim=1)
+        return scores if self.hint_gain is None else scores + self.hint_gain * hint
 
 
 class SetsValue(_Unpack):
@@ -150,7 +173,7 @@ class SetsPolicy(MaskableActorCriticPolicy):
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)
         n, m, k = set_sizes(self.observation_space)
-        self.action_net = SetsHead(n, m, k, self.set_dim)
+        self.action_net = SetsHead(n, m, k, self.set_dim, hint="hint" in self.observation_space.spaces)
         self.value_net = SetsValue(n, m, k, self.set_dim)
         want = 1 + n * (k + 1) + n + 4 * m
         if self.action_space.n != want:

@@ -67,6 +67,11 @@ class TrainConfig:
     dagger_rounds: int = 0
     """DAgger rounds after behaviour cloning: the policy plays, the expert labels its states, refit."""
     dagger_episodes: int = 10
+    departure_weight: float = 1.0
+    bc_workers: int = 1
+    """Processes that play the cloning and DAgger episodes (same labels as one process; :mod:`.bc`)."""
+    """With the ``hint`` entry: the weight of a cloning label where the expert departs from the hinted action
+    (the rare decisions that carry the expert's margin over the heuristic; :func:`.bc._fit`)."""
     select_seeds: tuple[int, ...] = ()
     """Validation seeds: after training, the best saved model on them becomes model.zip (:mod:`.select`)."""
     eval_freq: int = 20_000
@@ -89,6 +94,10 @@ class TrainConfig:
             raise ValueError("observation 'sets' (the permutation-invariant network) trains with maskable_ppo")
         if self.dagger_rounds < 0 or self.dagger_episodes < 1:
             raise ValueError("dagger_rounds must be >= 0 and dagger_episodes >= 1")
+        if self.bc_workers < 1:
+            raise ValueError(f"bc_workers must be >= 1, got {self.bc_workers}")
+        if not self.departure_weight > 0:
+            raise ValueError(f"departure_weight must be positive, got {self.departure_weight}")
         if self.dagger_rounds and not self.bc_episodes:
             raise ValueError("DAgger rounds refine behaviour cloning: give bc_episodes too")
         if len(self.bc_experts) not in (1, len(self.scenarios)):
@@ -259,6 +268,19 @@ def env_spec_json(cfg: TrainConfig) -> str:
         env.close()
 
 
+def _trained_actions(cfg: TrainConfig, masks: np.ndarray) -> list[str]:
+    """The kinds of action the union of ``masks`` (the training env's masks) allowed."""
+    from gpucluster_env.agents.trained_actions import seen_kinds
+
+    from gpucluster_env.env import GPUClusterEnv
+
+    env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
+    try:
+        return seen_kinds(env, masks)
+    finally:
+        env.close()
+
+
 def _gpu_types(scenario: str) -> int:
     from gpucluster_env.scenarios import get_scenario
 
@@ -324,8 +346,11 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
     finally:
         vec.close()
         remove_empty_folders(out)
+    seen = [m for m in (bc_stats.pop("seen_mask", None), cbs[2].seen) if m is not None]
     meta.update(timesteps=int(model.num_timesteps), wall_s=time.perf_counter() - t0, learn_s=learn_s,
                 behaviour_cloning=bc_stats, summary=run_summary(cbs, out))
+    if seen:  # the action kinds the training masks ever allowed: the policy plays only those (.trained_actions)
+        meta["trained_actions"] = _trained_actions(cfg, np.stack(seen))
     if cfg.select_seeds:
         from gpucluster_env.agents.select import select_model
 

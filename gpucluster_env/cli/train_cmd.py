@@ -36,6 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dagger-rounds", type=int, default=0,
                    help="after cloning: rounds in which the policy plays and the expert labels its states")
     p.add_argument("--dagger-episodes", type=int, default=10, help="episodes per DAgger round")
+    p.add_argument("--bc-workers", type=int, default=1,
+                   help="processes that play the cloning and DAgger episodes (the same labels as one)")
+    p.add_argument("--departure-weight", type=float, default=1.0,
+                   help="with --env-arg hint=srsf: weight of the cloning labels where the expert departs from "
+                        "the hinted action")
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="environment keyword for every training and evaluation env (repeatable), "
                         "e.g. pending_order=remaining")
@@ -147,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
         select_seeds=tuple(parse_seeds(args.select_seeds)) if args.select_seeds else (),
         gamma=args.gamma, target_kl=args.target_kl, critic_warmup=args.critic_warmup,
         dagger_rounds=args.dagger_rounds, dagger_episodes=args.dagger_episodes, env_kwargs=env_args(args.env_arg),
+        departure_weight=args.departure_weight, bc_workers=args.bc_workers,
     )
     out = train(cfg, command=command_line(args))
     print(training_summary(out, args))

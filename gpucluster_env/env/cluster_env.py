@@ -24,6 +24,7 @@ from .env_options import (  # re-exported: users import them from here
     PENDING_ORDERS,
     check_env_options,
 )
+from .hints import check_hint
 from .limits import check_env_limit
 from .observation import ObservationBuilder
 from .rules import DecisionRules
@@ -91,8 +92,9 @@ class GPUClusterEnv(gym.Env):
     overrides, e.g. ``{"num_jobs": 480}``), ``catalog``, ``n_pending={n_pending}``, ``n_running`` (default
     {n_running_compact} with the compact layout, {n_running_full} with the full one),
     ``action_layout="compact"|"full"``, ``n_accum`` (full layout; default {n_accum_full}),
-    ``observation="dict"|"box"|"none"``,
-    ``objective``, ``reward_scale=None`` (per-episode normalization) or seconds, ``invalid_action="wait"``
+    ``observation="dict"|"box"|"none"|"sets"``, ``hint=None|"srsf"`` (``sets`` only: an entry marking the action
+    SRSF takes now, :mod:`gpucluster_env.env.hints`), ``objective``, ``reward_scale=None`` (per-episode
+    normalization) or seconds, ``invalid_action="wait"``
     (an out-of-mask action is a counted no-op: it advances the clock as ``wait`` and ``info["invalid_actions"]``
     counts it) or ``"raise"`` (a ``ValueError`` naming it, for debugging), ``actions`` (the action kinds
     exposed, default all the scenario supports), ``min_run_s`` (preemption quantum; default one round, else
@@ -127,6 +129,7 @@ class GPUClusterEnv(gym.Env):
         min_run_s: float | None = None,
         pending_order: str = "queue",
         max_steps: int | None = None,
+        hint: str | None = None,
     ) -> None:
         super().__init__()
         sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
@@ -139,6 +142,8 @@ class GPUClusterEnv(gym.Env):
                                  reward_scale=reward_scale, invalid_action=invalid_action, actions=actions,
                                  render_mode=render_mode, action_layout=action_layout, min_run_s=min_run_s,
                                  pending_order=pending_order)
+        check_hint(hint, observation)
+        self.hint = hint
         self.allowed = frozenset(opts.kinds)
         self.observation_mode = observation
         self.objective = objective
@@ -175,7 +180,7 @@ class GPUClusterEnv(gym.Env):
         if self.observation_mode == "none":
             self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
         elif self.observation_mode == "sets":
-            self._sets = SetsView(self.layout, len(self.engine.type_names))
+            self._sets = SetsView(self.layout, len(self.engine.type_names), self.hint)
             self.observation_space = self._sets.space()
             self.action_space = spaces.Discrete(self._sets.size)
         else:
@@ -329,8 +334,11 @@ class GPUClusterEnv(gym.Env):
         out = self._buf.copy()
         if self._sets is not None:
             ob = self.obs_builder
-            return self._sets.observe(ob.split(out), self._mask_arr, ob.type_speed,
+            view = self._sets.observe(ob.split(out), self._mask_arr, ob.type_speed,
                                       self.engine.job_model[self._pending])
+            if self.hint is not None:
+                view["hint"] = self._sets.hint_vector(self)
+            return view
         return out if self.observation_mode == "box" else self.obs_builder.split(out)
 
     def _run_kernel(self, obs: bool) -> None:

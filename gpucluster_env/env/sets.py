@@ -12,6 +12,8 @@ per-type parts to :data:`MAX_TYPES` rows with a presence flag and masks the colu
     1 for a present type.
 ``job_types`` (N x K x 2), pending slot i on GPU type t: the speed of its model on t relative to the cluster's
     fastest (type, model) pair, and 1 when ``place(i, t)`` is allowed now (0 for empty slots and absent types).
+``hint`` (A, only with ``hint="srsf"``): 1 at the int action (below) a base heuristic takes now, 0 elsewhere
+    (:mod:`.hints`); absent by default.
 
 Actions (``Discrete(1 + N (K + 1) + N + 4 M)``)::
 
@@ -30,6 +32,8 @@ elements with shared weights, so it is not tied to their order either.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from gymnasium import spaces
 
@@ -44,7 +48,7 @@ JOB_TYPE_FEATURES = 2
 class SetsView:
     """Maps the compact layout of one cluster (``T`` GPU types) to the padded, type-count-free view."""
 
-    def __init__(self, layout: ActionLayout, n_types: int) -> None:
+    def __init__(self, layout: ActionLayout, n_types: int, hint: str | None = None) -> None:
         if not layout.compact:
             raise ValueError("observation='sets' needs action_layout='compact'")
         if n_types > MAX_TYPES:
@@ -72,6 +76,27 @@ class SetsView:
         valid = np.flatnonzero(to_layout >= 0)
         self.from_layout[to_layout[valid]] = valid
         self.present = (np.arange(K) < n_types).astype(np.float32)
+        self.hint = hint
+        self._hint_source: Any = None  # made on first use (and again after pickling)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """For pickle and deepcopy: the hint source (a reference policy bound to an engine) is made again."""
+        state = self.__dict__.copy()
+        state["_hint_source"] = None
+        return state
+
+    def hint_vector(self, env: Any) -> np.ndarray:
+        """The ``hint`` entry: 1 at the view's int of the action the hint's heuristic takes now (none where it
+        has no equivalent action in the view; :mod:`.hints`)."""
+        from .hints import make_hint_source
+
+        if self._hint_source is None:
+            self._hint_source = make_hint_source(self.hint)
+        out = np.zeros(self.size, dtype=np.float32)
+        a = self._hint_source(env)
+        if a is not None and self.from_layout[a] >= 0:
+            out[self.from_layout[a]] = 1.0
+        return out
 
     def space(self) -> spaces.Dict:
         """The observation space (each key one flat vector, as the default ``Dict``)."""
@@ -81,6 +106,8 @@ class SetsView:
         sizes = {"pending": L.n_pending * PENDING_FEATURES, "running": L.n_running * RUNNING_FEATURES,
                  "pairs": L.n_pending * L.n_running * PAIR_FEATURES, "types": K * TYPE_FEATURES,
                  "job_types": L.n_pending * K * JOB_TYPE_FEATURES, "clock": CLOCK_FEATURES}
+        if self.hint is not None:
+            sizes["hint"] = self.size
         return spaces.Dict({k: spaces.Box(0.0, 1.0, (n,), np.float32) for k, n in sizes.items()})
 
     def mask(self, layout_mask: np.ndarray) -> np.ndarray:

@@ -58,6 +58,9 @@ def test_training_writes_model_metadata_logs_and_checkpoints(trained: Path) -> N
     assert bc["samples"] == bc["history"][1]["samples"] > bc["history"][0]["samples"]
     assert 0.0 <= bc["history"][1]["agreement_before_fit"] <= 1.0
     assert meta["env_kwargs"] == {"observation": "dict", "pending_order": "remaining"}
+    # the kinds the training masks allowed (tiny neither calibrates shares nor has rounds)
+    assert {"wait", "place"} <= set(meta["trained_actions"]) and not {"squeeze", "swell", "fork"} & set(
+        meta["trained_actions"])
     assert "--env-arg pending_order=remaining" in meta["command"]
     sel = meta["selection"]
     assert sel["first"] == "bc" and sel["seeds"] == [0, 1]
