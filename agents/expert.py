@@ -141,7 +141,7 @@ def play(scenario: str, policy: Any, seed: int, env_kwargs: dict[str, Any] | Non
     obs, _ = env.reset(seed=seed)
     pol.reset(env)
     cov = Coverage()
-    limit = max_episode_steps(env.engine.n_jobs)
+    limit = max_episode_steps(env.engine.n_jobs, env.engine.config.tick_s)
     while True:
         act = pol.act(obs, env)
         typed = act if not isinstance(act, int | np.integer) else env.decode_action(int(act))

@@ -113,11 +113,12 @@ class RLPolicy(Policy):
         env = self.meta.get("env_kwargs", {})
         return {k: env[k] for k in ENV_KEYS if k in env}
 
-    def step_limit(self, n_jobs: int) -> int:
-        """The registered ids' ``max_episode_steps`` for ``n_jobs`` jobs (what training episodes ran under)."""
+    def step_limit(self, n_jobs: int, tick_s: float | None = None) -> int:
+        """The registered ids' ``max_episode_steps`` for ``n_jobs`` jobs and calibration tick ``tick_s`` (what
+        training episodes ran under)."""
         from gpucluster_env.registration import max_episode_steps
 
-        return max_episode_steps(n_jobs)
+        return max_episode_steps(n_jobs, tick_s)
 
     _checked: Any = None
     """The env whose spaces :meth:`reset` last checked (``act`` on another env checks it first)."""

@@ -165,7 +165,7 @@ def _make_env(cfg: TrainConfig, rank: int) -> Any:
         from gpucluster_env.registration import max_episode_steps
 
         env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
-        env = gym.wrappers.TimeLimit(env, max_episode_steps(env.engine.n_jobs))
+        env = gym.wrappers.TimeLimit(env, max_episode_steps(env.engine.n_jobs, env.engine.config.tick_s))
         env = TraceWindows(env, cfg.scenarios, cfg.windows, seed=cfg.seed * 1000 + rank)
         if cfg.algo != "maskable_ppo":
             return Monitor(env)

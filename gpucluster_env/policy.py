@@ -90,11 +90,11 @@ class Policy:
         or a list of typed actions applied one at a time."""
         raise NotImplementedError
 
-    def step_limit(self, n_jobs: int) -> int | None:
-        """The most env steps an episode of ``n_jobs`` jobs may take with this policy, or None for no limit of
-        its own. A learned policy takes the registered ids' ``max_episode_steps`` (a degenerate model would
-        otherwise play for the runner's whole step budget); :func:`run_episode` applies it and names it
-        ``max_episode_steps`` when it stops an episode."""
+    def step_limit(self, n_jobs: int, tick_s: float | None = None) -> int | None:
+        """The most env steps an episode of ``n_jobs`` jobs (``tick_s``: the scenario's calibration tick) may
+        take with this policy, or None for no limit of its own. A learned policy takes the registered ids'
+        ``max_episode_steps`` (a degenerate model would otherwise play for the runner's whole step budget);
+        :func:`run_episode` applies it and names it ``max_episode_steps`` when it stops an episode."""
         return None
 
     stat_names: ClassVar[tuple[str, ...]] = ()
@@ -255,7 +255,9 @@ def _episode_env(scenario: str, pol: Policy, scenario_options: dict[str, Any] | 
     kwargs.update(env_kwargs or {})
     env = GPUClusterEnv(scenario, scenario_options=scenario_options, **kwargs)
     limit_of = getattr(pol, "step_limit", None)  # duck-typed policies may lack it
-    own_limit = limit_of(env.scenario.num_jobs) if limit_of is not None else None
+    tick_s = env.scenario.config.tick_s  # passed only where set, so a step_limit(n_jobs) of older code still works
+    own_limit = (None if limit_of is None else limit_of(env.scenario.num_jobs) if tick_s is None
+                 else limit_of(env.scenario.num_jobs, tick_s=tick_s))
     if own_limit is not None and (env.max_steps is None or own_limit < env.max_steps):
         env.max_steps = own_limit
     else:

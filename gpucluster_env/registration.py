@@ -26,6 +26,12 @@ STEPS_PER_JOB = 40
 """``max_episode_steps`` of a registered id is ``STEPS_PER_JOB x jobs + 2,000``: several times the decisions of
 a random masked episode (a few per job, tests/env/test_env_rl.py), so only an agent that idles for hours of
 simulated time on an empty cluster meets it."""
+TICK_STEPS_PER_JOB = 160
+"""The steps per job of a scenario that calibrates MPS shares (``tick_s`` set: the Gimbal scenarios), where every
+calibration tick is a decision point as well: SJF itself takes 53-58 steps per job on ``gimbal-alibaba`` (16,005
+and 17,412 steps for 300 jobs, seeds 0 and 1: `gpucluster run --scenario gimbal-alibaba --seed N --policy sjf
+--json`), above the 40 of other scenarios, so that limit cut even the reference policies short; 160 is about
+three times that."""
 
 
 def env_id(scenario: str) -> str:
@@ -43,9 +49,10 @@ def registered_ids_text(width: int = 110, indent: str = "    ") -> str:
     return textwrap.fill(ids, width, subsequent_indent=indent).strip()
 
 
-def max_episode_steps(num_jobs: int) -> int:
-    """The step limit of a registered id whose scenario has ``num_jobs`` jobs."""
-    return STEPS_PER_JOB * num_jobs + 2000
+def max_episode_steps(num_jobs: int, tick_s: float | None = None) -> int:
+    """The step limit of a registered id whose scenario has ``num_jobs`` jobs (``tick_s``: its calibration tick,
+    None where it has none)."""
+    return (STEPS_PER_JOB if tick_s is None else TICK_STEPS_PER_JOB) * num_jobs + 2000
 
 
 def env_ids() -> list[str]:
@@ -61,11 +68,11 @@ def register_envs() -> list[str]:
     ids = env_ids()
     if ids[0] not in gym.registry:
         gym.register(id=ids[0], entry_point=ENTRY_POINT, disable_env_checker=False,
-                     max_episode_steps=max_episode_steps(SCENARIOS["tiny"].num_jobs))
+                     max_episode_steps=max_episode_steps(SCENARIOS["tiny"].num_jobs, SCENARIOS["tiny"].config.tick_s))
     for i, (name, sc) in zip(ids[1:], SCENARIOS.items(), strict=True):
         if i not in gym.registry:
             gym.register(id=i, entry_point=ENTRY_POINT, kwargs={"scenario": name},
-                         max_episode_steps=max_episode_steps(sc.num_jobs))
+                         max_episode_steps=max_episode_steps(sc.num_jobs, sc.config.tick_s))
     return ids
 
 

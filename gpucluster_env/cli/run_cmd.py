@@ -185,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
                                            wrap=_recording(scratch) if scratch else None))
             finally:
                 pol.close()
-            results[-1]["limits"] = limits.describe(results[-1].get("truncated_by"), sc.num_jobs)
+            results[-1]["limits"] = limits.describe(results[-1].get("truncated_by"), sc.num_jobs, sc.config.tick_s)
             results[-1]["jobs_asked"] = sc.num_jobs
     except BaseException:
         if scratch:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpucluster_env.policy import Policy
-from gpucluster_env.registration import STEPS_PER_JOB, max_episode_steps
+from gpucluster_env.registration import STEPS_PER_JOB, TICK_STEPS_PER_JOB, max_episode_steps
 
 UPDATE_EVERY = 512
 
@@ -22,10 +22,10 @@ class EpisodeLimits:
     max_sim_s: float
     max_steps: int
 
-    def describe(self, cause: str | None = None, num_jobs: int | None = None) -> str:
+    def describe(self, cause: str | None = None, num_jobs: int | None = None, tick_s: float | None = None) -> str:
         """The limit that stopped an episode (``cause``, a runner's ``truncated_by``) in words, with the flag
         that sets it; without a cause, both limits. ``num_jobs`` (the episode's jobs) gives a learned policy's
-        own step limit as a number."""
+        own step limit as a number (``tick_s``: the scenario's calibration tick, which sets the steps per job)."""
         days = f"the limit of {self.max_sim_s / 86400:g} simulated days (--max-sim-days)"
         steps = f"the limit of {self.max_steps:,} steps (--max-steps)"
         if cause == "max_sim_time_s":
@@ -33,8 +33,9 @@ class EpisodeLimits:
         if cause == "max_steps":
             return steps
         if cause == "max_episode_steps":
-            count = f"{max_episode_steps(num_jobs):,} steps, " if num_jobs is not None else ""
-            return (f"the model's step limit ({count}the registered env's max_episode_steps: {STEPS_PER_JOB} "
+            count = f"{max_episode_steps(num_jobs, tick_s):,} steps, " if num_jobs is not None else ""
+            per_job = STEPS_PER_JOB if tick_s is None else TICK_STEPS_PER_JOB
+            return (f"the model's step limit ({count}the registered env's max_episode_steps: {per_job} "
                     f"steps per job + {max_episode_steps(0):,}, what its training episodes ran under; not "
                     "--max-steps)")
         if cause == "stalled":
@@ -63,9 +64,9 @@ class ProgressPolicy(Policy):
         return {**self.inner.env_kwargs(), "max_sim_time_s": self.limits.max_sim_s,
                 "max_steps": self.limits.max_steps}
 
-    def step_limit(self, n_jobs: int) -> int | None:
+    def step_limit(self, n_jobs: int, tick_s: float | None = None) -> int | None:
         """The inner policy's own step limit."""
-        return self.inner.step_limit(n_jobs)
+        return self.inner.step_limit(n_jobs, tick_s)
 
     def reset(self, env: Any) -> None:
         self.steps = 0

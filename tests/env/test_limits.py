@@ -136,7 +136,7 @@ def test_undoing_typed_actions_forever_is_bounded() -> None:
 class _Churner(_Bad):
     """A degenerate learned-like policy: preempts and restarts jobs forever, with a step limit of its own."""
 
-    def step_limit(self, n_jobs: int) -> int:
+    def step_limit(self, n_jobs: int, tick_s: float | None = None) -> int:
         return 3 * n_jobs
 
     @staticmethod
@@ -163,3 +163,18 @@ def test_a_learned_policy_takes_the_registered_step_limit() -> None:
     from gpucluster_env.registration import max_episode_steps
 
     assert RLPolicy.step_limit(None, 240) == max_episode_steps(240)  # type: ignore[arg-type]
+
+
+def test_a_calibrating_scenario_allows_its_ticks() -> None:
+    """On a scenario whose calibration ticks are decision points (gimbal-alibaba: 39 s ticks), the registered
+    limit leaves room for them: SJF's whole episode on seed 0 (16,005 steps) finishes under it."""
+    import gymnasium as gym
+
+    from gpucluster_env.registration import TICK_STEPS_PER_JOB, env_id, max_episode_steps
+    from gpucluster_env.scenarios import SCENARIOS
+
+    sc = SCENARIOS["gimbal-alibaba"]
+    limit = gym.spec(env_id("gimbal-alibaba")).max_episode_steps
+    assert limit == max_episode_steps(sc.num_jobs, sc.config.tick_s) == TICK_STEPS_PER_JOB * sc.num_jobs + 2000
+    assert limit > 16_005
+    assert gym.spec(env_id("castor-philly")).max_episode_steps == max_episode_steps(SCENARIOS["castor-philly"].num_jobs)
