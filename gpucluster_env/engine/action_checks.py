@@ -33,6 +33,7 @@ class ActionChecks:
         self.state = state
         self.occupancy = occupancy
         self.rates = rates
+        self._fewest: dict[tuple[frozenset[int], int], int] = {}  # fewest_nodes' answers
 
     def type_index(self, name: str) -> int:
         st = self.state
@@ -70,9 +71,10 @@ class ActionChecks:
     def check_gpus(self, action: Action | tuple, gpus: tuple[int, ...] | np.ndarray) -> np.ndarray:
         st = self.state
         g = np.asarray(gpus, dtype=np.int64).ravel()
-        if len(g) == 0 or g.min() < 0 or g.max() >= st.num_gpus:
+        gl = g.tolist()
+        if not gl or min(gl) < 0 or max(gl) >= st.num_gpus:
             raise ActionError(f"{typed(action)}: GPU indices must lie in [0, {st.num_gpus})")
-        if len(set(g.tolist())) != len(g):
+        if len(set(gl)) != len(gl):
             raise ActionError(f"{typed(action)}: GPU set repeats a GPU")
         return g
 
@@ -133,11 +135,13 @@ class ActionChecks:
         is a configuration Gavel measured at zero throughput (:mod:`gpucluster_env.catalog.solo`: it cannot run
         there)."""
         st = self.state
-        t = st._gpu_type_l[int(g[0])]
-        if len(g) > 1 and (st.gpu_type[g] != t).any():
+        gl = g.tolist()
+        gt = st._gpu_type_l
+        t = gt[gl[0]]
+        if len(gl) > 1 and any(gt[x] != t for x in gl):
             return
         b = st._batch_l[j] if batch is None else batch
-        n_nodes = 1 if len(g) == 1 else len(set(st.gpu_node[g].tolist()))
+        n_nodes = 1 if len(gl) == 1 else len({st._gpu_node_l[x] for x in gl})
         if math.isinf(st.gang_scale(st._model_l[j], b, t, len(g), n_nodes)):
             raise ActionError(f"{typed(action)}: job {j} ({st.model_names[st._model_l[j]]}, batch "
                               f"{b}) cannot run on {len(g)} {st.type_names[t]}: Gavel measured "
@@ -207,6 +211,17 @@ class ActionChecks:
                         f"{room:.1f} GB free there"
                     )
 
+    def fewest_nodes(self, types: frozenset[int], n: int) -> int:
+        """The fewest nodes of GPU types ``types`` that hold ``n`` GPUs (the largest nodes first); kept per
+        argument, a pure function of the cluster."""
+        key = (types, n)
+        f = self._fewest.get(key)
+        if f is None:
+            st = self.state
+            sizes = np.sort(st.node_size[np.isin(st.node_type, sorted(types))])[::-1]
+            f = self._fewest[key] = int(np.searchsorted(np.cumsum(sizes), n)) + 1
+        return f
+
     def topology_violation(self, j: int, g: np.ndarray) -> str | None:
         """Why starting pending job ``j`` on GPUs ``g`` breaks Gimbal's topology rule ("topological
         guaranteeing"), or None. (1) The job spans the fewest nodes possible: as few as the largest nodes of
@@ -215,10 +230,10 @@ class ActionChecks:
         set is one largest job and smaller jobs packed on it alone. (3) Equal world sizes pack only balanced:
         the very same GPUs, and the partner shares with no other job."""
         st = self.state
-        n = len(g)
-        nodes = len(set(st.gpu_node[g].tolist()))
-        sizes = np.sort(st.node_size[np.isin(st.node_type, st.gpu_type[g])])[::-1]
-        fewest = int(np.searchsorted(np.cumsum(sizes), n)) + 1
+        gl = g.tolist()
+        n = len(gl)
+        nodes = len({st._gpu_node_l[x] for x in gl})
+        fewest = self.fewest_nodes(frozenset(st._gpu_type_l[x] for x in gl), n)
         if nodes > fewest:
             return f"job {j} ({n} GPUs) would span {nodes} nodes; the fewest possible is {fewest}"
         held = st.slot_job[g, 0]

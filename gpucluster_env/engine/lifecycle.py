@@ -144,12 +144,11 @@ class Lifecycle:
             if (step < 0 and hi <= SHARE_MIN_UNITS) or (step > 0 and lo >= full):
                 bound = "minimum" if step < 0 else "maximum"
                 raise ActionError(f"{typed(action)}: job {j}'s share is already at the {bound} on all its GPUs")
-            g = self.occupancy.gpus_of(j)
+            gl = self.occupancy.gpus_of(j).tolist()
         else:
-            g = self.checks.check_gpus(action, gpus)
-            if not np.isin(g, self.occupancy.gpus_of(j)).all():
+            gl = self.checks.check_gpus(action, gpus).tolist()
+            if not set(gl).issubset([x for c in st._copy_consts[j] for x in c.gl]):
                 raise ActionError(f"{typed(action)}: job {j} does not run on every GPU named")
-        gl = g.tolist()
         sjf, ssf = st._sj_flat, st._ss_flat
         pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU, as a flat index
         if gpus is None and lo == hi:

@@ -37,12 +37,6 @@ class MoveChecks:
             return f"job {j} runs on exactly {req} GPUs (not elastic: no min_gpus/max_gpus), got {n}"
         return f"job {j} may run on {lo} to {hi} GPUs (its elastic range), got {n}"
 
-    def others_on(self, j: int, g: np.ndarray) -> np.ndarray:
-        """For each GPU of ``g``, the one job other than ``j`` on it (-1: none); ActionError-free: the caller
-        checks that no GPU holds two jobs other than ``j``."""
-        sj = self.state.slot_job[g]
-        return np.where(sj[:, 0] == j, sj[:, 1], sj[:, 0])
-
     def check_batch(self, action: Reallocate, j: int, n: int) -> int:
         """The per-GPU batch of job ``j`` on ``n`` GPUs after ``action``: its batch now when the action names
         none, else the one named, checked (a positive integer, its total within the model's validated range)."""
@@ -79,40 +73,60 @@ class MoveChecks:
             if g is None:
                 where = action.gpu_type or "any type"
                 raise ActionError(f"{action}: no room for job {j}'s {n} GPUs ({where}), counting the GPUs it holds")
+            gl = g.tolist()
         else:
             g = self.checks.check_gpus(action, action.gpus)
-            problem = self.size_error(j, len(g))
-            if problem:
-                raise ActionError(f"{action}: {problem}")
-            if t is not None and (st.gpu_type[g] != t).any():
-                raise ActionError(f"{action}: not every GPU named is a {action.gpu_type}")
-            sj = st.slot_job[g]
-            if ((sj[:, 0] >= 0) & (sj[:, 0] != j) & (sj[:, 1] >= 0) & (sj[:, 1] != j)).any():
-                raise ActionError(f"{action}: a GPU of the set already holds two other jobs")
-        batch = self.check_batch(action, j, len(g))
+            gl = g.tolist()
+            self._check_named(action, j, t, gl)
+        batch = self.check_batch(action, j, len(gl))
         self.checks.check_measured(action, j, g, batch)
-        others = self.others_on(j, g)
-        room = st.type_mem[st.gpu_type[g]] - np.where(others >= 0, st.footprint[np.maximum(others, 0)], 0.0)
-        p = st.profiles[st._model_l[j]]
-        if action.accumulation is None:
-            s = fit_accumulation(p, batch, float(room.min()))
-            if s is None:
-                raise ActionError(f"{action}: job {j} does not fit in GPU memory there at any accumulation")
-        else:
-            s = int(action.accumulation)
-            if s < 1 or s & (s - 1) or s > batch:
-                raise ActionError(f"{action}: accumulation must be a power of two in [1, {batch}], got "
-                                  f"{action.accumulation}")
-            fp = footprint_gb(p, batch, s)
-            over = [i for i, r in enumerate(room.tolist()) if not fits_memory(fp, r)]
-            if over:
-                gi = int(g[over[0]])
-                raise ActionError(f"{action}: memory does not fit on GPU {gi}: {fp:.1f} GB > {room[over[0]]:.1f} GB "
-                                  "free beside its tenant")
-        if (s == st.accum.item(j) and batch == st._batch_l[j]
-                and sorted(g.tolist()) == sorted(st.copies[j][0].tolist())):
+        s = self._accumulation(action, j, gl, batch)
+        if s == st.accum.item(j) and batch == st._batch_l[j] and sorted(gl) == sorted(st._copy_consts[j][0].gl):
             raise ActionError(f"{action}: job {j} already runs on those GPUs at accumulation {s} and batch {batch}")
         return j, g, s, batch
+
+    def _check_named(self, action: Reallocate, j: int, t: int | None, gl: list[int]) -> None:
+        """The checks of a ``Reallocate``'s named GPUs ``gl`` for job ``j``: a size it may run on, every GPU of
+        type ``t`` (when named), none holding two jobs other than ``j``."""
+        st = self.state
+        problem = self.size_error(j, len(gl))
+        if problem:
+            raise ActionError(f"{action}: {problem}")
+        gt, sjf = st._gpu_type_l, st._sj_flat
+        if t is not None and any(gt[x] != t for x in gl):
+            raise ActionError(f"{action}: not every GPU named is a {action.gpu_type}")
+        for x in gl:
+            a, b = sjf.item(2 * x), sjf.item(2 * x + 1)
+            if a >= 0 and a != j and b >= 0 and b != j:
+                raise ActionError(f"{action}: a GPU of the set already holds two other jobs")
+
+    def _accumulation(self, action: Reallocate, j: int, gl: list[int], batch: int) -> int:
+        """The accumulation of job ``j`` after ``action`` on GPUs ``gl`` at per-GPU ``batch``: the one named,
+        checked against the memory beside each GPU's other tenant, or the smallest that fits there."""
+        st = self.state
+        sjf, fp, mem, gt = st._sj_flat, st.footprint, st._type_mem_l, st._gpu_type_l
+        room = []  # each GPU's memory less its tenant's other than j
+        for x in gl:
+            a = sjf.item(2 * x)
+            o = sjf.item(2 * x + 1) if a == j else a
+            room.append(mem[gt[x]] - (fp.item(o) if o >= 0 else 0.0))
+        p = st.profiles[st._model_l[j]]
+        if action.accumulation is None:
+            s = fit_accumulation(p, batch, min(room))
+            if s is None:
+                raise ActionError(f"{action}: job {j} does not fit in GPU memory there at any accumulation")
+            return s
+        s = int(action.accumulation)
+        if s < 1 or s & (s - 1) or s > batch:
+            raise ActionError(f"{action}: accumulation must be a power of two in [1, {batch}], got "
+                              f"{action.accumulation}")
+        f = footprint_gb(p, batch, s)
+        over = [i for i, r in enumerate(room) if not fits_memory(f, r)]
+        if over:
+            i = over[0]
+            raise ActionError(f"{action}: memory does not fit on GPU {gl[i]}: {f:.1f} GB > {room[i]:.1f} GB "
+                              "free beside its tenant")
+        return s
 
     def check_copy(self, action: Any) -> tuple[int, int]:
         """Job and copy index of a ``DropCopy`` / ``MoveCopy`` of a forked running job, or ActionError."""

@@ -187,9 +187,9 @@ class Occupancy:
         """Job ``j``'s least and greatest MPS share over its GPUs (``share_lo``, ``share_hi``), read again from
         the slots."""
         s = self.state
-        allg = self.gpus_of(j)
-        all_shares = s.slot_share[allg, (s.slot_job[allg, 1] == j).astype(np.int64)]
-        s.share_lo[j], s.share_hi[j] = int(all_shares.min()), int(all_shares.max())
+        sjf, ssf = s._sj_flat, s._ss_flat
+        shares = [ssf.item(2 * x + (sjf.item(2 * x + 1) == j)) for c in s._copy_consts[j] for x in c.gl]
+        s.share_lo[j], s.share_hi[j] = min(shares), max(shares)
 
     # ------------------------------------------------------------------ queries
     def free_mask(self) -> np.ndarray:
@@ -211,6 +211,19 @@ class Occupancy:
         if not cs:
             return np.empty(0, dtype=np.int64)
         return cs[0] if len(cs) == 1 else np.concatenate(cs)
+
+    def type_and_nodes(self, j: int) -> tuple[int, int] | None:
+        """The GPU type of job ``j``'s first GPU and the number of nodes its GPUs span (every copy); None when it
+        holds none."""
+        cs = self.state._copy_consts.get(j)
+        if not cs:
+            return None
+        c = cs[0]
+        t = self.state._gpu_type_l[c.gl[0]]
+        if len(cs) == 1:
+            return t, c.n_nodes
+        gn = self.state._gpu_node_l
+        return t, len({gn[x] for c in cs for x in c.gl})
 
     def partners_of(self, j: int) -> list[int]:
         """Jobs sharing a GPU with job ``j``."""

@@ -201,12 +201,17 @@ class Rates:
         beside their current tenants (None: none does)."""
         st = self.state
         p, batch = st.profiles[st._model_l[j]], st._batch_l[j]
-        sj = st.slot_job[gpus, 0]
-        other = np.where(sj >= 0, st.footprint[np.maximum(sj, 0)], 0.0)
+        sjf, fp, gt = st._sj_flat, st.footprint, st._gpu_type_l
+        most: dict[int, float] = {}  # GPU type: the largest tenant footprint on the set's GPUs of that type
+        for x in gpus.tolist():
+            o = sjf.item(2 * x)
+            m = fp.item(o) if o >= 0 else 0.0
+            t = gt[x]
+            if m > most.get(t, -1.0):
+                most[t] = m
         best = 1
-        types = st.gpu_type[gpus]
-        for t in np.unique(types):
-            s = fit_accumulation(p, batch, st._type_mem_l[int(t)] - float(other[types == t].max()))
+        for t, m in most.items():
+            s = fit_accumulation(p, batch, st._type_mem_l[t] - m)
             if s is None:
                 return None
             best = max(best, s)

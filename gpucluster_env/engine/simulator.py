@@ -341,6 +341,10 @@ class ClusterEngine:
         """All GPUs job ``j`` holds (every copy)."""
         return self.occupancy.gpus_of(j)
 
+    def type_and_nodes(self, j: int) -> tuple[int, int] | None:
+        """:meth:`Occupancy.type_and_nodes <gpucluster_env.engine.occupancy.Occupancy.type_and_nodes>`."""
+        return self.occupancy.type_and_nodes(j)
+
     def partners_of(self, j: int) -> list[int]:
         """Jobs sharing a GPU with job ``j``."""
         return self.occupancy.partners_of(j)

@@ -130,11 +130,9 @@ class ObservationBuilder:
 
     def record_gpus(self, j: int) -> None:
         """Note the GPU type and node count of job ``j``'s GPUs (after it starts or forks)."""
-        eng = self.eng
-        g = eng.gpus_of(j)
-        if len(g):
-            self.job_type[j] = eng.gpu_type[g[0]]
-            self.job_nodes[j] = len(np.unique(eng.gpu_node[g]))
+        tn = self.eng.type_and_nodes(j)
+        if tn is not None:
+            self.job_type[j], self.job_nodes[j] = tn
 
     def space(self, flat: bool) -> spaces.Space:
         shapes = {
