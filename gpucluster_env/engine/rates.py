@@ -185,16 +185,26 @@ class Rates:
         per-GPU ``batch`` (default its batch now). Pure: reads no dynamic state, so agents may use it to
         evaluate hypothetical placements with their own predicted ``xi``."""
         st = self.state
-        g = np.asarray(gpus, dtype=np.int64)
-        gl = g.tolist()
+        gl = np.asarray(gpus, dtype=np.int64).tolist()
         gt = st._gpu_type_l
         t = gt[gl[0]]
-        if any(gt[x] != t for x in gl):
-            t = -1
-        n_nodes = len({st._gpu_node_l[x] for x in gl})
+        n = len(gl)
+        if n == 1:
+            n_nodes = 1
+        else:
+            if any(gt[x] != t for x in gl):
+                t = -1
+            n_nodes = len({st._gpu_node_l[x] for x in gl})
         b = st._batch_l[j] if batch is None else int(batch)
         k = self.copy_model(st._model_l[j], b, int(s), gl, t, n_nodes, st.stealing.item(j))
-        return copy_iter_time(k, xi if type(xi) is float else np.asarray(xi, dtype=float))
+        if type(xi) is not float:
+            xa = np.asarray(xi, dtype=float)
+            if n > 1 or xa.size != 1:
+                return copy_iter_time(k, xa)
+            xi = xa.item()  # one worker: its ratio as a float, the same quotients (speed / xi, xi)
+            if not xi > 0:  # zero, negative or NaN: numpy's division rules
+                return copy_iter_time(k, xa)
+        return copy_iter_time(k, xi)
 
     def accumulation_for(self, j: int, gpus: np.ndarray) -> int | None:
         """Smallest power-of-two accumulation under which job ``j`` fits in memory on every GPU of ``gpus``
