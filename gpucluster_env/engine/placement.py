@@ -36,6 +36,26 @@ def pick_nodes(free: np.ndarray, need: int) -> list[tuple[int, int]]:
     return picks
 
 
+def near_picks(nodes: list[int], free: list[int], need: int) -> list[tuple[int, int]]:
+    """:func:`pick_nodes` over only ``nodes`` (ascending, with ``free`` GPUs each), every other node counted as
+    full, for as many of ``need`` GPUs as they hold: the first of the smallest that fit, else the fullest
+    first (ties by index)."""
+    need = min(sum(free), need)
+    if need <= 0:
+        return []
+    fits = [(f, k) for k, f in zip(nodes, free, strict=True) if f >= need]
+    if fits:
+        return [(min(fits)[1], need)]
+    picks: list[tuple[int, int]] = []
+    for f, k in sorted(zip(free, nodes, strict=True), key=lambda fk: (-fk[0], fk[1])):
+        take = min(f, need)
+        picks.append((k, take))
+        need -= take
+        if not need:
+            break
+    return picks
+
+
 def colocate_order(gpu_node: list[int], pg: list[int]) -> list[int]:
     """GPUs ``pg`` grouped by node, the nodes holding most of them first (ties by node index), GPUs in
     ``pg`` order within a node."""
@@ -150,11 +170,9 @@ class Placement:
             return np.array(colocate_order(st._gpu_node_l, pg)[:need], dtype=np.int64), None
         # top up with free GPUs: on the partner's nodes first, then elsewhere
         extra_need = need - len(pg)
-        pnodes = np.unique(st.gpu_node[pg])
+        pnodes = sorted({st._gpu_node_l[x] for x in pg})
         free = st.free_nt.sum(axis=1)
-        near = np.zeros_like(free)
-        near[pnodes] = free[pnodes]
-        picks = pick_nodes(near, min(int(near.sum()), extra_need))
+        picks = near_picks(pnodes, [free.item(k) for k in pnodes], extra_need)
         rest = extra_need - sum(k for _, k in picks)
         if rest:
             free[pnodes] = 0

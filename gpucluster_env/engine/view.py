@@ -286,7 +286,11 @@ class ClusterView:
     def accumulations_for(self, j: int, gpus: np.ndarray) -> list[int]:
         """Every power-of-two accumulation under which job ``j`` fits beside the tenants of every GPU of
         ``gpus`` (Castor Algorithm 2's search range)."""
-        return accumulations(self.model(j), self.batch(j), float(self._room(gpus).min()))
+        e = self._st
+        sjf, fp, mem, gt = e._sj_flat, e.footprint, e._type_mem_l, e._gpu_type_l
+        room = min(mem[gt[x]] - (fp.item(o) if (o := sjf.item(2 * x)) >= 0 else 0.0)
+                   for x in np.asarray(gpus, dtype=np.int64).tolist())  # as min(_room(gpus)), over ints
+        return accumulations(self.model(j), self.batch(j), room)
 
     def solo_accumulation(self, j: int, gpus: np.ndarray, batch: int | None = None) -> int | None:
         """Smallest accumulation under which job ``j`` fits alone on every GPU of ``gpus`` at per-GPU ``batch``

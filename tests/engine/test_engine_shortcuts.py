@@ -93,3 +93,34 @@ def test_reallocate_memory_checks_over_lists(build):
     assert eng.gpus_of(0).tolist() == [2]
     assert eng.accum[0] == fit_accumulation(eng.state.profiles[eng.state._model_l[0]], eng.state._batch_l[0],
                                             float(eng.state.type_mem[0]))
+
+
+def test_near_picks_is_pick_nodes_on_the_partner_nodes():
+    """The colocation top-up's picks among the partner's nodes equal ``pick_nodes`` on an array that is zero
+    elsewhere (the formulation it replaces), over random free counts."""
+    from gpucluster_env.engine.placement import near_picks, pick_nodes
+
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        free = rng.integers(0, 5, size=int(rng.integers(1, 9)))
+        nodes = sorted(set(rng.integers(0, len(free), size=int(rng.integers(1, len(free) + 1))).tolist()))
+        need = int(rng.integers(1, 9))
+        near = np.zeros_like(free)
+        near[nodes] = free[nodes]
+        want = pick_nodes(near, min(int(near.sum()), need))
+        assert near_picks(nodes, [int(free[k]) for k in nodes], need) == want
+
+
+def test_accumulations_for_reads_the_room_beside_each_tenant(build):
+    from gpucluster_env.engine.view import ClusterView
+    from gpucluster_env.performance import accumulations
+
+    eng = build([("fast", 1, 2), ("slow", 1, 2)], [{"model": "big"}, {"model": "b"}, {}, {"model": "big"}])
+    eng.advance()
+    eng.apply(Place(0, gpus=(0,)))
+    eng.apply(Place(1, gpus=(2,)))
+    view = ClusterView(eng)
+    for g in ([0], [1], [2], [0, 2], [1, 3], [0, 1, 2, 3]):
+        for j in (2, 3):
+            room = float(view._room(np.array(g)).min())
+            assert view.accumulations_for(j, np.array(g)) == accumulations(view.model(j), view.batch(j), room)
