@@ -71,10 +71,11 @@ class Prices:
     capacity: np.ndarray
 
     def price(self, h: int, k: int, g: float) -> float:
-        """Eq. (5): the price of type-``k`` GPUs on server ``h`` with ``g`` of them allocated."""
-        c = self.capacity[h, k]
-        lo = self.u_min[k] / (4.0 * self.eta)
-        return float(lo * (4.0 * self.eta * self.u_max[k] / self.u_min[k]) ** (g / c))
+        """Eq. (5): the price of type-``k`` GPUs on server ``h`` with ``g`` of them allocated (the cost of one more
+        GPU there: one implementation, :meth:`cost`)."""
+        used = np.zeros(self.capacity.shape, dtype=np.float64)
+        used[h, k] = g
+        return self.cost(used, [(h, k, 1)])
 
     def cost(self, used: np.ndarray, take: list[tuple[int, int, int]]) -> float:
         """Per-round cost of taking ``(server, type, count)`` GPUs given ``used`` (servers x types): the sum of
