@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from gpucluster_env.baselines.parts.stable_order import key_order
 
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
 
@@ -28,20 +29,6 @@ def _first_max(key: np.ndarray, taken: np.ndarray) -> int:
         if not taken[i] and (best < 0 or key[i] > key[best]):
             best = i
     return best
-
-
-@numba.njit(**_JIT)
-def _stable_order(key: np.ndarray) -> np.ndarray:
-    """Indices of a short ``key`` in increasing order, ties by index (``np.argsort(key, kind="stable")``)."""
-    order = np.arange(len(key))
-    for a in range(1, len(order)):
-        x = order[a]
-        b = a - 1
-        while b >= 0 and key[order[b]] > key[x]:
-            order[b + 1] = order[b]
-            b -= 1
-        order[b + 1] = x
-    return order
 
 
 @numba.njit(**_JIT)
@@ -168,7 +155,8 @@ def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, cu
             usable[h] += fr[h, k] * ok[k]
     if usable.sum() < need:
         return np.empty((0, 3), dtype=np.int64), 0.0, 0.0
-    kord = _stable_order(-speed)
+    kord = np.empty(len(speed), dtype=np.int64)
+    key_order(-speed, kord)
     best = consolidated(fr, speed, ok, kord, usable, need)
     tput, pay = payoff(best, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm)
     other = spread(fr, ok, kord, need)

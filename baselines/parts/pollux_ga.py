@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from gpucluster_env.baselines.parts.stable_order import key_order
 
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
 
@@ -154,20 +155,6 @@ def _one_distributed(out: np.ndarray) -> None:
 
 
 @numba.njit(**_JIT)
-def _key_order(keys: np.ndarray, order: np.ndarray) -> None:
-    """``order`` := the indices of ``keys`` in increasing key order (ties by index: a stable sort)."""
-    for a in range(len(keys)):
-        order[a] = a
-    for a in range(1, len(keys)):
-        x = order[a]
-        b = a - 1
-        while b >= 0 and keys[order[b]] > keys[x]:
-            order[b + 1] = order[b]
-            b -= 1
-        order[b + 1] = x
-
-
-@numba.njit(**_JIT)
 def _cap_rows(out: np.ndarray, keys: np.ndarray, max_gpus: np.ndarray) -> None:
     """A row over ``max_gpus[j]`` keeps its entries in the node order of ``argsort(keys[p, j])`` until full."""
     n_pop, n_jobs, n_nodes = out.shape
@@ -179,7 +166,7 @@ def _cap_rows(out: np.ndarray, keys: np.ndarray, max_gpus: np.ndarray) -> None:
                 size += out[p, j, h]
             if size <= max_gpus[j]:
                 continue
-            _key_order(keys[p, j], order)
+            key_order(keys[p, j], order)
             total, kept = 0, 0
             for h in order:
                 total += out[p, j, h]
