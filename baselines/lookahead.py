@@ -15,7 +15,9 @@ heuristic's own action is listed first and wins ties, so a deviation must be str
 
 On the copy the search sees what the simulator knows: the true job durations (as SRSF and SJF do) and the
 arrivals of the trace within the horizon (a clairvoyant expert, like an offline oracle: a reference to measure
-learned policies against and to distil, not a deployable scheduler). The search is deterministic (no random
+learned policies against and to distil, not a deployable scheduler). With ``arrivals=False`` the copies see only
+the jobs already submitted (no arrival reaches a rollout), so the search knows what SRSF knows and nothing of
+the future but the durations. The search is deterministic (no random
 draws; candidates in a fixed order, ties to the earliest). Compute: about ``(candidates + 3)`` rollouts of
 ``horizon_s`` per decision point that has a choice (``docs/rl.md`` gives measured times).
 """
@@ -100,11 +102,13 @@ class Lookahead(Policy):
     paper: ClassVar[str] = "Bertsekas' rollout algorithm; base policy SRSF (Tiresias NSDI'19 §5)"
 
     def __init__(self, horizon_s: float = 3600.0, candidates: int = 3, rollout: str = "srsf",
-                 tail: bool = True) -> None:
+                 tail: bool = True, arrivals: bool = True) -> None:
         """``horizon_s``: simulated seconds each rollout looks ahead. ``candidates``: how many of the
         shortest pending jobs are tried as starts (besides the heuristic's action, wait and one preemption).
         ``rollout``: the base heuristic, one of :data:`ROLLOUT_POLICIES`. ``tail``: score each rollout also
-        by the remaining solo run time of the jobs left in the system at its end (:func:`rollout_cost`)."""
+        by the remaining solo run time of the jobs left in the system at its end (:func:`rollout_cost`).
+        ``arrivals``: the rollouts see the trace's arrivals within the horizon (False: only the jobs already
+        submitted)."""
         if not horizon_s > 0:
             raise ValueError(f"lookahead: horizon_s must be > 0, got {horizon_s!r}")
         if not (isinstance(candidates, int) and candidates >= 1):
@@ -115,6 +119,7 @@ class Lookahead(Policy):
         self.candidates = candidates
         self.rollout = rollout
         self.tail = bool(tail)
+        self.arrivals = bool(arrivals)
         self._base = make_policy(rollout)  # the heuristic's own choice on the real env
         self._roll = make_policy(rollout)  # the same heuristic on the copies (its view moves from copy to copy)
         self._searches = 0
@@ -167,7 +172,10 @@ class Lookahead(Policy):
             engine = env.unwrapped.engine
             best_cost = float("inf")
             for a in cands:
-                cost = rollout_cost(engine.clone(), a, self._roll, self.horizon_s, self.tail)
+                copy = engine.clone()
+                if not self.arrivals:
+                    copy.state.next_arrival = copy.state.n_jobs  # no later job is ever submitted to the copy
+                cost = rollout_cost(copy, a, self._roll, self.horizon_s, self.tail)
                 self._rollouts += 1
                 if cost < best_cost:
                     best, best_cost = a, cost

@@ -54,3 +54,27 @@ def test_options_are_declared_and_checked() -> None:
         check_policy_options("lookahead", {"candidates": 0})
     with pytest.raises(ValueError, match="rollout must be one of"):
         Lookahead(rollout="tiresias")  # stateful: a fresh copy would not know the attained service
+
+
+def test_blind_rollouts_see_no_arrival(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``arrivals=False``: no job is submitted to a rollout's copy, while the real episode still gets every
+    job; with arrivals (the default) the copies do see later submissions."""
+    import gpucluster_env.baselines.lookahead as la
+
+    real = la.rollout_cost
+    arrived: list[int] = []
+
+    def spy(engine, first, base, horizon_s, tail=False):  # type: ignore[no-untyped-def]
+        n0 = len(engine.log)
+        cost = real(engine, first, base, horizon_s, tail)
+        arrived.append(sum(1 for i, e in enumerate(engine.log) if i >= n0 and e["kind"] == "arrive"))
+        return cost
+
+    monkeypatch.setattr(la, "rollout_cost", spy)
+    opts = {"num_jobs": 40}
+    blind = run_episode("sjfbsbf-philly", Lookahead(horizon_s=3600.0, arrivals=False), 3, scenario_options=opts)
+    assert len(arrived) > 20 and sum(arrived) == 0
+    assert blind["jobs_done"] == blind["jobs"] == 40 and not blind["truncated"]
+    arrived.clear()
+    run_episode("sjfbsbf-philly", Lookahead(horizon_s=3600.0), 3, scenario_options=opts)
+    assert sum(arrived) > 0
