@@ -6,7 +6,8 @@ predictor's free-competition ratio under the MPS shares, by the one share model
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -58,18 +59,26 @@ class ThroughputModel:
             self._rates.clear()
             self._left = None
 
-    def remaining(self, jobs: Any) -> np.ndarray:
-        """Iterations ``jobs`` have left now (a fresh array; every job's read once while :meth:`held`)."""
+    def _left_now(self) -> np.ndarray:
+        """Every job's iterations left now (read once while :meth:`held`)."""
         left = self._left
         if left is None:
             left = self.view.remaining_now()
             if self._held:
                 self._left = left
-        return left[np.asarray(jobs, dtype=np.int64)]
+        return left
 
-    def _workers_of(self, j: int) -> tuple[np.ndarray, list[tuple[int, int, float, float]]]:
+    def remaining(self, jobs: Any) -> np.ndarray:
+        """Iterations ``jobs`` have left now (a fresh array; every job's read once while :meth:`held`)."""
+        return self._left_now()[np.asarray(jobs, dtype=np.int64)]
+
+    def remaining_one(self, j: int) -> float:
+        """Iterations job ``j`` has left now, as :meth:`remaining` (a float)."""
+        return self._left_now().item(j)
+
+    def _workers_of(self, j: int) -> tuple[np.ndarray, list[tuple[int, int, float, float, float]]]:
         """Running job ``j``'s GPUs, and per worker ``(gpu, partner or -1, demand, predicted free ratio beside
-        the partner)`` (kept from hold to hold, see :meth:`held`)."""
+        the partner, ratio when alone)`` (kept from hold to hold, see :meth:`held`)."""
         w = self._workers.get(j) if self._held else None
         if w is None:
             v = self.view
@@ -78,7 +87,8 @@ class ThroughputModel:
             for x, row in zip(g.tolist(), v.tenants(g).tolist(), strict=True):
                 q = row[1] if row[0] == j else row[0]
                 t = int(v.gpu_type[x])
-                rows.append((x, q, self.demand(j, t), self.free_xi(j, q, t) if q >= 0 else 1.0))
+                d = self.demand(j, t)
+                rows.append((x, q, d, self.free_xi(j, q, t) if q >= 0 else 1.0, self._under(1.0, d, 1.0, 0.0, False)))
             w = (g, rows)
             if self._held:
                 self._workers[j] = w
@@ -90,17 +100,14 @@ class ThroughputModel:
         ``gone`` count as finished (their GPUs free, and a worker left alone back at full share)."""
         return np.array(self._xi(j, shares, gone))
 
-    def _xi(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int]) -> tuple[float, ...]:
+    def _xi(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] | set[int]) -> tuple[float, ...]:
         """:meth:`worker_xi` as a tuple."""
         full = self.full
-        out = []
-        for x, q, d, fx in self._workers_of(j)[1]:
-            if q < 0 or q in gone:
-                out.append(self._under(1.0, d, 1.0, 0.0, False))
-            else:
-                out.append(self._under(fx, d, shares.get((j, x), full) / full, shares.get((q, x), full) / full,
-                                       True))
-        return tuple(out)
+        under = self._under
+        get = shares.get
+        return tuple(lone if q < 0 or q in gone else under(fx, d, get((j, x), full) / full, get((q, x), full) / full,
+                                                           True)
+                     for x, q, d, fx, lone in self._workers_of(j)[1])
 
     def _under(self, xi: float, d: float, own: float, other: float, has: bool) -> float:
         """:func:`~gpucluster_env.performance.apply_shares` of one worker, remembered by its arguments (a
@@ -111,7 +118,8 @@ class ThroughputModel:
             v = self._shared[key] = float(apply_shares(xi, d, own, other, has))
         return v
 
-    def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
+    def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] | set[int] = frozenset()
+             ) -> float:
         """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as
         :meth:`worker_xi`)."""
         xi = self._xi(j, shares, gone)
@@ -130,13 +138,24 @@ class ThroughputModel:
         ``departures`` the throughput is the one over the job's remaining life: the set runs at its predicted
         rates until its first job finishes, then the others go on without it (alone where it was their
         partner), and so on; without, the current rates to the end (eq. 1's literal reading)."""
-        rem = self.remaining(jobs).astype(float)
+        rates = [self.rate(j, shares) for j in jobs]
         if not departures:
-            return rem / np.array([self.rate(j, shares) for j in jobs])
+            return self.remaining(jobs).astype(float) / np.array(rates)
+        left_now = self._left_now()
+        rem = [float(left_now.item(j)) for j in jobs]
+        try:
+            return np.array(departure_times(list(rem), rates, jobs, lambda o, gone: self.rate(jobs[o], shares, gone),
+                                            [self.partners(j) for j in jobs]))
+        except OddRate:  # a zero, infinite or NaN rate: numpy's division rules
+            return self._departure_times(jobs, shares, np.array(rem), rates)
+
+    def _departure_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int], rem: np.ndarray,
+                         rates: list[float]) -> np.ndarray:
+        """:meth:`remaining_times` with departures over arrays (any rate: numpy's division rules)."""
         out = np.zeros(len(jobs))
         left = list(range(len(jobs)))
         gone: frozenset[int] = frozenset()
-        rate = {i: self.rate(jobs[i], shares) for i in left}
+        rate = dict(enumerate(rates))
         t = 0.0
         while left:
             r = np.array([rate[i] for i in left])
@@ -155,7 +174,7 @@ class ThroughputModel:
 
     def partners(self, j: int) -> set[int]:
         """The jobs sharing a GPU with running job ``j`` (as :meth:`worker_xi` sees them)."""
-        return {q for _, q, _, _ in self._workers_of(j)[1] if q >= 0}
+        return {w[1] for w in self._workers_of(j)[1] if w[1] >= 0}
 
     def stragglers(self, j: int, shares: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
         """``(slow, fast)`` GPUs of job ``j``: its workers with a predicted ratio above its smallest, and the
@@ -164,3 +183,40 @@ class ThroughputModel:
         xi = self.worker_xi(j, shares)
         slow = xi > xi.min() * (1.0 + 1e-9)
         return g[slow], g[~slow]
+
+
+class OddRate(ArithmeticError):
+    """A rate :func:`departure_times` does not take (zero, infinite or NaN)."""
+
+
+def departure_times(rem: list[float], rates: list[float], jobs: tuple[int, ...],
+                    rate_after: Callable[[int, frozenset[int]], float], partners: list[set[int]]) -> list[float]:
+    """When each of ``jobs`` finishes (:meth:`ThroughputModel.remaining_times` with departures) over Python floats:
+    ``rem`` its iterations left, ``rates`` its rate now (each finite and positive), ``rate_after(o, gone)`` job
+    ``o``'s rate once the jobs of ``gone`` have finished, ``partners`` each job's partners. The same operations,
+    in the same order, as the array form (each element's quotient, product and difference; the first least
+    quotient); :class:`OddRate` where a rate is not finite and positive (where Python's and numpy's division rules
+    differ)."""
+    if not all(0.0 < r < math.inf for r in rates):
+        raise OddRate
+    out = [0.0] * len(jobs)
+    left = list(range(len(jobs)))
+    rate = list(rates)
+    gone: frozenset[int] = frozenset()
+    t = 0.0
+    while left:
+        dt = [rem[i] / rate[i] for i in left]
+        step = min(dt)
+        k = dt.index(step)
+        t += step
+        for i in left:
+            rem[i] -= rate[i] * step
+        i = left.pop(k)
+        out[i] = t
+        gone = gone | {jobs[i]}
+        for o in left:  # a departure changes only the rates of its partners
+            if jobs[i] in partners[o]:
+                r = rate[o] = rate_after(o, gone)
+                if not 0.0 < r < math.inf:
+                    raise OddRate
+    return out
