@@ -20,6 +20,20 @@ from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.performance import apply_shares
 
 
+class _Kept:
+    """What :class:`ThroughputModel` keeps of running job ``j`` while no tenant of its GPUs changes: its GPUs
+    ``g``, per worker ``(gpu, partner or -1, predicted free ratio beside the partner, demand, ratio when alone,
+    ratio by (own, partner's) share units)``, its partners, and its rates by (accumulation, batch, sample
+    stealing, worker ratios): every input of the engine's iteration time but the GPUs, which stay."""
+
+    __slots__ = ("g", "rows", "partners", "rates")
+
+    def __init__(self, g: np.ndarray, rows: list[tuple[int, int, float, float, float, dict]]) -> None:
+        self.g, self.rows = g, rows
+        self.partners = {r[1] for r in rows if r[1] >= 0}
+        self.rates: dict[tuple[tuple[int, int, bool], tuple[float, ...]], float] = {}
+
+
 class ThroughputModel:
     """Predicted per-job throughput under MPS shares (see the module docstring). ``demand(j, gpu_type)`` is the
     job's profiled GPU demand (its utilization alone); shares are in steps of the engine's share grid per
@@ -34,18 +48,19 @@ class ThroughputModel:
         self.free_xi = self.ratios.free_xi
         self._shared: dict[tuple[float, float, float, float, bool], float] = {}
         self._held = False
-        self._workers: dict[int, tuple[np.ndarray, list[tuple[int, int, float, float]]]] = {}
+        self._workers: dict[int, _Kept] = {}
         self._watch = TenantWatch(view)
-        self._rates: dict[tuple[int, tuple[float, ...]], float] = {}
+        self._setup: dict[int, tuple[int, int, bool]] = {}
         self._left: np.ndarray | None = None
 
     @contextmanager
     def held(self) -> Iterator[None]:
-        """While the cluster stays as it is (one monitoring tick, one introspection): each rate is computed once
-        per set of worker ratios and every job's iterations left are read once, both forgotten on leaving. Each
-        job's workers (GPUs, partners, demand, predicted free ratio) are kept from one hold to the next until a
-        tenant of one of its GPUs changes (:class:`~.gimbal_rules.TenantWatch`); outside a hold every question
-        asks the view afresh."""
+        """While the cluster stays as it is (one monitoring tick, one introspection): every job's iterations left
+        and its accumulation, batch and sample stealing are read once. Each job's workers (GPUs, partners, demand,
+        predicted free ratio) and its rates (by its accumulation, batch, sample stealing and worker ratios: the
+        engine's iteration time reads nothing else but the GPUs) are kept from one hold to the next until a tenant
+        of one of its GPUs changes (:class:`~.gimbal_rules.TenantWatch`); outside a hold every question asks the
+        view afresh."""
         moved = self._watch.moved()
         if moved is None:
             self._workers.clear()
@@ -56,7 +71,7 @@ class ThroughputModel:
             yield
         finally:
             self._held = False
-            self._rates.clear()
+            self._setup.clear()
             self._left = None
 
     def _left_now(self) -> np.ndarray:
@@ -76,9 +91,8 @@ class ThroughputModel:
         """Iterations job ``j`` has left now, as :meth:`remaining` (a float)."""
         return self._left_now().item(j)
 
-    def _workers_of(self, j: int) -> tuple[np.ndarray, list[tuple[int, int, float, float, float]]]:
-        """Running job ``j``'s GPUs, and per worker ``(gpu, partner or -1, demand, predicted free ratio beside
-        the partner, ratio when alone)`` (kept from hold to hold, see :meth:`held`)."""
+    def _kept(self, j: int) -> _Kept:
+        """Running job ``j``'s :class:`_Kept` (kept from hold to hold, see :meth:`held`)."""
         w = self._workers.get(j) if self._held else None
         if w is None:
             v = self.view
@@ -88,8 +102,9 @@ class ThroughputModel:
                 q = row[1] if row[0] == j else row[0]
                 t = int(v.gpu_type[x])
                 d = self.demand(j, t)
-                rows.append((x, q, d, self.free_xi(j, q, t) if q >= 0 else 1.0, self._under(1.0, d, 1.0, 0.0, False)))
-            w = (g, rows)
+                rows.append((x, q, self.free_xi(j, q, t) if q >= 0 else 1.0, d, self._under(1.0, d, 1.0, 0.0, False),
+                             {}))
+            w = _Kept(g, rows)
             if self._held:
                 self._workers[j] = w
         return w
@@ -98,16 +113,23 @@ class ThroughputModel:
                   ) -> np.ndarray:
         """Predicted interference ratio of each worker of running job ``j`` (GPUs in ``gpus_of`` order); jobs in
         ``gone`` count as finished (their GPUs free, and a worker left alone back at full share)."""
-        return np.array(self._xi(j, shares, gone))
+        return np.array(self._xi(j, self._kept(j), shares, gone))
 
-    def _xi(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] | set[int]) -> tuple[float, ...]:
-        """:meth:`worker_xi` as a tuple."""
+    def _xi(self, j: int, w: _Kept, shares: dict[tuple[int, int], int], gone: frozenset[int]) -> tuple[float, ...]:
+        """:meth:`worker_xi` as a tuple (``w``: ``j``'s :class:`_Kept`)."""
         full = self.full
-        under = self._under
         get = shares.get
-        return tuple(lone if q < 0 or q in gone else under(fx, d, get((j, x), full) / full, get((q, x), full) / full,
-                                                           True)
-                     for x, q, d, fx, lone in self._workers_of(j)[1])
+        out = []
+        for x, q, fx, d, lone, memo in w.rows:
+            if q < 0 or q in gone:
+                out.append(lone)
+                continue
+            own, other = get((j, x), full), get((q, x), full)
+            v = memo.get((own, other))
+            if v is None:
+                v = memo[(own, other)] = self._under(fx, d, own / full, other / full, True)
+            out.append(v)
+        return tuple(out)
 
     def _under(self, xi: float, d: float, own: float, other: float, has: bool) -> float:
         """:func:`~gpucluster_env.performance.apply_shares` of one worker, remembered by its arguments (a
@@ -118,18 +140,21 @@ class ThroughputModel:
             v = self._shared[key] = float(apply_shares(xi, d, own, other, has))
         return v
 
-    def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] | set[int] = frozenset()
-             ) -> float:
+    def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
         """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as
         :meth:`worker_xi`)."""
-        xi = self._xi(j, shares, gone)
-        key = (j, xi)
-        r = self._rates.get(key)
+        v = self.view
+        w = self._kept(j)
+        xi = self._xi(j, w, shares, gone)
+        if not self._held:
+            return 1.0 / v.iter_time(j, w.g, v.accumulation(j), np.array(xi, dtype=float))
+        setup = self._setup.get(j)
+        if setup is None:
+            setup = self._setup[j] = (v.accumulation(j), v.batch(j), v.stealing(j))
+        key = (setup, xi)
+        r = w.rates.get(key)
         if r is None:
-            v = self.view
-            r = 1.0 / v.iter_time(j, self._workers_of(j)[0], v.accumulation(j), np.array(xi, dtype=float))
-            if self._held:
-                self._rates[key] = r
+            r = w.rates[key] = 1.0 / v.iter_time(j, w.g, setup[0], np.array(xi, dtype=float), setup[1])
         return r
 
     def remaining_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
@@ -174,7 +199,7 @@ class ThroughputModel:
 
     def partners(self, j: int) -> set[int]:
         """The jobs sharing a GPU with running job ``j`` (as :meth:`worker_xi` sees them)."""
-        return {w[1] for w in self._workers_of(j)[1] if w[1] >= 0}
+        return self._kept(j).partners
 
     def stragglers(self, j: int, shares: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
         """``(slow, fast)`` GPUs of job ``j``: its workers with a predicted ratio above its smallest, and the
