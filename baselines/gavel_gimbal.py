@@ -142,9 +142,9 @@ class GavelLeftoverPacking(Gavel):
         facts = self.facts
         # the queue's pending jobs in order, a shape that found no host in this state skipped (job_shape); the
         # jobs up to the one packed leave the queue
-        queue = np.array(self._queue)
-        a = self.failed.walk(queue[np.isin(queue, view.pending_jobs())], None, None,
-                             lambda j: least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t)))
+        a = self.failed.walk_list([j for j in self._queue if view.is_pending(j)], None,
+                                  lambda j: least_utilized_host(view, self.hosts, j,
+                                                                lambda p, t: facts.demand(view, p, t)))
         if a is None:
             self._queue = []
             return Wait()
