@@ -168,34 +168,12 @@ class ThroughputModel:
             return self.remaining(jobs).astype(float) / np.array(rates)
         left_now = self._left_now()
         rem = [float(left_now.item(j)) for j in jobs]
+        after = lambda o, gone: self.rate(jobs[o], shares, gone)  # noqa: E731
+        partners = [self.partners(j) for j in jobs]
         try:
-            return np.array(departure_times(list(rem), rates, jobs, lambda o, gone: self.rate(jobs[o], shares, gone),
-                                            [self.partners(j) for j in jobs]))
+            return np.array(departure_times(list(rem), rates, jobs, after, partners))
         except OddRate:  # a zero, infinite or NaN rate: numpy's division rules
-            return self._departure_times(jobs, shares, np.array(rem), rates)
-
-    def _departure_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int], rem: np.ndarray,
-                         rates: list[float]) -> np.ndarray:
-        """:meth:`remaining_times` with departures over arrays (any rate: numpy's division rules)."""
-        out = np.zeros(len(jobs))
-        left = list(range(len(jobs)))
-        gone: frozenset[int] = frozenset()
-        rate = dict(enumerate(rates))
-        t = 0.0
-        while left:
-            r = np.array([rate[i] for i in left])
-            dt = rem[left] / r
-            k = int(np.argmin(dt))
-            step = float(dt[k])
-            t += step
-            rem[left] -= r * step
-            i = left.pop(k)
-            out[i] = t
-            gone = gone | {jobs[i]}
-            for o in left:  # a departure changes only the rates of its partners
-                if jobs[i] in self.partners(jobs[o]):
-                    rate[o] = self.rate(jobs[o], shares, gone)
-        return out
+            return array_departure_times(np.array(rem), rates, jobs, after, partners)
 
     def partners(self, j: int) -> set[int]:
         """The jobs sharing a GPU with running job ``j`` (as :meth:`worker_xi` sees them)."""
@@ -244,4 +222,28 @@ def departure_times(rem: list[float], rates: list[float], jobs: tuple[int, ...],
                 r = rate[o] = rate_after(o, gone)
                 if not 0.0 < r < math.inf:
                     raise OddRate
+    return out
+
+
+def array_departure_times(rem: np.ndarray, rates: list[float], jobs: tuple[int, ...],
+                          rate_after: Callable[[int, frozenset[int]], float], partners: list[set[int]]) -> np.ndarray:
+    """:func:`departure_times` over arrays, for any rates (numpy's division rules); ``rem`` is changed."""
+    out = np.zeros(len(jobs))
+    left = list(range(len(jobs)))
+    gone: frozenset[int] = frozenset()
+    rate = dict(enumerate(rates))
+    t = 0.0
+    while left:
+        r = np.array([rate[i] for i in left])
+        dt = rem[left] / r
+        k = int(np.argmin(dt))
+        step = float(dt[k])
+        t += step
+        rem[left] -= r * step
+        i = left.pop(k)
+        out[i] = t
+        gone = gone | {jobs[i]}
+        for o in left:  # a departure changes only the rates of its partners
+            if jobs[i] in partners[o]:
+                rate[o] = rate_after(o, gone)
     return out
