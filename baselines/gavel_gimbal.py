@@ -72,7 +72,7 @@ class GavelLeftoverPacking(Gavel):
         self.hosts = PartnerCache(view, self.rule, self.unequal)
         self.failed = FailedShapes(view)
         self._starts: list[Place] = []
-        self._queue: list[int] = []
+        self._queue = np.zeros(0, dtype=np.int64)  # the jobs left waiting, by Gavel's priority
         self._anchors: set[int] = set()
         self._round_rows: tuple[list[tuple[int, ...]], np.ndarray] = ([], np.zeros((0, 0), dtype=bool))
         super().reset(env)
@@ -126,7 +126,8 @@ class GavelLeftoverPacking(Gavel):
         pr = round_priorities(alloc, self._rows(self.job_time, rows), runnable).max(axis=1)
         deficit = self._rows(self.deficit, rows).sum(axis=1)
         order = np.lexsort((-np.arange(len(rows)), alloc.sum(axis=1), deficit, pr))[::-1]
-        self._queue = [rows[i][0] for i in order.tolist() if len(rows[i]) == 1 and rows[i][0] not in granted]
+        self._queue = np.array([rows[i][0] for i in order.tolist() if len(rows[i]) == 1 and rows[i][0] not in granted],
+                               dtype=np.int64)
         return out or [self._follow_up(view)]
 
     def _follow_up(self, view: ClusterView) -> Action:
@@ -137,18 +138,20 @@ class GavelLeftoverPacking(Gavel):
             if view.is_pending(a.job) and (view.tenants(list(a.gpus)) < 0).all() and self.rule.allows(a.job, a.gpus):
                 return a
             self.granted.pop((a.job,), None)
-        if not self._queue:
+        if not len(self._queue):
             return Wait()
         facts = self.facts
         # the queue's pending jobs in order, a shape that found no host in this state skipped (job_shape); the
         # jobs up to the one packed leave the queue
-        a = self.failed.walk_list([j for j in self._queue if view.is_pending(j)], None,
-                                  lambda j: least_utilized_host(view, self.hosts, j,
-                                                                lambda p, t: facts.demand(view, p, t)))
+        queue = self._queue
+        pending = np.zeros(view.n_jobs, dtype=bool)
+        pending[view.pending_jobs()] = True
+        a = self.failed.walk(queue[pending[queue]], None, None,
+                             lambda j: least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t)))
         if a is None:
-            self._queue = []
+            self._queue = queue[:0]
             return Wait()
-        self._queue = self._queue[self._queue.index(a.job) + 1:]
+        self._queue = queue[int(np.flatnonzero(queue == a.job)[0]) + 1:]
         return a
 
 

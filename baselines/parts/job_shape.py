@@ -57,37 +57,15 @@ class FailedShapes:
             c = self._code[jobs]
         return c
 
-    def _sync(self, extra: Hashable) -> None:
-        """Forget every answer when the GPUs' tenants or ``extra`` changed since the last walk."""
-        state = (self.view.tenants(self._gpus).tobytes(), extra)
-        if state != self._state:
-            self._state = state
-            self._floor[:] = np.inf
-
-    def walk_list(self, order: list[int], extra: Hashable, ask: Callable[[int], object | None]) -> object | None:
-        """:meth:`walk` without priority keys over a Python list, each job's shape coded when reached: the same
-        jobs asked in the same order (the first job of each shape not known to find nothing), for a walk that
-        usually stops at its first question."""
-        self._sync(extra)
-        code = self._code
-        for j in order:
-            c = code.item(j)
-            if c < 0:
-                c = int(self._codes(np.array([j], dtype=np.int64))[0])
-            if self._floor.item(c) <= 0.0:  # failed in this state (at key 0)
-                continue
-            a = ask(j)
-            if a is not None:
-                return a
-            self._floor[c] = 0.0
-        return None
-
     def walk(self, order: np.ndarray, keys: np.ndarray | None, extra: Hashable,
              ask: Callable[[int], object | None]) -> object | None:
         """Walk pending jobs ``order`` (with their priority ``keys`` in the same order, ascending, or None) in
         the current state: ``ask(j)`` for each job not known to find nothing, in order, until one answers
         (returned); a job that finds nothing marks its shape. None: nothing can start."""
-        self._sync(extra)
+        state = (self.view.tenants(self._gpus).tobytes(), extra)
+        if state != self._state:
+            self._state = state
+            self._floor[:] = np.inf
         if len(order) == 0:
             return None
         codes = self._codes(order)

@@ -1,6 +1,7 @@
 """What Gimbal's coordinator and Gavel+Gimbal's leftover packing keep or shortcut (baselines/parts/
-gimbal_throughput.py: rates kept from tick to tick, departure times over Python floats; job_shape.py
-FailedShapes.walk_list) gives, at every decision of a real run, the answers of the plain computations."""
+gimbal_throughput.py: rates kept from tick to tick, departure times over Python floats; gavel_gimbal.py: the leftover
+queue filtered over arrays before job_shape.py's walk) gives, at every decision of a real run, the answers of the
+plain computations."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def test_departure_times_over_floats_are_the_array_form() -> None:
 
 class _Checked(GavelGimbal):
     """Gavel+Gimbal that, at every search step, compares the coordinator's kept rates and remaining times on every
-    packing set with a fresh model's, and at every leftover packing compares the list walk with the plain one."""
+    packing set with a fresh model's, and at every leftover packing compares its walk with the plain one."""
 
     def reset(self, env: Any) -> None:
         super().reset(env)
@@ -55,8 +56,8 @@ class _Checked(GavelGimbal):
 
         def checked_follow_up(view: Any) -> Any:
             want = None
-            if not host._starts and host._queue:
-                order = [j for j in host._queue if view.is_pending(j)]
+            if not host._starts and len(host._queue):
+                order = [j for j in host._queue.tolist() if view.is_pending(j)]
                 want = plain_walk(view, order, lambda v, j: least_utilized_host(
                     v, host.hosts, j, lambda p, t: host.facts.demand(v, p, t)))
             got = follow(view)
@@ -83,7 +84,7 @@ class _Checked(GavelGimbal):
         return super().act(observation, env)
 
 
-def test_gavel_gimbal_kept_rates_and_list_walk_match_plain_ones() -> None:
+def test_gavel_gimbal_kept_rates_and_packing_walk_match_plain_ones() -> None:
     pol = _Checked()
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 200})
     assert pol.rates_checked > 200 and pol.walks_checked > 100 and pol.packed > 30
