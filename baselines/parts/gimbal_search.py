@@ -171,6 +171,10 @@ class Coordinator:
     def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> float:
         """The local objective of ``jobs`` under ``shares`` (predicted rates)."""
         assert self.model is not None
+        if self.kind == "makespan" and self.departures:  # eq. 5 over finite floats: their largest
+            finish = self.model.finish_times(jobs, shares)
+            if finish is not None:
+                return max(finish)
         times = self.model.remaining_times(jobs, shares, self.departures)
         if self.kind != "deadline":  # eq. 1 and 5 read no slack
             return local_objective(self.kind, times)
@@ -236,10 +240,11 @@ class Coordinator:
     def _squeeze_workers(self, view: ClusterView, j: int, gpus: np.ndarray, acts: list[Action]) -> None:
         """Squeeze job ``j`` by one attempt's ``granularity`` on those of ``gpus`` it shares (a worker alone gains
         nothing from it)."""
+        shared = [g for g, both in zip(gpus.tolist(), (view.tenants(gpus) >= 0).all(axis=1).tolist(), strict=True)
+                  if both]  # the tenants stay as they are during a tick
         for _ in range(self.steps):
-            for g in gpus.tolist():
-                if (view.tenants([g])[0] >= 0).all():
-                    self._set(j, g, acts, swell=False)
+            for g in shared:
+                self._set(j, g, acts, swell=False)
 
     def step(self, view: ClusterView, st: SetSearch, jmax: int) -> list[Action]:
         """Lines 7 and 11-20: one coordination plan as engine actions (empty: nothing left to try).

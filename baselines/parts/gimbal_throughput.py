@@ -163,17 +163,26 @@ class ThroughputModel:
         ``departures`` the throughput is the one over the job's remaining life: the set runs at its predicted
         rates until its first job finishes, then the others go on without it (alone where it was their
         partner), and so on; without, the current rates to the end (eq. 1's literal reading)."""
-        rates = [self.rate(j, shares) for j in jobs]
         if not departures:
-            return self.remaining(jobs).astype(float) / np.array(rates)
+            return self.remaining(jobs).astype(float) / np.array([self.rate(j, shares) for j in jobs])
+        times = self.finish_times(jobs, shares)
+        if times is not None:
+            return np.array(times)
         left_now = self._left_now()
-        rem = [float(left_now.item(j)) for j in jobs]
-        after = lambda o, gone: self.rate(jobs[o], shares, gone)  # noqa: E731
-        partners = [self.partners(j) for j in jobs]
+        return array_departure_times(np.array([left_now.item(j) for j in jobs], dtype=float),
+                                     [self.rate(j, shares) for j in jobs], jobs,
+                                     lambda o, gone: self.rate(jobs[o], shares, gone),
+                                     [self.partners(j) for j in jobs])
+
+    def finish_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> list[float] | None:
+        """:meth:`remaining_times` with departures as Python floats (:func:`departure_times`: each finite), or
+        None where a rate is zero, infinite or NaN (then numpy's division rules apply: the array form)."""
+        left_now = self._left_now()
         try:
-            return np.array(departure_times(list(rem), rates, jobs, after, partners))
-        except OddRate:  # a zero, infinite or NaN rate: numpy's division rules
-            return array_departure_times(np.array(rem), rates, jobs, after, partners)
+            return departure_times([left_now.item(j) for j in jobs], [self.rate(j, shares) for j in jobs], jobs,
+                                   lambda o, gone: self.rate(jobs[o], shares, gone), [self.partners(j) for j in jobs])
+        except OddRate:
+            return None
 
     def partners(self, j: int) -> set[int]:
         """The jobs sharing a GPU with running job ``j`` (as :meth:`worker_xi` sees them)."""
@@ -183,8 +192,11 @@ class ThroughputModel:
         """``(slow, fast)`` GPUs of job ``j``: its workers with a predicted ratio above its smallest, and the
         rest (``slow`` empty: no straggler)."""
         g = self.view.gpus_of(j)
-        xi = self.worker_xi(j, shares)
-        slow = xi > xi.min() * (1.0 + 1e-9)
+        xi = self._xi(j, self._kept(j), shares, frozenset())
+        if len(xi) == 1 and xi[0] >= 0.0:  # one worker (a ratio, not NaN) is never slower than itself
+            return g[:0], g
+        a = np.array(xi)
+        slow = a > a.min() * (1.0 + 1e-9)
         return g[slow], g[~slow]
 
 
