@@ -23,14 +23,19 @@ from gpucluster_env.performance import apply_shares
 class _Kept:
     """What :class:`ThroughputModel` keeps of running job ``j`` while no tenant of its GPUs changes: its GPUs
     ``g``, per worker ``(gpu, partner or -1, predicted free ratio beside the partner, demand, ratio when alone,
-    ratio by (own, partner's) share units)``, its partners, and its rates by (accumulation, batch, sample
-    stealing, worker ratios): every input of the engine's iteration time but the GPUs, which stay."""
+    ratio by (own, partner's) share units)``, its partners, its ``shape`` ``(model, GPU type, GPUs, nodes)``
+    when its GPUs are of one type (else None), and, on GPUs of mixed types, its rates by (accumulation, batch,
+    sample stealing, worker ratios): every input of the engine's iteration time but the GPUs, which stay."""
 
-    __slots__ = ("g", "rows", "partners", "rates")
+    __slots__ = ("g", "rows", "partners", "shape", "rates")
 
-    def __init__(self, g: np.ndarray, rows: list[tuple[int, int, float, float, float, dict]]) -> None:
+    def __init__(self, view: ClusterView, j: int, g: np.ndarray,
+                 rows: list[tuple[int, int, float, float, float, dict]]) -> None:
         self.g, self.rows = g, rows
         self.partners = {r[1] for r in rows if r[1] >= 0}
+        types = set(view.gpu_type[g].tolist())
+        self.shape = (None if len(types) != 1 else
+                      (view.model_index(j), types.pop(), len(g), len(set(view.gpu_node[g].tolist()))))
         self.rates: dict[tuple[tuple[int, int, bool], tuple[float, ...]], float] = {}
 
 
@@ -51,16 +56,18 @@ class ThroughputModel:
         self._workers: dict[int, _Kept] = {}
         self._watch = TenantWatch(view)
         self._setup: dict[int, tuple[int, int, bool]] = {}
+        self._by_shape: dict[tuple, float] = {}  # rates on GPUs of one type, by shape, setup and worker ratios
         self._left: np.ndarray | None = None
 
     @contextmanager
     def held(self) -> Iterator[None]:
         """While the cluster stays as it is (one monitoring tick, one introspection): every job's iterations left
         and its accumulation, batch and sample stealing are read once. Each job's workers (GPUs, partners, demand,
-        predicted free ratio) and its rates (by its accumulation, batch, sample stealing and worker ratios: the
-        engine's iteration time reads nothing else but the GPUs) are kept from one hold to the next until a tenant
-        of one of its GPUs changes (:class:`~.gimbal_rules.TenantWatch`); outside a hold every question asks the
-        view afresh."""
+        predicted free ratio) are kept from one hold to the next until a tenant of one of its GPUs changes
+        (:class:`~.gimbal_rules.TenantWatch`). Rates are kept for good by every input of the engine's iteration
+        time (a pure function): on GPUs of one type by (model, type, GPUs, nodes, accumulation, batch, sample
+        stealing, worker ratios), for every job of that model; on mixed types with the job's workers, by the
+        same less the GPUs, which stay. Outside a hold every question asks the view afresh."""
         moved = self._watch.moved()
         if moved is None:
             self._workers.clear()
@@ -104,7 +111,7 @@ class ThroughputModel:
                 d = self.demand(j, t)
                 rows.append((x, q, self.free_xi(j, q, t) if q >= 0 else 1.0, d, self._under(1.0, d, 1.0, 0.0, False),
                              {}))
-            w = _Kept(g, rows)
+            w = _Kept(v, j, g, rows)
             if self._held:
                 self._workers[j] = w
         return w
@@ -151,10 +158,13 @@ class ThroughputModel:
         setup = self._setup.get(j)
         if setup is None:
             setup = self._setup[j] = (v.accumulation(j), v.batch(j), v.stealing(j))
-        key = (setup, xi)
-        r = w.rates.get(key)
+        if w.shape is None:
+            memo, key = w.rates, (setup, xi)
+        else:  # on one GPU type the iteration time reads the job only through its model: shared by its jobs
+            memo, key = self._by_shape, (w.shape, setup, xi)
+        r = memo.get(key)
         if r is None:
-            r = w.rates[key] = 1.0 / v.iter_time(j, w.g, setup[0], np.array(xi, dtype=float), setup[1])
+            r = memo[key] = 1.0 / v.iter_time(j, w.g, setup[0], np.array(xi, dtype=float), setup[1])
         return r
 
     def remaining_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
