@@ -45,7 +45,7 @@ from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
-from gpucluster_env.engine import Action, Place, Preempt, Wait
+from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
@@ -141,13 +141,21 @@ class GavelLeftoverPacking(Gavel):
         if not len(self._queue):
             return Wait()
         facts = self.facts
+
+        def ask(j: int) -> Colocate | None:
+            return least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t))
+
         # the queue's pending jobs in order, a shape that found no host in this state skipped (job_shape); the
-        # jobs up to the one packed leave the queue
+        # jobs up to the one packed leave the queue. The first pending job is asked first: an answer means its
+        # shape finds a host in this state, so the walk would have asked it first too (a shape's answer is the
+        # same for all its jobs in one state, job_shape); no answer: the walk, which marks its shape
         queue = self._queue
-        pending = np.zeros(view.n_jobs, dtype=bool)
-        pending[view.pending_jobs()] = True
-        a = self.failed.walk(queue[pending[queue]], None, None,
-                             lambda j: least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t)))
+        first = next((j for j in map(queue.item, range(len(queue))) if view.is_pending(j)), None)
+        a = None if first is None else ask(first)
+        if a is None and first is not None:
+            pending = np.zeros(view.n_jobs, dtype=bool)
+            pending[view.pending_jobs()] = True
+            a = self.failed.walk(queue[pending[queue]], None, None, ask)
         if a is None:
             self._queue = queue[:0]
             return Wait()
