@@ -45,7 +45,7 @@ from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
-from gpucluster_env.engine import Action, Place, Preempt, Wait
+from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
@@ -72,7 +72,7 @@ class GavelLeftoverPacking(Gavel):
         self.hosts = PartnerCache(view, self.rule, self.unequal)
         self.failed = FailedShapes(view)
         self._starts: list[Place] = []
-        self._queue: list[int] = []
+        self._queue = np.zeros(0, dtype=np.int64)  # the jobs left waiting, by Gavel's priority
         self._anchors: set[int] = set()
         self._round_rows: tuple[list[tuple[int, ...]], np.ndarray] = ([], np.zeros((0, 0), dtype=bool))
         super().reset(env)
@@ -126,7 +126,8 @@ class GavelLeftoverPacking(Gavel):
         pr = round_priorities(alloc, self._rows(self.job_time, rows), runnable).max(axis=1)
         deficit = self._rows(self.deficit, rows).sum(axis=1)
         order = np.lexsort((-np.arange(len(rows)), alloc.sum(axis=1), deficit, pr))[::-1]
-        self._queue = [rows[i][0] for i in order.tolist() if len(rows[i]) == 1 and rows[i][0] not in granted]
+        self._queue = np.array([rows[i][0] for i in order.tolist() if len(rows[i]) == 1 and rows[i][0] not in granted],
+                               dtype=np.int64)
         return out or [self._follow_up(view)]
 
     def _follow_up(self, view: ClusterView) -> Action:
@@ -137,18 +138,28 @@ class GavelLeftoverPacking(Gavel):
             if view.is_pending(a.job) and (view.tenants(list(a.gpus)) < 0).all() and self.rule.allows(a.job, a.gpus):
                 return a
             self.granted.pop((a.job,), None)
-        if not self._queue:
+        if not len(self._queue):
             return Wait()
         facts = self.facts
+
+        def ask(j: int) -> Colocate | None:
+            return least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t))
+
         # the queue's pending jobs in order, a shape that found no host in this state skipped (job_shape); the
-        # jobs up to the one packed leave the queue
-        queue = np.array(self._queue)
-        a = self.failed.walk(queue[np.isin(queue, view.pending_jobs())], None, None,
-                             lambda j: least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t)))
+        # jobs up to the one packed leave the queue. The first pending job is asked first: an answer means its
+        # shape finds a host in this state, so the walk would have asked it first too (a shape's answer is the
+        # same for all its jobs in one state, job_shape); no answer: the walk, which marks its shape
+        queue = self._queue
+        first = next((j for j in map(queue.item, range(len(queue))) if view.is_pending(j)), None)
+        a = None if first is None else ask(first)
+        if a is None and first is not None:
+            pending = np.zeros(view.n_jobs, dtype=bool)
+            pending[view.pending_jobs()] = True
+            a = self.failed.walk(queue[pending[queue]], None, None, ask)
         if a is None:
-            self._queue = []
+            self._queue = queue[:0]
             return Wait()
-        self._queue = self._queue[self._queue.index(a.job) + 1:]
+        self._queue = queue[int(np.flatnonzero(queue == a.job)[0]) + 1:]
         return a
 
 

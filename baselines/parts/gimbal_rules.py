@@ -136,7 +136,7 @@ class TenantWatch:
         changed = (now != before).any(axis=1)
         if not changed.any():
             return []
-        return np.unique(np.concatenate([before[changed].ravel(), now[changed].ravel()])).tolist()
+        return sorted(set(before[changed].ravel().tolist()) | set(now[changed].ravel().tolist()))  # a few GPUs
 
 
 class PartnerCache:
@@ -191,6 +191,8 @@ def fitting_hosts(view: ClusterView, j: int, hosts: list[tuple[int, np.ndarray]]
     if not hosts:
         return []
     fit = view.fits_on(j, np.concatenate([g for _, g in hosts]), 1)
+    if len(fit) == len(hosts):  # one GPU each: each host's answer is its GPU's
+        return [h for h, ok in zip(hosts, fit.tolist(), strict=True) if ok]
     starts = np.cumsum([0, *(len(g) for _, g in hosts[:-1])])
     return [h for h, ok in zip(hosts, np.logical_and.reduceat(fit, starts).tolist(), strict=True) if ok]
 

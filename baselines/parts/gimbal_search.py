@@ -171,25 +171,36 @@ class Coordinator:
     def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> float:
         """The local objective of ``jobs`` under ``shares`` (predicted rates)."""
         assert self.model is not None
+        if self.kind == "makespan" and self.departures:  # eq. 5 over finite floats: their largest
+            finish = self.model.finish_times(jobs, shares)
+            if finish is not None:
+                return max(finish)
         times = self.model.remaining_times(jobs, shares, self.departures)
-        slack = np.array([self.deadline(j) - view.now for j in jobs])
-        return local_objective(self.kind, times, slack)
+        if self.kind != "deadline":  # eq. 1 and 5 read no slack
+            return local_objective(self.kind, times)
+        return local_objective(self.kind, times, np.array([self.deadline(j) - view.now for j in jobs]))
 
     def _priority(self, view: ClusterView, j: int) -> float:
         assert self.model is not None
         t = int(view.gpu_type[view.gpus_of(j)[0]])
         if self.kind == "jct":  # eq. 2 reads the utilization alone: no rate to predict
             return priority(self.kind, 0.0, 1.0, self.demand(j, t))
-        return priority(self.kind, float(self.model.remaining([j])[0]), self.model.rate(j, self.shares),
+        return priority(self.kind, self.model.remaining_one(j), self.model.rate(j, self.shares),
                         self.demand(j, t), self.deadline(j) - view.now)
+
+    def _mean_priority(self, view: ClusterView, jobs: tuple[int, ...]) -> float:
+        """The mean :meth:`_priority` of ``jobs`` (one job: its own, as the mean of one is)."""
+        if len(jobs) == 1:
+            return self._priority(view, jobs[0])
+        return float(np.mean([self._priority(view, j) for j in jobs]))
 
     # ------------------------------------------------------------------ Algorithm 1
     def start(self, view: ClusterView, s: JobSet, acts: list[Action]) -> SetSearch:
         """Lines 1-5: the subsets by mean priority, and the high one swelled back to full share (its actions
         go to ``acts``); the search's best point is where it starts."""
         sub1, sub2 = (s.jmax,), s.others
-        p1 = float(np.mean([self._priority(view, j) for j in sub1]))
-        p2 = float(np.mean([self._priority(view, j) for j in sub2]))
+        p1 = self._mean_priority(view, sub1)
+        p2 = self._mean_priority(view, sub2)
         if p2 < p1:
             sub1, sub2 = sub2, sub1
         self.move_to(view, {(j, g): self.full for j in sub2 for g in view.gpus_of(j).tolist()}, acts)
@@ -229,10 +240,11 @@ class Coordinator:
     def _squeeze_workers(self, view: ClusterView, j: int, gpus: np.ndarray, acts: list[Action]) -> None:
         """Squeeze job ``j`` by one attempt's ``granularity`` on those of ``gpus`` it shares (a worker alone gains
         nothing from it)."""
+        shared = [g for g, both in zip(gpus.tolist(), (view.tenants(gpus) >= 0).all(axis=1).tolist(), strict=True)
+                  if both]  # the tenants stay as they are during a tick
         for _ in range(self.steps):
-            for g in gpus.tolist():
-                if (view.tenants([g])[0] >= 0).all():
-                    self._set(j, g, acts, swell=False)
+            for g in shared:
+                self._set(j, g, acts, swell=False)
 
     def step(self, view: ClusterView, st: SetSearch, jmax: int) -> list[Action]:
         """Lines 7 and 11-20: one coordination plan as engine actions (empty: nothing left to try).

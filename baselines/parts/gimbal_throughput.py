@@ -6,7 +6,8 @@ predictor's free-competition ratio under the MPS shares, by the one share model
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,6 +18,25 @@ from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.performance import apply_shares
+
+
+class _Kept:
+    """What :class:`ThroughputModel` keeps of running job ``j`` while no tenant of its GPUs changes: its GPUs
+    ``g``, per worker ``(gpu, partner or -1, predicted free ratio beside the partner, demand, ratio when alone,
+    ratio by (own, partner's) share units)``, its partners, its ``shape`` ``(model, GPU type, GPUs, nodes)``
+    when its GPUs are of one type (else None), and, on GPUs of mixed types, its rates by (accumulation, batch,
+    sample stealing, worker ratios): every input of the engine's iteration time but the GPUs, which stay."""
+
+    __slots__ = ("g", "rows", "partners", "shape", "rates")
+
+    def __init__(self, view: ClusterView, j: int, g: np.ndarray,
+                 rows: list[tuple[int, int, float, float, float, dict]]) -> None:
+        self.g, self.rows = g, rows
+        self.partners = {r[1] for r in rows if r[1] >= 0}
+        types = set(view.gpu_type[g].tolist())
+        self.shape = (None if len(types) != 1 else
+                      (view.model_index(j), types.pop(), len(g), len(set(view.gpu_node[g].tolist()))))
+        self.rates: dict[tuple[tuple[int, int, bool], tuple[float, ...]], float] = {}
 
 
 class ThroughputModel:
@@ -33,18 +53,21 @@ class ThroughputModel:
         self.free_xi = self.ratios.free_xi
         self._shared: dict[tuple[float, float, float, float, bool], float] = {}
         self._held = False
-        self._workers: dict[int, tuple[np.ndarray, list[tuple[int, int, float, float]]]] = {}
+        self._workers: dict[int, _Kept] = {}
         self._watch = TenantWatch(view)
-        self._rates: dict[tuple[int, tuple[float, ...]], float] = {}
+        self._setup: dict[int, tuple[int, int, bool]] = {}
+        self._by_shape: dict[tuple, float] = {}  # rates on GPUs of one type, by shape, setup and worker ratios
         self._left: np.ndarray | None = None
 
     @contextmanager
     def held(self) -> Iterator[None]:
-        """While the cluster stays as it is (one monitoring tick, one introspection): each rate is computed once
-        per set of worker ratios and every job's iterations left are read once, both forgotten on leaving. Each
-        job's workers (GPUs, partners, demand, predicted free ratio) are kept from one hold to the next until a
-        tenant of one of its GPUs changes (:class:`~.gimbal_rules.TenantWatch`); outside a hold every question
-        asks the view afresh."""
+        """While the cluster stays as it is (one monitoring tick, one introspection): every job's iterations left
+        and its accumulation, batch and sample stealing are read once. Each job's workers (GPUs, partners, demand,
+        predicted free ratio) are kept from one hold to the next until a tenant of one of its GPUs changes
+        (:class:`~.gimbal_rules.TenantWatch`). Rates are kept for good by every input of the engine's iteration
+        time (a pure function): on GPUs of one type by (model, type, GPUs, nodes, accumulation, batch, sample
+        stealing, worker ratios), for every job of that model; on mixed types with the job's workers, by the
+        same less the GPUs, which stay. Outside a hold every question asks the view afresh."""
         moved = self._watch.moved()
         if moved is None:
             self._workers.clear()
@@ -55,21 +78,28 @@ class ThroughputModel:
             yield
         finally:
             self._held = False
-            self._rates.clear()
+            self._setup.clear()
             self._left = None
 
-    def remaining(self, jobs: Any) -> np.ndarray:
-        """Iterations ``jobs`` have left now (a fresh array; every job's read once while :meth:`held`)."""
+    def _left_now(self) -> np.ndarray:
+        """Every job's iterations left now (read once while :meth:`held`)."""
         left = self._left
         if left is None:
             left = self.view.remaining_now()
             if self._held:
                 self._left = left
-        return left[np.asarray(jobs, dtype=np.int64)]
+        return left
 
-    def _workers_of(self, j: int) -> tuple[np.ndarray, list[tuple[int, int, float, float]]]:
-        """Running job ``j``'s GPUs, and per worker ``(gpu, partner or -1, demand, predicted free ratio beside
-        the partner)`` (kept from hold to hold, see :meth:`held`)."""
+    def remaining(self, jobs: Any) -> np.ndarray:
+        """Iterations ``jobs`` have left now (a fresh array; every job's read once while :meth:`held`)."""
+        return self._left_now()[np.asarray(jobs, dtype=np.int64)]
+
+    def remaining_one(self, j: int) -> float:
+        """Iterations job ``j`` has left now, as :meth:`remaining` (a float)."""
+        return self._left_now().item(j)
+
+    def _kept(self, j: int) -> _Kept:
+        """Running job ``j``'s :class:`_Kept` (kept from hold to hold, see :meth:`held`)."""
         w = self._workers.get(j) if self._held else None
         if w is None:
             v = self.view
@@ -78,8 +108,10 @@ class ThroughputModel:
             for x, row in zip(g.tolist(), v.tenants(g).tolist(), strict=True):
                 q = row[1] if row[0] == j else row[0]
                 t = int(v.gpu_type[x])
-                rows.append((x, q, self.demand(j, t), self.free_xi(j, q, t) if q >= 0 else 1.0))
-            w = (g, rows)
+                d = self.demand(j, t)
+                rows.append((x, q, self.free_xi(j, q, t) if q >= 0 else 1.0, d, self._under(1.0, d, 1.0, 0.0, False),
+                             {}))
+            w = _Kept(v, j, g, rows)
             if self._held:
                 self._workers[j] = w
         return w
@@ -88,18 +120,22 @@ class ThroughputModel:
                   ) -> np.ndarray:
         """Predicted interference ratio of each worker of running job ``j`` (GPUs in ``gpus_of`` order); jobs in
         ``gone`` count as finished (their GPUs free, and a worker left alone back at full share)."""
-        return np.array(self._xi(j, shares, gone))
+        return np.array(self._xi(j, self._kept(j), shares, gone))
 
-    def _xi(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int]) -> tuple[float, ...]:
-        """:meth:`worker_xi` as a tuple."""
+    def _xi(self, j: int, w: _Kept, shares: dict[tuple[int, int], int], gone: frozenset[int]) -> tuple[float, ...]:
+        """:meth:`worker_xi` as a tuple (``w``: ``j``'s :class:`_Kept`)."""
         full = self.full
+        get = shares.get
         out = []
-        for x, q, d, fx in self._workers_of(j)[1]:
+        for x, q, fx, d, lone, memo in w.rows:
             if q < 0 or q in gone:
-                out.append(self._under(1.0, d, 1.0, 0.0, False))
-            else:
-                out.append(self._under(fx, d, shares.get((j, x), full) / full, shares.get((q, x), full) / full,
-                                       True))
+                out.append(lone)
+                continue
+            own, other = get((j, x), full), get((q, x), full)
+            v = memo.get((own, other))
+            if v is None:
+                v = memo[(own, other)] = self._under(fx, d, own / full, other / full, True)
+            out.append(v)
         return tuple(out)
 
     def _under(self, xi: float, d: float, own: float, other: float, has: bool) -> float:
@@ -114,14 +150,21 @@ class ThroughputModel:
     def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
         """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as
         :meth:`worker_xi`)."""
-        xi = self._xi(j, shares, gone)
-        key = (j, xi)
-        r = self._rates.get(key)
+        v = self.view
+        w = self._kept(j)
+        xi = self._xi(j, w, shares, gone)
+        if not self._held:
+            return 1.0 / v.iter_time(j, w.g, v.accumulation(j), np.array(xi, dtype=float))
+        setup = self._setup.get(j)
+        if setup is None:
+            setup = self._setup[j] = (v.accumulation(j), v.batch(j), v.stealing(j))
+        if w.shape is None:
+            memo, key = w.rates, (setup, xi)
+        else:  # on one GPU type the iteration time reads the job only through its model: shared by its jobs
+            memo, key = self._by_shape, (w.shape, setup, xi)
+        r = memo.get(key)
         if r is None:
-            v = self.view
-            r = 1.0 / v.iter_time(j, self._workers_of(j)[0], v.accumulation(j), np.array(xi, dtype=float))
-            if self._held:
-                self._rates[key] = r
+            r = memo[key] = 1.0 / v.iter_time(j, w.g, setup[0], np.array(xi, dtype=float), setup[1])
         return r
 
     def remaining_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
@@ -130,37 +173,99 @@ class ThroughputModel:
         ``departures`` the throughput is the one over the job's remaining life: the set runs at its predicted
         rates until its first job finishes, then the others go on without it (alone where it was their
         partner), and so on; without, the current rates to the end (eq. 1's literal reading)."""
-        rem = self.remaining(jobs).astype(float)
         if not departures:
-            return rem / np.array([self.rate(j, shares) for j in jobs])
-        out = np.zeros(len(jobs))
-        left = list(range(len(jobs)))
-        gone: frozenset[int] = frozenset()
-        rate = {i: self.rate(jobs[i], shares) for i in left}
-        t = 0.0
-        while left:
-            r = np.array([rate[i] for i in left])
-            dt = rem[left] / r
-            k = int(np.argmin(dt))
-            step = float(dt[k])
-            t += step
-            rem[left] -= r * step
-            i = left.pop(k)
-            out[i] = t
-            gone = gone | {jobs[i]}
-            for o in left:  # a departure changes only the rates of its partners
-                if jobs[i] in self.partners(jobs[o]):
-                    rate[o] = self.rate(jobs[o], shares, gone)
-        return out
+            return self.remaining(jobs).astype(float) / np.array([self.rate(j, shares) for j in jobs])
+        times = self.finish_times(jobs, shares)
+        if times is not None:
+            return np.array(times)
+        left_now = self._left_now()
+        return array_departure_times(np.array([left_now.item(j) for j in jobs], dtype=float),
+                                     [self.rate(j, shares) for j in jobs], jobs,
+                                     lambda o, gone: self.rate(jobs[o], shares, gone),
+                                     [self.partners(j) for j in jobs])
+
+    def finish_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> list[float] | None:
+        """:meth:`remaining_times` with departures as Python floats (:func:`departure_times`: each finite), or
+        None where a rate is zero, infinite or NaN (then numpy's division rules apply: the array form)."""
+        left_now = self._left_now()
+        try:
+            return departure_times([left_now.item(j) for j in jobs], [self.rate(j, shares) for j in jobs], jobs,
+                                   lambda o, gone: self.rate(jobs[o], shares, gone), [self.partners(j) for j in jobs])
+        except OddRate:
+            return None
 
     def partners(self, j: int) -> set[int]:
         """The jobs sharing a GPU with running job ``j`` (as :meth:`worker_xi` sees them)."""
-        return {q for _, q, _, _ in self._workers_of(j)[1] if q >= 0}
+        return self._kept(j).partners
 
     def stragglers(self, j: int, shares: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
         """``(slow, fast)`` GPUs of job ``j``: its workers with a predicted ratio above its smallest, and the
         rest (``slow`` empty: no straggler)."""
         g = self.view.gpus_of(j)
-        xi = self.worker_xi(j, shares)
-        slow = xi > xi.min() * (1.0 + 1e-9)
+        xi = self._xi(j, self._kept(j), shares, frozenset())
+        if len(xi) == 1 and xi[0] >= 0.0:  # one worker (a ratio, not NaN) is never slower than itself
+            return g[:0], g
+        a = np.array(xi)
+        slow = a > a.min() * (1.0 + 1e-9)
         return g[slow], g[~slow]
+
+
+class OddRate(ArithmeticError):
+    """A rate :func:`departure_times` does not take (zero, infinite or NaN)."""
+
+
+def departure_times(rem: list[float], rates: list[float], jobs: tuple[int, ...],
+                    rate_after: Callable[[int, frozenset[int]], float], partners: list[set[int]]) -> list[float]:
+    """When each of ``jobs`` finishes (:meth:`ThroughputModel.remaining_times` with departures) over Python floats:
+    ``rem`` its iterations left, ``rates`` its rate now (each finite and positive), ``rate_after(o, gone)`` job
+    ``o``'s rate once the jobs of ``gone`` have finished, ``partners`` each job's partners. The same operations,
+    in the same order, as the array form (each element's quotient, product and difference; the first least
+    quotient); :class:`OddRate` where a rate is not finite and positive (where Python's and numpy's division rules
+    differ)."""
+    if not all(0.0 < r < math.inf for r in rates):
+        raise OddRate
+    out = [0.0] * len(jobs)
+    left = list(range(len(jobs)))
+    rate = list(rates)
+    gone: frozenset[int] = frozenset()
+    t = 0.0
+    while left:
+        dt = [rem[i] / rate[i] for i in left]
+        step = min(dt)
+        k = dt.index(step)
+        t += step
+        for i in left:
+            rem[i] -= rate[i] * step
+        i = left.pop(k)
+        out[i] = t
+        gone = gone | {jobs[i]}
+        for o in left:  # a departure changes only the rates of its partners
+            if jobs[i] in partners[o]:
+                r = rate[o] = rate_after(o, gone)
+                if not 0.0 < r < math.inf:
+                    raise OddRate
+    return out
+
+
+def array_departure_times(rem: np.ndarray, rates: list[float], jobs: tuple[int, ...],
+                          rate_after: Callable[[int, frozenset[int]], float], partners: list[set[int]]) -> np.ndarray:
+    """:func:`departure_times` over arrays, for any rates (numpy's division rules); ``rem`` is changed."""
+    out = np.zeros(len(jobs))
+    left = list(range(len(jobs)))
+    gone: frozenset[int] = frozenset()
+    rate = dict(enumerate(rates))
+    t = 0.0
+    while left:
+        r = np.array([rate[i] for i in left])
+        dt = rem[left] / r
+        k = int(np.argmin(dt))
+        step = float(dt[k])
+        t += step
+        rem[left] -= r * step
+        i = left.pop(k)
+        out[i] = t
+        gone = gone | {jobs[i]}
+        for o in left:  # a departure changes only the rates of its partners
+            if jobs[i] in partners[o]:
+                rate[o] = rate_after(o, gone)
+    return out

@@ -173,6 +173,10 @@ class ClusterView:
         """The per-GPU batch job ``j``'s work is stated at (its job table's ``batch_size``)."""
         return self._st.batch.item(j)
 
+    def stealing(self, j: int) -> bool:
+        """Whether job ``j`` rebalances its workers' batch (sample stealing, LISS; ``SetStealing``)."""
+        return bool(self._st.stealing.item(j))
+
     def accumulation(self, j: int) -> int:
         """The gradient accumulation running job ``j`` started with."""
         return self._st.accum.item(j)

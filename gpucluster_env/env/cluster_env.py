@@ -322,14 +322,31 @@ class GPUClusterEnv(gym.Env):
         return text
 
     # ------------------------------------------------------------------ internals
+    @property
+    def _pending(self) -> np.ndarray:
+        """The pending window of the current decision point (worked out when first read there)."""
+        decision_point.refresh_windows(self)
+        return self._pending_w
+
+    @property
+    def _running(self) -> np.ndarray:
+        """The running window of the current decision point (worked out when first read there)."""
+        decision_point.refresh_windows(self)
+        return self._running_w
+
     def _refresh_windows(self) -> None:
         decision_point.refresh_windows(self)
 
     def _observe(self) -> Any:
-        """The observation of the current decision point (the mask computed with it)."""
-        self._refresh_windows()
-        if self.observation_mode == "none":  # the mask is computed on demand: white-box agents send typed actions
+        """The observation of the current decision point (the mask computed with it). Without observation the
+        mask is worked out only where read (white-box agents send typed actions), and so are queue-ordered
+        windows (a function of the queue and running set, which ``queue_version`` follows; shortest-first ones
+        read the work left, so they are taken here as before)."""
+        if self.observation_mode == "none":
+            if self.pending_order != "queue":
+                self._refresh_windows()
             return np.zeros(1, dtype=np.float32)
+        self._refresh_windows()
         self._run_kernel(True)
         out = self._buf.copy()
         if self._sets is not None:

@@ -17,8 +17,8 @@ NO_XI_TAB = np.zeros((1, 1, 1, 2))
 
 def init_buffers(env: GPUClusterEnv, n_pending: int) -> None:
     """The windows, the kernel's state and the mask and observation buffers of a new environment."""
-    env._pending = np.empty(0, dtype=np.int64)
-    env._running = np.empty(0, dtype=np.int64)
+    env._pending_w = np.empty(0, dtype=np.int64)  # the windows (read through env._pending, env._running)
+    env._running_w = np.empty(0, dtype=np.int64)
     env._windows_at = None  # (engine epoch, queue_version) of the windows
     # The compiled kernel (see .kernel) writes the observation buffer and the mask; it (and numba) is
     # loaded on first use: a white-box agent's run without observation sends typed actions and needs no mask.
@@ -52,9 +52,9 @@ def refresh_windows(env: GPUClusterEnv) -> None:
     """The pending and running windows of the engine's current state."""
     eng = env.engine
     if env._windows_at != (eng.epoch, eng.queue_version):  # else the same jobs, in the same order
-        env._pending = (eng.pending_head(env.layout.n_pending) if env.pending_order == "queue"
-                        else shortest_pending(env, env.layout.n_pending))
-        env._running = eng.running_head(env.layout.n_running)
+        env._pending_w = (eng.pending_head(env.layout.n_pending) if env.pending_order == "queue"
+                          else shortest_pending(env, env.layout.n_pending))
+        env._running_w = eng.running_head(env.layout.n_running)
         env._windows_at = (eng.epoch, eng.queue_version)
 
 

@@ -11,6 +11,7 @@ from conftest import TEST_GPUS, TEST_MODELS, make_jobs
 
 from gpucluster_env.catalog import Catalog
 from gpucluster_env.engine import ActionError, ClusterEngine, Colocate, EngineConfig, Place, SetStealing, Wait
+from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.env import GPUClusterEnv
 from gpucluster_env.hardware import ClusterSpec
 from gpucluster_env.interference import ConstantInterference
@@ -52,9 +53,12 @@ def test_switch_on_mid_run_at_no_cost(build):
 
 def test_flag_starts_from_the_scenario_and_switches_off(build):
     eng = _mixed(build, sample_stealing=True)
+    view = ClusterView(eng)  # what agents read of it (Gimbal keeps its predicted rates by it)
     assert eng.stealing.tolist() == [True] and 1 / eng.rate[0] == pytest.approx(LISS, rel=REL)
+    assert view.stealing(0) is True
     eng.apply(SetStealing(0, False))
     assert 1 / eng.rate[0] == pytest.approx(PACED, rel=REL)
+    assert view.stealing(0) is False
     eng.reset()
     assert eng.stealing.tolist() == [True]
 

@@ -1,0 +1,90 @@
+"""What Gimbal's coordinator and Gavel+Gimbal's leftover packing keep or shortcut (baselines/parts/
+gimbal_throughput.py: rates kept from tick to tick, departure times over Python floats; gavel_gimbal.py: the leftover
+queue filtered over arrays before job_shape.py's walk) gives, at every decision of a real run, the answers of the
+plain computations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from gpucluster_env.baselines.gavel_gimbal import GavelGimbal
+from gpucluster_env.baselines.parts.gimbal_rules import least_utilized_host, packing_sets
+from gpucluster_env.baselines.parts.gimbal_throughput import (
+    OddRate,
+    ThroughputModel,
+    array_departure_times,
+    departure_times,
+)
+
+from gpucluster_env.engine import Wait
+from gpucluster_env.policy import run_episode
+from tests.baselines.test_decision_memory import _plain_times, plain_walk
+
+
+def test_departure_times_over_floats_are_the_array_form() -> None:
+    rng = np.random.default_rng(7)
+    for case in range(300):
+        n = int(rng.integers(1, 6))
+        rem = rng.uniform(0, 1e5, n).tolist()
+        if case % 5 == 0:  # ties: equal work at equal rates
+            rem = [rem[0]] * n
+        rates = rng.uniform(0.01, 5.0, n).tolist() if case % 5 else [1.5] * n
+        partners = [{0} if i else set(range(1, n)) for i in range(n)]  # J_max (0) shares with every other
+        after = {(o, g): float(rng.uniform(0.01, 5.0)) for o in range(n) for g in range(n)}
+
+        def rate_after(o: int, gone: frozenset[int], after: dict[tuple[int, int], float] = after) -> float:
+            return after[(o, min(gone))]
+
+        got = departure_times(list(rem), rates, tuple(range(n)), rate_after, partners)
+        want = array_departure_times(np.array(rem), rates, tuple(range(n)), rate_after, partners)
+        assert np.array_equal(np.array(got), want)
+    with pytest.raises(OddRate):  # a zero rate: numpy's division rules, so the caller takes the array form
+        departure_times([1.0, 2.0], [0.0, 1.0], (0, 1), lambda o, g: 1.0, [{1}, {0}])
+
+
+class _Checked(GavelGimbal):
+    """Gavel+Gimbal that, at every search step, compares the coordinator's kept rates and remaining times on every
+    packing set with a fresh model's, and at every leftover packing compares its walk with the plain one."""
+
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self.rates_checked = self.walks_checked = self.packed = 0
+        host = self.host
+        follow = host._follow_up
+
+        def checked_follow_up(view: Any) -> Any:
+            want = None
+            if not host._starts and len(host._queue):
+                order = [j for j in host._queue.tolist() if view.is_pending(j)]
+                want = plain_walk(view, order, lambda v, j: least_utilized_host(
+                    v, host.hosts, j, lambda p, t: host.facts.demand(v, p, t)))
+            got = follow(view)
+            if want is not None:
+                assert got == want
+                self.walks_checked += 1
+                self.packed += not isinstance(got, Wait)
+            return got
+
+        host._follow_up = checked_follow_up
+
+    def act(self, observation: Any, env: Any) -> Any:
+        view = self.view(env)
+        coord = self.coordinator
+        if view.now >= self._next_tick and coord is not None and coord.model is not None:
+            fresh = ThroughputModel(view, coord.demand)
+            with coord.model.held():
+                for s in packing_sets(view):
+                    kept = [coord.model.rate(j, coord.shares) for j in s.jobs]
+                    assert kept == [fresh.rate(j, coord.shares) for j in s.jobs]
+                    times = coord.model.remaining_times(s.jobs, coord.shares)
+                    assert np.array_equal(times, _plain_times(fresh, s.jobs, coord.shares))
+                    self.rates_checked += len(s.jobs)
+        return super().act(observation, env)
+
+
+def test_gavel_gimbal_kept_rates_and_packing_walk_match_plain_ones() -> None:
+    pol = _Checked()
+    run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 200})
+    assert pol.rates_checked > 200 and pol.walks_checked > 100 and pol.packed > 30
