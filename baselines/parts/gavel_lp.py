@@ -104,10 +104,22 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
 
 
 def _classes(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Jobs grouped by identical rows: (index of each class's first job, each job's class, class sizes)."""
+    """Jobs grouped by identical rows: (index of each class's first job, each job's class, class sizes), classes
+    in the rows' lexicographic order (first column first): what ``np.unique(axis=0, return_index=True,
+    return_inverse=True, return_counts=True)`` gives, from one stable ``lexsort`` (a third of its time)."""
     key = np.column_stack([np.asarray(a, dtype=float).reshape(len(columns[0]), -1) for a in columns])
-    _, first, inv, cnt = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
-    return first, inv.reshape(-1), cnt.astype(float)
+    n = len(key)
+    if n == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0)
+    order = np.lexsort(key.T[::-1])  # stable: equal rows keep their order, so a class's first job comes first
+    ordered = key[order]
+    starts_class = np.empty(n, dtype=bool)
+    starts_class[0] = True
+    starts_class[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    starts = np.flatnonzero(starts_class)
+    inv = np.empty(n, dtype=np.intp)
+    inv[order] = np.cumsum(starts_class) - 1
+    return order[starts], inv, np.diff(np.append(starts, n)).astype(float)
 
 
 def max_scaled_rate(

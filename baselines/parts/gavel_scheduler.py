@@ -98,7 +98,12 @@ class Gavel(Policy):
         self._acted_at: float | None = None
         self._follow: list[Action] = []
         self._alone: dict[int, int] | None = None  # per job, the type it runs on alone this round (view.alone_types)
-        self._type_gpus = [np.flatnonzero(view.gpu_type == k) for k in range(self.nk)]
+        # each type's GPUs by node (nodes ascending, GPUs ascending within a node): where gangs are planned
+        self._type_nodes: list[list[tuple[int, list[int]]]] = []
+        for k in range(self.nk):
+            g = np.flatnonzero(view.gpu_type == k)
+            nodes = view.gpu_node[g]
+            self._type_nodes.append([(h, g[nodes == h].tolist()) for h in np.unique(nodes).tolist()])
         # what a round derives from its active jobs alone, kept while they stay the same (most rounds)
         self._same: tuple[Any, ...] | None = None
         self._kept_rows: dict[str, tuple[Any, tuple[tuple[int, ...], ...], np.ndarray]] = {}
@@ -271,7 +276,7 @@ class Gavel(Policy):
             return out or [Wait()]
         holds = np.zeros(view.n_jobs + 1, dtype=bool)  # index n_jobs: an empty slot (-1)
         holds[list(kept_jobs)] = True
-        taken = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1)  # the GPUs the kept jobs hold
+        taken = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1).tolist()  # the GPUs the kept jobs hold
         placed, plans = self._plan_gangs(view, move, movable, taken, out)
         targets = {key[0]: gang for key, gang in plans if key[0] in movable}
         order, through_queue = order_moves(targets, {j: tuple(view.gpus_of(j).tolist()) for j in targets})
@@ -280,7 +285,7 @@ class Gavel(Policy):
         for key, gang in plans:
             if key[0] not in targets or key[0] in through_queue:
                 out.extend(self._place_row(view, key, gang))
-        left = int((~taken).sum())
+        left = taken.count(False)
         for j in sorted(anywhere):
             if view.is_pending(j) and view.req_gpus[j] <= left:
                 out.append(Place(j))
@@ -289,26 +294,26 @@ class Gavel(Policy):
         return out or [Wait()]
 
     def _plan_gangs(self, view: ClusterView, move: list[tuple[tuple[int, ...], int]], movable: set[int],
-                    taken: np.ndarray, out: list[Action]) -> tuple[dict[tuple[int, ...], int],
-                                                                   list[tuple[tuple[int, ...], tuple[int, ...]]]]:
+                    taken: list[bool], out: list[Action]) -> tuple[dict[tuple[int, ...], int],
+                                                                 list[tuple[tuple[int, ...], tuple[int, ...]]]]:
         """Each granted row that does not stay gets a gang of its type's GPUs not ``taken`` (marked taken), the
-        largest gangs first, on the fewest nodes; a movable job left without one is preempted (into ``out``).
+        largest gangs first, on the fewest nodes (:func:`.gavel_rounds.place_fewest_nodes` over the type's nodes,
+        each node's lowest free GPUs first); a movable job left without one is preempted (into ``out``).
         Returns the rows given gangs with their types, and the ``(row, gang)`` plans in order."""
-        req, node = view.req_gpus, view.gpu_node
+        req = view.req_gpus
         placed: dict[tuple[int, ...], int] = {}
         plans: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
         for key, k in sorted(move, key=lambda kk: -int(req[kk[0][0]])):
-            tg = self._type_gpus[k]
-            cand = tg[~taken[tg]]
-            picks = place_fewest_nodes(np.bincount(node[cand], minlength=view.num_nodes), int(req[key[0]]))
+            free = [[x for x in gpus if not taken[x]] for _, gpus in self._type_nodes[k]]
+            # a node without the type's GPUs would count 0: never picked, so the type's nodes alone give the same
+            picks = place_fewest_nodes([len(f) for f in free], int(req[key[0]]))
             if picks is None:
                 if key[0] in movable:
                     out.append(Preempt(key[0]))
                 continue
-            gang: list[int] = []
-            for h, c in picks:
-                gang.extend(cand[node[cand] == h][:c].tolist())
-            taken[gang] = True
+            gang = [x for i, c in picks for x in free[i][:c]]
+            for x in gang:
+                taken[x] = True
             plans.append((key, tuple(sorted(gang))))
             placed[key] = k
         return placed, plans
