@@ -316,3 +316,20 @@ def test_place_fewest_nodes_matches_array_rule() -> None:
                     want.append((h, int(min(free[h], left))))
                     left -= int(min(free[h], left))
         assert R.place_fewest_nodes(free, need) == want
+
+
+def test_single_columns_match_the_general_matrix() -> None:
+    # the LP matrix without pairs, built in place, holds the arrays the general (pair) builder gives with none
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, nk = int(rng.integers(1, 30)), int(rng.integers(1, 4))
+        t = rng.choice([0.0, 0.5, 1.25, 3.0], size=(n, nk))
+        scale = rng.choice([0.0, 0.3, 1.0], size=n)
+        m, g = rng.choice([1.0, 2.0, 5.0], n), rng.choice([1.0, 2.0, 4.0], n)
+        srv = np.flatnonzero(scale > 0)
+        want = G._pair_columns(t, g, m, np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2, nk)), np.zeros((0, 2)),
+                               scale, srv)
+        got = G._single_columns(t, scale, m * g, srv)
+        assert got.shape == want.shape
+        for a, b in zip(got[:3], want[:3], strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
