@@ -156,11 +156,12 @@ class Gavel(Policy):
         """Recompute the allocation for ``active`` jobs with throughputs ``t``."""
         now = view.now
         gpus = view.req_gpus[active]
-        rem = view.remaining_now()[active]
         cap = self.capacity
         if self.objective == "max-min":
-            x = lp.max_min_fairness(t, gpus, cap).x
-        elif self.objective == "makespan":
+            self.alloc = dict(zip([(j,) for j in active], lp.max_min_fairness(t, gpus, cap).x, strict=True))
+            return
+        rem = view.remaining_now()[active]
+        if self.objective == "makespan":
             x = lp.min_makespan(t, gpus, cap, rem)[1]
         else:
             iso = lp.isolated_throughputs(t, gpus, cap)
@@ -171,7 +172,7 @@ class Gavel(Policy):
                 self._iso_prev[j] = (float(rem[i]), float(iso[i]))
             since = now - view.submit[active]
             x = lp.finish_time_fairness(t, gpus, cap, rem, since, self.iso_time[active])[1]
-        self.alloc = {(j,): x[i] for i, j in enumerate(active)}
+        self.alloc = dict(zip([(j,) for j in active], x, strict=True))
 
     def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
                         ) -> tuple[list[tuple[int, ...]], np.ndarray]:
