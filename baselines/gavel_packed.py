@@ -62,6 +62,7 @@ class GavelPacked(Gavel):
         super().reset(env)
         self.pair_ok: dict[tuple[int, ...], np.ndarray] = {}
         self._accum: dict[tuple[tuple[int, int, int], tuple[int, int, int], int], tuple[int, int] | None] = {}
+        self._pair_tp: dict[tuple[tuple[int, int, int], tuple[int, int, int]], tuple[np.ndarray, np.ndarray]] = {}
 
     def _klass(self, view: ClusterView, j: int) -> tuple[int, int, int]:
         return view.model_index(j), view.batch(j), int(view.req_gpus[j])
@@ -83,6 +84,24 @@ class GavelPacked(Gavel):
             self._accum[key] = out
         return self._accum[key]
 
+    def _pair_throughputs(self, view: ClusterView, ca: tuple[int, int, int], cb: tuple[int, int, int], ja: int,
+                          jb: int, ta: np.ndarray, tb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per type, the throughput of a class-``ca`` job (``ja``, solo throughputs ``ta``) beside a class-``cb``
+        one (``jb``, ``tb``) and the other way round: solo throughput over the engine's true pair ratio where both
+        run there and fit together in one GPU, else 0. A pure function of the two classes (model, batch, GPUs: the
+        solo throughputs and the ratios depend on nothing else), kept per class pair across allocations."""
+        hit = self._pair_tp.get((ca, cb))
+        if hit is None:
+            vab, vba = np.zeros(self.nk), np.zeros(self.nk)
+            for k, tname in enumerate(view.type_names):
+                if ta[k] <= 0 or tb[k] <= 0 or self.pair_accumulations(view, ja, jb, k) is None:
+                    continue
+                xa, xb = view.true_pair_xi(ja, jb, tname)
+                vab[k] = ta[k] / xa
+                vba[k] = tb[k] / xb
+            hit = self._pair_tp[(ca, cb)] = (vab, vba)
+        return hit
+
     def _allocate(self, view: ClusterView, active: list[int], t: np.ndarray) -> None:
         keys = [self._klass(view, j) for j in active]
         uniq = sorted(set(keys))
@@ -93,15 +112,9 @@ class GavelPacked(Gavel):
         ti = {j: i for i, j in enumerate(active)}
         for a in range(nc):
             for b in range(a, nc):
-                ja, jb = rep[a], rep[b]
-                if uniq[a][2] != uniq[b][2]:
-                    continue
-                for k, tname in enumerate(view.type_names):
-                    if t[ti[ja], k] <= 0 or t[ti[jb], k] <= 0 or self.pair_accumulations(view, ja, jb, k) is None:
-                        continue
-                    xa, xb = view.true_pair_xi(ja, jb, tname)
-                    cp[a, b, k] = t[ti[ja], k] / xa
-                    cp[b, a, k] = t[ti[jb], k] / xb
+                if uniq[a][2] == uniq[b][2]:
+                    cp[a, b], cp[b, a] = self._pair_throughputs(view, uniq[a], uniq[b], rep[a], rep[b],
+                                                                t[ti[rep[a]]], t[ti[rep[b]]])
         if self.objective == "makespan":  # every job its own row: the steps left differ
             gpus, rem = view.req_gpus[active], view.remaining_now()[active]
             if self.pair_lp == "partners":  # partners counted by class

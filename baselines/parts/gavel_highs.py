@@ -99,6 +99,18 @@ def _finite(x: np.ndarray, inf: float) -> np.ndarray:
     return x
 
 
+def _pass_model(h: Any, highs: Any, cost: np.ndarray, a: Any, lhs: np.ndarray, rhs: np.ndarray,
+                ub: np.ndarray) -> Any:
+    """Hand ``highs`` the LP by its arrays (column-wise matrix ``a``, row bounds, column bounds ``[0, ub]``, every
+    column continuous): HiGHS builds the same model as from a ``HighsLp`` whose fields are set one by one, without
+    those copies (the same bits: docs/performance.md, "Seventh pass")."""
+    n = len(cost)
+    return highs.passModel(n, len(rhs), len(a.data), int(h.MatrixFormat.kColwise), int(h.ObjSense.kMinimize), 0.0,
+                           cost, np.zeros(n), ub, lhs, rhs, np.asarray(a.indptr[:-1], dtype=np.int32),
+                           np.asarray(a.indices, dtype=np.int32), np.asarray(a.data, dtype=float),
+                           np.zeros(n, dtype=np.int32))
+
+
 def minimize(cost: np.ndarray, a_ub: Any, b_ub: np.ndarray, upper: np.ndarray, a_eq: Any = None,
           b_eq: np.ndarray | None = None, solver: str | None = "ipm") -> tuple[np.ndarray | None, str]:
     """Minimize ``cost @ x`` subject to ``a_ub x <= b_ub``, ``a_eq x = b_eq`` and ``0 <= x <= upper``
@@ -108,7 +120,6 @@ def minimize(cost: np.ndarray, a_ub: Any, b_ub: np.ndarray, upper: np.ndarray, a
     :data:`FEASIBILITY_TOL`."""
     h = _core()
     inf = h.kHighsInf
-    n = len(cost)
     if isinstance(a_ub, Columns) and a_eq is None:
         a = a_ub
     else:
@@ -120,20 +131,9 @@ def minimize(cost: np.ndarray, a_ub: Any, b_ub: np.ndarray, upper: np.ndarray, a
     lhs = _finite(np.concatenate([np.full(len(b_ub), -np.inf), beq]), inf)
     rhs = _finite(np.concatenate([np.asarray(b_ub, dtype=float), beq]), inf)
     ub = _finite(upper, inf)
-    lp = h.HighsLp()
-    lp.num_col_ = lp.a_matrix_.num_col_ = n
-    lp.num_row_ = lp.a_matrix_.num_row_ = len(rhs)
-    lp.a_matrix_.format_ = h.MatrixFormat.kColwise
-    lp.col_cost_ = np.asarray(cost, dtype=float)
-    lp.col_lower_ = np.zeros(n)
-    lp.col_upper_ = ub
-    lp.row_lower_ = lhs
-    lp.row_upper_ = rhs
-    lp.a_matrix_.start_ = a.indptr
-    lp.a_matrix_.index_ = a.indices
-    lp.a_matrix_.value_ = a.data
     highs = h._Highs()
-    if (highs.passOptions(_options(solver)) == h.HighsStatus.kError or highs.passModel(lp) == h.HighsStatus.kError
+    if (highs.passOptions(_options(solver)) == h.HighsStatus.kError
+            or _pass_model(h, highs, np.asarray(cost, dtype=float), a, lhs, rhs, ub) == h.HighsStatus.kError
             or highs.run() == h.HighsStatus.kError):
         return None, f"HiGHS: {highs.modelStatusToString(highs.getModelStatus())}"
     status = highs.getModelStatus()

@@ -57,10 +57,6 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
     n, nk = t.shape
     npair = len(pr)
     ns = n * nk
-    jj = np.repeat(np.arange(n), nk)
-    kk = np.tile(np.arange(nk), n)
-    pp = np.repeat(np.arange(npair), nk)
-    pk = np.tile(np.arange(nk), npair)
     nvar = ns + npair * nk + 1
     zcol = nvar - 1
     best = t.max(axis=1)
@@ -73,26 +69,18 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
     scale[served] = 1.0 / d[served]
     bmax = float((best * scale).max())
     scale /= bmax
-    pcol = ns + np.arange(npair * nk)
-    a0, a1 = pr[pp, 0], pr[pp, 1]
     srv = np.flatnonzero(served)
-    rows = np.concatenate([jj, a0, a1, srv,                       # epigraph rows j
-                           n + jj, n + a0, n + a1,                # time rows n + j
-                           2 * n + kk, 2 * n + pk])               # capacity rows 2n + k
-    cols = np.concatenate([np.arange(ns), pcol, pcol, np.full(len(srv), zcol),
-                           np.arange(ns), pcol, pcol, np.arange(ns), pcol])
-    vals = np.concatenate([-t[jj, kk] * scale[jj], -pt[pp, 0, pk] * share[pp, 0] * scale[a0],
-                           -pt[pp, 1, pk] * share[pp, 1] * scale[a1], np.ones(len(srv)),
-                           np.ones(ns), share[pp, 0], share[pp, 1], m[jj] * g[jj], g[a0]])
-    keep = vals != 0
-    # no place is named twice (a pair within one class has its second share 0, dropped), so these are scipy's CSC
-    a_ub = gavel_highs.columns(rows[keep], cols[keep], vals[keep], (2 * n + nk, nvar))
-    b_ub = np.concatenate([np.zeros(n), np.ones(n), c])
     ub = np.ones(nvar)
-    ub[:ns] = np.where(t[jj, kk] > 0, 1.0, 0.0)
+    ub[:ns] = np.where(t > 0, 1.0, 0.0).ravel()
     if npair:
+        a_ub = _pair_columns(t, g, m, pr, pt, share, scale, srv)
+        pp = np.repeat(np.arange(npair), nk)
+        pk = np.tile(np.arange(nk), npair)
         cnt = np.where(pr[:, 0] == pr[:, 1], m[pr[:, 0]] * (m[pr[:, 0]] - 1) / 2.0, m[pr[:, 0]] * m[pr[:, 1]])
         ub[ns:zcol] = np.where((pt[pp, 0, pk] > 0) & (pt[pp, 1, pk] > 0), cnt[pp], 0.0)
+    else:
+        a_ub = _single_columns(t, scale, m * g, srv)
+    b_ub = np.concatenate([np.zeros(n), np.ones(n), c])
     ub[zcol] = np.inf
     cost = np.zeros(nvar)
     cost[zcol] = -1.0
@@ -103,11 +91,73 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, m: np.nda
     return float(x[zcol] * bmax), np.minimum(v[:ns], 1.0).reshape(n, nk), v[ns:zcol].reshape(npair, nk)
 
 
+def _pair_columns(t: np.ndarray, g: np.ndarray, m: np.ndarray, pr: np.ndarray, pt: np.ndarray, share: np.ndarray,
+                  scale: np.ndarray, srv: np.ndarray) -> gavel_highs.Columns:
+    """The matrix of :func:`_solve` with pair columns: epigraph rows ``j``, time rows ``n + j``, capacity rows
+    ``2n + k``; columns ``(j, k)``, then ``(pair, k)``, then ``z``."""
+    n, nk = t.shape
+    npair = len(pr)
+    ns = n * nk
+    jj = np.repeat(np.arange(n), nk)
+    kk = np.tile(np.arange(nk), n)
+    pp = np.repeat(np.arange(npair), nk)
+    pk = np.tile(np.arange(nk), npair)
+    pcol = ns + np.arange(npair * nk)
+    a0, a1 = pr[pp, 0], pr[pp, 1]
+    rows = np.concatenate([jj, a0, a1, srv,                       # epigraph rows j
+                           n + jj, n + a0, n + a1,                # time rows n + j
+                           2 * n + kk, 2 * n + pk])               # capacity rows 2n + k
+    cols = np.concatenate([np.arange(ns), pcol, pcol, np.full(len(srv), ns + npair * nk),
+                           np.arange(ns), pcol, pcol, np.arange(ns), pcol])
+    vals = np.concatenate([-t[jj, kk] * scale[jj], -pt[pp, 0, pk] * share[pp, 0] * scale[a0],
+                           -pt[pp, 1, pk] * share[pp, 1] * scale[a1], np.ones(len(srv)),
+                           np.ones(ns), share[pp, 0], share[pp, 1], m[jj] * g[jj], g[a0]])
+    keep = vals != 0
+    # no place is named twice (a pair within one class has its second share 0, dropped), so these are scipy's CSC
+    return gavel_highs.columns(rows[keep], cols[keep], vals[keep], (2 * n + nk, ns + npair * nk + 1))
+
+
+def _single_columns(t: np.ndarray, scale: np.ndarray, gpus_held: np.ndarray, srv: np.ndarray) -> gavel_highs.Columns:
+    """The matrix of :func:`_solve` without pair columns, column by column as :func:`.gavel_highs.columns` gives
+    it (the same arrays: a test compares them), built in place: column ``(j, k)`` holds ``-t[j, k] scale[j]`` in
+    epigraph row ``j`` (left out where 0), 1 in time row ``n + j`` and ``gpus_held[j]`` in capacity row ``2n + k``;
+    the last column (``z``) holds 1 in the epigraph rows of the served classes ``srv``."""
+    n, nk = t.shape
+    ep = -t * scale[:, None]
+    rows = np.empty((n, nk, 3), dtype=np.int32)
+    rows[:, :, 0] = np.arange(n, dtype=np.int32)[:, None]
+    rows[:, :, 1] = rows[:, :, 0] + n
+    rows[:, :, 2] = 2 * n + np.arange(nk, dtype=np.int32)[None, :]
+    vals = np.empty((n, nk, 3))
+    vals[:, :, 0] = ep
+    vals[:, :, 1] = 1.0
+    vals[:, :, 2] = gpus_held[:, None]
+    keep = np.ones((n, nk, 3), dtype=bool)
+    keep[:, :, 0] = ep != 0
+    indptr = np.zeros(n * nk + 2, dtype=np.int32)
+    np.cumsum(keep.sum(axis=2).ravel(), out=indptr[1:-1])
+    indptr[-1] = indptr[-2] + len(srv)
+    return gavel_highs.Columns(indptr, np.concatenate([rows[keep], srv.astype(np.int32)]),
+                               np.concatenate([vals[keep], np.ones(len(srv))]), (2 * n + nk, n * nk + 1))
+
+
 def _classes(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Jobs grouped by identical rows: (index of each class's first job, each job's class, class sizes)."""
+    """Jobs grouped by identical rows: (index of each class's first job, each job's class, class sizes), classes
+    in the rows' lexicographic order (first column first): what ``np.unique(axis=0, return_index=True,
+    return_inverse=True, return_counts=True)`` gives, from one stable ``lexsort`` (a third of its time)."""
     key = np.column_stack([np.asarray(a, dtype=float).reshape(len(columns[0]), -1) for a in columns])
-    _, first, inv, cnt = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
-    return first, inv.reshape(-1), cnt.astype(float)
+    n = len(key)
+    if n == 0:
+        return np.zeros(0, dtype=np.intp), np.zeros(0, dtype=np.intp), np.zeros(0)
+    order = np.lexsort(key.T[::-1])  # stable: equal rows keep their order, so a class's first job comes first
+    ordered = key[order]
+    starts_class = np.empty(n, dtype=bool)
+    starts_class[0] = True
+    starts_class[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    starts = np.flatnonzero(starts_class)
+    inv = np.empty(n, dtype=np.intp)
+    inv[order] = np.cumsum(starts_class) - 1
+    return order[starts], inv, np.diff(np.append(starts, n)).astype(float)
 
 
 def max_scaled_rate(
@@ -137,23 +187,32 @@ def max_scaled_rate(
     jc = np.zeros(n, dtype=np.int64) if job_class is None else np.asarray(job_class, dtype=np.int64)
     if jc.shape != (n,) or (jc < 0).any():
         raise ValueError(f"job_class: expected {n} class ids >= 0")
+    if class_pair_throughputs is None:
+        return _single_rate(t, g, c, d, jc)
     first, cls, mult = _classes(t, g, d, jc)
-    pr = np.zeros((0, 2), dtype=np.int64)
-    pt = np.zeros((0, 2, nk))
-    if class_pair_throughputs is not None:
-        cp = np.asarray(class_pair_throughputs, dtype=float)
-        nc = int(jc.max()) + 1
-        if cp.ndim != 3 or cp.shape[0] < nc or cp.shape[1] < nc or cp.shape[2] != nk:
-            raise ValueError(f"class_pair_throughputs: expected shape (classes, classes, {nk}), got {cp.shape}")
-        uc = jc[first]
-        a, b = np.triu_indices(len(first))
-        ok = (g[first[a]] == g[first[b]]) & ((a != b) | (mult[a] > 1))
-        ok &= ((cp[uc[a], uc[b]] > 0) & (cp[uc[b], uc[a]] > 0)).any(axis=1)
-        a, b = a[ok], b[ok]
-        pr = np.column_stack([a, b])
-        pt = np.stack([cp[uc[a], uc[b]], cp[uc[b], uc[a]]], axis=1)
+    cp = np.asarray(class_pair_throughputs, dtype=float)
+    nc = int(jc.max()) + 1
+    if cp.ndim != 3 or cp.shape[0] < nc or cp.shape[1] < nc or cp.shape[2] != nk:
+        raise ValueError(f"class_pair_throughputs: expected shape (classes, classes, {nk}), got {cp.shape}")
+    uc = jc[first]
+    a, b = np.triu_indices(len(first))
+    ok = (g[first[a]] == g[first[b]]) & ((a != b) | (mult[a] > 1))
+    ok &= ((cp[uc[a], uc[b]] > 0) & (cp[uc[b], uc[a]] > 0)).any(axis=1)
+    a, b = a[ok], b[ok]
+    pr = np.column_stack([a, b])
+    pt = np.stack([cp[uc[a], uc[b]], cp[uc[b], uc[a]]], axis=1)
     z, xc, y = _solve(t[first], g[first], c, d[first], mult, pr, pt)
     return RateLP(z, xc[cls], jc[first][pr] if len(pr) else pr, y)
+
+
+def _single_rate(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, jc: np.ndarray | None = None
+                 ) -> RateLP:
+    """:func:`max_scaled_rate` without pairs, on inputs already checked (finish-time fairness' bisection solves
+    many with the same throughputs)."""
+    first, cls, mult = _classes(t, g, d, np.zeros(len(t), dtype=np.int64) if jc is None else jc)
+    z, xc, y = _solve(t[first], g[first], c, d[first], mult, np.zeros((0, 2), dtype=np.int64),
+                      np.zeros((0, 2, t.shape[1])))
+    return RateLP(z, xc[cls], np.zeros((0, 2), dtype=np.int64), y)
 
 
 def equal_share_throughputs(throughputs: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -242,21 +301,21 @@ def finish_time_fairness(
         d[lv] = rem[lv] / np.maximum(rho * dref[lv] - t0[lv], 1e-12)
         return d
 
-    solved = {hi: max_scaled_rate(t, g, c, demand(hi))}
+    solved = {hi: _single_rate(t, g, c, demand(hi))}
     known = [(solved[hi].z, demand(hi)[lv])]
     while hi - lo > rel_tol * hi:
         mid = 0.5 * (lo + hi)
         d = demand(mid)
         ok = _implied_feasible(known, d[lv])
         if ok is None:
-            solved[mid] = max_scaled_rate(t, g, c, d)
+            solved[mid] = _single_rate(t, g, c, d)
             known.append((solved[mid].z, d[lv]))
             ok = solved[mid].z >= 1.0 - 1e-9
         if ok:
             hi = mid
         else:
             lo = mid
-    best = solved[hi] if hi in solved else max_scaled_rate(t, g, c, demand(hi))
+    best = solved[hi] if hi in solved else _single_rate(t, g, c, demand(hi))
     return hi, best.x
 
 

@@ -108,21 +108,23 @@ def select_round(
     return out
 
 
-def place_fewest_nodes(free_per_node: np.ndarray, need: int) -> list[tuple[int, int]] | None:
+def place_fewest_nodes(free_per_node: np.ndarray | list[int], need: int) -> list[tuple[int, int]] | None:
     """``(node, count)`` picks for a gang of ``need`` GPUs on the fewest nodes: the fullest node that still
     fits it whole (best fit, ties to the lower index), else nodes by most free GPUs first. None: too few."""
-    free = np.asarray(free_per_node, dtype=np.int64)
+    free = np.asarray(free_per_node, dtype=np.int64).tolist()  # a few dozen nodes: ints beat array calls
     if need <= 0:
         raise ValueError(f"need: a gang asks for at least one GPU, got {need}")
-    if free.sum() < need:
+    if sum(free) < need:
         return None
-    fits = np.flatnonzero(free >= need)
-    if len(fits):
-        h = int(fits[np.argmin(free[fits])])
-        return [(h, need)]
+    best = -1
+    for h, f in enumerate(free):
+        if f >= need and (best < 0 or f < free[best]):
+            best = h
+    if best >= 0:
+        return [(best, need)]
     out = []
-    for h in np.argsort(-free, kind="stable").tolist():
-        take = int(min(free[h], need))
+    for h in sorted(range(len(free)), key=lambda x: -free[x]):  # stable: ties to the lower index
+        take = min(free[h], need)
         if take:
             out.append((h, take))
             need -= take

@@ -98,10 +98,32 @@ class Gavel(Policy):
         self._acted_at: float | None = None
         self._follow: list[Action] = []
         self._alone: dict[int, int] | None = None  # per job, the type it runs on alone this round (view.alone_types)
+        # each type's GPUs by node (nodes ascending, GPUs ascending within a node): where gangs are planned
+        self._type_nodes: list[list[tuple[int, list[int]]]] = []
+        for k in range(self.nk):
+            g = np.flatnonzero(view.gpu_type == k)
+            nodes = view.gpu_node[g]
+            self._type_nodes.append([(h, g[nodes == h].tolist()) for h in np.unique(nodes).tolist()])
+        # what a round derives from its active jobs alone, kept while they stay the same (most rounds)
+        self._same: tuple[Any, ...] | None = None
+        self._kept_rows: dict[str, tuple[Any, tuple[tuple[int, ...], ...], np.ndarray]] = {}
 
     def _rows(self, d: dict[tuple[int, ...], np.ndarray], keys: list[tuple[int, ...]]) -> np.ndarray:
         z = np.zeros(self.nk)
         return np.array([d.get(k, z) for k in keys]).reshape(len(keys), self.nk)
+
+    def _fixed_rows(self, name: str, keys: list[tuple[int, ...]]) -> np.ndarray:
+        """:meth:`_rows` of the record ``name`` (``alloc`` or ``deficit``: replaced at each allocation, never
+        changed in place), kept read-only while that record and the rows stay the same."""
+        d = getattr(self, name)
+        hit = self._kept_rows.get(name)
+        tk = tuple(keys)
+        if hit is not None and hit[0] is d and hit[1] == tk:
+            return hit[2]
+        a = self._rows(d, keys)
+        a.flags.writeable = False
+        self._kept_rows[name] = (d, tk, a)
+        return a
 
     def _account(self, view: ClusterView) -> None:
         """Add the time each row granted last round ran on its type."""
@@ -134,11 +156,12 @@ class Gavel(Policy):
         """Recompute the allocation for ``active`` jobs with throughputs ``t``."""
         now = view.now
         gpus = view.req_gpus[active]
-        rem = view.remaining_now()[active]
         cap = self.capacity
         if self.objective == "max-min":
-            x = lp.max_min_fairness(t, gpus, cap).x
-        elif self.objective == "makespan":
+            self.alloc = dict(zip([(j,) for j in active], lp.max_min_fairness(t, gpus, cap).x, strict=True))
+            return
+        rem = view.remaining_now()[active]
+        if self.objective == "makespan":
             x = lp.min_makespan(t, gpus, cap, rem)[1]
         else:
             iso = lp.isolated_throughputs(t, gpus, cap)
@@ -149,11 +172,14 @@ class Gavel(Policy):
                 self._iso_prev[j] = (float(rem[i]), float(iso[i]))
             since = now - view.submit[active]
             x = lp.finish_time_fairness(t, gpus, cap, rem, since, self.iso_time[active])[1]
-        self.alloc = {(j,): x[i] for i, j in enumerate(active)}
+        self.alloc = dict(zip([(j,) for j in active], x, strict=True))
 
     def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
                         ) -> tuple[list[tuple[int, ...]], np.ndarray]:
         """The rows a round grants from and where each can run: one per active job (packed: plus pairs)."""
+        same = self._same
+        if same is not None and same[0] is active:  # the round's active jobs as in _active_facts: kept rows
+            return same[4], same[5]
         return [(j,) for j in active], t > 0
 
     # ------------------------------------------------------------------ acting
@@ -171,7 +197,7 @@ class Gavel(Policy):
         if not active:
             self.granted = {}
             return Wait()
-        t = self.tputs.matrix(active)
+        active, t, order, anywhere = self._active_facts(active)
         changed = frozenset(active) != self._alloc_jobs
         if needs_recompute(now, self._last_reset, self.min_reset_s, changed):
             self._reset_times(now, active)
@@ -179,20 +205,34 @@ class Gavel(Policy):
             self._alloc_jobs = frozenset(active)
         rows, runnable = self._candidate_rows(view, active, t)
         jt = self.job_time
+        half = self.round_s / 2.0
         for key in rows:  # Gavel starts every job's (and pair's) record at half a round on each type
             if key not in jt:
-                jt[key] = np.full(self.nk, self.round_s / 2.0)
-        alloc = self._rows(self.alloc, rows)
-        pr = round_priorities(alloc, self._rows(self.job_time, rows), runnable)
+                jt[key] = np.full(self.nk, half)
+        alloc = self._fixed_rows("alloc", rows)
+        pr = round_priorities(alloc, self._rows(jt, rows), runnable)
         gpus = view.req_gpus[[r[0] for r in rows]]
-        grants = select_round(pr, self._rows(self.deficit, rows), alloc, gpus, self.capacity, runnable,
-                              self._type_order(t), members=rows)
-        single = {j for j, ok in zip(active, (t > 0).any(axis=1), strict=True) if ok}
-        anywhere = [j for j in active if j not in single]
+        grants = select_round(pr, self._fixed_rows("deficit", rows), alloc, gpus, self.capacity, runnable, order,
+                              members=rows)
         if self.wait_for_reset:  # picked but not in the allocation: holds its GPUs idle this round
             grants = [(i, k) for i, k in grants if self._alloc_jobs.issuperset(rows[i])]
             anywhere = [j for j in anywhere if j in self._alloc_jobs]
         return self._actions(view, [(rows[i], k) for i, k in grants], anywhere)
+
+    def _active_facts(self, active: list[int]) -> tuple[list[int], np.ndarray, list[int], list[int]]:
+        """``active`` (the list kept from the last round when the jobs are the same), their throughput matrix,
+        its type order and the jobs no single type can run: a pure function of the jobs (no Gavel policy changes
+        a job's batch), kept while they stay the same, with the plain rows of :meth:`_candidate_rows`."""
+        same = self._same
+        if same is not None and same[0] == active:
+            return same[0], same[1], same[2], same[3]
+        t = self.tputs.matrix(active)
+        t.flags.writeable = False
+        runnable = t > 0
+        runnable.flags.writeable = False
+        anywhere = [j for j, ok in zip(active, runnable.any(axis=1).tolist(), strict=True) if not ok]
+        self._same = (active, t, self._type_order(t), anywhere, [(j,) for j in active], runnable)
+        return active, t, self._same[2], anywhere
 
     def _follow_up(self, view: ClusterView) -> Action:
         """Actions that must wait for the round's first ones to apply (packed: the second job of each pair)."""
@@ -219,35 +259,26 @@ class Gavel(Policy):
         """Keep what stays, move running jobs to their new GPUs (``Reallocate``, in an order where each target is
         free; a cycle goes through the queue), preempt what stops, place the rest on the fewest nodes of its
         type; jobs no single type can hold (``anywhere``) keep running once started, or start on mixed types."""
-        gtype = view.gpu_type
         self._alone = None
-        keep = {key: k for key, k in grants if self._kept(view, key, k)}
+        if type(self)._kept is Gavel._kept:  # one-job rows: kept where the job runs alone on the granted type
+            alone = view.alone_types()
+            keep = {key: k for key, k in grants if len(key) == 1 and alone.get(key[0], -1) == k}
+        else:
+            keep = {key: k for key, k in grants if self._kept(view, key, k)}
         move = [(key, k) for key, k in grants if key not in keep]
-        kept_jobs = {j for key in keep for j in key} | set(anywhere)
+        kept_jobs = {j for key in keep for j in key}.union(anywhere)
         movable = {key[0] for key, _ in move
                    if len(key) == 1 and view.can_reallocate(key[0]) and not view.partners_of(key[0])}
         out: list[Action] = [Preempt(j) for j in view.running_jobs().tolist()
                              if j not in kept_jobs and j not in movable]
+        self._follow = []
+        if not move and not anywhere:  # nothing to place: the rest below would add nothing
+            self.granted = keep
+            return out or [Wait()]
         holds = np.zeros(view.n_jobs + 1, dtype=bool)  # index n_jobs: an empty slot (-1)
         holds[list(kept_jobs)] = True
-        taken = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1)  # the GPUs the kept jobs hold
-        placed: dict[tuple[int, ...], int] = {}
-        plans: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-        self._follow = []
-        for key, k in sorted(move, key=lambda kk: -int(view.req_gpus[kk[0][0]])):
-            cand = np.flatnonzero((gtype == k) & ~taken)
-            picks = place_fewest_nodes(np.bincount(view.gpu_node[cand], minlength=view.num_nodes),
-                                       int(view.req_gpus[key[0]]))
-            if picks is None:
-                if key[0] in movable:
-                    out.append(Preempt(key[0]))
-                continue
-            gang: list[int] = []
-            for h, c in picks:
-                gang.extend(cand[view.gpu_node[cand] == h][:c].tolist())
-            taken[gang] = True
-            plans.append((key, tuple(sorted(gang))))
-            placed[key] = k
+        taken = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1).tolist()  # the GPUs the kept jobs hold
+        placed, plans = self._plan_gangs(view, move, movable, taken, out)
         targets = {key[0]: gang for key, gang in plans if key[0] in movable}
         order, through_queue = order_moves(targets, {j: tuple(view.gpus_of(j).tolist()) for j in targets})
         out.extend(Reallocate(j, gpus=targets[j]) for j in order)
@@ -255,10 +286,35 @@ class Gavel(Policy):
         for key, gang in plans:
             if key[0] not in targets or key[0] in through_queue:
                 out.extend(self._place_row(view, key, gang))
-        left = int((~taken).sum())
+        left = taken.count(False)
         for j in sorted(anywhere):
             if view.is_pending(j) and view.req_gpus[j] <= left:
                 out.append(Place(j))
                 left -= int(view.req_gpus[j])
         self.granted = {**keep, **placed}
         return out or [Wait()]
+
+    def _plan_gangs(self, view: ClusterView, move: list[tuple[tuple[int, ...], int]], movable: set[int],
+                    taken: list[bool], out: list[Action]) -> tuple[dict[tuple[int, ...], int],
+                                                                 list[tuple[tuple[int, ...], tuple[int, ...]]]]:
+        """Each granted row that does not stay gets a gang of its type's GPUs not ``taken`` (marked taken), the
+        largest gangs first, on the fewest nodes (:func:`.gavel_rounds.place_fewest_nodes` over the type's nodes,
+        each node's lowest free GPUs first); a movable job left without one is preempted (into ``out``).
+        Returns the rows given gangs with their types, and the ``(row, gang)`` plans in order."""
+        req = view.req_gpus
+        placed: dict[tuple[int, ...], int] = {}
+        plans: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        for key, k in sorted(move, key=lambda kk: -int(req[kk[0][0]])):
+            free = [[x for x in gpus if not taken[x]] for _, gpus in self._type_nodes[k]]
+            # a node without the type's GPUs would count 0: never picked, so the type's nodes alone give the same
+            picks = place_fewest_nodes([len(f) for f in free], int(req[key[0]]))
+            if picks is None:
+                if key[0] in movable:
+                    out.append(Preempt(key[0]))
+                continue
+            gang = [x for i, c in picks for x in free[i][:c]]
+            for x in gang:
+                taken[x] = True
+            plans.append((key, tuple(sorted(gang))))
+            placed[key] = k
+        return placed, plans

@@ -280,3 +280,56 @@ def test_ftf_settles_bisection_steps_from_solved_lps() -> None:
     assert G._implied_feasible([(2.0, d_s)], np.array([1.5, 3.0])) is True
     assert G._implied_feasible([(0.5, d_s)], np.array([1.0, 2.0])) is False
     assert G._implied_feasible([(1.0, d_s)], np.array([1.0, 2.0])) is None
+
+
+def test_classes_match_numpy_unique_rows() -> None:
+    # the LP's job classes (first job, class of each job, sizes) are np.unique's over the rows, bit for bit,
+    # ties and signed zeros included: the class order is the LP's column order
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        n = int(rng.integers(1, 40))
+        t = rng.choice([0.0, -0.0, 1.5, 2.25, 1e-3], size=(n, 3))
+        g, d, jc = rng.choice([1.0, 2.0, 4.0], n), rng.choice([0.5, 1 / 3], n), rng.integers(0, 3, n)
+        key = np.column_stack([t, g, d, jc.astype(float)])
+        _, first, inv, cnt = np.unique(key, axis=0, return_index=True, return_inverse=True, return_counts=True)
+        got = G._classes(t, g, d, jc)
+        for want, have in zip((first, inv.reshape(-1), cnt.astype(float)), got, strict=True):
+            assert want.dtype == have.dtype and want.tobytes() == have.tobytes()
+
+
+def test_place_fewest_nodes_matches_array_rule() -> None:
+    # the int version against the rule it replaces: best fit (lowest index among the fullest that fit), else
+    # the nodes with most free GPUs first (stable)
+    rng = np.random.default_rng(6)
+    for _ in range(500):
+        free = rng.integers(0, 5, size=int(rng.integers(1, 12)))
+        need = int(rng.integers(1, 12))
+        fits = np.flatnonzero(free >= need)
+        if free.sum() < need:
+            want = None
+        elif len(fits):
+            want = [(int(fits[np.argmin(free[fits])]), need)]
+        else:
+            want, left = [], need
+            for h in np.argsort(-free, kind="stable").tolist():
+                if left and free[h]:
+                    want.append((h, int(min(free[h], left))))
+                    left -= int(min(free[h], left))
+        assert R.place_fewest_nodes(free, need) == want
+
+
+def test_single_columns_match_the_general_matrix() -> None:
+    # the LP matrix without pairs, built in place, holds the arrays the general (pair) builder gives with none
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        n, nk = int(rng.integers(1, 30)), int(rng.integers(1, 4))
+        t = rng.choice([0.0, 0.5, 1.25, 3.0], size=(n, nk))
+        scale = rng.choice([0.0, 0.3, 1.0], size=n)
+        m, g = rng.choice([1.0, 2.0, 5.0], n), rng.choice([1.0, 2.0, 4.0], n)
+        srv = np.flatnonzero(scale > 0)
+        want = G._pair_columns(t, g, m, np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2, nk)), np.zeros((0, 2)),
+                               scale, srv)
+        got = G._single_columns(t, scale, m * g, srv)
+        assert got.shape == want.shape
+        for a, b in zip(got[:3], want[:3], strict=True):
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
