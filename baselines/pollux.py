@@ -31,19 +31,17 @@ Exclusive GPUs; one GPU type per job.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts.gavel_rounds import next_boundary, order_moves
 from gpucluster_env.baselines.pollux_search import (
     SearchSpace,
+    Speedups,
     evolve,
-    fitness,
     mutate,
     repair,
     restart_penalty,
-    row_shapes,
 )
 
 from gpucluster_env.catalog.pollux_efficiency import (
@@ -241,9 +239,8 @@ class Pollux(Policy):
             min_g[i] = req if fixed[i] else lo
         return SearchSpace(self.free_capacity, self.node_type, max_g, min_g, fixed, base)
 
-    def _scorer(self, view: ClusterView, jobs: list[int], space: SearchSpace
-                ) -> Callable[[np.ndarray], np.ndarray]:
-        """The fitness function of a population over ``jobs`` (speed-ups from goodput tables)."""
+    def _scorer(self, view: ClusterView, jobs: list[int], space: SearchSpace) -> Speedups:
+        """The fitness of a population over ``jobs`` (speed-ups from goodput tables)."""
         max_r = int(space.max_gpus.max())
         self._left = view.remaining_now()
         good = np.zeros((len(jobs), len(self.nodes_by_type), max(len(n) for n in self.nodes_by_type) + 1,
@@ -255,15 +252,7 @@ class Pollux(Policy):
         fair = np.array([self._fair(good[i], int(r)) for i, r in enumerate(fair_r)])
         age = np.maximum(view.now - view.submit[jobs], 0.0)
         penalty = restart_penalty(age, self.restarts[jobs], view.restart_s)
-        scale = len(self.capacity) / view.num_gpus
-        rows = np.arange(len(jobs))[None, :]
-
-        def score(pop: np.ndarray) -> np.ndarray:
-            r, m, k, moved = row_shapes(pop, self.node_type, space.base)
-            speed = good[rows, k, m, r] / fair[None, :]
-            return fitness(pop, np.where(r > 0, speed, 0.0), space.base, penalty, scale, moved)
-
-        return score
+        return Speedups(good, fair, penalty, len(self.capacity) / view.num_gpus, self.node_type, space.base)
 
     def _job_goodput(self, view: ClusterView, j: int, own: int) -> np.ndarray:
         """Job ``j``'s goodput by ``[type, nodes, GPUs]`` (GPUs ``0..own`` at least) at its goodput-optimal

@@ -1,12 +1,13 @@
-"""The element-wise passes of Pollux's genetic search (:mod:`gpucluster_env.baselines.pollux_search`), compiled
-with numba.
+"""The passes of Pollux's genetic search (:mod:`gpucluster_env.baselines.pollux_search`), compiled with numba.
 
 A population is a stack of allocation matrices ``(P, J, H)``; each pass below walks it once, row by row, where
-the numpy formulation built a dozen temporaries of that size per generation. The random numbers are not drawn
-here: the caller draws them from its ``np.random.Generator`` in the order and shapes the search has always
-drawn them, and hands them in, so a search makes the same decisions to the bit. Integer counts are exact; the
-only floating-point operations (a mutation's chance and the count it adds) are the same operations in the same
-order as the formulas in :mod:`~gpucluster_env.baselines.pollux_search`'s docstrings.
+the numpy formulation built a dozen temporaries of that size per generation. The random numbers come from the
+policy's generator's own PCG64 stream (:mod:`.pollux_pcg`), at the positions the search has always drawn them
+(each step's numbers as one array, in the same order and shapes), read where the pass needs them and skipped
+where it does not, so a search makes the same decisions to the bit and leaves the generator in the same state.
+Integer counts are exact; the only floating-point operations (a mutation's chance and the count it adds) are
+the same operations in the same order as the formulas in :mod:`~gpucluster_env.baselines.pollux_search`'s
+docstrings.
 
 This module imports numba, so it is imported only when a Pollux search runs. Compiled code is cached on disk
 next to this file where that is writable.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from gpucluster_env.baselines.parts.pollux_pcg import fork, next_double, skip
 from gpucluster_env.baselines.parts.stable_order import key_order
 
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
@@ -36,22 +38,38 @@ def cross(pop: np.ndarray, pairs: np.ndarray, cut: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(**_JIT)
-def mutate_rows(out: np.ndarray, base: np.ndarray, capacity: np.ndarray, reset: np.ndarray, rows: np.ndarray,
-                zero: np.ndarray, hit: np.ndarray, draw: np.ndarray) -> np.ndarray:
-    """Mutations (1)-(3) in place (``pollux_search.mutate``): rows with ``reset < 0.1`` back to ``base``;
-    in rows with ``rows < 0.1`` entries with ``zero < 0.1`` to 0; then each entry with ``hit`` below its chance
-    raised by ``floor(draw x (room + 1))``, room and chances from the free GPUs before any raise. Returns those
-    free GPUs ``(P, H)`` (capacity minus use, possibly negative)."""
+def _zero_rows(out: np.ndarray, base: np.ndarray, stream: np.ndarray, table: np.ndarray) -> None:
+    """Mutations (1) and (2) in place: rows with their reset draw ``< 0.1`` back to ``base``; in rows with their
+    row draw ``< 0.1``, entries with their zeroing draw ``< 0.1`` to 0. The draws: ``(P, J)`` resets, ``(P, J)``
+    row choices, ``(P, J, H)`` zeroings (read only in chosen rows)."""
     n_pop, n_jobs, n_nodes = out.shape
-    free = np.empty((n_pop, n_nodes), dtype=np.int64)
+    reset, rows, zero = fork(stream, 0), fork(stream, n_pop * n_jobs), fork(stream, 2 * n_pop * n_jobs)
     for p in range(n_pop):
         for j in range(n_jobs):
-            if reset[p, j] < 0.1:
+            if next_double(reset, table) < 0.1:
                 out[p, j] = base[j]
-            if rows[p, j] < 0.1:
+            if next_double(rows, table) < 0.1:
                 for h in range(n_nodes):
-                    if zero[p, j, h] < 0.1:
+                    if next_double(zero, table) < 0.1:
                         out[p, j, h] = 0
+            else:
+                skip(zero, n_nodes)
+    skip(stream, (2 + n_nodes) * n_pop * n_jobs)
+
+
+@numba.njit(**_JIT)
+def mutate_rows(out: np.ndarray, base: np.ndarray, capacity: np.ndarray, stream: np.ndarray, table: np.ndarray
+                ) -> np.ndarray:
+    """Mutations (1)-(3) in place (``pollux_search.mutate``): :func:`_zero_rows`, then each entry whose hit
+    draw is below its chance raised by ``floor(count draw x (room + 1))``, room and chances from the free GPUs
+    before any raise. The draws after :func:`_zero_rows`': ``(P, J, H)`` hits (read where the chance is not 0:
+    on nodes with room), ``(P, J, H)`` counts (read where hit). Returns those free GPUs ``(P, H)`` (capacity
+    minus use, possibly negative)."""
+    _zero_rows(out, base, stream, table)
+    n_pop, n_jobs, n_nodes = out.shape
+    hit, count = fork(stream, 0), fork(stream, out.size)
+    free = np.empty((n_pop, n_nodes), dtype=np.int64)
+    for p in range(n_pop):
         with_room = 0
         for h in range(n_nodes):
             used = 0
@@ -66,24 +84,36 @@ def mutate_rows(out: np.ndarray, base: np.ndarray, capacity: np.ndarray, reset: 
                 mine += (out[p, j, h] > 0) & (free[p, h] > 0)
             p2 = 1.0 / max(mine, 1)
             for h in range(n_nodes):
-                q = p1 if free[p, h] > 0 else 0.0
-                chance = q + p2 - q * p2 if (out[p, j, h] > 0) & (free[p, h] > 0) else q
-                if hit[p, j, h] < chance:
-                    out[p, j, h] += np.int64(np.floor(draw[p, j, h] * (max(free[p, h], 0) + 1)))
+                if free[p, h] <= 0:  # chance 0: no draw below it
+                    skip(hit, 1)
+                    skip(count, 1)
+                    continue
+                chance = p1 + p2 - p1 * p2 if out[p, j, h] > 0 else p1
+                if next_double(hit, table) < chance:
+                    out[p, j, h] += np.int64(np.floor(next_double(count, table) * (free[p, h] + 1)))
+                else:
+                    skip(count, 1)
+    skip(stream, 2 * out.size)
     return free
 
 
 @numba.njit(**_JIT)
-def gang_candidates(out: np.ndarray, fixed: np.ndarray, pick: np.ndarray) -> np.ndarray:
-    """``(candidate, job)`` pairs, in that order, of gang-fixed jobs with no GPUs whose ``pick < 0.1``."""
+def gang_candidates(out: np.ndarray, fixed: np.ndarray, stream: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``(candidate, job)`` pairs, in that order, of gang-fixed jobs with no GPUs whose pick draw is ``< 0.1``.
+    The draws: ``(P, J)`` picks (read for gang-fixed jobs with no GPUs)."""
     n_pop, n_jobs, n_nodes = out.shape
     found = np.empty((n_pop * n_jobs, 2), dtype=np.int64)
+    pick = fork(stream, 0)
     n = 0
     for p in range(n_pop):
         for j in range(n_jobs):
-            if fixed[j] > 0 and pick[p, j] < 0.1 and out[p, j].sum() == 0:
-                found[n, 0], found[n, 1] = p, j
-                n += 1
+            if fixed[j] > 0 and out[p, j].sum() == 0:
+                if next_double(pick, table) < 0.1:
+                    found[n, 0], found[n, 1] = p, j
+                    n += 1
+            else:
+                skip(pick, 1)
+    skip(stream, n_pop * n_jobs)
     return found[:n]
 
 
@@ -102,14 +132,19 @@ def _roomiest_first(room: np.ndarray, ties: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(**_JIT)
-def fill_gangs(out: np.ndarray, free: np.ndarray, fixed: np.ndarray, cand: np.ndarray, ties: np.ndarray) -> None:
-    """Mutation (4) in place: each ``(candidate, job)`` of ``cand`` in turn gets up to its gang from its
-    candidate's roomiest nodes (``ties[c]`` breaking ties), taking all of each node's room but the last's."""
+def fill_gangs(out: np.ndarray, free: np.ndarray, fixed: np.ndarray, stream: np.ndarray, table: np.ndarray) -> None:
+    """Mutation (4) in place (:func:`gang_candidates`' draws first): each chosen ``(candidate, job)`` in turn
+    gets up to its gang from its candidate's roomiest nodes (a row of ``H`` tie-break draws per chosen job),
+    taking all of each node's room but the last's."""
+    cand = gang_candidates(out, fixed, stream, table)
+    ties = np.empty(out.shape[2])
     for c in range(len(cand)):
         p, j = cand[c, 0], cand[c, 1]
+        for h in range(len(ties)):
+            ties[h] = next_double(stream, table)
         room = np.maximum(free[p], 0)
         before = 0
-        for h in _roomiest_first(room, ties[c]):
+        for h in _roomiest_first(room, ties):
             take = min(max(fixed[j] - before, 0), room[h])
             before += room[h]
             out[p, j, h] += take
@@ -155,24 +190,31 @@ def _one_distributed(out: np.ndarray) -> None:
 
 
 @numba.njit(**_JIT)
-def _cap_rows(out: np.ndarray, keys: np.ndarray, max_gpus: np.ndarray) -> None:
-    """A row over ``max_gpus[j]`` keeps its entries in the node order of ``argsort(keys[p, j])`` until full."""
+def _cap_rows(out: np.ndarray, stream: np.ndarray, table: np.ndarray, max_gpus: np.ndarray) -> None:
+    """A row over ``max_gpus[j]`` keeps its entries in the node order of ``argsort`` of its ``H`` key draws
+    until full. The draws: ``(P, J, H)`` keys (read in rows over their size)."""
     n_pop, n_jobs, n_nodes = out.shape
     order = np.empty(n_nodes, dtype=np.int64)
+    keys = np.empty(n_nodes)
+    draws = fork(stream, 0)
     for p in range(n_pop):
         for j in range(n_jobs):
             size = 0
             for h in range(n_nodes):
                 size += out[p, j, h]
             if size <= max_gpus[j]:
+                skip(draws, n_nodes)
                 continue
-            key_order(keys[p, j], order)
+            for h in range(n_nodes):
+                keys[h] = next_double(draws, table)
+            key_order(keys, order)
             total, kept = 0, 0
             for h in order:
                 total += out[p, j, h]
                 now = min(total, max_gpus[j])
                 out[p, j, h] = now - kept
                 kept = now
+    skip(stream, out.size)
 
 
 @numba.njit(**_JIT)
@@ -199,15 +241,15 @@ def _cap_nodes(out: np.ndarray, capacity: np.ndarray) -> None:
 
 
 @numba.njit(**_JIT)
-def repair_rows(out: np.ndarray, node_type: np.ndarray, types: np.ndarray, keys: np.ndarray, max_gpus: np.ndarray,
-                min_gpus: np.ndarray, fixed: np.ndarray, capacity: np.ndarray) -> None:
+def repair_rows(out: np.ndarray, node_type: np.ndarray, types: np.ndarray, stream: np.ndarray, table: np.ndarray,
+                max_gpus: np.ndarray, min_gpus: np.ndarray, fixed: np.ndarray, capacity: np.ndarray) -> None:
     """``pollux_search.repair``'s steps in its order, in place on ``out`` (entries already non-negative):
-    one type per job (when ``types`` has several), one distributed job per node, largest sizes (``keys``: the
-    random node order), node capacities, allowed sizes (a row of another size is emptied)."""
+    one type per job (when ``types`` has several), one distributed job per node, largest sizes (the random
+    node order: :func:`_cap_rows`' draws), node capacities, allowed sizes (a row of another size is emptied)."""
     if len(types) > 1:
         _one_type(out, node_type, types)
     _one_distributed(out)
-    _cap_rows(out, keys, max_gpus)
+    _cap_rows(out, stream, table, max_gpus)
     _cap_nodes(out, capacity)
     n_pop, n_jobs, _ = out.shape
     for p in range(n_pop):
