@@ -21,29 +21,54 @@ EPS_SPEEDUP = 1e-3
 
 
 @numba.njit(**_JIT)
-def _row_sum(a: np.ndarray, lo: int, n: int) -> float:
-    """``a[lo:lo + n]`` summed as NumPy's ``add.reduce`` sums a contiguous row: pairwise above 128 values,
-    eight running sums within a block, then the rest in order."""
+def _block_sum(a: np.ndarray, lo: int, n: int) -> float:
+    """``a[lo:lo + n]``, ``n <= 128``, summed as NumPy sums a block: in order below eight values, else eight
+    running sums combined pairwise, then the rest in order."""
     if n < 8:
         res = -0.0
         for i in range(n):
             res += a[lo + i]
         return res
-    if n <= 128:
-        r = a[lo: lo + 8].copy()
-        i = 8
-        while i < n - n % 8:
-            for k in range(8):
-                r[k] += a[lo + i + k]
-            i += 8
-        res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
-        while i < n:
-            res += a[lo + i]
-            i += 1
-        return res
-    half = n // 2
-    half -= half % 8
-    return _row_sum(a, lo, half) + _row_sum(a, lo + half, n - half)
+    r = a[lo: lo + 8].copy()
+    i = 8
+    while i < n - n % 8:
+        for k in range(8):
+            r[k] += a[lo + i + k]
+        i += 8
+    res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        res += a[lo + i]
+        i += 1
+    return res
+
+
+@numba.njit(**_JIT)
+def _row_sum(a: np.ndarray, lo: int, n: int) -> float:
+    """``a[lo:lo + n]`` summed as NumPy's ``add.reduce`` sums a contiguous row: halves (the first a multiple of
+    eight) summed apart and added, down to blocks of at most 128 (:func:`_block_sum`). Walked with a stack, not
+    recursion (numba's cache does not keep recursive functions reliably)."""
+    seg = np.empty((128, 3), dtype=np.int64)  # (start, length, halves done)
+    vals = np.empty(128)
+    top, nv = 0, 0
+    seg[0, 0], seg[0, 1], seg[0, 2] = lo, n, 0
+    while top >= 0:
+        start, length, done = seg[top, 0], seg[top, 1], seg[top, 2]
+        if length <= 128:
+            vals[nv] = _block_sum(a, start, length)
+            nv += 1
+            top -= 1
+        elif done:
+            vals[nv - 2] = vals[nv - 2] + vals[nv - 1]
+            nv -= 1
+            top -= 1
+        else:
+            half = length // 2
+            half -= half % 8
+            seg[top, 2] = 1
+            seg[top + 1, 0], seg[top + 1, 1], seg[top + 1, 2] = start + half, length - half, 0
+            seg[top + 2, 0], seg[top + 2, 1], seg[top + 2, 2] = start, half, 0
+            top += 2
+    return vals[0]
 
 
 @numba.njit(**_JIT)
