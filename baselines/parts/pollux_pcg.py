@@ -18,8 +18,13 @@ buffered, that half. This module imports numba, so it is imported only when a Po
 
 from __future__ import annotations
 
+from typing import Any
+
 import numba
 import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
 
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
 _MULT = 0x2360ED051FC65DA44385DF649FCCF645
@@ -68,23 +73,29 @@ def store(rng: np.random.Generator, stream: np.ndarray, table: np.ndarray) -> No
     rng.bit_generator.state = d
 
 
-@numba.njit(**_JIT)
-def _mul64(a: np.uint64, b: np.uint64) -> tuple[np.uint64, np.uint64]:
-    """The 128-bit product of two words, (high, low)."""
-    a0, a1, b0, b1 = a & _U32, a >> _S32, b & _U32, b >> _S32
-    p00, p01, p10 = a0 * b0, a0 * b1, a1 * b0
-    mid = (p00 >> _S32) + (p01 & _U32) + (p10 & _U32)
-    return a1 * b1 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32), (mid << _S32) | (p00 & _U32)
+@intrinsic
+def _lcg(typingctx: Any, a_hi: Any, a_lo: Any, x_hi: Any, x_lo: Any, c_hi: Any, c_lo: Any) -> Any:
+    """``(A x + C) mod 2**128`` on 64-bit words (high, low), in LLVM's native 128-bit integers."""
+    word = types.uint64
+    sig = types.UniTuple(word, 2)(word, word, word, word, word, word)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        wide = ir.IntType(128)
+
+        def join(hi: Any, lo: Any) -> Any:
+            return builder.or_(builder.shl(builder.zext(hi, wide), ir.Constant(wide, 64)), builder.zext(lo, wide))
+
+        r = builder.add(builder.mul(join(args[0], args[1]), join(args[2], args[3])), join(args[4], args[5]))
+        hi = builder.trunc(builder.lshr(r, ir.Constant(wide, 64)), ir.IntType(64))
+        return context.make_tuple(builder, signature.return_type, (hi, builder.trunc(r, ir.IntType(64))))
+
+    return sig, codegen
 
 
 @numba.njit(**_JIT)
 def _affine(stream: np.ndarray, table: np.ndarray, i: int) -> None:
     """The state ``x`` to ``A x + C`` mod 2**128 with row ``i`` of the jump table."""
-    hi, lo = _mul64(table[i, 1], stream[1])
-    hi = hi + table[i, 0] * stream[1] + table[i, 1] * stream[0]
-    low = lo + table[i, 3]
-    stream[0] = hi + table[i, 2] + (_ONE if low < lo else _ZERO)
-    stream[1] = low
+    stream[0], stream[1] = _lcg(table[i, 0], table[i, 1], stream[0], stream[1], table[i, 2], table[i, 3])
 
 
 @numba.njit(**_JIT)
