@@ -32,8 +32,9 @@ def cross(pop: np.ndarray, pairs: np.ndarray, cut: np.ndarray) -> np.ndarray:
     for c in range(n):
         for j in range(n_jobs):
             a, b = (pairs[c, 0], pairs[c, 1]) if j < cut[c] else (pairs[c, 1], pairs[c, 0])
-            out[c, j] = pop[a, j]
-            out[n + c, j] = pop[b, j]
+            for h in range(n_nodes):  # element by element: a row slice's view costs more than 8 entries
+                out[c, j, h] = pop[a, j, h]
+                out[n + c, j, h] = pop[b, j, h]
     return out
 
 
@@ -47,7 +48,8 @@ def _zero_rows(out: np.ndarray, base: np.ndarray, stream: np.ndarray, table: np.
     for p in range(n_pop):
         for j in range(n_jobs):
             if next_double(reset, table) < 0.1:
-                out[p, j] = base[j]
+                for h in range(n_nodes):
+                    out[p, j, h] = base[j, h]
             if next_double(rows, table) < 0.1:
                 for h in range(n_nodes):
                     if next_double(zero, table) < 0.1:
@@ -68,31 +70,35 @@ def mutate_rows(out: np.ndarray, base: np.ndarray, capacity: np.ndarray, stream:
     _zero_rows(out, base, stream, table)
     n_pop, n_jobs, n_nodes = out.shape
     hit, count = fork(stream, 0), fork(stream, out.size)
+    hit_at, count_at = 0, 0  # the positions the two streams stand at
     free = np.empty((n_pop, n_nodes), dtype=np.int64)
+    roomy = np.empty(n_nodes, dtype=np.int64)
     for p in range(n_pop):
+        free[p] = capacity
+        for j in range(n_jobs):
+            for h in range(n_nodes):
+                free[p, h] -= out[p, j, h]
         with_room = 0
         for h in range(n_nodes):
-            used = 0
-            for j in range(n_jobs):
-                used += out[p, j, h]
-            free[p, h] = capacity[h] - used
-            with_room += free[p, h] > 0
+            if free[p, h] > 0:
+                roomy[with_room] = h
+                with_room += 1
         p1 = 1.0 / max(with_room, 1)
-        for j in range(n_jobs):
+        for j in range(n_jobs):  # chances are 0 on nodes without room: only the others are drawn for
             mine = 0
-            for h in range(n_nodes):
-                mine += (out[p, j, h] > 0) & (free[p, h] > 0)
+            for r in range(with_room):
+                mine += out[p, j, roomy[r]] > 0
             p2 = 1.0 / max(mine, 1)
-            for h in range(n_nodes):
-                if free[p, h] <= 0:  # chance 0: no draw below it
-                    skip(hit, 1)
-                    skip(count, 1)
-                    continue
+            for r in range(with_room):
+                h = roomy[r]
+                at = (p * n_jobs + j) * n_nodes + h
+                skip(hit, at - hit_at)
+                hit_at = at + 1
                 chance = p1 + p2 - p1 * p2 if out[p, j, h] > 0 else p1
                 if next_double(hit, table) < chance:
+                    skip(count, at - count_at)
+                    count_at = at + 1
                     out[p, j, h] += np.int64(np.floor(next_double(count, table) * (free[p, h] + 1)))
-                else:
-                    skip(count, 1)
     skip(stream, 2 * out.size)
     return free
 
@@ -107,7 +113,10 @@ def gang_candidates(out: np.ndarray, fixed: np.ndarray, stream: np.ndarray, tabl
     n = 0
     for p in range(n_pop):
         for j in range(n_jobs):
-            if fixed[j] > 0 and out[p, j].sum() == 0:
+            size = 0
+            for h in range(n_nodes):
+                size += out[p, j, h]
+            if fixed[j] > 0 and size == 0:
                 if next_double(pick, table) < 0.1:
                     found[n, 0], found[n, 1] = p, j
                     n += 1
@@ -118,9 +127,11 @@ def gang_candidates(out: np.ndarray, fixed: np.ndarray, stream: np.ndarray, tabl
 
 
 @numba.njit(**_JIT)
-def _roomiest_first(room: np.ndarray, ties: np.ndarray) -> np.ndarray:
-    """Node order by most room, then by tie-break key, then by index (``np.lexsort((ties, -room))``)."""
-    order = np.arange(len(room))
+def _roomiest_first(room: np.ndarray, ties: np.ndarray, order: np.ndarray) -> None:
+    """``order`` := node order by most room, then by tie-break key, then by index
+    (``np.lexsort((ties, -room))``)."""
+    for a in range(len(order)):
+        order[a] = a
     for a in range(1, len(order)):
         x = order[a]
         b = a - 1
@@ -128,23 +139,30 @@ def _roomiest_first(room: np.ndarray, ties: np.ndarray) -> np.ndarray:
             order[b + 1] = order[b]
             b -= 1
         order[b + 1] = x
-    return order
 
 
 @numba.njit(**_JIT)
 def fill_gangs(out: np.ndarray, free: np.ndarray, fixed: np.ndarray, stream: np.ndarray, table: np.ndarray) -> None:
     """Mutation (4) in place (:func:`gang_candidates`' draws first): each chosen ``(candidate, job)`` in turn
-    gets up to its gang from its candidate's roomiest nodes (a row of ``H`` tie-break draws per chosen job),
-    taking all of each node's room but the last's."""
+    gets up to its gang from its candidate's roomiest nodes (a row of ``H`` tie-break draws per chosen job,
+    read when the candidate has room), taking all of each node's room but the last's."""
     cand = gang_candidates(out, fixed, stream, table)
-    ties = np.empty(out.shape[2])
+    n_nodes = out.shape[2]
+    ties, room, order = np.empty(n_nodes), np.empty(n_nodes, dtype=np.int64), np.empty(n_nodes, dtype=np.int64)
     for c in range(len(cand)):
         p, j = cand[c, 0], cand[c, 1]
-        for h in range(len(ties)):
+        total = 0
+        for h in range(n_nodes):
+            room[h] = max(free[p, h], 0)
+            total += room[h]
+        if total == 0:  # nothing to take, whatever the order
+            skip(stream, n_nodes)
+            continue
+        for h in range(n_nodes):
             ties[h] = next_double(stream, table)
-        room = np.maximum(free[p], 0)
+        _roomiest_first(room, ties, order)
         before = 0
-        for h in _roomiest_first(room, ties):
+        for h in order:
             take = min(max(fixed[j] - before, 0), room[h])
             before += room[h]
             out[p, j, h] += take
