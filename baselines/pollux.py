@@ -139,6 +139,14 @@ def job_efficiency(view: ClusterView, j: int, total: np.ndarray, remaining: floa
     return efficiency(np.maximum(total, 1), POLLUX_INIT_BATCH[p.name], noise_scale(p.name, done))
 
 
+def fair_goodput(good: np.ndarray, fair_r: np.ndarray) -> np.ndarray:
+    """Each job's goodput at its fair share of ``fair_r[i]`` GPUs (``good``: ``(J, K, M+1, R+1)``): the best
+    over types and node counts where that is > 0, else its best anywhere (at least 1e-12)."""
+    rows = good.reshape(len(good), -1)
+    at = good[np.arange(len(good)), :, :, fair_r].reshape(len(good), -1).max(axis=1)
+    return np.where(at > 0, at, np.maximum(rows.max(axis=1), 1e-12))
+
+
 @register_policy
 class Pollux(Policy):
     """Pollux: goodput (throughput x statistical efficiency) speed-ups, genetic allocation search each period."""
@@ -249,7 +257,7 @@ class Pollux(Policy):
             t = self._job_goodput(view, j, int(space.max_gpus[i]))
             good[i, :, :, : t.shape[2]] = t[:, :, : max_r + 1]
         fair_r = np.minimum(math.ceil(view.num_gpus / len(jobs)), space.max_gpus)
-        fair = np.array([self._fair(good[i], int(r)) for i, r in enumerate(fair_r)])
+        fair = fair_goodput(good, fair_r)
         age = np.maximum(view.now - view.submit[jobs], 0.0)
         penalty = restart_penalty(age, self.restarts[jobs], view.restart_s)
         return Speedups(good, fair, penalty, len(self.capacity) / view.num_gpus, self.node_type, space.base)
@@ -278,11 +286,6 @@ class Pollux(Policy):
         self.goodput[j] = (key, out)
         return out
 
-    def _fair(self, good: np.ndarray, r: int) -> float:
-        """A job's goodput at its fair share of ``r`` GPUs: the best over types and node counts (> 0)."""
-        best = float(good[:, :, r].max()) if r < good.shape[2] else 0.0
-        return best if best > 0 else float(max(good.max(), 1e-12))
-
     def _search(self, view: ClusterView, jobs: list[int]) -> np.ndarray:
         """The best allocation (jobs x nodes) the genetic algorithm finds, warm-started from the last period's
         population (rows of jobs still in the system) and the current allocation."""
@@ -304,6 +307,7 @@ class Pollux(Policy):
         pop[0] = space.base  # the current allocation is always a candidate (valid: it is running)
         pop, _ = evolve(pop, score, space, self.generations, self.rng)
         self.prev = (list(jobs), pop)
+        self._base = space.base
         self.searches += 1
         return pop[0]
 
@@ -312,25 +316,29 @@ class Pollux(Policy):
                   ) -> dict[int, tuple[int, ...]]:
         """Concrete GPUs for each job whose row changed: on each node its own GPUs first, then GPUs no job
         keeps."""
-        changed = [i for i in range(len(jobs)) if not np.array_equal(alloc[i], base[i])]
+        changed = np.flatnonzero((alloc != base).any(axis=1)).tolist()
+        running = set(view.running_jobs().tolist())
         kept: set[int] = set()
         own: dict[int, dict[int, list[int]]] = {}
-        for i, j in enumerate(jobs):
-            g = view.gpus_of(j).tolist() if view.is_running(j) else []
+        for i in np.flatnonzero(base.any(axis=1)).tolist():  # the running jobs in the search
+            if jobs[i] not in running:
+                continue
+            g = view.gpus_of(jobs[i]).tolist()
             per: dict[int, list[int]] = {}
             for x in g:
                 per.setdefault(int(view.gpu_node[x]), []).append(int(x))
             own[i] = per
-            if i not in changed:
-                kept.update(g)
+            kept.update(g)
+        for i in changed:
+            kept.difference_update(x for xs in own.get(i, {}).values() for x in xs)
         out: dict[int, tuple[int, ...]] = {}
         for i in changed:
-            for h, xs in own[i].items():
+            for h, xs in own.get(i, {}).items():
                 kept.update(xs[: int(alloc[i, h])])
         for i in changed:
             picks: list[int] = []
             for h in np.flatnonzero(alloc[i]).tolist():
-                mine = own[i].get(h, [])[: int(alloc[i, h])]
+                mine = own.get(i, {}).get(h, [])[: int(alloc[i, h])]
                 spare = [int(x) for x in self.node_gpus[h] if int(x) not in kept]
                 more = spare[: int(alloc[i, h]) - len(mine)]
                 kept.update(more)
@@ -342,9 +350,10 @@ class Pollux(Policy):
         """The goodput-optimal per-GPU batch of each job that :func:`tunes_batch` under allocation ``alloc``
         (Pollux re-tunes it every period)."""
         out: dict[int, int] = {}
-        for i, j in enumerate(jobs):
-            r = int(alloc[i].sum())
-            if r == 0 or not tunes_batch(view, j):
+        sizes = alloc.sum(axis=1)
+        for i in np.flatnonzero(sizes).tolist():
+            j, r = jobs[i], int(sizes[i])
+            if not tunes_batch(view, j):
                 continue
             m = int(np.count_nonzero(alloc[i]))
             k = int(self.node_type[int(np.argmax(alloc[i] > 0))])
@@ -355,10 +364,7 @@ class Pollux(Policy):
 
     def _actions(self, view: ClusterView, jobs: list[int], alloc: np.ndarray) -> Action | list[Action]:
         """Preempt, move/resize and start jobs so that the cluster takes allocation ``alloc``."""
-        current = np.stack([
-            np.bincount(view.gpu_node[view.gpus_of(j)], minlength=len(self.capacity)) if view.is_running(j)
-            else np.zeros(len(self.capacity), dtype=np.int64) for j in jobs])
-        sets = self._gpu_sets(view, jobs, alloc, current)
+        sets = self._gpu_sets(view, jobs, alloc, self._base)  # the search's current allocation
         stops = [j for j, g in sets.items() if not g and view.is_running(j)]
         moves = {j: g for j, g in sets.items() if g and view.is_running(j)}
         starts = [j for j, g in sets.items() if g and view.is_pending(j)]
@@ -370,7 +376,8 @@ class Pollux(Policy):
         acts += [Place(j, gpus=sets[j]) for j in starts]
         acts += [Place(j, gpus=moves[j]) for j in cycle if len(moves[j]) == int(view.req_gpus[j])]
         placed = starts + [j for j in cycle if len(moves[j]) == int(view.req_gpus[j])]
-        kept = [j for i, j in enumerate(jobs) if view.is_running(j) and j not in sets and alloc[i].any()]
+        kept = [jobs[i] for i in np.flatnonzero(alloc.any(axis=1) & self._base.any(axis=1)).tolist()
+                if jobs[i] not in sets]  # running (a row in the current allocation), unchanged, not stopped
         acts += [Reallocate(j, gpus=sets[j], batch=batch[j]) for j in placed
                  if batch.get(j, view.stated_batch(j)) != view.stated_batch(j)]
         acts += [Reallocate(j, gpus=tuple(view.gpus_of(j).tolist()), batch=batch[j]) for j in kept
