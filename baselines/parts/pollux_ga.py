@@ -217,10 +217,12 @@ def _one_distributed(out: np.ndarray) -> None:
 @numba.njit(**_JIT)
 def _cap_rows(out: np.ndarray, stream: np.ndarray, table: np.ndarray, max_gpus: np.ndarray) -> None:
     """A row over ``max_gpus[j]`` keeps its entries in the node order of ``argsort`` of its ``H`` key draws
-    until full. The draws: ``(P, J, H)`` keys (read in rows over their size)."""
+    until full. The draws: ``(P, J, H)`` keys, read at the row's non-zero entries when it is over its size (a
+    zero entry keeps 0 wherever it stands, and a stable sort orders the others as the whole row's sort does)."""
     n_pop, n_jobs, n_nodes = out.shape
     order = np.empty(n_nodes, dtype=np.int64)
     keys = np.empty(n_nodes)
+    used = np.empty(n_nodes, dtype=np.int64)
     draws = fork(stream, 0)
     for p in range(n_pop):
         for j in range(n_jobs):
@@ -230,14 +232,21 @@ def _cap_rows(out: np.ndarray, stream: np.ndarray, table: np.ndarray, max_gpus: 
             if size <= max_gpus[j]:
                 skip(draws, n_nodes)
                 continue
+            n, at = 0, 0
             for h in range(n_nodes):
-                keys[h] = next_double(draws, table)
-            if n_nodes > _FEW:
-                order[:] = np.argsort(keys, kind="mergesort")  # stable, as key_order
+                if out[p, j, h] != 0:
+                    skip(draws, h - at)
+                    at = h + 1
+                    keys[n], used[n] = next_double(draws, table), h
+                    n += 1
+            skip(draws, n_nodes - at)
+            if n > _FEW:
+                order[:n] = np.argsort(keys[:n], kind="mergesort")  # stable, as key_order
             else:
-                key_order(keys, order)
+                key_order(keys[:n], order[:n])
             total, kept = 0, 0
-            for h in order:
+            for k in order[:n]:
+                h = used[k]
                 total += out[p, j, h]
                 now = min(total, max_gpus[j])
                 out[p, j, h] = now - kept
