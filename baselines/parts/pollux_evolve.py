@@ -116,9 +116,20 @@ def offspring(pop: np.ndarray, pairs: np.ndarray, stream: np.ndarray, table: np.
     kids = cross(pop, pairs, cut)
     free = mutate_rows(kids, base, capacity, stream, table)
     fill_gangs(kids, free, fixed, stream, table)
-    kids = np.maximum(kids, 0)
+    flat = kids.reshape(-1)  # entries below 0 to 0 (np.maximum on a 3-d array is an order slower in numba)
+    for e in range(len(flat)):
+        if flat[e] < 0:
+            flat[e] = 0
     repair_rows(kids, node_type, types, stream, table, max_gpus, min_gpus, fixed, capacity)
     return kids
+
+
+@numba.njit(**_JIT)
+def _copy(to: np.ndarray, q: int, source: np.ndarray, b: int) -> None:
+    """``to[q] = source[b]``, element by element (numba's array assignment is slower on these shapes)."""
+    a, c = to[q].reshape(-1), source[b].reshape(-1)
+    for e in range(len(a)):
+        a[e] = c[e]
 
 
 @numba.njit(**_JIT)
@@ -139,12 +150,15 @@ def evolve_loop(pop: np.ndarray, generations: int, stream: np.ndarray, table: np
         survivors = np.empty_like(pop)
         for q in range(size):
             b = order[q]
-            survivors[q] = pop[b] if b < size else kids[b - size]
+            if b < size:
+                _copy(survivors, q, pop, b)
+            else:
+                _copy(survivors, q, kids, b - size)
             fit[q] = both[b]
         pop = survivors
     last = np.empty(size, dtype=np.int64)
     key_order(-fit, last)
     out = np.empty_like(pop)
     for q in range(size):
-        out[q] = pop[last[q]]
+        _copy(out, q, pop, last[q])
     return out, fit[last]
