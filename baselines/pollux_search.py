@@ -58,7 +58,7 @@ class Speedups:
         """Fitness of each candidate of ``pop``, shape ``(P,)``."""
         from gpucluster_env.baselines.parts.pollux_evolve import score
 
-        return score(pop, self.good, self.fair, self.penalty, self.scale, self.node_type, self.base)
+        return score(pop, self.good, self.fair, self.penalty, self.scale, self.node_type, self.base, EPS_SPEEDUP)
 
 
 def fitness(pop: np.ndarray, speedup: np.ndarray, base: np.ndarray, penalty: np.ndarray, scale: float,
@@ -163,7 +163,7 @@ def evolve(pop: np.ndarray, score: Callable[[np.ndarray], np.ndarray], space: Se
 
         stream, table = pcg.load(rng)
         out = evolve_loop(pop, generations, stream, table, score.good, score.fair, score.penalty,
-                          float(score.scale), score.node_type, np.unique(space.node_type), score.base,
+                          float(score.scale), EPS_SPEEDUP, score.node_type, np.unique(space.node_type), score.base,
                           space.capacity, space.fixed, space.max_gpus, space.min_gpus)
         pcg.store(rng, stream, table)
         return out

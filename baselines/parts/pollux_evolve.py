@@ -16,8 +16,6 @@ from gpucluster_env.baselines.parts.pollux_pcg import bounded
 from gpucluster_env.baselines.parts.stable_order import key_order
 
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
-EPS_SPEEDUP = 1e-3
-"""``pollux_search.EPS_SPEEDUP`` (kept equal by ``tests/baselines/test_pollux.py``)."""
 
 
 @numba.njit(**_JIT)
@@ -73,10 +71,11 @@ def _row_sum(a: np.ndarray, lo: int, n: int) -> float:
 
 @numba.njit(**_JIT)
 def score(pop: np.ndarray, good: np.ndarray, fair: np.ndarray, penalty: np.ndarray, scale: float,
-          node_type: np.ndarray, base: np.ndarray) -> np.ndarray:
+          node_type: np.ndarray, base: np.ndarray, eps: float) -> np.ndarray:
     """Pollux's fitness of each candidate (``pollux_search.fitness``): job ``i``'s speed-up
     ``good[i, type, nodes, GPUs] / fair[i]`` (0 with no GPUs), times ``scale``, times ``penalty[i]`` where its
-    row differs from ``base``, then the ``p = -1`` power mean over jobs. Shape ``(P,)``."""
+    row differs from ``base``, plus ``eps`` (``pollux_search.EPS_SPEEDUP``), then the ``p = -1`` power mean
+    over jobs (``pollux_search.FAIRNESS_P``: a reciprocal, as NumPy computes ``x ** -1.0``). Shape ``(P,)``."""
     size, nodes, kind, moved = row_shapes(pop, node_type, base)
     n_pop, n_jobs = size.shape
     inv = np.empty(n_jobs)
@@ -86,7 +85,7 @@ def score(pop: np.ndarray, good: np.ndarray, fair: np.ndarray, penalty: np.ndarr
             r = size[p, i]
             speed = good[i, kind[p, i], nodes[p, i], r] / fair[i] if r > 0 else 0.0
             s = speed * scale * (penalty[i] if moved[p, i] else 1.0)
-            inv[i] = 1.0 / (s + EPS_SPEEDUP)
+            inv[i] = 1.0 / (s + eps)
         out[p] = 1.0 / ((0.0 + _row_sum(inv, 0, n_jobs)) / n_jobs)
     return out
 
@@ -134,18 +133,18 @@ def _copy(to: np.ndarray, q: int, source: np.ndarray, b: int) -> None:
 
 @numba.njit(**_JIT)
 def evolve_loop(pop: np.ndarray, generations: int, stream: np.ndarray, table: np.ndarray, good: np.ndarray,
-                fair: np.ndarray, penalty: np.ndarray, scale: float, node_type: np.ndarray, types: np.ndarray,
-                base: np.ndarray, capacity: np.ndarray, fixed: np.ndarray, max_gpus: np.ndarray,
+                fair: np.ndarray, penalty: np.ndarray, scale: float, eps: float, node_type: np.ndarray,
+                types: np.ndarray, base: np.ndarray, capacity: np.ndarray, fixed: np.ndarray, max_gpus: np.ndarray,
                 min_gpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``pollux_search.evolve`` with :func:`score` as the fitness: the final population and its fitness, best
     first (survivors: the best ``P`` of parents and children in a stable order, ties keeping the older)."""
-    fit = score(pop, good, fair, penalty, scale, node_type, base)
+    fit = score(pop, good, fair, penalty, scale, node_type, base, eps)
     size = len(pop)
     order = np.empty(2 * size, dtype=np.int64)
     for _ in range(generations):
         pairs = _parents(fit, stream, table)
         kids = offspring(pop, pairs, stream, table, base, capacity, fixed, node_type, types, max_gpus, min_gpus)
-        both = np.concatenate((fit, score(kids, good, fair, penalty, scale, node_type, base)))
+        both = np.concatenate((fit, score(kids, good, fair, penalty, scale, node_type, base, eps)))
         key_order(-both, order[: len(both)])
         survivors = np.empty_like(pop)
         for q in range(size):
