@@ -191,6 +191,7 @@ class Pollux(Policy):
         self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.best_batch: dict[int, np.ndarray] = {}
         self.goodput: dict[int, tuple[Any, np.ndarray]] = {}
+        self._reads_progress: dict[int, bool] = {}
         self._left = np.zeros(view.n_jobs)
         self.prev: tuple[list[int], np.ndarray] | None = None
         self.next_period = view.now
@@ -231,20 +232,23 @@ class Pollux(Policy):
 
     # ------------------------------------------------------------------ the search
     def _space(self, view: ClusterView, jobs: list[int]) -> SearchSpace:
-        """Sizes each job may take now, and the current allocation (module docstring)."""
+        """Sizes each job may take now, and the current allocation (module docstring): a waiting job only its
+        gang, a running one its elastic range."""
         n = len(jobs)
         base = np.zeros((n, len(self.capacity)), dtype=np.int64)
-        max_g, min_g, fixed = (np.zeros(n, dtype=np.int64) for _ in range(3))
+        req = view.req_gpus[jobs].astype(np.int64)
+        max_g, min_g, fixed = req.copy(), req.copy(), req.copy()
+        running = set(view.running_jobs().tolist())
         for i, j in enumerate(jobs):
+            if j not in running and req[i] > 0:
+                continue  # fixed to its gang (set above)
             lo, hi = view.size_range(j)
-            req = int(view.req_gpus[j])
-            if view.is_running(j):
+            if j in running:
                 base[i] = np.bincount(view.gpu_node[view.gpus_of(j)], minlength=len(self.capacity))
             seen = int(self.max_seen[j])
-            if lo == hi or not view.is_running(j):
-                fixed[i] = req
-            max_g[i] = req if fixed[i] else min(hi, max(2 * seen, req), view.num_gpus)
-            min_g[i] = req if fixed[i] else lo
+            fixed[i] = req[i] if lo == hi or j not in running else 0
+            max_g[i] = req[i] if fixed[i] else min(hi, max(2 * seen, int(req[i])), view.num_gpus)
+            min_g[i] = req[i] if fixed[i] else lo
         return SearchSpace(self.free_capacity, self.node_type, max_g, min_g, fixed, base)
 
     def _scorer(self, view: ClusterView, jobs: list[int], space: SearchSpace) -> Speedups:
@@ -273,8 +277,11 @@ class Pollux(Policy):
                     else np.full((own + 1, 1), view.batch(j), dtype=np.int64))
             entry = self.tables[j] = (goodput_table(view, j, self.nodes_by_type, cand), cand)
         thr, cand = entry
+        reads = self._reads_progress.get(j)
+        if reads is None:  # whether its efficiency depends on its progress (its model's, fixed)
+            reads = self._reads_progress[j] = has_efficiency(view.model(j).name)
         left = float(self._left[j])
-        key = (cand.shape[0], left if has_efficiency(view.model(j).name) else None)
+        key = (cand.shape[0], left if reads else None)
         kept = self.goodput.get(j)
         if kept is not None and kept[0] == key:  # same table, same progress (or none read): same answer
             return kept[1]
