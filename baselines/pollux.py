@@ -31,19 +31,17 @@ Exclusive GPUs; one GPU type per job.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts.gavel_rounds import next_boundary, order_moves
 from gpucluster_env.baselines.pollux_search import (
     SearchSpace,
+    Speedups,
     evolve,
-    fitness,
     mutate,
     repair,
     restart_penalty,
-    row_shapes,
 )
 
 from gpucluster_env.catalog.pollux_efficiency import (
@@ -141,6 +139,14 @@ def job_efficiency(view: ClusterView, j: int, total: np.ndarray, remaining: floa
     return efficiency(np.maximum(total, 1), POLLUX_INIT_BATCH[p.name], noise_scale(p.name, done))
 
 
+def fair_goodput(good: np.ndarray, fair_r: np.ndarray) -> np.ndarray:
+    """Each job's goodput at its fair share of ``fair_r[i]`` GPUs (``good``: ``(J, K, M+1, R+1)``): the best
+    over types and node counts where that is > 0, else its best anywhere (at least 1e-12)."""
+    rows = good.reshape(len(good), -1)
+    at = good[np.arange(len(good)), :, :, fair_r].reshape(len(good), -1).max(axis=1)
+    return np.where(at > 0, at, np.maximum(rows.max(axis=1), 1e-12))
+
+
 @register_policy
 class Pollux(Policy):
     """Pollux: goodput (throughput x statistical efficiency) speed-ups, genetic allocation search each period."""
@@ -185,6 +191,7 @@ class Pollux(Policy):
         self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.best_batch: dict[int, np.ndarray] = {}
         self.goodput: dict[int, tuple[Any, np.ndarray]] = {}
+        self._reads_progress: dict[int, bool] = {}
         self._left = np.zeros(view.n_jobs)
         self.prev: tuple[list[int], np.ndarray] | None = None
         self.next_period = view.now
@@ -225,25 +232,27 @@ class Pollux(Policy):
 
     # ------------------------------------------------------------------ the search
     def _space(self, view: ClusterView, jobs: list[int]) -> SearchSpace:
-        """Sizes each job may take now, and the current allocation (module docstring)."""
+        """Sizes each job may take now, and the current allocation (module docstring): a waiting job only its
+        gang, a running one its elastic range."""
         n = len(jobs)
         base = np.zeros((n, len(self.capacity)), dtype=np.int64)
-        max_g, min_g, fixed = (np.zeros(n, dtype=np.int64) for _ in range(3))
+        req = view.req_gpus[jobs].astype(np.int64)
+        max_g, min_g, fixed = req.copy(), req.copy(), req.copy()
+        running = set(view.running_jobs().tolist())
         for i, j in enumerate(jobs):
+            if j not in running and req[i] > 0:
+                continue  # fixed to its gang (set above)
             lo, hi = view.size_range(j)
-            req = int(view.req_gpus[j])
-            if view.is_running(j):
+            if j in running:
                 base[i] = np.bincount(view.gpu_node[view.gpus_of(j)], minlength=len(self.capacity))
             seen = int(self.max_seen[j])
-            if lo == hi or not view.is_running(j):
-                fixed[i] = req
-            max_g[i] = req if fixed[i] else min(hi, max(2 * seen, req), view.num_gpus)
-            min_g[i] = req if fixed[i] else lo
+            fixed[i] = req[i] if lo == hi or j not in running else 0
+            max_g[i] = req[i] if fixed[i] else min(hi, max(2 * seen, int(req[i])), view.num_gpus)
+            min_g[i] = req[i] if fixed[i] else lo
         return SearchSpace(self.free_capacity, self.node_type, max_g, min_g, fixed, base)
 
-    def _scorer(self, view: ClusterView, jobs: list[int], space: SearchSpace
-                ) -> Callable[[np.ndarray], np.ndarray]:
-        """The fitness function of a population over ``jobs`` (speed-ups from goodput tables)."""
+    def _scorer(self, view: ClusterView, jobs: list[int], space: SearchSpace) -> Speedups:
+        """The fitness of a population over ``jobs`` (speed-ups from goodput tables)."""
         max_r = int(space.max_gpus.max())
         self._left = view.remaining_now()
         good = np.zeros((len(jobs), len(self.nodes_by_type), max(len(n) for n in self.nodes_by_type) + 1,
@@ -252,18 +261,10 @@ class Pollux(Policy):
             t = self._job_goodput(view, j, int(space.max_gpus[i]))
             good[i, :, :, : t.shape[2]] = t[:, :, : max_r + 1]
         fair_r = np.minimum(math.ceil(view.num_gpus / len(jobs)), space.max_gpus)
-        fair = np.array([self._fair(good[i], int(r)) for i, r in enumerate(fair_r)])
+        fair = fair_goodput(good, fair_r)
         age = np.maximum(view.now - view.submit[jobs], 0.0)
         penalty = restart_penalty(age, self.restarts[jobs], view.restart_s)
-        scale = len(self.capacity) / view.num_gpus
-        rows = np.arange(len(jobs))[None, :]
-
-        def score(pop: np.ndarray) -> np.ndarray:
-            r, m, k, moved = row_shapes(pop, self.node_type, space.base)
-            speed = good[rows, k, m, r] / fair[None, :]
-            return fitness(pop, np.where(r > 0, speed, 0.0), space.base, penalty, scale, moved)
-
-        return score
+        return Speedups(good, fair, penalty, len(self.capacity) / view.num_gpus, self.node_type, space.base)
 
     def _job_goodput(self, view: ClusterView, j: int, own: int) -> np.ndarray:
         """Job ``j``'s goodput by ``[type, nodes, GPUs]`` (GPUs ``0..own`` at least) at its goodput-optimal
@@ -276,8 +277,11 @@ class Pollux(Policy):
                     else np.full((own + 1, 1), view.batch(j), dtype=np.int64))
             entry = self.tables[j] = (goodput_table(view, j, self.nodes_by_type, cand), cand)
         thr, cand = entry
+        reads = self._reads_progress.get(j)
+        if reads is None:  # whether its efficiency depends on its progress (its model's, fixed)
+            reads = self._reads_progress[j] = has_efficiency(view.model(j).name)
         left = float(self._left[j])
-        key = (cand.shape[0], left if has_efficiency(view.model(j).name) else None)
+        key = (cand.shape[0], left if reads else None)
         kept = self.goodput.get(j)
         if kept is not None and kept[0] == key:  # same table, same progress (or none read): same answer
             return kept[1]
@@ -288,11 +292,6 @@ class Pollux(Policy):
         out = np.take_along_axis(good, best[..., None], axis=3)[..., 0]
         self.goodput[j] = (key, out)
         return out
-
-    def _fair(self, good: np.ndarray, r: int) -> float:
-        """A job's goodput at its fair share of ``r`` GPUs: the best over types and node counts (> 0)."""
-        best = float(good[:, :, r].max()) if r < good.shape[2] else 0.0
-        return best if best > 0 else float(max(good.max(), 1e-12))
 
     def _search(self, view: ClusterView, jobs: list[int]) -> np.ndarray:
         """The best allocation (jobs x nodes) the genetic algorithm finds, warm-started from the last period's
@@ -315,6 +314,7 @@ class Pollux(Policy):
         pop[0] = space.base  # the current allocation is always a candidate (valid: it is running)
         pop, _ = evolve(pop, score, space, self.generations, self.rng)
         self.prev = (list(jobs), pop)
+        self._base = space.base
         self.searches += 1
         return pop[0]
 
@@ -323,25 +323,29 @@ class Pollux(Policy):
                   ) -> dict[int, tuple[int, ...]]:
         """Concrete GPUs for each job whose row changed: on each node its own GPUs first, then GPUs no job
         keeps."""
-        changed = [i for i in range(len(jobs)) if not np.array_equal(alloc[i], base[i])]
+        changed = np.flatnonzero((alloc != base).any(axis=1)).tolist()
+        running = set(view.running_jobs().tolist())
         kept: set[int] = set()
         own: dict[int, dict[int, list[int]]] = {}
-        for i, j in enumerate(jobs):
-            g = view.gpus_of(j).tolist() if view.is_running(j) else []
+        for i in np.flatnonzero(base.any(axis=1)).tolist():  # the running jobs in the search
+            if jobs[i] not in running:
+                continue
+            g = view.gpus_of(jobs[i]).tolist()
             per: dict[int, list[int]] = {}
             for x in g:
                 per.setdefault(int(view.gpu_node[x]), []).append(int(x))
             own[i] = per
-            if i not in changed:
-                kept.update(g)
+            kept.update(g)
+        for i in changed:
+            kept.difference_update(x for xs in own.get(i, {}).values() for x in xs)
         out: dict[int, tuple[int, ...]] = {}
         for i in changed:
-            for h, xs in own[i].items():
+            for h, xs in own.get(i, {}).items():
                 kept.update(xs[: int(alloc[i, h])])
         for i in changed:
             picks: list[int] = []
             for h in np.flatnonzero(alloc[i]).tolist():
-                mine = own[i].get(h, [])[: int(alloc[i, h])]
+                mine = own.get(i, {}).get(h, [])[: int(alloc[i, h])]
                 spare = [int(x) for x in self.node_gpus[h] if int(x) not in kept]
                 more = spare[: int(alloc[i, h]) - len(mine)]
                 kept.update(more)
@@ -353,9 +357,10 @@ class Pollux(Policy):
         """The goodput-optimal per-GPU batch of each job that :func:`tunes_batch` under allocation ``alloc``
         (Pollux re-tunes it every period)."""
         out: dict[int, int] = {}
-        for i, j in enumerate(jobs):
-            r = int(alloc[i].sum())
-            if r == 0 or not tunes_batch(view, j):
+        sizes = alloc.sum(axis=1)
+        for i in np.flatnonzero(sizes).tolist():
+            j, r = jobs[i], int(sizes[i])
+            if not tunes_batch(view, j):
                 continue
             m = int(np.count_nonzero(alloc[i]))
             k = int(self.node_type[int(np.argmax(alloc[i] > 0))])
@@ -366,10 +371,7 @@ class Pollux(Policy):
 
     def _actions(self, view: ClusterView, jobs: list[int], alloc: np.ndarray) -> Action | list[Action]:
         """Preempt, move/resize and start jobs so that the cluster takes allocation ``alloc``."""
-        current = np.stack([
-            np.bincount(view.gpu_node[view.gpus_of(j)], minlength=len(self.capacity)) if view.is_running(j)
-            else np.zeros(len(self.capacity), dtype=np.int64) for j in jobs])
-        sets = self._gpu_sets(view, jobs, alloc, current)
+        sets = self._gpu_sets(view, jobs, alloc, self._base)  # the search's current allocation
         stops = [j for j, g in sets.items() if not g and view.is_running(j)]
         moves = {j: g for j, g in sets.items() if g and view.is_running(j)}
         starts = [j for j, g in sets.items() if g and view.is_pending(j)]
@@ -381,7 +383,8 @@ class Pollux(Policy):
         acts += [Place(j, gpus=sets[j]) for j in starts]
         acts += [Place(j, gpus=moves[j]) for j in cycle if len(moves[j]) == int(view.req_gpus[j])]
         placed = starts + [j for j in cycle if len(moves[j]) == int(view.req_gpus[j])]
-        kept = [j for i, j in enumerate(jobs) if view.is_running(j) and j not in sets and alloc[i].any()]
+        kept = [jobs[i] for i in np.flatnonzero(alloc.any(axis=1) & self._base.any(axis=1)).tolist()
+                if jobs[i] not in sets]  # running (a row in the current allocation), unchanged, not stopped
         acts += [Reallocate(j, gpus=sets[j], batch=batch[j]) for j in placed
                  if batch.get(j, view.stated_batch(j)) != view.stated_batch(j)]
         acts += [Reallocate(j, gpus=tuple(view.gpus_of(j).tolist()), batch=batch[j]) for j in kept

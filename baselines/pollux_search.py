@@ -10,7 +10,9 @@ allocation, zero some of a row's entries, or raise entries into free room (:func
 (:func:`repair`) that enforces node capacities (jobs earlier in priority order keep theirs), at most one
 distributed job per node (Pollux's interference avoidance), each job's largest size and allowed sizes, and one
 GPU type per job. Survivors are the best of parents and children (:func:`evolve`). Every random draw comes
-from the ``np.random.Generator`` passed in.
+from the ``np.random.Generator`` passed in (a PCG64 one, NumPy's default): the compiled passes
+(:mod:`.parts.pollux_ga`, :mod:`.parts.pollux_evolve`) step its stream themselves, at the positions the
+operators' docstrings name, and skip the numbers they do not read.
 """
 
 from __future__ import annotations
@@ -37,6 +39,26 @@ class SearchSpace:
     min_gpus: np.ndarray  # (J,) smallest non-zero size
     fixed: np.ndarray  # (J,) the only non-zero size allowed, 0 = any in [min, max]
     base: np.ndarray  # (J, H) current allocation
+
+
+@dataclass
+class Speedups:
+    """Pollux's fitness as data (what :func:`evolve` runs compiled): job ``i``'s goodput ``good[i, type, nodes,
+    GPUs]`` over its fair-share goodput ``fair[i]``, the restart ``penalty``, the ``scale`` and the current
+    allocation ``base``; calling it scores a population as :func:`fitness` does."""
+
+    good: np.ndarray  # (J, K, M + 1, R + 1)
+    fair: np.ndarray  # (J,)
+    penalty: np.ndarray  # (J,)
+    scale: float
+    node_type: np.ndarray  # (H,)
+    base: np.ndarray  # (J, H)
+
+    def __call__(self, pop: np.ndarray) -> np.ndarray:
+        """Fitness of each candidate of ``pop``, shape ``(P,)``."""
+        from gpucluster_env.baselines.parts.pollux_evolve import score
+
+        return score(pop, self.good, self.fair, self.penalty, self.scale, self.node_type, self.base, EPS_SPEEDUP)
 
 
 def fitness(pop: np.ndarray, speedup: np.ndarray, base: np.ndarray, penalty: np.ndarray, scale: float,
@@ -69,10 +91,13 @@ def restart_penalty(age: np.ndarray, restarts: np.ndarray, delay: float) -> np.n
 
 def crossover(pop: np.ndarray, pairs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """Two children per pair of parents ``pairs`` ``(K, 2)``: the first jobs (up to a random point) from one
-    parent, the rest from the other, and the mirror child."""
+    parent, the rest from the other, and the mirror child. The draws: ``K`` cuts, ``integers(0, J + 1)``."""
+    from gpucluster_env.baselines.parts import pollux_pcg as pcg
     from gpucluster_env.baselines.parts.pollux_ga import cross
 
-    cut = rng.integers(0, pop.shape[1] + 1, size=len(pairs))
+    stream, table = pcg.load(rng)
+    cut = np.array([pcg.bounded(stream, table, pop.shape[1]) for _ in range(len(pairs))], dtype=np.int64)
+    pcg.store(rng, stream, table)
     return cross(pop, pairs, cut)
 
 
@@ -85,15 +110,14 @@ def mutate(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.
     may also be given its whole gang on the nodes with most room (4). The draws, in order: one per row for
     (1), one per row and one per entry for (2), two per entry for (3) (the chance, then the count), then
     :func:`_fill_gangs`' own."""
-    from gpucluster_env.baselines.parts.pollux_ga import mutate_rows
+    from gpucluster_env.baselines.parts import pollux_pcg as pcg
+    from gpucluster_env.baselines.parts.pollux_ga import fill_gangs, mutate_rows
 
     out = pop.copy()
-    n_rows, n_entries = out.shape[0] * out.shape[1], out.size
-    u = rng.random(2 * n_rows + 3 * n_entries)
-    rows = u[: 2 * n_rows].reshape(2, *out.shape[:2])
-    entries = u[2 * n_rows:].reshape(3, *out.shape)
-    free = mutate_rows(out, space.base, space.capacity, rows[0], rows[1], entries[0], entries[1], entries[2])
-    _fill_gangs(out, free, space, rng)
+    stream, table = pcg.load(rng)
+    free = mutate_rows(out, space.base, space.capacity, stream, table)
+    fill_gangs(out, free, space.fixed, stream, table)
+    pcg.store(rng, stream, table)
     return out
 
 
@@ -102,12 +126,12 @@ def _fill_gangs(out: np.ndarray, free: np.ndarray, space: SearchSpace, rng: np.r
     the nodes with most free GPUs (ties in a random order), taken in job order within each candidate (a
     job's GPUs leave less room for the next). The draws: one per (candidate, job), then one row of node
     tie-breaks per chosen job, in (candidate, job) order."""
-    from gpucluster_env.baselines.parts.pollux_ga import fill_gangs, gang_candidates
+    from gpucluster_env.baselines.parts import pollux_pcg as pcg
+    from gpucluster_env.baselines.parts.pollux_ga import fill_gangs
 
-    cand = gang_candidates(out, space.fixed, rng.random(out.shape[:2]))
-    if len(cand) == 0:
-        return
-    fill_gangs(out, free, space.fixed, cand, rng.random((len(cand), out.shape[2])))
+    stream, table = pcg.load(rng)
+    fill_gangs(out, free, space.fixed, stream, table)
+    pcg.store(rng, stream, table)
 
 
 def repair(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.ndarray:
@@ -115,11 +139,14 @@ def repair(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.
     most GPUs), one distributed job per node (the first in priority order keeps the node), each job's largest
     size (trimmed over its nodes in a random order: one draw per entry), node capacities (earlier jobs keep
     theirs), allowed sizes (a row of a disallowed size is emptied)."""
+    from gpucluster_env.baselines.parts import pollux_pcg as pcg
     from gpucluster_env.baselines.parts.pollux_ga import repair_rows
 
     out = np.maximum(pop, 0)
-    repair_rows(out, space.node_type, np.unique(space.node_type), rng.random(out.shape), space.max_gpus,
+    stream, table = pcg.load(rng)
+    repair_rows(out, space.node_type, np.unique(space.node_type), stream, table, space.max_gpus,
                 space.min_gpus, space.fixed, space.capacity)
+    pcg.store(rng, stream, table)
     return out
 
 
@@ -127,7 +154,19 @@ def evolve(pop: np.ndarray, score: Callable[[np.ndarray], np.ndarray], space: Se
            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Run the genetic algorithm for ``generations`` from ``pop`` (already repaired): binary tournaments pick
     parent pairs, children are crossed, mutated and repaired, and the best ``len(pop)`` of parents and children
-    survive (stable order, so ties keep the older). Returns the final population and its fitness, best first."""
+    survive (stable order, so ties keep the older). Returns the final population and its fitness, best first.
+    With :class:`Speedups` as ``score`` the whole loop runs compiled (:mod:`.parts.pollux_evolve`); any other
+    fitness function is called once per generation."""
+    if isinstance(score, Speedups):
+        from gpucluster_env.baselines.parts import pollux_pcg as pcg
+        from gpucluster_env.baselines.parts.pollux_evolve import evolve_loop
+
+        stream, table = pcg.load(rng)
+        out = evolve_loop(pop, generations, stream, table, score.good, score.fair, score.penalty,
+                          float(score.scale), EPS_SPEEDUP, score.node_type, np.unique(space.node_type), score.base,
+                          space.capacity, space.fixed, space.max_gpus, space.min_gpus)
+        pcg.store(rng, stream, table)
+        return out
     fit = score(pop)
     size = len(pop)
     for _ in range(generations):

@@ -1,12 +1,13 @@
-"""The element-wise passes of Pollux's genetic search (:mod:`gpucluster_env.baselines.pollux_search`), compiled
-with numba.
+"""The passes of Pollux's genetic search (:mod:`gpucluster_env.baselines.pollux_search`), compiled with numba.
 
 A population is a stack of allocation matrices ``(P, J, H)``; each pass below walks it once, row by row, where
-the numpy formulation built a dozen temporaries of that size per generation. The random numbers are not drawn
-here: the caller draws them from its ``np.random.Generator`` in the order and shapes the search has always
-drawn them, and hands them in, so a search makes the same decisions to the bit. Integer counts are exact; the
-only floating-point operations (a mutation's chance and the count it adds) are the same operations in the same
-order as the formulas in :mod:`~gpucluster_env.baselines.pollux_search`'s docstrings.
+the numpy formulation built a dozen temporaries of that size per generation. The random numbers come from the
+policy's generator's own PCG64 stream (:mod:`.pollux_pcg`), at the positions the search has always drawn them
+(each step's numbers as one array, in the same order and shapes), read where the pass needs them and skipped
+where it does not, so a search makes the same decisions to the bit and leaves the generator in the same state.
+Integer counts are exact; the only floating-point operations (a mutation's chance and the count it adds) are
+the same operations in the same order as the formulas in :mod:`~gpucluster_env.baselines.pollux_search`'s
+docstrings.
 
 This module imports numba, so it is imported only when a Pollux search runs. Compiled code is cached on disk
 next to this file where that is writable.
@@ -16,9 +17,13 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from gpucluster_env.baselines.parts.pollux_pcg import fork, next_double, skip
 from gpucluster_env.baselines.parts.stable_order import key_order
 
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
+_FEW = 32
+"""Up to this many nodes a row's node order is an insertion sort (no allocation); above, a merge sort (the
+insertion sort's n^2 steps cost milliseconds a row on PhillyScale's 552 nodes). Both are stable: the same order."""
 
 
 @numba.njit(**_JIT)
@@ -30,67 +35,110 @@ def cross(pop: np.ndarray, pairs: np.ndarray, cut: np.ndarray) -> np.ndarray:
     for c in range(n):
         for j in range(n_jobs):
             a, b = (pairs[c, 0], pairs[c, 1]) if j < cut[c] else (pairs[c, 1], pairs[c, 0])
-            out[c, j] = pop[a, j]
-            out[n + c, j] = pop[b, j]
+            for h in range(n_nodes):  # element by element: a row slice's view costs more than 8 entries
+                out[c, j, h] = pop[a, j, h]
+                out[n + c, j, h] = pop[b, j, h]
     return out
 
 
 @numba.njit(**_JIT)
-def mutate_rows(out: np.ndarray, base: np.ndarray, capacity: np.ndarray, reset: np.ndarray, rows: np.ndarray,
-                zero: np.ndarray, hit: np.ndarray, draw: np.ndarray) -> np.ndarray:
-    """Mutations (1)-(3) in place (``pollux_search.mutate``): rows with ``reset < 0.1`` back to ``base``;
-    in rows with ``rows < 0.1`` entries with ``zero < 0.1`` to 0; then each entry with ``hit`` below its chance
-    raised by ``floor(draw x (room + 1))``, room and chances from the free GPUs before any raise. Returns those
-    free GPUs ``(P, H)`` (capacity minus use, possibly negative)."""
+def _zero_rows(out: np.ndarray, base: np.ndarray, stream: np.ndarray, table: np.ndarray) -> None:
+    """Mutations (1) and (2) in place: rows with their reset draw ``< 0.1`` back to ``base``; in rows with their
+    row draw ``< 0.1``, entries with their zeroing draw ``< 0.1`` to 0. The draws: ``(P, J)`` resets, ``(P, J)``
+    row choices, ``(P, J, H)`` zeroings (read only in chosen rows)."""
     n_pop, n_jobs, n_nodes = out.shape
-    free = np.empty((n_pop, n_nodes), dtype=np.int64)
+    reset, rows, zero = fork(stream, 0), fork(stream, n_pop * n_jobs), fork(stream, 2 * n_pop * n_jobs)
     for p in range(n_pop):
         for j in range(n_jobs):
-            if reset[p, j] < 0.1:
-                out[p, j] = base[j]
-            if rows[p, j] < 0.1:
+            if next_double(reset, table) < 0.1:
                 for h in range(n_nodes):
-                    if zero[p, j, h] < 0.1:
+                    out[p, j, h] = base[j, h]
+            if next_double(rows, table) < 0.1:
+                for h in range(n_nodes):
+                    if next_double(zero, table) < 0.1:
                         out[p, j, h] = 0
+            else:
+                skip(zero, n_nodes)
+    skip(stream, (2 + n_nodes) * n_pop * n_jobs)
+
+
+@numba.njit(**_JIT)
+def mutate_rows(out: np.ndarray, base: np.ndarray, capacity: np.ndarray, stream: np.ndarray, table: np.ndarray
+                ) -> np.ndarray:
+    """Mutations (1)-(3) in place (``pollux_search.mutate``): :func:`_zero_rows`, then each entry whose hit
+    draw is below its chance raised by ``floor(count draw x (room + 1))``, room and chances from the free GPUs
+    before any raise. The draws after :func:`_zero_rows`': ``(P, J, H)`` hits (read where the chance is not 0:
+    on nodes with room), ``(P, J, H)`` counts (read where hit). Returns those free GPUs ``(P, H)`` (capacity
+    minus use, possibly negative)."""
+    _zero_rows(out, base, stream, table)
+    n_pop, n_jobs, n_nodes = out.shape
+    hit, count = fork(stream, 0), fork(stream, out.size)
+    hit_at, count_at = 0, 0  # the positions the two streams stand at
+    free = np.empty((n_pop, n_nodes), dtype=np.int64)
+    roomy = np.empty(n_nodes, dtype=np.int64)
+    for p in range(n_pop):
+        free[p] = capacity
+        for j in range(n_jobs):
+            for h in range(n_nodes):
+                free[p, h] -= out[p, j, h]
         with_room = 0
         for h in range(n_nodes):
-            used = 0
-            for j in range(n_jobs):
-                used += out[p, j, h]
-            free[p, h] = capacity[h] - used
-            with_room += free[p, h] > 0
+            if free[p, h] > 0:
+                roomy[with_room] = h
+                with_room += 1
         p1 = 1.0 / max(with_room, 1)
-        for j in range(n_jobs):
+        for j in range(n_jobs):  # chances are 0 on nodes without room: only the others are drawn for
             mine = 0
-            for h in range(n_nodes):
-                mine += (out[p, j, h] > 0) & (free[p, h] > 0)
+            for r in range(with_room):
+                mine += out[p, j, roomy[r]] > 0
             p2 = 1.0 / max(mine, 1)
-            for h in range(n_nodes):
-                q = p1 if free[p, h] > 0 else 0.0
-                chance = q + p2 - q * p2 if (out[p, j, h] > 0) & (free[p, h] > 0) else q
-                if hit[p, j, h] < chance:
-                    out[p, j, h] += np.int64(np.floor(draw[p, j, h] * (max(free[p, h], 0) + 1)))
+            for r in range(with_room):
+                h = roomy[r]
+                at = (p * n_jobs + j) * n_nodes + h
+                skip(hit, at - hit_at)
+                hit_at = at + 1
+                chance = p1 + p2 - p1 * p2 if out[p, j, h] > 0 else p1
+                if next_double(hit, table) < chance:
+                    skip(count, at - count_at)
+                    count_at = at + 1
+                    out[p, j, h] += np.int64(np.floor(next_double(count, table) * (free[p, h] + 1)))
+    skip(stream, 2 * out.size)
     return free
 
 
 @numba.njit(**_JIT)
-def gang_candidates(out: np.ndarray, fixed: np.ndarray, pick: np.ndarray) -> np.ndarray:
-    """``(candidate, job)`` pairs, in that order, of gang-fixed jobs with no GPUs whose ``pick < 0.1``."""
+def gang_candidates(out: np.ndarray, fixed: np.ndarray, stream: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """``(candidate, job)`` pairs, in that order, of gang-fixed jobs with no GPUs whose pick draw is ``< 0.1``.
+    The draws: ``(P, J)`` picks (read for gang-fixed jobs with no GPUs)."""
     n_pop, n_jobs, n_nodes = out.shape
     found = np.empty((n_pop * n_jobs, 2), dtype=np.int64)
+    pick = fork(stream, 0)
     n = 0
     for p in range(n_pop):
         for j in range(n_jobs):
-            if fixed[j] > 0 and pick[p, j] < 0.1 and out[p, j].sum() == 0:
-                found[n, 0], found[n, 1] = p, j
-                n += 1
+            size = 0
+            for h in range(n_nodes):
+                size += out[p, j, h]
+            if fixed[j] > 0 and size == 0:
+                if next_double(pick, table) < 0.1:
+                    found[n, 0], found[n, 1] = p, j
+                    n += 1
+            else:
+                skip(pick, 1)
+    skip(stream, n_pop * n_jobs)
     return found[:n]
 
 
 @numba.njit(**_JIT)
-def _roomiest_first(room: np.ndarray, ties: np.ndarray) -> np.ndarray:
-    """Node order by most room, then by tie-break key, then by index (``np.lexsort((ties, -room))``)."""
-    order = np.arange(len(room))
+def _roomiest_first(room: np.ndarray, ties: np.ndarray, order: np.ndarray) -> None:
+    """``order`` := node order by most room, then by tie-break key, then by index
+    (``np.lexsort((ties, -room))``): insertion for a few nodes, two stable merge sorts for many."""
+    if len(order) > _FEW:
+        by_tie = np.argsort(ties, kind="mergesort")
+        order[:] = by_tie[np.argsort(-room[by_tie], kind="mergesort")]
+        return
+    for a in range(len(order)):
+        order[a] = a
     for a in range(1, len(order)):
         x = order[a]
         b = a - 1
@@ -98,18 +146,30 @@ def _roomiest_first(room: np.ndarray, ties: np.ndarray) -> np.ndarray:
             order[b + 1] = order[b]
             b -= 1
         order[b + 1] = x
-    return order
 
 
 @numba.njit(**_JIT)
-def fill_gangs(out: np.ndarray, free: np.ndarray, fixed: np.ndarray, cand: np.ndarray, ties: np.ndarray) -> None:
-    """Mutation (4) in place: each ``(candidate, job)`` of ``cand`` in turn gets up to its gang from its
-    candidate's roomiest nodes (``ties[c]`` breaking ties), taking all of each node's room but the last's."""
+def fill_gangs(out: np.ndarray, free: np.ndarray, fixed: np.ndarray, stream: np.ndarray, table: np.ndarray) -> None:
+    """Mutation (4) in place (:func:`gang_candidates`' draws first): each chosen ``(candidate, job)`` in turn
+    gets up to its gang from its candidate's roomiest nodes (a row of ``H`` tie-break draws per chosen job,
+    read when the candidate has room), taking all of each node's room but the last's."""
+    cand = gang_candidates(out, fixed, stream, table)
+    n_nodes = out.shape[2]
+    ties, room, order = np.empty(n_nodes), np.empty(n_nodes, dtype=np.int64), np.empty(n_nodes, dtype=np.int64)
     for c in range(len(cand)):
         p, j = cand[c, 0], cand[c, 1]
-        room = np.maximum(free[p], 0)
+        total = 0
+        for h in range(n_nodes):
+            room[h] = max(free[p, h], 0)
+            total += room[h]
+        if total == 0:  # nothing to take, whatever the order
+            skip(stream, n_nodes)
+            continue
+        for h in range(n_nodes):
+            ties[h] = next_double(stream, table)
+        _roomiest_first(room, ties, order)
         before = 0
-        for h in _roomiest_first(room, ties[c]):
+        for h in order:
             take = min(max(fixed[j] - before, 0), room[h])
             before += room[h]
             out[p, j, h] += take
@@ -155,24 +215,43 @@ def _one_distributed(out: np.ndarray) -> None:
 
 
 @numba.njit(**_JIT)
-def _cap_rows(out: np.ndarray, keys: np.ndarray, max_gpus: np.ndarray) -> None:
-    """A row over ``max_gpus[j]`` keeps its entries in the node order of ``argsort(keys[p, j])`` until full."""
+def _cap_rows(out: np.ndarray, stream: np.ndarray, table: np.ndarray, max_gpus: np.ndarray) -> None:
+    """A row over ``max_gpus[j]`` keeps its entries in the node order of ``argsort`` of its ``H`` key draws
+    until full. The draws: ``(P, J, H)`` keys, read at the row's non-zero entries when it is over its size (a
+    zero entry keeps 0 wherever it stands, and a stable sort orders the others as the whole row's sort does)."""
     n_pop, n_jobs, n_nodes = out.shape
     order = np.empty(n_nodes, dtype=np.int64)
+    keys = np.empty(n_nodes)
+    used = np.empty(n_nodes, dtype=np.int64)
+    draws = fork(stream, 0)
     for p in range(n_pop):
         for j in range(n_jobs):
             size = 0
             for h in range(n_nodes):
                 size += out[p, j, h]
             if size <= max_gpus[j]:
+                skip(draws, n_nodes)
                 continue
-            key_order(keys[p, j], order)
+            n, at = 0, 0
+            for h in range(n_nodes):
+                if out[p, j, h] != 0:
+                    skip(draws, h - at)
+                    at = h + 1
+                    keys[n], used[n] = next_double(draws, table), h
+                    n += 1
+            skip(draws, n_nodes - at)
+            if n > _FEW:
+                order[:n] = np.argsort(keys[:n], kind="mergesort")  # stable, as key_order
+            else:
+                key_order(keys[:n], order[:n])
             total, kept = 0, 0
-            for h in order:
+            for k in order[:n]:
+                h = used[k]
                 total += out[p, j, h]
                 now = min(total, max_gpus[j])
                 out[p, j, h] = now - kept
                 kept = now
+    skip(stream, out.size)
 
 
 @numba.njit(**_JIT)
@@ -199,15 +278,15 @@ def _cap_nodes(out: np.ndarray, capacity: np.ndarray) -> None:
 
 
 @numba.njit(**_JIT)
-def repair_rows(out: np.ndarray, node_type: np.ndarray, types: np.ndarray, keys: np.ndarray, max_gpus: np.ndarray,
-                min_gpus: np.ndarray, fixed: np.ndarray, capacity: np.ndarray) -> None:
+def repair_rows(out: np.ndarray, node_type: np.ndarray, types: np.ndarray, stream: np.ndarray, table: np.ndarray,
+                max_gpus: np.ndarray, min_gpus: np.ndarray, fixed: np.ndarray, capacity: np.ndarray) -> None:
     """``pollux_search.repair``'s steps in its order, in place on ``out`` (entries already non-negative):
-    one type per job (when ``types`` has several), one distributed job per node, largest sizes (``keys``: the
-    random node order), node capacities, allowed sizes (a row of another size is emptied)."""
+    one type per job (when ``types`` has several), one distributed job per node, largest sizes (the random
+    node order: :func:`_cap_rows`' draws), node capacities, allowed sizes (a row of another size is emptied)."""
     if len(types) > 1:
         _one_type(out, node_type, types)
     _one_distributed(out)
-    _cap_rows(out, keys, max_gpus)
+    _cap_rows(out, stream, table, max_gpus)
     _cap_nodes(out, capacity)
     n_pop, n_jobs, _ = out.shape
     for p in range(n_pop):
