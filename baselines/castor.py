@@ -32,6 +32,7 @@ import numpy as np
 from gpucluster_env.baselines.parts.castor_pairs import (
     PairPlan,
     PairPlans,
+    PartnerMemo,
     TermStore,
     best_plans,
     best_sub_batch,
@@ -81,8 +82,7 @@ class Castor(SJFSharingPolicy):
         self._terms: dict[int, tuple[float, dict[tuple[Any, ...], int]]] = {}
         self._store = TermStore()
         self._singles: dict[int, tuple[Any, np.ndarray]] = {}
-        self._cols: dict[int, tuple[Any, np.ndarray]] = {}
-        self._cols_free: dict[int, tuple[Any, np.ndarray]] = {}
+        self._memo: PartnerMemo | None = None
         self._own: dict[int, tuple[float, dict[Any, float]]] = {}
         self._now = -1.0
         self._remaining = np.zeros(0)
@@ -97,8 +97,7 @@ class Castor(SJFSharingPolicy):
         self._terms = {}
         self._store = TermStore()
         self._singles = {}
-        self._cols = {}
-        self._cols_free = {}
+        self._memo = None
         self._own = {}
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
@@ -122,9 +121,10 @@ class Castor(SJFSharingPolicy):
             for p in [p for p in self._terms if not view.is_running(p)]:
                 self._store.release(list(self._terms.pop(p)[1].values()))
                 self._singles.pop(p, None)
-                self._cols.pop(p, None)
-                self._cols_free.pop(p, None)
                 self._own.pop(p, None)
+            if self._memo is not None:
+                for p in [p for p in self._memo.slots if not view.is_running(p)]:
+                    self._memo.release(p)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
         """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
@@ -237,35 +237,34 @@ class Castor(SJFSharingPolicy):
             self._shape_need[self._shape_id] = view.req_gpus
         return self._shape_id[jobs]
 
-    def _columns(self, holders: list[int], keys: list[Any], free_key: bytes) -> tuple[np.ndarray, np.ndarray]:
-        """Each partner's two columns of term-store rows by job shape (-1: not yet known), as matrices
-        ``(shapes, partners)``: one kept while its singly-held GPUs stay the same (shapes asking no more GPUs
-        than those, which a colocation takes from them alone), one kept while the free GPUs stay the same too
-        (shapes asking more, topped up with free GPUs)."""
-        n = int(self._shape_id.max()) + 1
-        stable, loose = [], []
-        for p, key in zip(holders, keys, strict=True):
-            col = self._cols.get(p)
-            if col is None or col[0] != key:
-                col = self._cols[p] = (key, np.full(n, -1, dtype=np.int64))
-            stable.append(col[1])
-            col = self._cols_free.get(p)
-            if col is None or col[0] != (key, free_key):
-                col = self._cols_free[p] = ((key, free_key), np.full(n, -1, dtype=np.int64))
-            loose.append(col[1])
-        return np.stack(stable, axis=1), np.stack(loose, axis=1)
+    def _columns(self, view: ClusterView, holders: list[int], keys: list[Any], free_key: bytes) -> np.ndarray:
+        """Each partner's slot in the :class:`.castor_pairs.PartnerMemo`, its two columns of term-store rows
+        by job shape (-1: not yet known) started afresh where their keys changed: one kept while its
+        singly-held GPUs stay the same (shapes asking no more GPUs than those, which a colocation takes from
+        them alone), one kept while the free GPUs stay the same too (shapes asking more, topped up with free
+        GPUs)."""
+        if self._memo is None:
+            self._memo = PartnerMemo(view.n_jobs, int(self._shape_id.max()) + 1)
+        memo = self._memo
+        slots = np.empty(len(holders), dtype=np.int64)
+        for c, (p, key) in enumerate(zip(holders, keys, strict=True)):
+            slots[c] = s = memo.slot_of(p, key[0])
+            memo.columns(s, key, (key, free_key))
+        return slots
 
-    def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], list[np.ndarray], np.ndarray]:
-        """The partners holding a GPU alone, those GPUs of each and the term-store rows ``(len(js), partners)``
-        of every pair, kept by partner and job shape (:meth:`_columns`)."""
+    def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """The partners holding a GPU alone, their memo slots (:meth:`_columns`) and the term-store rows
+        ``(len(js), partners)`` of every pair, kept by partner and job shape."""
         holders, singles, keys = self._holders(view)
         ids, first, u = np.unique(self._shapes(view, js), return_index=True, return_inverse=True)
         if not holders:
-            return holders, singles, np.zeros((len(js), 0), dtype=np.int64)
+            return holders, np.zeros(0, dtype=np.int64), np.zeros((len(js), 0), dtype=np.int64)
         free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
-        stable, loose = self._columns(holders, keys, free_key)
+        slots = self._columns(view, holders, keys, free_key)
+        memo = self._memo
         fits = self._shape_need[ids][:, None] <= np.array([len(g) for g in singles])[None, :]
-        rows = np.where(fits, stable[ids], loose[ids])
+        cells = np.ix_(slots, ids)
+        rows = np.where(fits, memo.stable[cells].T, memo.loose[cells].T)
         gpus: dict[tuple[int, int], np.ndarray] = {}  # by (partner, GPUs asked): all colocation_gpus reads of j
         for k, c in zip(*np.nonzero(rows < 0), strict=True):
             j, p = int(js[first[k]]), holders[c]
@@ -273,27 +272,35 @@ class Castor(SJFSharingPolicy):
             if key not in gpus:
                 gpus[key] = self.colocation_gpus(view, j, p, singles[c])
             rows[k, c] = self._pair_terms(view, j, p, gpus[key])
-            col = self._cols[p] if fits[k, c] else self._cols_free[p]
-            col[1][ids[k]] = rows[k, c]
-        return holders, singles, rows[u]
+            col = memo.stable if fits[k, c] else memo.loose
+            col[slots[c], ids[k]] = rows[k, c]
+        return holders, slots, rows[u]
 
     def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, PairPlans]:
         """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
         array pass. Returns the partners (by index) and, for the pairs that may share (rows into ``jobs``,
         columns into the partners), their plans: the same to the bit as :meth:`plan_pair` on each pair; a pair
-        left out cannot share (:func:`.castor_pairs.may_share`) or has no plan."""
+        left out cannot share (:func:`.castor_pairs.may_share`, now or kept from an earlier decision:
+        :class:`.castor_pairs.PartnerMemo`) or has no plan."""
         js = np.array(jobs, dtype=np.int64)
-        holders, _, ix = self._term_rows(view, js)
+        holders, slots, ix = self._term_rows(view, js)
         st = self._store
-        i_a = np.array([self._i_a(view, p) for p in holders], dtype=float)
-        t_a = st.t[ix, 0]
-        n_opts = np.where((i_a > 0) & np.isfinite(t_a), st.n_opts[ix], 0)
+        rem = self._remaining if len(self._remaining) == view.n_jobs else view.remaining_now()
+        i_a = rem[np.array(holders, dtype=np.int64)].astype(float)
         i_b = view.remaining_of(js)
-        may = (n_opts > 0) & may_share(t_a, st.t[ix, 1], i_a, st.t[ix, 2], i_b[:, None], st.t_min[ix])
-        r, c = np.nonzero(may)
+        if holders:
+            r, c = np.nonzero(self._memo.live(js, i_b, slots, i_a, ix))
+        else:
+            r = c = np.zeros(0, dtype=np.int64)
         x = ix[r, c]
+        t_a = st.t[x, 0]
+        n_opts = np.where((i_a[c] > 0) & np.isfinite(t_a), st.n_opts[x], 0)
+        may = (n_opts > 0) & may_share(t_a, st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.t_min[x])
+        if not may.all():
+            self._memo.reject(js[r[~may]], slots[c[~may]], x[~may])
+            r, c, x, n_opts = r[may], c[may], x[may], n_opts[may]
         return holders, r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x],
-                                         st.t_hat[x], n_opts[r, c])
+                                         st.t_hat[x], n_opts)
 
     # ------------------------------------------------------------------ Algorithm 1
     def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
