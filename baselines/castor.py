@@ -46,6 +46,12 @@ from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy
 
 
+def _no_plans() -> tuple[np.ndarray, np.ndarray, PairPlans]:
+    """No pair rows, no pair columns, no plans (:meth:`Castor.pair_plans` when no pair may share)."""
+    none = np.zeros(0, dtype=np.int64)
+    return none, none, PairPlans(np.zeros(0, dtype=bool), none, np.zeros(0), np.zeros(0), np.zeros(0))
+
+
 @dataclass
 class CastorDecision:
     """One colocation Castor chose (for the per-decision sharing-benefit report)."""
@@ -83,6 +89,8 @@ class Castor(SJFSharingPolicy):
         self._store = TermStore()
         self._singles: dict[int, tuple[Any, np.ndarray]] = {}
         self._memo: PartnerMemo | None = None
+        self._holders_kept: tuple[Any, tuple[list[int], list[np.ndarray], list[Any]]] | None = None
+        self._slots_kept: tuple[Any, bytes, np.ndarray] | None = None
         self._own: dict[int, tuple[float, dict[Any, float]]] = {}
         self._now = -1.0
         self._remaining = np.zeros(0)
@@ -98,6 +106,8 @@ class Castor(SJFSharingPolicy):
         self._store = TermStore()
         self._singles = {}
         self._memo = None
+        self._holders_kept = None
+        self._slots_kept = None
         self._own = {}
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
@@ -118,12 +128,13 @@ class Castor(SJFSharingPolicy):
         if view.now != self._now:
             self._now = view.now
             self._remaining = view.remaining_now()
-            for p in [p for p in self._terms if not view.is_running(p)]:
+            running = set(view.running_jobs().tolist())
+            for p in [p for p in self._terms if p not in running]:  # runs that ended: forget what was kept of them
                 self._store.release(list(self._terms.pop(p)[1].values()))
                 self._singles.pop(p, None)
                 self._own.pop(p, None)
             if self._memo is not None:
-                for p in [p for p in self._memo.slots if not view.is_running(p)]:
+                for p in [p for p in self._memo.slots if p not in running]:
                     self._memo.release(p)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
@@ -140,10 +151,17 @@ class Castor(SJFSharingPolicy):
     def _holders(self, view: ClusterView) -> tuple[list[int], list[np.ndarray], list[tuple[Any, ...]]]:
         """The running jobs holding a GPU alone (by index), those GPUs of each
         (:meth:`ClusterView.single_gpus_of`, kept while the set is the same) and a key of each job's run and
-        set."""
+        set; the whole answer kept while the singly-held GPUs, their tenants and those tenants' runs are the
+        same."""
         sg = view.single_gpus()
-        order = np.argsort(view.tenants(sg)[:, 0], kind="stable")
-        sg, ten = sg[order], view.tenants(sg)[order, 0]
+        ten0 = view.tenants(sg)[:, 0]
+        state = (sg.tobytes(), ten0.tobytes())
+        kept_all = self._holders_kept
+        if kept_all is not None and kept_all[0] == state and \
+                [view.last_start(p) for p in kept_all[1][0]] == [k[0] for k in kept_all[1][2]]:
+            return kept_all[1]
+        order = np.argsort(ten0, kind="stable")
+        sg, ten = sg[order], ten0[order]
         bounds = np.flatnonzero(ten[1:] != ten[:-1]).tolist()
         starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(sg)]
         holders = ten[starts].tolist() if len(sg) else []
@@ -155,6 +173,7 @@ class Castor(SJFSharingPolicy):
                 kept = self._singles[p] = (key, view.single_gpus_of(p))
             singles.append(kept[1])
             keys.append(key)
+        self._holders_kept = (state, (holders, singles, keys))
         return holders, singles, keys
 
     def _terms_of(self, view: ClusterView, p: int) -> dict[tuple[Any, ...], int]:
@@ -246,10 +265,14 @@ class Castor(SJFSharingPolicy):
         if self._memo is None:
             self._memo = PartnerMemo(view.n_jobs, int(self._shape_id.max()) + 1)
         memo = self._memo
+        kept = self._slots_kept
+        if kept is not None and kept[0] is keys and kept[1] == free_key:  # the same partners, runs and GPUs
+            return kept[2]
         slots = np.empty(len(holders), dtype=np.int64)
         for c, (p, key) in enumerate(zip(holders, keys, strict=True)):
             slots[c] = s = memo.slot_of(p, key[0])
             memo.columns(s, key, (key, free_key))
+        self._slots_kept = (keys, free_key, slots)
         return slots
 
     def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray, np.ndarray]:
@@ -288,10 +311,11 @@ class Castor(SJFSharingPolicy):
         rem = self._remaining if len(self._remaining) == view.n_jobs else view.remaining_now()
         i_a = rem[np.array(holders, dtype=np.int64)].astype(float)
         i_b = view.remaining_of(js)
-        if holders:
-            r, c = np.nonzero(self._memo.live(js, i_b, slots, i_a, ix))
-        else:
-            r = c = np.zeros(0, dtype=np.int64)
+        if not holders:
+            return holders, *_no_plans()
+        r, c = np.nonzero(self._memo.live(js, i_b, slots, i_a, ix))
+        if len(r) == 0:
+            return holders, *_no_plans()
         x = ix[r, c]
         t_a = st.t[x, 0]
         n_opts = np.where((i_a[c] > 0) & np.isfinite(t_a), st.n_opts[x], 0)

@@ -197,7 +197,7 @@ class PartnerMemo:
         self._keys: list[list[Any]] = []  # by slot: the stable and the loose column's keys
         self.stable = np.full((0, n_shapes), -1, dtype=np.int64)
         self.loose = np.full((0, n_shapes), -1, dtype=np.int64)
-        self.rejected = np.full((n_jobs, 0), -1, dtype=np.int64)
+        self.rejected = np.full((n_jobs, 0), -1, dtype=np.int32)
         """(job, slot): the term-store row the pair was rejected at (-1: none kept)."""
         self._ref = np.zeros(0)
         self._last = np.zeros(0)
@@ -250,7 +250,7 @@ class PartnerMemo:
             self.rejected[:, slots[stale]] = -1
             self._ref[slots[stale]] = i_a[stale]
         self._last[slots] = i_a
-        return self.rejected[np.ix_(js, slots)] != rows
+        return np.take(np.take(self.rejected, js, axis=0), slots, axis=1) != rows
 
     def reject(self, jobs: np.ndarray, slots: np.ndarray, rows: np.ndarray) -> None:
         """Keep the rejections of pairs ``(jobs[i], slots[i])`` at term-store ``rows[i]``."""
@@ -261,7 +261,7 @@ class PartnerMemo:
         m = max(8, 2 * n)
         self.stable = np.concatenate([self.stable, np.full((m - n, self.stable.shape[1]), -1, dtype=np.int64)])
         self.loose = np.concatenate([self.loose, np.full((m - n, self.loose.shape[1]), -1, dtype=np.int64)])
-        self.rejected = np.concatenate([self.rejected, np.full((len(self.rejected), m - n), -1, dtype=np.int64)],
+        self.rejected = np.concatenate([self.rejected, np.full((len(self.rejected), m - n), -1, dtype=np.int32)],
                                        axis=1)
         self._ref = np.concatenate([self._ref, np.full(m - n, math.inf)])
         self._last = np.concatenate([self._last, np.full(m - n, math.inf)])
