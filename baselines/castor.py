@@ -195,14 +195,14 @@ class Castor(SJFSharingPolicy):
             entry = self._own[p] = (start, {})
         return entry[1]
 
-    def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> int:
+    def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray, shape: int | None = None) -> int:
         """The term-store row of the pair's per-iteration times ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s),
         ...))`` for pending job ``j`` on ``gb`` beside running job ``p`` (row 0: ``j`` cannot share there). A
         pure function of ``j``'s shape (model, batch, GPUs asked), ``p``'s run (its GPUs, accumulation and
         footprint, fixed from its start) and ``gb`` (``p``'s GPUs, or free ones), so it is kept while ``p``
-        runs."""
+        runs. ``shape``: ``j``'s shape id, when known."""
         cache = self._terms_of(view, p)
-        key = (int(self._shapes(view, np.array([j]))[0]), gb.tobytes())
+        key = (int(self._shapes(view, np.array([j]))[0]) if shape is None else shape, gb.tobytes())
         if key not in cache:
             cache[key] = self._store.add(self._compute_terms(view, j, p, gb))
         return cache[key]
@@ -285,18 +285,21 @@ class Castor(SJFSharingPolicy):
         free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
         slots = self._columns(view, holders, keys, free_key)
         memo = self._memo
-        fits = self._shape_need[ids][:, None] <= np.array([len(g) for g in singles])[None, :]
+        need = self._shape_need[ids]
+        fits = need[:, None] <= np.fromiter(map(len, singles), dtype=np.int64, count=len(singles))[None, :]
         cells = np.ix_(slots, ids)
         rows = np.where(fits, memo.stable[cells].T, memo.loose[cells].T)
-        gpus: dict[tuple[int, int], np.ndarray] = {}  # by (partner, GPUs asked): all colocation_gpus reads of j
-        for k, c in zip(*np.nonzero(rows < 0), strict=True):
-            j, p = int(js[first[k]]), holders[c]
-            key = (p, int(view.req_gpus[j]))
-            if key not in gpus:
-                gpus[key] = self.colocation_gpus(view, j, p, singles[c])
-            rows[k, c] = self._pair_terms(view, j, p, gpus[key])
-            col = memo.stable if fits[k, c] else memo.loose
-            col[slots[c], ids[k]] = rows[k, c]
+        ks, cs = np.nonzero(rows < 0)
+        if len(ks):
+            gpus: dict[tuple[int, int], np.ndarray] = {}  # by (partner, GPUs asked): all colocation_gpus reads
+            reps, shape, need_l = js[first].tolist(), ids.tolist(), need.tolist()
+            for k, c in zip(ks.tolist(), cs.tolist(), strict=True):
+                j, p = reps[k], holders[c]
+                key = (p, need_l[k])
+                if key not in gpus:
+                    gpus[key] = self.colocation_gpus(view, j, p, singles[c])
+                rows[k, c] = row = self._pair_terms(view, j, p, gpus[key], shape[k])
+                (memo.stable if fits[k, c] else memo.loose)[slots[c], shape[k]] = row
         return holders, slots, rows[u]
 
     def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, PairPlans]:
