@@ -13,7 +13,11 @@
 
 Cost: a decision evaluates every (pending, partner) pair of the queue in one array pass
 (:meth:`Castor.pair_plans`), and a pair's iteration times, which depend only on the new job's model and
-batch, the partner's run and the GPUs the pair would use, are kept while the partner runs.
+batch, the partner's run and the GPUs the pair would use, are kept while the partner runs. A pair the
+prefilter rejected stays rejected, without Theorem 1 asked again, while its terms and the waiting job's work
+are the same and the partner's work left has fallen by no more than a bound that provably keeps the answer
+(:class:`.castor_pairs.PartnerMemo`); the partners holding GPUs alone are kept while those GPUs and their
+tenants' runs are the same.
 
 The interference ratios come from a predictor (castor §6, XGBoost on job features; the catalog's
 ``load_predictor``), never from the engine's ground truth; ``castor-oracle``

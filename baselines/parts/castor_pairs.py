@@ -90,7 +90,7 @@ def best_plans(
     t_k = np.where(share_k, shared_k, seq)
     rows = np.arange(len(t_a))
     best = np.zeros(len(t_a), dtype=np.int64)
-    for k in range(1, t_b_hat.shape[1]):
+    for k in range(1, min(t_b_hat.shape[1], int(n_opts.max(initial=0)))):  # past every pair's options: no change
         best = np.where((k < n_opts) & (t_k[:, k] <= t_k[rows, best] * TIE), k, best)
     return PairPlans(share_k[rows, best], s_opts[rows, best], t_k[rows, best], shared_k[rows, best], seq[:, 0])
 

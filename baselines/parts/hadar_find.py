@@ -6,6 +6,8 @@ round on PhillyScale's 552 servers); each call walks servers x types a few times
 the consolidated and the non-consolidated allocations, prices them and picks the better (or the job's current
 allocation), with the same float operations in the same order as the formulas in :mod:`.hadar_alloc`'s
 docstrings, so the same choices to the bit. An allocation is an ``(n, 3)`` array of ``(server, type, count)``.
+The greedy tail after the DP window (:func:`greedy_tail`) is one compiled walk over the queue's arrays, each job
+the same FIND_ALLOC call as :func:`~gpucluster_env.baselines.parts.hadar_alloc.find_alloc` makes.
 
 This module imports numba, so it is imported only when Hadar allocates. Compiled code is cached on disk next to
 this file where that is writable.

@@ -53,7 +53,8 @@ class SJFSharingPolicy(Policy):
         need = view.req_gpus[order]
         n_free = view.num_free()
         fit = np.flatnonzero(need <= n_free)
-        placeable = failed.walk(order[fit], None, None, lambda j: j if view.plan_place(j) is not None else None)
+        placeable = None if len(fit) == 0 else \
+            failed.walk(order[fit], None, None, lambda j: j if view.plan_place(j) is not None else None)
         stop = len(order) if placeable is None else int(np.flatnonzero(order == placeable)[0])
         head = order[:stop]
         return head[need[:stop] <= n_free + view.num_single()].tolist(), placeable
