@@ -320,7 +320,7 @@ class Castor(SJFSharingPolicy):
         i_b = view.remaining_of(js)
         if not holders:
             return holders, *_no_plans()
-        r, c = np.nonzero(self._memo.live(js, i_b, slots, i_a, ix))
+        r, c = np.nonzero(self._memo.live(js, i_b, slots, i_a, ix, view.pending_jobs))
         if len(r) == 0:
             return holders, *_no_plans()
         x = ix[r, c]
@@ -328,7 +328,7 @@ class Castor(SJFSharingPolicy):
         n_opts = np.where((i_a[c] > 0) & np.isfinite(t_a), st.n_opts[x], 0)
         may = (n_opts > 0) & may_share(t_a, st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.t_min[x])
         if not may.all():
-            self._memo.reject(js[r[~may]], slots[c[~may]], x[~may])
+            self._memo.reject(r[~may], slots[c[~may]], x[~may])
             r, c, x, n_opts = r[may], c[may], x[may], n_opts[may]
         return holders, r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x],
                                          st.t_hat[x], n_opts)

@@ -10,6 +10,7 @@ floats; nothing here sums or reduces across pairs).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,11 +198,16 @@ class PartnerMemo:
         self._keys: list[list[Any]] = []  # by slot: the stable and the loose column's keys
         self.stable = np.full((0, n_shapes), -1, dtype=np.int64)
         self.loose = np.full((0, n_shapes), -1, dtype=np.int64)
-        self.rejected = np.full((n_jobs, 0), -1, dtype=np.int32)
-        """(job, slot): the term-store row the pair was rejected at (-1: none kept)."""
+        self.rejected = np.full((0, 0), -1, dtype=np.int32)
+        """(job row, slot): the term-store row the pair was rejected at (-1: none kept). A pending job gets a
+        row when first asked about and keeps it while it waits (rows of jobs no longer pending are reused)."""
+        self._job_row = np.full(n_jobs, -1, dtype=np.int64)
+        self._row_job = np.zeros(0, dtype=np.int64)
+        self._job_free: list[int] = []
+        self._i_b = np.zeros(0)
+        self._rows = np.zeros(0, dtype=np.int64)  # the job rows of the last :meth:`live`
         self._ref = np.zeros(0)
         self._last = np.zeros(0)
-        self._i_b = np.full(n_jobs, math.nan)
 
     def slot_of(self, p: int, start: float) -> int:
         """Partner ``p``'s slot for its run started at ``start`` (a fresh one for a new run)."""
@@ -236,25 +242,57 @@ class PartnerMemo:
             keys[1] = loose_key
             self.loose[slot] = -1
 
-    def live(self, js: np.ndarray, i_b: np.ndarray, slots: np.ndarray, i_a: np.ndarray,
-             rows: np.ndarray) -> np.ndarray:
+    def live(self, js: np.ndarray, i_b: np.ndarray, slots: np.ndarray, i_a: np.ndarray, rows: np.ndarray,
+             pending: Callable[[], np.ndarray]) -> np.ndarray:
         """Which pairs ``(len(js), len(slots))`` with term-store ``rows`` have no kept rejection (forgetting
         those no longer valid: ``i_b`` changed, ``i_a`` rose or fell below :data:`MEMO_RATIO` of the slot's
-        reference)."""
-        moved = ~(self._i_b[js] == i_b)
+        reference). ``pending``: the jobs pending now (asked only when job rows run out)."""
+        jr = self._rows = self._job_rows(js, pending)
+        moved = ~(self._i_b[jr] == i_b)
         if moved.any():
-            self.rejected[js[moved]] = -1
-            self._i_b[js[moved]] = i_b[moved]
+            self.rejected[jr[moved]] = -1
+            self._i_b[jr[moved]] = i_b[moved]
         stale = ~((i_a <= self._last[slots]) & (i_a >= MEMO_RATIO * self._ref[slots]))
         if stale.any():
             self.rejected[:, slots[stale]] = -1
             self._ref[slots[stale]] = i_a[stale]
         self._last[slots] = i_a
-        return np.take(np.take(self.rejected, js, axis=0), slots, axis=1) != rows
+        return np.take(np.take(self.rejected, jr, axis=0), slots, axis=1) != rows
 
-    def reject(self, jobs: np.ndarray, slots: np.ndarray, rows: np.ndarray) -> None:
-        """Keep the rejections of pairs ``(jobs[i], slots[i])`` at term-store ``rows[i]``."""
-        self.rejected[jobs, slots] = rows
+    def reject(self, which: np.ndarray, slots: np.ndarray, rows: np.ndarray) -> None:
+        """Keep the rejections of pairs ``(js[which[i]], slots[i])`` (``js`` of the last :meth:`live`) at
+        term-store ``rows[i]``."""
+        self.rejected[self._rows[which], slots] = rows
+
+    def _job_rows(self, js: np.ndarray, pending: Callable[[], np.ndarray]) -> np.ndarray:
+        """Each of ``js``' row, giving cleared rows to jobs without one (reusing those of jobs no longer
+        pending, else growing)."""
+        jr = self._job_row[js]
+        new = js[jr < 0]
+        if len(new) == 0:
+            return jr
+        if len(new) > len(self._job_free):
+            held = np.flatnonzero(self._row_job >= 0)
+            waiting = np.zeros(len(self._job_row), dtype=bool)
+            waiting[pending()] = True
+            waiting[js] = True  # the rows asked about now stay
+            gone = held[~waiting[self._row_job[held]]]
+            self._job_row[self._row_job[gone]] = -1
+            self._row_job[gone] = -1
+            self._job_free += gone.tolist()
+        if len(new) > len(self._job_free):
+            n = len(self._row_job)
+            m = max(64, 2 * n, n + len(new))
+            self.rejected = np.concatenate([self.rejected, np.full((m - n, self.rejected.shape[1]), -1,
+                                                                   dtype=np.int32)])
+            self._row_job = np.concatenate([self._row_job, np.full(m - n, -1, dtype=np.int64)])
+            self._i_b = np.concatenate([self._i_b, np.full(m - n, math.nan)])
+            self._job_free += list(range(m - 1, n - 1, -1))
+        got = np.array([self._job_free.pop() for _ in range(len(new))], dtype=np.int64)
+        self._job_row[new], self._row_job[got] = got, new
+        self.rejected[got] = -1
+        self._i_b[got] = math.nan
+        return self._job_row[js]
 
     def _grow(self) -> None:
         n = len(self._ref)
