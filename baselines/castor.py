@@ -132,13 +132,12 @@ class Castor(SJFSharingPolicy):
         if view.now != self._now:
             self._now = view.now
             self._remaining = view.remaining_now()
-            running = set(view.running_jobs().tolist())
-            for p in [p for p in self._terms if p not in running]:  # runs that ended: forget what was kept of them
+            for p in [p for p in self._terms if not view.is_running(p)]:  # runs that ended: forget them
                 self._store.release(list(self._terms.pop(p)[1].values()))
                 self._singles.pop(p, None)
                 self._own.pop(p, None)
             if self._memo is not None:
-                for p in [p for p in self._memo.slots if p not in running]:
+                for p in [p for p in self._memo.slots if not view.is_running(p)]:
                     self._memo.release(p)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.parts.job_shape import FailedShapes
+from gpucluster_env.baselines.parts.job_shape import first_start
 
 from gpucluster_env.engine import Action, Place, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -16,18 +16,16 @@ class QueuePolicy(Policy):
     """Exclusive-GPU list scheduling: walk the queue in priority order and start the first job that fits on
     free GPUs; with ``strict`` only the head may start (no backfilling, head-of-line blocking as in FIFO).
 
-    The walk asks the engine's placement (:meth:`ClusterView.plan_place`) once per job shape (GPUs asked, model,
-    batch: all it reads of a job) while the GPUs' tenants stay the same (:class:`.job_shape.FailedShapes`), so a
-    decision over a long queue that cannot start anything costs one array pass, not a placement per job."""
+    The walk passes over jobs asking more GPUs than are free (no placement can start them) and asks the engine's
+    placement (:meth:`ClusterView.plan_place`) once per job shape (GPUs asked, model, batch: all it reads of a
+    job, :func:`.job_shape.first_start`), so a decision over a long queue that cannot start anything costs an
+    array pass, not a placement per job."""
 
     strict: ClassVar[bool] = False
 
     def priority_keys(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray | None:
         """Each of pending ``jobs``' priority (lower runs first; ties by job index), or None for queue order."""
         return None
-
-    def reset(self, env: Any) -> None:
-        self._failed: FailedShapes | None = None  # made at the first non-strict walk of this episode
 
     def act(self, observation: Any, env: Any) -> Action | int:
         view = self.view(env)
@@ -36,12 +34,10 @@ class QueuePolicy(Policy):
         if self.strict:  # only the head may start
             head = self._ordered(view)[:1] if self.prioritized else view.pending_head(1)
             return self._place(view, int(head[0])) or Wait()
-        failed = getattr(self, "_failed", None)
-        if failed is None or failed.view is not view:  # a new episode (or act without reset)
-            failed = self._failed = FailedShapes(view)
         order = self._ordered(view)
         order = order[view.req_gpus[order] <= view.num_free()]  # more GPUs than free: no placement
-        return failed.walk(order, None, None, lambda j: self._place(view, j)) or Wait()
+        hit = first_start(view, order.tolist(), lambda j: self._place(view, j))
+        return Wait() if hit is None else hit[1]  # type: ignore[return-value]
 
     @property
     def prioritized(self) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from gpucluster_env.baselines.parts.job_shape import FailedShapes
+from gpucluster_env.baselines.parts.job_shape import first_start
 
 from gpucluster_env.engine import Action, Place, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -27,9 +27,6 @@ class SJFSharingPolicy(Policy):
             return pend
         return pend[np.argsort(view.solo_time[pend], kind="stable")]
 
-    def reset(self, env: Any) -> None:
-        self._failed: FailedShapes | None = None  # made at the first walk of this episode
-
     def act(self, observation: Any, env: Any) -> Action | int:
         view = self.view(env)
         if view.num_pending == 0:
@@ -42,22 +39,17 @@ class SJFSharingPolicy(Policy):
         return Place(placeable) if placeable is not None else Wait()
 
     def walk(self, view: ClusterView) -> tuple[list[int], int | None]:
-        """The queue walked in order up to the first job that fits on free GPUs (the engine's placement; asked
-        once per job shape while the GPUs' tenants stay the same, :class:`.job_shape.FailedShapes`): the jobs
-        before it that would have to share (asking no more GPUs than are free or held alone), and that job
-        (None: none fits)."""
-        failed = getattr(self, "_failed", None)
-        if failed is None or failed.view is not view:  # a new episode (or act without reset)
-            failed = self._failed = FailedShapes(view)
+        """The queue walked in order up to the first job that fits on free GPUs (the engine's placement, asked
+        once per job shape: :func:`.job_shape.first_start`): the jobs before it that would have to share
+        (asking no more GPUs than are free or held alone), and that job (None: none fits)."""
         order = self.order(view)
         need = view.req_gpus[order]
         n_free = view.num_free()
         fit = np.flatnonzero(need <= n_free)
-        placeable = None if len(fit) == 0 else \
-            failed.walk(order[fit], None, None, lambda j: j if view.plan_place(j) is not None else None)
-        stop = len(order) if placeable is None else int(np.flatnonzero(order == placeable)[0])
+        hit = first_start(view, order[fit].tolist(), lambda j: j if view.plan_place(j) is not None else None)
+        stop = len(order) if hit is None else int(fit[hit[0]])
         head = order[:stop]
-        return head[need[:stop] <= n_free + view.num_single()].tolist(), placeable
+        return head[need[:stop] <= n_free + view.num_single()].tolist(), None if hit is None else int(order[stop])
 
     def begin(self, view: ClusterView) -> None:
         """Hook called once per ``act`` before the queue is walked."""
