@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from gpucluster_env.baselines.parts.job_shape import first_start
+from gpucluster_env.baselines.parts.job_shape import start_shape
 
 from gpucluster_env.engine import Action, Place, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -40,16 +40,23 @@ class SJFSharingPolicy(Policy):
 
     def walk(self, view: ClusterView) -> tuple[list[int], int | None]:
         """The queue walked in order up to the first job that fits on free GPUs (the engine's placement, asked
-        once per job shape: :func:`.job_shape.first_start`): the jobs before it that would have to share
-        (asking no more GPUs than are free or held alone), and that job (None: none fits)."""
+        once per job shape in this state, :func:`.job_shape.start_shape`): the jobs before it that would have
+        to share (asking no more GPUs than are free or held alone), and that job (None: none fits)."""
         order = self.order(view)
-        need = view.req_gpus[order]
         n_free = view.num_free()
-        fit = np.flatnonzero(need <= n_free)
-        hit = first_start(view, order[fit].tolist(), lambda j: j if view.plan_place(j) is not None else None)
-        stop = len(order) if hit is None else int(fit[hit[0]])
-        head = order[:stop]
-        return head[need[:stop] <= n_free + view.num_single()].tolist(), None if hit is None else int(order[stop])
+        most = n_free + view.num_single()
+        failed: set[tuple[int, int, int]] = set()
+        sharers: list[int] = []
+        for j, need in zip(order.tolist(), view.req_gpus[order].tolist(), strict=True):
+            if need <= n_free:
+                key = start_shape(view, j)
+                if key not in failed:
+                    if view.plan_place(j) is not None:
+                        return sharers, j
+                    failed.add(key)
+            if need <= most:
+                sharers.append(j)
+        return sharers, None
 
     def begin(self, view: ClusterView) -> None:
         """Hook called once per ``act`` before the queue is walked."""
