@@ -34,13 +34,12 @@ def first_start(view: ClusterView, jobs: list[int], ask: Callable[[int], object 
     walk that usually stops at its first job (:class:`FailedShapes` keeps answers across decisions instead)."""
     failed: set[tuple[int, int, int]] = set()
     for i, j in enumerate(jobs):
-        key = start_shape(view, j)
-        if key in failed:
+        if failed and start_shape(view, j) in failed:
             continue
         a = ask(j)
         if a is not None:
             return i, a
-        failed.add(key)
+        failed.add(start_shape(view, j))
     return None
 
 

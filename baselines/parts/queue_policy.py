@@ -53,5 +53,7 @@ class QueuePolicy(Policy):
     def _ordered(self, view: ClusterView) -> np.ndarray:
         """Pending jobs in priority order (queue order without priorities)."""
         order = view.pending_jobs()
+        if len(order) <= 1:
+            return order
         keys = self.priority_keys(view, order)
         return order if keys is None else order[np.lexsort((order, keys))]  # by key, ties by job index

@@ -48,12 +48,10 @@ class SJFSharingPolicy(Policy):
         failed: set[tuple[int, int, int]] = set()
         sharers: list[int] = []
         for j, need in zip(order.tolist(), view.req_gpus[order].tolist(), strict=True):
-            if need <= n_free:
-                key = start_shape(view, j)
-                if key not in failed:
-                    if view.plan_place(j) is not None:
-                        return sharers, j
-                    failed.add(key)
+            if need <= n_free and not (failed and start_shape(view, j) in failed):
+                if view.plan_place(j) is not None:
+                    return sharers, j
+                failed.add(start_shape(view, j))
             if need <= most:
                 sharers.append(j)
         return sharers, None
