@@ -35,8 +35,9 @@ class QueuePolicy(Policy):
             head = self._ordered(view)[:1] if self.prioritized else view.pending_head(1)
             return self._place(view, int(head[0])) or Wait()
         order = self._ordered(view)
-        order = order[view.req_gpus[order] <= view.num_free()]  # more GPUs than free: no placement
-        hit = first_start(view, order.tolist(), lambda j: self._place(view, j))
+        n_free = view.num_free()  # a job asking more GPUs than are free cannot be placed
+        fit = [j for j, need in zip(order.tolist(), view.req_gpus[order].tolist(), strict=True) if need <= n_free]
+        hit = first_start(view, fit, lambda j: self._place(view, j))
         return Wait() if hit is None else hit[1]  # type: ignore[return-value]
 
     @property
