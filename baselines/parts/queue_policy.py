@@ -18,8 +18,8 @@ class QueuePolicy(Policy):
 
     The walk passes over jobs asking more GPUs than are free (no placement can start them) and asks the engine's
     placement (:meth:`ClusterView.plan_place`) once per job shape (GPUs asked, model, batch: all it reads of a
-    job, :func:`.job_shape.first_start`), so a decision over a long queue that cannot start anything costs an
-    array pass, not a placement per job."""
+    job, :func:`.job_shape.first_start`), so a decision over a long queue that cannot start anything costs one
+    pass over the queue, not a placement per job."""
 
     strict: ClassVar[bool] = False
 
