@@ -13,7 +13,11 @@
 
 Cost: a decision evaluates every (pending, partner) pair of the queue in one array pass
 (:meth:`Castor.pair_plans`), and a pair's iteration times, which depend only on the new job's model and
-batch, the partner's run and the GPUs the pair would use, are kept while the partner runs.
+batch, the partner's run and the GPUs the pair would use, are kept while the partner runs. A pair the
+prefilter rejected stays rejected, without Theorem 1 asked again, while its terms and the waiting job's work
+are the same and the partner's work left has fallen by no more than a bound that provably keeps the answer
+(:class:`.castor_pairs.PartnerMemo`); the partners holding GPUs alone are kept while those GPUs and their
+tenants' runs are the same.
 
 The interference ratios come from a predictor (castor §6, XGBoost on job features; the catalog's
 ``load_predictor``), never from the engine's ground truth; ``castor-oracle``
@@ -32,6 +36,7 @@ import numpy as np
 from gpucluster_env.baselines.parts.castor_pairs import (
     PairPlan,
     PairPlans,
+    PartnerMemo,
     TermStore,
     best_plans,
     best_sub_batch,
@@ -43,6 +48,12 @@ from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPre
 from gpucluster_env.engine import Action, Colocate
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy
+
+
+def _no_plans() -> tuple[np.ndarray, np.ndarray, PairPlans]:
+    """No pair rows, no pair columns, no plans (:meth:`Castor.pair_plans` when no pair may share)."""
+    none = np.zeros(0, dtype=np.int64)
+    return none, none, PairPlans(np.zeros(0, dtype=bool), none, np.zeros(0), np.zeros(0), np.zeros(0))
 
 
 @dataclass
@@ -81,8 +92,9 @@ class Castor(SJFSharingPolicy):
         self._terms: dict[int, tuple[float, dict[tuple[Any, ...], int]]] = {}
         self._store = TermStore()
         self._singles: dict[int, tuple[Any, np.ndarray]] = {}
-        self._cols: dict[int, tuple[Any, np.ndarray]] = {}
-        self._cols_free: dict[int, tuple[Any, np.ndarray]] = {}
+        self._memo: PartnerMemo | None = None
+        self._holders_kept: tuple[Any, tuple[list[int], list[np.ndarray], list[Any]]] | None = None
+        self._slots_kept: tuple[Any, bytes, np.ndarray] | None = None
         self._own: dict[int, tuple[float, dict[Any, float]]] = {}
         self._now = -1.0
         self._remaining = np.zeros(0)
@@ -97,8 +109,9 @@ class Castor(SJFSharingPolicy):
         self._terms = {}
         self._store = TermStore()
         self._singles = {}
-        self._cols = {}
-        self._cols_free = {}
+        self._memo = None
+        self._holders_kept = None
+        self._slots_kept = None
         self._own = {}
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
@@ -119,12 +132,13 @@ class Castor(SJFSharingPolicy):
         if view.now != self._now:
             self._now = view.now
             self._remaining = view.remaining_now()
-            for p in [p for p in self._terms if not view.is_running(p)]:
+            for p in [p for p in self._terms if not view.is_running(p)]:  # runs that ended: forget them
                 self._store.release(list(self._terms.pop(p)[1].values()))
                 self._singles.pop(p, None)
-                self._cols.pop(p, None)
-                self._cols_free.pop(p, None)
                 self._own.pop(p, None)
+            if self._memo is not None:
+                for p in [p for p in self._memo.slots if not view.is_running(p)]:
+                    self._memo.release(p)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
         """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
@@ -140,10 +154,17 @@ class Castor(SJFSharingPolicy):
     def _holders(self, view: ClusterView) -> tuple[list[int], list[np.ndarray], list[tuple[Any, ...]]]:
         """The running jobs holding a GPU alone (by index), those GPUs of each
         (:meth:`ClusterView.single_gpus_of`, kept while the set is the same) and a key of each job's run and
-        set."""
+        set; the whole answer kept while the singly-held GPUs, their tenants and those tenants' runs are the
+        same."""
         sg = view.single_gpus()
-        order = np.argsort(view.tenants(sg)[:, 0], kind="stable")
-        sg, ten = sg[order], view.tenants(sg)[order, 0]
+        ten0 = view.tenants(sg)[:, 0]
+        state = (sg.tobytes(), ten0.tobytes())
+        kept_all = self._holders_kept
+        if kept_all is not None and kept_all[0] == state and \
+                [view.last_start(p) for p in kept_all[1][0]] == [k[0] for k in kept_all[1][2]]:
+            return kept_all[1]
+        order = np.argsort(ten0, kind="stable")
+        sg, ten = sg[order], ten0[order]
         bounds = np.flatnonzero(ten[1:] != ten[:-1]).tolist()
         starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(sg)]
         holders = ten[starts].tolist() if len(sg) else []
@@ -155,6 +176,7 @@ class Castor(SJFSharingPolicy):
                 kept = self._singles[p] = (key, view.single_gpus_of(p))
             singles.append(kept[1])
             keys.append(key)
+        self._holders_kept = (state, (holders, singles, keys))
         return holders, singles, keys
 
     def _terms_of(self, view: ClusterView, p: int) -> dict[tuple[Any, ...], int]:
@@ -176,14 +198,14 @@ class Castor(SJFSharingPolicy):
             entry = self._own[p] = (start, {})
         return entry[1]
 
-    def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> int:
+    def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray, shape: int | None = None) -> int:
         """The term-store row of the pair's per-iteration times ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s),
         ...))`` for pending job ``j`` on ``gb`` beside running job ``p`` (row 0: ``j`` cannot share there). A
         pure function of ``j``'s shape (model, batch, GPUs asked), ``p``'s run (its GPUs, accumulation and
         footprint, fixed from its start) and ``gb`` (``p``'s GPUs, or free ones), so it is kept while ``p``
-        runs."""
+        runs. ``shape``: ``j``'s shape id, when known."""
         cache = self._terms_of(view, p)
-        key = (int(self._shapes(view, np.array([j]))[0]), gb.tobytes())
+        key = (int(self._shapes(view, np.array([j]))[0]) if shape is None else shape, gb.tobytes())
         if key not in cache:
             cache[key] = self._store.add(self._compute_terms(view, j, p, gb))
         return cache[key]
@@ -237,63 +259,78 @@ class Castor(SJFSharingPolicy):
             self._shape_need[self._shape_id] = view.req_gpus
         return self._shape_id[jobs]
 
-    def _columns(self, holders: list[int], keys: list[Any], free_key: bytes) -> tuple[np.ndarray, np.ndarray]:
-        """Each partner's two columns of term-store rows by job shape (-1: not yet known), as matrices
-        ``(shapes, partners)``: one kept while its singly-held GPUs stay the same (shapes asking no more GPUs
-        than those, which a colocation takes from them alone), one kept while the free GPUs stay the same too
-        (shapes asking more, topped up with free GPUs)."""
-        n = int(self._shape_id.max()) + 1
-        stable, loose = [], []
-        for p, key in zip(holders, keys, strict=True):
-            col = self._cols.get(p)
-            if col is None or col[0] != key:
-                col = self._cols[p] = (key, np.full(n, -1, dtype=np.int64))
-            stable.append(col[1])
-            col = self._cols_free.get(p)
-            if col is None or col[0] != (key, free_key):
-                col = self._cols_free[p] = ((key, free_key), np.full(n, -1, dtype=np.int64))
-            loose.append(col[1])
-        return np.stack(stable, axis=1), np.stack(loose, axis=1)
+    def _columns(self, view: ClusterView, holders: list[int], keys: list[Any], free_key: bytes) -> np.ndarray:
+        """Each partner's slot in the :class:`.castor_pairs.PartnerMemo`, its two columns of term-store rows
+        by job shape (-1: not yet known) started afresh where their keys changed: one kept while its
+        singly-held GPUs stay the same (shapes asking no more GPUs than those, which a colocation takes from
+        them alone), one kept while the free GPUs stay the same too (shapes asking more, topped up with free
+        GPUs)."""
+        if self._memo is None:
+            self._memo = PartnerMemo(view.n_jobs, int(self._shape_id.max()) + 1)
+        memo = self._memo
+        kept = self._slots_kept
+        if kept is not None and kept[0] is keys and kept[1] == free_key:  # the same partners, runs and GPUs
+            return kept[2]
+        slots = np.empty(len(holders), dtype=np.int64)
+        for c, (p, key) in enumerate(zip(holders, keys, strict=True)):
+            slots[c] = s = memo.slot_of(p, key[0])
+            memo.columns(s, key, (key, free_key))
+        self._slots_kept = (keys, free_key, slots)
+        return slots
 
-    def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], list[np.ndarray], np.ndarray]:
-        """The partners holding a GPU alone, those GPUs of each and the term-store rows ``(len(js), partners)``
-        of every pair, kept by partner and job shape (:meth:`_columns`)."""
+    def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """The partners holding a GPU alone, their memo slots (:meth:`_columns`) and the term-store rows
+        ``(len(js), partners)`` of every pair, kept by partner and job shape."""
         holders, singles, keys = self._holders(view)
         ids, first, u = np.unique(self._shapes(view, js), return_index=True, return_inverse=True)
         if not holders:
-            return holders, singles, np.zeros((len(js), 0), dtype=np.int64)
+            return holders, np.zeros(0, dtype=np.int64), np.zeros((len(js), 0), dtype=np.int64)
         free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
-        stable, loose = self._columns(holders, keys, free_key)
-        fits = self._shape_need[ids][:, None] <= np.array([len(g) for g in singles])[None, :]
-        rows = np.where(fits, stable[ids], loose[ids])
-        gpus: dict[tuple[int, int], np.ndarray] = {}  # by (partner, GPUs asked): all colocation_gpus reads of j
-        for k, c in zip(*np.nonzero(rows < 0), strict=True):
-            j, p = int(js[first[k]]), holders[c]
-            key = (p, int(view.req_gpus[j]))
-            if key not in gpus:
-                gpus[key] = self.colocation_gpus(view, j, p, singles[c])
-            rows[k, c] = self._pair_terms(view, j, p, gpus[key])
-            col = self._cols[p] if fits[k, c] else self._cols_free[p]
-            col[1][ids[k]] = rows[k, c]
-        return holders, singles, rows[u]
+        slots = self._columns(view, holders, keys, free_key)
+        memo = self._memo
+        need = self._shape_need[ids]
+        fits = need[:, None] <= np.fromiter(map(len, singles), dtype=np.int64, count=len(singles))[None, :]
+        cells = np.ix_(slots, ids)
+        rows = np.where(fits, memo.stable[cells].T, memo.loose[cells].T)
+        ks, cs = np.nonzero(rows < 0)
+        if len(ks):
+            gpus: dict[tuple[int, int], np.ndarray] = {}  # by (partner, GPUs asked): all colocation_gpus reads
+            reps, shape, need_l = js[first].tolist(), ids.tolist(), need.tolist()
+            for k, c in zip(ks.tolist(), cs.tolist(), strict=True):
+                j, p = reps[k], holders[c]
+                key = (p, need_l[k])
+                if key not in gpus:
+                    gpus[key] = self.colocation_gpus(view, j, p, singles[c])
+                rows[k, c] = row = self._pair_terms(view, j, p, gpus[key], shape[k])
+                (memo.stable if fits[k, c] else memo.loose)[slots[c], shape[k]] = row
+        return holders, slots, rows[u]
 
     def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, PairPlans]:
         """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
         array pass. Returns the partners (by index) and, for the pairs that may share (rows into ``jobs``,
         columns into the partners), their plans: the same to the bit as :meth:`plan_pair` on each pair; a pair
-        left out cannot share (:func:`.castor_pairs.may_share`) or has no plan."""
+        left out cannot share (:func:`.castor_pairs.may_share`, now or kept from an earlier decision:
+        :class:`.castor_pairs.PartnerMemo`) or has no plan."""
         js = np.array(jobs, dtype=np.int64)
-        holders, _, ix = self._term_rows(view, js)
+        holders, slots, ix = self._term_rows(view, js)
         st = self._store
-        i_a = np.array([self._i_a(view, p) for p in holders], dtype=float)
-        t_a = st.t[ix, 0]
-        n_opts = np.where((i_a > 0) & np.isfinite(t_a), st.n_opts[ix], 0)
+        rem = self._remaining if len(self._remaining) == view.n_jobs else view.remaining_now()
+        i_a = rem[np.array(holders, dtype=np.int64)].astype(float)
         i_b = view.remaining_of(js)
-        may = (n_opts > 0) & may_share(t_a, st.t[ix, 1], i_a, st.t[ix, 2], i_b[:, None], st.t_min[ix])
-        r, c = np.nonzero(may)
+        if not holders:
+            return holders, *_no_plans()
+        r, c = np.nonzero(self._memo.live(js, i_b, slots, i_a, ix, view.pending_jobs))
+        if len(r) == 0:
+            return holders, *_no_plans()
         x = ix[r, c]
+        t_a = st.t[x, 0]
+        n_opts = np.where((i_a[c] > 0) & np.isfinite(t_a), st.n_opts[x], 0)
+        may = (n_opts > 0) & may_share(t_a, st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.t_min[x])
+        if not may.all():
+            self._memo.reject(r[~may], slots[c[~may]], x[~may])
+            r, c, x, n_opts = r[may], c[may], x[may], n_opts[may]
         return holders, r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x],
-                                         st.t_hat[x], n_opts[r, c])
+                                         st.t_hat[x], n_opts)
 
     # ------------------------------------------------------------------ Algorithm 1
     def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:

@@ -22,7 +22,7 @@ from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts.gavel_rounds import next_boundary, order_moves, round_length
-from gpucluster_env.baselines.parts.hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
+from gpucluster_env.baselines.parts.hadar_alloc import Choice, HadarQueue, find_alloc, make_prices, select_jobs
 from gpucluster_env.baselines.parts.solo_throughputs import Throughputs
 from gpucluster_env.baselines.parts.throughput_estimate import SpecEstimate
 
@@ -78,6 +78,8 @@ class Hadar(Policy):
         self._next_round = view.now
         self._acted_at: float | None = None
         self._held: dict[int, tuple[bytes, tuple[tuple[int, int, int], ...]]] = {}
+        self._known = np.zeros(0, dtype=bool)  # jobs whose throughput row is kept (oracle estimate)
+        self._rows = np.zeros((0, nk))
 
     def _observe(self, view: ClusterView) -> None:
         """At a round boundary, before anything changes: the spec estimate records the rates the running
@@ -105,29 +107,45 @@ class Hadar(Policy):
         self._held[j] = (held, out)
         return out
 
-    def _queue(self, view: ClusterView) -> tuple[list[int], list[HadarJob]]:
+    def _queue(self, view: ClusterView) -> tuple[list[int], HadarQueue]:
         """The jobs Hadar allocates this round (every active job but pinned ones), best utility per GPU first
-        (ties by job index)."""
-        act = view.pending_jobs().tolist() + [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
+        (ties by job index), as arrays (:class:`.hadar_alloc.HadarQueue`)."""
+        pend = view.pending_jobs().tolist()
+        run = [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
+        act = pend + run
         rem = view.remaining_now()
         if len(self._held) > 2 * len(act):  # forget the GPUs of jobs no longer active
             self._held = {j: self._held[j] for j in act if j in self._held}
         if not act:
-            return [], []
+            return [], HadarQueue(np.zeros(0, dtype=np.int64), np.zeros((0, self.capacity.shape[1])),
+                                  np.zeros((0, 4)), [])
         ids = np.array(act, dtype=np.int64)
-        tput = self.tputs.matrix(act)
+        tput = self._tput_rows(ids)
         best = tput.max(axis=1)
         unit = np.where(best > 0, best, 1.0) if self.normalize else np.ones(len(act))
         workers, left = view.req_gpus[ids].astype(np.int64), rem[ids].astype(float)
         arrival, iters = view.submit[ids].astype(float), view.iterations[ids].astype(float)
-        jobs = [HadarJob(w, r, tuple(t), a, n, self._current(view, j), u) for j, w, r, t, a, n, u in zip(
-            act, workers.tolist(), left.tolist(), tput.tolist(), arrival.tolist(), iters.tolist(), unit.tolist(),
-            strict=True)]
+        current = [()] * len(pend) + [self._current(view, j) for j in run]
         with np.errstate(divide="ignore", invalid="ignore"):  # HadarJob.utility at its best rate, per worker
             util = iters / np.maximum(view.now + left / best - arrival, 1e-9) / unit
         density = np.where(best > 0, util / workers, 0.0)
-        order = np.lexsort((ids, -density)).tolist()
-        return [act[i] for i in order], [jobs[i] for i in order]
+        order = np.lexsort((ids, -density))
+        facts = np.column_stack([left, arrival, iters, unit])[order]
+        return ids[order].tolist(), HadarQueue(workers[order], tput[order], facts, [current[i] for i in order.tolist()])
+
+    def _tput_rows(self, ids: np.ndarray) -> np.ndarray:
+        """Jobs ``ids``' throughputs by type. The oracle's are fixed per job (its model, GPUs asked and batch;
+        Hadar never changes a batch), so each job's row is asked once; the spec estimate's change as rates are
+        measured, so they are asked each round."""
+        if not isinstance(self.tputs, Throughputs):
+            return self.tputs.matrix(ids.tolist())
+        if len(self._known) != self.tputs.view.n_jobs:
+            self._known = np.zeros(self.tputs.view.n_jobs, dtype=bool)
+            self._rows = np.zeros((len(self._known), self.capacity.shape[1]))
+        for j in ids[~self._known[ids]].tolist():
+            self._rows[j] = self.tputs.of(j)
+            self._known[j] = True
+        return self._rows[ids]
 
     def _starts(self, view: ClusterView) -> list[Action]:
         """This round's allocation: Algorithm 2 over every active job on the GPUs not held by pinned jobs;
@@ -153,7 +171,7 @@ class Hadar(Policy):
                     best = (ch.payoff, i, ch)
             if best is not None:
                 picked = [(best[1], best[2])]
-        keep = {ids[i] for i, ch in picked if jobs[i].current and ch.take == jobs[i].current}
+        keep = {ids[i] for i, ch in picked if jobs.current[i] and ch.take == jobs.current[i]}
         for j in keep:
             held[view.gpus_of(j)] = True
         chosen = {ids[i] for i, _ in picked}

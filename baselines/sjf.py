@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
+import numpy as np
 from gpucluster_env.baselines.parts.queue_policy import QueuePolicy
 
+from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy
 
 
@@ -18,6 +19,5 @@ class SJF(QueuePolicy):
     description: ClassVar[str] = "Shortest job first (oracle durations), exclusive GPUs, non-preemptive"
     paper: ClassVar[str] = "castor §9.1 baseline"
 
-    def priority(self, env: Any) -> Callable[[int], Any]:
-        solo = self.view(env).solo_time
-        return lambda j: (solo[j], j)
+    def priority_keys(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
+        return view.solo_time[jobs]

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
+import numpy as np
 from gpucluster_env.baselines.parts.queue_policy import QueuePolicy
 
+from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy
 
 
@@ -19,7 +20,5 @@ class SSF(QueuePolicy):
     description: ClassVar[str] = "Shortest GPU-service first (duration x GPUs), exclusive, non-preemptive"
     paper: ClassVar[str] = "castor §9.1 baseline"
 
-    def priority(self, env: Any) -> Callable[[int], Any]:
-        view = self.view(env)
-        solo, req = view.solo_time, view.req_gpus
-        return lambda j: (solo[j] * req[j], j)
+    def priority_keys(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
+        return view.solo_time[jobs] * view.req_gpus[jobs]

@@ -10,6 +10,7 @@ floats; nothing here sums or reduces across pairs).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,7 +91,7 @@ def best_plans(
     t_k = np.where(share_k, shared_k, seq)
     rows = np.arange(len(t_a))
     best = np.zeros(len(t_a), dtype=np.int64)
-    for k in range(1, t_b_hat.shape[1]):
+    for k in range(1, min(t_b_hat.shape[1], int(n_opts.max(initial=0)))):  # past every pair's options: no change
         best = np.where((k < n_opts) & (t_k[:, k] <= t_k[rows, best] * TIE), k, best)
     return PairPlans(share_k[rows, best], s_opts[rows, best], t_k[rows, best], shared_k[rows, best], seq[:, 0])
 
@@ -164,3 +165,143 @@ class TermStore:
         s_opts, t_hat = np.zeros((rows, width), dtype=np.int64), np.full((rows, width), math.nan)
         s_opts[:n, :w], t_hat[:n, :w] = self.s_opts, self.t_hat
         self.s_opts, self.t_hat = s_opts, t_hat
+
+
+MEMO_RATIO = 0.01
+"""How far a partner's iterations left may fall, relative to where its rejections were kept, before they are
+asked again (:class:`PartnerMemo`)."""
+
+
+class PartnerMemo:
+    """What a Castor decision keeps of each running partner (a slot, for one run of it): its two columns of
+    term-store rows by job shape (one kept while its singly-held GPUs stay the same, one while the free GPUs
+    stay the same too; -1: not yet known), and the (pending job, partner) pairs :func:`may_share` rejected,
+    with the term-store row they were rejected at.
+
+    A kept rejection stands while the pair's row and the pending job's iterations left ``i_b`` are the same
+    and the partner's ``i_a`` has only fallen, by no more than :data:`MEMO_RATIO` of where its rejections were
+    first kept. Why that keeps the answer: with ``t_a_hat >= t_a`` (a pair with ``t_a_hat < t_a``, a NaN or an
+    infinite JCT is never rejected) Theorem 1's ``shared - seq`` at B's fastest sub-batch is, over the reals, a
+    piecewise-linear function of ``i_a`` that is 0 at ``i_a = 0``, has slope ``(2 t_a_hat - t_b t_a_hat /
+    t_b_hat - 2 t_a) / 2`` while A finishes first and ``-t_a / 2`` after; when it is positive at some ``i_a``
+    the first slope is positive, so it is concave, and at any smaller ``i`` it is at least ``i / i_a`` of its
+    value at ``i_a``. A rejection means it was at least ``1e-9`` of the sequential JCT there (less a few ulps),
+    so at ``i >= MEMO_RATIO i_a`` it is still at least ``1e-11`` of the (smaller) sequential JCT, a thousand
+    times the rounding of Theorem 1's few float operations; and ``shared`` does not decrease as B's shared
+    iteration time grows (:func:`may_share`), so no sub-batch of the pair shares (:func:`best_plans` says
+    ``share`` False), which is all a decision reads of it."""
+
+    def __init__(self, n_jobs: int, n_shapes: int) -> None:
+        self.slots: dict[int, tuple[float, int]] = {}
+        """Partner -> (the start of its run, its slot)."""
+        self._free: list[int] = []
+        self._keys: list[list[Any]] = []  # by slot: the stable and the loose column's keys
+        self.stable = np.full((0, n_shapes), -1, dtype=np.int64)
+        self.loose = np.full((0, n_shapes), -1, dtype=np.int64)
+        self.rejected = np.full((0, 0), -1, dtype=np.int32)
+        """(job row, slot): the term-store row the pair was rejected at (-1: none kept). A pending job gets a
+        row when first asked about and keeps it while it waits (rows of jobs no longer pending are reused)."""
+        self._job_row = np.full(n_jobs, -1, dtype=np.int64)
+        self._row_job = np.zeros(0, dtype=np.int64)
+        self._job_free: list[int] = []
+        self._i_b = np.zeros(0)
+        self._rows = np.zeros(0, dtype=np.int64)  # the job rows of the last :meth:`live`
+        self._ref = np.zeros(0)
+        self._last = np.zeros(0)
+
+    def slot_of(self, p: int, start: float) -> int:
+        """Partner ``p``'s slot for its run started at ``start`` (a fresh one for a new run)."""
+        kept = self.slots.get(p)
+        if kept is not None and kept[0] == start:
+            return kept[1]
+        if kept is not None:
+            self.release(p)
+        if not self._free:
+            self._grow()
+        s = self._free.pop()
+        self.slots[p] = (start, s)
+        self._keys[s] = [None, None]
+        self.stable[s] = self.loose[s] = -1
+        self.rejected[:, s] = -1
+        self._ref[s] = self._last[s] = math.inf
+        return s
+
+    def release(self, p: int) -> None:
+        """Forget partner ``p`` (its run ended)."""
+        kept = self.slots.pop(p, None)
+        if kept is not None:
+            self._free.append(kept[1])
+
+    def columns(self, slot: int, stable_key: Any, loose_key: Any) -> None:
+        """Start a slot's stable or loose column afresh when its key changed."""
+        keys = self._keys[slot]
+        if keys[0] != stable_key:
+            keys[0] = stable_key
+            self.stable[slot] = -1
+        if keys[1] != loose_key:
+            keys[1] = loose_key
+            self.loose[slot] = -1
+
+    def live(self, js: np.ndarray, i_b: np.ndarray, slots: np.ndarray, i_a: np.ndarray, rows: np.ndarray,
+             pending: Callable[[], np.ndarray]) -> np.ndarray:
+        """Which pairs ``(len(js), len(slots))`` with term-store ``rows`` have no kept rejection (forgetting
+        those no longer valid: ``i_b`` changed, ``i_a`` rose or fell below :data:`MEMO_RATIO` of the slot's
+        reference). ``pending``: the jobs pending now (asked only when job rows run out)."""
+        jr = self._rows = self._job_rows(js, pending)
+        moved = ~(self._i_b[jr] == i_b)
+        if moved.any():
+            self.rejected[jr[moved]] = -1
+            self._i_b[jr[moved]] = i_b[moved]
+        stale = ~((i_a <= self._last[slots]) & (i_a >= MEMO_RATIO * self._ref[slots]))
+        if stale.any():
+            self.rejected[:, slots[stale]] = -1
+            self._ref[slots[stale]] = i_a[stale]
+        self._last[slots] = i_a
+        return np.take(np.take(self.rejected, jr, axis=0), slots, axis=1) != rows
+
+    def reject(self, which: np.ndarray, slots: np.ndarray, rows: np.ndarray) -> None:
+        """Keep the rejections of pairs ``(js[which[i]], slots[i])`` (``js`` of the last :meth:`live`) at
+        term-store ``rows[i]``."""
+        self.rejected[self._rows[which], slots] = rows
+
+    def _job_rows(self, js: np.ndarray, pending: Callable[[], np.ndarray]) -> np.ndarray:
+        """Each of ``js``' row, giving cleared rows to jobs without one (reusing those of jobs no longer
+        pending, else growing)."""
+        jr = self._job_row[js]
+        new = js[jr < 0]
+        if len(new) == 0:
+            return jr
+        if len(new) > len(self._job_free):
+            held = np.flatnonzero(self._row_job >= 0)
+            waiting = np.zeros(len(self._job_row), dtype=bool)
+            waiting[pending()] = True
+            waiting[js] = True  # the rows asked about now stay
+            gone = held[~waiting[self._row_job[held]]]
+            self._job_row[self._row_job[gone]] = -1
+            self._row_job[gone] = -1
+            self._job_free += gone.tolist()
+        if len(new) > len(self._job_free):
+            n = len(self._row_job)
+            m = max(64, 2 * n, n + len(new))
+            self.rejected = np.concatenate([self.rejected, np.full((m - n, self.rejected.shape[1]), -1,
+                                                                   dtype=np.int32)])
+            self._row_job = np.concatenate([self._row_job, np.full(m - n, -1, dtype=np.int64)])
+            self._i_b = np.concatenate([self._i_b, np.full(m - n, math.nan)])
+            self._job_free += list(range(m - 1, n - 1, -1))
+        got = np.array([self._job_free.pop() for _ in range(len(new))], dtype=np.int64)
+        self._job_row[new], self._row_job[got] = got, new
+        self.rejected[got] = -1
+        self._i_b[got] = math.nan
+        return self._job_row[js]
+
+    def _grow(self) -> None:
+        n = len(self._ref)
+        m = max(8, 2 * n)
+        self.stable = np.concatenate([self.stable, np.full((m - n, self.stable.shape[1]), -1, dtype=np.int64)])
+        self.loose = np.concatenate([self.loose, np.full((m - n, self.loose.shape[1]), -1, dtype=np.int64)])
+        self.rejected = np.concatenate([self.rejected, np.full((len(self.rejected), m - n), -1, dtype=np.int32)],
+                                       axis=1)
+        self._ref = np.concatenate([self._ref, np.full(m - n, math.inf)])
+        self._last = np.concatenate([self._last, np.full(m - n, math.inf)])
+        self._keys += [[None, None] for _ in range(m - n)]
+        self._free += list(range(m - 1, n - 1, -1))

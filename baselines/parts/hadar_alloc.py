@@ -25,6 +25,7 @@ the state) and greedy after them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -61,6 +62,52 @@ class HadarJob:
         return self.iterations / max(finish - self.arrival, 1e-9) / self.unit
 
 
+class HadarQueue(Sequence[HadarJob]):
+    """Queued jobs as arrays, in queue order (what the prices and the greedy tail read); a :class:`HadarJob` of
+    one is built when asked (the DP window's few). ``workers`` (n,), ``tput`` (n, types), ``facts`` (n, 4):
+    remaining iterations, arrival, total iterations, utility unit; ``current``: each job's ``(server, type,
+    count)`` picks (() when not running)."""
+
+    def __init__(self, workers: np.ndarray, tput: np.ndarray, facts: np.ndarray,
+                 current: list[tuple[tuple[int, int, int], ...]]) -> None:
+        self.workers = np.asarray(workers, dtype=np.int64)
+        self.tput = np.ascontiguousarray(tput, dtype=float).reshape(len(self.workers), -1) if len(self.workers) \
+            else np.zeros((0, np.shape(tput)[-1] if np.ndim(tput) == 2 else 0))
+        self.facts = np.ascontiguousarray(facts, dtype=float).reshape(len(self.workers), 4)
+        self.current = current
+        self._jobs: dict[int, HadarJob] = {}
+
+    @classmethod
+    def of(cls, jobs: Sequence[HadarJob]) -> HadarQueue:
+        """``jobs`` as a queue (itself when it is one)."""
+        if isinstance(jobs, HadarQueue):
+            return jobs
+        q = cls(np.array([j.workers for j in jobs], dtype=np.int64), np.array([j.tput for j in jobs], dtype=float),
+                np.array([(j.remaining, j.arrival, j.iterations, j.unit) for j in jobs], dtype=float),
+                [j.current for j in jobs])
+        q._jobs = dict(enumerate(jobs))
+        return q
+
+    def __len__(self) -> int:
+        return len(self.workers)
+
+    def __getitem__(self, i: int) -> HadarJob:  # type: ignore[override]
+        job = self._jobs.get(i)
+        if job is None:
+            if not 0 <= i < len(self):
+                raise IndexError(i)
+            r, a, n, u = self.facts[i].tolist()
+            job = self._jobs[i] = HadarJob(int(self.workers[i]), r, tuple(self.tput[i].tolist()), a, n,
+                                           self.current[i], u)
+        return job
+
+    def current_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """The current allocations as one ``(rows, 3)`` array and each job's first row (n + 1 offsets)."""
+        sizes = np.array([len(c) for c in self.current], dtype=np.int64)
+        rows = np.array([r for c in self.current for r in c], dtype=np.int64).reshape(-1, 3)
+        return rows, np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
+
+
 @dataclass(frozen=True)
 class Prices:
     """Per-type price parameters (Eqs. (5)-(7)) and the server capacities ``C_hk`` they scale with."""
@@ -86,7 +133,7 @@ class Prices:
                           self.u_min, self.u_max, self.eta, self.capacity))
 
 
-def make_prices(jobs: list[HadarJob], capacity: np.ndarray, now: float, slot_s: float, eta: float = 1.0) -> Prices:
+def make_prices(jobs: Sequence[HadarJob], capacity: np.ndarray, now: float, slot_s: float, eta: float = 1.0) -> Prices:
     """Eqs. (6), (7): ``U_max_k``: the best per-GPU-slot utility a job reaches running alone on type ``k`` from
     now; ``U_min_k``: the least, finishing at the horizon ``T`` (module docstring) having held its GPUs all
     along. ``capacity``: servers x types GPU counts. Over arrays of the jobs, each element the same operations
@@ -98,10 +145,9 @@ def make_prices(jobs: list[HadarJob], capacity: np.ndarray, now: float, slot_s: 
     if not jobs:
         return Prices(np.ones(nk), np.ones(nk), eta, cap)
     total = max(cap.sum(), 1.0)
-    tput = np.array([j.tput for j in jobs], dtype=float).reshape(len(jobs), nk)
-    rem, iters, arrival, unit = (np.array([getattr(j, f) for j in jobs], dtype=float)
-                                 for f in ("remaining", "iterations", "arrival", "unit"))
-    workers = np.array([j.workers for j in jobs])
+    q = HadarQueue.of(jobs)
+    tput, workers = q.tput.reshape(len(q), nk), q.workers
+    rem, arrival, iters, unit = q.facts.T
     runs = tput > 0
     slowest = np.where(runs, tput, np.inf).min(axis=1)
     timed = np.isfinite(slowest)
@@ -148,7 +194,7 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
     return Choice(tuple(tuple(row) for row in take.tolist()), float(tput), float(pay))
 
 
-def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: float,
+def select_jobs(jobs: Sequence[HadarJob], free: np.ndarray, prices: Prices, now: float,
                 overhead_s: float = 0.0, comm_weight: float = 1.0, dp_window: int = 6,
                 ) -> list[tuple[int, Choice]]:
     """Algorithm 2: the queued jobs to start this round and their allocations, maximizing the total payoff.
@@ -184,16 +230,22 @@ def select_jobs(jobs: list[HadarJob], free: np.ndarray, prices: Prices, now: flo
     for _, ch in out:
         for h, k, c in ch.take:
             fr[h, k] -= c
-    left = int(fr.sum())
-    for i in range(win, len(jobs)):
-        if left == 0:
-            break
-        if jobs[i].workers > left:  # fewer GPUs free than it asks: FIND_ALLOC finds none (no call needed)
-            continue
-        ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
-        if ch is not None and ch.payoff > 0:
-            out.append((i, ch))
-            for h, k, c in ch.take:
-                fr[h, k] -= c
-                left -= c
+    if win < len(jobs) and fr.sum() > 0:
+        out += _greedy_tail(HadarQueue.of(jobs), win, fr, prices, now, overhead_s, comm_weight)
     return out
+
+
+def _greedy_tail(q: HadarQueue, start: int, fr: np.ndarray, prices: Prices, now: float, overhead_s: float,
+                 comm_weight: float) -> list[tuple[int, Choice]]:
+    """The jobs after the DP window taken greedily in order while their payoff is positive, on the GPUs the
+    window left free (``fr``, servers x types): one compiled walk (:func:`.hadar_find.greedy_tail`), each job
+    FIND_ALLOC's call of :func:`find_alloc` with the same communication charge."""
+    from gpucluster_env.baselines.parts.hadar_find import greedy_tail
+
+    comm = comm_weight * q.workers * float(prices.u_min.min()) / (4.0 * prices.eta)
+    cur_rows, cur_from = q.current_rows()
+    picked, rows, row_from, tputs, pays = greedy_tail(
+        fr, start, q.workers, q.tput, q.facts, cur_rows, cur_from, comm, prices.u_min, prices.u_max,
+        float(prices.eta), prices.capacity, float(now), float(overhead_s))
+    return [(i, Choice(tuple(tuple(r) for r in rows[a:b].tolist()), t, p)) for i, a, b, t, p in zip(
+        picked.tolist(), row_from[:-1].tolist(), row_from[1:].tolist(), tputs.tolist(), pays.tolist(), strict=True)]

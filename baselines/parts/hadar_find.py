@@ -6,6 +6,8 @@ round on PhillyScale's 552 servers); each call walks servers x types a few times
 the consolidated and the non-consolidated allocations, prices them and picks the better (or the job's current
 allocation), with the same float operations in the same order as the formulas in :mod:`.hadar_alloc`'s
 docstrings, so the same choices to the bit. An allocation is an ``(n, 3)`` array of ``(server, type, count)``.
+The greedy tail after the DP window (:func:`greedy_tail`) is one compiled walk over the queue's arrays, each job
+the same FIND_ALLOC call as :func:`~gpucluster_env.baselines.parts.hadar_alloc.find_alloc` makes.
 
 This module imports numba, so it is imported only when Hadar allocates. Compiled code is cached on disk next to
 this file where that is writable.
@@ -172,3 +174,45 @@ def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, cu
             if p3 >= pay:
                 best, tput, pay = current, t3, p3
     return best, tput, pay
+
+
+@numba.njit(**_JIT)
+def greedy_tail(fr: np.ndarray, start: int, workers: np.ndarray, speeds: np.ndarray, facts: np.ndarray,
+                cur_rows: np.ndarray, cur_from: np.ndarray, comm: np.ndarray, u_min: np.ndarray,
+                u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Algorithm 2's greedy tail: the jobs from ``start`` on, in order, each taken when FIND_ALLOC
+    (:func:`best_alloc`) on the GPUs still free (``fr``, updated in place) finds an allocation with a positive
+    payoff; a job asking more GPUs than are free is passed over (it would find none); the walk ends when no
+    GPU is free. Job ``i``: ``workers[i]``, throughputs ``speeds[i]``, ``facts[i]`` (remaining, arrival,
+    iterations, unit), current allocation ``cur_rows[cur_from[i]:cur_from[i + 1]]``, communication charge
+    ``comm[i]``. Returns the jobs taken, their allocations (``rows[row_from[t]:row_from[t + 1]]``), throughputs
+    and payoffs."""
+    n = len(workers)
+    picked = np.empty(n, dtype=np.int64)
+    tputs = np.empty(n)
+    pays = np.empty(n)
+    rows = np.empty((0, 3), dtype=np.int64)
+    row_from = np.zeros(n + 1, dtype=np.int64)
+    m = 0
+    left = 0
+    for h in range(fr.shape[0]):
+        for k in range(fr.shape[1]):
+            left += fr[h, k]
+    for i in range(start, n):
+        if left == 0:
+            break
+        if workers[i] > left:
+            continue
+        take, tput, pay = best_alloc(fr, speeds[i], workers[i], facts[i], cur_rows[cur_from[i]:cur_from[i + 1]],
+                                     capacity - fr, u_min, u_max, eta, capacity, now, overhead_s, comm[i])
+        if len(take) == 0 or not pay > 0:
+            continue
+        picked[m], tputs[m], pays[m] = i, tput, pay
+        rows = np.concatenate((rows, take))
+        row_from[m + 1] = len(rows)
+        m += 1
+        for r in range(len(take)):
+            fr[take[r, 0], take[r, 1]] -= take[r, 2]
+            left -= take[r, 2]
+    return picked[:m], rows, row_from[: m + 1], tputs[:m], pays[:m]

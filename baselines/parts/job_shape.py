@@ -28,6 +28,21 @@ def start_shape(view: ClusterView, j: int) -> tuple[int, int, int]:
     return int(view.req_gpus[j]), view.model_index(j), view.batch(j)
 
 
+def first_start(view: ClusterView, jobs: list[int], ask: Callable[[int], object | None]) -> tuple[int, object] | None:
+    """The first of ``jobs`` (walked in order, in one cluster state) that ``ask`` answers, as ``(position,
+    answer)``; each shape asked once (a later job of a shape that found nothing is skipped). None: none. For a
+    walk that usually stops at its first job (:class:`FailedShapes` keeps answers across decisions instead)."""
+    failed: set[tuple[int, int, int]] = set()
+    for i, j in enumerate(jobs):
+        if failed and start_shape(view, j) in failed:
+            continue
+        a = ask(j)
+        if a is not None:
+            return i, a
+        failed.add(start_shape(view, j))
+    return None
+
+
 class FailedShapes:
     """The shapes that found nothing in the current cluster state, with the smallest priority key each was asked
     at (a policy whose start question also reads a job's priority, Lucid's time-ratio test, passes a job only

@@ -6,10 +6,11 @@ free GPUs exist (lines 6-7), and otherwise a colocation that each policy chooses
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from gpucluster_env.baselines.parts.job_shape import start_shape
 
 from gpucluster_env.engine import Action, Place, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -19,38 +20,41 @@ from gpucluster_env.policy import Policy
 class SJFSharingPolicy(Policy):
     """SJF list scheduling with a colocation fallback that subclasses define in :meth:`share`."""
 
-    def order(self, view: ClusterView) -> list[int]:
+    def order(self, view: ClusterView) -> np.ndarray:
         """Pending jobs, shortest expected run time first (ties by queue position)."""
         pend = view.pending_jobs()
         if len(pend) <= 1:
-            return pend.tolist()
-        key = view.solo_time[pend]
-        return pend[np.argsort(key, kind="stable")].tolist()
+            return pend
+        return pend[np.argsort(view.solo_time[pend], kind="stable")]
 
     def act(self, observation: Any, env: Any) -> Action | int:
         view = self.view(env)
         if view.num_pending == 0:
             return Wait()
-        n_free = view.num_free()
-        n_single = view.num_single()
         self.begin(view)
-        placeable: list[int] = []
-
-        def sharers() -> Iterator[int]:
-            """The queue walked in order up to the first job that fits on free GPUs (kept in ``placeable``):
-            the jobs that would have to share, as they come."""
-            for j in self.order(view):
-                need = int(view.req_gpus[j])
-                if need <= n_free and view.plan_place(j) is not None:
-                    placeable.append(j)
-                    return
-                if need <= n_free + n_single:
-                    yield j
-
-        a = self.first_share(view, sharers())
+        sharers, placeable = self.walk(view)
+        a = self.first_share(view, sharers)
         if a is not None:
             return a
-        return Place(placeable[0]) if placeable else Wait()
+        return Place(placeable) if placeable is not None else Wait()
+
+    def walk(self, view: ClusterView) -> tuple[list[int], int | None]:
+        """The queue walked in order up to the first job that fits on free GPUs (the engine's placement, asked
+        once per job shape in this state, :func:`.job_shape.start_shape`): the jobs before it that would have
+        to share (asking no more GPUs than are free or held alone), and that job (None: none fits)."""
+        order = self.order(view)
+        n_free = view.num_free()
+        most = n_free + view.num_single()
+        failed: set[tuple[int, int, int]] = set()
+        sharers: list[int] = []
+        for j, need in zip(order.tolist(), view.req_gpus[order].tolist(), strict=True):
+            if need <= n_free and not (failed and start_shape(view, j) in failed):
+                if view.plan_place(j) is not None:
+                    return sharers, j
+                failed.add(start_shape(view, j))
+            if need <= most:
+                sharers.append(j)
+        return sharers, None
 
     def begin(self, view: ClusterView) -> None:
         """Hook called once per ``act`` before the queue is walked."""

@@ -1,0 +1,67 @@
+"""Hadar's queue as arrays, its compiled greedy tail and its kept throughput rows (baselines/hadar.py,
+baselines/parts/hadar_alloc.py HadarQueue, hadar_find.py greedy_tail) give, at every round of real runs, what
+the plain computations give: FIND_ALLOC asked job by job on the shrinking free GPUs, the performance model's
+throughputs asked afresh."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gpucluster_env.baselines.hadar import Hadar
+from gpucluster_env.baselines.parts.hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
+
+from gpucluster_env.engine.view import ClusterView
+from gpucluster_env.policy import run_episode
+
+
+def plain_tail(jobs: list[HadarJob], start: int, fr: np.ndarray, prices: Any, now: float, overhead_s: float,
+               comm_weight: float) -> list[tuple[int, Choice]]:
+    """The jobs after the window, in order, each FIND_ALLOC on what is still free, taken at a positive payoff."""
+    out = []
+    left = int(fr.sum())
+    for i in range(start, len(jobs)):
+        if left == 0:
+            break
+        if jobs[i].workers > left:
+            continue
+        ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
+        if ch is not None and ch.payoff > 0:
+            out.append((i, ch))
+            for h, k, c in ch.take:
+                fr[h, k] -= c
+                left -= c
+    return out
+
+
+class _CheckedHadar(Hadar):
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self.rounds = self.tail_picks = 0
+
+    def _starts(self, view: ClusterView) -> list[Any]:
+        ids, q = self._queue(view)
+        if ids:
+            assert np.array_equal(self._tput_rows(np.array(ids)), self.tputs.matrix(ids))
+            jobs = [HadarJob(int(q.workers[i]), *q.facts[i, :1].tolist(), tuple(q.tput[i].tolist()),
+                             *q.facts[i, 1:3].tolist(), q.current[i], float(q.facts[i, 3])) for i in range(len(q))]
+            assert [q[i] for i in range(len(q))] == jobs
+            prices = make_prices(q, self.capacity, view.now, self.round_s, self.eta)
+            free = self.capacity.copy()
+            picked = select_jobs(q, free, prices, view.now, self.overhead_s, self.comm_weight, self.dp_window)
+            win = min(self.dp_window, len(jobs))
+            head = [(i, ch) for i, ch in picked if i < win]
+            fr = free.copy()
+            for _, ch in head:
+                for h, k, c in ch.take:
+                    fr[h, k] -= c
+            assert picked == head + plain_tail(jobs, win, fr, prices, view.now, self.overhead_s, self.comm_weight)
+            self.rounds += 1
+            self.tail_picks += len(picked) - len(head)
+        return super()._starts(view)
+
+
+def test_hadar_arrays_and_compiled_tail_give_the_plain_round() -> None:
+    pol = _CheckedHadar()
+    run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 300})
+    assert pol.rounds > 30 and pol.tail_picks > 50
