@@ -223,6 +223,7 @@ def run_episode(
     pol = make_policy(policy) if isinstance(policy, str) else policy
     env, own_limit = _episode_env(scenario, pol, scenario_options, env_kwargs)
     stepper: Any = env if wrap is None else wrap(env, pol)  # the env, or e.g. a recording wrapper around it
+    env.full_info = wrap is not None  # unwrapped, only the last step's info is read: the others are left empty
     t0 = time.perf_counter()
     steps, truncated, info = _play(stepper, pol, env, seed)
     wall = time.perf_counter() - t0

@@ -78,6 +78,18 @@ class ActionChecks:
             raise ActionError(f"{typed(action)}: GPU set repeats a GPU")
         return g
 
+    def gpu_list(self, action: Action | tuple, gpus: tuple[int, ...] | np.ndarray) -> list[int]:
+        """``check_gpus(action, gpus).tolist()``: a tuple of Python ints (what agents send) is checked as ints,
+        with the same errors; anything else goes through :meth:`check_gpus`."""
+        if type(gpus) is not tuple or not gpus or any(type(x) is not int for x in gpus):
+            return self.check_gpus(action, gpus).tolist()
+        n = self.state.num_gpus
+        if min(gpus) < 0 or max(gpus) >= n:
+            raise ActionError(f"{typed(action)}: GPU indices must lie in [0, {n})")
+        if len(set(gpus)) != len(gpus):
+            raise ActionError(f"{typed(action)}: GPU set repeats a GPU")
+        return list(gpus)
+
     def check_start(
         self, action: Action | tuple, j: int, g: np.ndarray, accumulation: int | None, t: int | None = None,
         tenant: int = -1

@@ -146,8 +146,9 @@ class Lifecycle:
                 raise ActionError(f"{typed(action)}: job {j}'s share is already at the {bound} on all its GPUs")
             gl = self.occupancy.gpus_of(j).tolist()
         else:
-            gl = self.checks.check_gpus(action, gpus).tolist()
-            if not set(gl).issubset([x for c in st._copy_consts[j] for x in c.gl]):
+            gl = self.checks.gpu_list(action, gpus)
+            cs = st._copy_consts[j]
+            if not set(gl).issubset(cs[0].gl if len(cs) == 1 else [x for c in cs for x in c.gl]):
                 raise ActionError(f"{typed(action)}: job {j} does not run on every GPU named")
         sjf, ssf = st._sj_flat, st._ss_flat
         pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU, as a flat index

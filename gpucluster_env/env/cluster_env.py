@@ -164,6 +164,10 @@ class GPUClusterEnv(gym.Env):
         self._steps = 0
         self._met = 0
         self._late = 0
+        self.full_info = True
+        """False: a step that does not end the episode returns an empty ``info`` (no forced wait either), for a
+        runner that reads only the last one (:func:`gpucluster_env.policy.run_episode` without a wrapper); the
+        episode itself is the same."""
 
     def _make_spaces(self, n_pending: int, n_running: int, n_accum: int) -> None:
         """The action layout and the spaces, from a first engine (its GPU types); reset() builds each episode's
@@ -227,8 +231,10 @@ class GPUClusterEnv(gym.Env):
                 kind = WAIT
                 desc = f"{desc or typed} (not applied: forced wait)"
         terms = dict.fromkeys(OBJECTIVES, 0.0)
-        stalled = truncated = action_steps.wait_terms(self, terms) if kind == WAIT else False
-        if kind != WAIT:
+        if kind == WAIT:
+            stalled = truncated = action_steps.wait_terms(self, terms)
+        else:
+            stalled = truncated = False
             desc = action_steps.apply_action(self, kind, x, y, s, typed, desc)
         terminated = eng.done
         if not terminated and ((self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s)
@@ -236,6 +242,8 @@ class GPUClusterEnv(gym.Env):
             truncated = True
         self._point += 1  # the action or the clock's advance made a new decision point
         obs = self._observe()
+        if not (self.full_info or terminated or truncated or forced is not None):
+            return obs, float(terms[self.objective]), False, False, {}
         info = self._info(terms)
         info["action"] = desc or repr(typed)
         if stalled:

@@ -1,0 +1,77 @@
+"""Shortcuts of one environment step, compared with the plain path on real runs: a step whose ``info`` nobody
+reads (``full_info=False``, what :func:`run_episode` sets without a wrapper) and the engine's named-GPU checks
+over a tuple of ints (``ActionChecks.gpu_list`` against ``check_gpus``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpucluster_env.engine import ActionError, Squeeze
+from gpucluster_env.env import GPUClusterEnv
+from gpucluster_env.policy import make_policy, run_episode
+
+SCENARIO_OPTIONS = {"num_jobs": 60}
+
+
+def _play(env: GPUClusterEnv, policy: str) -> list[tuple]:
+    """Every step's (action, reward, terminated, truncated) and the last info, with ``policy`` acting."""
+    pol = make_policy(policy)
+    obs, _ = env.reset(seed=1)
+    pol.reset(env)
+    out: list[tuple] = []
+    done = False
+    while not done:
+        acts = pol.act(obs, env) or []
+        for a in acts if isinstance(acts, list) else [acts]:
+            obs, r, term, trunc, info = env.step(a)
+            out.append((repr(a), r, term, trunc))
+            done = term or trunc
+            if done:
+                break
+        if isinstance(acts, list) and not acts:
+            obs, r, term, trunc, info = env.step(0)
+            out.append(("wait", r, term, trunc))
+            done = term or trunc
+    out.append(info)
+    return out
+
+
+@pytest.mark.parametrize(("scenario", "policy"), [("gimbal-philly", "gavel+gimbal"), ("hadar-philly", "gavel")])
+def test_lean_info_gives_the_same_episode(scenario: str, policy: str) -> None:
+    lean = GPUClusterEnv(scenario, scenario_options=SCENARIO_OPTIONS, observation="none")
+    lean.full_info = False
+    full = GPUClusterEnv(scenario, scenario_options=SCENARIO_OPTIONS, observation="none")
+    a, b = _play(lean, policy), _play(full, policy)
+    assert len(a) > 50 and repr(a) == repr(b)  # every step's reward and ends, the whole last info (NaNs too)
+    assert "metrics" in a[-1] and lean.engine.log == full.engine.log
+
+
+def test_run_episode_result_with_and_without_a_wrapper() -> None:
+    plain = run_episode("gimbal-philly", "gavel+gimbal", 2, scenario_options=SCENARIO_OPTIONS)
+    wrapped = run_episode("gimbal-philly", "gavel+gimbal", 2, scenario_options=SCENARIO_OPTIONS,
+                          wrap=lambda env, pol: env)
+    plain.pop("wall_s")
+    wrapped.pop("wall_s")
+    assert plain == wrapped and plain["steps"] > 50
+
+
+def test_gpu_list_matches_check_gpus() -> None:
+    env = GPUClusterEnv("gimbal-philly", observation="none")
+    env.reset(seed=0)
+    checks = env.engine.checks
+    n = env.engine.num_gpus
+    rng = np.random.default_rng(0)
+    cases: list = [(), (0,), (n - 1,), (n,), (-1,), (1, 1), (3, 0, 2), (0, True), (1.0,), np.array([2, 1])]
+    cases += [tuple(int(x) for x in rng.integers(-2, n + 2, rng.integers(1, 5))) for _ in range(300)]
+    for gpus in cases:
+        act = Squeeze(0, gpus)
+        try:
+            want: list[int] | str = checks.check_gpus(act, gpus).tolist()
+        except ActionError as e:
+            want = str(e)
+        try:
+            got: list[int] | str = checks.gpu_list(act, gpus)
+        except ActionError as e:
+            got = str(e)
+        assert got == want, gpus
