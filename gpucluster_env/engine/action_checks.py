@@ -101,7 +101,7 @@ class ActionChecks:
         self.require(action, j, PENDING, "job")
         if len(g) != st._req_l[j]:
             raise ActionError(f"{typed(action)}: job {j} needs {st.req_gpus[j]} GPUs, got {len(g)}")
-        if t is None and (st.slot_job[g, 1] >= 0).any():
+        if t is None and any(st._sj_flat.item(2 * x + 1) >= 0 for x in g.tolist()):
             raise ActionError(f"{typed(action)}: a GPU of the set already holds two jobs")
         if st.config.topology_rule:
             why = self.topology_violation(j, g)
@@ -129,17 +129,16 @@ class ActionChecks:
         fp = footprint_gb(p, batch, s)
         if t is not None and fits_memory(fp, st._type_mem_l[t] - other):
             return s
-        sj = st.slot_job[g, 0]
-        others = np.where(sj >= 0, st.footprint[np.maximum(sj, 0)], 0.0)
-        mem = st.type_mem[st.gpu_type[g]]
-        over = [not fits_memory(fp, float(m) - float(o)) for m, o in zip(mem, others, strict=True)]
-        if any(over):
-            i = over.index(True)
-            gi = int(g[i])
-            raise ActionError(
-                f"{typed(action)}: memory does not fit on GPU {gi}: {fp:.1f} GB + "
-                f"{others[i]:.1f} GB > {mem[i]:.0f} GB"
-            )
+        sjf, fps, tm, gt = st._sj_flat, st.footprint, st._type_mem_l, st._gpu_type_l
+        for gi in g.tolist():  # the memory beside each GPU's tenant (slot 0), as floats
+            o = sjf.item(2 * gi)
+            other_gb = fps.item(o) if o >= 0 else 0.0
+            mem = tm[gt[gi]]
+            if not fits_memory(fp, mem - other_gb):
+                raise ActionError(
+                    f"{typed(action)}: memory does not fit on GPU {gi}: {fp:.1f} GB + "
+                    f"{other_gb:.1f} GB > {mem:.0f} GB"
+                )
         return s
 
     def check_measured(self, action: Action | tuple, j: int, g: np.ndarray, batch: int | None = None) -> None:
@@ -175,13 +174,16 @@ class ActionChecks:
     def check_exact_start(self, action: Action, j: int, p: int | None, g: np.ndarray) -> None:
         """The checks of a place (``p`` None) or colocate with ``partner`` ``p`` on an exact GPU set ``g``."""
         st = self.state
+        sjf, gl = st._sj_flat, g.tolist()  # the slot arrays read per GPU of the gang, as ints
         if p is None:
-            if (st.slot_job[g, 0] >= 0).any():
+            if any(sjf.item(2 * x) >= 0 for x in gl):
                 raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
             gt = getattr(action, "gpu_type", None)
-            if gt is not None and (st.gpu_type[g] != self.type_index(gt)).any():
-                raise ActionError(f"{action}: not every GPU named is a {gt}")
-        elif not (st.slot_job[g, 0] == p).any() and not (st.slot_job[g, 1] == p).any():
+            if gt is not None:
+                t, types = self.type_index(gt), st._gpu_type_l
+                if any(types[x] != t for x in gl):
+                    raise ActionError(f"{action}: not every GPU named is a {gt}")
+        elif not any(sjf.item(2 * x) == p or sjf.item(2 * x + 1) == p for x in gl):
             raise ActionError(f"{action}: the GPU set shares no GPU with partner {p}")
 
     def check_fork(self, action: Action | tuple, j: int, copies: int, gpus: Any) -> None:

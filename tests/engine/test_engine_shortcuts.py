@@ -124,3 +124,32 @@ def test_accumulations_for_reads_the_room_beside_each_tenant(build):
         for j in (2, 3):
             room = float(view._room(np.array(g)).min())
             assert view.accumulations_for(j, np.array(g)) == accumulations(view.model(j), view.batch(j), room)
+
+
+def test_exact_start_checks_over_ints(build):
+    """A start on named GPUs checks the slots and memory per GPU as ints: each refusal, its message, and the
+    starts that pass."""
+    from gpucluster_env.performance import footprint_gb
+
+    eng = build([("fast", 1, 2), ("slow", 1, 2)],
+                [{"iterations": 1e6}, {"iterations": 1e6}, {}, {"model": "big"}, {"iterations": 1e6}])
+    eng.advance()
+    eng.apply(Place(0, gpus=(0,)))
+    with pytest.raises(ActionError, match="place needs free GPUs; use colocate to share"):
+        eng.apply(Place(1, gpus=(0,)))
+    with pytest.raises(ActionError, match="not every GPU named is a fast"):
+        eng.apply(Place(1, gpus=(1, 2), gpu_type="fast"))
+    with pytest.raises(ActionError, match="the GPU set shares no GPU with partner 0"):
+        eng.apply(Colocate(1, 0, gpus=(1,)))
+    eng.apply(Colocate(1, 0, gpus=(0,)))
+    with pytest.raises(ActionError, match="a GPU of the set already holds two jobs"):
+        eng.apply(Colocate(2, 0, gpus=(0,)))
+    big = footprint_gb(eng.state.profiles[eng.state._model_l[3]], 32, 1)
+    with pytest.raises(ActionError, match=f"memory does not fit on GPU 1: {big:.1f} GB \\+ 0.0 GB > 16 GB"):
+        eng.apply(Place(3, gpus=(1,), accumulation=1))
+    eng.apply(Place(4, gpus=(1,)))
+    beside = float(eng.footprint[4])
+    with pytest.raises(ActionError, match=f"{big:.1f} GB \\+ {beside:.1f} GB > 16 GB"):
+        eng.apply(Colocate(3, 4, gpus=(1,), accumulation=1))
+    eng.apply(Colocate(3, 4, gpus=(1,), accumulation=2))
+    assert sorted(eng.partners_of(4)) == [3] and int(eng.accum[3]) == 2
