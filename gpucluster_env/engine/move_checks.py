@@ -60,8 +60,7 @@ class MoveChecks:
     def check_reallocate(self, action: Reallocate) -> tuple[int, np.ndarray, int, int]:
         """Job, GPU set, accumulation and per-GPU batch of a valid ``Reallocate``, or ActionError."""
         st = self.state
-        self.checks.check_job(action, action.job)
-        j = self.checks.running_index(action, int(action.job))
+        j = self.checks.running_index(action, action.job)  # job_index checks it as check_job does
         k = len(st.copies[j])
         if k > 1:
             raise ActionError(f"{action}: job {j} runs {k} copies (forked); move one with MoveCopy or drop copies "

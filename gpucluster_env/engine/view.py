@@ -69,6 +69,8 @@ class ClusterView:
         self.gpu_type = _frozen(e.gpu_type)
         """Type index of each GPU."""
         self._type_l: list[int] = e.gpu_type.tolist()
+        self._alone_key: tuple[int, int] | None = None  # alone_types' answer, and the tenants it was read at
+        self._alone: dict[int, int] = {}
         self.gpu_node = _frozen(e.gpu_node)
         """Node of each GPU."""
         self.type_mem = _frozen(e.type_mem)
@@ -233,7 +235,18 @@ class ClusterView:
         """Each running job's GPU type when it runs alone: every GPU it holds is of that type and holds no other
         job; -1 when it shares a GPU or spans types (a job not in the dict holds no GPU). One pass over the
         slots, for a policy asking this of many jobs at once (Gavel's rounds: which granted jobs already run
-        where granted)."""
+        where granted). Kept while the GPUs' tenants stay the same (the state's ``epoch`` and ``gpu_version``:
+        only a start, stop or move changes the slots, and a job holding a GPU is running)."""
+        st = self._st
+        key = (st.epoch, st.gpu_version)
+        if self._alone_key == key:
+            return dict(self._alone)
+        out = self._alone_types()
+        self._alone_key, self._alone = key, out
+        return dict(out)
+
+    def _alone_types(self) -> dict[int, int]:
+        """:meth:`alone_types` from the slots."""
         out: dict[int, int] = {}
         sj = self._st.slot_job
         for j0, j1, t in zip(sj[:, 0].tolist(), sj[:, 1].tolist(), self._type_l, strict=True):

@@ -1,6 +1,7 @@
 """Shortcuts of one environment step, compared with the plain path on real runs: a step whose ``info`` nobody
 reads (``full_info=False``, what :func:`run_episode` sets without a wrapper) and the engine's named-GPU checks
-over a tuple of ints (``ActionChecks.gpu_list`` against ``check_gpus``)."""
+over a tuple of ints (``ActionChecks.gpu_list`` against ``check_gpus``), and the
+running jobs alone on one type kept while the tenants stay (``ClusterView.alone_types``)."""
 
 from __future__ import annotations
 
@@ -75,3 +76,24 @@ def test_gpu_list_matches_check_gpus() -> None:
         except ActionError as e:
             got = str(e)
         assert got == want, gpus
+
+
+def test_kept_alone_types_are_the_slots_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ClusterView.alone_types`` kept by the tenants' version gives, at every round of a real Gavel run, what
+    a fresh pass over the slots gives."""
+    from gpucluster_env.engine.view import ClusterView
+
+    kept = ClusterView.alone_types
+    calls = {"n": 0, "hits": 0}
+
+    def checked(view: ClusterView) -> dict[int, int]:
+        hit = view._alone_key == (view._st.epoch, view._st.gpu_version)
+        got = kept(view)
+        assert got == view._alone_types()
+        calls["n"] += 1
+        calls["hits"] += hit
+        return got
+
+    monkeypatch.setattr(ClusterView, "alone_types", checked)
+    run_episode("hadar-philly", "gavel", 0, scenario_options=SCENARIO_OPTIONS)
+    assert calls["n"] > 20 and 0 < calls["hits"] < calls["n"]
