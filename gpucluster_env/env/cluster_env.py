@@ -27,7 +27,7 @@ from .env_options import (  # re-exported: users import them from here
 from .hints import check_hint
 from .limits import check_env_limit
 from .observation import ObservationBuilder
-from .rules import DecisionRules
+from .rules import MAX_REJECTED_RUN, STEPS_SLACK, DecisionRules
 from .sets import SetsView
 
 __all__ = ["ACTION_KINDS", "DEFAULT_MIN_RUN_S", "LAYOUTS", "OBJECTIVES", "OBSERVATIONS", "PENDING_ORDERS",
@@ -222,8 +222,10 @@ class GPUClusterEnv(gym.Env):
         kind, x, y, s, typed, desc = self._read_action(action)
         self._steps += 1
         forced = None
-        if kind != WAIT:
-            forced = self.rules.must_wait(eng.num_pending + eng.num_running)
+        rules = self.rules
+        if kind != WAIT and (rules.steps_now >= STEPS_SLACK or rules.rejected_run >= MAX_REJECTED_RUN):
+            # below both, no bound applies (the step cap is at least STEPS_SLACK): the jobs are not counted
+            forced = rules.must_wait(eng.num_pending + eng.num_running)
             if forced is not None:  # the bound on steps at one instant (env.rules): time must move
                 if self.invalid_action == "raise":
                     raise ValueError(f"action {desc or typed} at t={eng.now:.1f}s: {forced}; send wait")
