@@ -5,8 +5,30 @@ package itself has only the compiled implementation."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
+from gpucluster_env.baselines import pollux_search
 from gpucluster_env.baselines.pollux_search import SearchSpace
+
+
+def checked_rounds(pop: np.ndarray, space: SearchSpace, gen: np.random.Generator, seed: int,
+                   rounds: int = 3) -> Iterator[np.ndarray]:
+    """``rounds`` rounds of the package's crossover (pairs drawn from ``gen``), mutation and repair, each checked
+    against this oracle's on a twin generator seeded ``seed``: the same populations and the same generator
+    state after. Yields each round's repaired population (the next round's parents)."""
+    n_pop = len(pop)
+    for _ in range(rounds):
+        ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
+        pairs = gen.integers(0, n_pop, size=(n_pop // 2, 2))
+        kids = pollux_search.crossover(pop, pairs, ours)
+        assert np.array_equal(kids, crossover(pop, pairs, theirs))
+        mutated = pollux_search.mutate(kids, space, ours)
+        assert np.array_equal(mutated, mutate(kids, space, theirs))
+        pop = pollux_search.repair(mutated, space, ours)
+        assert np.array_equal(pop, repair(mutated, space, theirs))
+        assert ours.bit_generator.state == theirs.bit_generator.state
+        yield pop
 
 
 def crossover(pop: np.ndarray, pairs: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -239,7 +239,7 @@ def test_compiled_operators_match_the_numpy_oracle_bit_for_bit(seed):
     # give the same populations and leave the generator where it leaves it, on mixed node types, gang-fixed
     # and elastic jobs, nodes over capacity and rows over size
     import pollux_ga_oracle as oracle
-    from gpucluster_env.baselines.pollux_search import crossover, row_shapes
+    from gpucluster_env.baselines.pollux_search import row_shapes
 
     gen = np.random.default_rng(100 + seed)
     n_pop, n_jobs, n_nodes = 24, 37, 9
@@ -250,18 +250,8 @@ def test_compiled_operators_match_the_numpy_oracle_bit_for_bit(seed):
     space = SearchSpace(capacity, node_type, np.maximum(fixed, gen.integers(1, 12, size=n_jobs)),
                         np.maximum(fixed, 1), fixed, base)
     pop = np.where(gen.random((n_pop, n_jobs, n_nodes)) < 0.2, gen.integers(-1, 5, size=(n_pop, n_jobs, n_nodes)), 0)
-    for _ in range(3):
-        ours, theirs = np.random.default_rng(seed), np.random.default_rng(seed)
-        pairs = gen.integers(0, n_pop, size=(n_pop // 2, 2))
-        kids = crossover(pop, pairs, ours)
-        assert np.array_equal(kids, oracle.crossover(pop, pairs, theirs))
-        mutated = mutate(kids, space, ours)
-        assert np.array_equal(mutated, oracle.mutate(kids, space, theirs))
-        fixed_up = repair(mutated, space, ours)
-        assert np.array_equal(fixed_up, oracle.repair(mutated, space, theirs))
-        assert ours.random() == theirs.random()
+    for fixed_up in oracle.checked_rounds(pop, space, gen, seed):
         size, nodes, kind, moved = row_shapes(fixed_up, node_type, base)
         assert np.array_equal(size, fixed_up.sum(axis=2)) and np.array_equal(nodes, np.count_nonzero(fixed_up, 2))
         assert np.array_equal(kind, np.maximum(node_type[np.argmax(fixed_up > 0, axis=2)], 0))
         assert np.array_equal(moved, np.any(fixed_up != base[None], axis=2))
-        pop = fixed_up
