@@ -173,8 +173,7 @@ class Coordinator:
         assert self.model is not None
         if self.kind == "makespan" and self.departures:  # eq. 5 over finite floats: their largest
             finish = self.model.finish_times(jobs, shares)
-            if finish is not None:
-                return max(finish)
+            return max(finish) if all(x == x for x in finish) else math.nan  # np.max: NaN wins
         times = self.model.remaining_times(jobs, shares, self.departures)
         if self.kind != "deadline":  # eq. 1 and 5 read no slack
             return local_objective(self.kind, times)

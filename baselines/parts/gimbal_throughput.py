@@ -175,24 +175,13 @@ class ThroughputModel:
         partner), and so on; without, the current rates to the end (eq. 1's literal reading)."""
         if not departures:
             return self.remaining(jobs).astype(float) / np.array([self.rate(j, shares) for j in jobs])
-        times = self.finish_times(jobs, shares)
-        if times is not None:
-            return np.array(times)
-        left_now = self._left_now()
-        return array_departure_times(np.array([left_now.item(j) for j in jobs], dtype=float),
-                                     [self.rate(j, shares) for j in jobs], jobs,
-                                     lambda o, gone: self.rate(jobs[o], shares, gone),
-                                     [self.partners(j) for j in jobs])
+        return np.array(self.finish_times(jobs, shares))
 
-    def finish_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> list[float] | None:
-        """:meth:`remaining_times` with departures as Python floats (:func:`departure_times`: each finite), or
-        None where a rate is zero, infinite or NaN (then numpy's division rules apply: the array form)."""
+    def finish_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> list[float]:
+        """:meth:`remaining_times` with departures, as Python floats (:func:`departure_times`)."""
         left_now = self._left_now()
-        try:
-            return departure_times([left_now.item(j) for j in jobs], [self.rate(j, shares) for j in jobs], jobs,
-                                   lambda o, gone: self.rate(jobs[o], shares, gone), [self.partners(j) for j in jobs])
-        except OddRate:
-            return None
+        return departure_times([left_now.item(j) for j in jobs], [self.rate(j, shares) for j in jobs], jobs,
+                               lambda o, gone: self.rate(jobs[o], shares, gone), [self.partners(j) for j in jobs])
 
     def partners(self, j: int) -> set[int]:
         """The jobs sharing a GPU with running job ``j`` (as :meth:`worker_xi` sees them)."""
@@ -210,29 +199,43 @@ class ThroughputModel:
         return g[slow], g[~slow]
 
 
-class OddRate(ArithmeticError):
-    """A rate :func:`departure_times` does not take (zero, infinite or NaN)."""
+def _quotient(a: float, b: float) -> float:
+    """``a / b`` as numpy divides float64: a zero divisor gives a signed infinity, or NaN for 0 / 0 and NaN."""
+    if b == 0.0:
+        return math.nan if a == 0.0 or a != a else math.copysign(math.inf, a) * math.copysign(1.0, b)
+    return a / b
+
+
+def _first_least(xs: list[float]) -> int:
+    """``np.argmin(xs)``: the first NaN if there is one, else the first least."""
+    for k, x in enumerate(xs):
+        if x != x:
+            return k
+    return xs.index(min(xs))
 
 
 def departure_times(rem: list[float], rates: list[float], jobs: tuple[int, ...],
                     rate_after: Callable[[int, frozenset[int]], float], partners: list[set[int]]) -> list[float]:
-    """When each of ``jobs`` finishes (:meth:`ThroughputModel.remaining_times` with departures) over Python floats:
-    ``rem`` its iterations left, ``rates`` its rate now (each finite and positive), ``rate_after(o, gone)`` job
-    ``o``'s rate once the jobs of ``gone`` have finished, ``partners`` each job's partners. The same operations,
-    in the same order, as the array form (each element's quotient, product and difference; the first least
-    quotient); :class:`OddRate` where a rate is not finite and positive (where Python's and numpy's division rules
-    differ)."""
-    if not all(0.0 < r < math.inf for r in rates):
-        raise OddRate
+    """When each of ``jobs`` finishes (:meth:`ThroughputModel.remaining_times` with departures): ``rem`` its
+    iterations left (changed), ``rates`` its rate now, ``rate_after(o, gone)`` job ``o``'s rate once the jobs of
+    ``gone`` have finished, ``partners`` each job's partners. The set runs at its rates until the first least time
+    to finish, then that job leaves and only its partners' rates change. Python floats under numpy's float64
+    rules (a zero rate divides to an infinity or NaN; a NaN time is the least), so the times are the bits an
+    array walk gives (``tests/baselines/test_gimbal_kept.py`` keeps that walk as its oracle)."""
     out = [0.0] * len(jobs)
     left = list(range(len(jobs)))
     rate = list(rates)
     gone: frozenset[int] = frozenset()
     t = 0.0
+    plain = all(0.0 < r < math.inf for r in rate)  # then no quotient is infinite or NaN: Python's rules suffice
     while left:
-        dt = [rem[i] / rate[i] for i in left]
-        step = min(dt)
-        k = dt.index(step)
+        if plain:
+            dt = [rem[i] / rate[i] for i in left]
+            k = dt.index(min(dt))
+        else:
+            dt = [_quotient(rem[i], rate[i]) for i in left]
+            k = _first_least(dt)
+        step = dt[k]
         t += step
         for i in left:
             rem[i] -= rate[i] * step
@@ -242,30 +245,5 @@ def departure_times(rem: list[float], rates: list[float], jobs: tuple[int, ...],
         for o in left:  # a departure changes only the rates of its partners
             if jobs[i] in partners[o]:
                 r = rate[o] = rate_after(o, gone)
-                if not 0.0 < r < math.inf:
-                    raise OddRate
-    return out
-
-
-def array_departure_times(rem: np.ndarray, rates: list[float], jobs: tuple[int, ...],
-                          rate_after: Callable[[int, frozenset[int]], float], partners: list[set[int]]) -> np.ndarray:
-    """:func:`departure_times` over arrays, for any rates (numpy's division rules); ``rem`` is changed."""
-    out = np.zeros(len(jobs))
-    left = list(range(len(jobs)))
-    gone: frozenset[int] = frozenset()
-    rate = dict(enumerate(rates))
-    t = 0.0
-    while left:
-        r = np.array([rate[i] for i in left])
-        dt = rem[left] / r
-        k = int(np.argmin(dt))
-        step = float(dt[k])
-        t += step
-        rem[left] -= r * step
-        i = left.pop(k)
-        out[i] = t
-        gone = gone | {jobs[i]}
-        for o in left:  # a departure changes only the rates of its partners
-            if jobs[i] in partners[o]:
-                rate[o] = rate_after(o, gone)
+                plain = plain and 0.0 < r < math.inf
     return out

@@ -5,43 +5,68 @@ plain computations."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pytest
 from gpucluster_env.baselines.gavel_gimbal import GavelGimbal
 from gpucluster_env.baselines.parts.gimbal_rules import least_utilized_host, packing_sets
-from gpucluster_env.baselines.parts.gimbal_throughput import (
-    OddRate,
-    ThroughputModel,
-    array_departure_times,
-    departure_times,
-)
+from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel, departure_times
 
 from gpucluster_env.engine import Wait
 from gpucluster_env.policy import run_episode
 from tests.baselines.test_decision_memory import _plain_times, plain_walk
 
 
+def array_departure_times(rem: np.ndarray, rates: list[float], jobs: tuple[int, ...],
+                          rate_after: Callable[[int, frozenset[int]], float], partners: list[set[int]]) -> np.ndarray:
+    """Oracle: the departure walk over numpy arrays (the form the coordinator used before its float walk)."""
+    out = np.zeros(len(jobs))
+    left = list(range(len(jobs)))
+    gone: frozenset[int] = frozenset()
+    rate = dict(enumerate(rates))
+    t = 0.0
+    with np.errstate(all="ignore"):
+        while left:
+            r = np.array([rate[i] for i in left])
+            dt = rem[left] / r
+            k = int(np.argmin(dt))
+            step = float(dt[k])
+            t += step
+            rem[left] -= r * step
+            i = left.pop(k)
+            out[i] = t
+            gone = gone | {jobs[i]}
+            for o in left:
+                if jobs[i] in partners[o]:
+                    rate[o] = rate_after(o, gone)
+    return out
+
+
 def test_departure_times_over_floats_are_the_array_form() -> None:
     rng = np.random.default_rng(7)
-    for case in range(300):
+    odd = [0.0, -0.0, math.inf, math.nan]
+    for case in range(400):
         n = int(rng.integers(1, 6))
         rem = rng.uniform(0, 1e5, n).tolist()
         if case % 5 == 0:  # ties: equal work at equal rates
             rem = [rem[0]] * n
+        if case % 7 == 0:  # no work left
+            rem[0] = 0.0
         rates = rng.uniform(0.01, 5.0, n).tolist() if case % 5 else [1.5] * n
+        if case % 3 == 0:  # zero, infinite and NaN rates: numpy's division rules
+            rates[int(rng.integers(n))] = odd[case % 4]
         partners = [{0} if i else set(range(1, n)) for i in range(n)]  # J_max (0) shares with every other
-        after = {(o, g): float(rng.uniform(0.01, 5.0)) for o in range(n) for g in range(n)}
+        after = {(o, g): float(rng.uniform(0.01, 5.0)) if (o + g + case) % 6 else odd[(o + g) % 4]
+                 for o in range(n) for g in range(n)}
 
         def rate_after(o: int, gone: frozenset[int], after: dict[tuple[int, int], float] = after) -> float:
             return after[(o, min(gone))]
 
         got = departure_times(list(rem), rates, tuple(range(n)), rate_after, partners)
         want = array_departure_times(np.array(rem), rates, tuple(range(n)), rate_after, partners)
-        assert np.array_equal(np.array(got), want)
-    with pytest.raises(OddRate):  # a zero rate: numpy's division rules, so the caller takes the array form
-        departure_times([1.0, 2.0], [0.0, 1.0], (0, 1), lambda o, g: 1.0, [{1}, {0}])
+        assert np.array_equal(np.array(got), want, equal_nan=True), case
 
 
 class _Checked(GavelGimbal):
