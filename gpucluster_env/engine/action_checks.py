@@ -69,26 +69,25 @@ class ActionChecks:
             raise ActionError(f"{typed(action)}: {who} {j} is {STATUS_NAMES[st]}, not {STATUS_NAMES[status]}")
 
     def check_gpus(self, action: Action | tuple, gpus: tuple[int, ...] | np.ndarray) -> np.ndarray:
-        st = self.state
         g = np.asarray(gpus, dtype=np.int64).ravel()
-        gl = g.tolist()
-        if not gl or min(gl) < 0 or max(gl) >= st.num_gpus:
-            raise ActionError(f"{typed(action)}: GPU indices must lie in [0, {st.num_gpus})")
-        if len(set(gl)) != len(gl):
-            raise ActionError(f"{typed(action)}: GPU set repeats a GPU")
+        self._check_gpu_ints(action, g.tolist())
         return g
 
     def gpu_list(self, action: Action | tuple, gpus: tuple[int, ...] | np.ndarray) -> list[int]:
-        """``check_gpus(action, gpus).tolist()``: a tuple of Python ints (what agents send) is checked as ints,
-        with the same errors; anything else goes through :meth:`check_gpus`."""
+        """``check_gpus(action, gpus).tolist()``: a tuple of Python ints (what agents send) is checked as ints
+        without an array; anything else goes through :meth:`check_gpus`."""
         if type(gpus) is not tuple or not gpus or any(type(x) is not int for x in gpus):
             return self.check_gpus(action, gpus).tolist()
-        n = self.state.num_gpus
-        if min(gpus) < 0 or max(gpus) >= n:
-            raise ActionError(f"{typed(action)}: GPU indices must lie in [0, {n})")
-        if len(set(gpus)) != len(gpus):
-            raise ActionError(f"{typed(action)}: GPU set repeats a GPU")
+        self._check_gpu_ints(action, gpus)
         return list(gpus)
+
+    def _check_gpu_ints(self, action: Action | tuple, gl: list[int] | tuple[int, ...]) -> None:
+        """The GPU-set rules: indices within the cluster, no GPU named twice."""
+        n = self.state.num_gpus
+        if not gl or min(gl) < 0 or max(gl) >= n:
+            raise ActionError(f"{typed(action)}: GPU indices must lie in [0, {n})")
+        if len(set(gl)) != len(gl):
+            raise ActionError(f"{typed(action)}: GPU set repeats a GPU")
 
     def check_start(
         self, action: Action | tuple, j: int, g: np.ndarray, accumulation: int | None, t: int | None = None,
