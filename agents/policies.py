@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
+from gpucluster_env.agents.model_meta import read_meta
 
 from gpucluster_env.policy import Policy, register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE
@@ -46,19 +47,6 @@ class RandomMasked(Policy):
     def act(self, observation: Any, env: Any) -> int:
         valid = np.flatnonzero(env.unwrapped.action_masks())
         return int(valid[self._rng.integers(len(valid))])
-
-
-def read_meta(model_dir: str | Path) -> dict[str, Any]:
-    """The ``meta.json`` saved beside a model (algorithm, environment arguments, seeds, versions)."""
-    path = Path(model_dir) / "meta.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{model_dir}: no meta.json (not a directory written by `gpucluster train`)")
-    from gpucluster_env.input_files import parse_json, read_text
-
-    meta = parse_json(read_text(path), str(path))
-    if not isinstance(meta, dict):
-        raise ValueError(f"{path}: expected a JSON object of metadata, got {type(meta).__name__}")
-    return meta
 
 
 def load_model(model_dir: str | Path, zip_name: str = "model.zip") -> tuple[Any, dict[str, Any]]:
@@ -242,11 +230,15 @@ def _sets_mismatch(want: Any, env: Any, diffs: list[str]) -> str:
             "observation='sets' and the model's slot counts")
 
 
-def make_rl_policy(spec: str) -> RLPolicy:
-    """``rl:DIR`` -> the policy of the model trained into ``DIR``."""
+def make_rl_policy(spec: str) -> Policy:
+    """``rl:DIR`` -> the policy of the model trained into ``DIR``: a network of ``gpucluster train``
+    (:class:`RLPolicy`) or a rollout-advantage model of ``gpucluster train-advantage``
+    (:class:`~gpucluster_env.agents.advantage.AdvantagePolicy`), as its meta.json says."""
     path = spec.split(":", 1)[1]
     if not path:
         raise ValueError("policy 'rl:DIR' needs a directory written by `gpucluster train`")
-    pol = RLPolicy(path)
+    from gpucluster_env.agents.advantage import ALGO, AdvantagePolicy
+
+    pol: Policy = AdvantagePolicy(path) if read_meta(path).get("algo") == ALGO else RLPolicy(path)
     pol._options = {"model_dir": path}
     return pol

@@ -89,6 +89,50 @@ def _window_cost(engine: Any, first: Action, base: Policy, horizon_s: float) -> 
     return cost
 
 
+class CandidateLister:
+    """The few actions a one-step search compares at a decision point: the heuristic's ``own`` first, then
+    ``wait``, starting each of the ``starts`` pending jobs with the least remaining GPU-service that fit on free
+    GPUs, and preempting the running job with the most remaining service once it has run ``min_run_s``; no
+    repeats. It remembers the jobs preempted at the current instant (:meth:`chosen`), so a job just preempted is
+    not offered as a start at the same instant."""
+
+    def __init__(self, starts: int) -> None:
+        self.starts = starts
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the preemptions (a new episode)."""
+        self._preempted: set[int] = set()
+        self._preempted_at = -1.0
+
+    def list(self, view: ClusterView, own: Action, min_run_s: float) -> list[Action]:
+        """The candidate actions at ``view``'s state, ``own`` first."""
+        out: list[Action] = [own]
+        service = view.solo_time * (view.remaining_now() / view.iterations.clip(1)) * view.req_gpus
+        if view.num_pending:
+            out.append(Wait())
+            recent = self._preempted if self._preempted_at == view.now else set()
+            pending = sorted((int(j) for j in view.pending_jobs() if int(j) not in recent),
+                             key=lambda j: (service[j], j))
+            starts = [Place(j) for j in pending if view.plan_place(j) is not None][: self.starts]
+            out.extend(starts)
+            movable = [int(j) for j in view.running_jobs() if view.now - view.last_start(int(j)) >= min_run_s]
+            if movable:
+                out.append(Preempt(max(movable, key=lambda j: (service[j], j))))
+        seen: list[Action] = []
+        for a in out:
+            if a not in seen:
+                seen.append(a)
+        return seen
+
+    def chosen(self, view: ClusterView, action: Action) -> None:
+        """Note the action taken at ``view``'s instant (a preemption is remembered until time moves)."""
+        if isinstance(action, Preempt):
+            if self._preempted_at != view.now:
+                self._preempted, self._preempted_at = set(), view.now
+            self._preempted.add(int(action.job))
+
+
 @register_policy
 class Lookahead(Policy):
     """Rollout search over a few candidate actions with a heuristic base policy (clairvoyant expert)."""
@@ -125,15 +169,13 @@ class Lookahead(Policy):
         self._searches = 0
         self._rollouts = 0
         self._deviations = 0
-        self._preempted: set[int] = set()
-        self._preempted_at = -1.0
+        self._lister = CandidateLister(candidates)
 
     stat_names: ClassVar[tuple[str, ...]] = ("searches", "rollouts", "deviations")
 
     def reset(self, env: Any) -> None:
         self._searches = self._rollouts = self._deviations = 0
-        self._preempted = set()
-        self._preempted_at = -1.0
+        self._lister.reset()
 
     def episode_stats(self) -> dict[str, float]:
         """Decision points searched, rollouts played, and how often the search overrode the heuristic."""
@@ -141,48 +183,44 @@ class Lookahead(Policy):
 
     def candidate_actions(self, view: ClusterView, own: Action, min_run_s: float) -> list[Action]:
         """The actions tried at this decision point, the heuristic's ``own`` first, without repeats."""
-        out: list[Action] = [own]
-        service = view.solo_time * (view.remaining_now() / view.iterations.clip(1)) * view.req_gpus
-        if view.num_pending:
-            out.append(Wait())
-            recent = self._preempted if self._preempted_at == view.now else set()
-            pending = sorted((int(j) for j in view.pending_jobs() if int(j) not in recent),
-                             key=lambda j: (service[j], j))
-            starts = [Place(j) for j in pending if view.plan_place(j) is not None][: self.candidates]
-            out.extend(starts)
-            movable = [int(j) for j in view.running_jobs() if view.now - view.last_start(int(j)) >= min_run_s]
-            if movable:
-                out.append(Preempt(max(movable, key=lambda j: (service[j], j))))
-        seen: list[Action] = []
-        for a in out:
-            if a not in seen:
-                seen.append(a)
-        return seen
+        return self._lister.list(view, own, min_run_s)
 
-    def act(self, observation: Any, env: Any) -> Action:
+    def rollout_costs(self, env: Any, cands: list[Action]) -> list[float]:
+        """Each candidate's :func:`rollout_cost` from ``env``'s current state (one engine copy each)."""
+        engine = env.unwrapped.engine
+        out = []
+        for a in cands:
+            copy = engine.clone()
+            if not self.arrivals:
+                copy.state.next_arrival = copy.state.n_jobs  # no later job is ever submitted to the copy
+            out.append(rollout_cost(copy, a, self._roll, self.horizon_s, self.tail))
+            self._rollouts += 1
+        return out
+
+    def search(self, env: Any) -> tuple[list[Action], list[float] | None]:
+        """The candidate actions at ``env``'s state (the heuristic's own first) and each one's
+        :func:`rollout_cost`; no costs (None) when there is one candidate and nothing to search."""
         view = self.view(env)
         own = self._base.act(None, env)
         if not isinstance(own, Action):
             raise TypeError(f"lookahead: rollout policy {self.rollout!r} answered {own!r}, not a typed action")
-        min_run_s = float(getattr(env.unwrapped, "min_run_s", 0.0))
-        cands = self.candidate_actions(view, own, min_run_s)
-        best = own
-        if len(cands) > 1:
-            self._searches += 1
-            engine = env.unwrapped.engine
-            best_cost = float("inf")
-            for a in cands:
-                copy = engine.clone()
-                if not self.arrivals:
-                    copy.state.next_arrival = copy.state.n_jobs  # no later job is ever submitted to the copy
-                cost = rollout_cost(copy, a, self._roll, self.horizon_s, self.tail)
-                self._rollouts += 1
-                if cost < best_cost:
-                    best, best_cost = a, cost
-            if best != own:
+        cands = self.candidate_actions(view, own, float(getattr(env.unwrapped, "min_run_s", 0.0)))
+        if len(cands) == 1:
+            return cands, None
+        self._searches += 1
+        return cands, self.rollout_costs(env, cands)
+
+    def note(self, env: Any, action: Action) -> None:
+        """Record ``action`` as taken at ``env``'s state (a preempted job is not a start candidate again at
+        the same instant); for a caller that chose it from :meth:`search` itself."""
+        self._lister.chosen(self.view(env), action)
+
+    def act(self, observation: Any, env: Any) -> Action:
+        cands, costs = self.search(env)
+        best = cands[0]
+        if costs is not None:
+            best = cands[int(np.argmin(costs))]  # the first least: the heuristic's own wins ties
+            if best != cands[0]:
                 self._deviations += 1
-        if isinstance(best, Preempt):
-            if self._preempted_at != view.now:
-                self._preempted, self._preempted_at = set(), view.now
-            self._preempted.add(int(best.job))
+        self.note(env, best)
         return best

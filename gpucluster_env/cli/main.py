@@ -22,6 +22,7 @@ SUBCOMMAND_MODULES = (
     "catalog_cmd",
     "replay_cmd",
     "train_cmd",
+    "advantage_cmd",
     "evaluate_cmd",
     "rltable_cmd",
     "leaderboard_cmd",

@@ -92,9 +92,9 @@ def check_train_args(args: argparse.Namespace) -> None:
                 raise ValueError(f"--{flag.replace('_', '-')} goes with --bc-episodes N (behaviour cloning)")
 
 
-def command_line(args: argparse.Namespace) -> str:
-    """The equivalent ``gpucluster train`` command with every option spelled out (saved in meta.json)."""
-    parts = ["gpucluster", "train"]
+def command_line(args: argparse.Namespace, command: str = "train") -> str:
+    """The equivalent ``gpucluster COMMAND`` with every option spelled out (saved in meta.json)."""
+    parts = ["gpucluster", command]
     for key, value in vars(args).items():
         if key in ("func", "command"):
             continue
