@@ -99,7 +99,7 @@ class AdvantagePolicy(Policy):
         own = self._base.act(None, env)
         if not isinstance(own, Action):
             raise TypeError(f"{self.model_dir}: base policy answered {own!r}, not a typed action")
-        cands = self._lister.list(view, own, float(getattr(env.unwrapped, "min_run_s", 0.0)))
+        cands = self._lister.actions(view, own, float(getattr(env.unwrapped, "min_run_s", 0.0)))
         if len(cands) == 1:
             return cands, np.zeros(1)
         pred = self.booster.inplace_predict(candidate_features(view, own, cands[1:]))

@@ -105,7 +105,7 @@ class CandidateLister:
         self._preempted: set[int] = set()
         self._preempted_at = -1.0
 
-    def list(self, view: ClusterView, own: Action, min_run_s: float) -> list[Action]:
+    def actions(self, view: ClusterView, own: Action, min_run_s: float) -> list[Action]:
         """The candidate actions at ``view``'s state, ``own`` first."""
         out: list[Action] = [own]
         service = view.solo_time * (view.remaining_now() / view.iterations.clip(1)) * view.req_gpus
@@ -183,7 +183,7 @@ class Lookahead(Policy):
 
     def candidate_actions(self, view: ClusterView, own: Action, min_run_s: float) -> list[Action]:
         """The actions tried at this decision point, the heuristic's ``own`` first, without repeats."""
-        return self._lister.list(view, own, min_run_s)
+        return self._lister.actions(view, own, min_run_s)
 
     def rollout_costs(self, env: Any, cands: list[Action]) -> list[float]:
         """Each candidate's :func:`rollout_cost` from ``env``'s current state (one engine copy each)."""

@@ -41,7 +41,7 @@ def test_features_one_row_per_candidate_finite_and_cluster_free() -> None:
         env = _state_at(scenario, 1, 40)
         view = make_policy("srsf").view(env)
         own = make_policy("srsf").act(None, env)
-        cands = CandidateLister(3).list(view, own, env.min_run_s)
+        cands = CandidateLister(3).actions(view, own, env.min_run_s)
         rows = candidate_features(view, own, cands)
         assert rows.shape == (len(cands), len(FEATURE_NAMES))  # the same columns on any cluster
         assert np.isfinite(rows).all()
@@ -56,7 +56,7 @@ def test_features_read_no_future_job() -> None:
     eng = env.engine
     view = make_policy("srsf").view(env)
     own = make_policy("srsf").act(None, env)
-    cands = CandidateLister(3).list(view, own, env.min_run_s)
+    cands = CandidateLister(3).actions(view, own, env.min_run_s)
     before = candidate_features(view, own, cands)
     future = eng.submit > eng.now
     assert future.any()
