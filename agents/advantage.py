@@ -99,10 +99,11 @@ class AdvantagePolicy(Policy):
         own = self._base.act(None, env)
         if not isinstance(own, Action):
             raise TypeError(f"{self.model_dir}: base policy answered {own!r}, not a typed action")
-        cands = self._lister.actions(view, own, float(getattr(env.unwrapped, "min_run_s", 0.0)))
+        left = view.remaining_solo_time()
+        cands = self._lister.actions(view, own, float(getattr(env.unwrapped, "min_run_s", 0.0)), left)
         if len(cands) == 1:
             return cands, np.zeros(1)
-        pred = self.booster.inplace_predict(candidate_features(view, own, cands[1:]))
+        pred = self.booster.inplace_predict(candidate_features(view, own, cands[1:], left))
         return cands, np.concatenate([[0.0], np.asarray(pred, dtype=np.float64)])
 
     def act(self, observation: Any, env: Any) -> Action:

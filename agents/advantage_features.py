@@ -72,11 +72,13 @@ def _job_row(view: ClusterView, a: Action, left: np.ndarray, service: np.ndarray
             float(_minutes(max(view.now - since, 0.0)))]
 
 
-def candidate_features(view: ClusterView, own: Action, candidates: list[Action]) -> np.ndarray:
+def candidate_features(view: ClusterView, own: Action, candidates: list[Action],
+                       left: np.ndarray | None = None) -> np.ndarray:
     """One row of :data:`FEATURE_NAMES` per action of ``candidates`` (float64, shape ``(len, features)``),
-    each compared with the heuristic's ``own`` action at ``view``'s state."""
+    each compared with the heuristic's ``own`` action at ``view``'s state. ``left``: the state's
+    :meth:`~gpucluster_env.engine.view.ClusterView.remaining_solo_time`, when the caller has it."""
     gpus = view.num_gpus
-    left = view.solo_time * (view.remaining_now() / view.iterations.clip(1))
+    left = view.remaining_solo_time() if left is None else left
     service = left * view.req_gpus
     head = _state(view, left, service, gpus)
     oj = _job(own)

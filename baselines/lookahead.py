@@ -105,17 +105,23 @@ class CandidateLister:
         self._preempted: set[int] = set()
         self._preempted_at = -1.0
 
-    def actions(self, view: ClusterView, own: Action, min_run_s: float) -> list[Action]:
-        """The candidate actions at ``view``'s state, ``own`` first."""
+    def actions(self, view: ClusterView, own: Action, min_run_s: float,
+                left: np.ndarray | None = None) -> list[Action]:
+        """The candidate actions at ``view``'s state, ``own`` first. ``left``: the state's
+        :meth:`~gpucluster_env.engine.view.ClusterView.remaining_solo_time`, when the caller has it."""
         out: list[Action] = [own]
-        service = view.solo_time * (view.remaining_now() / view.iterations.clip(1)) * view.req_gpus
+        service = (view.remaining_solo_time() if left is None else left) * view.req_gpus
         if view.num_pending:
             out.append(Wait())
             recent = self._preempted if self._preempted_at == view.now else set()
-            pending = sorted((int(j) for j in view.pending_jobs() if int(j) not in recent),
-                             key=lambda j: (service[j], j))
-            starts = [Place(j) for j in pending if view.plan_place(j) is not None][: self.starts]
-            out.extend(starts)
+            pend = view.pending_jobs()
+            found = 0
+            for j in pend[np.lexsort((pend, service[pend]))].tolist():  # by service, then index
+                if found == self.starts:
+                    break
+                if j not in recent and view.plan_place(j) is not None:
+                    out.append(Place(j))
+                    found += 1
             movable = [int(j) for j in view.running_jobs() if view.now - view.last_start(int(j)) >= min_run_s]
             if movable:
                 out.append(Preempt(max(movable, key=lambda j: (service[j], j))))

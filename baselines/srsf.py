@@ -39,8 +39,7 @@ class SRSF(Policy):
 
     def remaining_service(self, view: ClusterView) -> np.ndarray:
         """Each job's remaining solo run time (fastest type) times the GPUs it asks for, in GPU-seconds."""
-        left = view.remaining_now() / np.maximum(view.iterations, 1)
-        return view.solo_time * left * view.req_gpus
+        return view.remaining_solo_time() * view.req_gpus
 
     def act(self, observation: Any, env: Any) -> Action:
         view = self.view(env)

@@ -199,6 +199,11 @@ class ClusterView:
         """Every job's iterations left at the current time."""
         return self._eng.remaining_now()
 
+    def remaining_solo_time(self) -> np.ndarray:
+        """Every job's run time still to do alone on its fastest type (s): its solo time times the share of its
+        iterations left now; the remaining duration the oracle heuristics (SRSF, SJF's ``remaining``) read."""
+        return self.solo_time * (self.remaining_now() / np.maximum(self.iterations, 1))
+
     # ------------------------------------------------------------------ GPUs
     def tenants(self, gpus: np.ndarray | list[int]) -> np.ndarray:
         """``(len(gpus), 2)``: the jobs in each GPU's two slots (-1: empty; slot 1 is used only beside
