@@ -124,15 +124,23 @@ def fixed_policy(cfg: TableConfig, name: str, ref: dict[int, float]) -> dict[str
             "wall_s_per_episode": (time.perf_counter() - t0) / len(cfg.eval_seeds)}
 
 
+def finite_mean(values: Any) -> float:
+    """The mean of the finite scores among ``values`` (None and NaN: an episode that did not finish), NaN when
+    there is none (without numpy's empty-slice warning)."""
+    x = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
+    x = x[np.isfinite(x)]
+    return float(x.mean()) if len(x) else float("nan")
+
+
 def algo_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """An algorithm over its training seeds: the interval of the per-seed means (each over the evaluation
     seeds), the mean curve, and the mean training time."""
-    per_seed = np.array([np.nanmean(r["final"]) if np.isfinite(r["final"]).any() else np.nan for r in runs])
+    per_seed = np.array([finite_mean(r["final"]) for r in runs])
     out = _summary(per_seed)
     out["truncated"] = int(sum(np.isnan(r["final"]).sum() for r in runs))
     out["episodes"] = int(sum(len(r["final"]) for r in runs))
     steps = [p["timesteps"] for p in runs[0]["curve"]]
-    out["curve"] = [{"timesteps": t, "mean": float(np.nanmean([r["curve"][k].get("mean", np.nan) for r in runs])),
+    out["curve"] = [{"timesteps": t, "mean": finite_mean([r["curve"][k].get("mean") for r in runs]),
                      "per_seed": [r["curve"][k].get("mean") for r in runs]} for k, t in enumerate(steps)]
     out["train_s"] = float(np.mean([r["train_s"] for r in runs]))
     return out
@@ -148,8 +156,9 @@ def run_table(cfg: TableConfig, log: Any = print) -> dict[str, Any]:
         runs = []
         for seed in cfg.train_seeds:
             runs.append(train_curve(cfg, algo, seed, ref))
-            log(f"{cfg.scenario} {algo} seed {seed}: final {np.nanmean(runs[-1]['final']):.3f} "
-                f"({runs[-1]['train_s']:.0f} s training)")
+            final = finite_mean(runs[-1]["final"])
+            said = f"final {final:.3f}" if np.isfinite(final) else "no held-out episode finished"
+            log(f"{cfg.scenario} {algo} seed {seed}: {said} ({runs[-1]['train_s']:.0f} s training)")
         result["algos"][algo] = {"runs": runs, **algo_summary(runs)}
     for name in cfg.policies:
         result["policies"][name] = fixed_policy(cfg, name, ref)
@@ -172,8 +181,10 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"| {cfg['scenario']} | score vs {cfg['reference']} (95% CI) | n | curve (mean score at steps) | "
              "time |", "|---|---|---|---|---|"]
     for algo, s in result["algos"].items():
-        curve = ", ".join(f"{p['timesteps'] // 1000}k: {p['mean']:.2f}" for p in s["curve"])
-        lines.append(f"| {algo} | {_cell(s)} | {s['n']} training seeds | {curve} | {s['train_s']:.0f} s "
+        curve = ", ".join(f"{p['timesteps'] // 1000}k: " + (f"{p['mean']:.2f}" if np.isfinite(p["mean"]) else
+                                                             "unfinished") for p in s["curve"])
+        seeds = len(s.get("runs", ())) or s["n"]
+        lines.append(f"| {algo} | {_cell(s)} | {seeds} training seeds | {curve} | {s['train_s']:.0f} s "
                      "training per seed |")
     for name, s in result["policies"].items():
         lines.append(f"| {name} | {_cell(s)} | {s['n']} seeds | - | {s['wall_s_per_episode']:.1f} s per "

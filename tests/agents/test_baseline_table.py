@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
-from gpucluster_env.agents.baseline_table import TableConfig, algo_summary, markdown, run_table
+from gpucluster_env.agents.baseline_table import TableConfig, algo_summary, finite_mean, markdown, run_table
 
 from gpucluster_env.cli.main import main
 from gpucluster_env.policy import run_episode
@@ -30,6 +32,17 @@ def test_an_algorithm_is_summarized_over_its_training_seeds() -> None:
     assert s["n"] == 2 and s["truncated"] == 3 and s["episodes"] == 6
     assert s["mean"] == pytest.approx((1.0 + 1.2) / 2)
     assert s["curve"][0]["mean"] == pytest.approx(2.5) and s["train_s"] == pytest.approx(2.0)
+
+
+def test_an_algorithm_that_never_finishes_has_no_score_and_no_numpy_warning() -> None:
+    """PPO and DQN without masks finish no episode on the paper scenarios: their summary and curve are NaN,
+    said without numpy's empty-slice warning on the user's terminal."""
+    runs = [{"final": [float("nan")] * 2, "curve": [{"timesteps": 10}], "train_s": 1.0}] * 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s = algo_summary(runs)
+        assert np.isnan(finite_mean([None, float("nan")])) and finite_mean([1.0, None, 3.0]) == 2.0
+    assert s["n"] == 0 and s["truncated"] == 6 and "mean" not in s and np.isnan(s["curve"][0]["mean"])
 
 
 def test_bad_arguments_are_one_line(capsys: pytest.CaptureFixture) -> None:
