@@ -201,7 +201,8 @@ class ClusterView:
 
     def remaining_solo_time(self) -> np.ndarray:
         """Every job's run time still to do alone on its fastest type (s): its solo time times the share of its
-        iterations left now; the remaining duration the oracle heuristics (SRSF, SJF's ``remaining``) read."""
+        iterations left now: the oracle remaining duration SRSF's service, the search expert's candidate list and
+        ``rl-advantage``'s features read."""
         return self.solo_time * (self.remaining_now() / np.maximum(self.iterations, 1))
 
     # ------------------------------------------------------------------ GPUs
