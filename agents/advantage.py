@@ -67,6 +67,7 @@ class AdvantagePolicy(Policy):
     """SRSF, overridden where a learned model predicts a candidate action does better (no search at play)."""
 
     name: ClassVar[str] = "rl"
+    kind: ClassVar[str] = "learned from rollouts"
     description: ClassVar[str] = "SRSF corrected by a learned rollout-advantage model (gpucluster train-advantage)"
     paper: ClassVar[str] = "-"
 
@@ -124,9 +125,11 @@ class ShippedAdvantage(AdvantagePolicy):
     """The rollout-advantage model shipped with the package (docs/rl.md)."""
 
     name: ClassVar[str] = "rl-advantage"
+    kind: ClassVar[str] = "learned from rollouts"
     description: ClassVar[str] = (
-        "SRSF corrected by an XGBoost model of each candidate action's rollout advantage over SRSF's, fitted to "
-        "the blind search expert's rollouts (docs/rl.md); no search at play"
+        "Not RL through the gym interface: SRSF corrected by an XGBoost model of each candidate action's rollout "
+        "advantage over SRSF's, fitted to the blind search expert's rollouts on engine clones (one step of "
+        "rollout policy improvement; docs/rl.md); no search at play"
     )
     paper: ClassVar[str] = "this package (issue 28); Lagoudakis & Parr ICML'03 rollout classification"
 

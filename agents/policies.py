@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.agents.model_meta import read_meta
+from gpucluster_env.agents.model_meta import load_model, read_meta  # load_model re-exported
 
 from gpucluster_env.policy import Policy, register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE
@@ -32,6 +32,7 @@ class RandomMasked(Policy):
     """Uniformly random among the actions the mask allows (wait included): the floor of the benchmark."""
 
     name: ClassVar[str] = "random"
+    kind: ClassVar[str] = "random"
     description: ClassVar[str] = "Uniformly random valid action of the masked Discrete space (the floor)"
     paper: ClassVar[str] = "-"
 
@@ -49,29 +50,11 @@ class RandomMasked(Policy):
         return int(valid[self._rng.integers(len(valid))])
 
 
-def load_model(model_dir: str | Path, zip_name: str = "model.zip") -> tuple[Any, dict[str, Any]]:
-    """The trained SB3 model of ``model_dir`` (on the CPU; ``zip_name``: another file of the run, e.g. a
-    checkpoint) and its metadata."""
-    meta = read_meta(model_dir)
-    zip_path = Path(model_dir) / zip_name
-    if not zip_path.is_file():
-        raise FileNotFoundError(f"{model_dir}: no {zip_name}")
-    algo = meta.get("algo")
-    if algo == "maskable_ppo":
-        from sb3_contrib import MaskablePPO as cls
-    elif algo == "ppo":
-        from stable_baselines3 import PPO as cls
-    elif algo == "dqn":
-        from stable_baselines3 import DQN as cls
-    else:
-        raise ValueError(f"{model_dir}: unknown algorithm {algo!r} in meta.json")
-    return cls.load(str(zip_path), device="cpu"), meta
-
-
 class RLPolicy(Policy):
     """A trained model acting greedily (deterministic) inside the mask."""
 
     name: ClassVar[str] = "rl"
+    kind: ClassVar[str] = "RL from scratch"  # "imitation + RL" for a run that cloned first (set per model)
     description: ClassVar[str] = "A policy trained with stable-baselines3 (gpucluster train)"
     paper: ClassVar[str] = "-"
     needs_observation: ClassVar[bool] = True
@@ -81,6 +64,8 @@ class RLPolicy(Policy):
         self.deterministic = deterministic
         self.model, self.meta = load_model(model_dir, zip_name)
         self.masked = self.meta["algo"] == "maskable_ppo"
+        if self.meta.get("config", {}).get("bc_episodes"):
+            self.kind = "imitation + RL"
 
     def reset(self, env: Any) -> None:
         """Check that the model can act on ``env`` (same observation and action shapes): a one-line
@@ -133,6 +118,7 @@ class ShippedRL(RLPolicy):
     """The MaskablePPO policy shipped with the package (trained on castor-philly; docs/rl.md)."""
 
     name: ClassVar[str] = "rl-castor-philly"
+    kind: ClassVar[str] = "imitation + RL"
     description: ClassVar[str] = (
         "MaskablePPO on castor-philly and sjfbsbf-philly windows, warm-started by cloning SRSF with DAgger "
         "(docs/rl.md)"
@@ -231,14 +217,18 @@ def _sets_mismatch(want: Any, env: Any, diffs: list[str]) -> str:
 
 
 def make_rl_policy(spec: str) -> Policy:
-    """``rl:DIR`` -> the policy of the model trained into ``DIR``: a network of ``gpucluster train``
-    (:class:`RLPolicy`) or a rollout-advantage model of ``gpucluster train-advantage``
+    """``rl:DIR`` -> the policy of the model trained into ``DIR``: a network of ``gpucluster train`` on the
+    job-centric process (:class:`~gpucluster_env.agents.job_model.JobModelPolicy`) or the full one
+    (:class:`RLPolicy`), or a rollout-advantage model of ``gpucluster train-advantage``
     (:class:`~gpucluster_env.agents.advantage.AdvantagePolicy`), as its meta.json says."""
     path = spec.split(":", 1)[1]
     if not path:
         raise ValueError("policy 'rl:DIR' needs a directory written by `gpucluster train`")
     from gpucluster_env.agents.advantage import ALGO, AdvantagePolicy
+    from gpucluster_env.agents.job_model import JobModelPolicy, is_jobs_model
 
-    pol: Policy = AdvantagePolicy(path) if read_meta(path).get("algo") == ALGO else RLPolicy(path)
+    meta = read_meta(path)
+    pol: Policy = (AdvantagePolicy(path) if meta.get("algo") == ALGO
+                   else JobModelPolicy(path) if is_jobs_model(meta) else RLPolicy(path))
     pol._options = {"model_dir": path}
     return pol

@@ -1,5 +1,10 @@
-"""Training with stable-baselines3 / sb3-contrib: MaskablePPO (default) on the masked Dict env, PPO and DQN on
-the flat ``Box`` variant (their out-of-mask actions are counted no-ops).
+"""Training with stable-baselines3 / sb3-contrib. By default MaskablePPO with the shared-weight job-scoring
+network (:mod:`.job_policy`) on the job-centric decision process (``process="jobs"``,
+:mod:`gpucluster_env.env.jobs_env`), discounted by simulated time (:mod:`.time_discount`), its reward relative to
+SRSF on the same trace (:mod:`.reference_reward`). ``process="full"`` trains on the full action vocabulary:
+MaskablePPO on the masked Dict env, PPO and DQN on the flat ``Box`` variant (their out-of-mask actions are
+counted no-ops). A2C and PPO also train on the job-centric process (without masks: an out-of-mask action is
+"nothing more now").
 
 One call of :func:`train` builds ``n_envs`` environments in subprocesses (``SubprocVecEnv``), each drawing every
 episode's scenario and trace window from a list (:class:`TraceWindows`: the curriculum over Philly windows),
@@ -14,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -27,110 +32,17 @@ from gpucluster_env.agents.callbacks import (
     run_logger,
     run_summary,
 )
+from gpucluster_env.agents.train_config import (  # re-exported: the CLI, tests and tables import them from here
+    ALGOS,
+    EVAL_SEED,
+    PROCESS_DEFAULTS,
+    PROCESSES,
+    SHIPPED,
+    TrainConfig,
+)
 
-ALGOS = ("maskable_ppo", "ppo", "dqn")
-EVAL_SEED = 1_000_000
-"""Evaluation episodes during training draw their traces from seeds from here on, never used for training."""
-
-
-@dataclass
-class TrainConfig:
-    """Everything a training run depends on (saved in meta.json)."""
-
-    out: str
-    algo: str = "maskable_ppo"
-    scenarios: tuple[str, ...] = ("castor-philly",)
-    windows: tuple[str, ...] = ("busiest", "random")
-    timesteps: int = 100_000
-    seed: int = 0
-    n_envs: int = 2
-    vec: str = "subproc"
-    learning_rate: float = 3e-4
-    n_steps: int = 1024
-    batch_size: int = 256
-    n_epochs: int = 4
-    gamma: float = 0.995
-    gae_lambda: float = 0.95
-    ent_coef: float = 0.003
-    clip_range: float = 0.1
-    target_kl: float | None = None
-    """PPO stops an update's epochs early once the approximate KL to the rollout policy passes this."""
-    critic_warmup: int = 0
-    """Timesteps at the start of PPO during which only the value head learns (the cloned policy is frozen), so
-    the first policy updates use advantages from a critic fitted to the policy's own returns."""
-    net_arch: tuple[int, ...] = (128, 128)
-    bc_episodes: int = 0
-    bc_epochs: int = 20
-    bc_experts: tuple[str, ...] = ("castor",)
-    """The reference policy cloned on each scenario (one for all, or one per scenario in order); a name with
-    options after colons (``lookahead:horizon_s=1800``, :func:`.expert.make_expert`)."""
-    dagger_rounds: int = 0
-    """DAgger rounds after behaviour cloning: the policy plays, the expert labels its states, refit."""
-    dagger_episodes: int = 10
-    departure_weight: float = 1.0
-    bc_workers: int = 1
-    """Processes that play the cloning and DAgger episodes (same labels as one process; :mod:`.bc`)."""
-    """With the ``hint`` entry: the weight of a cloning label where the expert departs from the hinted action
-    (the rare decisions that carry the expert's margin over the heuristic; :func:`.bc._fit`)."""
-    select_seeds: tuple[int, ...] = ()
-    """Validation seeds: after training, the best saved model on them becomes model.zip (:mod:`.select`)."""
-    eval_freq: int = 20_000
-    eval_episodes: int = 2
-    checkpoint_freq: int = 50_000
-    threads: int = 1
-    progress: bool = True
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if self.algo not in ALGOS:
-            raise ValueError(f"unknown algorithm {self.algo!r}; known: {', '.join(ALGOS)}")
-        if self.timesteps < 1 or self.n_envs < 1:
-            raise ValueError("timesteps and n_envs must be positive")
-        if self.vec not in ("subproc", "dummy"):
-            raise ValueError(f"vec must be 'subproc' or 'dummy', got {self.vec!r}")
-        if not self.scenarios:
-            raise ValueError("at least one scenario is needed")
-        if self.env_kwargs.get("observation") == "sets" and self.algo != "maskable_ppo":
-            raise ValueError("observation 'sets' (the permutation-invariant network) trains with maskable_ppo")
-        if self.dagger_rounds < 0 or self.dagger_episodes < 1:
-            raise ValueError("dagger_rounds must be >= 0 and dagger_episodes >= 1")
-        if self.bc_workers < 1:
-            raise ValueError(f"bc_workers must be >= 1, got {self.bc_workers}")
-        if not self.departure_weight > 0:
-            raise ValueError(f"departure_weight must be positive, got {self.departure_weight}")
-        if self.dagger_rounds and not self.bc_episodes:
-            raise ValueError("DAgger rounds refine behaviour cloning: give bc_episodes too")
-        if len(self.bc_experts) not in (1, len(self.scenarios)):
-            raise ValueError("give one behaviour-cloning expert, or one per scenario")
-        if self.bc_episodes:
-            from gpucluster_env.agents.expert import make_expert
-
-            for spec in self.bc_experts:
-                make_expert(spec)  # a bad name or option fails before any training
-
-    def expert_for(self, k: int) -> str:
-        """The expert cloned on ``scenarios[k]``."""
-        return self.bc_experts[k if len(self.bc_experts) > 1 else 0]
-
-    def env_args(self) -> dict[str, Any]:
-        """Keyword arguments of every environment of the run (the flat variant for PPO and DQN)."""
-        kw = {"observation": "dict" if self.algo == "maskable_ppo" else "box"}
-        kw.update(self.env_kwargs)
-        return kw
-
-
-SHIPPED: dict[str, Any] = {
-    "scenarios": ("castor-philly", "sjfbsbf-philly"),
-    "bc_experts": ("srsf",),
-    "env_kwargs": {"pending_order": "remaining"},
-    "learning_rate": 3e-5,
-    "gamma": 1.0,
-    "target_kl": 0.01,
-    "n_steps": 2048,
-}
-"""The PPO configuration of the shipped policy that differs from :class:`TrainConfig`'s defaults; its whole command
-(behaviour cloning, DAgger, ``--critic-warmup 20000``, ``--vec dummy``, selection) is in docs/rl.md and its
-meta.json. ``gpucluster bench`` times training in it, past the critic warm-up (a tenth of the shipped run)."""
+__all__ = ["ALGOS", "EVAL_SEED", "PROCESSES", "PROCESS_DEFAULTS", "SHIPPED", "TrainConfig", "TraceWindows",
+           "make_model", "make_vec", "measure_train_speed", "train"]
 
 
 class TraceWindows(gym.Wrapper):
@@ -150,7 +62,8 @@ class TraceWindows(gym.Wrapper):
         self._rng = np.random.default_rng(seed)
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:
-        self.env.unwrapped.scenario = self.choices[int(self._rng.integers(len(self.choices)))]
+        u = self.env.unwrapped
+        (getattr(u, "wrapped", u)).scenario = self.choices[int(self._rng.integers(len(self.choices)))]
         return self.env.reset(**kwargs)
 
     def action_masks(self) -> np.ndarray:
@@ -164,9 +77,20 @@ def _make_env(cfg: TrainConfig, rank: int) -> Any:
         from gpucluster_env.env import GPUClusterEnv
         from gpucluster_env.registration import max_episode_steps
 
-        env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
-        env = gym.wrappers.TimeLimit(env, max_episode_steps(env.engine.n_jobs, env.engine.config.tick_s))
+        if cfg.process == "jobs":
+            from gpucluster_env.env.jobs_env import JobsEnv
+            from gpucluster_env.registration import JOBS_STEPS_PER_JOB
+
+            env = JobsEnv(cfg.scenarios[0], **cfg.env_args())
+            env = gym.wrappers.TimeLimit(env, JOBS_STEPS_PER_JOB * env.engine.n_jobs + 2000)
+        else:
+            env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
+            env = gym.wrappers.TimeLimit(env, max_episode_steps(env.engine.n_jobs, env.engine.config.tick_s))
         env = TraceWindows(env, cfg.scenarios, cfg.windows, seed=cfg.seed * 1000 + rank)
+        if cfg.process == "jobs" and cfg.reference is not None:
+            from gpucluster_env.agents.reference_reward import ReferenceRelative
+
+            env = ReferenceRelative(env, cfg.reference)
         if cfg.algo != "maskable_ppo":
             return Monitor(env)
         from gpucluster_env.agents.vec_masks import MaskInInfo
@@ -204,6 +128,8 @@ def make_model(cfg: TrainConfig, vec: Any, logdir: Path | None) -> Any:
     ppo_args = {"learning_rate": cfg.learning_rate, "n_steps": cfg.n_steps, "batch_size": cfg.batch_size,
                 "n_epochs": cfg.n_epochs, "gamma": cfg.gamma, "gae_lambda": cfg.gae_lambda,
                 "ent_coef": cfg.ent_coef, "clip_range": cfg.clip_range, "target_kl": cfg.target_kl, **common}
+    if cfg.process == "jobs":
+        return _jobs_model(cfg, vec, ppo_args)
     if cfg.algo == "ppo":
         from stable_baselines3 import PPO
 
@@ -215,6 +141,31 @@ def make_model(cfg: TrainConfig, vec: Any, logdir: Path | None) -> Any:
 
         return MaskablePPO(SetsPolicy, vec, **ppo_args)
     return MaskablePPO("MultiInputPolicy", vec, **ppo_args)
+
+
+def _jobs_model(cfg: TrainConfig, vec: Any, ppo_args: dict[str, Any]) -> Any:
+    """A model on the job-centric process: MaskablePPO with the job-scoring network (discounted by simulated
+    time when ``time_discount_s`` is set); PPO or A2C with SB3's own ``MultiInputPolicy`` (no masks)."""
+    if cfg.algo == "maskable_ppo":
+        from gpucluster_env.agents.job_policy import JobScorePolicy
+        from sb3_contrib import MaskablePPO
+
+        if cfg.time_discount_s:
+            from gpucluster_env.agents.time_discount import TimeDiscountBuffer
+
+            ppo_args = {**ppo_args, "rollout_buffer_class": TimeDiscountBuffer,
+                        "rollout_buffer_kwargs": {"tau_s": cfg.time_discount_s}}
+        ppo_args["policy_kwargs"] = {"dim": cfg.job_dim}
+        return MaskablePPO(JobScorePolicy, vec, **ppo_args)
+    if cfg.algo == "ppo":
+        from stable_baselines3 import PPO
+
+        return PPO("MultiInputPolicy", vec, **ppo_args)
+    from stable_baselines3 import A2C
+
+    a2c = {k: ppo_args[k] for k in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "seed", "device",
+                                    "verbose", "policy_kwargs")}
+    return A2C("MultiInputPolicy", vec, n_steps=8, **a2c)
 
 
 def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
@@ -243,6 +194,10 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
     cbs = [ev, ckpt, EpisodeCounter()]
     if cfg.critic_warmup > 0 and cfg.algo != "dqn":
         cbs.append(CriticWarmup(cfg.critic_warmup))
+    if cfg.process == "jobs" and cfg.time_discount_s and cfg.algo == "maskable_ppo":
+        from gpucluster_env.agents.time_discount import NoteStepTimes
+
+        cbs.append(NoteStepTimes())
     if cfg.progress:
         from gpucluster_env.agents.progress import RichProgress
 
@@ -259,9 +214,10 @@ def versions() -> dict[str, str | None]:
 
 def env_spec_json(cfg: TrainConfig) -> str:
     """``env.spec.to_json()`` of the run's first scenario with the run's environment arguments."""
-    from gpucluster_env.registration import env_id
+    from gpucluster_env.registration import env_id, jobs_env_id
 
-    env = gym.make(env_id(cfg.scenarios[0]), **cfg.env_args())
+    make_id = jobs_env_id if cfg.process == "jobs" else env_id
+    env = gym.make(make_id(cfg.scenarios[0]), **cfg.env_args())
     try:
         return env.spec.to_json()
     finally:
@@ -277,6 +233,17 @@ def _trained_actions(cfg: TrainConfig, masks: np.ndarray) -> list[str]:
     env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
     try:
         return seen_kinds(env, masks)
+    finally:
+        env.close()
+
+
+def _default_job_features(cfg: TrainConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The job-centric env's default feature names on the run's first scenario."""
+    from gpucluster_env.env.jobs_env import JobsEnv
+
+    env = JobsEnv(cfg.scenarios[0], **cfg.env_args())
+    try:
+        return env.features
     finally:
         env.close()
 
@@ -316,6 +283,8 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
+    if cfg.process == "jobs" and "features" not in cfg.env_kwargs:  # pinned: the model reads these by name
+        cfg.env_kwargs["features"] = [list(f) for f in _default_job_features(cfg)]
     meta = {
         "algo": cfg.algo,
         "config": asdict(cfg),
@@ -349,7 +318,7 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
     seen = [m for m in (bc_stats.pop("seen_mask", None), cbs[2].seen) if m is not None]
     meta.update(timesteps=int(model.num_timesteps), wall_s=time.perf_counter() - t0, learn_s=learn_s,
                 behaviour_cloning=bc_stats, summary=run_summary(cbs, out))
-    if seen:  # the action kinds the training masks ever allowed: the policy plays only those (.trained_actions)
+    if seen and cfg.process == "full":  # the kinds the training masks allowed: the policy plays only those
         meta["trained_actions"] = _trained_actions(cfg, np.stack(seen))
     if cfg.select_seeds:
         from gpucluster_env.agents.select import select_model

@@ -61,8 +61,18 @@ def rollout_cost(engine: Any, first: Action, base: Policy, horizon_s: float, tai
     return cost
 
 
-def _window_cost(engine: Any, first: Action, base: Policy, horizon_s: float) -> float:
-    """:func:`rollout_cost` over the window alone."""
+def rollout_curve(engine: Any, base: Policy) -> np.ndarray:
+    """``(k, 3)`` rows ``(t0, t1, jobs in the system)``: the piecewise-constant count of jobs in the system on
+    ``engine`` (changed: pass a copy) while ``base`` schedules it from now to the end (a reference policy's
+    cost curve on the same trace, :mod:`gpucluster_env.agents.reference_reward`)."""
+    curve: list[tuple[float, float, int]] = []
+    _window_cost(engine, base.act(None, EngineEnv(engine)), base, float("inf"), curve)
+    return np.array(curve, dtype=np.float64).reshape(-1, 3)
+
+
+def _window_cost(engine: Any, first: Action, base: Policy, horizon_s: float,
+                 curve: list[tuple[float, float, int]] | None = None) -> float:
+    """:func:`rollout_cost` over the window alone (each advance of the clock appended to ``curve``)."""
     end = engine.now + horizon_s
     env = EngineEnv(engine)
     cost = 0.0
@@ -84,6 +94,8 @@ def _window_cost(engine: Any, first: Action, base: Policy, horizon_s: float) -> 
             except StalledError:
                 return cost + n * (end - t0)
             cost += n * (engine.now - t0)
+            if curve is not None:
+                curve.append((t0, engine.now, n))
             at_instant = 0
         act = base.act(None, env)
     return cost
@@ -144,6 +156,7 @@ class Lookahead(Policy):
     """Rollout search over a few candidate actions with a heuristic base policy (clairvoyant expert)."""
 
     name: ClassVar[str] = "lookahead"
+    kind: ClassVar[str] = "search"
     description: ClassVar[str] = (
         "Search expert: rolls out each candidate action (the heuristic's own, wait, the shortest pending jobs, "
         "a preemption) with SRSF on a copy of the simulator for horizon_s and takes the least job-time in "

@@ -7,11 +7,13 @@ heterogeneous, multi-tenant GPU clusters.
 Gymnasium. Heavy libraries (torch, stable-baselines3, xgboost) are imported only by the code that uses them.
 """
 
-from .registration import env_id, env_ids, register_envs, register_when_gymnasium_loads
+from .registration import env_id, env_ids, jobs_env_id, jobs_env_ids, register_envs, register_when_gymnasium_loads
 
 __version__ = "0.2.0"
 
 ENV_IDS = env_ids()
+JOBS_ENV_IDS = jobs_env_ids()
 register_when_gymnasium_loads()
 
-__all__ = ["ENV_IDS", "env_id", "env_ids", "register_envs", "__version__"]
+__all__ = ["ENV_IDS", "JOBS_ENV_IDS", "env_id", "env_ids", "jobs_env_id", "jobs_env_ids", "register_envs",
+           "__version__"]

@@ -39,6 +39,17 @@ RL_POLICY_FACTORY = "gpucluster_env.agents.policies:make_rl_policy"
 """What builds ``rl:DIR`` (a model trained by ``gpucluster train``)."""
 
 POLICIES: dict[str, type[Policy]] = {}
+POLICY_KINDS: dict[str, str] = {
+    "heuristic": "a rule from a paper or a classic; reads the cluster through the read-only view",
+    "random": "uniformly random among the legal actions (the floor)",
+    "search": "searches engine clones at play time (a clairvoyant expert, not a deployable scheduler)",
+    "learned from rollouts": "a model fitted to rollouts on engine clones (needs clones to train, none to play)",
+    "imitation + RL": "cloned from a heuristic's decisions, then fine-tuned by RL through the gym interface",
+    "RL from scratch": "trained by RL through the gym interface: no expert labels, no imitation, no clones "
+                       "mid-episode (its training reward may replay the episode's trace from the start with a "
+                       "reference heuristic, as RLScheduler's does)",
+}
+"""The kinds of policy, as ``gpucluster policies`` and docs/rl.md label them."""
 
 
 class Policy:
@@ -47,6 +58,8 @@ class Policy:
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
     paper: ClassVar[str] = ""
+    kind: ClassVar[str] = "heuristic"
+    """What the policy is, one of :data:`POLICY_KINDS`: every list and table of policies shows it."""
     needs_observation: ClassVar[bool] = False
     """False for white-box agents: the runner then builds the env with ``observation="none"`` (faster)."""
 

@@ -18,6 +18,8 @@ from .scenarios import SCENARIOS
 
 NAMESPACE = "gpucluster_env"
 ENTRY_POINT = "gpucluster_env.env.cluster_env:GPUClusterEnv"
+JOBS_ENTRY_POINT = "gpucluster_env.env.jobs_env:JobsEnv"
+"""The job-centric decision process RL trains on (:mod:`gpucluster_env.env.jobs_env`): ``<Scenario>Jobs-v1``."""
 ENV_VERSION = 1
 """The version in every registered id. v1: engine v2 (interference on the whole iteration, Castor eq. 4-5; the
 MPS share model that relieves the partner; per-type demand; the all-reduce fitted on multi-node runs; HadarE
@@ -26,6 +28,10 @@ STEPS_PER_JOB = 40
 """``max_episode_steps`` of a registered id is ``STEPS_PER_JOB x jobs + 2,000``: several times the decisions of
 a random masked episode (a few per job, tests/env/test_env_rl.py), so only an agent that idles for hours of
 simulated time on an empty cluster meets it."""
+JOBS_STEPS_PER_JOB = 20
+"""``max_episode_steps`` of a job-centric id is ``JOBS_STEPS_PER_JOB x jobs + 2,000``: its steps are starts,
+preemptions and decision points with a choice (about 4 per job for SRSF-like play on castor-philly), never
+forced waits."""
 TICK_STEPS_PER_JOB = 160
 """The steps per job of a scenario that calibrates MPS shares (``tick_s`` set: the Gimbal scenarios), where every
 calibration tick is a decision point as well: SJF itself takes 53-58 steps per job on ``gimbal-alibaba`` (16,005
@@ -38,6 +44,16 @@ def env_id(scenario: str) -> str:
     """``castor-philly`` -> ``gpucluster_env/CastorPhilly-v1``."""
     camel = "".join(part.capitalize() for part in scenario.replace("_", "-").split("-"))
     return f"{NAMESPACE}/{camel}-v{ENV_VERSION}"
+
+
+def jobs_env_id(scenario: str) -> str:
+    """``castor-philly`` -> ``gpucluster_env/CastorPhillyJobs-v1`` (the job-centric decision process)."""
+    return env_id(scenario).replace(f"-v{ENV_VERSION}", f"Jobs-v{ENV_VERSION}")
+
+
+def jobs_env_ids() -> list[str]:
+    """The job-centric ids, one per scenario."""
+    return [jobs_env_id(name) for name in SCENARIOS]
 
 
 def registered_ids_text(width: int = 110, indent: str = "    ") -> str:
@@ -73,6 +89,10 @@ def register_envs() -> list[str]:
         if i not in gym.registry:
             gym.register(id=i, entry_point=ENTRY_POINT, kwargs={"scenario": name},
                          max_episode_steps=max_episode_steps(sc.num_jobs, sc.config.tick_s))
+    for i, (name, sc) in zip(jobs_env_ids(), SCENARIOS.items(), strict=True):
+        if i not in gym.registry:
+            gym.register(id=i, entry_point=JOBS_ENTRY_POINT, kwargs={"scenario": name},
+                         max_episode_steps=JOBS_STEPS_PER_JOB * sc.num_jobs + 2000)
     return ids
 
 

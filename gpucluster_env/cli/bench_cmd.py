@@ -1,7 +1,8 @@
 """``gpucluster bench``: speed and memory of the engine and the environment, measured here and now.
 
 * Env steps per second of one environment under uniformly random masked actions on ``castor-philly``,
-  observation and mask included (measured first, so the FIFO run's garbage is not in its process).
+  observation and mask included (measured first, so the FIFO run's garbage is not in its process), then the
+  same for the job-centric env (``jobs_env_*``), with the steps an episode takes in each.
 * FIFO through the standard runner on ``philly-scale`` (80,000 jobs on 2,490 GPUs by default): jobs simulated
   per second, wall time, engine decision points per second.
 * Replay frame rendering (``replay_frame_ms``): median milliseconds to draw one frame of the replay of a
@@ -85,15 +86,18 @@ def bench_fifo(scenario: str, jobs: int, seed: int) -> dict[str, float]:
     }
 
 
-def bench_env(scenario: str, steps: int, seed: int) -> dict[str, float]:
-    """Steps per second of one env under uniformly random masked actions (resets included when episodes end)."""
+def bench_env(scenario: str, steps: int, seed: int, jobs: bool = False) -> dict[str, float]:
+    """Steps per second of one env under uniformly random masked actions (resets included when episodes end):
+    the full vocabulary's env (``env_*`` figures) or, with ``jobs``, the job-centric one (``jobs_env_*``);
+    ``*_steps_per_episode`` is steps over finished episodes (the job-centric process takes fewer steps)."""
     import numpy as np
 
     from gpucluster_env.env import GPUClusterEnv
+    from gpucluster_env.env.jobs_env import JobsEnv
 
     if steps < 1:
         raise ValueError(f"--env-steps must be positive, got {steps}")
-    env = GPUClusterEnv(scenario)
+    env = JobsEnv(scenario) if jobs else GPUClusterEnv(scenario)
     env.reset(seed=seed)
     # one uniform draw per step, made up front: the agent's own cost stays out of the env's figure
     u = np.random.default_rng(seed).random(steps).tolist()
@@ -106,7 +110,9 @@ def bench_env(scenario: str, steps: int, seed: int) -> dict[str, float]:
             done += 1
             env.reset()
     wall = time.perf_counter() - t0
-    return {"env_scenario": scenario, "env_steps": steps, "env_steps_per_s": steps / wall, "env_episodes": done}
+    key = "jobs_env" if jobs else "env"
+    return {f"{key}_scenario": scenario, f"{key}_steps": steps, f"{key}_steps_per_s": steps / wall,
+            f"{key}_episodes": done, f"{key}_steps_per_episode": steps / done if done else float("nan")}
 
 
 def _sizes(text: str, flag: str = "--decision-sizes") -> tuple[int, ...]:
@@ -176,6 +182,9 @@ def run(args: argparse.Namespace) -> int:
     out: dict[str, object] = {}
     with console.status(f"random actions on {args.env_scenario}, {args.env_steps} steps …", spinner="dots"):
         out.update(bench_env(args.env_scenario, args.env_steps, args.seed))
+    gc.collect()
+    with console.status(f"random job actions on {args.env_scenario}, {args.env_steps} steps …", spinner="dots"):
+        out.update(bench_env(args.env_scenario, args.env_steps, args.seed, jobs=True))
     gc.collect()
     with console.status(f"FIFO on {args.fifo_scenario}, {args.jobs} jobs …", spinner="dots"):
         out.update(bench_fifo(args.fifo_scenario, args.jobs, args.seed))

@@ -15,15 +15,18 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from gpucluster_env.policy import POLICIES, policy_names
 
-    rows = [{"name": n, "description": POLICIES[n].description, "paper": POLICIES[n].paper}
+    rows = [{"name": n, "kind": POLICIES[n].kind, "description": POLICIES[n].description, "paper": POLICIES[n].paper}
             for n in policy_names()]
     if args.json:
         print(json.dumps(rows))
         return 0
     from gpucluster_env.text_tables import Col, make_console, print_table
 
-    cols = [Col("name", "left", key=True), Col("description (paper)", "left", text=True)]
+    cols = [Col("name", "left", key=True), Col("kind", "left"), Col("description (paper)", "left", text=True)]
     print_table(make_console(), "policies", cols,
-                [(r["name"], f"{r['description']} ({r['paper']})" if r["paper"] else r["description"]) for r in rows],
-                show_lines=True)
+                [(r["name"], r["kind"], f"{r['description']} ({r['paper']})" if r["paper"] else r["description"])
+                 for r in rows], show_lines=True)
+    from gpucluster_env.policy import POLICY_KINDS
+
+    print("\n".join(f"{k}: {v}" for k, v in POLICY_KINDS.items()))
     return 0

@@ -14,10 +14,22 @@ def _csv(text: str) -> tuple[str, ...]:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train an RL policy (MaskablePPO, PPO, DQN)",
+    p = sub.add_parser("train", help="train an RL policy (MaskablePPO, PPO, A2C, DQN)",
                        description="Train a policy with stable-baselines3 and save it with its metadata in --out. "
-                                   "See docs/rl.md.")
-    p.add_argument("--algo", default="maskable_ppo", choices=("maskable_ppo", "ppo", "dqn"))
+                                   "By default: MaskablePPO with the job-scoring network on the job-centric "
+                                   "decision process, discounted by simulated time, its reward relative to SRSF "
+                                   "on the same trace. See docs/rl.md.")
+    p.add_argument("--algo", default="maskable_ppo", choices=("maskable_ppo", "ppo", "a2c", "dqn"))
+    p.add_argument("--process", default="jobs", choices=("jobs", "full"),
+                   help="decision process: 'jobs' (pick one job, or nothing more now; the env runs the clock) "
+                        "or 'full' (the whole action vocabulary, wait as an action)")
+    p.add_argument("--reference", default="srsf",
+                   help="'jobs' only: the reward is relative to this heuristic on the same trace (srsf, sjf, "
+                        "ssf, fifo), or 'none' for the plain reward")
+    p.add_argument("--time-discount", type=float, default=None, metavar="SECONDS",
+                   help="'jobs' with maskable_ppo: discount the bootstrap by exp(-dt/SECONDS) of simulated time "
+                        "(default: the process's; 0: per-step gamma only)")
+    p.add_argument("--gae-lambda", type=float, default=None, help="GAE lambda (default: the process's)")
     p.add_argument("--scenario", default="castor-philly",
                    help="scenario, or several with the same number of GPU types, comma-separated")
     p.add_argument("--windows", default="busiest,random",
@@ -47,9 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--select-seeds", default="",
                    help="validation seeds ('A-B' or a list): after training, the saved model with the lowest "
                         "average JCT on them becomes model.zip (keep them apart from evaluation seeds)")
-    p.add_argument("--learning-rate", type=float, default=3e-4)
+    p.add_argument("--learning-rate", type=float, default=None, help="default: the process's")
     p.add_argument("--ent-coef", type=float, default=0.003)
-    p.add_argument("--gamma", type=float, default=0.995, help="discount per decision")
+    p.add_argument("--gamma", type=float, default=None, help="discount per decision (default: the process's)")
     p.add_argument("--target-kl", type=float, default=None, help="stop an update early past this KL (PPO)")
     p.add_argument("--critic-warmup", type=int, default=0,
                    help="timesteps at the start of PPO during which only the value head learns")
@@ -67,7 +79,7 @@ TRAIN_RANGES: dict[str, tuple[float, float]] = {
     "bc_epochs": (1, 1e4), "dagger_rounds": (0, 1e3), "dagger_episodes": (1, 1e5), "learning_rate": (1e-12, 1.0),
     "ent_coef": (0.0, 10.0), "gamma": (1e-6, 1.0), "target_kl": (1e-12, 10.0), "critic_warmup": (0, 1e10),
     "n_steps": (1, 1e7), "eval_freq": (1, 1e10), "eval_episodes": (1, 1e4), "checkpoint_freq": (1, 1e10),
-    "threads": (1, 1024),
+    "threads": (1, 1024), "time_discount": (0.0, 1e9), "gae_lambda": (0.0, 1.0),
 }
 """The accepted range of each numeric ``train`` argument (inclusive); NaN is never in range."""
 
@@ -109,13 +121,16 @@ def command_line(args: argparse.Namespace, command: str = "train") -> str:
     return " ".join(parts)
 
 
-def env_args(pairs: list[str]) -> dict[str, Any]:
-    """``KEY=VALUE`` strings as keyword arguments (values read as JSON where they parse, else strings)."""
+def env_args(pairs: list[str], process: str = "full") -> dict[str, Any]:
+    """``KEY=VALUE`` strings as keyword arguments of the process's environment (values read as JSON where they
+    parse, else strings)."""
     import inspect
 
     from gpucluster_env.env import GPUClusterEnv
+    from gpucluster_env.env.jobs_env import JobsEnv
 
-    known = set(inspect.signature(GPUClusterEnv.__init__).parameters) - {"self", "scenario"}
+    cls = JobsEnv if process == "jobs" else GPUClusterEnv
+    known = set(inspect.signature(cls.__init__).parameters) - {"self", "scenario"}
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
@@ -128,7 +143,7 @@ def env_args(pairs: list[str]) -> dict[str, Any]:
             out[key.strip()] = json.loads(value)
         except json.JSONDecodeError:
             out[key.strip()] = value
-    if out.get("observation", "sets") != "sets":
+    if process == "full" and out.get("observation", "sets") != "sets":
         raise ValueError(f"--env-arg observation: only 'sets' (the permutation-invariant network on any cluster) "
                          f"may be chosen, got {out['observation']!r}; the algorithm picks 'dict' or 'box' itself")
     return out
@@ -143,15 +158,21 @@ def run(args: argparse.Namespace) -> int:
     scenarios = _csv(args.scenario)
     for s in scenarios:
         get_scenario(s)  # fail fast on a bad name
+    tuned = {k: v for k, v in (("learning_rate", args.learning_rate), ("gamma", args.gamma),
+                               ("gae_lambda", args.gae_lambda)) if v is not None}
+    if args.time_discount is not None:
+        tuned["time_discount_s"] = args.time_discount or None
     cfg = TrainConfig(
-        out=args.out, algo=args.algo, scenarios=scenarios, windows=_csv(args.windows) or ("",),
-        timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs, vec=args.vec, learning_rate=args.learning_rate,
+        out=args.out, algo=args.algo, process=args.process, scenarios=scenarios,
+        reference=None if args.reference == "none" else args.reference, **tuned, windows=_csv(args.windows) or ("",),
+        timesteps=args.timesteps, seed=args.seed, n_envs=args.n_envs, vec=args.vec,
         ent_coef=args.ent_coef, n_steps=args.n_steps, bc_episodes=args.bc_episodes, bc_epochs=args.bc_epochs,
         bc_experts=_csv(args.bc_expert), eval_freq=args.eval_freq, eval_episodes=args.eval_episodes,
         checkpoint_freq=args.checkpoint_freq, threads=args.threads, progress=not args.no_progress,
         select_seeds=tuple(parse_seeds(args.select_seeds)) if args.select_seeds else (),
-        gamma=args.gamma, target_kl=args.target_kl, critic_warmup=args.critic_warmup,
-        dagger_rounds=args.dagger_rounds, dagger_episodes=args.dagger_episodes, env_kwargs=env_args(args.env_arg),
+        target_kl=args.target_kl, critic_warmup=args.critic_warmup,
+        dagger_rounds=args.dagger_rounds, dagger_episodes=args.dagger_episodes,
+        env_kwargs=env_args(args.env_arg, args.process),
         departure_weight=args.departure_weight, bc_workers=args.bc_workers,
     )
     out = train(cfg, command=command_line(args))

@@ -171,3 +171,10 @@ def from_view(env: GPUClusterEnv, action: Any) -> int:
         off = np.flatnonzero(~env._mask)  # an absent column of the view is an out-of-mask action
         return int(off[0]) if len(off) else 0
     return a
+
+
+def view_int_or_raise(view_action: int | None) -> int:
+    """An int of the env's space for a named action, or a ``ValueError`` where its view has none."""
+    if view_action is None:
+        raise ValueError("that action has no int in this env's 'sets' view")
+    return view_action

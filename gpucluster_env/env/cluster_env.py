@@ -297,6 +297,14 @@ class GPUClusterEnv(gym.Env):
         return self.codec.decode(action_steps.as_int(self, action), self._pending, self._running, self.engine,
                                  self.obs_builder.xi_tab)
 
+    def encode_action(self, kind: str, slot: int = 0, gpu_type: str | None = None, partner: int = 0,
+                      accumulation: int = 1) -> int:
+        """The int named by ``kind`` and its slot, GPU type, partner, accumulation (the inverse of
+        :meth:`describe_action`; :meth:`gpucluster_env.env.codec.ActionCodec.encode`): a ``ValueError`` where
+        this env has none, so a policy written for one cluster's layout fails loudly on another."""
+        v = self.to_view_action(self.codec.encode(kind, slot, gpu_type, partner, accumulation))
+        return action_steps.view_int_or_raise(v)
+
     def describe_action(self, action: int) -> str:
         """A readable name of action ``action`` (state-independent)."""
         if self._sets is not None:
@@ -380,17 +388,9 @@ class GPUClusterEnv(gym.Env):
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine
-        return {
-            "time_s": eng.now,
-            "rewards": terms,
-            "invalid_actions": self._invalid,
-            "pending": eng.num_pending,
-            "running": eng.num_running,
-            "done": eng.n_done,
-            "decision_reasons": eng.last_reasons,
-            "actions_this_instant": self.rules.actions_now,
-            "trace": self.trace_note,
-        }
+        return {"time_s": eng.now, "rewards": terms, "invalid_actions": self._invalid, "pending": eng.num_pending,
+                "running": eng.num_running, "done": eng.n_done, "decision_reasons": eng.last_reasons,
+                "actions_this_instant": self.rules.actions_now, "trace": self.trace_note}
 
 
 _doc = GPUClusterEnv.__doc__ or ""

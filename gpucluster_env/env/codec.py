@@ -158,6 +158,47 @@ class ActionCodec:
                 return f"{name}(running[{a - off}])"
         raise ValueError(f"action {a} is outside the action space [0, {L.size})")
 
+    def encode(self, kind: str, slot: int = 0, gpu_type: str | None = None, partner: int = 0,
+               accumulation: int = 1) -> int:
+        """The action int named by ``kind`` (``wait``, ``place``, ``share``, ``colocate``, ``squeeze``,
+        ``swell``, ``preempt``, ``fork``) on window ``slot`` (pending for place/share/colocate, running for the
+        rest); ``place`` on ``gpu_type`` (None: any type), ``colocate`` beside running ``partner`` with
+        ``accumulation``. The inverse of :meth:`describe`: ``describe(encode(...))`` names the same action. A
+        name this layout has no int for is a one-line ``ValueError`` saying why (e.g. a GPU type of another
+        cluster, or a slot past the window)."""
+        L = self.layout
+        win = L.n_pending if kind in ("place", "share", "colocate") else L.n_running
+        if kind == "wait":
+            return 0
+        if not 0 <= slot < win:
+            raise ValueError(f"{kind}: slot {slot} is outside the window [0, {win})")
+        if kind == "place":
+            if gpu_type is None:
+                col = L.place_width - 1
+            elif gpu_type not in self.type_names:
+                raise ValueError(f"place: GPU type {gpu_type!r} is not in this cluster "
+                                 f"({', '.join(self.type_names)})")
+            else:
+                col = 0 if L.place_width == 1 else self.type_names.index(gpu_type)
+            return L.place_off + slot * L.place_width + col
+        if kind == "share":
+            if not L.compact:
+                raise ValueError("share: the full layout has colocate(pending, running, s) instead")
+            return L.share_off + slot
+        if kind == "colocate":
+            if L.compact:
+                raise ValueError("colocate: the compact layout has share(pending) instead")
+            if not 0 <= partner < L.n_running or accumulation not in self.accum_choices:
+                raise ValueError(f"colocate: partner must be in [0, {L.n_running}) and accumulation one of "
+                                 f"{self.accum_choices}")
+            return (L.colocate_off + (slot * L.n_running + partner) * L.n_accum
+                    + self.accum_choices.index(accumulation))
+        offs = {"squeeze": L.squeeze_off, "swell": L.swell_off, "preempt": L.preempt_off, "fork": L.fork_off}
+        if kind not in offs:
+            raise ValueError(f"unknown action kind {kind!r}; known: wait, place, share, colocate, "
+                             f"{', '.join(offs)}")
+        return offs[kind] + slot
+
     def decode(self, a: int, pending: np.ndarray, running: np.ndarray, eng: ClusterEngine | None = None,
                xi_tab: np.ndarray | None = None) -> Action:
         """The typed action int ``a`` stands for, given the current pending and running windows (``share``

@@ -131,7 +131,8 @@ def test_bench_small_run_prints_figures():
     assert all(row["jobs"] == 40 and row["decisions_per_s"] > 0 and row["wall_s"] > 0 for row in rows.values())
     assert rows["tiresias"]["x_fifo_wall"] == rows["tiresias"]["wall_s"] / rows["fifo"]["wall_s"]
     assert r["fifo_jobs"] == 500 and r["fifo_jobs_per_s"] > 0 and r["fifo_80k_wall_s"] is None
-    assert r["env_steps_per_s"] > 0 and r["peak_rss_mb"] > 0 and r["engine_decisions_per_s"] > 0
+    assert r["env_steps_per_s"] > 0 and r["jobs_env_steps_per_s"] > 0
+    assert r["peak_rss_mb"] > 0 and r["engine_decisions_per_s"] > 0
     assert r["gavel_decision_s_8"] > 0 and r["gavel_packed_decision_s_8"] > 0 and r["hadar_decision_s_8"] > 0
     assert r["pollux_decision_s_160"] > 0 and r["pollux_decision_s_160_100x100"] > 0
     assert r["gavel_ftf_distinct_decision_s_8"] > 0 and r["gavel_packed_makespan_distinct_decision_s_8"] > 0

@@ -1,0 +1,81 @@
+"""A model trained on the job-centric decision process, playing through the common runner.
+
+:func:`gpucluster_env.policy.run_episode` steps a :class:`~gpucluster_env.env.GPUClusterEnv`; this policy asks
+for that env with the windows and masks of the model's job-centric view
+(:meth:`~gpucluster_env.env.jobs_env.JobsView.env_kwargs`), builds the model's observation from it by the feature
+names recorded in ``meta.json`` (the model pins its features), and answers with the layout int of the chosen job
+action, or ``wait`` for "nothing more now". Where no job action is legal it waits without asking the network,
+as the job-centric env runs the clock itself there: the episode is the one the model plays in ``JobsEnv``.
+
+It runs on any cluster and trace: the rows and the features do not depend on the number of GPU types.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from gpucluster_env.policy import Policy
+
+
+def is_jobs_model(meta: dict[str, Any]) -> bool:
+    """Whether ``meta.json`` describes a model of the job-centric process."""
+    return meta.get("config", {}).get("process") == "jobs"
+
+
+class JobModelPolicy(Policy):
+    """A trained job-centric model acting greedily (``deterministic``) inside the mask."""
+
+    name: ClassVar[str] = "rl"
+    kind: ClassVar[str] = "RL from scratch"
+    description: ClassVar[str] = "RL from scratch on the job-centric decision process (gpucluster train)"
+    paper: ClassVar[str] = "-"
+    needs_observation: ClassVar[bool] = False  # it builds its own observation from the env
+
+    def __init__(self, model_dir: str | Path, deterministic: bool = True, zip_name: str = "model.zip") -> None:
+        from gpucluster_env.agents.model_meta import load_model
+
+        from gpucluster_env.env.jobs_env import DEFAULT_PENDING, DEFAULT_RUNNING, JobsView
+
+        self.model_dir = str(model_dir)
+        self.deterministic = deterministic
+        self.model, self.meta = load_model(model_dir, zip_name)
+        kw = self.meta.get("env_kwargs", {})
+        feats = kw.get("features")
+        if not feats or len(feats) != 2:
+            raise ValueError(f"{model_dir}: meta.json has no job-centric feature names (env_kwargs.features)")
+        n_r = int(kw.get("n_running", DEFAULT_RUNNING))
+        self.view = JobsView(int(kw.get("n_pending", DEFAULT_PENDING)), n_r, tuple(feats[0]), tuple(feats[1]),
+                             preempt=n_r > 0, work_conserving=bool(kw.get("work_conserving", True)))
+        self.pending_order = kw.get("pending_order", "remaining")
+        self.masked = self.meta["algo"] == "maskable_ppo"
+        want = self.model.observation_space
+        have = self.view.space()
+        if any(want[k].shape != have[k].shape for k in have.spaces) or self.model.action_space.n != self.view.n_actions:
+            raise ValueError(f"{model_dir}: the model's spaces do not match its meta.json's job-centric view")
+
+    def env_kwargs(self) -> dict[str, Any]:
+        """The windows and masks the model's view reads (and the run's ``min_run_s`` if it set one)."""
+        kw = self.view.env_kwargs(self.pending_order)
+        if "min_run_s" in self.meta.get("env_kwargs", {}):
+            kw["min_run_s"] = self.meta["env_kwargs"]["min_run_s"]
+        return kw
+
+    def step_limit(self, n_jobs: int, tick_s: float | None = None) -> int | None:
+        return None  # the env's own bounds end every episode
+
+    def act(self, observation: Any, env: Any) -> int:
+        u = env.unwrapped
+        ints = self.view.layout_ints(u)
+        mask = self.view.mask(u, ints)
+        if not mask[1:].any():
+            return 0
+        obs = self.view.observe(u, mask)
+        if self.masked:
+            a, _ = self.model.predict(obs, action_masks=mask, deterministic=self.deterministic)
+        else:
+            a, _ = self.model.predict(obs, deterministic=self.deterministic)
+        a = int(np.asarray(a).item())
+        return int(ints[a]) if a and mask[a] else 0

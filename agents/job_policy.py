@@ -1,0 +1,138 @@
+"""The shared-weight, job-centric policy for the job-centric decision process (:mod:`gpucluster_env.env.jobs_env`).
+
+One network scores every job from its own features and the cluster's context, with the same weights for every
+row (DeepSets, Zaheer et al. 2017; the per-job scoring of Decima and RLScheduler's kernel network):
+
+* each real row ``x_j`` (job features) is embedded with the context ``c``: ``h_j = phi([x_j, c])``;
+* the state embedding ``s = rho([mean_j h_j, max_j h_j, c])`` pools the real rows (padding contributes nothing);
+* job ``j``'s score is ``psi([h_j, s])``; "nothing more now" is scored from ``s``; the value is ``v(s)``.
+
+So a job's score does not depend on its row, nor the state on the rows' order, and the parameters do not grow
+with the number of rows: a model trained with 32 + 32 rows acts with any other count. The masked softmax over the
+scores is sb3-contrib's (``MaskablePPO(JobScorePolicy, env)``).
+
+**Initial preference.** At initialization the scores are near zero except a learned bias per kind of row, set so
+that a preemption starts ``PREEMPT_PRIOR`` nats less likely than a start: a uniform policy over the mask preempts
+about as often as it starts, a regime (twice the makespan, many more decisions) far from any useful scheduler
+(docs/rl.md, "why standard RL did not learn"). The biases are trained like every other weight.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from gymnasium import spaces
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+DEFAULT_DIM = 64
+PREEMPT_PRIOR = 3.0
+"""How many nats less likely a preemption starts than a start, before training (the row-kind biases' init)."""
+
+
+def _mlp(n_in: int, dim: int, n_out: int | None = None) -> nn.Sequential:
+    """Two layers; ReLU after the last too unless ``n_out`` (a score head)."""
+    if n_out is None:
+        return nn.Sequential(nn.Linear(n_in, dim), nn.ReLU(), nn.Linear(dim, dim), nn.ReLU())
+    return nn.Sequential(nn.Linear(n_in, dim), nn.ReLU(), nn.Linear(dim, n_out))
+
+
+def job_space_sizes(space: spaces.Dict) -> tuple[int, int, int]:
+    """Rows, job features and context features of a job-centric observation space; a ``ValueError`` for
+    another space."""
+    if not (isinstance(space, spaces.Dict) and {"jobs", "job_mask", "context"} <= set(space.spaces)):
+        raise ValueError("JobScorePolicy needs the job-centric observation (gpucluster_env/<Scenario>Jobs-v1, "
+                         "JobsEnv): a Dict with 'jobs', 'job_mask' and 'context'")
+    rows, f = space["jobs"].shape
+    return int(rows), int(f), int(space["context"].shape[0])
+
+
+class JobExtractor(BaseFeaturesExtractor):
+    """Embeds every row and the pooled state; outputs ``[h_1 .. h_R, s, pending flags]`` flattened."""
+
+    def __init__(self, observation_space: spaces.Dict, dim: int = DEFAULT_DIM) -> None:
+        rows, f, c = job_space_sizes(observation_space)
+        super().__init__(observation_space, rows * dim + dim + rows)
+        self.rows, self.dim = rows, dim
+        self.phi = _mlp(f + c, dim)
+        self.rho = _mlp(2 * dim + c, dim)
+
+    def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
+        x, valid, ctx = obs["jobs"], obs["job_mask"].unsqueeze(-1), obs["context"]
+        b, r, _ = x.shape
+        h = self.phi(torch.cat([x, ctx[:, None].expand(b, r, ctx.shape[1])], dim=-1)) * valid
+        n = valid.sum(1).clamp(min=1.0)
+        s = self.rho(torch.cat([h.sum(1) / n, h.amax(1), ctx], dim=-1))
+        return torch.cat([h.flatten(1), s, x[..., 0]], dim=1)  # job feature 0 is the 'pending' flag
+
+
+class _Split(nn.Module):
+    def __init__(self, rows: int, dim: int) -> None:
+        super().__init__()
+        self.rows, self.dim = rows, dim
+
+    def split(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        r, d = self.rows, self.dim
+        return z[:, :r * d].view(-1, r, d), z[:, r * d:r * d + d], z[:, r * d + d:]
+
+
+class JobScores(_Split):
+    """Action logits: "nothing more now" from the state, then one score per row from ``[h_j, s]`` plus the
+    bias of its kind (start or preempt)."""
+
+    def __init__(self, rows: int, dim: int) -> None:
+        super().__init__(rows, dim)
+        self.psi = _mlp(2 * dim, dim, 1)
+        self.nothing = nn.Linear(dim, 1)
+        self.kind_bias = nn.Parameter(torch.tensor([0.0, -PREEMPT_PRIOR]))  # start, preempt
+        for head in (self.psi[-1], self.nothing):
+            nn.init.normal_(head.weight, std=0.01)
+            nn.init.zeros_(head.bias)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        h, s, pending = self.split(z)
+        scores = self.psi(torch.cat([h, s[:, None].expand_as(h)], dim=-1)).squeeze(-1)
+        scores = scores + pending * self.kind_bias[0] + (1.0 - pending) * self.kind_bias[1]
+        return torch.cat([self.nothing(s), scores], dim=1)
+
+
+class JobValue(_Split):
+    """The state value from the pooled state."""
+
+    def __init__(self, rows: int, dim: int) -> None:
+        super().__init__(rows, dim)
+        self.net = _mlp(dim, dim, 1)
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        return self.net(self.split(z)[1])
+
+
+class JobScorePolicy(MaskableActorCriticPolicy):
+    """MaskablePPO policy over the job-centric observation: :class:`JobExtractor`, :class:`JobScores`,
+    :class:`JobValue` (``dim``: the width of every layer)."""
+
+    def __init__(self, observation_space: spaces.Dict, action_space: spaces.Discrete, lr_schedule: Any,
+                 dim: int = DEFAULT_DIM, **kwargs: Any) -> None:
+        rows, _, _ = job_space_sizes(observation_space)
+        if action_space.n != rows + 1:
+            raise ValueError(f"JobScorePolicy: {action_space.n} actions for {rows} rows (want rows + 1)")
+        self.job_dim = dim
+        kwargs.update(net_arch={"pi": [], "vf": []}, features_extractor_class=JobExtractor,
+                      features_extractor_kwargs={"dim": dim}, ortho_init=False)
+        super().__init__(observation_space, action_space, lr_schedule, **kwargs)
+
+    def _build(self, lr_schedule: Any) -> None:
+        super()._build(lr_schedule)
+        rows, _, _ = job_space_sizes(self.observation_space)
+        self.action_net = JobScores(rows, self.job_dim)
+        self.value_net = JobValue(rows, self.job_dim)
+        self.optimizer = self.optimizer_class(self.parameters(), lr=lr_schedule(1), **self.optimizer_kwargs)
+
+    def _get_constructor_parameters(self) -> dict[str, Any]:
+        data = super()._get_constructor_parameters()
+        data["dim"] = self.job_dim
+        for key in ("net_arch", "features_extractor_class", "features_extractor_kwargs", "ortho_init"):
+            data.pop(key, None)
+        return data

@@ -1,0 +1,154 @@
+"""The configuration of a training run (:class:`TrainConfig`, saved whole in ``meta.json``) and its defaults per
+decision process; :mod:`.train` runs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+ALGOS = ("maskable_ppo", "ppo", "a2c", "dqn")
+PROCESSES = ("jobs", "full")
+"""The decision process a run trains on: the job-centric one (default) or the full action vocabulary."""
+PROCESS_DEFAULTS: dict[str, dict[str, float]] = {
+    "jobs": {"learning_rate": 1e-3, "gamma": 1.0, "gae_lambda": 0.99, "time_discount_s": 7200.0},
+    "full": {"learning_rate": 3e-4, "gamma": 0.995, "gae_lambda": 0.95, "time_discount_s": 0.0},
+}
+"""The settings whose defaults differ between the two processes (docs/rl.md measures the job-centric ones)."""
+EVAL_SEED = 1_000_000
+"""Evaluation episodes during training draw their traces from seeds from here on, never used for training."""
+
+
+@dataclass
+class TrainConfig:
+    """Everything a training run depends on (saved in meta.json)."""
+
+    out: str
+    algo: str = "maskable_ppo"
+    process: str = "jobs"
+    """``jobs``: the job-centric decision process (:mod:`gpucluster_env.env.jobs_env`); ``full``: the full
+    action vocabulary of ``GPUClusterEnv``."""
+    reference: str | None = "srsf"
+    """``jobs`` only: the reward is relative to this heuristic on the same trace (:mod:`.reference_reward`);
+    None for the plain reward."""
+    time_discount_s: float | None = None
+    """``jobs`` with MaskablePPO only: discount the bootstrap by ``exp(-dt / time_discount_s)`` of simulated time
+    on top of ``gamma`` (:mod:`.time_discount`); 0 for a per-step ``gamma`` alone; None: the process's default
+    (:data:`PROCESS_DEFAULTS`)."""
+    job_dim: int = 64
+    """``jobs`` with MaskablePPO: the width of the job-scoring network (:mod:`.job_policy`)."""
+    scenarios: tuple[str, ...] = ("castor-philly",)
+    windows: tuple[str, ...] = ("busiest", "random")
+    timesteps: int = 100_000
+    seed: int = 0
+    n_envs: int = 2
+    vec: str = "subproc"
+    learning_rate: float | None = None
+    """None: the process's default (:data:`PROCESS_DEFAULTS`), as for ``gamma`` and ``gae_lambda``."""
+    n_steps: int = 1024
+    batch_size: int = 256
+    n_epochs: int = 4
+    gamma: float | None = None
+    gae_lambda: float | None = None
+    ent_coef: float = 0.003
+    clip_range: float = 0.1
+    target_kl: float | None = None
+    """PPO stops an update's epochs early once the approximate KL to the rollout policy passes this."""
+    critic_warmup: int = 0
+    """Timesteps at the start of PPO during which only the value head learns (the cloned policy is frozen), so
+    the first policy updates use advantages from a critic fitted to the policy's own returns."""
+    net_arch: tuple[int, ...] = (128, 128)
+    bc_episodes: int = 0
+    bc_epochs: int = 20
+    bc_experts: tuple[str, ...] = ("castor",)
+    """The reference policy cloned on each scenario (one for all, or one per scenario in order); a name with
+    options after colons (``lookahead:horizon_s=1800``, :func:`.expert.make_expert`)."""
+    dagger_rounds: int = 0
+    """DAgger rounds after behaviour cloning: the policy plays, the expert labels its states, refit."""
+    dagger_episodes: int = 10
+    departure_weight: float = 1.0
+    bc_workers: int = 1
+    """Processes that play the cloning and DAgger episodes (same labels as one process; :mod:`.bc`)."""
+    """With the ``hint`` entry: the weight of a cloning label where the expert departs from the hinted action
+    (the rare decisions that carry the expert's margin over the heuristic; :func:`.bc._fit`)."""
+    select_seeds: tuple[int, ...] = ()
+    """Validation seeds: after training, the best saved model on them becomes model.zip (:mod:`.select`)."""
+    eval_freq: int = 20_000
+    eval_episodes: int = 2
+    checkpoint_freq: int = 50_000
+    threads: int = 1
+    progress: bool = True
+    env_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for key, value in PROCESS_DEFAULTS.get(self.process, {}).items():
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+        if self.algo not in ALGOS:
+            raise ValueError(f"unknown algorithm {self.algo!r}; known: {', '.join(ALGOS)}")
+        if self.process not in PROCESSES:
+            raise ValueError(f"unknown decision process {self.process!r}; known: {', '.join(PROCESSES)}")
+        if self.process == "jobs" and (self.bc_episodes or self.env_kwargs.get("observation")):
+            raise ValueError("behaviour cloning and the 'observation' argument belong to process 'full'")
+        if self.process == "jobs" and self.algo == "dqn":
+            raise ValueError("DQN has no action masks; on the job-centric process use maskable_ppo, ppo or a2c")
+        if self.process == "full" and self.algo == "a2c":
+            raise ValueError("a2c trains on the job-centric process (process 'jobs')")
+        if not self.time_discount_s >= 0:
+            raise ValueError(f"time_discount_s must be >= 0 (0: off), got {self.time_discount_s}")
+        if self.reference is not None:
+            from gpucluster_env.agents.reference_reward import REFERENCES
+
+            if self.reference not in REFERENCES:
+                raise ValueError(f"unknown reference {self.reference!r}; known: {', '.join(REFERENCES)}")
+        if self.timesteps < 1 or self.n_envs < 1:
+            raise ValueError("timesteps and n_envs must be positive")
+        if self.vec not in ("subproc", "dummy"):
+            raise ValueError(f"vec must be 'subproc' or 'dummy', got {self.vec!r}")
+        if not self.scenarios:
+            raise ValueError("at least one scenario is needed")
+        if self.env_kwargs.get("observation") == "sets" and self.algo != "maskable_ppo":
+            raise ValueError("observation 'sets' (the permutation-invariant network) trains with maskable_ppo")
+        if self.dagger_rounds < 0 or self.dagger_episodes < 1:
+            raise ValueError("dagger_rounds must be >= 0 and dagger_episodes >= 1")
+        if self.bc_workers < 1:
+            raise ValueError(f"bc_workers must be >= 1, got {self.bc_workers}")
+        if not self.departure_weight > 0:
+            raise ValueError(f"departure_weight must be positive, got {self.departure_weight}")
+        if self.dagger_rounds and not self.bc_episodes:
+            raise ValueError("DAgger rounds refine behaviour cloning: give bc_episodes too")
+        if len(self.bc_experts) not in (1, len(self.scenarios)):
+            raise ValueError("give one behaviour-cloning expert, or one per scenario")
+        if self.bc_episodes:
+            from gpucluster_env.agents.expert import make_expert
+
+            for spec in self.bc_experts:
+                make_expert(spec)  # a bad name or option fails before any training
+
+    def expert_for(self, k: int) -> str:
+        """The expert cloned on ``scenarios[k]``."""
+        return self.bc_experts[k if len(self.bc_experts) > 1 else 0]
+
+    def env_args(self) -> dict[str, Any]:
+        """Keyword arguments of every environment of the run (the flat variant for PPO and DQN on the full
+        process; the job-centric env takes them as given)."""
+        if self.process == "jobs":
+            return dict(self.env_kwargs)
+        kw = {"observation": "dict" if self.algo == "maskable_ppo" else "box"}
+        kw.update(self.env_kwargs)
+        return kw
+
+
+SHIPPED: dict[str, Any] = {
+    "process": "full",
+    "reference": None,
+    "scenarios": ("castor-philly", "sjfbsbf-philly"),
+    "bc_experts": ("srsf",),
+    "env_kwargs": {"pending_order": "remaining"},
+    "learning_rate": 3e-5,
+    "gamma": 1.0,
+    "target_kl": 0.01,
+    "n_steps": 2048,
+}
+"""The PPO configuration of the shipped policy that differs from :class:`TrainConfig`'s defaults; its whole command
+(behaviour cloning, DAgger, ``--critic-warmup 20000``, ``--vec dummy``, selection) is in docs/rl.md and its
+meta.json. ``gpucluster bench`` times training in it, past the critic warm-up (a tenth of the shipped run)."""

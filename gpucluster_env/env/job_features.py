@@ -1,0 +1,195 @@
+"""The features of the job-centric decision process (:mod:`gpucluster_env.env.jobs_env`), declared once by name.
+
+Each observation row is one job the agent may act on (a pending job it may start, a running job it may
+preempt); the ``context`` vector describes the cluster and the clock. Every feature is declared here, once, with
+its unit and meaning: the environment computes them by name, the docs list them from :data:`JOB_FEATURES` and
+:data:`CONTEXT_FEATURES`, and a trained model's ``meta.json`` records the names it was trained on, so a model
+asks the environment for exactly those (``JobsEnv(features=...)``) wherever it runs.
+
+A feature is offered by default only where it can vary (``when``): the GPU-type features only on clusters of
+several types, deadline slack only on traces with deadlines, the interference slowdown only where jobs share
+GPUs (not yet in the job-centric process: its actions start and preempt). So no feature is constant on a
+scenario's default observation, and a model trained on one scenario can still ask for its own list on another.
+
+All values lie in [0, 1]. Durations are squashed as ``x / (x + scale)`` (0.5 at the scale); counts of GPUs as
+``log2(1 + g) / log2(1 + G)`` with ``G`` the cluster's GPUs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ..engine import ClusterEngine
+
+HOUR = 3600.0
+MAX_TYPES = 8
+"""Per-type context slots (registered scenarios have at most 5 GPU types: hadare-testbed)."""
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One named feature: its unit before squashing, what it means, and where it is offered by default
+    (``always``; ``types``: clusters of several GPU types; ``deadlines``: traces with deadlines; ``share``: a process
+    where jobs share GPUs, which the job-centric one does not yet offer)."""
+
+    name: str
+    unit: str
+    meaning: str
+    when: str = "always"
+
+
+JOB_FEATURES: tuple[Feature, ...] = (
+    Feature("pending", "flag", "1 for a pending job (its action starts it), 0 for a running one (its action "
+            "preempts it)"),
+    Feature("actionable", "flag", "1 when the job's action is allowed now (a pending job fits on free GPUs; a "
+            "running job has run its minimum quantum and did not start at this instant)"),
+    Feature("gpus", "GPUs", "GPUs the job asks for (pending) or holds (running), log2(1 + g) / log2(1 + G)"),
+    Feature("remaining_1h", "s", "estimated time still to run alone on its fastest GPU type, squashed by an hour"),
+    Feature("remaining_10h", "s", "the same, squashed by ten hours (resolution for long jobs)"),
+    Feature("service_left", "GPU-s", "remaining time x GPUs, squashed by 8 GPU-hours"),
+    Feature("remaining_rank", "fraction", "share of the rows' jobs with less remaining time than this one"),
+    Feature("service_rank", "fraction", "share of the rows' jobs with less remaining GPU-service than this one"),
+    Feature("waited", "s", "time since it last entered the queue (pending; 0 running), squashed by an hour"),
+    Feature("ran", "s", "time since its last start (running; 0 pending), squashed by an hour"),
+    Feature("progress", "fraction", "share of its iterations done"),
+    Feature("preempted", "flag", "1 when it was preempted before (its next start pays the restart overhead)"),
+    Feature("slowdown", "fraction", "running: 1 - rate / solo rate (interference from a GPU partner); 0 pending",
+            when="share"),
+    Feature("best_speed", "ratio", "its model's speed on its fastest GPU type over the cluster's fastest "
+            "(model, type) pair", when="types"),
+    Feature("deadline_slack", "s", "0.5 + 0.5 s / (|s| + 1 h), s = deadline - now - remaining time; 0 without "
+            "a deadline", when="deadlines"),
+)
+"""The per-job features, in the order of the default observation's columns."""
+
+CONTEXT_FEATURES: tuple[Feature, ...] = (
+    Feature("free_gpus", "fraction", "GPUs holding no job, over all GPUs"),
+    Feature("shared_gpus", "fraction", "GPUs holding two jobs, over all GPUs", when="share"),
+    Feature("queue", "jobs", "pending jobs q, as q / (q + 16)"),
+    Feature("running", "jobs", "running jobs r, as r / (r + 16)"),
+    Feature("queue_gpus", "GPUs", "GPUs the pending jobs ask for, over all GPUs, as x / (1 + x)"),
+    Feature("queue_service", "GPU-s", "remaining GPU-service of the pending jobs over the cluster's GPUs, "
+            "squashed by an hour"),
+    Feature("clock", "s", "simulated time, squashed by a day"),
+    Feature("done", "fraction", "share of the episode's jobs finished"),
+    *(Feature(f"free_type{k}", "fraction", f"free GPUs of the cluster's GPU type {k} over its GPUs (0 past the "
+              "last type)", when="types") for k in range(MAX_TYPES)),
+)
+"""The cluster and clock features, in the order of the ``context`` vector."""
+
+JOB_NAMES = tuple(f.name for f in JOB_FEATURES)
+CONTEXT_NAMES = tuple(f.name for f in CONTEXT_FEATURES)
+
+
+def default_features(n_types: int, has_deadlines: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The job and context feature names offered by default on a cluster of ``n_types`` GPU types (with or
+    without deadlines): those that can vary there."""
+    def on(f: Feature) -> bool:
+        return f.when == "always" or (f.when == "types" and n_types > 1) or (f.when == "deadlines" and has_deadlines)
+
+    ctx = tuple(f.name for f in CONTEXT_FEATURES if on(f) and not (f.name.startswith("free_type")
+                                                                    and int(f.name[9:]) >= n_types))
+    return tuple(f.name for f in JOB_FEATURES if on(f)), ctx
+
+
+def check_names(names: tuple[str, ...], known: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """``names`` as a tuple, or a ``ValueError`` naming the first unknown one and the known ones."""
+    names = tuple(names)
+    for n in names:
+        if n not in known:
+            raise ValueError(f"unknown {what} feature {n!r}; known: {', '.join(known)}")
+    if len(set(names)) != len(names) or not names:
+        raise ValueError(f"{what} features must be distinct and at least one")
+    return names
+
+
+def _squash(x: np.ndarray, scale: float) -> np.ndarray:
+    return x / (x + scale)
+
+
+def _rank(x: np.ndarray) -> np.ndarray:
+    """Share of the other entries strictly below each entry (ties share a rank)."""
+    n = len(x)
+    if n <= 1:
+        return np.zeros(n)
+    return np.searchsorted(np.sort(x), x, side="left") / (n - 1)
+
+
+def job_rows(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, actionable: np.ndarray,
+             names: tuple[str, ...]) -> np.ndarray:
+    """``(len(pending) + len(running), len(names))`` float32: the named features of the pending jobs, then the
+    running ones; ``actionable`` marks the rows whose action the mask allows."""
+    rows = np.concatenate([pending, running])
+    n_p = len(pending)
+    now = eng.now
+    is_p = np.zeros(len(rows))
+    is_p[:n_p] = 1.0
+    iters = np.maximum(eng.iterations[rows], 1.0)
+    left_iters = eng.remaining[rows].astype(float)
+    if len(running):
+        left_iters[n_p:] = eng.remaining_now()[running]
+    rem = eng.solo_time[rows] * left_iters / iters
+    g = eng.req_gpus[rows].astype(float)
+    if len(running):
+        g[n_p:] = np.maximum(eng.held[running], 1)
+    service = rem * g
+    cols: dict[str, np.ndarray] = {"pending": is_p, "actionable": actionable.astype(float)}
+    if "gpus" in names:
+        cols["gpus"] = np.log2(1.0 + g) / np.log2(1.0 + eng.num_gpus)
+    cols["remaining_1h"] = _squash(rem, HOUR)
+    cols["remaining_10h"] = _squash(rem, 10 * HOUR)
+    cols["service_left"] = _squash(service, 8 * HOUR)
+    cols["remaining_rank"] = _rank(rem)
+    cols["service_rank"] = _rank(service)
+    waited = np.zeros(len(rows))
+    waited[:n_p] = now - eng.pending_since[pending]
+    cols["waited"] = _squash(np.maximum(waited, 0.0), HOUR)
+    ran = np.zeros(len(rows))
+    if len(running):
+        ran[n_p:] = now - eng.last_start[running]
+    cols["ran"] = _squash(np.maximum(ran, 0.0), HOUR)
+    cols["progress"] = 1.0 - left_iters / iters
+    cols["preempted"] = (eng.n_preempt[rows] > 0).astype(float)
+    slow = np.zeros(len(rows))
+    if len(running):
+        solo = eng.solo_rate[running]
+        slow[n_p:] = np.where(solo > 0, 1.0 - eng.rate[running] / np.where(solo > 0, solo, 1.0), 0.0)
+    cols["slowdown"] = np.clip(slow, 0.0, 1.0)
+    if "best_speed" in names:
+        sp = eng.speed_mt
+        cols["best_speed"] = sp[eng.job_model[rows]].max(axis=1) / max(float(sp.max()), 1e-12)
+    if "deadline_slack" in names:
+        dl = eng.deadline[rows]
+        s = dl - now - rem
+        cols["deadline_slack"] = np.where(np.isnan(dl), 0.0, 0.5 + 0.5 * s / (np.abs(s) + HOUR))
+    out = np.empty((len(rows), len(names)), dtype=np.float32)
+    for k, n in enumerate(names):
+        out[:, k] = np.clip(cols[n], 0.0, 1.0)
+    return out
+
+
+def context_vector(eng: ClusterEngine, names: tuple[str, ...]) -> np.ndarray:
+    """The named context features of the engine's current state, float32."""
+    G = max(eng.num_gpus, 1)
+    pend = eng.pending_head(eng.num_pending)
+    q_gpus = float(eng.req_gpus[pend].sum())
+    q_service = float((eng.solo_time[pend] * eng.remaining[pend] / np.maximum(eng.iterations[pend], 1.0)
+                       * eng.req_gpus[pend]).sum())
+    vals = {
+        "free_gpus": (G - eng.busy_gpus) / G,
+        "shared_gpus": eng.shared_gpus / G,
+        "queue": eng.num_pending / (eng.num_pending + 16.0),
+        "running": eng.num_running / (eng.num_running + 16.0),
+        "queue_gpus": (q_gpus / G) / (1.0 + q_gpus / G),
+        "queue_service": (q_service / G) / (q_service / G + HOUR),
+        "clock": eng.now / (eng.now + 86400.0),
+        "done": eng.n_done / max(eng.n_jobs, 1),
+    }
+    T = len(eng.type_names)
+    for k in range(MAX_TYPES):
+        vals[f"free_type{k}"] = (1.0 - eng.busy_t[k] / max(int(eng.type_total[k]), 1)) if k < T else 0.0
+    return np.clip(np.array([vals[n] for n in names], dtype=np.float32), 0.0, 1.0)
