@@ -78,4 +78,5 @@ class JobModelPolicy(Policy):
         else:
             a, _ = self.model.predict(obs, deterministic=self.deterministic)
         a = int(np.asarray(a).item())
-        return int(ints[a]) if a and mask[a] else 0
+        a = a if mask[a] else self.view.fallback(mask)  # a model without masks may ask for an illegal action
+        return int(ints[a]) if a else 0

@@ -45,8 +45,8 @@ def job_space_sizes(space: spaces.Dict) -> tuple[int, int, int]:
     if not (isinstance(space, spaces.Dict) and {"jobs", "job_mask", "context"} <= set(space.spaces)):
         raise ValueError("JobScorePolicy needs the job-centric observation (gpucluster_env/<Scenario>Jobs-v1, "
                          "JobsEnv): a Dict with 'jobs', 'job_mask' and 'context'")
-    rows, f = space["jobs"].shape
-    return int(rows), int(f), int(space["context"].shape[0])
+    rows = int(space["job_mask"].shape[0])
+    return rows, int(space["jobs"].shape[0]) // rows, int(space["context"].shape[0])
 
 
 class JobExtractor(BaseFeaturesExtractor):
@@ -55,13 +55,14 @@ class JobExtractor(BaseFeaturesExtractor):
     def __init__(self, observation_space: spaces.Dict, dim: int = DEFAULT_DIM) -> None:
         rows, f, c = job_space_sizes(observation_space)
         super().__init__(observation_space, rows * dim + dim + rows)
-        self.rows, self.dim = rows, dim
+        self.rows, self.dim, self.f = rows, dim, f
         self.phi = _mlp(f + c, dim)
         self.rho = _mlp(2 * dim + c, dim)
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
-        x, valid, ctx = obs["jobs"], obs["job_mask"].unsqueeze(-1), obs["context"]
-        b, r, _ = x.shape
+        valid, ctx = obs["job_mask"].unsqueeze(-1), obs["context"]
+        b, r = valid.shape[0], self.rows
+        x = obs["jobs"].view(b, r, self.f)
         h = self.phi(torch.cat([x, ctx[:, None].expand(b, r, ctx.shape[1])], dim=-1)) * valid
         n = valid.sum(1).clamp(min=1.0)
         s = self.rho(torch.cat([h.sum(1) / n, h.amax(1), ctx], dim=-1))

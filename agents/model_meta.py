@@ -32,6 +32,8 @@ def load_model(model_dir: str | Path, zip_name: str = "model.zip") -> tuple[Any,
         from sb3_contrib import MaskablePPO as cls
     elif algo == "ppo":
         from stable_baselines3 import PPO as cls
+    elif algo == "a2c":
+        from stable_baselines3 import A2C as cls
     elif algo == "dqn":
         from stable_baselines3 import DQN as cls
     else:

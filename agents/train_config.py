@@ -9,9 +9,11 @@ from typing import Any
 ALGOS = ("maskable_ppo", "ppo", "a2c", "dqn")
 PROCESSES = ("jobs", "full")
 """The decision process a run trains on: the job-centric one (default) or the full action vocabulary."""
-PROCESS_DEFAULTS: dict[str, dict[str, float]] = {
-    "jobs": {"learning_rate": 1e-3, "gamma": 1.0, "gae_lambda": 0.99, "time_discount_s": 7200.0},
-    "full": {"learning_rate": 3e-4, "gamma": 0.995, "gae_lambda": 0.95, "time_discount_s": 0.0},
+PROCESS_DEFAULTS: dict[str, dict[str, Any]] = {
+    "jobs": {"learning_rate": 1e-3, "gamma": 1.0, "gae_lambda": 0.99, "time_discount_s": 7200.0,
+             "timesteps": 300_000, "vec": "dummy"},
+    "full": {"learning_rate": 3e-4, "gamma": 0.995, "gae_lambda": 0.95, "time_discount_s": 0.0,
+             "timesteps": 100_000, "vec": "subproc"},
 }
 """The settings whose defaults differ between the two processes (docs/rl.md measures the job-centric ones)."""
 EVAL_SEED = 1_000_000
@@ -38,10 +40,11 @@ class TrainConfig:
     """``jobs`` with MaskablePPO: the width of the job-scoring network (:mod:`.job_policy`)."""
     scenarios: tuple[str, ...] = ("castor-philly",)
     windows: tuple[str, ...] = ("busiest", "random")
-    timesteps: int = 100_000
+    timesteps: int | None = None
     seed: int = 0
     n_envs: int = 2
-    vec: str = "subproc"
+    vec: str | None = None
+    """``subproc`` or ``dummy`` (in-process: faster on 2 cores); None: the process's default."""
     learning_rate: float | None = None
     """None: the process's default (:data:`PROCESS_DEFAULTS`), as for ``gamma`` and ``gae_lambda``."""
     n_steps: int = 1024

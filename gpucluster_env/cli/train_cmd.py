@@ -34,12 +34,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="scenario, or several with the same number of GPU types, comma-separated")
     p.add_argument("--windows", default="busiest,random",
                    help="trace windows drawn per episode (curriculum), comma-separated; '' keeps the scenario's")
-    p.add_argument("--timesteps", type=int, default=100_000)
+    p.add_argument("--timesteps", type=int, default=None,
+                   help="default: the process's (300,000 for 'jobs', 100,000 for 'full')")
     p.add_argument("--out", required=True, help="output directory (model.zip, meta.json, logs/, checkpoints/)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-envs", type=int, default=2, help="environments")
-    p.add_argument("--vec", default="subproc", choices=("subproc", "dummy"),
-                   help="environments in subprocesses, or in the training process (faster on 2 cores)")
+    p.add_argument("--vec", default=None, choices=("subproc", "dummy"),
+                   help="environments in subprocesses, or in the training process (faster on 2 cores; the default "
+                        "for 'jobs', subproc for 'full')")
     p.add_argument("--bc-episodes", type=int, default=0,
                    help="warm start: behaviour-clone this many expert episodes first (MaskablePPO)")
     p.add_argument("--bc-epochs", type=int, default=20)

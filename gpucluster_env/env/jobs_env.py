@@ -16,8 +16,8 @@ This view of the same engine is built for learning (docs/rl.md says why):
   action legal, the environment runs the clock to the next decision point where some job action is legal (or
   to the episode's end). Forced waits are not steps: an episode's steps are its starts, preemptions and the
   decision points where the agent had a choice;
-* **the observation is a set of jobs**: ``jobs`` (rows x features, padded rows all zero), ``job_mask`` (1 for a
-  real row), ``context`` (cluster and clock); every feature declared once by name with its unit in
+* **the observation is a set of jobs**: ``jobs`` (rows x features, row-major and flat as SB3's checker asks;
+  padded rows all zero), ``job_mask`` (1 for a real row), ``context`` (cluster and clock); every feature declared once by name with its unit in
   :mod:`.job_features`, and only those that vary on the scenario by default.
 
 The reward is the wrapped env's (``objective``, ``reward_scale``): with the default JCT objective, minus the jobs
@@ -77,7 +77,7 @@ class JobsView:
     def space(self) -> spaces.Dict:
         """The observation space."""
         return spaces.Dict({
-            "jobs": spaces.Box(0.0, 1.0, (self.rows, len(self.job_features)), np.float32),
+            "jobs": spaces.Box(0.0, 1.0, (self.rows * len(self.job_features),), np.float32),
             "job_mask": spaces.Box(0.0, 1.0, (self.rows,), np.float32),
             "context": spaces.Box(0.0, 1.0, (len(self.context_features),), np.float32),
         })
@@ -111,6 +111,12 @@ class JobsView:
             out[0] = not (eng.num_running == 0 and eng.next_arrival >= eng.n_jobs and out[1:].any())
         return out
 
+    @staticmethod
+    def fallback(mask: np.ndarray) -> int:
+        """What an out-of-mask action counts as: "nothing more now" where it is legal, else the first legal row
+        (the pending rows come first, so a work-conserving process still starts a job)."""
+        return 0 if mask[0] else int(np.flatnonzero(mask)[0])
+
     def observe(self, env: GPUClusterEnv, mask: np.ndarray) -> dict[str, np.ndarray]:
         """The observation of ``env``'s current decision point (``mask``: this view's mask there)."""
         eng = env.engine
@@ -125,7 +131,7 @@ class JobsView:
         valid[:len(pend)] = 1.0
         jobs[self.n_pending:self.n_pending + len(run)] = rows[len(pend):]
         valid[self.n_pending:self.n_pending + len(run)] = 1.0
-        return {"jobs": jobs, "job_mask": valid, "context": context_vector(eng, self.context_features)}
+        return {"jobs": jobs.ravel(), "job_mask": valid, "context": context_vector(eng, self.context_features)}
 
 
 class JobsEnv(gym.Env):
@@ -134,11 +140,13 @@ class JobsEnv(gym.Env):
     ## Action Space
     ``Discrete(1 + n_pending + n_running)``: 0 is "nothing more now"; ``1 + k`` acts on observation row ``k``
     (pending rows first: start; then running rows: preempt). ``action_masks()`` gives the legal ones
-    (sb3-contrib's MaskablePPO reads it); an out-of-mask action counts as "nothing more now"
-    (``info["invalid_actions"]``), or raises with ``invalid_action="raise"``.
+    (sb3-contrib's MaskablePPO reads it); an out-of-mask action counts as "nothing more now" where that is
+    legal, else as the first legal row (:meth:`JobsView.fallback`; counted in ``info["invalid_actions"]``), or
+    raises with ``invalid_action="raise"``.
 
     ## Observation Space
-    A ``Dict``: ``jobs`` ``(rows, F)`` float32 in [0, 1], one row per job (:mod:`.job_features`),
+    A ``Dict``: ``jobs`` ``(rows x F,)`` float32 in [0, 1], one row of ``F`` features per job, row-major
+    (:mod:`.job_features`),
     ``job_mask`` ``(rows,)`` (1 for a real row), ``context`` ``(C,)``. ``features=(job_names, context_names)``
     pins the feature lists (a model trained elsewhere asks for its own).
 
@@ -240,7 +248,7 @@ class JobsEnv(gym.Env):
             if self.invalid_action == "raise":
                 raise ValueError(f"invalid action {a} at t={self.engine.now:.1f}s: masked out")
             self._invalid += 1
-            return 0
+            return self.view.fallback(self._mask_now)
         return a
 
     def _refresh(self) -> None:

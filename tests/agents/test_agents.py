@@ -37,8 +37,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A short MaskablePPO run on tiny through the CLI: behaviour cloning of SRSF and one DAgger round, the
     pending window by remaining work, 2 subprocess envs, evaluation and checkpoint callbacks."""
     out = tmp_path_factory.mktemp("rl") / "run"
-    rc = main(["train", "--scenario", "tiny", "--timesteps", "256", "--n-steps", "64", "--out", str(out),
-               "--bc-episodes", "1", "--bc-epochs", "1", "--bc-expert", "srsf", "--dagger-rounds", "1",
+    rc = main(["train", "--process", "full", "--scenario", "tiny", "--timesteps", "256", "--n-steps", "64",
+               "--out", str(out), "--bc-episodes", "1", "--bc-epochs", "1", "--bc-expert", "srsf", "--dagger-rounds", "1",
                "--dagger-episodes", "1", "--env-arg", "pending_order=remaining", "--eval-freq", "128",
                "--eval-episodes", "1", "--checkpoint-freq", "128", "--select-seeds", "0,1", "--critic-warmup", "64",
                "--no-progress", "--windows", ""])
@@ -102,8 +102,8 @@ def test_critic_warmup_freezes_the_cloned_policy(tmp_path: Path) -> None:
     from gpucluster_env.agents.policies import load_model
     from gpucluster_env.agents.train import TrainConfig, train
 
-    out = train(TrainConfig(out=str(tmp_path / "w"), scenarios=("tiny",), windows=("",), timesteps=128, n_steps=64,
-                            n_envs=1, vec="dummy", bc_episodes=1, bc_epochs=1, critic_warmup=10_000,
+    out = train(TrainConfig(out=str(tmp_path / "w"), process="full", scenarios=("tiny",), windows=("",),
+                            timesteps=128, n_steps=64, n_envs=1, vec="dummy", bc_episodes=1, bc_epochs=1, critic_warmup=10_000,
                             eval_freq=10_000, progress=False))
     final, _ = load_model(out)
     cloned, _ = load_model(out, "bc_model.zip")
@@ -121,12 +121,31 @@ def test_flat_variants_train(tmp_path: Path, algo: str) -> None:
     from gpucluster_env.agents.policies import load_model
     from gpucluster_env.agents.train import TrainConfig, train
 
-    out = train(TrainConfig(out=str(tmp_path / algo), algo=algo, scenarios=("tiny",), timesteps=128, n_steps=64,
-                            n_envs=1, vec="dummy", eval_freq=10_000, progress=False))
+    out = train(TrainConfig(out=str(tmp_path / algo), algo=algo, process="full", scenarios=("tiny",), timesteps=128,
+                            n_steps=64, n_envs=1, vec="dummy", eval_freq=10_000, progress=False))
     model, meta = load_model(out)
     assert meta["env_kwargs"]["observation"] == "box" and model.num_timesteps >= 128
     r = run_episode("tiny", make_policy(f"rl:{out}"), 0)
     assert r["jobs"] > 0
+
+
+@pytest.mark.parametrize("algo", ["maskable_ppo", "ppo", "a2c"])
+def test_job_centric_runs_train_and_play_anywhere(tmp_path: Path, algo: str) -> None:
+    """The default process: each algorithm trains on the job-centric env, pins its features in meta.json, and
+    the model plays through the common runner on a cluster of another number of GPU types."""
+    from gpucluster_env.agents.job_model import JobModelPolicy
+    from gpucluster_env.agents.train import TrainConfig, train
+
+    out = train(TrainConfig(out=str(tmp_path / algo), algo=algo, scenarios=("tiny",), windows=("",), timesteps=256,
+                            n_steps=64, batch_size=64, n_envs=1, vec="dummy", eval_freq=128, eval_episodes=1,
+                            progress=False))
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["config"]["process"] == "jobs" and meta["env_kwargs"]["features"][0][0] == "pending"
+    pol = make_policy(f"rl:{out}")
+    assert isinstance(pol, JobModelPolicy) and pol.kind == "RL from scratch"
+    for scenario in ("tiny", "hadar-philly"):
+        r = run_episode(scenario, pol, 0, scenario_options={"num_jobs": 30})
+        assert r["jobs_done"] == 30 and not r["truncated"]
 
 
 def test_train_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -140,8 +159,14 @@ def test_train_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys: pytest.
                           (["--threads", "0"], "--threads 0"),
                           (["--bc-epochs", "3"], "--bc-epochs goes with --bc-episodes"),
                           (["--select-seeds", "0-99999999999"], "--seeds '0-99999999999'"),
-                          (["--bc-episodes", "1", "--bc-expert", "lookahead:depth=2"], "expert 'lookahead:depth=2'"),
-                          (["--bc-episodes", "1", "--bc-expert", "lookahead:candidates=0"], "candidates")):
+                          (["--process", "full", "--bc-episodes", "1", "--bc-expert", "lookahead:depth=2"],
+                           "expert 'lookahead:depth=2'"),
+                          (["--process", "full", "--bc-episodes", "1", "--bc-expert", "lookahead:candidates=0"],
+                           "candidates"),
+                          (["--bc-episodes", "1"], "belong to process 'full'"),
+                          (["--algo", "dqn"], "DQN has no action masks"),
+                          (["--reference", "castor"], "unknown reference 'castor'"),
+                          (["--time-discount", "-1"], "--time-discount -1.0")):
         assert main(["train", "--scenario", "tiny", "--out", str(tmp_path / "x"), *extra]) == 2
         err = capsys.readouterr().err
         assert needle in err and len(err.strip().splitlines()) == 1, err

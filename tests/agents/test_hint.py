@@ -148,7 +148,7 @@ def test_workers_play_the_same_episodes_as_one_process(tmp_path: Path) -> None:
     from gpucluster_env.agents.train import TrainConfig
 
     def rows(workers: int) -> list[list]:
-        cfg = TrainConfig(out=str(tmp_path), scenarios=("tiny",), windows=("",), bc_experts=("srsf",),
+        cfg = TrainConfig(out=str(tmp_path), process="full", scenarios=("tiny",), windows=("",), bc_experts=("srsf",),
                           env_kwargs={"observation": "sets", "hint": "srsf"}, bc_workers=workers)
         return _episodes(cfg, 3, 7)[0]
 

@@ -272,8 +272,8 @@ def test_traces_compare_venus_says_not_available_never_nan():
 
 def test_train_ends_with_a_summary_and_writes_only_folders_it_fills(tmp_path, capsys):
     out = tmp_path / "run"
-    assert main(["train", "--scenario", "tiny", "--timesteps", "256", "--n-steps", "64", "--n-envs", "1", "--vec",
-                 "dummy", "--windows", "", "--no-progress", "--out", str(out)]) == 0
+    assert main(["train", "--process", "full", "--scenario", "tiny", "--timesteps", "256", "--n-steps", "64",
+                 "--n-envs", "1", "--vec", "dummy", "--windows", "", "--no-progress", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "trained maskable_ppo on tiny for 256 timesteps" in text and "training episodes" in text
     assert "evaluation: none ran (every 20,000 timesteps" in text

@@ -121,7 +121,7 @@ def test_features_declared_once_and_none_constant_on_castor_philly():
     for _ in range(400):
         obs, _, term, trunc, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
         valid = obs["job_mask"] > 0
-        rows.append(obs["jobs"][valid])
+        rows.append(obs["jobs"].reshape(len(valid), -1)[valid])
         ctx.append(obs["context"])
         if term or trunc:
             break
@@ -137,7 +137,7 @@ def test_features_declared_once_and_none_constant_on_castor_philly():
 def test_a_pinned_feature_list_is_used_and_unknown_names_refused():
     env = JobsEnv("hadar-philly", features=(("pending", "gpus"), ("free_gpus",)))
     obs, _ = env.reset(seed=0)
-    assert obs["jobs"].shape == (64, 2) and obs["context"].shape == (1,)
+    assert obs["jobs"].shape == (128,) and obs["job_mask"].shape == (64,) and obs["context"].shape == (1,)
     with pytest.raises(ValueError, match="unknown job feature 'speed'"):
         JobsEnv("tiny", features=(("pending", "speed"), ("free_gpus",)))
 
@@ -178,7 +178,7 @@ def test_view_kwargs_make_a_plain_env():
     view = JobsView(8, 4, ("pending",), ("free_gpus",))
     env = GPUClusterEnv("tiny", **view.env_kwargs())
     env.reset(seed=0)
-    assert view.mask(env)[1] and not view.mask(env)[0] and view.observe(env, view.mask(env))["jobs"].shape == (12, 1)
+    assert view.mask(env)[1] and not view.mask(env)[0] and view.observe(env, view.mask(env))["jobs"].shape == (12,)
 
 
 @settings(max_examples=8, deadline=None)
