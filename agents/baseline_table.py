@@ -8,9 +8,14 @@ load dominates raw returns and JCTs (CompilerGym scores against ``-Oz`` on the s
 reason); the ratio compares across seeds. An episode that does not finish (step limit, stall) has no average
 JCT: it is left out and counted (``truncated``).
 
-**Learning curves.** Each algorithm trains ``timesteps`` in ``points`` equal chunks with the project's default
-configuration (:class:`~gpucluster_env.agents.train.TrainConfig`; MaskablePPO on the masked ``Dict``, PPO and
-DQN on the flat ``Box`` with out-of-mask actions as counted no-ops); after each chunk its greedy policy plays
+**Algorithms.** ``ALGO`` trains on the job-centric process with the project's defaults
+(:class:`~gpucluster_env.agents.train.TrainConfig`: MaskablePPO with the job-scoring network, PPO and A2C with
+SB3's ``MultiInputPolicy``); ``ALGO:lib`` on the same process with the library's own hyperparameters and the
+plain reward; ``ALGO:full`` on the full vocabulary with the project's defaults (MaskablePPO on the masked
+``Dict``, PPO and DQN on the flat ``Box`` with out-of-mask actions as counted no-ops).
+
+**Learning curves.** Each algorithm trains ``timesteps`` in ``points`` equal chunks; after each chunk its greedy
+policy plays
 the ``curve_seeds`` and the mean normalized score is a point of the curve. The final model plays every
 ``eval_seeds``; the interval of an algorithm is over its training seeds (each seed's mean over the evaluation
 seeds), the unit of an algorithm's variability; that of a fixed policy is over the evaluation seeds.
@@ -33,7 +38,7 @@ class TableConfig:
     """One scenario's row group of the baseline table."""
 
     scenario: str
-    algos: tuple[str, ...] = ("maskable_ppo", "ppo", "dqn")
+    algos: tuple[str, ...] = ("maskable_ppo", "ppo", "a2c", "maskable_ppo:lib", "ppo:lib", "a2c:lib", "dqn:full")
     train_seeds: tuple[int, ...] = (0, 1, 2)
     timesteps: int = 20_000
     points: int = 4
@@ -87,21 +92,41 @@ def _summary(x: np.ndarray) -> dict[str, Any]:
     return out
 
 
+def train_config(spec: str, scenario: str, seed: int, timesteps: int) -> Any:
+    """The training configuration of an algorithm spec (``ALGO``, ``ALGO:lib``, ``ALGO:full``); a
+    ``ValueError`` naming a bad one."""
+    from gpucluster_env.agents.train import ALGOS, TrainConfig, default_job_features
+
+    algo, _, variant = spec.partition(":")
+    if algo not in ALGOS or variant not in ("", "lib", "full"):
+        raise ValueError(f"unknown algorithm {spec!r}: ALGO, ALGO:lib or ALGO:full with ALGO one of "
+                         f"{', '.join(ALGOS)}")
+    tc = TrainConfig(out="", algo=algo, process="full" if variant == "full" else "jobs", scenarios=(scenario,),
+                     seed=seed, timesteps=timesteps, vec="dummy", progress=False, library_defaults=variant == "lib")
+    if tc.process == "jobs":
+        tc.env_kwargs["features"] = [list(f) for f in default_job_features(tc)]
+    return tc
+
+
 def train_curve(cfg: TableConfig, algo: str, seed: int, ref: dict[int, float]) -> dict[str, Any]:
     """Train ``algo`` from scratch with seed ``seed`` in ``cfg.points`` chunks; the curve and final scores."""
     import torch
-    from gpucluster_env.agents.train import TrainConfig, make_model, make_vec
+    from gpucluster_env.agents.train import make_model, make_vec
 
     torch.set_num_threads(1)
-    tc = TrainConfig(out="", algo=algo, scenarios=(cfg.scenario,), seed=seed, timesteps=cfg.timesteps,
-                     vec="dummy", progress=False)
+    tc = train_config(algo, cfg.scenario, seed, cfg.timesteps)
     vec = make_vec(tc)
     t0 = time.perf_counter()
     train_s = 0.0
     curve = []
     try:
         model = make_model(tc, vec, None)
-        pol = InMemoryModel(model, algo, tc.env_args())
+        if tc.process == "jobs":
+            from gpucluster_env.agents.job_model import JobModelPolicy
+
+            pol: Any = JobModelPolicy.of_model(model, {"algo": tc.algo, "env_kwargs": tc.env_args()})
+        else:
+            pol = InMemoryModel(model, tc.algo, tc.env_args())
         chunk = cfg.timesteps // cfg.points
         for k in range(cfg.points):
             t1 = time.perf_counter()

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from gpucluster_env.policy import Policy
+from gpucluster_env.policy import Policy, register_policy
 
 
 def is_jobs_model(meta: dict[str, Any]) -> bool:
@@ -37,11 +37,22 @@ class JobModelPolicy(Policy):
     def __init__(self, model_dir: str | Path, deterministic: bool = True, zip_name: str = "model.zip") -> None:
         from gpucluster_env.agents.model_meta import load_model
 
+        model, meta = load_model(model_dir, zip_name)
+        self._setup(model, meta, str(model_dir), deterministic)
+
+    @classmethod
+    def of_model(cls, model: Any, meta: dict[str, Any], deterministic: bool = True) -> JobModelPolicy:
+        """The policy of a model in memory (e.g. one being trained) with its run's ``meta`` (algo, env_kwargs)."""
+        pol = cls.__new__(cls)
+        pol._setup(model, meta, "the model in memory", deterministic)
+        return pol
+
+    def _setup(self, model: Any, meta: dict[str, Any], model_dir: str, deterministic: bool) -> None:
         from gpucluster_env.env.jobs_env import DEFAULT_PENDING, DEFAULT_RUNNING, JobsView
 
-        self.model_dir = str(model_dir)
+        self.model_dir = model_dir
         self.deterministic = deterministic
-        self.model, self.meta = load_model(model_dir, zip_name)
+        self.model, self.meta = model, meta
         kw = self.meta.get("env_kwargs", {})
         feats = kw.get("features")
         if not feats or len(feats) != 2:
@@ -53,7 +64,8 @@ class JobModelPolicy(Policy):
         self.masked = self.meta["algo"] == "maskable_ppo"
         want = self.model.observation_space
         have = self.view.space()
-        if any(want[k].shape != have[k].shape for k in have.spaces) or self.model.action_space.n != self.view.n_actions:
+        if (any(want[k].shape != have[k].shape for k in have.spaces)
+                or self.model.action_space.n != self.view.n_actions):
             raise ValueError(f"{model_dir}: the model's spaces do not match its meta.json's job-centric view")
 
     def env_kwargs(self) -> dict[str, Any]:
@@ -80,3 +92,22 @@ class JobModelPolicy(Policy):
         a = int(np.asarray(a).item())
         a = a if mask[a] else self.view.fallback(mask)  # a model without masks may ask for an illegal action
         return int(ints[a]) if a else 0
+
+
+SHIPPED_JOBS_DIR = Path(__file__).with_name("models") / "rl-scratch"
+
+
+@register_policy
+class ShippedJobsRL(JobModelPolicy):
+    """The RL-from-scratch model shipped with the package: MaskablePPO with the job-scoring network, trained by
+    ``gpucluster train --scenario castor-philly --seed 0`` with every other option at its default (docs/rl.md)."""
+
+    name: ClassVar[str] = "rl-scratch"
+    description: ClassVar[str] = (
+        "MaskablePPO from scratch on the job-centric process (castor-philly, 300k steps, reward relative to SRSF "
+        "on the same trace, discounted by simulated time; docs/rl.md); runs on any cluster"
+    )
+    paper: ClassVar[str] = "this package (issue 41); Decima / RLScheduler-style job scoring"
+
+    def __init__(self, deterministic: bool = True) -> None:
+        super().__init__(SHIPPED_JOBS_DIR, deterministic)

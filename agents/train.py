@@ -145,7 +145,10 @@ def make_model(cfg: TrainConfig, vec: Any, logdir: Path | None) -> Any:
 
 def _jobs_model(cfg: TrainConfig, vec: Any, ppo_args: dict[str, Any]) -> Any:
     """A model on the job-centric process: MaskablePPO with the job-scoring network (discounted by simulated
-    time when ``time_discount_s`` is set); PPO or A2C with SB3's own ``MultiInputPolicy`` (no masks)."""
+    time when ``time_discount_s`` is set); PPO or A2C with SB3's own ``MultiInputPolicy`` (no masks). With
+    ``library_defaults`` every hyperparameter is the library's own."""
+    if cfg.library_defaults:
+        return _library_model(cfg, vec, {k: ppo_args[k] for k in ("seed", "device", "verbose")})
     if cfg.algo == "maskable_ppo":
         from gpucluster_env.agents.job_policy import JobScorePolicy
         from sb3_contrib import MaskablePPO
@@ -166,6 +169,18 @@ def _jobs_model(cfg: TrainConfig, vec: Any, ppo_args: dict[str, Any]) -> Any:
     a2c = {k: ppo_args[k] for k in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "seed", "device",
                                     "verbose", "policy_kwargs")}
     return A2C("MultiInputPolicy", vec, n_steps=8, **a2c)
+
+
+def _library_model(cfg: TrainConfig, vec: Any, common: dict[str, Any]) -> Any:
+    """The algorithm with SB3's / sb3-contrib's default hyperparameters on the job-centric env."""
+    if cfg.algo == "maskable_ppo":
+        from gpucluster_env.agents.job_policy import JobScorePolicy
+        from sb3_contrib import MaskablePPO
+
+        return MaskablePPO(JobScorePolicy, vec, **common)
+    from stable_baselines3 import A2C, PPO
+
+    return (PPO if cfg.algo == "ppo" else A2C)("MultiInputPolicy", vec, **common)
 
 
 def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
@@ -237,7 +252,7 @@ def _trained_actions(cfg: TrainConfig, masks: np.ndarray) -> list[str]:
         env.close()
 
 
-def _default_job_features(cfg: TrainConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def default_job_features(cfg: TrainConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The job-centric env's default feature names on the run's first scenario."""
     from gpucluster_env.env.jobs_env import JobsEnv
 
@@ -284,7 +299,7 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     if cfg.process == "jobs" and "features" not in cfg.env_kwargs:  # pinned: the model reads these by name
-        cfg.env_kwargs["features"] = [list(f) for f in _default_job_features(cfg)]
+        cfg.env_kwargs["features"] = [list(f) for f in default_job_features(cfg)]
     meta = {
         "algo": cfg.algo,
         "config": asdict(cfg),

@@ -36,6 +36,9 @@ class TrainConfig:
     """``jobs`` with MaskablePPO only: discount the bootstrap by ``exp(-dt / time_discount_s)`` of simulated time
     on top of ``gamma`` (:mod:`.time_discount`); 0 for a per-step ``gamma`` alone; None: the process's default
     (:data:`PROCESS_DEFAULTS`)."""
+    library_defaults: bool = False
+    """``jobs`` only: the algorithm with its library's own hyperparameters (SB3's defaults; MaskablePPO still with
+    the job-scoring network) and the plain reward, as a newcomer would run it (the baseline table's ``:lib``)."""
     job_dim: int = 64
     """``jobs`` with MaskablePPO: the width of the job-scoring network (:mod:`.job_policy`)."""
     scenarios: tuple[str, ...] = ("castor-philly",)
@@ -83,6 +86,8 @@ class TrainConfig:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if self.library_defaults:  # the plain reward and per-step discount, as the library's own defaults
+            self.reference, self.time_discount_s = None, 0.0
         for key, value in PROCESS_DEFAULTS.get(self.process, {}).items():
             if getattr(self, key) is None:
                 setattr(self, key, value)
@@ -90,6 +95,8 @@ class TrainConfig:
             raise ValueError(f"unknown algorithm {self.algo!r}; known: {', '.join(ALGOS)}")
         if self.process not in PROCESSES:
             raise ValueError(f"unknown decision process {self.process!r}; known: {', '.join(PROCESSES)}")
+        if self.library_defaults and self.process != "jobs":
+            raise ValueError("library_defaults is a variant of the job-centric process (process 'jobs')")
         if self.process == "jobs" and (self.bc_episodes or self.env_kwargs.get("observation")):
             raise ValueError("behaviour cloning and the 'observation' argument belong to process 'full'")
         if self.process == "jobs" and self.algo == "dqn":

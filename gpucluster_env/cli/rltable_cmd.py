@@ -15,7 +15,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("rl-table", help="baseline table: RL algorithms and fixed policies, normalized scores",
                        description=DESCRIPTION)
     p.add_argument("--scenario", default="tiny")
-    p.add_argument("--algos", default="maskable_ppo,ppo,dqn", help="algorithms, comma-separated ('' for none)")
+    p.add_argument("--algos", default="maskable_ppo,ppo,a2c,maskable_ppo:lib,ppo:lib,a2c:lib,dqn:full",
+                   help="algorithms, comma-separated ('' for none): ALGO on the job-centric process with the "
+                        "project's defaults, ALGO:lib with the library's own, ALGO:full on the full vocabulary")
     p.add_argument("--train-seeds", default="0-2", help="training seeds: 'A-B' or a list")
     p.add_argument("--timesteps", type=int, default=20_000, help="training steps per run")
     p.add_argument("--points", type=int, default=4, help="learning-curve points per run")
@@ -33,8 +35,7 @@ def run(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from gpucluster_env.agents.baseline_table import TableConfig, markdown, run_table
-    from gpucluster_env.agents.train import ALGOS
+    from gpucluster_env.agents.baseline_table import TableConfig, markdown, run_table, train_config
     from gpucluster_env.cli.evaluate_cmd import parse_seeds
     from gpucluster_env.policy import make_policy
     from gpucluster_env.scenarios import get_scenario
@@ -42,8 +43,10 @@ def run(args: argparse.Namespace) -> int:
     get_scenario(args.scenario)
     algos = tuple(a.strip() for a in args.algos.split(",") if a.strip())
     for a in algos:
-        if a not in ALGOS:
-            raise ValueError(f"--algos: unknown algorithm {a!r}; known: {', '.join(ALGOS)}")
+        try:
+            train_config(a, args.scenario, 0, 1)
+        except ValueError as e:
+            raise ValueError(f"--algos: {e}") from None
     policies = tuple(p.strip() for p in args.policies.split(",") if p.strip())
     for name in (*policies, args.reference):
         make_policy(name)  # an unknown name or a bad model directory: one line before anything runs

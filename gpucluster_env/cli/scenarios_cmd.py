@@ -44,13 +44,14 @@ def show(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_env.registration import env_id
+    from gpucluster_env.registration import env_id, jobs_env_id
     from gpucluster_env.scenarios import SCENARIOS
 
     rows = []
     for s in SCENARIOS.values():
         rows.append({
-            "name": s.name, "env_id": env_id(s.name), "paper": s.paper, "gpus": s.cluster.num_gpus,
+            "name": s.name, "env_id": env_id(s.name), "jobs_env_id": jobs_env_id(s.name), "paper": s.paper,
+            "gpus": s.cluster.num_gpus,
             "gpu_types": s.cluster.gpus_by_type(), "jobs": s.num_jobs, "trace": s.trace,
             "round_s": s.config.round_s, "description": s.description,
         })
@@ -67,5 +68,6 @@ def run(args: argparse.Namespace) -> int:
         about = " · ".join(x for x in (f"trace {r['trace']}", r["paper"]) if x)
         table.append((r["name"], f"{r['gpus']} ({types})", f"{r['jobs']:,}", f"{r['description']} ({about})"))
     print_table(make_console(), "scenarios", cols, table, show_lines=True,
-                caption=f"Gymnasium ids: {rows[0]['env_id']} and one per scenario (scenarios --json)" if rows else None)
+                caption=(f"Gymnasium ids: {rows[0]['env_id']} (full vocabulary) and {rows[0]['jobs_env_id']} "
+                         "(job-centric), one of each per scenario (scenarios --json)") if rows else None)
     return 0

@@ -61,7 +61,7 @@ JOB_FEATURES: tuple[Feature, ...] = (
             when="share"),
     Feature("best_speed", "ratio", "its model's speed on its fastest GPU type over the cluster's fastest "
             "(model, type) pair", when="types"),
-    Feature("deadline_slack", "s", "0.5 + 0.5 s / (|s| + 1 h), s = deadline - now - remaining time; 0 without "
+    Feature("deadline_slack", "s", "0.5 + 0.5 s / (abs(s) + 1 h), s = deadline - now - remaining time; 0 without "
             "a deadline", when="deadlines"),
 )
 """The per-job features, in the order of the default observation's columns."""
@@ -193,3 +193,17 @@ def context_vector(eng: ClusterEngine, names: tuple[str, ...]) -> np.ndarray:
     for k in range(MAX_TYPES):
         vals[f"free_type{k}"] = (1.0 - eng.busy_t[k] / max(int(eng.type_total[k]), 1)) if k < T else 0.0
     return np.clip(np.array([vals[n] for n in names], dtype=np.float32), 0.0, 1.0)
+
+
+def features_markdown() -> str:
+    """The two feature tables as Markdown (docs/rl.md holds this text; a test keeps them equal)."""
+    head = "| feature | unit | offered | meaning |\n|---|---|---|---|\n"
+
+    def table(feats: tuple[Feature, ...]) -> str:
+        return head + "".join(f"| `{f.name}` | {f.unit} | {f.when} | {f.meaning} |\n" for f in feats)
+
+    per_type = [f for f in CONTEXT_FEATURES if f.name.startswith("free_type")]
+    ctx = tuple(f for f in CONTEXT_FEATURES if f not in per_type)
+    ctx += (Feature(f"free_type0 .. free_type{MAX_TYPES - 1}", per_type[0].unit,
+                    "free GPUs of the cluster's GPU type k over its GPUs (0 past the last type)", "types"),)
+    return "Per job (one row each):\n\n" + table(JOB_FEATURES) + "\nContext (one vector):\n\n" + table(ctx)

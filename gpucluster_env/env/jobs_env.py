@@ -17,7 +17,8 @@ This view of the same engine is built for learning (docs/rl.md says why):
   to the episode's end). Forced waits are not steps: an episode's steps are its starts, preemptions and the
   decision points where the agent had a choice;
 * **the observation is a set of jobs**: ``jobs`` (rows x features, row-major and flat as SB3's checker asks;
-  padded rows all zero), ``job_mask`` (1 for a real row), ``context`` (cluster and clock); every feature declared once by name with its unit in
+  padded rows all zero), ``job_mask`` (1 for a real row), ``context`` (cluster and clock); every feature declared
+  once by name with its unit in
   :mod:`.job_features`, and only those that vary on the scenario by default.
 
 The reward is the wrapped env's (``objective``, ``reward_scale``): with the default JCT objective, minus the jobs

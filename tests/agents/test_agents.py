@@ -38,7 +38,8 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> Path:
     pending window by remaining work, 2 subprocess envs, evaluation and checkpoint callbacks."""
     out = tmp_path_factory.mktemp("rl") / "run"
     rc = main(["train", "--process", "full", "--scenario", "tiny", "--timesteps", "256", "--n-steps", "64",
-               "--out", str(out), "--bc-episodes", "1", "--bc-epochs", "1", "--bc-expert", "srsf", "--dagger-rounds", "1",
+               "--out", str(out), "--bc-episodes", "1", "--bc-epochs", "1", "--bc-expert", "srsf",
+               "--dagger-rounds", "1",
                "--dagger-episodes", "1", "--env-arg", "pending_order=remaining", "--eval-freq", "128",
                "--eval-episodes", "1", "--checkpoint-freq", "128", "--select-seeds", "0,1", "--critic-warmup", "64",
                "--no-progress", "--windows", ""])
@@ -103,7 +104,8 @@ def test_critic_warmup_freezes_the_cloned_policy(tmp_path: Path) -> None:
     from gpucluster_env.agents.train import TrainConfig, train
 
     out = train(TrainConfig(out=str(tmp_path / "w"), process="full", scenarios=("tiny",), windows=("",),
-                            timesteps=128, n_steps=64, n_envs=1, vec="dummy", bc_episodes=1, bc_epochs=1, critic_warmup=10_000,
+                            timesteps=128, n_steps=64, n_envs=1, vec="dummy", bc_episodes=1, bc_epochs=1,
+                            critic_warmup=10_000,
                             eval_freq=10_000, progress=False))
     final, _ = load_model(out)
     cloned, _ = load_model(out, "bc_model.zip")

@@ -46,7 +46,26 @@ def test_an_algorithm_that_never_finishes_has_no_score_and_no_numpy_warning() ->
 
 
 def test_bad_arguments_are_one_line(capsys: pytest.CaptureFixture) -> None:
-    assert main(["rl-table", "--algos", "a2c"]) == 2
-    assert "unknown algorithm 'a2c'" in capsys.readouterr().err
+    assert main(["rl-table", "--algos", "sac"]) == 2
+    assert "unknown algorithm 'sac'" in capsys.readouterr().err
+    assert main(["rl-table", "--algos", "a2c:full"]) == 2
+    assert "--algos: a2c trains on the job-centric process" in capsys.readouterr().err
     assert main(["rl-table", "--policies", "nope"]) == 2
     assert "unknown policy 'nope'" in capsys.readouterr().err
+
+
+def test_every_variant_trains_and_scores(tmp_path) -> None:
+    """ALGO (job-centric, project defaults), ALGO:lib (library defaults) and ALGO:full each train a curve point
+    and score the final model on held-out seeds against the reference."""
+    from gpucluster_env.agents.baseline_table import train_config
+
+    assert train_config("maskable_ppo", "tiny", 0, 64).time_discount_s == 7200.0
+    lib = train_config("ppo:lib", "tiny", 0, 64)
+    assert lib.library_defaults and lib.reference is None and lib.time_discount_s == 0.0
+    assert train_config("dqn:full", "tiny", 0, 64).process == "full"
+    cfg = TableConfig("tiny", algos=("maskable_ppo", "a2c:lib"), train_seeds=(0,), timesteps=128, points=1,
+                      curve_seeds=(5,), eval_seeds=(3,), policies=())
+    res = run_table(cfg, log=lambda *_: None)
+    for algo in cfg.algos:
+        run = res["algos"][algo]["runs"][0]
+        assert len(run["curve"]) == 1 and len(run["final"]) == 1 and np.isfinite(run["final"][0])

@@ -224,3 +224,12 @@ def test_work_conserving_by_default():
             if term or trunc:
                 break
         assert ((True, True) in seen) == (not wc)
+
+
+def test_docs_list_the_features_as_declared():
+    from pathlib import Path
+
+    from gpucluster_env.env.job_features import features_markdown
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "rl.md").read_text()
+    assert features_markdown() in doc, "docs/rl.md's feature tables differ from job_features.py (features_markdown())"

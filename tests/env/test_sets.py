@@ -152,7 +152,8 @@ def test_a_sets_model_trains_runs_anywhere_and_names_shapes_it_cannot_take(tmp_p
     from gpucluster_env.policy import make_policy, run_episode
 
     out = tmp_path / "sets"
-    rc = main(["train", "--process", "full", "--scenario", "tiny", "--timesteps", "64", "--n-steps", "32", "--out", str(out),
+    rc = main(["train", "--process", "full", "--scenario", "tiny", "--timesteps", "64", "--n-steps", "32",
+               "--out", str(out),
                "--bc-episodes", "1", "--bc-epochs", "1", "--bc-expert", "srsf", "--env-arg", "observation=sets",
                "--eval-freq", "1000", "--checkpoint-freq", "1000", "--no-progress", "--windows", "", "--vec",
                "dummy", "--n-envs", "1"])
