@@ -32,7 +32,8 @@ from gpucluster_env.settings import Setting, SettingError
 if TYPE_CHECKING:
     from gpucluster_env.scenarios import Scenario
 
-POLICY_PACKAGES = ("gpucluster_env.baselines", "gpucluster_env.agents.policies", "gpucluster_env.agents.advantage")
+POLICY_PACKAGES = ("gpucluster_env.baselines", "gpucluster_env.agents.policies", "gpucluster_env.agents.advantage",
+                   "gpucluster_env.agents.job_model")
 """The packages whose import registers every policy: the reference policies, then the random floor and the
 shipped RL models."""
 RL_POLICY_FACTORY = "gpucluster_env.agents.policies:make_rl_policy"
