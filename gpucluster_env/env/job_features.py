@@ -122,12 +122,11 @@ def _rank(x: np.ndarray) -> np.ndarray:
 def job_rows(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, actionable: np.ndarray,
              names: tuple[str, ...]) -> np.ndarray:
     """``(len(pending) + len(running), len(names))`` float32: the named features of the pending jobs, then the
-    running ones; ``actionable`` marks the rows whose action the mask allows."""
+    running ones; ``actionable`` marks the rows whose action the mask allows. Only the named columns are
+    computed."""
     rows = np.concatenate([pending, running])
-    n_p = len(pending)
+    n, n_p = len(rows), len(pending)
     now = eng.now
-    is_p = np.zeros(len(rows))
-    is_p[:n_p] = 1.0
     iters = np.maximum(eng.iterations[rows], 1.0)
     left_iters = eng.remaining[rows].astype(float)
     if len(running):
@@ -136,40 +135,45 @@ def job_rows(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, actio
     g = eng.req_gpus[rows].astype(float)
     if len(running):
         g[n_p:] = np.maximum(eng.held[running], 1)
-    service = rem * g
-    cols: dict[str, np.ndarray] = {"pending": is_p, "actionable": actionable.astype(float)}
-    if "gpus" in names:
-        cols["gpus"] = np.log2(1.0 + g) / np.log2(1.0 + eng.num_gpus)
-    cols["remaining_1h"] = _squash(rem, HOUR)
-    cols["remaining_10h"] = _squash(rem, 10 * HOUR)
-    cols["service_left"] = _squash(service, 8 * HOUR)
-    cols["remaining_rank"] = _rank(rem)
-    cols["service_rank"] = _rank(service)
-    waited = np.zeros(len(rows))
-    waited[:n_p] = now - eng.pending_since[pending]
-    cols["waited"] = _squash(np.maximum(waited, 0.0), HOUR)
-    ran = np.zeros(len(rows))
-    if len(running):
-        ran[n_p:] = now - eng.last_start[running]
-    cols["ran"] = _squash(np.maximum(ran, 0.0), HOUR)
-    cols["progress"] = 1.0 - left_iters / iters
-    cols["preempted"] = (eng.n_preempt[rows] > 0).astype(float)
-    slow = np.zeros(len(rows))
-    if len(running):
-        solo = eng.solo_rate[running]
-        slow[n_p:] = np.where(solo > 0, 1.0 - eng.rate[running] / np.where(solo > 0, solo, 1.0), 0.0)
-    cols["slowdown"] = np.clip(slow, 0.0, 1.0)
-    if "best_speed" in names:
-        sp = eng.speed_mt
-        cols["best_speed"] = sp[eng.job_model[rows]].max(axis=1) / max(float(sp.max()), 1e-12)
-    if "deadline_slack" in names:
+
+    def since(times: np.ndarray, lo: int, hi: int) -> np.ndarray:
+        out = np.zeros(n)
+        out[lo:hi] = np.maximum(now - times, 0.0)
+        return out
+
+    def slowdown() -> np.ndarray:
+        out = np.zeros(n)
+        if len(running):
+            solo = eng.solo_rate[running]
+            out[n_p:] = np.where(solo > 0, 1.0 - eng.rate[running] / np.where(solo > 0, solo, 1.0), 0.0)
+        return out
+
+    def deadline_slack() -> np.ndarray:
         dl = eng.deadline[rows]
         s = dl - now - rem
-        cols["deadline_slack"] = np.where(np.isnan(dl), 0.0, 0.5 + 0.5 * s / (np.abs(s) + HOUR))
-    out = np.empty((len(rows), len(names)), dtype=np.float32)
-    for k, n in enumerate(names):
-        out[:, k] = np.clip(cols[n], 0.0, 1.0)
-    return out
+        return np.where(np.isnan(dl), 0.0, 0.5 + 0.5 * s / (np.abs(s) + HOUR))
+
+    col: dict[str, object] = {
+        "pending": lambda: (np.arange(n) < n_p).astype(float),
+        "actionable": lambda: actionable.astype(float),
+        "gpus": lambda: np.log2(1.0 + g) / np.log2(1.0 + eng.num_gpus),
+        "remaining_1h": lambda: _squash(rem, HOUR),
+        "remaining_10h": lambda: _squash(rem, 10 * HOUR),
+        "service_left": lambda: _squash(rem * g, 8 * HOUR),
+        "remaining_rank": lambda: _rank(rem),
+        "service_rank": lambda: _rank(rem * g),
+        "waited": lambda: _squash(since(eng.pending_since[pending], 0, n_p), HOUR),
+        "ran": lambda: _squash(since(eng.last_start[running], n_p, n), HOUR),
+        "progress": lambda: 1.0 - left_iters / iters,
+        "preempted": lambda: (eng.n_preempt[rows] > 0).astype(float),
+        "slowdown": slowdown,
+        "best_speed": lambda: eng.speed_mt[eng.job_model[rows]].max(axis=1) / max(float(eng.speed_mt.max()), 1e-12),
+        "deadline_slack": deadline_slack,
+    }
+    out = np.empty((n, len(names)))
+    for k, name in enumerate(names):
+        out[:, k] = col[name]()  # type: ignore[operator]
+    return np.clip(out, 0.0, 1.0).astype(np.float32)
 
 
 def context_vector(eng: ClusterEngine, names: tuple[str, ...]) -> np.ndarray:

@@ -200,6 +200,7 @@ class JobsEnv(gym.Env):
         self._invalid = 0
         self._mask_now = np.zeros(self.view.n_actions, dtype=bool)
         self._ints = np.zeros(self.view.n_actions, dtype=np.int64)
+        self._refreshed_at: tuple[int, int] | None = None
 
     @property
     def engine(self) -> Any:
@@ -253,8 +254,14 @@ class JobsEnv(gym.Env):
         return a
 
     def _refresh(self) -> None:
-        self._ints = self.view.layout_ints(self.wrapped)
-        self._mask_now = self.view.mask(self.wrapped, self._ints)
+        """The layout ints and the mask of the current decision point (once per point: the wrapped env's
+        decision-point counter moves with every step and reset)."""
+        w = self.wrapped
+        key = (w.engine.epoch, w._point)
+        if key != self._refreshed_at:
+            self._ints = self.view.layout_ints(w)
+            self._mask_now = self.view.mask(w, self._ints)
+            self._refreshed_at = key
 
     def _run_to_choice(self, force: bool = False) -> tuple[float, bool, bool, float]:
         """Run the clock (at least once with ``force``) until some job action is legal or the episode ends;
