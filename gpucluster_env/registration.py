@@ -28,10 +28,11 @@ STEPS_PER_JOB = 40
 """``max_episode_steps`` of a registered id is ``STEPS_PER_JOB x jobs + 2,000``: several times the decisions of
 a random masked episode (a few per job, tests/env/test_env_rl.py), so only an agent that idles for hours of
 simulated time on an empty cluster meets it."""
-JOBS_STEPS_PER_JOB = 20
+JOBS_STEPS_PER_JOB = 80
 """``max_episode_steps`` of a job-centric id is ``JOBS_STEPS_PER_JOB x jobs + 2,000``: its steps are starts,
-preemptions and decision points with a choice (about 4 per job for SRSF-like play on castor-philly), never
-forced waits."""
+preemptions and decision points with a choice, never forced waits: a uniformly random masked episode takes 5.2
+steps per job on castor-philly (1,250 for 240 jobs), 1.9 on gimbal-philly and 30 on hadar-philly (14,497 for 480
+jobs: every 6-minute round is a decision point where a preemption is legal), seed 0; the limit is well above."""
 TICK_STEPS_PER_JOB = 160
 """The steps per job of a scenario that calibrates MPS shares (``tick_s`` set: the Gimbal scenarios), where every
 calibration tick is a decision point as well: SJF itself takes 53-58 steps per job on ``gimbal-alibaba`` (16,005
