@@ -23,10 +23,12 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.text_tables import Col, make_console, print_table
 
     cols = [Col("name", "left", key=True), Col("kind", "left"), Col("description (paper)", "left", text=True)]
-    print_table(make_console(), "policies", cols,
+    console = make_console()
+    print_table(console, "policies", cols,
                 [(r["name"], r["kind"], f"{r['description']} ({r['paper']})" if r["paper"] else r["description"])
                  for r in rows], show_lines=True)
     from gpucluster_env.policy import POLICY_KINDS
 
-    print("\n".join(f"{k}: {v}" for k, v in POLICY_KINDS.items()))
+    for k, v in POLICY_KINDS.items():  # the console folds each at the terminal's width
+        console.print(f"{k}: {v}", highlight=False, markup=False)
     return 0

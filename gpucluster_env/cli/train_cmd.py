@@ -13,12 +13,13 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+DESCRIPTION = ("Train a policy with stable-baselines3 and save it with its metadata in --out. By default: MaskablePPO "
+               "with the job-scoring network on the job-centric decision process, discounted by simulated time, its "
+               "reward relative to SRSF on the same trace. See docs/rl.md.")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("train", help="train an RL policy (MaskablePPO, PPO, A2C, DQN)",
-                       description="Train a policy with stable-baselines3 and save it with its metadata in --out. "
-                                   "By default: MaskablePPO with the job-scoring network on the job-centric "
-                                   "decision process, discounted by simulated time, its reward relative to SRSF "
-                                   "on the same trace. See docs/rl.md.")
+    p = sub.add_parser("train", help="train an RL policy (MaskablePPO, PPO, A2C, DQN)", description=DESCRIPTION)
     p.add_argument("--algo", default="maskable_ppo", choices=("maskable_ppo", "ppo", "a2c", "dqn"))
     p.add_argument("--process", default="jobs", choices=("jobs", "full"),
                    help="decision process: 'jobs' (pick one job, or nothing more now; the env runs the clock) "
