@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from gpucluster_env.agents.sets_policy import mlp
 from gymnasium import spaces
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
@@ -30,13 +31,6 @@ from torch import nn
 DEFAULT_DIM = 64
 PREEMPT_PRIOR = 3.0
 """How many nats less likely a preemption starts than a start, before training (the row-kind biases' init)."""
-
-
-def _mlp(n_in: int, dim: int, n_out: int | None = None) -> nn.Sequential:
-    """Two layers; ReLU after the last too unless ``n_out`` (a score head)."""
-    if n_out is None:
-        return nn.Sequential(nn.Linear(n_in, dim), nn.ReLU(), nn.Linear(dim, dim), nn.ReLU())
-    return nn.Sequential(nn.Linear(n_in, dim), nn.ReLU(), nn.Linear(dim, n_out))
 
 
 def job_space_sizes(space: spaces.Dict) -> tuple[int, int, int]:
@@ -56,8 +50,8 @@ class JobExtractor(BaseFeaturesExtractor):
         rows, f, c = job_space_sizes(observation_space)
         super().__init__(observation_space, rows * dim + dim + rows)
         self.rows, self.dim, self.f = rows, dim, f
-        self.phi = _mlp(f + c, dim)
-        self.rho = _mlp(2 * dim + c, dim)
+        self.phi = mlp(f + c, dim)
+        self.rho = mlp(2 * dim + c, dim)
 
     def forward(self, obs: dict[str, torch.Tensor]) -> torch.Tensor:
         valid, ctx = obs["job_mask"].unsqueeze(-1), obs["context"]
@@ -85,7 +79,7 @@ class JobScores(_Split):
 
     def __init__(self, rows: int, dim: int) -> None:
         super().__init__(rows, dim)
-        self.psi = _mlp(2 * dim, dim, 1)
+        self.psi = mlp(2 * dim, dim, 1)
         self.nothing = nn.Linear(dim, 1)
         self.kind_bias = nn.Parameter(torch.tensor([0.0, -PREEMPT_PRIOR]))  # start, preempt
         for head in (self.psi[-1], self.nothing):
@@ -104,7 +98,7 @@ class JobValue(_Split):
 
     def __init__(self, rows: int, dim: int) -> None:
         super().__init__(rows, dim)
-        self.net = _mlp(dim, dim, 1)
+        self.net = mlp(dim, dim, 1)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:
         return self.net(self.split(z)[1])

@@ -37,7 +37,7 @@ HINT_GAIN = 2.0
 """The hinted action's score bonus at initialization (learned after), with the ``hint`` entry."""
 
 
-def _mlp(n_in: int, dim: int, n_out: int | None = None) -> nn.Sequential:
+def mlp(n_in: int, dim: int, n_out: int | None = None) -> nn.Sequential:
     """Two layers; ReLU after the last too unless ``n_out`` (a score head)."""
     if n_out is None:
         return nn.Sequential(nn.Linear(n_in, dim), nn.ReLU(), nn.Linear(dim, dim), nn.ReLU())
@@ -66,10 +66,10 @@ class SetsExtractor(BaseFeaturesExtractor):
         super().__init__(observation_space, (n + m + k + 1) * dim + n * k * JOB_TYPE_FEATURES + self.n_hint)
         self.n, self.m, self.k, self.dim = n, m, k, dim
         h = 1 if self.n_hint else 0  # with a hint: its flags on each job (2 pending, 4 running) and on wait
-        self.enc_pending = _mlp(PENDING_FEATURES + 4 + 2 * h, dim)
-        self.enc_running = _mlp(RUNNING_FEATURES + 4 + 4 * h, dim)
-        self.enc_type = _mlp(TYPE_FEATURES, dim)
-        self.enc_context = _mlp(6 * dim + CLOCK_FEATURES + h, dim)
+        self.enc_pending = mlp(PENDING_FEATURES + 4 + 2 * h, dim)
+        self.enc_running = mlp(RUNNING_FEATURES + 4 + 4 * h, dim)
+        self.enc_type = mlp(TYPE_FEATURES, dim)
+        self.enc_context = mlp(6 * dim + CLOCK_FEATURES + h, dim)
 
     def hint_flags(self, hint: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The hint (one-hot over the view's actions) as per-element flags: pending job i (placed anywhere,
@@ -130,9 +130,9 @@ class SetsHead(_Unpack):
         # easy default and the rest of the network learns where to depart from it
         self.hint_gain = nn.Parameter(torch.tensor(HINT_GAIN)) if hint else None
         self.wait = nn.Linear(dim, 1)
-        self.place_type = _mlp(3 * dim + JOB_TYPE_FEATURES, dim, 1)
-        self.pending = _mlp(2 * dim, dim, 2)  # place(i, any), share(i)
-        self.running = _mlp(2 * dim, dim, 4)  # squeeze, swell, preempt, fork
+        self.place_type = mlp(3 * dim + JOB_TYPE_FEATURES, dim, 1)
+        self.pending = mlp(2 * dim, dim, 2)  # place(i, any), share(i)
+        self.running = mlp(2 * dim, dim, 4)  # squeeze, swell, preempt, fork
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         hp, hr, ht, ctx, jt, hint = self.split(x)
@@ -152,7 +152,7 @@ class SetsValue(_Unpack):
 
     def __init__(self, n: int, m: int, k: int, dim: int) -> None:
         super().__init__(n, m, k, dim)
-        self.net = _mlp(dim, dim, 1)
+        self.net = mlp(dim, dim, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.net(self.split(x)[3])
