@@ -141,12 +141,18 @@ def deadline_term(env: GPUClusterEnv) -> float:
     return float(term)
 
 
+def is_int_action(action: Any) -> bool:
+    """Whether ``action`` is an int or a 0-d numpy integer (no floats, strings, lists, bools): what every int
+    action space of the environment accepts."""
+    return type(action) is int or (isinstance(action, np.ndarray | np.integer) and np.ndim(action) == 0
+                                   and np.asarray(action).dtype.kind in "iu")
+
+
 def as_int(env: GPUClusterEnv, action: Any) -> int:
     """``action`` as an int of the layout's space, or a ``ValueError`` naming what it is."""
     if type(action) is int and 0 <= action < env.layout.size:
         return action
-    arr = action if isinstance(action, np.ndarray | np.integer) else None  # no floats, strings, lists, bools
-    if not ((type(action) is int) or (arr is not None and arr.ndim == 0 and arr.dtype.kind in "iu")):
+    if not is_int_action(action):
         raise ValueError(f"action must be an int of the action space or a typed action, got {action!r}")
     a = int(action)
     if not (0 <= a < env.layout.size):
@@ -159,9 +165,7 @@ def from_view(env: GPUClusterEnv, action: Any) -> int:
     action (``invalid_action`` decides: a counted no-op, or a ``ValueError``)."""
     sets = env._sets
     assert sets is not None
-    ok = type(action) is int or (isinstance(action, np.ndarray | np.integer) and np.ndim(action) == 0
-                                 and np.asarray(action).dtype.kind in "iu")
-    if not ok or not 0 <= int(action) < sets.size:
+    if not is_int_action(action) or not 0 <= int(action) < sets.size:
         raise ValueError(f"action must be an int in [0, {sets.size}) of the 'sets' view, got {action!r}")
     a = int(sets.to_layout[int(action)])
     if a < 0:

@@ -42,6 +42,7 @@ import numpy as np
 from gymnasium import spaces
 
 from ..scenarios import Scenario
+from .action_steps import is_int_action
 from .cluster_env import GPUClusterEnv
 from .job_features import CONTEXT_NAMES, JOB_NAMES, check_names, context_vector, default_features, job_rows
 
@@ -241,9 +242,7 @@ class JobsEnv(gym.Env):
         return obs, float(reward), bool(terminated), bool(truncated), info
 
     def _read(self, action: Any) -> int:
-        ok = type(action) is int or (isinstance(action, np.ndarray | np.integer) and np.ndim(action) == 0
-                                     and np.asarray(action).dtype.kind in "iu")
-        if not ok or not 0 <= int(action) < self.view.n_actions:
+        if not is_int_action(action) or not 0 <= int(action) < self.view.n_actions:
             raise ValueError(f"action must be an int in [0, {self.view.n_actions}), got {action!r}")
         a = int(action)
         if not self._mask_now[a]:
