@@ -116,14 +116,16 @@ def make_vec(cfg: TrainConfig) -> Any:
     return vec
 
 
-def make_model(cfg: TrainConfig, vec: Any, logdir: Path | None) -> Any:
-    """A new SB3 model of ``cfg.algo`` on ``vec``."""
+def make_model(cfg: TrainConfig, vec: Any, logdir: Path | None, inference: bool = False) -> Any:
+    """A new SB3 model of ``cfg.algo`` on ``vec`` (``inference``: to receive trained weights and act, so DQN's
+    replay buffer is not allocated at full size; :func:`.model_meta.load_model`)."""
     common = {"seed": cfg.seed, "device": "cpu", "verbose": 0,
               "policy_kwargs": {"net_arch": list(cfg.net_arch)}}
     if cfg.algo == "dqn":
         from stable_baselines3 import DQN
 
-        return DQN("MlpPolicy", vec, learning_rate=cfg.learning_rate, gamma=cfg.gamma, buffer_size=100_000,
+        return DQN("MlpPolicy", vec, learning_rate=cfg.learning_rate, gamma=cfg.gamma,
+                   buffer_size=16 if inference else 100_000,
                    learning_starts=min(5_000, cfg.timesteps // 4), batch_size=cfg.batch_size, **common)
     ppo_args = {"learning_rate": cfg.learning_rate, "n_steps": cfg.n_steps, "batch_size": cfg.batch_size,
                 "n_epochs": cfg.n_epochs, "gamma": cfg.gamma, "gae_lambda": cfg.gae_lambda,

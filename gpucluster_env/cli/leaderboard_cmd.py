@@ -108,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.address is not None and args.backend != "ray":
         raise ValueError("--address is the Ray cluster's address: it goes with --backend ray")
+    if args.address is not None:
+        from gpucluster_env.leaderboard.execute import check_reachable
+
+        check_reachable(args.address)  # before anything is written
     board, notes = resolve_board(args)
     for n in notes:
         print(f"gpucluster leaderboard: note: {n}", file=sys.stderr)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+import stat
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpucluster_env.env.cluster_env import GPUClusterEnv
@@ -48,7 +50,37 @@ def _header_error(where: str, key: str, e: BaseException) -> RecordError:
 _BAD_INPUT = (ValueError, TypeError, KeyError, IndexError, AttributeError, OSError)
 
 
+def named_file_allowed(path: str, where: str) -> str | None:
+    """Why a record (file ``where``) may not make a replay open ``path``, or None. A record someone sends you
+    names its trace file; the replay opens it only when it is a regular file (not a FIFO or a device, checked
+    before any open) under the record's own folder or the current folder."""
+    p = Path(path)
+    try:
+        st = p.stat()
+    except OSError:
+        return f"trace file {path} not found"
+    if not stat.S_ISREG(st.st_mode):
+        return f"trace file {path} is not a regular file"
+    real = p.resolve()
+    roots = {Path.cwd().resolve(), *([Path(where).resolve().parent] if where != "record" else [])}
+    if not any(real.is_relative_to(r) for r in roots):
+        return (f"trace file {path} lies outside the record's folder and the current folder; a replay opens "
+                "only files there (run it from the trace's folder)")
+    return None
+
+
 def _scenario(header: dict[str, Any], where: str) -> Scenario:
+    sc = _named_scenario(header, where)
+    tf = getattr(sc, "trace_file", None)
+    if isinstance(tf, str):
+        why = named_file_allowed(tf, where)
+        if why:
+            raise _header_error(where, "scenario_spec" if "scenario_spec" in header else "scenario_options",
+                                ValueError(why))
+    return sc
+
+
+def _named_scenario(header: dict[str, Any], where: str) -> Scenario:
     spec = header.get("scenario_spec")
     if isinstance(spec, str):  # the whole scenario (a scenario file, or a trace file on a given cluster)
         from gpucluster_env.scenario_files import scenario_from_toml

@@ -37,3 +37,46 @@ def test_sampled_trace_runs_and_its_record_verifies(tmp_path: Path, capsys: pyte
     assert res["jobs_done"] == 12 and not res["truncated"]
     assert main(["replay", str(rec), "--verify"]) == 0
     assert "ok" in capsys.readouterr().out
+
+
+def test_a_record_of_a_relative_trace_path_verifies_from_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "lab").mkdir()
+    _write(tmp_path / "lab" / "mine.csv", [f"j{i},{60 * i},{1 + i % 2},{600 + 60 * i},x" for i in range(6)])
+    monkeypatch.chdir(tmp_path / "lab")
+    assert main(["run", "--trace", "mine.csv", "--cluster", "V100:1x4", "--policy", "sjf", "--record", "r.jsonl",
+                 "--no-progress"]) == 0
+    assert main(["replay", "r.jsonl", "--verify"]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["replay", "lab/r.jsonl", "--verify"]) == 0
+    assert capsys.readouterr().out.count(": ok:") == 2
+
+
+@pytest.mark.parametrize("target", ["outside", "fifo"])
+def test_a_record_opens_only_regular_files_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str], target: str) -> None:
+    """A record someone sends you may name any path as its trace: a replay opens no FIFO or device (which would
+    block or read a secret) and nothing outside the record's folder and the current folder."""
+    import os
+
+    lab, elsewhere = tmp_path / "lab", tmp_path / "elsewhere"
+    lab.mkdir()
+    elsewhere.mkdir()
+    f = _write(lab / "mine.csv", [f"j{i},{60 * i},1,600,x" for i in range(4)])
+    monkeypatch.chdir(lab)
+    assert main(["run", "--trace", "mine.csv", "--cluster", "V100:1x4", "--policy", "sjf", "--record", "r.jsonl",
+                 "--no-progress"]) == 0
+    if target == "fifo":
+        bad = lab / "pipe"
+        os.mkfifo(bad)
+    else:
+        bad = elsewhere / "secret.csv"
+        bad.write_text(f.read_text())
+    lines = (lab / "r.jsonl").read_text().splitlines()
+    header = json.loads(lines[0])
+    header["scenario_spec"] = header["scenario_spec"].replace(str(f.resolve()), str(bad))
+    (lab / "evil.jsonl").write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    capsys.readouterr()
+    assert main(["replay", "evil.jsonl", "--verify"]) == 2
+    err = capsys.readouterr().err
+    assert ("not a regular file" if target == "fifo" else "outside the record's folder") in err, err

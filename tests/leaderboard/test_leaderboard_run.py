@@ -152,6 +152,7 @@ def test_ray_backend_gives_the_local_records(tmp_path: Path) -> None:
     execute(board, ResultStore(tmp_path / "local", create=True))
     try:
         rep = execute(board, ResultStore(tmp_path / "ray", create=True), workers=2, backend="ray")
+        assert ray.get_runtime_context().gcs_address.startswith("127.0.0.1:")  # loopback only
     finally:
         ray.shutdown()
     assert rep.ran == 4 and _stable(tmp_path / "ray") == _stable(tmp_path / "local")
@@ -271,3 +272,20 @@ def test_policy_lists_keep_commas_inside_a_label() -> None:
         "tiresias (thresholds=[3600.0, 7200.0])", "fifo"]
     with pytest.raises(ValueError, match="--policies is empty"):
         _split(" , ", "policies")
+
+
+def test_a_ray_address_nobody_answers_is_one_line_within_seconds(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    import socket
+    import time
+
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'gpucluster-env[ray]')")
+    with socket.socket() as s:  # a port that was just free: nothing listens there now
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.perf_counter()
+    rc = main(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo", "--seeds", "1", "--backend", "ray",
+               "--address", f"127.0.0.1:{port}", "--out", str(tmp_path / "res")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "nothing answers there" in err and time.perf_counter() - t0 < 30, err
+    assert not (tmp_path / "res").exists()  # refused before anything was written
