@@ -2,7 +2,7 @@
 
 Reference schedulers need more than an observation: exact GPU sets, who holds which GPU, and the
 performance model's estimate for a placement they consider. :class:`ClusterView` gives them that without
-handing out the engine's arrays: every method returns a fresh value or a read-only array, and nothing here
+handing out the engine's arrays: every method returns a fresh value or a read-only copy, and nothing here
 changes the world -- agents do that only through the actions they return.
 
 What it offers:
@@ -49,9 +49,11 @@ if TYPE_CHECKING:
 
 
 def _frozen(a: np.ndarray) -> np.ndarray:
-    v = a.view()
-    v.flags.writeable = False
-    return v
+    """A read-only copy of ``a``: a policy may set ``writeable`` back on (numpy allows it on an array that owns
+    its data), and then writes only its own copy, never the engine's table."""
+    c = np.array(a, copy=True)
+    c.flags.writeable = False
+    return c
 
 
 class ClusterView:

@@ -225,3 +225,30 @@ def test_alone_types_agree_with_the_per_job_queries(build):
     eng.apply(Preempt(1))
     eng.apply(Place(0, gpus=(2, 3)))
     assert alone() == by_definition() == [1, -1, -1, 0]
+
+
+def test_a_policy_that_unlocks_the_view_cannot_change_the_world() -> None:
+    """A policy that sets ``writeable`` back on the view's tables and rewrites job sizes writes its own copy:
+    the engine, and so the episode beside it (SJF deciding from a view of its own), is unchanged."""
+    from gpucluster_env.policy import make_policy, run_episode
+
+    class Vandal:
+        name = "vandal"
+
+        def __init__(self) -> None:
+            self.inner = make_policy("sjf")
+
+        def __getattr__(self, name: str):  # noqa: ANN204
+            return getattr(self.inner, name)
+
+        def act(self, obs, env):  # noqa: ANN001, ANN202
+            v = ClusterView(env.unwrapped.engine)  # a view of its own; SJF reads another
+            for name in ("req_gpus", "solo_time", "submit", "iterations", "deadline", "gpu_type"):
+                a = getattr(v, name)
+                a.flags.writeable = True
+                a[:] = 1
+            return self.inner.act(obs, env)
+
+    plain = run_episode("tiny", make_policy("sjf"), 3)
+    vandal = run_episode("tiny", Vandal(), 3)
+    assert vandal["avg_jct_s"] == plain["avg_jct_s"] and vandal["makespan_s"] == plain["makespan_s"]
