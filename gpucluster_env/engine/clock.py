@@ -155,6 +155,17 @@ class Clock:
                     f"and {s.config.max_idle_ticks} consecutive waits"
                 )
 
+    def count_rejected(self) -> bool:
+        """Count an action the engine rejected at a decision point with nothing running and jobs waiting toward
+        the stall bound, as an idle wait counts (so a policy that only sends rejected actions is stalled after
+        ``max_idle_ticks`` such steps and waits, not after that many idle waits of 32 rejections each); True
+        once the bound is passed."""
+        s = self.state
+        if s._running or not s._pending:
+            return False
+        self.idle_ticks += 1
+        return self.idle_ticks > s.config.max_idle_ticks
+
     def _round_boundary(self, t: float) -> None:
         s = self.state
         if not s.done:

@@ -73,6 +73,8 @@ def apply_action(env: GPUClusterEnv, kind: int, x: int, y: int, s: int, typed: A
         env._invalid += 1
         env.rules.step_taken(rejected=True)
         desc = f"{desc or typed} (rejected: {e})"
+        if eng.clock.count_rejected():  # rejected actions count toward the stall bound (Clock.count_rejected)
+            env.stalled_by_rejections = True
     return desc
 
 

@@ -164,6 +164,8 @@ class GPUClusterEnv(gym.Env):
         self._steps = 0
         self._met = 0
         self._late = 0
+        self.stalled_by_rejections = False
+        """True once rejected actions with nothing running passed the stall bound (``Clock.count_rejected``)."""
         self.full_info = True
         """False: a step that does not end the episode returns an empty ``info`` (no forced wait either), for a
         runner that reads only the last one (:func:`gpucluster_env.policy.run_episode` without a wrapper); the
@@ -212,6 +214,7 @@ class GPUClusterEnv(gym.Env):
         self._steps = 0
         self._met = 0
         self._late = 0
+        self.stalled_by_rejections = False
         self.engine.advance(self.max_sim_time_s)
         self._point += 1
         obs = self._observe()
@@ -236,8 +239,8 @@ class GPUClusterEnv(gym.Env):
         if kind == WAIT:
             stalled = truncated = action_steps.wait_terms(self, terms)
         else:
-            stalled = truncated = False
             desc = action_steps.apply_action(self, kind, x, y, s, typed, desc)
+            stalled = truncated = self.stalled_by_rejections
         terminated = eng.done
         if not terminated and ((self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s)
                                or (self.max_steps is not None and self._steps >= self.max_steps)):

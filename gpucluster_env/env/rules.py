@@ -30,8 +30,9 @@ rejected: after :data:`MAX_REJECTED_RUN` rejected actions in a row at one instan
 forced ``wait`` (counted in ``info["invalid_actions"]``, marked ``info["forced_wait"]``; with
 ``invalid_action="raise"`` a ``ValueError`` naming the bound). The runner reads an empty list of actions as
 ``wait``. So a policy whose actions are all rejected, or that undoes its own typed actions forever, still
-lets time run and the episode ends (a run that then does nothing is truncated as stalled after
-``max_idle_ticks`` idle waits). The caps lie far above what the reference policies do: on the 97 golden policy
+lets time run and the episode ends: with nothing running, each rejected action counts toward the stall bound
+as an idle wait does, so a run that does nothing else is truncated as stalled after ``max_idle_ticks`` such
+steps and waits together (``Clock.count_rejected``). The caps lie far above what the reference policies do: on the 97 golden policy
 cases their most non-wait steps at one instant is 57 (never more than ``2 x J + 3``), their longest run of
 rejected actions 1, so no reference result changes.
 

@@ -110,6 +110,19 @@ def test_rejected_actions_force_a_wait() -> None:
     assert infos[-1]["invalid_actions"] == MAX_REJECTED_RUN + 1
 
 
+@pytest.mark.parametrize("scenario", ["tiny", "castor-philly"])
+def test_rejected_actions_count_toward_the_stall_bound(scenario: str) -> None:
+    """The same rejected ``Place`` forever, with the default bound: stalled after about ``max_idle_ticks``
+    steps (rejections and the waits they force together), not after that many forced waits of 33 steps each."""
+    from gpucluster_env.scenarios import get_scenario
+
+    bound = get_scenario(scenario).config.max_idle_ticks
+    pol = _Bad(lambda env: Place(0, gpus=(0,)))  # job 0 needs other GPUs (or is not there yet): always rejected
+    r = run_episode(scenario, pol, 0)
+    assert r["truncated"] and r["truncated_by"] == "stalled" and r["jobs_done"] == 0
+    assert r["steps"] <= 1.1 * bound + 10_000, r["steps"]
+
+
 def test_undoing_typed_actions_forever_is_bounded() -> None:
     """Typed actions are not masked: a policy that starts and preempts the same job forever is stopped by the
     bound on steps at one instant, and time runs on."""
