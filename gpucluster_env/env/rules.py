@@ -33,8 +33,8 @@ forced ``wait`` (counted in ``info["invalid_actions"]``, marked ``info["forced_w
 lets time run and the episode ends: with nothing running, each rejected action counts toward the stall bound
 as an idle wait does, so a run that does nothing else is truncated as stalled after ``max_idle_ticks`` such
 steps and waits together (``Clock.count_rejected``). The caps lie far above what the reference policies do:
-on the 97 golden policy cases their most non-wait steps at one instant is 57 (never more than ``2 x J + 3``), their longest run of
-rejected actions 1, so no reference result changes.
+on the 97 golden policy cases their most non-wait steps at one instant is 57 (never more than ``2 x J + 3``),
+their longest run of rejected actions 1, so no reference result changes.
 
 **The moves of running jobs** (``Reallocate``, ``DropCopy``, ``MoveCopy``) are typed actions only: the
 ``Discrete`` space has no entry for them, so they add nothing to ``B(J)``. They are recorded so that the masks
