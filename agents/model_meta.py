@@ -4,7 +4,7 @@ learned policy's loader) and its SB3 model.
 Loading a model runs no code from its folder. SB3's own ``load`` unpickles entries of ``model.zip``'s ``data``
 member (the policy class, spaces, schedules, buffers), so a crafted file runs whatever its author wrote. Here the
 network is rebuilt by the project's own code from ``meta.json`` (plain JSON: the training configuration, as
-:func:`.train.make_model` built it), and only the weights are read from ``model.zip``, through torch's
+:func:`.model_build.make_model` built it), and only the weights are read from ``model.zip``, through torch's
 weights-only loader (tensors and plain containers, nothing callable). ``data`` is never read. What a model folder
 can still do is choose weights: it decides the policy's actions, not what runs.
 """
@@ -53,10 +53,29 @@ def config_of(meta: dict[str, Any], model_dir: str | Path) -> Any:
     for key in ("scenarios", "windows", "net_arch", "bc_experts"):
         if isinstance(cfg.get(key), list):
             cfg[key] = tuple(cfg[key])
+    if isinstance(cfg.get("scenarios"), tuple) and cfg["scenarios"]:
+        cfg["scenarios"] = (_stand_in(cfg["scenarios"][0], meta),)
     try:
         return TrainConfig(**cfg)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{where}: its training configuration is not valid: {e}") from None
+
+
+def _stand_in(scenario: str, meta: dict[str, Any]) -> str:
+    """``scenario``, or where it cannot be read here (a scenario file of another machine or folder) a built-in
+    scenario with as many GPU types (what the network's shapes depend on besides meta.json's windows and
+    features), so a model loads wherever it is copied."""
+    import os
+
+    from gpucluster_env.scenarios import SCENARIOS
+
+    if not isinstance(scenario, str) or scenario in SCENARIOS or os.path.exists(scenario):
+        return scenario
+    types = meta.get("gpu_types")
+    for name, sc in SCENARIOS.items():
+        if types is None or len({n.gpu_type for n in sc.cluster.nodes}) == types:
+            return name
+    return scenario
 
 
 def load_model(model_dir: str | Path, zip_name: str = "model.zip") -> tuple[Any, dict[str, Any]]:
@@ -74,10 +93,10 @@ def load_model(model_dir: str | Path, zip_name: str = "model.zip") -> tuple[Any,
     if algo not in ALGOS:
         raise ValueError(f"{model_dir}: unknown algorithm {algo!r} in meta.json; known: {', '.join(ALGOS)}")
     cfg = config_of(meta, model_dir)
-    from gpucluster_env.agents.train import _make_env, make_model
+    from gpucluster_env.agents.model_build import make_env, make_model
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    model = make_model(cfg, DummyVecEnv([_make_env(cfg, 0)]), None, inference=True)
+    model = make_model(cfg, DummyVecEnv([make_env(cfg, 0)]), None, inference=True)
     try:
         with zipfile.ZipFile(zip_path) as z:
             names = set(z.namelist())

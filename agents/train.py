@@ -32,6 +32,7 @@ from gpucluster_env.agents.callbacks import (
     run_logger,
     run_summary,
 )
+from gpucluster_env.agents.model_build import TraceWindows, make_env, make_model, make_vec  # re-exported
 from gpucluster_env.agents.train_config import (  # re-exported: the CLI, tests and tables import them from here
     ALGOS,
     EVAL_SEED,
@@ -45,152 +46,12 @@ __all__ = ["ALGOS", "EVAL_SEED", "PROCESSES", "PROCESS_DEFAULTS", "SHIPPED", "Tr
            "make_model", "make_vec", "measure_train_speed", "train"]
 
 
-class TraceWindows(gym.Wrapper):
-    """Curriculum over trace windows: each ``reset`` draws the episode's scenario among ``scenarios`` and its
-    trace window among ``windows`` (``busiest``, ``random``, ``hours:A-B``) from the wrapper's own generator.
-    A scenario whose jobs are generated, not sampled from a trace (``tiny``), has no windows: it is one choice.
-    The scenarios must share the cluster's GPU types (the spaces do not change)."""
-
-    def __init__(self, env: gym.Env, scenarios: tuple[str, ...], windows: tuple[str, ...], seed: int) -> None:
-        super().__init__(env)
-        from gpucluster_env.scenarios import get_scenario, samples_trace
-
-        self.choices = []
-        for s in scenarios:
-            sc = get_scenario(s)
-            self.choices += [sc.with_options(window=w) if w else sc for w in windows] if samples_trace(sc) else [sc]
-        self._rng = np.random.default_rng(seed)
-
-    def reset(self, **kwargs: Any) -> tuple[Any, dict]:
-        u = self.env.unwrapped
-        (getattr(u, "wrapped", u)).scenario = self.choices[int(self._rng.integers(len(self.choices)))]
-        return self.env.reset(**kwargs)
-
-    def action_masks(self) -> np.ndarray:
-        return self.env.unwrapped.action_masks()
-
-
-def _make_env(cfg: TrainConfig, rank: int) -> Any:
-    def thunk() -> gym.Env:
-        from stable_baselines3.common.monitor import Monitor
-
-        from gpucluster_env.env import GPUClusterEnv
-        from gpucluster_env.registration import max_episode_steps
-
-        if cfg.process == "jobs":
-            from gpucluster_env.env.jobs_env import JobsEnv
-            from gpucluster_env.registration import JOBS_STEPS_PER_JOB
-
-            env = JobsEnv(cfg.scenarios[0], **cfg.env_args())
-            env = gym.wrappers.TimeLimit(env, JOBS_STEPS_PER_JOB * env.engine.n_jobs + 2000)
-        else:
-            env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
-            env = gym.wrappers.TimeLimit(env, max_episode_steps(env.engine.n_jobs, env.engine.config.tick_s))
-        env = TraceWindows(env, cfg.scenarios, cfg.windows, seed=cfg.seed * 1000 + rank)
-        if cfg.process == "jobs" and cfg.reference is not None:
-            from gpucluster_env.agents.reference_reward import ReferenceRelative
-
-            env = ReferenceRelative(env, cfg.reference)
-        if cfg.algo != "maskable_ppo":
-            return Monitor(env)
-        from gpucluster_env.agents.vec_masks import MaskInInfo
-
-        return MaskInInfo(Monitor(env))
-
-    return thunk
-
-
-def make_vec(cfg: TrainConfig) -> Any:
-    """The training vector env: ``n_envs`` environments in subprocesses (or in-process with ``vec='dummy'``),
-    seeded ``seed + rank``; for MaskablePPO the masks come back with each step (:mod:`.vec_masks`)."""
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    fns = [_make_env(cfg, r) for r in range(cfg.n_envs)]
-    # forkserver (SB3's default here), not fork: forking a process whose torch threads already ran can deadlock
-    vec = SubprocVecEnv(fns) if cfg.vec == "subproc" and cfg.n_envs > 1 else DummyVecEnv(fns)
-    vec.seed(cfg.seed)
-    if cfg.algo == "maskable_ppo":
-        from gpucluster_env.agents.vec_masks import CachedMasks
-
-        vec = CachedMasks(vec)
-    return vec
-
-
-def make_model(cfg: TrainConfig, vec: Any, logdir: Path | None, inference: bool = False) -> Any:
-    """A new SB3 model of ``cfg.algo`` on ``vec`` (``inference``: to receive trained weights and act, so DQN's
-    replay buffer is not allocated at full size; :func:`.model_meta.load_model`)."""
-    common = {"seed": cfg.seed, "device": "cpu", "verbose": 0,
-              "policy_kwargs": {"net_arch": list(cfg.net_arch)}}
-    if cfg.algo == "dqn":
-        from stable_baselines3 import DQN
-
-        return DQN("MlpPolicy", vec, learning_rate=cfg.learning_rate, gamma=cfg.gamma,
-                   buffer_size=16 if inference else 100_000,
-                   learning_starts=min(5_000, cfg.timesteps // 4), batch_size=cfg.batch_size, **common)
-    ppo_args = {"learning_rate": cfg.learning_rate, "n_steps": cfg.n_steps, "batch_size": cfg.batch_size,
-                "n_epochs": cfg.n_epochs, "gamma": cfg.gamma, "gae_lambda": cfg.gae_lambda,
-                "ent_coef": cfg.ent_coef, "clip_range": cfg.clip_range, "target_kl": cfg.target_kl, **common}
-    if cfg.process == "jobs":
-        return _jobs_model(cfg, vec, ppo_args)
-    if cfg.algo == "ppo":
-        from stable_baselines3 import PPO
-
-        return PPO("MlpPolicy", vec, **ppo_args)
-    from sb3_contrib import MaskablePPO
-
-    if cfg.env_args().get("observation") == "sets":  # the permutation-invariant network (.sets_policy)
-        from gpucluster_env.agents.sets_policy import SetsPolicy
-
-        return MaskablePPO(SetsPolicy, vec, **ppo_args)
-    return MaskablePPO("MultiInputPolicy", vec, **ppo_args)
-
-
-def _jobs_model(cfg: TrainConfig, vec: Any, ppo_args: dict[str, Any]) -> Any:
-    """A model on the job-centric process: MaskablePPO with the job-scoring network (discounted by simulated
-    time when ``time_discount_s`` is set); PPO or A2C with SB3's own ``MultiInputPolicy`` (no masks). With
-    ``library_defaults`` every hyperparameter is the library's own."""
-    if cfg.library_defaults:
-        return _library_model(cfg, vec, {k: ppo_args[k] for k in ("seed", "device", "verbose")})
-    if cfg.algo == "maskable_ppo":
-        from gpucluster_env.agents.job_policy import JobScorePolicy
-        from sb3_contrib import MaskablePPO
-
-        if cfg.time_discount_s:
-            from gpucluster_env.agents.time_discount import TimeDiscountBuffer
-
-            ppo_args = {**ppo_args, "rollout_buffer_class": TimeDiscountBuffer,
-                        "rollout_buffer_kwargs": {"tau_s": cfg.time_discount_s}}
-        ppo_args["policy_kwargs"] = {"dim": cfg.job_dim}
-        return MaskablePPO(JobScorePolicy, vec, **ppo_args)
-    if cfg.algo == "ppo":
-        from stable_baselines3 import PPO
-
-        return PPO("MultiInputPolicy", vec, **ppo_args)
-    from stable_baselines3 import A2C
-
-    a2c = {k: ppo_args[k] for k in ("learning_rate", "gamma", "gae_lambda", "ent_coef", "seed", "device",
-                                    "verbose", "policy_kwargs")}
-    return A2C("MultiInputPolicy", vec, n_steps=8, **a2c)
-
-
-def _library_model(cfg: TrainConfig, vec: Any, common: dict[str, Any]) -> Any:
-    """The algorithm with SB3's / sb3-contrib's default hyperparameters on the job-centric env."""
-    if cfg.algo == "maskable_ppo":
-        from gpucluster_env.agents.job_policy import JobScorePolicy
-        from sb3_contrib import MaskablePPO
-
-        return MaskablePPO(JobScorePolicy, vec, **common)
-    from stable_baselines3 import A2C, PPO
-
-    return (PPO if cfg.algo == "ppo" else A2C)("MultiInputPolicy", vec, **common)
-
-
 def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
     from stable_baselines3.common.callbacks import CheckpointCallback
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     eval_cfg = TrainConfig(**{**asdict(cfg), "windows": ("",), "seed": EVAL_SEED, "n_envs": 1})
-    eval_env = DummyVecEnv([_make_env(eval_cfg, 0)])
+    eval_env = DummyVecEnv([make_env(eval_cfg, 0)])
     eval_env.seed(EVAL_SEED)
     if cfg.algo == "maskable_ppo":
         from gpucluster_env.agents.vec_masks import CachedMasks
@@ -231,10 +92,10 @@ def versions() -> dict[str, str | None]:
 
 def env_spec_json(cfg: TrainConfig) -> str:
     """``env.spec.to_json()`` of the run's first scenario with the run's environment arguments."""
-    from gpucluster_env.registration import env_id, jobs_env_id
+    from gpucluster_env.registration import make_id
 
-    make_id = jobs_env_id if cfg.process == "jobs" else env_id
-    env = gym.make(make_id(cfg.scenarios[0]), **cfg.env_args())
+    name, kwargs = make_id(cfg.scenarios[0], cfg.process)  # a scenario file goes through the generic id
+    env = gym.make(name, **kwargs, **cfg.env_args())
     try:
         return env.spec.to_json()
     finally:

@@ -13,12 +13,13 @@ import importlib.machinery
 import importlib.util
 import sys
 from types import ModuleType
+from typing import Any
 
 from .scenarios import SCENARIOS
 
 NAMESPACE = "gpucluster_env"
-ENTRY_POINT = "gpucluster_env.env.cluster_env:GPUClusterEnv"
-JOBS_ENTRY_POINT = "gpucluster_env.env.jobs_env:JobsEnv"
+ENTRY_POINT = "gpucluster_env.env.registered:scenario_env"
+JOBS_ENTRY_POINT = "gpucluster_env.env.registered:scenario_jobs_env"
 """The job-centric decision process RL trains on (:mod:`gpucluster_env.env.jobs_env`): ``<Scenario>Jobs-v1``."""
 ENV_VERSION = 1
 """The version in every registered id. v1: engine v2 (interference on the whole iteration, Castor eq. 4-5; the
@@ -53,8 +54,16 @@ def jobs_env_id(scenario: str) -> str:
 
 
 def jobs_env_ids() -> list[str]:
-    """The job-centric ids, one per scenario."""
-    return [jobs_env_id(name) for name in SCENARIOS]
+    """The job-centric ids: the generic one (``scenario=`` any scenario or scenario file), then one per scenario."""
+    return [f"{NAMESPACE}/GPUClusterJobs-v{ENV_VERSION}"] + [jobs_env_id(name) for name in SCENARIOS]
+
+
+def make_id(scenario: str, process: str = "full") -> tuple[str, dict[str, Any]]:
+    """The id and the keyword arguments that make ``scenario`` (a name, or a scenario file through the generic
+    id) on decision process ``process`` (``full`` or ``jobs``)."""
+    if scenario in SCENARIOS:
+        return (jobs_env_id(scenario) if process == "jobs" else env_id(scenario)), {}
+    return (jobs_env_ids() if process == "jobs" else env_ids())[0], {"scenario": scenario}
 
 
 def registered_ids_text(width: int = 110, indent: str = "    ") -> str:
@@ -78,22 +87,24 @@ def env_ids() -> list[str]:
 
 
 def register_envs() -> list[str]:
-    """Register the generic id (on ``tiny`` unless ``scenario=`` is given) and one id per scenario, each with
-    its ``max_episode_steps``; return the ids (imports Gymnasium)."""
+    """Register the generic ids (on ``tiny`` unless ``scenario=`` is given), and one id and one job-centric id
+    per scenario, each truncating at its scenario's step limit by itself
+    (:func:`gpucluster_env.env.registered.scenario_env`; no Gymnasium ``max_episode_steps``); return the ids
+    (imports Gymnasium)."""
     import gymnasium as gym
 
     ids = env_ids()
     if ids[0] not in gym.registry:
-        gym.register(id=ids[0], entry_point=ENTRY_POINT, disable_env_checker=False,
-                     max_episode_steps=max_episode_steps(SCENARIOS["tiny"].num_jobs, SCENARIOS["tiny"].config.tick_s))
-    for i, (name, sc) in zip(ids[1:], SCENARIOS.items(), strict=True):
+        gym.register(id=ids[0], entry_point=ENTRY_POINT, disable_env_checker=False)
+    for i, name in zip(ids[1:], SCENARIOS, strict=True):
         if i not in gym.registry:
-            gym.register(id=i, entry_point=ENTRY_POINT, kwargs={"scenario": name},
-                         max_episode_steps=max_episode_steps(sc.num_jobs, sc.config.tick_s))
-    for i, (name, sc) in zip(jobs_env_ids(), SCENARIOS.items(), strict=True):
+            gym.register(id=i, entry_point=ENTRY_POINT, kwargs={"scenario": name})
+    jobs_ids = jobs_env_ids()
+    if jobs_ids[0] not in gym.registry:
+        gym.register(id=jobs_ids[0], entry_point=JOBS_ENTRY_POINT, disable_env_checker=False)
+    for i, name in zip(jobs_ids[1:], SCENARIOS, strict=True):
         if i not in gym.registry:
-            gym.register(id=i, entry_point=JOBS_ENTRY_POINT, kwargs={"scenario": name},
-                         max_episode_steps=JOBS_STEPS_PER_JOB * sc.num_jobs + 2000)
+            gym.register(id=i, entry_point=JOBS_ENTRY_POINT, kwargs={"scenario": name})
     return ids
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -76,9 +77,9 @@ def _fail(setting: Setting, value: Any, where: str) -> SettingError:
 
 
 def _number(setting: Setting, v: Any, where: str, integer: bool) -> float | int:
-    if isinstance(v, bool) or not isinstance(v, int | float):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):  # numpy's numbers too, as actions accept them
         raise _fail(setting, v, where)
-    if integer and not isinstance(v, int):
+    if integer and not isinstance(v, numbers.Integral):
         raise _fail(setting, v, where)
     if not math.isfinite(v):
         raise _fail(setting, v, where)

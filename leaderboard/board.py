@@ -312,8 +312,17 @@ def _group_cells(g: Any, where: str, seeds: int, common: dict[str, Any], room: i
     if len(scenarios) * len(pols) * n > room:
         raise ValueError(f"{where}: {len(scenarios)} scenario(s) x {len(pols)} policy(ies) x {n} seeds make the "
                          f"board larger than {MAX_CELLS:,} cells")
-    known = set(policy_names())
     entries = [_policy_entry(p, where) for p in pols]
+    for name, _ in entries:
+        if ":" in name and not name.startswith("rl:"):  # package.module:Class: imported and registered here
+            from gpucluster_env.policy_plugins import load_reference
+            from gpucluster_env.settings import SettingError
+
+            try:
+                load_reference(name)
+            except SettingError as e:
+                raise ValueError(f"{where}: {e}") from None
+    known = set(policy_names())
     for name, _ in entries:
         if name not in known and not name.startswith("rl:"):
             raise ValueError(f"{where}: unknown policy {name!r}; known: {', '.join(sorted(known))}")

@@ -154,3 +154,10 @@ def run_cell(cell: Cell) -> dict[str, Any]:
         r["sb_frac_gt1"] = sum(b > 1.0 for b in benefits) / len(benefits)
         r["sb_decisions"] = len(benefits)
     return _jsonable(r)
+
+
+def cell_failure(cell: Cell, e: BaseException) -> ValueError:
+    """A cell's failure as one line (the records finished before it are kept)."""
+    msg = str(e).splitlines()[0] if str(e) else ""
+    return ValueError(f"cell {cell.scenario_label} x {cell.policy_label} seed {cell.seed} failed: "
+                      f"{type(e).__name__}: {msg} (finished cells are recorded; rerun to resume)")

@@ -20,6 +20,7 @@ from typing import Any
 from gpucluster_env.leaderboard.board import Board, Cell, trace_identity
 from gpucluster_env.leaderboard.cell_options import canonical
 from gpucluster_env.leaderboard.cells import (
+    cell_failure,
     env_spec,
     git_revision,
     metric_names,
@@ -28,6 +29,7 @@ from gpucluster_env.leaderboard.cells import (
     run_cell,
     versions,
 )
+from gpucluster_env.leaderboard.ray_backend import ray_cells
 from gpucluster_env.leaderboard.store import ResultStore, Stale, make_record
 
 BACKENDS = ("local", "ray")
@@ -163,13 +165,6 @@ def _init_worker(parent: int) -> None:
         os._exit(1)
 
 
-def _failed(cell: Cell, e: BaseException) -> ValueError:
-    """A cell's failure as one line (the records finished before it are kept)."""
-    msg = str(e).splitlines()[0] if str(e) else ""
-    return ValueError(f"cell {cell.scenario_label} x {cell.policy_label} seed {cell.seed} failed: "
-                      f"{type(e).__name__}: {msg} (finished cells are recorded; rerun to resume)")
-
-
 def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any]]]:
     if workers == 1:
         _one_thread()
@@ -177,7 +172,7 @@ def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any
             try:
                 result = run_cell(c)
             except Exception as e:
-                raise _failed(c, e) from e
+                raise cell_failure(c, e) from e
             yield c, result
         return
     import multiprocessing as mp
@@ -194,83 +189,10 @@ def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any
                 try:
                     result = f.result()
                 except Exception as e:
-                    raise _failed(cell, e) from e
+                    raise cell_failure(cell, e) from e
                 yield cell, result
     finally:
         ex.shutdown(wait=False, cancel_futures=True)
-
-
-def _init_ray(ray: Any, kwargs: dict[str, Any], local: bool) -> None:
-    """``ray.init`` with one-line errors (a start time-out under load, a refused connection). A ``local``
-    instance listens on the loopback address only, never on the machine's interfaces: Ray picks its node
-    address through ``ENABLE_RAY_CLUSTER`` (off: the loopback, as on a laptop), set off for the start alone.
-    tests/leaderboard/test_leaderboard_run.py checks the address, so a Ray that changes this fails there."""
-    from ray._private import ray_constants
-
-    before = ray_constants.ENABLE_RAY_CLUSTER
-    if local:
-        ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
-        ray.init(**kwargs)
-    except Exception as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ValueError(f"--backend ray: Ray did not start ({type(e).__name__}: {first[:200]})") from None
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = before
-
-
-RAY_CONNECT_TIMEOUT_S = 5.0
-"""How long ``--address HOST:PORT`` may take to accept a connection before the run says nobody answers."""
-
-
-def check_reachable(address: str) -> None:
-    """A one-line ``ValueError`` when nothing accepts a TCP connection at ``address`` (``HOST:PORT`` or
-    ``ray://HOST:PORT``) within :data:`RAY_CONNECT_TIMEOUT_S`, instead of Ray's own wait of minutes; ``auto``
-    (Ray finds a running local instance) is left to Ray."""
-    import socket
-
-    if address == "auto":
-        return
-    hostport = address.split("://", 1)[-1]
-    host, sep, port = hostport.rpartition(":")
-    if not sep or not port.isdigit() or not host:
-        raise ValueError(f"--address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT_S).close()
-    except OSError as e:
-        raise ValueError(f"--address {address}: nothing answers there ({e.strerror or e}); is the Ray head "
-                         "running (ray start --head)?") from None
-
-
-def _ray(todo: list[Cell], workers: int, address: str | None) -> Iterator[tuple[Cell, dict[str, Any]]]:
-    try:
-        import ray
-    except ImportError:
-        raise ValueError("--backend ray needs Ray: pip install 'gpucluster-env[ray]'") from None
-    if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                                  "runtime_env": {"env_vars": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}}}
-        if address:
-            check_reachable(address)
-            kwargs["address"] = address
-        else:
-            kwargs["num_cpus"] = workers
-        _init_ray(ray, kwargs, local=not address)
-    remote = ray.remote(num_cpus=1)(run_cell)
-    pending = {remote.remote(c): c for c in todo}
-    try:
-        while pending:
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                cell = pending.pop(ref)
-                try:
-                    result = ray.get(ref)
-                except Exception as e:
-                    raise _failed(cell, getattr(e, "cause", None) or e) from e
-                yield cell, result
-    finally:
-        for ref in pending:
-            ray.cancel(ref, force=True)
 
 
 def execute(
@@ -298,7 +220,7 @@ def execute(
     if on_start is not None:
         on_start(len(todo), len(board.cells) - len(todo))
     t0 = time.perf_counter()
-    stream = _local(todo, workers) if backend == "local" else _ray(todo, workers, address)
+    stream = _local(todo, workers) if backend == "local" else ray_cells(todo, workers, address)
     done = 0
     for cell, result in stream:
         _check_trace(cell, str(result.get("trace", "")))

@@ -156,8 +156,9 @@ def full_trace(sc: Scenario) -> tuple[pd.DataFrame, str]:
     """The whole normalized trace a scenario samples from: its ``trace_file`` or its named trace."""
     if sc.trace == "file":
         assert sc.trace_file is not None
-        # by absolute path: the note (a record's header) is the same however the path was spelled
-        df, report = load_file(str(Path(sc.trace_file).resolve()), sc.trace_format)
+        # by absolute path: the note (a record's header) is the same however the path was spelled (abspath, not
+        # resolve: a pipe /dev/fd/N must stay itself; replay.recorder names the file the same way)
+        df, report = load_file(os.path.abspath(sc.trace_file), sc.trace_format)
         return df, f"trace file {report.summary()}"
     return trace_source(sc.trace)
 

@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
     if args.address is not None and args.backend != "ray":
         raise ValueError("--address is the Ray cluster's address: it goes with --backend ray")
     if args.address is not None:
-        from gpucluster_env.leaderboard.execute import check_reachable
+        from gpucluster_env.leaderboard.ray_backend import check_reachable
 
         check_reachable(args.address)  # before anything is written
     board, notes = resolve_board(args)

@@ -21,7 +21,7 @@ from ..engine.actions import (
     Squeeze,
     Swell,
 )
-from .codec import COLOCATE, FORK, PLACE, PREEMPT, SHARE, SQUEEZE, SWELL
+from .codec import COLOCATE, FORK, PLACE, PREEMPT, SHARE, SQUEEZE, SWELL, WAIT
 
 if TYPE_CHECKING:  # the environment calls these functions with itself
     from .cluster_env import GPUClusterEnv
@@ -184,3 +184,21 @@ def view_int_or_raise(view_action: int | None) -> int:
     if view_action is None:
         raise ValueError("that action has no int in this env's 'sets' view")
     return view_action
+
+
+def read_action(env: GPUClusterEnv, action: Any) -> tuple[int, int, int, int, Action | None, str | None]:
+    """A step's action as ``(kind, x, y, s, typed, description)``: a typed action as itself, an int (of the
+    layout or of the ``sets`` view) by the codec's table, ``wait`` (counted) when the mask forbids it."""
+    if type(action) is not int and isinstance(action, TYPED):
+        return (WAIT if isinstance(action, Wait) else -1), 0, 0, 0, action, None
+    if env._sets is not None:
+        action = from_view(env, action)
+    a = action if type(action) is int and 0 <= action < env._n_actions else as_int(env, action)
+    desc = env.codec.describe(a)
+    kind, x, y, s = env.codec.table[a]
+    if not env._mask[a]:
+        if env.invalid_action == "raise":
+            raise ValueError(f"invalid action {a} ({desc}) at t={env.engine.now:.1f}s: masked out")
+        env._invalid += 1
+        kind = WAIT
+    return kind, x, y, s, None, desc

@@ -7,11 +7,12 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.error import ResetNeeded
 
 from ..catalog import Catalog
-from ..engine import Action, ClusterEngine, Wait
+from ..engine import Action, ClusterEngine
 from ..engine.build import make_engine
-from ..scenarios import Scenario, get_scenario
+from ..scenarios import Scenario
 from . import action_steps, decision_point
 from .codec import DEFAULT_N_PENDING, WAIT, ActionCodec, ActionLayout
 from .doc_numbers import doc_numbers
@@ -23,6 +24,7 @@ from .env_options import (  # re-exported: users import them from here
     OBSERVATIONS,
     PENDING_ORDERS,
     check_env_options,
+    resolve_scenario,
 )
 from .hints import check_hint
 from .limits import check_env_limit
@@ -104,8 +106,8 @@ class GPUClusterEnv(gym.Env):
     ``render_mode="rgb_array"|"ansi"|"human"``.
 
     ## Registered Configurations
-    ``gpucluster_env/GPUCluster-v1`` (generic, ``scenario=`` keyword) and one id per scenario:
-    {registered_ids} (all under the ``gpucluster_env/`` namespace).
+    ``gpucluster_env/GPUCluster-v1`` (generic: ``scenario=`` any scenario, with its own step limit) and one id
+    per scenario: {registered_ids} (all under the ``gpucluster_env/`` namespace).
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi", "human"], "render_fps": 4}
@@ -132,10 +134,7 @@ class GPUClusterEnv(gym.Env):
         hint: str | None = None,
     ) -> None:
         super().__init__()
-        sc = get_scenario(scenario) if isinstance(scenario, str) else scenario
-        if scenario_options:
-            sc = sc.with_options(**scenario_options)
-        self.scenario = sc
+        self.scenario = sc = resolve_scenario(scenario, scenario_options, catalog)
         self.catalog = catalog
         opts = check_env_options(sc, self.metadata["render_modes"], n_pending=n_pending, n_running=n_running,
                                  n_accum=n_accum, observation=observation, objective=objective,
@@ -164,6 +163,7 @@ class GPUClusterEnv(gym.Env):
         self._steps = 0
         self._met = 0
         self._late = 0
+        self._needs_reset = True
         self.stalled_by_rejections = False
         """True once rejected actions with nothing running passed the stall bound (``Clock.count_rejected``)."""
         self.full_info = True
@@ -194,6 +194,9 @@ class GPUClusterEnv(gym.Env):
 
     # ------------------------------------------------------------------ gym API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        if options:  # nothing is read from them: say so rather than ignore them
+            raise ValueError(f"reset(options=...) takes no options here, got {', '.join(map(str, options))}; "
+                             "a scenario's settings are constructor arguments (scenario_options=...)")
         super().reset(seed=seed)
         trace_seed = int(self.np_random.integers(0, 2**31 - 1))
         self.engine = make_engine(self.scenario, trace_seed, self.catalog)
@@ -215,14 +218,17 @@ class GPUClusterEnv(gym.Env):
         self._met = 0
         self._late = 0
         self.stalled_by_rejections = False
+        self._needs_reset = False
         self.engine.advance(self.max_sim_time_s)
         self._point += 1
         obs = self._observe()
         return obs, self._info({})
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        if self._needs_reset:
+            raise ResetNeeded("call reset() before step()")
         eng = self.engine
-        kind, x, y, s, typed, desc = self._read_action(action)
+        kind, x, y, s, typed, desc = action_steps.read_action(self, action)
         self._steps += 1
         forced = None
         rules = self.rules
@@ -243,7 +249,7 @@ class GPUClusterEnv(gym.Env):
             stalled = truncated = self.stalled_by_rejections
         terminated = eng.done
         if not terminated and ((self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s)
-                               or (self.max_steps is not None and self._steps >= self.max_steps)):
+                               or self._steps >= self.step_limit):
             truncated = True
         self._point += 1  # the action or the clock's advance made a new decision point
         obs = self._observe()
@@ -261,29 +267,18 @@ class GPUClusterEnv(gym.Env):
             self.render()
         return obs, float(terms[self.objective]), terminated, truncated, info
 
-    def _read_action(self, action: Any) -> tuple[int, int, int, int, Action | None, str | None]:
-        """A step's action as ``(kind, x, y, s, typed, description)``: a typed action as itself, an int (of the
-        layout or of the ``sets`` view) by the codec's table, ``wait`` (counted) when the mask forbids it."""
-        if type(action) is not int and isinstance(action, action_steps.TYPED):
-            return (WAIT if isinstance(action, Wait) else -1), 0, 0, 0, action, None
-        if self._sets is not None:
-            action = action_steps.from_view(self, action)
-        a = action if type(action) is int and 0 <= action < self._n_actions else action_steps.as_int(self, action)
-        desc = self.codec.describe(a)
-        kind, x, y, s = self.codec.table[a]
-        if not self._mask[a]:
-            if self.invalid_action == "raise":
-                raise ValueError(f"invalid action {a} ({desc}) at t={self.engine.now:.1f}s: masked out")
-            self._invalid += 1
-            kind = WAIT
-        return kind, x, y, s, None, desc
+    @property
+    def step_limit(self) -> float:
+        """The step at which the episode is truncated: ``max_steps`` (each registered id sets its scenario's,
+        :func:`gpucluster_env.registration.scenario_env`), infinite without it."""
+        return float("inf") if self.max_steps is None else self.max_steps
 
     @property
     def _mask(self) -> np.ndarray:
         """The action mask of the current decision point, computed at most once there (with the observation by
         :meth:`_observe`, or alone on demand when there is none)."""
         if self._mask_at != (self.engine.epoch, self._point):
-            self._refresh_windows()
+            decision_point.refresh_windows(self)
             self._run_kernel(False)
         return self._mask_arr
 
@@ -355,9 +350,6 @@ class GPUClusterEnv(gym.Env):
         decision_point.refresh_windows(self)
         return self._running_w
 
-    def _refresh_windows(self) -> None:
-        decision_point.refresh_windows(self)
-
     def _observe(self) -> Any:
         """The observation of the current decision point (the mask computed with it). Without observation the
         mask is worked out only where read (white-box agents send typed actions), and so are queue-ordered
@@ -365,9 +357,9 @@ class GPUClusterEnv(gym.Env):
         read the work left, so they are taken here as before)."""
         if self.observation_mode == "none":
             if self.pending_order != "queue":
-                self._refresh_windows()
+                decision_point.refresh_windows(self)
             return np.zeros(1, dtype=np.float32)
-        self._refresh_windows()
+        decision_point.refresh_windows(self)
         self._run_kernel(True)
         out = self._buf.copy()
         if self._sets is not None:

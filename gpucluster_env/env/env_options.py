@@ -30,6 +30,34 @@ class EnvOptions:
     kinds: tuple[str, ...]
 
 
+def resolve_scenario(scenario: Any, scenario_options: Any, catalog: Any) -> Scenario:
+    """The environment's scenario from its ``scenario`` argument (a name, a scenario file's path as a string
+    or a path object, or a :class:`Scenario`) and ``scenario_options`` (a mapping or None), after checking
+    ``catalog`` is a :class:`~gpucluster_env.catalog.Catalog` or None: a one-line ``TypeError`` naming the
+    argument for anything else."""
+    import os
+    from collections.abc import Mapping
+
+    from ..catalog import Catalog
+    from ..scenarios import get_scenario
+
+    if catalog is not None and not isinstance(catalog, Catalog):
+        raise TypeError(f"catalog must be a Catalog or None, got {type(catalog).__name__}")
+    if isinstance(scenario, os.PathLike):
+        scenario = os.fspath(scenario)
+    if isinstance(scenario, str):
+        scenario = get_scenario(scenario)
+    elif not isinstance(scenario, Scenario):
+        raise TypeError(f"scenario must be a scenario name, a scenario file's path or a Scenario, got "
+                        f"{type(scenario).__name__}")
+    if scenario_options is None:
+        return scenario
+    if not isinstance(scenario_options, Mapping):
+        raise TypeError(f"scenario_options must be a mapping of scenario settings, got "
+                        f"{type(scenario_options).__name__}")
+    return scenario.with_options(**scenario_options) if scenario_options else scenario
+
+
 def _one_of(name: str, value: Any, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")

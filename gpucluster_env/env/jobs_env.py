@@ -215,7 +215,7 @@ class JobsEnv(gym.Env):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
         # the wrapped env draws the trace from a generator seeded by this env's own
-        self.wrapped.reset(seed=int(self.np_random.integers(0, 2**31 - 1)))
+        self.wrapped.reset(seed=int(self.np_random.integers(0, 2**31 - 1)), options=options)  # refuses options
         self._steps = 0
         self._invalid = 0
         reward, terminated, truncated, dt = self._run_to_choice()

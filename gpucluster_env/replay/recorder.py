@@ -28,11 +28,13 @@ _SCALARS = (int, float, str, bool, type(None))
 
 
 def _canonical(scenario: Scenario) -> Scenario:
-    """``scenario`` with its trace file (if any) by absolute path: what the record describes."""
+    """``scenario`` with its trace file (if any) by absolute path (``os.path.abspath``, as the trace's note
+    names it: a pipe ``/dev/fd/N`` stays itself): what the record describes."""
+    import os
     from dataclasses import replace
 
     tf = getattr(scenario, "trace_file", None)
-    return replace(scenario, trace_file=str(Path(tf).resolve())) if isinstance(tf, str) else scenario
+    return replace(scenario, trace_file=os.path.abspath(tf)) if isinstance(tf, str) else scenario
 
 
 def scenario_options_of(scenario: Scenario) -> dict[str, Any]:

@@ -24,7 +24,7 @@ JOB_IDS = [i for i in gpucluster_env.JOBS_ENV_IDS if not i.endswith("PhillyScale
 def test_one_job_id_per_scenario_registered():
     from gpucluster_env.scenarios import SCENARIOS
 
-    assert len(gpucluster_env.JOBS_ENV_IDS) == len(SCENARIOS)
+    assert len(gpucluster_env.JOBS_ENV_IDS) == len(SCENARIOS) + 1  # the generic one first
     assert gpucluster_env.jobs_env_id("castor-philly") == "gpucluster_env/CastorPhillyJobs-v1"
     assert all(i in gym.registry for i in gpucluster_env.JOBS_ENV_IDS)
 
