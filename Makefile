@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 	PYTHONWARNINGS='ignore:Editable installation' $(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	touch $(STAMP)
 
-## The default leaderboard: every reference policy on the embedded tiny scenario (load 1 and 2), 10 seeds, ranked
+## The default leaderboard: nine reference policies on the embedded tiny scenario (load 1 and 2), 10 seeds, ranked
 ## with 95% confidence intervals. Results go to leaderboard-results/default; a second run resumes (skips done cells).
 demo: $(STAMP)
 	$(BIN)/gpucluster leaderboard run --workers 2

@@ -40,9 +40,10 @@ def t_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]
 
 
 def evaluate(model: str, scenarios: list[str], seeds: list[int], baselines: list[str],
-             metric: str = "avg_jct_s", progress: Any = None) -> dict[str, Any]:
+             metric: str = "avg_jct_s", progress: Any = None, lower_is_better: bool = True) -> dict[str, Any]:
     """Run ``model`` (``rl:DIR`` or a registered name) and ``baselines`` on every scenario and seed; returns
-    ``{"runs": [...], "summary": {scenario: {policy: {...}}}}``."""
+    ``{"runs": [...], "summary": {scenario: {policy: {...}}}}`` (``lower_is_better``: how a seed's win is
+    counted)."""
     from gpucluster_env.policy import make_policy, run_episode
 
     runs: list[dict[str, Any]] = []
@@ -70,7 +71,7 @@ def evaluate(model: str, scenarios: list[str], seeds: list[int], baselines: list
         for name, vals in table.items():
             rows[name] = _row(vals, seeds, causes[name])
             if name != model:
-                rows[name]["model_vs_this"] = _paired(table[model], vals)
+                rows[name]["model_vs_this"] = _paired(table[model], vals, lower_is_better)
         summary[sc] = rows
     return {"metric": metric, "seeds": list(seeds), "model": model, "runs": runs, "summary": summary}
 
@@ -94,11 +95,12 @@ def _row(vals: np.ndarray, seeds: list[int], causes: dict[int, str]) -> dict[str
             "truncated": [{"seed": s, "cause": c} for s, c in causes.items()]}
 
 
-def _paired(model: np.ndarray, ref: np.ndarray) -> dict[str, Any]:
+def _paired(model: np.ndarray, ref: np.ndarray, lower_is_better: bool = True) -> dict[str, Any]:
     """The model's relative difference to a reference over the seeds both finished: mean, interval (or why
-    none), wins and the number of pairs."""
+    none), wins (seeds where the model's value is better) and the number of pairs."""
     both = np.isfinite(model) & np.isfinite(ref) & (ref > 0)
     rel = model[both] / ref[both] - 1.0
     m, ci, note = _interval(rel)
-    return {"mean": m, "ci95": ci, "ci_note": note, "wins": int((model[both] < ref[both]).sum()),
+    better = (model[both] < ref[both]) if lower_is_better else (model[both] > ref[both])
+    return {"mean": m, "ci95": ci, "ci_note": note, "wins": int(better.sum()),
             "paired_seeds": int(both.sum())}

@@ -141,9 +141,13 @@ def parse_cluster_spec(text: str, known_types: Iterable[str] | None = None, name
     canon = {t.lower(): t for t in known_types} if known_types is not None else None
     groups: list[tuple[str, int, int]] = []
     bw = 12.5
+    net_given = False
     for raw in text.split(","):
         item = raw.strip()
         if item.lower().startswith("net="):
+            if net_given:
+                raise ValueError(f"cluster spec {text!r}: net= given twice (one inter-node bandwidth a cluster)")
+            net_given = True
             try:
                 bw = float(item[4:])
             except ValueError:

@@ -118,6 +118,7 @@ def as_policy(obj: Any) -> Policy:
     cls = as_policy_class(type(obj), getattr(obj, "name", None) or type(obj).__name__)
     pol = cls.__new__(cls)
     pol.inner = obj
+    pol.needs_observation = bool(getattr(obj, "needs_observation", True))  # the object's own, where it says
     return pol
 
 
@@ -130,6 +131,11 @@ class _Adapted(Policy):
 
     def act(self, observation: Any, env: Any) -> Any:
         return self.inner.act(observation, env)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        own = getattr(self.inner, "options", None)
+        return dict(own) if isinstance(own, dict) else dict(getattr(self, "_options", {}))
 
     def reset(self, env: Any) -> None:
         if callable(getattr(self.inner, "reset", None)):

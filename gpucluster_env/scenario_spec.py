@@ -50,7 +50,8 @@ class Scenario:
     hours (the first to the last submission of the ``num_jobs`` consecutive arrivals); Gimbal's 150 Philly jobs
     all arrived before Gavel had finished them, 4.5 h (gimbal §7.2). ``window``, ``max_gpu_hours``,
     ``max_duration_h`` and ``max_span_h`` apply to traces sampled from a file (:data:`SAMPLED_TRACES`); ``mix``
-    only to trace ``mix``, ``trace_format`` only to trace ``file``: an option the scenario's trace or recipe
+    only to trace ``mix``, ``trace_format`` and ``trace_columns`` (any CSV through a column map,
+    :mod:`gpucluster_env.traces.column_map`) only to trace ``file``: an option the scenario's trace or recipe
     cannot honour is refused by name (:func:`scenario_problem`), not ignored.
     ``window=None`` is the recipe's own: ``busiest`` for a sampled trace, every job of a generated one.
     """
@@ -71,6 +72,7 @@ class Scenario:
     config: EngineConfig = field(default_factory=EngineConfig)
     trace_file: str | None = None
     trace_format: str | None = None
+    trace_columns: str | None = None
     max_gpu_hours: float | None = None
     max_duration_h: float | None = None
     max_span_h: float | None = None
@@ -150,8 +152,12 @@ def scenario_problem(sc: Scenario) -> str | None:
                 f"whole; set num_jobs={len(MIXES[mix])} or another mix)")
     if sc.trace_format is not None and sc.trace != "file":
         return f"option 'trace_format' applies only to trace 'file'; this scenario's trace is {sc.trace!r}"
+    if sc.trace_columns is not None and (sc.trace != "file" or sc.trace_format is not None):
+        return "option 'trace_columns' reads a trace file (trace 'file') through a column map, without a trace_format"
     if sc.annotate == "gavel" and sc.trace != "gavel":
         return f"annotation 'gavel' is Gavel's job generator and goes with trace 'gavel', not {sc.trace!r}"
+    if sc.annotate == "file-models" and sc.trace != "file":
+        return f"annotation 'file-models' reads a trace file's model column (trace 'file'), not trace {sc.trace!r}"
     if sc.annotate == "trace" and sc.trace != "file":
         return (f"annotation 'trace' reads a trace file's own models (trace 'file', a Gavel .trace file), not "
                 f"trace {sc.trace!r}")
@@ -192,6 +198,16 @@ def own_models(trace: str, annotate: str) -> tuple[str, ...] | None:
     return {"gavel": GAVEL_MODELS, "gimbal": GIMBAL_MODELS}.get(annotate)
 
 
+def _columns_problem(spec: str) -> str | None:
+    from gpucluster_env.traces.column_map import parse_columns
+
+    try:
+        parse_columns(spec)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 def _setting(name: str, kind: str, **kw: Any) -> tuple[str, Setting]:
     return name, Setting(name, kind, **kw)
 
@@ -212,6 +228,7 @@ SCENARIO_SETTINGS: dict[str, Setting] = dict((
     _setting("mix", "str", nullable=True, choices=tuple(MIXES)),
     _setting("trace_file", "str", nullable=True),
     _setting("trace_format", "str", nullable=True, choices=TRACE_FILE_FORMATS),
+    _setting("trace_columns", "str", nullable=True, check=_columns_problem),
     _setting("max_gpu_hours", "float", nullable=True, low=0.0, low_open=True, high=1e9),
     _setting("max_duration_h", "float", nullable=True, low=0.0, low_open=True, high=1e9),
     _setting("max_span_h", "float", nullable=True, low=0.0, low_open=True, high=1e9),

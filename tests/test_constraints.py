@@ -39,3 +39,12 @@ def test_every_declared_dependency_is_pinned_to_an_admitted_version() -> None:
 
 def test_torch_is_pinned_as_the_project_requires() -> None:
     assert pins()["torch"] == Version("2.13.0")
+
+
+def test_the_distribution_declares_ranges_not_exact_versions() -> None:
+    """Exact versions belong in constraints.txt: a user installing the package with other packages must be able
+    to resolve it."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    exact = [r for r in project["dependencies"] if Requirement(r).specifier and all(
+        s.operator in ("==", "===") for s in Requirement(r).specifier)]
+    assert not exact, f"exact pins in the distribution's dependencies: {exact}"

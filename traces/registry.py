@@ -294,16 +294,21 @@ def guess_format(path: str | Path) -> str:
         return "philly-json"
     raise ValueError(
         f"{p}: cannot tell the trace format from its first line or its file name; pass a format "
-        f"({', '.join(FORMAT_NAMES)})"
+        f"({', '.join(FORMAT_NAMES)}), or name its columns (run --columns submit_s=COL,num_gpus=COL,duration_s=COL)"
     )
 
 
 def load_file(
-    path: str | Path, fmt: str | None = None, skip_bad_rows: bool = False
+    path: str | Path, fmt: str | None = None, skip_bad_rows: bool = False, columns: str | None = None
 ) -> tuple[pd.DataFrame, LoadReport]:
-    """Load a trace file in any supported official format into the normalized table."""
+    """Load a trace file in any supported official format into the normalized table; ``columns``: any CSV read
+    through a column map instead (:mod:`gpucluster_env.traces.column_map`)."""
     if not Path(path).exists():
         raise FileNotFoundError(f"{path}: no such file or folder")
+    if columns is not None:
+        from gpucluster_env.traces.column_map import load_mapped_csv
+
+        return load_mapped_csv(path, columns, skip_bad_rows)
     return loader_for(fmt or guess_format(path))(path, skip_bad_rows=skip_bad_rows)
 
 

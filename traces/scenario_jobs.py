@@ -107,6 +107,22 @@ def _trace_models(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> t
     return _model_recipe(sc, rng, catalog, own)
 
 
+@recipe("file-models")
+def _file_models(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
+    """Each job as the model its trace file names (the table's ``model`` column, or ``model=COLUMN`` in
+    ``trace_columns``); iterations from each job's duration on the reference GPU, as ``uniform``'s."""
+    def own(raw: pd.DataFrame, r: np.random.Generator) -> np.ndarray:
+        if "model" not in raw.columns:
+            raise ValueError(f"scenario {sc.name!r}: annotation 'file-models' needs a trace file with a model "
+                             "column (a 'model' column in the table, or model=COLUMN in its column map)")
+        unknown = sorted(set(raw["model"]) - set(catalog.models))
+        if unknown:
+            raise ValueError(f"scenario {sc.name!r}: the trace's model column names model(s) the catalog lacks: "
+                             f"{', '.join(map(repr, unknown[:5]))}; known: {', '.join(sorted(catalog.models))}")
+        return raw["model"].to_numpy(object)
+    return _model_recipe(sc, rng, catalog, own)
+
+
 @recipe("gavel")
 def _gavel_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
     """Gavel's generator (:mod:`.gavel_synth`): its job types with their own batch sizes, GPU counts and run

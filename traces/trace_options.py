@@ -6,6 +6,7 @@ re-exports them: ``from gpucluster_env.scenarios import TRACE_NAMES`` works)."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from gpucluster_env.settings import SettingError
 
@@ -17,11 +18,22 @@ GENERATED_TRACES = ("tiny", "mix", "gavel")
 TRACE_NAMES: list[str] = [*SAMPLED_TRACES, *GENERATED_TRACES]
 """Every scenario ``trace`` (:mod:`gpucluster_env.traces.scenario_jobs` adds the sources it registers)."""
 POLLUX_RECIPES = ("pollux", "pollux-lucid", "pollux-time")
-RECIPE_NAMES: list[str] = ["uniform", "hadar-class", "trace", "gimbal", "gavel", *POLLUX_RECIPES]
+RECIPE_NAMES: list[str] = ["uniform", "hadar-class", "trace", "file-models", "gimbal", "gavel", *POLLUX_RECIPES]
 """Every scenario ``annotate`` (:mod:`gpucluster_env.traces.scenario_jobs` adds the recipes it registers)."""
 TRACE_FILE_FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "helios-slice", "pai", "openb",
                       "table")
-"""The formats a trace file may be read as (``trace_format``; None sniffs it)."""
+"""The formats a trace file may be read as (``trace_format``; None sniffs it): the one list every option and
+message names (``run --trace-format``, ``traces ... --format``, the error for a file of no known format)."""
+TRACE_FORMAT_ALIASES = {"philly": "philly-csv", "philly-joblog": "philly-json"}
+"""Other spellings the command line takes for a format (the names the Philly release gives its files)."""
+
+
+def format_option(what: str) -> dict[str, Any]:
+    """The argparse keywords of a command's trace-format option: the one list of formats, an alias read as
+    its format before the choice is checked."""
+    aliases = ", ".join(f"{a} = {f}" for a, f in TRACE_FORMAT_ALIASES.items())
+    return {"choices": TRACE_FILE_FORMATS, "type": lambda v: TRACE_FORMAT_ALIASES.get(v, v),
+            "help": f"format of {what} (default: sniffed; also {aliases})"}
 MIXES: dict[str, tuple[str, ...]] = {
     "M-1": ("MM",),
     "M-3": ("LT", "MM", "MM"),

@@ -158,7 +158,7 @@ def full_trace(sc: Scenario) -> tuple[pd.DataFrame, str]:
         assert sc.trace_file is not None
         # by absolute path: the note (a record's header) is the same however the path was spelled (abspath, not
         # resolve: a pipe /dev/fd/N must stay itself; replay.recorder names the file the same way)
-        df, report = load_file(os.path.abspath(sc.trace_file), sc.trace_format)
+        df, report = load_file(os.path.abspath(sc.trace_file), sc.trace_format, columns=sc.trace_columns)
         return df, f"trace file {report.summary()}"
     return trace_source(sc.trace)
 

@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
                 why = cls.not_applicable_because(get_scenario(s))
             if why:
                 raise ValueError(f"{name} cannot run on {s}: {why}")
-    res = evaluate(model, scenarios, seeds, baselines, args.metric)
+    res = evaluate(model, scenarios, seeds, baselines, args.metric, lower_is_better=lower_is_better(args.metric))
     if args.json:
         print(dumps(res))
         return 0
@@ -90,6 +90,13 @@ def run(args: argparse.Namespace) -> int:
 
     print_summary(res, args.metric, args.seeds, make_console())
     return 0
+
+
+def lower_is_better(metric: str) -> bool:
+    """Whether a lower ``metric`` is better (the leaderboard's rule, :mod:`gpucluster_env.leaderboard.stats`)."""
+    from gpucluster_env.leaderboard.stats import lower_is_better as rule
+
+    return rule(metric)
 
 
 def print_summary(res: dict[str, Any], metric: str, seeds_text: str, console: Any) -> None:
@@ -102,21 +109,26 @@ def print_summary(res: dict[str, Any], metric: str, seeds_text: str, console: An
     notes: list[str] = []
     for sc, rows in res["summary"].items():
         cols = [Col("policy", "left", key=True), Col("seeds done"), Col("mean"), Col("95% interval", glue=True),
-                Col("model vs this (paired)"), Col("95% interval", glue=True), Col("model wins")]
+                Col("model's improvement (paired)"), Col("95% interval", glue=True), Col("model wins")]
         table = []
+        sign = -1.0 if lower_is_better(metric) else 1.0  # improvement: positive is better, as leaderboard show
         for name, r in rows.items():
             rel = r.get("model_vs_this")
             n = r["finished_seeds"]
             table.append((
                 name, f"{n}/{len(r['values'])}", "–" if r["mean"] is None else f"{r['mean']:,.0f}",
                 _ci(r, lambda x: f"{x:,.0f}"),
-                "" if rel is None else "–" if rel["mean"] is None else f"{rel['mean']:+.1%}",
-                "" if rel is None else _ci(rel, lambda x: f"{x:+.1%}"),
+                "" if rel is None else "–" if rel["mean"] is None else f"{sign * rel['mean']:+.1%}",
+                "" if rel is None else _ci(rel, lambda x, k=sign: f"{k * x:+.1%}", sign < 0),
                 "" if rel is None else f"{rel['wins']}/{rel['paired_seeds']}"))
             for t in r["truncated"]:
                 notes.append(f"{sc} · {name} · seed {t['seed']}: truncated ({CAUSES.get(t['cause'], t['cause'])}); "
                              "left out of its mean and of the pairs")
         print_table(console, f"{sc} · {metric} · seeds {seeds_text}", cols, table)
+    better = "lower" if lower_is_better(metric) else "higher"
+    console.print(f"improvement: the model's paired relative difference to each policy, positive where the model's "
+                  f"{metric} is better ({better}), as `leaderboard show` signs it; --json keeps the relative "
+                  "difference itself (model_vs_this: negative where the model's is lower)", highlight=False)
     if any(r["ci95"] is None and r["mean"] is not None for rows in res["summary"].values() for r in rows.values()):
         console.print(f"no interval: fewer than {MIN_SEEDS_FOR_INTERVAL} finished seeds (a 95% interval from 2 "
                       "seeds spans most of the axis, below zero for a time); pass more --seeds", highlight=False)
@@ -131,10 +143,13 @@ CAUSES = {"stalled": "stalled: it kept waiting with jobs queued and nothing runn
 """A truncated episode's ``truncated_by`` in words."""
 
 
-def _ci(r: dict[str, Any], fmt: Any) -> str:
-    """``[lo, hi]``, or ``n/a (k seeds)`` when there are too few finished seeds for an interval."""
+def _ci(r: dict[str, Any], fmt: Any, flip: bool = False) -> str:
+    """``[lo, hi]`` (``flip``: the bounds of the negated quantity, so still low to high), or ``n/a (k seeds)``
+    when there are too few finished seeds for an interval."""
     if r.get("ci95") is None:
         n = r.get("finished_seeds", r.get("paired_seeds", 0))
         return f"n/a ({n} seeds)"
     lo, hi = r["ci95"]
+    if flip:
+        lo, hi = hi, lo
     return f"[{fmt(lo)}, {fmt(hi)}]"

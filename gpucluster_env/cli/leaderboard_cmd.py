@@ -258,6 +258,11 @@ def plot(args: argparse.Namespace) -> int:
 
     if not args.out:
         raise ValueError("--out '': give the folder to write the figures in")
+    out = os.path.realpath(args.out)
+    for d in args.dir:
+        if os.path.realpath(d) == out:
+            raise ValueError(f"--out {args.out}: is the results folder {d}, whose every file is read as a record; "
+                             "write the figures elsewhere")
     records, meta = _load(args)
     reference = args.reference or meta.get("reference", "fifo")
     check_reference(records, reference, ", ".join(args.dir))

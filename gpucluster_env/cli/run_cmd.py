@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpucluster_env.traces.trace_options import format_option
+
 COLUMNS = (
     ("policy", "policy", "{}"),
     ("avg_jct_s", "avg JCT s", "{:,.0f}"),
@@ -27,10 +29,6 @@ COLUMNS = (
     ("preemptions", "preempt", "{}"),
     ("wall_s", "wall s", "{:.2f}"),
 )
-TRACE_FORMATS = {"philly": "philly-csv", "philly-joblog": "philly-json", "gavel": "gavel", "helios": "helios",
-                 "pai": "pai", "openb": "openb", "philly-csv": "philly-csv", "philly-json": "philly-json",
-                 "gavel-dir": "gavel-dir", "table": "table"}
-"""``--trace-format`` names (as the issue and the docs spell them) -> the loaders' format keys."""
 DEFAULT_MAX_SIM_DAYS = 1000.0
 DEFAULT_MAX_STEPS = 20_000_000
 
@@ -46,14 +44,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trace", metavar="FILE",
                    help="run the jobs of this trace file (format sniffed, or --trace-format); the cluster is "
                         "--cluster, else the scenario's")
-    p.add_argument("--trace-format", choices=sorted(TRACE_FORMATS), help="format of --trace (default: sniffed)")
+    p.add_argument("--trace-format", **format_option("--trace"))
+    p.add_argument("--columns", metavar="FIELD=COLUMN[:UNIT],...",
+                   help="read --trace as any CSV by naming its columns: submit_s, num_gpus, duration_s (required), "
+                        "job_id, model; units s, ms, min, h for the times, e.g. submit_s=arrival:min,num_gpus=gpus,"
+                        "duration_s=runtime:h,model=arch (a model column runs each job as that model)")
     p.add_argument("--cluster", metavar="SPEC",
                    help="the cluster, e.g. V100:9x4,P100:9x4,K80:9x4 (TYPE:NODESxGPUS per group; net=GBPS sets "
                         "the inter-node bandwidth, default 12.5)")
     p.add_argument("--annotate", metavar="RECIPE",
                    help="how --trace jobs become training jobs: uniform (models drawn from --models), hadar-class, "
-                        "trace (the file's own models, Gavel), pollux, pollux-lucid, pollux-time (default: trace for "
-                        "Gavel files, else uniform)")
+                        "trace (the file's own models, Gavel), file-models (the file's model column), pollux, "
+                        "pollux-lucid, pollux-time (default: trace for Gavel files, file-models for a file with a "
+                        "model column, else uniform)")
     p.add_argument("--models", metavar="M1,M2", help="models for --trace jobs (default: Pollux's six)")
     p.add_argument("--window", help="how --trace jobs are sampled: all (default), busiest, random, hours:A-B")
     p.add_argument("--jobs", type=int, metavar="N", help="number of --trace jobs (default: all)")
@@ -119,18 +122,25 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
     from gpucluster_env.traces.registry import guess_format, load_file
     from gpucluster_env.traces.samplers import SampleReport, usable_jobs
 
-    fmt = TRACE_FORMATS[args.trace_format] if args.trace_format else guess_format(args.trace)
-    df, _ = load_file(args.trace, fmt)
+    if args.columns is not None and args.trace_format is not None:
+        raise SettingError("--columns reads --trace as a CSV of your columns: give it without --trace-format")
+    if args.columns is not None:
+        fmt, df = None, load_file(args.trace, columns=args.columns)[0]
+    else:
+        fmt = args.trace_format or guess_format(args.trace)
+        df, _ = load_file(args.trace, fmt)
     usable = len(usable_jobs(df, SampleReport("all")))
     if usable == 0:
         raise SettingError(f"{args.trace}: no job with a positive duration or number of iterations")
     if args.jobs is not None and not (1 <= args.jobs <= usable):
         raise SettingError(f"--jobs {args.jobs}: {args.trace} has {usable} usable jobs; ask for 1 to {usable}")
-    annotate = args.annotate or ("trace" if fmt.startswith("gavel") else "uniform")
+    annotate = args.annotate or ("trace" if fmt and fmt.startswith("gavel")
+                                 else "file-models" if "model" in df.columns else "uniform")
     models = (tuple(m.strip() for m in args.models.split(",")) if args.models
               else own_models("file", annotate) or POLLUX_MODELS)
     return {"name": Path(args.trace).name, "description": f"trace file {args.trace}", "paper": "",
-            "trace": "file", "trace_file": str(args.trace), "trace_format": fmt, "num_jobs": args.jobs or usable,
+            "trace": "file", "trace_file": str(args.trace), "trace_format": fmt,
+            "trace_columns": args.columns, "num_jobs": args.jobs or usable,
             "window": args.window or "all", "annotate": annotate, "models": models, "mix": None,
             "all_at_zero": False, "deadlines": False}
 

@@ -10,7 +10,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "pai", "openb")
+from gpucluster_env.traces.trace_options import format_option
+
 """The loaders' format keys (:func:`gpucluster_env.traces.registry.loader_for`)."""
 COMPARE_NAMES = ("philly", "venus", "alibaba")
 
@@ -38,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     q = sub.add_parser("info", help="one trace (a name, or a trace FILE): files, source, statistics")
     q.add_argument("name", help="a trace name (see `traces list`) or a trace file / Gavel folder")
-    q.add_argument("--format", choices=FORMATS, help="format of FILE (default: sniffed)")
+    q.add_argument("--format", **format_option("FILE"))
     q.add_argument("--skip-bad-rows", action="store_true", help="skip bad rows of FILE and report them")
     q.add_argument("--json", action="store_true")
     q.set_defaults(func=cmd_info)
@@ -57,7 +58,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("--window", default="busiest", help="busiest, random, all, hours:A-B")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--file", help="load this file instead of the registered one (format sniffed)")
-    q.add_argument("--format", choices=FORMATS, help="format of --file (default: sniffed)")
+    q.add_argument("--format", **format_option("--file"))
     q.add_argument("--max-gpus", type=int, help="cluster size: jobs above it are capped (or dropped)")
     q.add_argument(
         "--drop-oversize", action="store_true", help="drop jobs above --max-gpus instead of capping"
@@ -72,7 +73,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     q.add_argument("name", help="philly, venus or alibaba, or a trace FILE (compared with --against)")
     q.add_argument("--against", choices=("philly", "venus", "alibaba"), default="philly",
                    help="with a FILE: the synthetic profile it stands beside (default philly)")
-    q.add_argument("--format", choices=FORMATS, help="format of FILE (default: sniffed)")
+    q.add_argument("--format", **format_option("FILE"))
     q.add_argument("--jobs", type=int, default=20000, help="synthetic jobs to draw")
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--json", action="store_true")

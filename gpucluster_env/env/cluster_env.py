@@ -329,13 +329,12 @@ class GPUClusterEnv(gym.Env):
             from .render import render_rgb
 
             return render_rgb(self.engine)
-        from .render import render_text
+        from .render import print_frame, render_text
 
-        text = render_text(self)
         if self.render_mode == "human":
-            print(text)
+            print_frame(self)
             return None
-        return text
+        return render_text(self)
 
     # ------------------------------------------------------------------ internals
     @property

@@ -84,6 +84,9 @@ def check_env_options(sc: Scenario, render_modes: list[str], *, n_pending: int, 
     kinds = tuple(actions) if actions is not None else tuple(
         k for k in ACTION_KINDS if k != "fork" or sc.config.round_s is not None
     )
+    if not kinds and actions is not None:
+        raise ValueError(f"actions must name at least one action kind ({', '.join(ACTION_KINDS)}), got "
+                         f"{tuple(actions)!r}: with none, wait would be the only action")
     unknown = set(kinds) - set(ACTION_KINDS)
     if unknown:
         raise ValueError(f"unknown action kind(s) {', '.join(sorted(unknown))}; known: {', '.join(ACTION_KINDS)}")

@@ -78,13 +78,28 @@ def status_line(eng) -> Text:  # noqa: ANN001
     )
 
 
-def render_text(env: GPUClusterEnv, width: int = 110) -> str:
-    """The whole frame as a string with ANSI colours."""
+def frame(env: GPUClusterEnv) -> Panel:
+    """The whole frame as a ``rich`` renderable: status line, GPU grid, queue."""
     eng = env.engine
     body = Group(status_line(eng), cluster_grid(eng), queue_table(eng))
+    return Panel(body, title=f"gpucluster · {env.scenario.name}", border_style="blue")
+
+
+def render_text(env: GPUClusterEnv, width: int | None = None) -> str:
+    """The whole frame as a string with ANSI colours (Gymnasium's ``ansi`` mode), ``width`` columns wide: by
+    default the terminal's (``$COLUMNS`` where set), 110 where there is none."""
+    import shutil
+
+    width = width or shutil.get_terminal_size((110, 24)).columns
     console = Console(file=io.StringIO(), width=width, force_terminal=True, color_system="standard")
-    console.print(Panel(body, title=f"gpucluster · {env.scenario.name}", border_style="blue"))
+    console.print(frame(env))
     return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def print_frame(env: GPUClusterEnv) -> None:
+    """The frame printed to standard output (``human`` mode): the terminal's width, colours only on a
+    terminal (plain text into a pipe or a file)."""
+    Console().print(frame(env))
 
 
 CELL = 28

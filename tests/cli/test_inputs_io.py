@@ -224,6 +224,10 @@ def test_plots_written_whole(board_folder: Path, tmp_path: Path, capsys: pytest.
     pngs = sorted(out.glob("*.png"))
     assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert not [p for p in out.iterdir() if is_temporary(p.name)]
+    before = sorted(p.name for p in board_folder.iterdir())
+    assert main(["leaderboard", "plot", str(board_folder), "--out", str(board_folder)]) == 2
+    assert "is the results folder" in capsys.readouterr().err
+    assert sorted(p.name for p in board_folder.iterdir()) == before  # nothing written there
 
 
 def test_a_writer_removes_only_stale_temporaries(tmp_path: Path) -> None:

@@ -134,3 +134,11 @@ def test_an_installed_plugin_registers_and_a_clash_is_left_out(monkeypatch: pyte
         assert make_policy("plugged-in").name == "plugged-in" and POLICIES["sjf"].__name__ != "FIFO"
     finally:
         POLICIES.pop("plugged-in", None)
+
+
+def test_a_policys_options_are_listed(capsys: pytest.CaptureFixture) -> None:
+    assert main(["policies", "tiresias", "--json"]) == 0
+    rows = {r["option"]: r for r in json.loads(capsys.readouterr().out)["options"]}
+    assert rows["order"]["accepts"] == "one of submit, start" and rows["order"]["default"] == "submit"
+    assert main(["policies", "fifo"]) == 0 and "takes no options" in capsys.readouterr().out
+    assert main(["policies", "no-such-policy"]) == 2

@@ -55,6 +55,8 @@ def test_every_end_carries_metrics_truncated_or_not() -> None:
     ({"scenario": 3}, TypeError, "scenario must be a scenario name"),
     ({"scenario_options": [1]}, TypeError, "scenario_options must be a mapping"),
     ({"catalog": "default"}, TypeError, "catalog must be a Catalog"),
+    ({"actions": ()}, ValueError, "at least one action kind"),
+    ({"scenario_options": {"cluster": "V100:2x4,net=10,net=20"}}, ValueError, "net= given twice"),
 ])
 def test_arguments_of_the_wrong_type_are_one_line(kwargs: dict, error: type, needle: str) -> None:
     with pytest.raises(error, match=needle):

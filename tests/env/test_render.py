@@ -61,3 +61,22 @@ def test_every_character_of_the_labels_has_a_glyph() -> None:
     used = set("".join(names).upper()) | set("0123456789 ,/NTSDONERUWAIF")
     assert used <= set(GLYPHS), sorted(used - set(GLYPHS))
     assert all(g.shape == (5, 3) for g in GLYPHS.values())
+
+
+def test_text_frames_fit_the_terminal_and_pipes_get_no_escapes(monkeypatch, capsys) -> None:  # noqa: ANN001
+    import re
+
+    from gpucluster_env.env import GPUClusterEnv
+
+    monkeypatch.setenv("COLUMNS", "80")
+    env = GPUClusterEnv("tiny", render_mode="ansi")
+    env.reset(seed=0)
+    text = env.render()
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", text)
+    assert "\x1b[" in text and max(len(line) for line in plain.splitlines()) <= 80
+    human = GPUClusterEnv("tiny", render_mode="human")
+    human.reset(seed=0)
+    capsys.readouterr()
+    assert human.render() is None
+    out = capsys.readouterr().out
+    assert "gpucluster · tiny" in out and "\x1b[" not in out and max(len(line) for line in out.splitlines()) <= 80
