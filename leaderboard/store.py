@@ -31,7 +31,7 @@ from gpucluster_env.atomic_write import atomic_output, is_temporary, remove_stal
 from gpucluster_env.input_files import InputFileError, parse_json, read_text
 
 RECORD_FORMAT = "gpucluster-leaderboard-record"
-RECORD_VERSION = 2
+RECORD_VERSION = 3
 CORE_METRICS = ("jobs", "jobs_done", "avg_jct_s", "median_jct_s", "p95_jct_s", "makespan_s", "avg_queue_s")
 """Metrics every episode's record has; the times among them are numbers (not null) once a job has finished."""
 FRACTIONS = ("gpu_occupancy", "sm_activity_est", "sharing_utilization", "deadline_satisfaction")
@@ -75,6 +75,7 @@ class ResultStore:
         first write also removes the temporary files of writers that died."""
         key = record["key"]
         path = self.root / f"{key}.json"
+        record = {**record, "checksum": record_checksum(record)}
         text = json.dumps(record, allow_nan=False, separators=(",", ":"))
         if not self._cleaned:
             remove_stale_temporaries(self.root)
@@ -129,8 +130,8 @@ def read_record(path: Path) -> dict[str, Any]:
     if not isinstance(rec, dict) or rec.get("format") != RECORD_FORMAT:
         raise ValueError(f"{path}: foreign file in the results folder (not a {RECORD_FORMAT}); move it out")
     if rec.get("format_version") != RECORD_VERSION:
-        older = " (made before a cell's identity held its trace and canonical options)" if rec.get(
-            "format_version") == 1 else ""
+        older = {1: " (made before a cell's identity held its trace and canonical options)",
+                 2: " (made before records carried a checksum)"}.get(rec.get("format_version"), "")
         raise ValueError(f"{path}: record format version {json.dumps(rec.get('format_version'))}{older}, this "
                          f"package reads {RECORD_VERSION}; run into a new results folder (--out)")
     try:
@@ -144,7 +145,20 @@ def read_record(path: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: corrupt record (its cell does not match its key or name); delete it and run again")
     check_metrics(rec.get("metrics"), f"{path}: corrupt record")
     check_fields(rec, f"{path}: corrupt record")
+    if rec.get("checksum") != record_checksum(rec):
+        raise ValueError(f"{path}: record edited after it was written (its checksum does not match its content); "
+                         "delete it and run again to redo the cell")
     return rec
+
+
+def record_checksum(rec: dict[str, Any]) -> str:
+    """A digest of everything in a record but its ``checksum`` field (canonical JSON, keys sorted): written with
+    every record and checked by every reader, so a hand-edited metric is refused, not ranked."""
+    import hashlib
+
+    body = {k: v for k, v in rec.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def _count(v: Any) -> bool:

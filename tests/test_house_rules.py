@@ -10,6 +10,7 @@ never runs: it counts for the layers (it must not point up either) but not for c
 from __future__ import annotations
 
 import ast
+import re
 import tomllib
 from collections.abc import Iterable
 from pathlib import Path
@@ -331,3 +332,11 @@ def test_the_checks_pass_a_good_house(tmp_path: Path) -> None:
     assert graph == {"pkg": set(), "pkg.a": set(), "pkg.b": {"pkg.a"}, "pkg.c": {"pkg.a", "pkg.b"}}
     assert strongly_connected(graph) == []
     assert upward_imports(graph, {"one": {"all": ("pkg",)}}) == []
+
+
+def test_docs_name_no_machines_paths() -> None:
+    """The docs are read on other machines: a path of the machine they were written on (``/work/...``, a home
+    folder) says nothing there; name the repository, ``$GPUCLUSTER_DATA`` or a scratch folder instead."""
+    bad = [f"{p.relative_to(ROOT)}:{n}" for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+           for n, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"(?<![\w$])/(work|root|home)/", line)]
+    assert not bad, "lines naming a machine's own paths:\n" + "\n".join(bad)

@@ -41,3 +41,19 @@ def test_readme_is_a_five_minute_read() -> None:
     first_block = README.split("```bash\n", 1)[1].split("```", 1)[0]
     commands = [line.split("#")[0].strip() for line in first_block.splitlines() if not line.startswith(" ")]
     assert commands == ["make demo", "make test"]  # the two set-up commands come first
+
+
+def test_the_pictures_caption_draws_the_picture(tmp_path: Path) -> None:
+    """The caption under the README's picture names the commands of ``docs/_scripts/readme_picture.py``, and they
+    draw the committed image (the same schedules: pixels equal but for antialiasing)."""
+    pytest.importorskip("matplotlib", reason="the timeline needs matplotlib (pip install 'gpucluster-env[plot]')")
+    import matplotlib.image as mpimg
+    import numpy as np
+    from readme_picture import COMMANDS, draw
+
+    caption = " ".join((ROOT / "README.md").read_text().split())
+    assert COMMANDS[0] in caption and "--policy castor --record c.jsonl" in caption
+    assert COMMANDS[2].format(out="docs/img/timeline-tiny.png") in caption
+    drawn = mpimg.imread(draw(tmp_path / "t.png"))
+    shipped = mpimg.imread(ROOT / "docs" / "img" / "timeline-tiny.png")
+    assert drawn.shape == shipped.shape and float(np.abs(drawn - shipped).mean()) < 0.002

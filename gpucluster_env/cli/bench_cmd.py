@@ -225,11 +225,34 @@ def run(args: argparse.Namespace) -> int:
 
     speeds = out.pop("policy_speed", [])
     console = make_console()
+    values = {k: _figure(v) for k, v in out.items()}
+    room = max(12, console.width - max(map(len, values.values()), default=0) - 10)  # borders, padding, slack
     print_table(console, "gpucluster bench", [Col("figure", "left", key=True), Col("value")],
-                [(k, f"{v:,.2f}" if isinstance(v, float) else str(v)) for k, v in out.items()])
+                [(wrap_key(k, room), v) for k, v in values.items()])
     if speeds:
         _print_policy_speeds(console, speeds, args.policy_scenario)
     return 0
+
+
+def wrap_key(key: str, width: int) -> str:
+    """``key`` in lines of at most ``width`` characters, broken after an underscore, never inside a word."""
+    import re
+
+    lines, line = [], ""
+    for part in re.split(r"(?<=_)", key):
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    return "\n".join([*lines, line])
+
+
+def _figure(v: object) -> str:
+    """A bench figure as table text: numbers with thousands separators, ``–`` where the figure was not measured
+    (e.g. the 80,000-job wall time of a run with fewer jobs)."""
+    if v is None:
+        return "–"
+    return f"{v:,.2f}" if isinstance(v, float) else f"{v:,}" if isinstance(v, int) else str(v)
 
 
 def _print_policy_speeds(console: object, rows: list[dict[str, object]], scenario: str) -> None:

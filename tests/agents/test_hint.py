@@ -108,12 +108,19 @@ def test_trained_kinds_come_from_the_masks_and_gate_the_others() -> None:
 def test_a_model_keeps_to_its_trained_actions(tmp_path: Path) -> None:
     """``meta.json["trained_actions"]`` masks the other kinds at play time; a model without it plays every
     allowed action as before."""
+    from dataclasses import asdict
+
+    from gpucluster_env.agents.model_build import make_env, make_model
     from gpucluster_env.agents.policies import RLPolicy
+    from gpucluster_env.agents.train_config import TrainConfig
+    from stable_baselines3.common.vec_env import DummyVecEnv
 
     env = GPUClusterEnv("gimbal-philly", observation="sets")
-    model = _model(env)
+    cfg = TrainConfig(out=str(tmp_path), process="full", scenarios=("gimbal-philly",), windows=("",), n_envs=1,
+                      vec="dummy", env_kwargs={"observation": "sets"})
+    model = make_model(cfg, DummyVecEnv([make_env(cfg, 0)]), None)  # as training builds it: the loader rebuilds it
     model.save(str(tmp_path / "model.zip"))
-    meta = {"algo": "maskable_ppo", "env_kwargs": {"observation": "sets"}}
+    meta = {"algo": "maskable_ppo", "config": asdict(cfg), "env_kwargs": cfg.env_args()}
     (tmp_path / "meta.json").write_text(json.dumps({**meta, "trained_actions": ["place", "wait"]}))
     pol = RLPolicy(tmp_path)
     obs, _ = env.reset(seed=0)

@@ -136,3 +136,20 @@ def test_bench_small_run_prints_figures():
     assert r["gavel_decision_s_8"] > 0 and r["gavel_packed_decision_s_8"] > 0 and r["hadar_decision_s_8"] > 0
     assert r["pollux_decision_s_160"] > 0 and r["pollux_decision_s_160_100x100"] > 0
     assert r["gavel_ftf_distinct_decision_s_8"] > 0 and r["gavel_packed_makespan_distinct_decision_s_8"] > 0
+
+
+def test_bench_table_wraps_keys_at_underscores_and_prints_no_none(monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture) -> None:
+    from gpucluster_env.cli.bench_cmd import _figure, wrap_key
+    from gpucluster_env.text_tables import Col, make_console, print_table
+
+    assert _figure(None) == "–" and _figure(1234) == "1,234" and _figure(2.5) == "2.50"
+    monkeypatch.setenv("COLUMNS", "30")  # the key must wrap
+    key = "gavel_packed_makespan_distinct_decision_s_8"
+    print_table(make_console(), "t", [Col("figure", "left", key=True), Col("value")],
+                [(wrap_key(key, 30 - 1 - 10), _figure(None))])
+    out = capsys.readouterr().out
+    parts = [line.split("│")[1].strip() for line in out.splitlines() if line.count("│") >= 3]
+    parts = [p for p in parts if p and p != "figure"]
+    assert "".join(parts) == key and len(parts) > 1 and all(p.endswith("_") for p in parts[:-1]), parts
+    assert "None" not in out and "–" in out

@@ -498,3 +498,20 @@ def test_a_metric_named_twice_is_shown_once(one_record: tuple[str, str], tmp_pat
     assert main(["leaderboard", "show", str(tmp_path), "--metric", "avg_jct_s", "--metric", "avg_jct_s",
                  "--format", "csv"]) == 0
     assert capsys.readouterr().out.count("avg_jct_s,tiny,fifo,") == 1
+
+
+def test_a_hand_edited_metric_is_refused_by_its_checksum(one_record: tuple[str, str], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture) -> None:
+    name, text = one_record
+    rec = json.loads(text)
+    assert len(rec["checksum"]) == 32
+    (tmp_path / name).write_text(text)
+    assert main(["leaderboard", "show", str(tmp_path), "--format", "csv"]) == 0
+    capsys.readouterr()
+    rec["metrics"]["avg_jct_s"] = rec["metrics"]["avg_jct_s"] * 0.5  # still a valid number: only the sum sees it
+    (tmp_path / name).write_text(json.dumps(rec))
+    err = _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
+    assert f"{name}: record edited after it was written" in err
+    rec.pop("checksum")
+    (tmp_path / name).write_text(json.dumps(rec))
+    assert "record edited after it was written" in _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)

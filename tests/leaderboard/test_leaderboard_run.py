@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from gpucluster_env.leaderboard.board import Cell, board_names, load_board, parse_board
 from gpucluster_env.leaderboard.execute import execute
-from gpucluster_env.leaderboard.store import ResultStore
+from gpucluster_env.leaderboard.store import ResultStore, record_checksum
 
 from gpucluster_env.cli.main import main
 
-VOLATILE = ("wall_s", "git_revision")
+VOLATILE = ("wall_s", "git_revision", "checksum")
 """Record fields that differ between two runs of the same cell (timing, the checkout's state)."""
 GPUCLUSTER = [sys.executable, "-c", "import sys; from gpucluster_env.cli.main import main; sys.exit(main())"]
 
@@ -99,6 +99,7 @@ def test_stale_records_are_reported_not_mixed(tmp_path: Path) -> None:
     f = next(tmp_path.glob("*.json"))
     rec = json.loads(f.read_text())
     rec["package_version"] = "0.0.1"
+    rec["checksum"] = record_checksum(rec)  # as an older package would have written it
     f.write_text(json.dumps(rec))
     with pytest.raises(ValueError, match="another spec or version.*package_version 0.0.1"):
         execute(_board(["fifo"], 1), ResultStore(tmp_path))
