@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -373,3 +374,22 @@ def pollux_workload_jobs(path: Path, catalog: Catalog, elastic: bool = True) -> 
         rows.append({"job_id": str(r.name), "submit_s": float(r.time), "num_gpus": n, "model": app,
                      "batch_size": b, "iterations": iters, "min_gpus": lo, "max_gpus": hi})
     return pd.DataFrame(rows)
+
+
+def load_pollux_workload(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.DataFrame, Any]:
+    """One of Pollux's workload files as a trace (``--trace workload-1.csv``, format ``pollux-workload``): each
+    job with its own application, GPU count and work as :func:`pollux_workload_jobs` makes them for a job held
+    at its workload's GPUs and batch (not elastic: the ``trace`` recipe keeps models, batches and iterations);
+    no durations (the work is iterations). ``skip_bad_rows`` is not offered: a bad row is an error naming it."""
+    from gpucluster_env.traces.tables import LoadReport, finish
+
+    from gpucluster_env.catalog import default_catalog
+
+    if skip_bad_rows:
+        raise ValueError(f"{path}: a Pollux workload file is read whole (--skip-bad-rows does not apply)")
+    jobs = pollux_workload_jobs(Path(path), default_catalog(), elastic=False)
+    report = LoadReport(str(path))
+    report.rows_read = len(jobs)
+    out = jobs[["job_id", "submit_s", "num_gpus", "model", "batch_size", "iterations"]].copy()
+    out["duration_s"] = float("nan")
+    return finish(out, path), report

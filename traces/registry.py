@@ -216,10 +216,9 @@ def locate(name: str) -> Path | None:
 
 
 def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
-    """The loader function of a format key (``philly-csv``, ``philly-json``, ``gavel``, ``gavel-dir``,
-    ``helios``,
-    ``helios-slice``, ``pai``, ``openb``)."""
+    """The loader function of a format key (one of :data:`~gpucluster_env.traces.trace_options.TRACE_FILE_FORMATS`)."""
     from gpucluster_env.traces import alibaba, gavel, helios, helios_slice, normalized, philly
+    from gpucluster_env.traces.pollux_workloads import load_pollux_workload
 
     table: dict[str, Callable[..., tuple[pd.DataFrame, LoadReport]]] = {
         "philly-csv": philly.load_philly_csv,
@@ -230,6 +229,7 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
         "helios-slice": helios_slice.load_helios_slice,
         "pai": alibaba.load_pai,
         "openb": alibaba.load_openb_pods,
+        "pollux-workload": load_pollux_workload,
         "table": normalized.load_normalized_csv,
     }
     try:
@@ -259,6 +259,8 @@ def _sniff(p: Path) -> str | None:
         return "openb"
     if first.count("\t") == 6 and "(batch size" in first:
         return "gavel"
+    if {"name", "time", "application", "num_replicas", "batch_size"} <= cols:
+        return "pollux-workload"  # Pollux's workload-N.csv (its artifact's simulator inputs)
     if {"job_id", "submit_s", "num_gpus", "duration_s"} <= cols:
         return "table"  # the normalized table, as `traces sample` writes it
     return None

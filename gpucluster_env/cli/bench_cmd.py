@@ -221,6 +221,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(dumps(out))
         return 0
+    _print_figures(out, args.policy_scenario)
+    return 0
+
+
+def _print_figures(out: dict[str, object], policy_scenario: str) -> None:
+    """The figures as a table at the terminal's width (a long key wrapped after an underscore), then the
+    policies' whole runs."""
     from gpucluster_env.text_tables import Col, make_console, print_table
 
     speeds = out.pop("policy_speed", [])
@@ -230,8 +237,7 @@ def run(args: argparse.Namespace) -> int:
     print_table(console, "gpucluster bench", [Col("figure", "left", key=True), Col("value")],
                 [(wrap_key(k, room), v) for k, v in values.items()])
     if speeds:
-        _print_policy_speeds(console, speeds, args.policy_scenario)
-    return 0
+        _print_policy_speeds(console, speeds, policy_scenario)  # type: ignore[arg-type]
 
 
 def wrap_key(key: str, width: int) -> str:

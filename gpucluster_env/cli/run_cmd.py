@@ -134,7 +134,7 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
         raise SettingError(f"{args.trace}: no job with a positive duration or number of iterations")
     if args.jobs is not None and not (1 <= args.jobs <= usable):
         raise SettingError(f"--jobs {args.jobs}: {args.trace} has {usable} usable jobs; ask for 1 to {usable}")
-    annotate = args.annotate or ("trace" if fmt and fmt.startswith("gavel")
+    annotate = args.annotate or ("trace" if fmt and (fmt.startswith("gavel") or fmt == "pollux-workload")
                                  else "file-models" if "model" in df.columns else "uniform")
     models = (tuple(m.strip() for m in args.models.split(",")) if args.models
               else own_models("file", annotate) or POLLUX_MODELS)

@@ -75,3 +75,23 @@ def test_one_list_of_formats_everywhere(capsys: pytest.CaptureFixture) -> None:
         text = " ".join(capsys.readouterr().out.split())
         assert "{" + ",".join(TRACE_FILE_FORMATS) + "}" in text, argv
     assert parse_columns("submit_s=a,num_gpus=b,duration_s=c")["submit_s"] == ("a", 1.0)
+
+
+def test_a_pollux_workload_file_is_a_trace_format(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """Pollux's ``workload-N.csv`` (name, time, application, num_replicas, batch_size) is sniffed and runs with
+    each job's own application, GPUs and batch (recipe ``trace``)."""
+    from gpucluster_env.traces.registry import guess_format
+
+    f = tmp_path / "workload-x.csv"
+    f.write_text("name,time,application,num_replicas,batch_size\ncifar10-0,0,cifar10,2,256\n"
+                 "ncf-1,60,ncf,1,32768\nbert-2,90,bert,4,48\n")
+    assert guess_format(f) == "pollux-workload"
+    df, _ = load_file(f)
+    assert list(df["model"]) == ["cifar10", "ncf", "bert"] and list(df["num_gpus"]) == [2, 1, 4]
+    assert (df["iterations"] > 0).all()
+    assert main(["run", "--trace", str(f), "--cluster", "T4:2x4", "--policy", "tiresias", "--json",
+                 "--no-progress"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs_done"] == 3
+    f.write_text("name,time,application,num_replicas,batch_size\nx,0,quantumnet,2,256\n")
+    assert main(["run", "--trace", str(f), "--cluster", "T4:2x4"]) == 2
+    assert "row 2" in capsys.readouterr().err
