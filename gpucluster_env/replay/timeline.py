@@ -2,7 +2,8 @@
 which GPU (with MPS shares), the queue, the running jobs with their progress and xi, and metrics so far.
 
 :class:`Timeline` replays the event log once, keeping the running totals after every event and a full
-snapshot every :data:`CHECKPOINT_EVERY` events, so any instant is a snapshot plus a few events away.
+snapshot every :data:`CHECKPOINT_EVERY` events (at most :data:`MAX_CHECKPOINTS` snapshots: a long record
+spaces them further apart), so any instant is a snapshot plus a bounded number of events away.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from gpucluster_env.config import DEFAULT_SHARE_STEP
 from gpucluster_env.replay.record import Record
 
 CHECKPOINT_EVERY = 128
+MAX_CHECKPOINTS = 64
+"""At most this many snapshots (a long record takes one every ``events / MAX_CHECKPOINTS`` events instead), so a
+timeline's memory grows with the cluster and the jobs, not with their product; a seek replays at most that
+many events from the snapshot before it."""
 FUTURE, PENDING, RUNNING, DONE = range(4)
 
 
@@ -136,6 +141,8 @@ class Timeline:
                 self._rate_t.setdefault(j, []).append(line["t"])
                 self._rate_v.setdefault(j, []).append((rem, rate, xi, af))
         self.has_rates = bool(rec.rates)
+        self._every = max(CHECKPOINT_EVERY, -(-len(self.events) // MAX_CHECKPOINTS))
+        """Events between two snapshots."""
         self._build()
 
     def empty_state(self) -> ClusterState:
@@ -177,7 +184,7 @@ class Timeline:
                     jct += t - self.jobs[j]["submit_s"]
                     self.finish_t[j] = t
             self._totals.append(Totals(t, done, len(st.pending), len(st.running), busy, shared, jct, ba, sa, ia))
-            if (i + 1) % CHECKPOINT_EVERY == 0:
+            if (i + 1) % self._every == 0:
                 self._checkpoints.append(st.copy())
 
     def _check(self, i: int, e: dict[str, Any], st: ClusterState) -> None:
@@ -211,7 +218,7 @@ class Timeline:
     def state(self, index: int) -> ClusterState:
         """The cluster after the first ``index`` events (a fresh object the caller may keep)."""
         index = max(0, min(index, len(self.events)))
-        st = self._checkpoints[index // CHECKPOINT_EVERY].copy()
+        st = self._checkpoints[index // self._every].copy()
         for e in self.events[st.applied:index]:
             st.apply(e)
         return st

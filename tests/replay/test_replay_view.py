@@ -285,3 +285,22 @@ def test_live_view_in_a_real_terminal(records):
         _screen_until(lambda s: "EXITED rc=0" in s)
     finally:
         _tmux("kill-server")
+
+
+def test_a_long_record_keeps_few_snapshots_and_every_state_is_exact(records, monkeypatch):
+    """The snapshots are at most MAX_CHECKPOINTS (memory grows with the cluster and the jobs, not their
+    product), and the state after any prefix of events is the one applying them all gives."""
+    import gpucluster_env.replay.timeline as timeline
+    from gpucluster_env.replay.record import read_record
+
+    monkeypatch.setattr(timeline, "CHECKPOINT_EVERY", 4)
+    monkeypatch.setattr(timeline, "MAX_CHECKPOINTS", 5)
+    rec = read_record(next(iter(records.values())))
+    tl = Timeline(rec)
+    assert len(rec.events) > 5 * 4 and len(tl._checkpoints) <= 5 + 1
+    st = tl.empty_state()
+    for i, e in enumerate(rec.events):
+        got = tl.state(i)
+        assert (got.slots, got.status, got.pending, got.running, got.share) == (
+            st.slots, st.status, st.pending, st.running, st.share), i
+        st.apply(e)
