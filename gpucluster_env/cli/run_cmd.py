@@ -94,7 +94,7 @@ def scenario_from_args(args: argparse.Namespace) -> Any:
     from gpucluster_env.settings import SettingError
 
     if args.trace is None:
-        for flag in ("trace_format", "annotate", "models", "window", "jobs"):
+        for flag in ("trace_format", "columns", "annotate", "models", "window", "jobs"):
             if getattr(args, flag) is not None:
                 raise SettingError(f"--{flag.replace('_', '-')} goes with --trace FILE")
     sc = get_scenario(args.scenario)
@@ -108,13 +108,36 @@ def scenario_from_args(args: argparse.Namespace) -> Any:
         except ValueError as e:
             raise SettingError(f"--cluster: {e}") from None
     if args.trace is not None:
-        options.update(_trace_options(args))
+        fields, gpus = _trace_options(args)
+        options.update(fields)
+        out = sc.with_options(**options)
+        args.spread_note = spread_note(args.trace, gpus, out.cluster)  # said after the run (errors come first)
+        return out
     return sc.with_options(**options) if options else sc
 
 
-def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The scenario fields for ``--trace FILE``: the file read once here, so a bad file fails now with its
-    row and field, and the job count is the file's own unless ``--jobs`` says otherwise."""
+def spread_note(trace: str, gpus: Any, cluster: Any) -> str | None:
+    """How many of the trace's multi-GPU jobs ask for more GPUs than a node of the cluster holds, as a line for
+    stderr (None where none does): a trace's durations are taken as measured where the job ran (its gang
+    consolidated), and the engine runs a gang spread over nodes slower (docs/traces.md); most of them spread
+    is a warning."""
+    import numpy as np
+
+    per_node = max(n.count for n in cluster.nodes)
+    gangs = np.asarray(gpus)[np.asarray(gpus) > 1]
+    spread = int((gangs > per_node).sum())
+    if not spread:
+        return None
+    what = "warning" if spread > len(gangs) / 2 else "note"
+    return (f"gpucluster run: {what}: {spread:,} of the {len(gangs):,} multi-GPU jobs of {trace} ask for more than "
+            f"the {per_node} GPUs a node holds here: their durations are read as measured on a consolidated "
+            "placement, and spread over nodes they run slower (the communication model; docs/traces.md)")
+
+
+def _trace_options(args: argparse.Namespace) -> tuple[dict[str, Any], Any]:
+    """The scenario fields for ``--trace FILE`` (the file read once here, so a bad file fails now with its
+    row and field, and the job count is the file's own unless ``--jobs`` says otherwise), and its jobs' GPU
+    counts."""
     from pathlib import Path
 
     from gpucluster_env.scenarios import POLLUX_MODELS, own_models
@@ -142,7 +165,7 @@ def _trace_options(args: argparse.Namespace) -> dict[str, Any]:
             "trace": "file", "trace_file": str(args.trace), "trace_format": fmt,
             "trace_columns": args.columns, "num_jobs": args.jobs or usable,
             "window": args.window or "all", "annotate": annotate, "models": models, "mix": None,
-            "all_at_zero": False, "deadlines": False}
+            "all_at_zero": False, "deadlines": False}, df["num_gpus"].to_numpy()
 
 
 def _check_bounds(args: argparse.Namespace) -> None:
@@ -212,6 +235,8 @@ def run(args: argparse.Namespace) -> int:
 
         for name, why in left_out.items():
             make_console().print(f"left out: {name} ({why})", highlight=False, markup=False)
+    if getattr(args, "spread_note", None):
+        print(args.spread_note, file=sys.stderr)
     if failed:
         raise failed  # after the results: a record that cannot be written loses nothing else
     return 0

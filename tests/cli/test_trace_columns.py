@@ -95,3 +95,12 @@ def test_a_pollux_workload_file_is_a_trace_format(tmp_path: Path, capsys: pytest
     f.write_text("name,time,application,num_replicas,batch_size\nx,0,quantumnet,2,256\n")
     assert main(["run", "--trace", str(f), "--cluster", "T4:2x4"]) == 2
     assert "row 2" in capsys.readouterr().err
+
+
+def test_a_trace_run_says_when_gangs_must_spread(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    f = _csv(tmp_path)  # jobs of 1, 2, 4 and 1 GPUs
+    assert main(["run", "--trace", str(f), "--cluster", "V100:2x4", "--columns", SPEC, "--no-progress"]) == 0
+    assert "ask for more than" not in capsys.readouterr().err  # every gang fits a 4-GPU node
+    assert main(["run", "--trace", str(f), "--cluster", "V100:8x1", "--columns", SPEC, "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: 2 of the 2 multi-GPU jobs" in err and "consolidated placement" in err
