@@ -37,9 +37,11 @@ class SRSF(Policy):
         """``min_run_s``: a running job is not preempted before it has run this long since its last start."""
         self.min_run_s = float(min_run_s)
 
-    def remaining_service(self, view: ClusterView) -> np.ndarray:
-        """Each job's remaining solo run time (fastest type) times the GPUs it asks for, in GPU-seconds."""
-        return view.remaining_solo_time() * view.req_gpus
+    def remaining_service(self, view: ClusterView, jobs: list[int]) -> dict[int, float]:
+        """Each of ``jobs``' remaining solo run time (fastest type) times the GPUs it asks for, in GPU-seconds (read
+        for the jobs in the system only: the work grows with them, not with the trace)."""
+        idx = np.asarray(jobs, dtype=np.int64)
+        return dict(zip(jobs, (view.remaining_solo_time(idx) * view.req_gpus[idx]).tolist(), strict=True))
 
     def act(self, observation: Any, env: Any) -> Action:
         view = self.view(env)
@@ -48,7 +50,7 @@ class SRSF(Policy):
             return Wait()
         running = [int(j) for j in view.running_jobs()]
         pinned = [j for j in running if view.now - view.last_start(j) < self.min_run_s]
-        service = self.remaining_service(view)
+        service = self.remaining_service(view, pending + running)
         req = view.req_gpus
         cap = view.num_gpus - sum(int(req[j]) for j in pinned)
         desired = set(pinned)

@@ -118,12 +118,17 @@ class Progress:
                 # at max(t, active_from[j]) + remaining[j] / r
                 push_finish(max(tf, af) + rem / r, j, v)
 
-    def remaining_now(self) -> np.ndarray:
-        """Remaining iterations of every job at the current time (settled view, nothing mutated)."""
+    def remaining_now(self, jobs: np.ndarray | None = None) -> np.ndarray:
+        """Remaining iterations of every job (or of ``jobs`` only, the same values) at the current time (settled
+        view, nothing mutated)."""
         s = self.state
-        start = np.maximum(s.last_t, s.active_from)
+        if jobs is None:
+            start = np.maximum(s.last_t, s.active_from)
+            elapsed = np.maximum(0.0, s.now - start)
+            return np.maximum(0.0, s.remaining - s.rate * elapsed)
+        start = np.maximum(s.last_t[jobs], s.active_from[jobs])
         elapsed = np.maximum(0.0, s.now - start)
-        return np.maximum(0.0, s.remaining - s.rate * elapsed)
+        return np.maximum(0.0, s.remaining[jobs] - s.rate[jobs] * elapsed)
 
     # ------------------------------------------------------------------ per-copy progress
     def track(self, j: int, n: int | None = None) -> CopyProgress:

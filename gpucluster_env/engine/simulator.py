@@ -329,9 +329,9 @@ class ClusterEngine:
         """:meth:`Clock.advance <gpucluster_env.engine.clock.Clock.advance>`: run to the next decision point."""
         return self.clock.advance(until)
 
-    def remaining_now(self) -> np.ndarray:
+    def remaining_now(self, jobs: np.ndarray | None = None) -> np.ndarray:
         """:meth:`Progress.remaining_now <gpucluster_env.engine.job_progress.Progress.remaining_now>`."""
-        return self.progress.remaining_now()
+        return self.progress.remaining_now(jobs)
 
     def copy_states(self, j: int) -> list[dict[str, Any]]:
         """:meth:`Progress.copy_states <gpucluster_env.engine.job_progress.Progress.copy_states>`."""

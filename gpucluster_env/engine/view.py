@@ -197,15 +197,19 @@ class ClusterView:
         """:meth:`remaining` of each of ``jobs`` (a fresh array)."""
         return self._st.remaining[np.asarray(jobs, dtype=np.int64)]
 
-    def remaining_now(self) -> np.ndarray:
-        """Every job's iterations left at the current time."""
-        return self._eng.remaining_now()
+    def remaining_now(self, jobs: np.ndarray | None = None) -> np.ndarray:
+        """Every job's iterations left at the current time (``jobs``: those jobs' only, in their order)."""
+        return self._eng.remaining_now(None if jobs is None else np.asarray(jobs, dtype=np.int64))
 
-    def remaining_solo_time(self) -> np.ndarray:
+    def remaining_solo_time(self, jobs: np.ndarray | list[int] | None = None) -> np.ndarray:
         """Every job's run time still to do alone on its fastest type (s): its solo time times the share of its
         iterations left now: the oracle remaining duration SRSF's service, the search expert's candidate list and
-        ``rl-advantage``'s features read."""
-        return self.solo_time * (self.remaining_now() / np.maximum(self.iterations, 1))
+        ``rl-advantage``'s features read. ``jobs``: those jobs' only (the same values; the work grows with them,
+        not with the trace)."""
+        if jobs is None:
+            return self.solo_time * (self.remaining_now() / np.maximum(self.iterations, 1))
+        idx = np.asarray(jobs, dtype=np.int64)
+        return self.solo_time[idx] * (self.remaining_now(idx) / np.maximum(self.iterations[idx], 1))
 
     # ------------------------------------------------------------------ GPUs
     def tenants(self, gpus: np.ndarray | list[int]) -> np.ndarray:
