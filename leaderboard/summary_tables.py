@@ -94,11 +94,34 @@ def _notes(summary: Summary) -> list[str]:
         notes.append(f"Every cell: {summary.common_options}.")
     if any(r.truncated for t in summary.scenarios for r in t.rows):
         notes.append(TRUNCATED_NOTE + ".")
+    kinds = kinds_note(sorted({r.policy for t in summary.scenarios for r in t.rows}))
+    if kinds:
+        notes.append(kinds)
     notes += summary.notes
     if summary.versions:
         notes.append("Made with " + ", ".join(f"{pkg} {' / '.join(v)}" for pkg, v in summary.versions.items()
                                               if v != ["none"]) + ".")
     return notes
+
+
+def kinds_note(labels: list[str]) -> str | None:
+    """What each policy of a table is, where it is not a heuristic (``rl-scratch``: RL from scratch; ``lookahead``:
+    search; ``rl:DIR``: a trained model), so a table never shows search or imitation as RL; None where every
+    policy shown is a heuristic."""
+    from gpucluster_env.policy import POLICY_KINDS, registered_policies
+
+    known = registered_policies()
+    parts = []
+    for label in labels:
+        name = label.split(" (", 1)[0]  # a label is the name, then its options in parentheses
+        kind = ("trained model (rl:DIR: RL, or imitation + RL, as its meta.json says)" if name.startswith("rl:")
+                else getattr(known.get(name), "kind", None))
+        if kind is not None and kind != "heuristic":
+            parts.append(f"{label}: {kind}")
+    if not parts:
+        return None
+    return ("Kinds (" + "; ".join(parts) + "); every other policy is a heuristic. " +
+            " ".join(f"{k}: {v}." for k, v in POLICY_KINDS.items() if any(p.endswith(": " + k) for p in parts)))
 
 
 def _overall_note(summary: Summary) -> str:

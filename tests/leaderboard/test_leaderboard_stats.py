@@ -109,3 +109,12 @@ def test_plots_put_ours_beside_the_papers_numbers(tmp_path) -> None:
     files = write_plots(recs, tmp_path / "png")
     assert sorted(f.name for f in files) == ["bars-avg_jct_s.png", "cdf-castor-philly.png", "paper-castor-philly.png"]
     assert all(f.stat().st_size > 10_000 for f in files)
+
+
+def test_tables_say_what_each_non_heuristic_policy_is() -> None:
+    from gpucluster_env.leaderboard.summary_tables import kinds_note
+
+    note = kinds_note(["sjf", "rl-scratch", "lookahead (horizon_s=1800.0)", "rl-advantage", "rl:runs/mine"])
+    assert "rl-scratch: RL from scratch" in note and "lookahead (horizon_s=1800.0): search" in note
+    assert "rl-advantage: learned from rollouts" in note and "rl:runs/mine: trained model" in note
+    assert "sjf" not in note.split(")")[0] and kinds_note(["fifo", "sjf", "castor"]) is None
