@@ -122,13 +122,10 @@ class Progress:
         """Remaining iterations of every job (or of ``jobs`` only, the same values) at the current time (settled
         view, nothing mutated)."""
         s = self.state
-        if jobs is None:
-            start = np.maximum(s.last_t, s.active_from)
-            elapsed = np.maximum(0.0, s.now - start)
-            return np.maximum(0.0, s.remaining - s.rate * elapsed)
-        start = np.maximum(s.last_t[jobs], s.active_from[jobs])
+        at = slice(None) if jobs is None else jobs
+        start = np.maximum(s.last_t[at], s.active_from[at])
         elapsed = np.maximum(0.0, s.now - start)
-        return np.maximum(0.0, s.remaining[jobs] - s.rate[jobs] * elapsed)
+        return np.maximum(0.0, s.remaining[at] - s.rate[at] * elapsed)
 
     # ------------------------------------------------------------------ per-copy progress
     def track(self, j: int, n: int | None = None) -> CopyProgress:

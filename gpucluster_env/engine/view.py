@@ -206,10 +206,9 @@ class ClusterView:
         iterations left now: the oracle remaining duration SRSF's service, the search expert's candidate list and
         ``rl-advantage``'s features read. ``jobs``: those jobs' only (the same values; the work grows with them,
         not with the trace)."""
-        if jobs is None:
-            return self.solo_time * (self.remaining_now() / np.maximum(self.iterations, 1))
-        idx = np.asarray(jobs, dtype=np.int64)
-        return self.solo_time[idx] * (self.remaining_now(idx) / np.maximum(self.iterations[idx], 1))
+        idx = None if jobs is None else np.asarray(jobs, dtype=np.int64)
+        at = slice(None) if idx is None else idx
+        return self.solo_time[at] * (self.remaining_now(idx) / np.maximum(self.iterations[at], 1))
 
     # ------------------------------------------------------------------ GPUs
     def tenants(self, gpus: np.ndarray | list[int]) -> np.ndarray:
