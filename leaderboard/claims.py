@@ -1,11 +1,12 @@
 """The papers' headline comparative claims (``leaderboard/claims.toml``) checked against leaderboard records.
 
 A claim says a policy beats a baseline on a metric in a setting (a scenario with options), with the published
-size: both values, a relative improvement, a ratio, or only the direction. It is checked on the records of
+size: both values, a relative improvement, a ratio, or only the direction; or that the two do not differ
+(``no_difference``, within a tolerance the claims file states). It is checked on the records of
 that setting: per seed (seeds of one trace pair up) the improvement of the policy over the baseline
 (:func:`~gpucluster_env.leaderboard.stats.improvement`: ``1 - policy/baseline`` for a lower-is-better metric),
 its mean over seeds with a paired 95% bootstrap interval, how many seeds agree in direction, and a verdict
-(:mod:`.claim_check`).
+that the interval settles or leaves unsettled (:mod:`.claim_check`).
 
 The same file holds the published tables (castor Tables 5-6, sjf-bsbf Tables III-IV) that the claims and
 :mod:`.papers` read, so every published number is written once.
@@ -26,7 +27,7 @@ from gpucluster_env.leaderboard.cell_options import canonical, options_label
 
 from gpucluster_env.input_files import parse_toml, read_text
 
-PUBLISHED_KINDS = ("table", "values", "improvement", "ratio", "direction")
+PUBLISHED_KINDS = ("table", "values", "improvement", "ratio", "direction", "no_difference")
 _TOP_KEYS = {"settings", "table", "claim"}
 _SETTING_KEYS = {"scenario", "scenario_options", "env_options"}
 _TABLE_KEYS = {"id", "paper", "where", "setting", "unit", "columns", "rows"}
@@ -84,7 +85,7 @@ class Claim:
     @property
     def improvement(self) -> float | None:
         """The published improvement (as :func:`.stats.improvement` defines it); None where only the
-        direction is published."""
+        direction is published, or no difference."""
         lower = stats.lower_is_better(self.metric)
         if self.values is not None:
             return stats.improvement(np.array([self.values[0]]), np.array([self.values[1]]), lower)
@@ -94,6 +95,13 @@ class Claim:
             r = float(self.published["ratio"])
             return stats.improvement(np.array([1.0 if lower else r]), np.array([r if lower else 1.0]), lower)
         return None
+
+    @property
+    def null_band(self) -> float | None:
+        """The tolerance of a claim of no difference (``published = { no_difference = T }``: our improvement
+        within ±T of zero); None for every other claim."""
+        v = self.published.get("no_difference")
+        return None if v is None else float(v)
 
     def label(self, which: str) -> str:
         """The label of ``policy`` or ``baseline`` as the leaderboard's tables show it."""
@@ -109,6 +117,8 @@ class Claim:
             return f"{self.published['ratio']:g}x"
         if "improvement" in self.published:
             return f"{100 * self.published['improvement']:g}%"
+        if self.null_band is not None:
+            return f"no difference (improvement within ±{100 * self.null_band:g}%)"
         return "better"
 
 
@@ -281,9 +291,12 @@ def _check_published(claim: Claim, where: str) -> None:
     if "direction" in pub and pub["direction"] != "better":
         raise ValueError(f"{where}: field 'published.direction' must be \"better\" (name the better policy as "
                          f"'policy'), got {pub['direction']!r}")
-    for k in ("improvement", "ratio"):
+    for k in ("improvement", "ratio", "no_difference"):
         if k in pub and (isinstance(pub[k], bool) or not isinstance(pub[k], int | float)):
             raise ValueError(f"{where}: field 'published.{k}' must be a number, got {pub[k]!r}")
+    if "no_difference" in pub and not 0 < pub["no_difference"] < 1:
+        raise ValueError(f"{where}: field 'published.no_difference' must be a tolerance between 0 and 1 (0.05: "
+                         f"within ±5% of no difference), got {pub['no_difference']!r}")
     imp = claim.improvement
     if imp is not None and not (math.isfinite(imp) and imp > 0):
         raise ValueError(f"{where}: field 'published': says the policy is not better than the baseline "

@@ -19,7 +19,17 @@ import numpy as np
 from gpucluster_env.leaderboard import stats
 from gpucluster_env.leaderboard.board import load_board
 from gpucluster_env.leaderboard.cell_options import canonical, options_label
-from gpucluster_env.leaderboard.claim_check import Result, cell_key, check_claims, counts, needed_cells, pct
+from gpucluster_env.leaderboard.claim_check import (
+    Result,
+    cell_key,
+    check_claims,
+    counts,
+    needed_cells,
+    pct,
+    published_pct,
+    settled_count,
+    traces_text,
+)
 from gpucluster_env.leaderboard.claims import Claim, Claims, load_claims
 from gpucluster_env.leaderboard.execute import load_current
 
@@ -45,10 +55,11 @@ def _setting_label(s: Any) -> str:
 def _row(r: Result) -> str:
     c = r.claim
     cells = r.cells()
-    pub = f"{pct(c.improvement)} ({c.published_text()})" if c.improvement is not None else "better"
+    pub = f"{pct(c.improvement)} ({c.published_text()})" if c.improvement is not None else published_pct(c)
     ours = pct(r.measured) if r.verdict != "not measurable" else "–"
-    return (f"| {c.id} | {c.paper} {c.where} | {_setting_text(c)} | {c.metric} | {c.label('policy')} vs "
-            f"{c.label('baseline')} | {pub} | {ours} | {cells[3]} | {cells[4]} | **{r.verdict}** |")
+    verdict = f"**{r.verdict}**" + r.verdict_text().removeprefix(r.verdict)
+    return (f"| {c.id} | {c.paper} {c.where} | {_setting_text(c)} | {traces_text(r.traces)} | {c.metric} | "
+            f"{c.label('policy')} vs {c.label('baseline')} | {pub} | {ours} | {cells[3]} | {cells[4]} | {verdict} |")
 
 
 DIAGNOSTICS = (("avg_jct_s", "avg JCT (h)"), ("avg_queue_s", "queueing (h)"), ("makespan_s", "makespan (h)"),
@@ -176,6 +187,58 @@ def _by_seed(records: list[dict[str, Any]], key: Any, metric: str) -> dict[tuple
     return out
 
 
+INTRO = (
+    "Every headline comparative claim of the four papers (Castor Tables 4-6 and §9.4-9.5, SJF-BSBF Tables III-IV "
+    "and Fig. 6, Gimbal Figs. 8, 9, 12 and §7.2-7.4, Hadar Fig. 4 and HadarE Figs. 8-10), as "
+    "`leaderboard/claims.toml` states it, beside ours; `where` names every way our setting departs from the "
+    "paper's. Improvement = 1 - policy/baseline for a metric where lower is better (times), policy/baseline - 1 "
+    "where higher is (deadlines met, utilization); a paper's \"1.28x\" is 1 - 1/1.28 = +21.9%. Ours: the mean "
+    "over seeds of the settings' improvement, its paired 95% bootstrap interval (whole percents; – where a "
+    "resample's baseline mean is 0, e.g. seeds on which nobody queues), and the seeds where the policy beats the "
+    "baseline. The verdict is the interval's: **holds** where it lies wholly within ±50% of the published size "
+    "(above zero, for a claim of direction only), **direction only** where it lies wholly above zero but outside "
+    "that band (too small or too large), **fails** where it lies wholly at or below zero, **unsettled** where it "
+    "spans two or more of these regions (named: more seeds may settle it; also where the interval is not "
+    "finite). A claim of no difference holds where the interval lies within its stated tolerance of zero and "
+    "fails where it lies wholly outside (worse or better). **Deterministic**: every seed ran the same episode "
+    "(the HadarE mixes are a fixed batch), so the seeds are one run, with no interval, judged on its one value. "
+    "**Not measurable**: why below. The trace column names the jobs each setting ran on: a real trace, a "
+    "synthetic stand-in fitted to one, or a batch the package generates.\n")
+REPRODUCE = (
+    "Reproduce: `gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims` (the same table "
+    "in the terminal: `gpucluster leaderboard claims leaderboard-results/claims`), the interference diagnostic "
+    "`gpucluster leaderboard run docs/_scripts/claims_xi1.toml --out leaderboard-results/claims-xi1`, then "
+    "`.venv/bin/python docs/_scripts/render_claims.py leaderboard-results/claims --no-interference "
+    "leaderboard-results/claims-xi1`.\n")
+
+
+def _count_line(results: list[Result]) -> str:
+    """The verdicts' tally, how many measurable claims are settled, and the synthetic traces among the runs."""
+    settled, measurable = settled_count(results)
+    synthetic = sorted({t for r in results for t in r.traces if t.startswith("synthetic")})
+    return ("**Count:** " + ", ".join(f"{n} {v}" for v, n in counts(results).items())
+            + f"; **{settled} of {measurable} measurable claims settled.**"
+            + (f" Synthetic traces ran for some claims ({', '.join(synthetic)}): their verdicts test the stand-in, "
+               "not the real trace." if synthetic else "") + "\n")
+
+
+def _failing(results: list[Result], claims: Claims, records: list[dict[str, Any]],
+             diag: list[dict[str, Any]]) -> list[str]:
+    """The section on failing claims: each one's evidence, both policies' means and its cause paragraph."""
+    a = ["", "## Failing claims\n"]
+    failing = [r for r in results if r.verdict == "fails"]
+    if not failing:
+        a.append("None on these records.")
+    for r in failing:
+        c = r.claim
+        evidence = (f"one deterministic run (the same on all {r.n} seeds)" if r.deterministic else
+                    f"[{pct(r.ci[0])}, {pct(r.ci[1])}], {r.agree} of {r.n} seeds in the published direction")
+        a += [f"### `{c.id}`: {c.label('policy')} vs {c.label('baseline')}, {c.metric} ({c.paper} {c.where})\n",
+              f"Ours {pct(r.measured)}, {evidence} (trace: {traces_text(r.traces)}); means over those seeds:\n",
+              *_diagnostics(c, claims, records), "", _no_interference(c, claims, records, diag), ""]
+    return a
+
+
 def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = None) -> str:
     """The page for the records of ``dirs`` (``diag_dirs``: the interference diagnostic's records)."""
     claims = load_claims()
@@ -189,45 +252,21 @@ def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = No
     done = sum(c.key in have for c in board.cells)
     seeds = sorted({r["cell"]["seed"] for r in records})
     partial = done < len(board.cells)
-    tally = counts(results)
     a = ["# The papers' headline claims, checked\n",
-         "<!-- written by docs/_scripts/render_claims.py; do not edit by hand -->\n",
-         "Every headline comparative claim of the four papers (Castor Tables 4-6 and §9.4-9.5, SJF-BSBF Tables "
-         "III-IV and Fig. 6, Gimbal Figs. 8, 9, 12 and §7.2-7.4, Hadar Fig. 4 and HadarE Figs. 8-10), as "
-         "`leaderboard/claims.toml` states it, beside ours. Improvement = 1 - policy/baseline for a metric where "
-         "lower is better (times), policy/baseline - 1 where higher is (deadlines met, utilization); a paper's "
-         "\"1.28x\" is 1 - 1/1.28 = +21.9%. Ours: the mean over seeds of the settings' improvement, its paired 95% "
-         "bootstrap interval (whole percents; – where a resample's baseline mean is 0, e.g. seeds on which "
-         "nobody queues), and the seeds where the policy beats the baseline. Verdict: **holds** (our mean in "
-         "the published direction and within ±50% of its size), **direction only**, **fails** (the other way), "
-         "**not measurable** (why below).\n",
-         "Reproduce: `gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims` (the same "
-         "table in the terminal: `gpucluster leaderboard claims leaderboard-results/claims`), the interference "
-         "diagnostic `gpucluster leaderboard run docs/_scripts/claims_xi1.toml --out "
-         "leaderboard-results/claims-xi1`, then `.venv/bin/python docs/_scripts/render_claims.py "
-         "leaderboard-results/claims --no-interference leaderboard-results/claims-xi1`.\n",
+         "<!-- written by docs/_scripts/render_claims.py; do not edit by hand -->\n", INTRO, REPRODUCE,
          f"**These numbers:** {len(records)} records, seeds {_span(seeds)}, {done} of the {len(board.cells)} cells "
          f"of the `claims` board (held-out seeds {_span([c.seed for c in board.cells])})"
          + (". **Partial run**: claims whose cells are missing show as not measurable, and verdicts on few seeds "
             "are tentative." if partial else ".") + (f" {run_note}" if run_note else "") + "\n",
-         "**Count:** " + ", ".join(f"{n} {v}" for v, n in tally.items()) + ".\n",
-         "| claim | paper, where | setting | metric | policy vs baseline | published | ours | 95% CI | seeds "
-         "agree | verdict |", "|" + "---|" * 10]
+         _count_line(results),
+         "| claim | paper, where | setting | trace | metric | policy vs baseline | published | ours | 95% CI | "
+         "seeds agree | verdict |", "|" + "---|" * 11]
     a += [_row(r) for r in results]
     a += ["", "Settings (`[settings]` of `leaderboard/claims.toml`): "
           + "; ".join(f"`{n}` = {_setting_label(st)}" for n, st in claims.settings.items()) + "."]
     a += ["", "## Not measurable\n"]
     a += [f"- `{r.claim.id}`: {r.why}." for r in results if r.verdict == "not measurable"] or ["None."]
-    a += ["", "## Failing claims\n"]
-    failing = [r for r in results if r.verdict == "fails"]
-    if not failing:
-        a.append("None on these records.")
-    for r in failing:
-        c = r.claim
-        a += [f"### `{c.id}`: {c.label('policy')} vs {c.label('baseline')}, {c.metric} ({c.paper} {c.where})\n",
-              f"Ours {pct(r.measured)} [{pct(r.ci[0])}, {pct(r.ci[1])}], {r.agree} of {r.n} seeds in the "
-              f"published direction; means over those seeds:\n", *_diagnostics(c, claims, records), "",
-              _no_interference(c, claims, records, diag), ""]
+    a += _failing(results, claims, records, diag)
     return "\n".join(a).rstrip() + "\n"
 
 

@@ -12,9 +12,12 @@ def register_claims(lsub: argparse._SubParsersAction) -> None:
     c = lsub.add_parser("claims", help="the papers' headline claims checked against results folders",
                         description="Every headline comparative claim of the papers (leaderboard/claims.toml) "
                                     "against the records of the folders: our mean improvement over seeds, its "
-                                    "paired 95% interval, how many seeds agree in direction, and a verdict (holds: "
-                                    "direction and size within ±50% of the published; direction only; fails; not "
-                                    "measurable). Run the cells with `gpucluster leaderboard run claims`.")
+                                    "paired 95% interval, how many seeds agree in direction, and a verdict the "
+                                    "interval settles (holds: direction and size within ±50% of the published; "
+                                    "direction only; fails) or leaves unsettled, naming the regions it spans; not "
+                                    "measurable. A fixed batch that runs the same on every seed is one "
+                                    "deterministic run, judged on its value. Run the cells with `gpucluster "
+                                    "leaderboard run claims`.")
     c.add_argument("dir", nargs="+", help="results folder(s) written by `leaderboard run` (read together)")
     c.add_argument("--claims", help="a claims file (default: the shipped leaderboard/claims.toml)")
     c.add_argument("--paper", help="only the claims of these papers, comma-separated (castor, sjf-bsbf, gimbal, "
@@ -46,13 +49,15 @@ def check(dirs: list[str], claims_file: str | None = None, papers: list[str] | N
 
 def claims(args: argparse.Namespace) -> int:
     from gpucluster_env.cli.option_args import split_names
-    from gpucluster_env.leaderboard.claim_check import counts
+    from gpucluster_env.leaderboard.claim_check import counts, settled_count
 
     results = check(args.dir, args.claims, split_names(args.paper, "paper"))
     if args.json:
         from gpucluster_env.cli.jsonout import dumps
 
-        print(dumps({"dirs": args.dir, "counts": counts(results), "claims": [r.as_dict() for r in results]}))
+        settled, measurable = settled_count(results)
+        print(dumps({"dirs": args.dir, "counts": counts(results), "settled": settled, "measurable": measurable,
+                     "claims": [r.as_dict() for r in results]}))
         return 0
     from gpucluster_env.text_tables import Col, make_console, print_indented, print_table
 
@@ -60,14 +65,20 @@ def claims(args: argparse.Namespace) -> int:
     cols = [Col("claim", "left", key=True), Col("paper %"), Col("ours %"), Col("95% CI", glue=True),
             Col("seeds agree"), Col("verdict", "left", text=True)]
     tally = ", ".join(f"{n} {v}" for v, n in counts(results).items())
+    settled, measurable = settled_count(results)
     print_table(console, "Headline claims: improvement of policy over baseline (%)", cols,
-                [r.cells() for r in results], caption=f"{len(results)} claims: {tally}. Improvement: 1 - policy/"
-                "baseline where lower is better, policy/baseline - 1 where higher is; verdict: holds (direction and "
-                "size within ±50% of the paper's), direction only, fails, not measurable. `--json` names each "
-                "claim's setting, policies and the paper's own figure.")
-    why = [f"{r.claim.id}: {r.why}" for r in results if r.why]
-    if why:
-        console.print("Not measurable:", highlight=False)
-        for line in why:
-            print_indented(console, line)
+                [r.cells() for r in results], caption=f"{len(results)} claims: {tally}; {settled} of {measurable} "
+                "measurable claims settled. Improvement: 1 - policy/baseline where lower is better, policy/baseline "
+                "- 1 where higher is. Verdict by the 95% interval: holds (wholly within ±50% of the paper's size), "
+                "direction only (wholly above zero, too small or too large), fails (wholly at or below zero), "
+                "unsettled (spans those regions, named); a claim of no difference (paper % 0 ±T) holds within ±T "
+                "of zero; deterministic: a fixed batch, the same run on every seed, judged on its one value. "
+                "`--json` names each claim's setting, policies, traces and the paper's own figure.")
+    for title, rows in (("Not measurable:", [r for r in results if r.verdict == "not measurable"]),
+                        ("Unsettled with no interval:", [r for r in results if r.verdict != "not measurable"])):
+        why = [f"{r.claim.id}: {r.why}" for r in rows if r.why]
+        if why:
+            console.print(title, highlight=False)
+            for line in why:
+                print_indented(console, line)
     return 0
