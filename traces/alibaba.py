@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from gpucluster_env.traces.files import numbers, read_csv
+from gpucluster_env.traces.files import numbers, read_csv, run_times
 from gpucluster_env.traces.tables import MAX_JOB_GPUS, LoadReport, RowChecker, TraceFormatError, finish
 
 from gpucluster_env.input_files import read_text
@@ -195,6 +195,53 @@ def load_openb_pods(
             "gpu_milli": gm[keep].to_numpy().astype(np.int64),
             "gpu_spec": pd.Series(col["gpu_spec"]).fillna("").astype(str).to_numpy(),
             "qos": col["qos"],
+        }
+    )
+    return finish(out, path), report
+
+
+PAI_JOBS_REQUIRED = ("job_id", "job_name", "user", "submit_time", "duration", "num_gpu", "gpu_types")
+"""The columns the PAI 2020 per-job subsets (``pai_gpu_jobs_*.csv``, the job and task tables already joined)
+are read by."""
+
+
+def load_pai_jobs(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.DataFrame, LoadReport]:
+    """Load a PAI 2020 per-job subset (``pai_gpu_jobs_sample_6000.csv``: a contiguous window of the official
+    simulator sample; ``pai_gpu_jobs_completed_1000.csv``: job and task tables joined) into the normalized table.
+
+    ``submit_s`` = ``submit_time``, ``duration_s`` = ``duration`` (the real run time, seconds), ``num_gpus`` =
+    ``num_gpu`` rounded up (the engine places whole GPUs), ``job_id`` the row's key (``job_name`` is PAI's
+    job-group name, repeated in the sample, kept as a column); the request as given is kept as ``gpu_request``
+    (fractional for a job that shares a GPU) and the GPU model it ran on as ``gpu_type``. Jobs asking for no
+    GPU are dropped and counted."""
+    report = LoadReport(str(path))
+    df = read_csv(path, PAI_JOBS_REQUIRED, report=report, skip_bad_rows=skip_bad_rows)
+    report.rows_read = len(df) + report.skipped_count
+    chk = RowChecker.for_table(path, df, report, skip_bad_rows)
+    chk.ident(df["job_id"], "job_id")
+    chk.unique(df["job_id"], "job_id")  # one row a job; a job_name (PAI's group key) may repeat in the sample
+    st, bad = numbers(df, "submit_time")
+    chk.time(st, df["submit_time"], bad, "submit_time", required=True)
+    dur = run_times(chk, df, "duration")
+    g, bad = numbers(df, "num_gpu")
+    gv = g.to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(gv) & (gv >= 0) & (gv <= MAX_JOB_GPUS)
+    chk.check(bad.to_numpy() | ~ok, "num_gpu", f"not a number of GPUs from 0 to {MAX_JOB_GPUS:,}", df["num_gpu"])
+    chk.drop_cpu_only(~(gv > 0))
+    keep = chk.keep
+    if not keep.any():
+        raise TraceFormatError(f"{path}: no GPU job left ({report.summary()})")
+    out = pd.DataFrame(
+        {
+            "job_id": df["job_id"][keep].to_numpy(),
+            "submit_s": st[keep].to_numpy(float),
+            "num_gpus": np.ceil(gv[keep] - 1e-9).astype(np.int64),
+            "duration_s": dur[keep].to_numpy(float),
+            "user": df["user"][keep].to_numpy(),
+            "job_name": df["job_name"][keep].to_numpy(),
+            "gpu_request": gv[keep],
+            "gpu_type": df["gpu_types"][keep].fillna("").astype(str).to_numpy(),
         }
     )
     return finish(out, path), report

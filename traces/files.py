@@ -8,8 +8,9 @@ import csv
 import io
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from gpucluster_env.traces.tables import LoadReport, TraceFormatError
+from gpucluster_env.traces.tables import MAX_TIME_S, LoadReport, RowChecker, TraceFormatError
 
 from gpucluster_env.input_files import InputFileError, read_text
 
@@ -130,6 +131,38 @@ def numbers(df: pd.DataFrame, col: str) -> tuple[pd.Series, pd.Series]:
     raw = df[col]
     num = pd.to_numeric(raw, errors="coerce")
     return num, num.isna() & raw.notna()
+
+
+def time_offsets(chk: RowChecker, df: pd.DataFrame, col: str, unit: str, origin: str, per_second: float = 1.0
+                 ) -> pd.Series:
+    """Column ``col`` as times in seconds after the trace's ``origin``, the column counting ``unit`` (``per_second``
+    of them a second), each row checked by ``chk``: a number from 0 to :data:`~.tables.MAX_TIME_S` seconds."""
+    num, bad = numbers(df, col)
+    sub = num / per_second
+    v = sub.to_numpy(float)
+    with np.errstate(invalid="ignore"):
+        out_of_range = ~np.isfinite(v) | (v < 0) | (v > MAX_TIME_S)
+    chk.check(bad.to_numpy() | out_of_range, col,
+              f"not a time in {unit} from {origin} (0 to {MAX_TIME_S * per_second:g})", df[col])
+    return sub
+
+
+def run_times(chk: RowChecker, df: pd.DataFrame, col: str) -> pd.Series:
+    """Column ``col`` as required run times in seconds, each row checked by ``chk`` (a number, not negative, not
+    beyond a year)."""
+    dur, bad = numbers(df, col)
+    chk.check(bad.to_numpy() | dur.isna().to_numpy(), col, "not a number", df[col])
+    chk.duration(dur, df[col], col)
+    return dur
+
+
+def gpu_counts(chk: RowChecker, df: pd.DataFrame, col: str) -> pd.Series:
+    """Column ``col`` as whole GPU counts, each row checked by ``chk``; rows asking for none are dropped and
+    counted as CPU-only."""
+    gpus, bad = numbers(df, col)
+    chk.count(gpus, df[col], bad, col)
+    chk.drop_cpu_only((gpus == 0).to_numpy())
+    return gpus
 
 
 def timestamps(df: pd.DataFrame, col: str, fmt: str = "%Y-%m-%d %H:%M:%S") -> tuple[pd.Series, pd.Series]:

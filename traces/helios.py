@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from gpucluster_env.traces.files import numbers, read_csv, timestamps
+from gpucluster_env.traces.files import numbers, read_csv, run_times, timestamps
 from gpucluster_env.traces.tables import LoadReport, RowChecker, TraceFormatError, finish
 
 HELIOS_COLUMNS = (
@@ -49,9 +49,7 @@ def load_helios(
         f"not a timestamp {TIME_FORMAT!r}",
         df["submit_time"],
     )
-    dur, bad = numbers(df, "duration")
-    chk.check(bad.to_numpy() | dur.isna().to_numpy(), "duration", "not a number", df["duration"])
-    chk.duration(dur, df["duration"], "duration")
+    dur = run_times(chk, df, "duration")
     gpus, bad = numbers(df, "gpu_num")
     chk.count(gpus, df["gpu_num"], bad, "gpu_num")
     keep = chk.keep.copy()

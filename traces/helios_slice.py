@@ -14,10 +14,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
-from gpucluster_env.traces.files import numbers, read_csv
-from gpucluster_env.traces.tables import MAX_TIME_S, LoadReport, RowChecker, TraceFormatError, finish
+from gpucluster_env.traces.files import gpu_counts, read_csv, run_times, time_offsets
+from gpucluster_env.traces.tables import LoadReport, RowChecker, TraceFormatError, finish
 
 SLICE_COLUMNS = ("job_id", "user", "tenant", "submit_time", "num_chips", "duration_s", "final_status")
 """The columns the loader reads (the file has four more that carry nothing, see the module docstring)."""
@@ -35,20 +34,9 @@ def load_helios_slice(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd
     report.rows_read = len(df) + report.skipped_count
     chk = RowChecker.for_table(path, df, report, skip_bad_rows)
     chk.ident(df["job_id"], "job_id")
-    sub_us, bad = numbers(df, "submit_time")
-    sub = sub_us / MICROSECONDS
-    v = sub.to_numpy(float)
-    with np.errstate(invalid="ignore"):
-        out_of_range = ~np.isfinite(v) | (v < 0) | (v > MAX_TIME_S)
-    chk.check(bad.to_numpy() | out_of_range, "submit_time",
-              f"not a time in microseconds from the window start (0 to {MAX_TIME_S * MICROSECONDS:g})",
-              df["submit_time"])
-    dur, bad = numbers(df, "duration_s")
-    chk.check(bad.to_numpy() | dur.isna().to_numpy(), "duration_s", "not a number", df["duration_s"])
-    chk.duration(dur, df["duration_s"], "duration_s")
-    gpus, bad = numbers(df, "num_chips")
-    chk.count(gpus, df["num_chips"], bad, "num_chips")
-    chk.drop_cpu_only((gpus == 0).to_numpy())
+    sub = time_offsets(chk, df, "submit_time", "microseconds", "the window start", MICROSECONDS)
+    dur = run_times(chk, df, "duration_s")
+    gpus = gpu_counts(chk, df, "num_chips")
     keep = chk.keep
     if not keep.any():
         raise TraceFormatError(f"{path}: no GPU job left ({report.summary()})")

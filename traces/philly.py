@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from gpucluster_env.traces.files import numbers, open_text, read_csv, timestamps
+from gpucluster_env.traces.files import gpu_counts, open_text, read_csv, run_times, timestamps
 from gpucluster_env.traces.tables import LoadReport, RowChecker, TraceFormatError, finish, row_error
 
 PHILLY_CSV_COLUMNS = ("timestamp", "duration", "num_gpus", "cluster")
@@ -38,12 +38,8 @@ def load_philly_csv(path: str | Path, skip_bad_rows: bool = False) -> tuple[pd.D
         f"not a timestamp {TIME_FORMAT!r}",
         df["timestamp"],
     )
-    dur, bad_dur = numbers(df, "duration")
-    chk.check(bad_dur.to_numpy() | dur.isna().to_numpy(), "duration", "not a number", df["duration"])
-    chk.duration(dur, df["duration"], "duration")
-    gpus, bad_g = numbers(df, "num_gpus")
-    chk.count(gpus, df["num_gpus"], bad_g, "num_gpus")
-    chk.drop_cpu_only((gpus == 0).to_numpy())
+    dur = run_times(chk, df, "duration")
+    gpus = gpu_counts(chk, df, "num_gpus")
     keep = chk.keep
     ids = np.char.add("philly-", np.asarray(chk.rows).astype(str))
     out = pd.DataFrame(

@@ -1,5 +1,6 @@
-"""The traces the project knows by name: where their files live (``$GPUCLUSTER_DATA``, the user cache, or
-``../shared/data`` beside a source checkout), where they come from upstream, and how to load them.
+"""The traces the project knows by name (declared in :mod:`.known_traces`): where their files live
+(``$GPUCLUSTER_DATA``, the user cache, ``../shared/data`` beside a source checkout, or the package's own copy),
+and how to load them.
 
 Every data root is laid out like ``../shared/data``: ``traces/philly/philly_jobs.csv``,
 ``traces/venus/cluster_log.csv``, ``traces/alibaba/pai_v2020/pai_job_table.csv``,
@@ -10,167 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
+from gpucluster_env.traces.known_traces import TRACES, TraceSpec
+from gpucluster_env.traces.known_traces import RemoteFile as RemoteFile  # re-exported: fetch and tests use it
 from gpucluster_env.traces.tables import LoadReport
 from gpucluster_env.traces.trace_options import TRACE_FILE_FORMATS
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    """One file of a trace: its path under a data root, its public URL, and its sha256 when pinned (None: the
-    upstream file could not be checked from here; ``fetch`` then prints the hash it got)."""
-
-    relpath: str
-    url: str
-    sha256: str | None = None
-    unpack: str | None = None  # member to extract when the URL is a .tar.gz archive
-
-
-@dataclass(frozen=True)
-class TraceSpec:
-    """A named trace: its files, its loader, the synthetic generator standing in for it, and its citation."""
-
-    name: str
-    description: str
-    files: tuple[RemoteFile, ...]
-    loader: str
-    synthetic: str
-    citation: str
-    license: str
-
-    @property
-    def primary(self) -> str:
-        return self.files[0].relpath
-
-
-_PHILLY_CSV_SHA = "ebffb3dd1589bdf4e7bcd74496201c5ded1d557d498ee14f560463f37ec353da"
-_OPENB_SHA = "1ee7ed79c27a3b0861cda8ddba86a004c6aba904caafa329a76ae93ca63834a8"
-_VENUS_2VC_SHA = "15c4738f1e1da88bafc66fdb823f9455db18d89276aeb0dea2f70ab93ceae117"
-"""The slice as published at mini-compute-simulator commit ce41673 (checked equal to ../shared/data's copy)."""
-
-TRACES: dict[str, TraceSpec] = {
-    t.name: t
-    for t in (
-        TraceSpec(
-            "philly",
-            "Microsoft Philly, Sep-Dec 2017: 82,247 GPU jobs (Pollux's preprocessing of cluster_job_log)",
-            (
-                RemoteFile(
-                    "traces/philly/philly_jobs.csv",
-                    "https://raw.githubusercontent.com/petuum/adaptdl/osdi21-artifact/simulator/traces/"
-                    "philly_jobs.csv",
-                    _PHILLY_CSV_SHA,
-                ),
-            ),
-            "philly-csv",
-            "philly",
-            "Jeon et al., ATC'19; Qiao et al. (Pollux), OSDI'21",
-            "CC-BY-4.0",
-        ),
-        TraceSpec(
-            "philly-joblog",
-            "Microsoft Philly official cluster_job_log (JSON; jobs with their attempts, VC, user, status)",
-            (
-                RemoteFile(
-                    "traces/philly/cluster_job_log",
-                    "https://github.com/msr-fiddle/philly-traces/raw/master/trace-data.tar.gz",
-                    None,
-                    unpack="trace-data/cluster_job_log",
-                ),
-            ),
-            "philly-json",
-            "philly",
-            "Jeon et al., ATC'19 (msr-fiddle/philly-traces)",
-            "CC-BY-4.0",
-        ),
-        TraceSpec(
-            "philly-gavel",
-            "Gavel's per-VC Philly-derived .trace files (job types, steps, arrivals)",
-            (
-                RemoteFile(
-                    "traces/philly/gavel_msr_seed0",
-                    "https://github.com/stanford-futuredata/gavel/tree/master/scheduler/traces/msr/seed=0",
-                ),
-            ),
-            "gavel-dir",
-            "philly",
-            "Narayanan et al. (Gavel), OSDI'20",
-            "MIT",
-        ),
-        TraceSpec(
-            "venus",
-            "SenseTime Helios 'Venus' cluster, Apr-Sep 2020: per-job cluster_log.csv",
-            (
-                RemoteFile(
-                    "traces/venus/cluster_log.csv",
-                    "https://github.com/S-Lab-System-Group/HeliosData/raw/main/data/Venus/cluster_log.csv",
-                ),
-            ),
-            "helios",
-            "venus",
-            "Hu et al. (Helios), SC'21",
-            "CC-BY-4.0",
-        ),
-        TraceSpec(
-            "venus-2vc",
-            "SenseTime Helios 'Venus', two VCs (vcvGl, vcvlY), 2020-09-01..26: 1,867 real per-job rows",
-            (
-                RemoteFile(
-                    "traces/venus/helios_venus_2vc_sept.csv",
-                    "https://raw.githubusercontent.com/felivalencia3/mini-compute-simulator/"
-                    "ce41673615cb5430db4ef19a74bff2bbcfd1de75/tests/validation_traces/helios_venus_2vc_sept.csv",
-                    _VENUS_2VC_SHA,
-                ),
-            ),
-            "helios-slice",
-            "venus",
-            "Hu et al. (Helios), SC'21; slice re-published by felivalencia3/mini-compute-simulator (Apache-2.0)",
-            "CC-BY-4.0",
-        ),
-        TraceSpec(
-            "alibaba",
-            "Alibaba PAI 2020 (cluster-trace-gpu-v2020): pai_job_table + pai_task_table",
-            (
-                RemoteFile(
-                    "traces/alibaba/pai_v2020/pai_job_table.csv",
-                    "https://aliopentrace.oss-cn-beijing.aliyuncs.com/v2020GPUTraces/pai_job_table.tar.gz",
-                    None,
-                    unpack="pai_job_table.csv",
-                ),
-                RemoteFile(
-                    "traces/alibaba/pai_v2020/pai_task_table.csv",
-                    "https://aliopentrace.oss-cn-beijing.aliyuncs.com/v2020GPUTraces/pai_task_table.tar.gz",
-                    None,
-                    unpack="pai_task_table.csv",
-                ),
-            ),
-            "pai",
-            "alibaba",
-            "Weng et al. (MLaaS in the Wild), NSDI'22",
-            "CC-BY-4.0",
-        ),
-        TraceSpec(
-            "alibaba-gpu",
-            "Alibaba GPU-sharing cluster 2023 (openb): 8,152 pods, fractional GPUs, GPU-type specs",
-            (
-                RemoteFile(
-                    "traces/alibaba/gpu_v2023/openb_pod_list_default.csv",
-                    "https://raw.githubusercontent.com/alibaba/clusterdata/master/cluster-trace-gpu-v2023/"
-                    "csv/openb_pod_list_default.csv",
-                    _OPENB_SHA,
-                ),
-            ),
-            "openb",
-            "alibaba",
-            "Weng et al. (Beware of Fragmentation), ATC'23",
-            "CC-BY-4.0",
-        ),
-    )
-}
 
 
 def get_trace(name: str) -> TraceSpec:
@@ -207,17 +55,40 @@ def data_roots(include_shared: bool = True) -> list[Path]:
 
 
 def locate(name: str) -> Path | None:
-    """The primary file (or folder) of trace ``name`` in the first data root that has all its files."""
+    """The primary file (or folder) of trace ``name`` in the first data root that has all its files, else the
+    package's shipped copy (:func:`shipped_copy`), else None."""
     spec = get_trace(name)
     for root in data_roots():
         if all((root / f.relpath).exists() for f in spec.files):
             return root / spec.primary
-    return None
+    return shipped_copy(name)
+
+
+SHIPPED_DIR = Path(__file__).resolve().parent / "embedded"
+"""Where the package keeps its copies of the real job tables it may redistribute (CC-BY-4.0), with their
+licences and attribution (``embedded/REAL_TRACES.md``)."""
+
+
+def shipped_copy(name: str) -> Path | None:
+    """The package's gzip copy of trace ``name``'s file (byte for byte the pinned source once decompressed;
+    ``tests/traces/test_shipped_real.py`` checks it), or None when it ships none."""
+    spec = get_trace(name)
+    if spec.shipped is None:
+        return None
+    path = SHIPPED_DIR / spec.shipped
+    return path if path.is_file() else None
+
+
+def is_shipped(name: str, path: Path) -> bool:
+    """Whether ``path`` (from :func:`locate`) is the package's shipped copy of trace ``name``."""
+    copy = shipped_copy(name)
+    return copy is not None and Path(path) == copy
 
 
 def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
     """The loader function of a format key (one of :data:`~gpucluster_env.traces.trace_options.TRACE_FILE_FORMATS`)."""
     from gpucluster_env.traces import alibaba, gavel, helios, helios_slice, normalized, philly
+    from gpucluster_env.traces.helios_jobs import load_helios_jobs
     from gpucluster_env.traces.pollux_workloads import load_pollux_workload
 
     table: dict[str, Callable[..., tuple[pd.DataFrame, LoadReport]]] = {
@@ -227,8 +98,10 @@ def loader_for(fmt: str) -> Callable[..., tuple[pd.DataFrame, LoadReport]]:
         "gavel-dir": gavel.load_gavel_dir,
         "helios": helios.load_helios,
         "helios-slice": helios_slice.load_helios_slice,
+        "helios-jobs": load_helios_jobs,
         "pai": alibaba.load_pai,
         "openb": alibaba.load_openb_pods,
+        "pai-jobs": alibaba.load_pai_jobs,
         "pollux-workload": load_pollux_workload,
         "table": normalized.load_normalized_csv,
     }
@@ -255,6 +128,10 @@ def _sniff(p: Path) -> str | None:
         return "helios"
     if {"job_id", "tenant", "submit_time", "num_chips"} <= cols:
         return "helios-slice"
+    if {"job_id", "arrival_s", "service_sec", "gpu_count"} <= cols:
+        return "helios-jobs"
+    if {"job_name", "submit_time", "duration", "num_gpu", "gpu_types"} <= cols:
+        return "pai-jobs"
     if {"name", "num_gpu", "gpu_milli"} <= cols:
         return "openb"
     if first.count("\t") == 6 and "(batch size" in first:
@@ -272,6 +149,7 @@ _NAME_HINTS = (
     (".trace", "gavel"),
     ("cluster_log", "helios"),
     ("pai_job_table", "pai"),
+    ("pai_gpu_jobs", "pai-jobs"),
     ("openb_pod_list", "openb"),
 )
 """Parts of the official file names and their formats: a hint, used when the content does not tell."""

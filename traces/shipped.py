@@ -1,14 +1,21 @@
-"""The small synthetic traces shipped in the package (``traces/embedded/*.csv.gz``), so every scenario runs
-on a
-fresh machine with no download. They are made by this project's own generators (:mod:`.synthetic`, profiles in
-:mod:`.profiles`) and regenerated bit for bit by::
+"""What the package ships under ``traces/embedded/``:
 
-    python -m gpucluster_env.traces.shipped
+- **copies of the real job tables it may redistribute** (CC-BY-4.0: Philly, Venus, Alibaba PAI 2020; the
+  registry's ``TraceSpec.shipped``), gzip of the source file byte for byte, with the licences and attribution in
+  ``embedded/REAL_TRACES.md``, so every scenario named after a trace runs that trace on a fresh machine with no
+  data folder and no network. Written from a data root by ``python -m gpucluster_env.traces.shipped --real
+  DATA_ROOT``, which refuses a file whose sha256 is not the pinned one;
+- **small synthetic stand-ins** (``philly``, ``venus``, ``alibaba``: this project's own generators,
+  :mod:`.synthetic`, profiles in :mod:`.profiles`), run only when asked for
+  (``$GPUCLUSTER_TRACE_SOURCE=synthetic``) and regenerated bit for bit by ``python -m
+  gpucluster_env.traces.shipped``.
 """
 
 from __future__ import annotations
 
+import argparse
 import gzip
+import hashlib
 import io
 from functools import lru_cache
 from pathlib import Path
@@ -77,10 +84,40 @@ def load_embedded(name: str) -> pd.DataFrame:
     return out
 
 
-def main() -> None:
-    """Regenerate every shipped trace."""
-    for name in EMBEDDED_JOBS:
-        p = write_embedded(name)
+def write_shipped_real(name: str, data_root: Path, directory: Path = EMBEDDED_DIR) -> Path:
+    """Write the package's gzip copy of real trace ``name`` from ``data_root`` (laid out like
+    ``../shared/data``), deterministically (gzip mtime 0, level 9); a file whose sha256 is not the registry's
+    pinned one is refused."""
+    from gpucluster_env.traces.registry import get_trace
+
+    spec = get_trace(name)
+    if spec.shipped is None or len(spec.files) != 1 or spec.files[0].sha256 is None:
+        raise ValueError(f"trace {name!r} is not one the package ships")
+    data = (data_root / spec.files[0].relpath).read_bytes()
+    got = hashlib.sha256(data).hexdigest()
+    if got != spec.files[0].sha256:
+        raise ValueError(f"{data_root / spec.files[0].relpath}: sha256 {got}, the pinned source is "
+                         f"{spec.files[0].sha256}")
+    path = directory / spec.shipped
+    with atomic_output(path) as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0,
+                                                   compresslevel=9) as gz:
+        gz.write(data)
+    return path
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Regenerate every shipped synthetic trace, or with ``--real DATA_ROOT`` every shipped real copy."""
+    ap = argparse.ArgumentParser(prog="python -m gpucluster_env.traces.shipped")
+    ap.add_argument("--real", type=Path, metavar="DATA_ROOT",
+                    help="write the shipped copies of the real traces from this data root instead")
+    args = ap.parse_args(argv)
+    if args.real is not None:
+        from gpucluster_env.traces.registry import TRACES
+
+        paths = [write_shipped_real(n, args.real) for n, t in TRACES.items() if t.shipped]
+    else:
+        paths = [write_embedded(name) for name in EMBEDDED_JOBS]
+    for p in paths:
         print(f"{p} ({p.stat().st_size} bytes)")
 
 

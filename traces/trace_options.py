@@ -20,8 +20,8 @@ TRACE_NAMES: list[str] = [*SAMPLED_TRACES, *GENERATED_TRACES]
 POLLUX_RECIPES = ("pollux", "pollux-lucid", "pollux-time")
 RECIPE_NAMES: list[str] = ["uniform", "hadar-class", "trace", "file-models", "gimbal", "gavel", *POLLUX_RECIPES]
 """Every scenario ``annotate`` (:mod:`gpucluster_env.traces.scenario_jobs` adds the recipes it registers)."""
-TRACE_FILE_FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "helios-slice", "pai", "openb",
-                      "pollux-workload", "table")
+TRACE_FILE_FORMATS = ("philly-csv", "philly-json", "gavel", "gavel-dir", "helios", "helios-slice", "helios-jobs",
+                      "pai", "pai-jobs", "openb", "pollux-workload", "table")
 """The formats a trace file may be read as (``trace_format``; None sniffs it): the one list every option and
 message names (``run --trace-format``, ``traces ... --format``, the error for a file of no known format)."""
 TRACE_FORMAT_ALIASES = {"philly": "philly-csv", "philly-joblog": "philly-json"}

@@ -1,8 +1,8 @@
 """Where a scenario's raw jobs come from: the trace sources by name (:data:`SOURCES`, the scenario's ``trace``)
 and the registries a new source or annotation recipe is added to with one decorator (:func:`source`,
-:func:`recipe`); which trace file is read (the real one when found, else the shipped synthetic stand-in, or
-``$GPUCLUSTER_TRACE_SOURCE``), its identity, and the bounds sampling puts on it. The recipes that turn raw jobs
-into the engine's job table are in :mod:`.scenario_jobs`.
+:func:`recipe`); which trace file is read (the real one from a data root, else the package's copy of it, else
+the synthetic stand-in, or as ``$GPUCLUSTER_TRACE_SOURCE`` says), its identity, and the bounds sampling puts on
+it. The recipes that turn raw jobs into the engine's job table are in :mod:`.scenario_jobs`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from gpucluster_env.traces.annotate import mix_raw
 from gpucluster_env.traces.gavel_synth import DEFAULT_RATE_PER_HOUR, gavel_raw
-from gpucluster_env.traces.registry import get_trace, load_file, load_trace, locate
+from gpucluster_env.traces.registry import TraceSpec, get_trace, is_shipped, load_file, load_trace, locate
 from gpucluster_env.traces.samplers import fit_to_cluster, sample
 from gpucluster_env.traces.shipped import load_embedded
 from gpucluster_env.traces.trace_options import RECIPE_NAMES, TRACE_NAMES
@@ -31,25 +31,35 @@ if TYPE_CHECKING:
 
 SCENARIO_TRACES: dict[str, tuple[tuple[str, ...], str | None]] = {
     "philly": (("philly",), "philly"),
-    "venus": (("venus",), "venus"),
+    "venus": (("venus", "venus-jobs"), "venus"),
     "venus-2vc": (("venus-2vc",), None),
-    "alibaba": (("alibaba",), "alibaba"),
+    "alibaba": (("alibaba", "alibaba-pai-sample"), "alibaba"),
     "alibaba-gpu": (("alibaba-gpu",), "alibaba"),
 }
-"""Scenario trace -> (registered real traces, in order of preference, shipped synthetic stand-in or None).
+"""Scenario trace -> (registered real traces, in order of preference, synthetic stand-in or None).
 
-``venus`` is the whole Venus cluster (the per-job log when found, else the synthetic trace fitted to the whole
-cluster's published statistics and 10-minute arrivals), which is what Castor and Lucid sample. ``venus-2vc`` is
-the real two-VC September slice (:mod:`.helios_slice`), opt-in (``--option trace=venus-2vc``) and with no
-synthetic stand-in: its two VCs are not the cluster (mean 47 GPUs per job against the cluster's 6.7, 35% of jobs
-above 32 GPUs against 0.5%; docs/traces.md), so it is never substituted for ``venus``."""
+The first candidate found in a data root is read, else the first the package ships a copy of
+(:func:`~gpucluster_env.traces.registry.locate`): every named trace runs real jobs on a fresh machine. The
+synthetic stand-in runs only when asked for (``$GPUCLUSTER_TRACE_SOURCE=synthetic``) or when no candidate is
+found nor shipped.
+
+``venus`` is the whole Venus cluster: the full per-job ``cluster_log.csv`` when a data root has it, else every
+Venus GPU job of ``helios_venus_gpu_jobs.csv`` (shipped; run times capped at 48 h), which is what Castor and
+Lucid sample. ``venus-2vc`` is the real two-VC September slice (:mod:`.helios_slice`), opt-in (``--option
+trace=venus-2vc``) and with no synthetic stand-in: its two VCs are not the cluster (mean 47 GPUs per job against
+the cluster's 6.7, 35% of jobs above 32 GPUs against 0.5%; docs/traces.md). ``alibaba`` is PAI 2020: the full
+job and task tables when found, else the 6,000-job window of the official simulator sample (shipped).
+``alibaba-gpu`` is the 2023 GPU-sharing cluster (openb)."""
 
 
 def real_trace_name(trace: str) -> str:
-    """The registered real trace a scenario ``trace`` reads: the first of its candidates whose files are found
-    (the first candidate when none is, for the messages that say what is missing)."""
+    """The registered real trace a scenario ``trace`` reads: the first of its candidates whose files are in a
+    data root, else the first the package ships (the first candidate when there is neither, for the messages
+    that say what is missing)."""
     names = SCENARIO_TRACES[trace][0]
-    return next((n for n in names if locate(n) is not None), names[0])
+    found = [n for n in names if locate(n) is not None]
+    in_root = [n for n in found if not is_shipped(n, locate(n))]
+    return (in_root or found or [names[0]])[0]
 
 
 def _tiny_raw(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
@@ -80,6 +90,10 @@ def trace_source(trace: str) -> tuple[pd.DataFrame, str]:
     loaded = None if mode == "synthetic" else load_trace(real_name)
     if loaded is not None:
         df, _ = loaded
+        path = locate(real_name)
+        if path is not None and is_shipped(real_name, path):
+            return df, (f"real {real_name} trace (the package's copy of {get_trace(real_name).primary}, "
+                        f"{path.name})")
         return df, f"real {real_name} trace ({df.attrs['source']})"
     if mode == "real" or synthetic is None:
         raise FileNotFoundError(
@@ -122,6 +136,8 @@ def trace_identity(sc: Scenario) -> str:
     path = None if mode == "synthetic" else locate(real_name)
     if path is not None:
         spec = get_trace(real_name)
+        if is_shipped(real_name, path):  # the same jobs as the source file: the same identity
+            return f"real:{pinned_digest(spec)}"
         root = path.parents[len(Path(spec.primary).parts) - 1]  # the data root it was found in
         return f"real:{content_digest([root / f.relpath for f in spec.files])}"
     if mode == "real" or synthetic is None:
@@ -140,6 +156,16 @@ def content_digest(paths: list[Path]) -> str:
             st = f.stat()
             h.update(f"{f.relative_to(p) if p.is_dir() else f.name}\0".encode())
             h.update(_file_digest(str(f), st.st_size, st.st_mtime_ns).encode())
+    return h.hexdigest()[:12]
+
+
+def pinned_digest(spec: TraceSpec) -> str:
+    """:func:`content_digest` of a single-file trace computed from its pinned sha256 instead of its bytes: the
+    digest of the source file, whether it was read from a data root or from the package's copy."""
+    assert len(spec.files) == 1 and spec.files[0].sha256 is not None
+    h = hashlib.sha256()
+    h.update(f"{Path(spec.files[0].relpath).name}\0".encode())
+    h.update(spec.files[0].sha256.encode())
     return h.hexdigest()[:12]
 
 

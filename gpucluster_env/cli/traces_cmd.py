@@ -81,26 +81,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from gpucluster_env.traces.registry import TRACES, locate
+    from gpucluster_env.traces.registry import TRACES, is_shipped, locate
 
-    rows = [
-        {
-            "name": t.name,
-            "found": str(locate(t.name) or ""),
-            "synthetic": t.synthetic,
-            "description": t.description,
-        }
-        for t in TRACES.values()
-    ]
+    rows = []
+    for t in TRACES.values():
+        path = locate(t.name)
+        rows.append({"name": t.name, "found": str(path or ""),
+                     "shipped_copy": path is not None and is_shipped(t.name, path),
+                     "synthetic": t.synthetic, "description": t.description})
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
     from gpucluster_env.text_tables import Col, make_console, print_table
 
-    cols = [Col("name", "left", key=True), Col("available at (else the synthetic stand-in)", "left", text=True),
+    cols = [Col("name", "left", key=True), Col("read from", "left", text=True),
             Col("description", "left", text=True)]
-    table = [(r["name"], r["found"] or f"not found: synthetic {r['synthetic']} used", r["description"])
-             for r in rows]
+
+    def where(r: dict) -> str:
+        if r["shipped_copy"]:
+            return f"the package's copy ({Path(r['found']).name})"
+        return r["found"] or f"not found (gpucluster traces fetch {r['name']})"
+
+    table = [(r["name"], where(r), r["description"]) for r in rows]
     print_table(make_console(), "traces", cols, table, show_lines=True)
     return 0
 

@@ -269,8 +269,8 @@ def test_max_span_h_bounds_a_random_window_and_keeps_the_windows_that_fit() -> N
         assert sc.with_options(max_span_h=None).build_jobs(seed)[0]["submit_s"].max() > 4.5 * 3600.0
     # the bound is on the arrivals the episode sees (after load) and applies only to a random window
     with pytest.raises(SettingError, match="max_span_h.*narrowest"):
-        get_scenario("gimbal-alibaba", max_span_h=17.6).build_jobs(0)
-    get_scenario("gimbal-alibaba", max_span_h=17.6, load=20.0).build_jobs(0)
+        get_scenario("gimbal-alibaba", max_span_h=0.2).build_jobs(0)  # the narrowest spans 0.5 h
+    get_scenario("gimbal-alibaba", max_span_h=0.2, load=20.0).build_jobs(0)
     with pytest.raises(SettingError, match="'max_span_h' bounds the arrival span of a 'random' window"):
         get_scenario("hadar-philly", max_span_h=4.0)
     with pytest.raises(SettingError, match="max_span_h"):

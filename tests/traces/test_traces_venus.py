@@ -175,11 +175,11 @@ def test_real_slice_complete_and_castor_venus_samples_it(monkeypatch: pytest.Mon
     sc = get_scenario("castor-venus").with_options(trace="venus-2vc")
     jobs, note = build_jobs(sc, 0, default_catalog())
     assert len(jobs) == 240 and note.startswith("real venus-2vc trace (") and trace_identity(sc).startswith("real:")
-    # castor-venus itself stays on the whole cluster: the two VCs are never substituted for it
+    # castor-venus itself stays on the whole cluster (every Venus GPU job): the two VCs are never substituted
     whole = get_scenario("castor-venus")
-    syn, syn_note = build_jobs(whole, 0, default_catalog())
-    assert syn_note.startswith("synthetic venus trace (shipped") and trace_identity(whole) == "synthetic"
-    assert not syn["submit_s"].equals(jobs["submit_s"])
+    full, full_note = build_jobs(whole, 0, default_catalog())
+    assert full_note.startswith("real venus-jobs trace (") and trace_identity(whole).startswith("real:")
+    assert not full["submit_s"].equals(jobs["submit_s"])
     monkeypatch.setenv("GPUCLUSTER_TRACE_SOURCE", "synthetic")
     with pytest.raises(ValueError, match="no synthetic stand-in"):
         build_jobs(sc, 0, default_catalog())
@@ -191,9 +191,10 @@ def _no_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(registry, "repo_shared_data", lambda: tmp_path / "absent")
 
 
-def test_castor_venus_without_data_is_the_shipped_synthetic(monkeypatch: pytest.MonkeyPatch,
-                                                            tmp_path: Path) -> None:
-    """Absent files and ``$GPUCLUSTER_TRACE_SOURCE=synthetic`` give the same jobs and the same note."""
+def test_castor_venus_without_data_runs_the_shipped_real_jobs(monkeypatch: pytest.MonkeyPatch,
+                                                             tmp_path: Path) -> None:
+    """With no data folder castor-venus samples the package's copy of the real Venus jobs (never the synthetic
+    stand-in, which runs only when asked for: ``$GPUCLUSTER_TRACE_SOURCE=synthetic``)."""
     from gpucluster_env.traces.scenario_jobs import build_jobs
 
     from gpucluster_env.catalog import default_catalog
@@ -202,11 +203,12 @@ def test_castor_venus_without_data_is_the_shipped_synthetic(monkeypatch: pytest.
     sc = get_scenario("castor-venus")
     monkeypatch.setenv("GPUCLUSTER_TRACE_SOURCE", "synthetic")
     forced = build_jobs(sc, 3, default_catalog())
+    assert "synthetic venus trace" in forced[1]
     monkeypatch.delenv("GPUCLUSTER_TRACE_SOURCE")
     _no_data(monkeypatch, tmp_path)
     absent = build_jobs(sc, 3, default_catalog())
-    assert absent[1] == forced[1] and "synthetic venus trace" in absent[1]
-    pd.testing.assert_frame_equal(absent[0], forced[0])
+    assert absent[1].startswith("real venus-jobs trace (the package's copy of traces/venus/helios_venus_gpu_jobs")
+    assert not absent[0]["submit_s"].equals(forced[0]["submit_s"])
 
 
 def _stats(capsys: pytest.CaptureFixture[str]) -> dict:
