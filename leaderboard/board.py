@@ -138,9 +138,12 @@ class Board:
     first_seed: int = 0
     """A cell's seeds are ``first_seed`` .. ``first_seed + seeds - 1`` (the claims board: held-out seeds)."""
 
-    def select(self, scenarios: list[str] | None, policies: list[str] | None, seeds: int | None) -> Board:
-        """The board restricted to some scenarios and policies (by name), with ``seeds`` seeds per cell. A name
-        the board does not have, or a selection with no cell, is a one-line ``ValueError``."""
+    def select(self, scenarios: list[str] | None, policies: list[str] | None, seeds: int | None,
+               first_seed: int | None = None) -> Board:
+        """The board restricted to some scenarios and policies (by name), with ``seeds`` seeds per cell from
+        ``first_seed`` (None: the board's own count and first seed; a second seed set of the same board is
+        ``first_seed`` past the first). A name the board does not have, or a selection with no cell, is a
+        one-line ``ValueError``."""
         for want, have, what in ((scenarios, {c.scenario for c in self.cells}, "scenario"),
                                  (policies, {c.policy for c in self.cells}, "policy")):
             missing = [x for x in want or () if x not in have]
@@ -152,13 +155,18 @@ class Board:
         if not cells:
             raise ValueError(f"board {self.name!r} has no cell for scenario(s) {', '.join(scenarios or ['any'])} "
                              f"x policy(ies) {', '.join(policies or ['any'])}")
+        if first_seed is not None:
+            check_first_seed(first_seed, "--first-seed")
+            seeds = seeds if seeds is not None else len({c.seed for c in self.cells})
         if seeds is not None:
             check_seeds(seeds, "--seeds")
             base = {replace(c, seed=0).key: replace(c, seed=0) for c in cells}
             if len(base) * seeds > MAX_CELLS:
                 raise ValueError(f"--seeds {seeds}: the selection would have {len(base) * seeds:,} cells; at most "
                                  f"{MAX_CELLS:,}")
-            cells = _with_seeds(base.values(), seeds, self.first_seed)
+            first = self.first_seed if first_seed is None else first_seed
+            cells = _with_seeds(base.values(), seeds, first)
+            return replace(self, cells=tuple(cells), first_seed=first)
         return replace(self, cells=tuple(cells))
 
 
@@ -169,6 +177,14 @@ def check_seeds(seeds: Any, where: str = "seeds") -> int:
         raise ValueError(f"{where} must be a positive integer (a number of seeds, at most {MAX_SEEDS:,}), "
                          f"got {seeds!r}")
     return seeds
+
+
+def check_first_seed(first: Any, where: str = "first_seed") -> int:
+    """A board's first seed as an int from 0 to :data:`MAX_FIRST_SEED`, or a one-line ``ValueError`` naming
+    ``where``."""
+    if isinstance(first, bool) or not isinstance(first, int) or not 0 <= first <= MAX_FIRST_SEED:
+        raise ValueError(f"{where} must be an integer from 0 to {MAX_FIRST_SEED:,}, got {first!r}")
+    return first
 
 
 def _with_seeds(cells: Any, seeds: int, first: int = 0) -> list[Cell]:
@@ -205,9 +221,7 @@ def parse_board(data: dict[str, Any], where: str = "board") -> Board:
         if key in data and not isinstance(data[key], str):
             raise ValueError(f"{where}: {key} must be a string, got {data[key]!r}")
     seeds = check_seeds(data.get("seeds", 5), f"{where}: seeds")
-    first = data.get("first_seed", 0)
-    if isinstance(first, bool) or not isinstance(first, int) or not 0 <= first <= MAX_FIRST_SEED:
-        raise ValueError(f"{where}: first_seed must be an integer from 0 to {MAX_FIRST_SEED:,}, got {first!r}")
+    first = check_first_seed(data.get("first_seed", 0), f"{where}: first_seed")
     common = _table(data.get("scenario_options", {}), f"{where}: scenario_options")
     groups = data.get("group")
     if not isinstance(groups, list) or not groups:

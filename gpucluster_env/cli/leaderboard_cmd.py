@@ -28,6 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--policies", help="comma-separated policies (rl:DIR for a trained policy)")
     r.add_argument("--seeds", type=int, help="seeds per cell: N from 1 to 1000 (overrides the board's), from the "
                                              "board's first seed (0, or its first_seed: claims runs 100..)")
+    r.add_argument("--first-seed", type=int, help="the first seed instead of the board's (a second, disjoint "
+                                                  "seed set of the same board: e.g. claims --first-seed 200)")
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="scenario option for a board given by --scenarios/--policies (repeatable)")
     r.add_argument("--workers", type=int, default=1, help="parallel episodes (processes or Ray tasks; 1 to 1024)")
@@ -90,11 +92,13 @@ def resolve_board(args: argparse.Namespace) -> tuple[Any, list[str]]:
         check_seeds(args.seeds, "--seeds")
     options = parse_options(args.option)
     if args.board is None and scenarios:
+        if args.first_seed is not None:
+            raise ValueError("--first-seed applies to a board; a board made by --scenarios/--policies runs seeds 0..")
         return cells_from_args(scenarios, policies, args.seeds or 5, options)
     if options:
         raise ValueError("--option applies to a board made by --scenarios/--policies; put options in the board file")
     board = load_board(args.board or DEFAULT_BOARD)
-    return board.select(scenarios, policies, args.seeds), []
+    return board.select(scenarios, policies, args.seeds, args.first_seed), []
 
 
 def _slug(name: str) -> str:

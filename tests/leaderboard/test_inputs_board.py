@@ -515,3 +515,13 @@ def test_a_hand_edited_metric_is_refused_by_its_checksum(one_record: tuple[str, 
     rec.pop("checksum")
     (tmp_path / name).write_text(json.dumps(rec))
     assert "record edited after it was written" in _one_line_error(["leaderboard", "show", str(tmp_path)], capsys)
+
+
+def test_first_seed_is_checked_and_needs_a_board(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    err = _one_line_error(["leaderboard", "run", "--scenarios", "tiny", "--policies", "fifo", "--first-seed", "5",
+                           "--out", str(tmp_path / "r")], capsys)
+    assert "--first-seed applies to a board" in err
+    err = _one_line_error(["leaderboard", "run", "claims", "--policies", "fifo", "--first-seed", "-3",
+                           "--out", str(tmp_path / "r")], capsys)
+    assert "--first-seed must be an integer from 0" in err
+    assert not (tmp_path / "r").exists()
