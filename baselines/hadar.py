@@ -2,7 +2,7 @@
 
 **Hadar** allocates at round boundaries (``round_s``: the scenario's rounds, else 360 s), as in the paper's
 Fig. 1(b) where jobs change GPUs from round to round: every active job is offered to Algorithm 2
-(:func:`.hadar_alloc.select_jobs`) in order of its best utility per GPU, with prices over the servers
+(:func:`.hadar_alloc.select_jobs`) in order of its best utility per GPU (option ``order``), with prices over the servers
 (:func:`.hadar_alloc.make_prices`); a running job may keep its GPUs (no restart overhead) or take what
 FIND_ALLOC finds (paying the restart overhead, the scenario's ``restart_s``); each chosen job runs on GPUs
 possibly of several types (task-level heterogeneity: the gang runs at its slowest GPU's pace, which the engine
@@ -34,6 +34,10 @@ from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 ESTIMATES = ("oracle", "spec")
 """Where Hadar's per-type throughputs come from: the performance model, or HadarE's spec estimate."""
 
+ORDERS = ("gpu", "slot")
+"""Hadar's queue order (Algorithm 2 does not say): best utility per GPU first (``gpu``), or per GPU-slot of the
+job's remaining run (``slot``: Eqs. (6)-(7)'s per-unit-resource utility, which puts short jobs first)."""
+
 
 @register_policy
 class Hadar(Policy):
@@ -49,20 +53,27 @@ class Hadar(Policy):
 
     def __init__(self, round_s: float | None = None, eta: float = 1.0,
                  comm_weight: Annotated[float, NON_NEGATIVE] = 1.0, dp_window: Annotated[int, NON_NEGATIVE] = 6,
-                 normalize: bool = True, estimate: Annotated[str | None, OptionSpec(choices=ESTIMATES)] = None) -> None:
+                 normalize: bool = True, estimate: Annotated[str | None, OptionSpec(choices=ESTIMATES)] = None,
+                 run_cost: bool = True, order: Annotated[str, OptionSpec(choices=ORDERS)] = "gpu") -> None:
         """``round_s``: round length (None: the scenario's, else 360 s); ``eta``: the price scaling factor of
         Eq. (5); ``comm_weight``: base prices per worker charged per extra server of a spread allocation;
         ``dp_window``: queued jobs the exact DP ranges over each round (the rest greedily); ``normalize``: a
         job's utility in units of its best throughput (its best-case run time over its completion time), so
         models of different iteration sizes compare; False: raw iterations per second; ``estimate``: ``oracle``
         (the performance model's throughputs) or ``spec`` (HadarE's estimate from GPU specs until measured);
-        None: the policy's default (Hadar: oracle, HadarE: spec)."""
+        None: the policy's default (Hadar: oracle, HadarE: spec); ``run_cost``: a job's payoff is charged the
+        prices for every round of its run (Eq. (3a): the cost of its whole schedule); False: for this round only
+        (this project's reading until 2026-11-27, under which a full server's price no longer blocks a job and
+        the utility order alone decides: docs/causes/hadar-median-jct.md); ``order``: the queue order the DP
+        window and the greedy tail walk (:data:`ORDERS`; the paper does not give one)."""
         self.round_s_option = round_s
         self.eta = eta
         self.comm_weight = comm_weight
         self.dp_window = dp_window
         self.normalize = normalize
         self.estimate = self.default_estimate if estimate is None else estimate
+        self.run_cost = run_cost
+        self.order = order
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
@@ -108,8 +119,8 @@ class Hadar(Policy):
         return out
 
     def _queue(self, view: ClusterView) -> tuple[list[int], HadarQueue]:
-        """The jobs Hadar allocates this round (every active job but pinned ones), best utility per GPU first
-        (ties by job index), as arrays (:class:`.hadar_alloc.HadarQueue`)."""
+        """The jobs Hadar allocates this round (every active job but pinned ones), largest :meth:`_density`
+        first (ties by job index), as arrays (:class:`.hadar_alloc.HadarQueue`)."""
         pend = view.pending_jobs().tolist()
         run = [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
         act = pend + run
@@ -126,12 +137,21 @@ class Hadar(Policy):
         workers, left = view.req_gpus[ids].astype(np.int64), rem[ids].astype(float)
         arrival, iters = view.submit[ids].astype(float), view.iterations[ids].astype(float)
         current = [()] * len(pend) + [self._current(view, j) for j in run]
-        with np.errstate(divide="ignore", invalid="ignore"):  # HadarJob.utility at its best rate, per worker
-            util = iters / np.maximum(view.now + left / best - arrival, 1e-9) / unit
-        density = np.where(best > 0, util / workers, 0.0)
+        density = self._density(view.now, workers, left, arrival, iters, unit, best)
         order = np.lexsort((ids, -density))
         facts = np.column_stack([left, arrival, iters, unit])[order]
         return ids[order].tolist(), HadarQueue(workers[order], tput[order], facts, [current[i] for i in order.tolist()])
+
+    def _density(self, now: float, workers: np.ndarray, left: np.ndarray, arrival: np.ndarray, iters: np.ndarray,
+                 unit: np.ndarray, best: np.ndarray) -> np.ndarray:
+        """The key the queue is ordered by (largest first): each job's utility (:meth:`.HadarJob.utility`,
+        effective throughput since its arrival, at its best rate from now) per GPU (``order="gpu"``) or per
+        GPU-slot of its remaining run (``order="slot"``, Eqs. (6)-(7)'s per-unit-resource utility); 0 for a job
+        that runs on no type."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            util = iters / np.maximum(now + left / best - arrival, 1e-9) / unit
+            slots = np.maximum(left / best / self.round_s, 1.0) if self.order == "slot" else 1.0
+            return np.where(best > 0, util / (workers * slots), 0.0)
 
     def _tput_rows(self, ids: np.ndarray) -> np.ndarray:
         """Jobs ``ids``' throughputs by type. The oracle's are fixed per job (its model, GPUs asked and batch;
@@ -159,7 +179,7 @@ class Hadar(Policy):
                 held[view.gpus_of(j)] = True
         free = self.capacity.copy()
         np.subtract.at(free, (view.gpu_node[held], view.gpu_type[held]), 1)
-        prices = make_prices(jobs, self.capacity, view.now, self.round_s, self.eta)
+        prices = make_prices(jobs, self.capacity, view.now, self.round_s, self.eta, self.run_cost)
         picked = select_jobs(jobs, free, prices, view.now, self.overhead_s, self.comm_weight,
                              self.dp_window)
         if not picked and view.num_running == 0:

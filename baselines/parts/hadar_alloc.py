@@ -10,8 +10,9 @@ allocated there (Eq. (5)),
 lowest (``U_min / 4 eta``) on an empty server, ``U_max`` on a full one, where ``U_max_k`` / ``U_min_k`` are
 the largest / smallest per-unit-resource utilities of the queued jobs on type ``k`` (Eqs. (6), (7); the utility
 of a job is its effective throughput, iterations over completion time). A job's payoff for an allocation is its
-utility at the completion the allocation gives minus the allocation's cost this round (prices x GPUs: Eq. (8)
-with the utility fixed is a per-round cost minimization); Algorithm 2 picks the subset of
+utility at the completion the allocation gives minus the cost of its schedule (Eq. (3a): this round's prices x
+GPUs for every round the job will hold them, the GPU-slots ``U_max`` is per, so that at ``U_max`` the price
+blocks a job as §III-B says; ``run_cost=False``: this round's cost only); Algorithm 2 picks the subset of
 queued jobs with the largest total payoff by dynamic programming over (job, server state), each job's
 allocation from FIND_ALLOC: the consolidated option (fewest servers) and the non-consolidated one (fastest
 GPUs anywhere, plus a communication cost per extra server), whichever pays more.
@@ -110,12 +111,15 @@ class HadarQueue(Sequence[HadarJob]):
 
 @dataclass(frozen=True)
 class Prices:
-    """Per-type price parameters (Eqs. (5)-(7)) and the server capacities ``C_hk`` they scale with."""
+    """Per-type price parameters (Eqs. (5)-(7)), the server capacities ``C_hk`` they scale with, and the slot
+    length a schedule's cost is counted in (Eq. (3a): the prices of every slot the job holds its GPUs; 0: this
+    round's cost only)."""
 
     u_min: np.ndarray
     u_max: np.ndarray
     eta: float
     capacity: np.ndarray
+    slot_s: float = 0.0
 
     def price(self, h: int, k: int, g: float) -> float:
         """Eq. (5): the price of type-``k`` GPUs on server ``h`` with ``g`` of them allocated (the cost of one more
@@ -133,17 +137,20 @@ class Prices:
                           self.u_min, self.u_max, self.eta, self.capacity))
 
 
-def make_prices(jobs: Sequence[HadarJob], capacity: np.ndarray, now: float, slot_s: float, eta: float = 1.0) -> Prices:
+def make_prices(jobs: Sequence[HadarJob], capacity: np.ndarray, now: float, slot_s: float, eta: float = 1.0,
+                run_cost: bool = True) -> Prices:
     """Eqs. (6), (7): ``U_max_k``: the best per-GPU-slot utility a job reaches running alone on type ``k`` from
     now; ``U_min_k``: the least, finishing at the horizon ``T`` (module docstring) having held its GPUs all
     along. ``capacity``: servers x types GPU counts. Over arrays of the jobs, each element the same operations
-    as :meth:`HadarJob.utility` (the sum of work taken in order)."""
+    as :meth:`HadarJob.utility` (the sum of work taken in order). ``run_cost``: a job's payoff is charged the
+    prices for every ``slot_s`` slot of its run (Eq. (3a), the cost of its whole schedule, in the GPU-slots
+    ``U_max`` is per); False: for this round only (this project's reading until 2026-11-27)."""
     cap = np.asarray(capacity, dtype=float)
     nk = cap.shape[1]
     if eta <= 0:
         raise ValueError(f"eta: must be positive, got {eta}")
     if not jobs:
-        return Prices(np.ones(nk), np.ones(nk), eta, cap)
+        return Prices(np.ones(nk), np.ones(nk), eta, cap, slot_s if run_cost else 0.0)
     total = max(cap.sum(), 1.0)
     q = HadarQueue.of(jobs)
     tput, workers = q.tput.reshape(len(q), nk), q.workers
@@ -162,7 +169,7 @@ def make_prices(jobs: Sequence[HadarJob], capacity: np.ndarray, now: float, slot
     u_min = np.where(runs, least[:, None], np.inf).min(axis=0)
     u_min = np.where(np.isfinite(u_min), u_min, 1.0)
     u_max = np.maximum(u_max, u_min)
-    return Prices(u_min, u_max, eta, cap)
+    return Prices(u_min, u_max, eta, cap, slot_s if run_cost else 0.0)
 
 
 @dataclass(frozen=True)
@@ -188,7 +195,7 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
     speed, facts, current = job.arrays
     take, tput, pay = best_alloc(np.asarray(free, dtype=np.int64), speed, job.workers, facts, current,
                                  np.asarray(used, dtype=np.float64), prices.u_min, prices.u_max, float(prices.eta),
-                                 prices.capacity, float(now), float(overhead_s), comm)
+                                 prices.capacity, float(now), float(overhead_s), comm, float(prices.slot_s))
     if len(take) == 0:
         return None
     return Choice(tuple(tuple(row) for row in take.tolist()), float(tput), float(pay))
@@ -246,6 +253,6 @@ def _greedy_tail(q: HadarQueue, start: int, fr: np.ndarray, prices: Prices, now:
     cur_rows, cur_from = q.current_rows()
     picked, rows, row_from, tputs, pays = greedy_tail(
         fr, start, q.workers, q.tput, q.facts, cur_rows, cur_from, comm, prices.u_min, prices.u_max,
-        float(prices.eta), prices.capacity, float(now), float(overhead_s))
+        float(prices.eta), prices.capacity, float(now), float(overhead_s), float(prices.slot_s))
     return [(i, Choice(tuple(tuple(r) for r in rows[a:b].tolist()), t, p)) for i, a, b, t, p in zip(
         picked.tolist(), row_from[:-1].tolist(), row_from[1:].tolist(), tputs.tolist(), pays.tolist(), strict=True)]

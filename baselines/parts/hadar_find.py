@@ -125,10 +125,12 @@ def cost(used: np.ndarray, take: np.ndarray, u_min: np.ndarray, u_max: np.ndarra
 
 @numba.njit(**_JIT)
 def payoff(take: np.ndarray, speed: np.ndarray, job: np.ndarray, used: np.ndarray, u_min: np.ndarray,
-           u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float, comm: float
-           ) -> tuple[float, float]:
-    """An allocation's gang throughput (its slowest GPU's, Eq. (1b)) and payoff: the job's utility at the
-    completion it gives minus its cost this round and ``comm`` per extra server. ``job``: remaining
+           u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float, comm: float,
+           slot_s: float) -> tuple[float, float]:
+    """An allocation's gang throughput (its slowest GPU's, Eq. (1b)) and payoff (Eq. (3a)): the job's utility
+    at the completion it gives minus the cost of its schedule, this round's prices and ``comm`` per extra
+    server charged for every slot the allocation is held (its run over ``slot_s``, at least one: the same
+    GPU-slots Eq. (6) divides ``U_max`` by); ``slot_s`` 0: this round's cost only. ``job``: remaining
     iterations, arrival, total iterations, utility unit."""
     tput = np.inf
     seen = np.zeros(used.shape[0], dtype=np.bool_)
@@ -138,18 +140,21 @@ def payoff(take: np.ndarray, speed: np.ndarray, job: np.ndarray, used: np.ndarra
         if not seen[take[row, 0]]:
             seen[take[row, 0]] = True
             servers += 1
-    finish = now + (job[0] / tput + overhead_s)
+    run = job[0] / tput + overhead_s
+    finish = now + run
     utility = job[2] / max(finish - job[1], 1e-9) / job[3]
-    return tput, utility - (cost(used, take, u_min, u_max, eta, capacity) + comm * (servers - 1))
+    slots = max(run / slot_s, 1.0) if slot_s > 0 else 1.0
+    return tput, utility - (cost(used, take, u_min, u_max, eta, capacity) + comm * (servers - 1)) * slots
 
 
 @numba.njit(**_JIT)
 def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, current: np.ndarray,
                used: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float, capacity: np.ndarray,
-               now: float, overhead_s: float, comm: float) -> tuple[np.ndarray, float, float]:
-    """FIND_ALLOC on one state: the allocation, its throughput and payoff; an empty allocation when fewer GPUs
-    of runnable types are free than ``need``. The consolidated option wins ties with the spread one; the
-    job's ``current`` allocation (``(0, 3)`` when none), when still free, wins ties and pays no overhead."""
+               now: float, overhead_s: float, comm: float, slot_s: float) -> tuple[np.ndarray, float, float]:
+    """FIND_ALLOC on one state: the allocation, its throughput and payoff (:func:`payoff`, schedules charged per
+    ``slot_s``); an empty allocation when fewer GPUs of runnable types are free than ``need``. The consolidated
+    option wins ties with the spread one; the job's ``current`` allocation (``(0, 3)`` when none), when still
+    free, wins ties and pays no overhead."""
     ok = speed > 0
     usable = np.zeros(fr.shape[0], dtype=np.int64)
     for h in range(fr.shape[0]):
@@ -160,9 +165,9 @@ def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, cu
     kord = np.empty(len(speed), dtype=np.int64)
     key_order(-speed, kord)
     best = consolidated(fr, speed, ok, kord, usable, need)
-    tput, pay = payoff(best, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm)
+    tput, pay = payoff(best, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm, slot_s)
     other = spread(fr, ok, kord, need)
-    t2, p2 = payoff(other, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm)
+    t2, p2 = payoff(other, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm, slot_s)
     if p2 > pay:
         best, tput, pay = other, t2, p2
     if len(current):
@@ -170,7 +175,7 @@ def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, cu
         for row in range(len(current)):
             fits = fits and fr[current[row, 0], current[row, 1]] >= current[row, 2]
         if fits:
-            t3, p3 = payoff(current, speed, job, used, u_min, u_max, eta, capacity, now, 0.0, comm)
+            t3, p3 = payoff(current, speed, job, used, u_min, u_max, eta, capacity, now, 0.0, comm, slot_s)
             if p3 >= pay:
                 best, tput, pay = current, t3, p3
     return best, tput, pay
@@ -179,7 +184,7 @@ def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, cu
 @numba.njit(**_JIT)
 def greedy_tail(fr: np.ndarray, start: int, workers: np.ndarray, speeds: np.ndarray, facts: np.ndarray,
                 cur_rows: np.ndarray, cur_from: np.ndarray, comm: np.ndarray, u_min: np.ndarray,
-                u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float
+                u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float, slot_s: float
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Algorithm 2's greedy tail: the jobs from ``start`` on, in order, each taken when FIND_ALLOC
     (:func:`best_alloc`) on the GPUs still free (``fr``, updated in place) finds an allocation with a positive
@@ -205,7 +210,7 @@ def greedy_tail(fr: np.ndarray, start: int, workers: np.ndarray, speeds: np.ndar
         if workers[i] > left:
             continue
         take, tput, pay = best_alloc(fr, speeds[i], workers[i], facts[i], cur_rows[cur_from[i]:cur_from[i + 1]],
-                                     capacity - fr, u_min, u_max, eta, capacity, now, overhead_s, comm[i])
+                                     capacity - fr, u_min, u_max, eta, capacity, now, overhead_s, comm[i], slot_s)
         if len(take) == 0 or not pay > 0:
             continue
         picked[m], tputs[m], pays[m] = i, tput, pay

@@ -111,18 +111,36 @@ def test_greedy_after_the_window() -> None:
 
 def test_payoff_by_hand() -> None:
     # J2 alone on the two V100s of an empty cluster: 30 epochs at 3/round -> done at 10, utility 30/10 = 3;
-    # this round's cost is p(0) + p(1) on a 2-GPU server: lo + lo * (4 U_max / U_min) ** (1/2), lo = U_min / 4,
-    # U_min = (30 / T) / (2 T) with T = 146.67, U_max(V100) = 0.15
+    # a round's cost is p(0) + p(1) on a 2-GPU server: lo + lo * (4 U_max / U_min) ** (1/2), lo = U_min / 4,
+    # U_min = (30 / T) / (2 T) with T = 146.67, U_max(V100) = 0.15; Eq. (3a) charges the whole schedule, the
+    # 10 rounds the job holds the GPUs
     p = make_prices(JOBS, CAP, 0.0, 1.0)
     ch = find_alloc(JOBS[1], CAP, np.zeros_like(CAP), p, 0.0)
     horizon = 400 / 6 + 80
     u_min = 30 / horizon / (2 * horizon)
     lo = u_min / 4
+    per_round = lo + lo * (4 * 0.15 / u_min) ** 0.5
     assert ch is not None and ch.take == ((0, 0, 2),)
-    assert ch.payoff == pytest.approx(3.0 - (lo + lo * (4 * 0.15 / u_min) ** 0.5))
-    # with a 1-round restart overhead the job ends at 11: utility 30/11
+    assert ch.payoff == pytest.approx(3.0 - 10 * per_round)
+    # with a 1-round restart overhead the job ends at 11 (utility 30/11) and holds the GPUs 11 rounds
     ch = find_alloc(JOBS[1], CAP, np.zeros_like(CAP), p, 0.0, overhead_s=1.0)
-    assert ch is not None and ch.payoff == pytest.approx(30 / 11 - (lo + lo * (4 * 0.15 / u_min) ** 0.5))
+    assert ch is not None and ch.payoff == pytest.approx(30 / 11 - 11 * per_round)
+    # the earlier reading (run_cost=False): this round's cost only
+    ch = find_alloc(JOBS[1], CAP, np.zeros_like(CAP), make_prices(JOBS, CAP, 0.0, 1.0, run_cost=False), 0.0)
+    assert ch is not None and ch.payoff == pytest.approx(3.0 - per_round)
+
+
+def test_full_price_blocks_the_best_job() -> None:
+    # §III-B: at U_max (a full server) the price is "high enough to block other jobs". U_max(V100) = 0.15 is
+    # J2's utility per GPU-round there (3 / (2 GPUs x 10 rounds)), so charged U_max for each of its 20 GPU-rounds
+    # J2 breaks even; charged for one round only it would still gain 3 - 2 x 0.15 = 2.7
+    p = make_prices(JOBS, CAP, 0.0, 1.0)
+    full = Prices(p.u_max, p.u_max, p.eta / 4, p.capacity, p.slot_s)  # lo = U_max / (4 eta) = U_max, r = 1
+    ch = find_alloc(JOBS[1], CAP, np.zeros_like(CAP), full, 0.0)
+    assert ch is not None and ch.take == ((0, 0, 2),) and ch.payoff == pytest.approx(0.0, abs=1e-9)
+    one = Prices(p.u_max, p.u_max, p.eta / 4, p.capacity, 0.0)
+    ch = find_alloc(JOBS[1], CAP, np.zeros_like(CAP), one, 0.0)
+    assert ch is not None and ch.payoff == pytest.approx(3.0 - 2 * 0.15)
 
 
 def test_spread_takes_the_fastest_types_from_the_most_free_servers() -> None:
