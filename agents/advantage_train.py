@@ -18,7 +18,6 @@ fixed seed, so the same command writes the same model.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,6 +30,7 @@ from gpucluster_env.baselines.lookahead import Lookahead
 
 from gpucluster_env.engine import Action
 from gpucluster_env.policy import Policy, run_episode
+from gpucluster_env.task_pool import TaskFailed, in_order, run_tasks
 
 LABEL_UNIT_S = 3600.0
 """Labels are rollout-cost differences in job-seconds divided by this: job-hours."""
@@ -122,25 +122,16 @@ def label_episode(job: Job) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
     return rows, labels, info
 
 
-def _label_all(jobs: list[Job], workers: int, say: Any) -> list[Any]:
-    """Every job's :func:`label_episode`, in order; in ``workers`` processes when more than one (spawned, not
-    forked: a fork after XGBoost has fitted in this process deadlocks in its OpenMP runtime)."""
-    if workers <= 1 or len(jobs) <= 1:
-        out = []
-        for job in jobs:
-            out.append(label_episode(job))
-            say(out[-1][2])
-        return out
-    done: list[Any] = [None] * len(jobs)
-    with multiprocessing.get_context("spawn").Pool(min(workers, len(jobs))) as pool:
-        for i, res in pool.imap_unordered(_indexed, list(enumerate(jobs))):
-            done[i] = res
-            say(res[2])
-    return done
-
-
-def _indexed(item: tuple[int, Job]) -> tuple[int, Any]:
-    return item[0], label_episode(item[1])
+def _label_all(jobs: list[Job], workers: int, say: Any, backend: str = "local",
+               address: str | None = None) -> list[Any]:
+    """Every job's :func:`label_episode`, in order: in ``workers`` spawned processes, or as Ray tasks
+    (:func:`gpucluster_env.task_pool.run_tasks`; the labels do not depend on where they ran)."""
+    try:
+        return in_order(run_tasks(label_episode, jobs, workers, backend, address), len(jobs),
+                        lambda _i, res: say(res[2]))
+    except TaskFailed as e:
+        scenario, seed = jobs[e.index][:2]
+        raise ValueError(f"labelling {scenario} seed {seed} failed: {type(e.cause).__name__}: {e.cause}") from e
 
 
 def fit(rows: np.ndarray, labels: np.ndarray, trees: int) -> Any:
@@ -165,8 +156,10 @@ def save_model(booster: Any, folder: Path, cfg: AdvantageConfig, extra: dict[str
     write_bytes_atomic(folder / "meta.json", (json.dumps(meta, indent=2) + "\n").encode())
 
 
-def train_advantage(cfg: AdvantageConfig, command: str = "", say: Any = None) -> Path:
-    """Run the rounds of ``cfg`` and return the output folder (``model.json``, ``meta.json``, ``rounds/``)."""
+def train_advantage(cfg: AdvantageConfig, command: str = "", say: Any = None, backend: str = "local",
+                    address: str | None = None) -> Path:
+    """Run the rounds of ``cfg`` and return the output folder (``model.json``, ``meta.json``, ``rounds/``); the
+    labelling episodes run on ``backend`` (``ray``: a local Ray instance, or the cluster at ``address``)."""
     say = say or (lambda info: None)
     out = Path(cfg.out)
     t0 = time.perf_counter()
@@ -177,7 +170,7 @@ def train_advantage(cfg: AdvantageConfig, command: str = "", say: Any = None) ->
     model_dir: str | None = None
     for rnd in range(cfg.rounds + 1):
         jobs = [(s, n, cfg.horizon_s, cfg.starts, model_dir, cfg.see_arrivals) for n in seeds for s in cfg.scenarios]
-        results = _label_all(jobs, cfg.workers, say)
+        results = _label_all(jobs, cfg.workers, say, backend, address)
         rows += [r[0] for r in results]
         labels += [r[1] for r in results]
         X, y = np.concatenate(rows), np.concatenate(labels)

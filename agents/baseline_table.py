@@ -32,6 +32,8 @@ import numpy as np
 from gpucluster_env.agents.evaluate import t_interval
 from gpucluster_env.agents.policies import RLPolicy
 
+from gpucluster_env.task_pool import TaskFailed, in_order, run_tasks
+
 
 @dataclass
 class TableConfig:
@@ -171,23 +173,45 @@ def algo_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def run_table(cfg: TableConfig, log: Any = print) -> dict[str, Any]:
-    """The whole row group: reference JCTs, every algorithm over its seeds, every fixed policy."""
+def _task(item: tuple[str, TableConfig, str, int, dict[int, float]]) -> dict[str, Any]:
+    """One task of a table: a training run (``"train"``, algorithm, seed) or a fixed policy's scores."""
+    kind, cfg, name, seed, ref = item
+    return train_curve(cfg, name, seed, ref) if kind == "train" else fixed_policy(cfg, name, ref)
+
+
+def run_table(cfg: TableConfig, log: Any = print, workers: int = 1, backend: str = "local",
+              address: str | None = None) -> dict[str, Any]:
+    """The whole row group: reference JCTs, every algorithm over its seeds, every fixed policy. The training
+    runs and fixed policies are independent tasks (:func:`gpucluster_env.task_pool.run_tasks`: ``workers``
+    local processes, or Ray tasks on ``backend="ray"``); the result does not depend on where they ran."""
     t0 = time.perf_counter()
     ref = reference_jcts(cfg)
     result: dict[str, Any] = {"config": asdict(cfg), "reference_jct_s": {str(k): v for k, v in ref.items()},
                               "algos": {}, "policies": {}}
+    items = [("train", cfg, algo, seed, ref) for algo in cfg.algos for seed in cfg.train_seeds]
+    items += [("policy", cfg, name, 0, ref) for name in cfg.policies]
+
+    def said(i: int, out: dict[str, Any]) -> None:
+        kind, _, name, seed, _ = items[i]
+        if kind == "train":
+            final = finite_mean(out["final"])
+            what = f"final {final:.3f}" if np.isfinite(final) else "no held-out episode finished"
+            log(f"{cfg.scenario} {name} seed {seed}: {what} ({out['train_s']:.0f} s training)")
+        else:
+            log(f"{cfg.scenario} {name}: {out.get('mean', float('nan')):.3f}")
+
+    try:
+        outs = in_order(run_tasks(_task, items, workers, backend, address), len(items), said)
+    except TaskFailed as e:
+        kind, _, name, seed, _ = items[e.index]
+        what = f"training {name} seed {seed}" if kind == "train" else f"playing {name}"
+        raise ValueError(f"rl-table: {what} failed: {type(e.cause).__name__}: {e.cause}") from e
     for algo in cfg.algos:
-        runs = []
-        for seed in cfg.train_seeds:
-            runs.append(train_curve(cfg, algo, seed, ref))
-            final = finite_mean(runs[-1]["final"])
-            said = f"final {final:.3f}" if np.isfinite(final) else "no held-out episode finished"
-            log(f"{cfg.scenario} {algo} seed {seed}: {said} ({runs[-1]['train_s']:.0f} s training)")
+        runs = [o for it, o in zip(items, outs, strict=True) if it[0] == "train" and it[2] == algo]
         result["algos"][algo] = {"runs": runs, **algo_summary(runs)}
-    for name in cfg.policies:
-        result["policies"][name] = fixed_policy(cfg, name, ref)
-        log(f"{cfg.scenario} {name}: {result['policies'][name].get('mean', float('nan')):.3f}")
+    for it, o in zip(items, outs, strict=True):
+        if it[0] == "policy":
+            result["policies"][it[2]] = o
     result["wall_s"] = time.perf_counter() - t0
     return result
 

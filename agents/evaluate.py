@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from gpucluster_env.task_pool import TaskFailed, in_order, run_tasks
+
 HELD_OUT_SEEDS = tuple(range(100, 110))
 """Default evaluation seeds: training draws its episodes' trace seeds from the environments' generators
 (seeded 0..n_envs-1) and its evaluation callback from 1,000,000 on; these ten are used for neither."""
@@ -39,16 +41,32 @@ def t_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]
     return m, m - h, m + h
 
 
-def evaluate(model: str, scenarios: list[str], seeds: list[int], baselines: list[str],
-             metric: str = "avg_jct_s", progress: Any = None, lower_is_better: bool = True) -> dict[str, Any]:
-    """Run ``model`` (``rl:DIR`` or a registered name) and ``baselines`` on every scenario and seed; returns
-    ``{"runs": [...], "summary": {scenario: {policy: {...}}}}`` (``lower_is_better``: how a seed's win is
-    counted)."""
+def _episode(item: tuple[str, str, int]) -> dict[str, Any]:
+    """One evaluation episode: policy ``name`` on scenario ``sc`` with ``seed``, through the one runner."""
     from gpucluster_env.policy import make_policy, run_episode
 
-    runs: list[dict[str, Any]] = []
-    summary: dict[str, Any] = {}
+    sc, name, seed = item
+    r = run_episode(sc, make_policy(name), seed)
+    r["policy"] = name
+    return r
+
+
+def evaluate(model: str, scenarios: list[str], seeds: list[int], baselines: list[str],
+             metric: str = "avg_jct_s", progress: Any = None, lower_is_better: bool = True, workers: int = 1,
+             backend: str = "local", address: str | None = None) -> dict[str, Any]:
+    """Run ``model`` (``rl:DIR`` or a registered name) and ``baselines`` on every scenario and seed; returns
+    ``{"runs": [...], "summary": {scenario: {policy: {...}}}}`` (``lower_is_better``: how a seed's win is
+    counted). The episodes are independent tasks (:func:`gpucluster_env.task_pool.run_tasks`: ``workers``
+    local processes or Ray tasks); the result does not depend on where they ran."""
     policies = [model, *baselines]
+    items = [(sc, name, seed) for sc in scenarios for name in policies for seed in seeds]
+    try:
+        runs = in_order(run_tasks(_episode, items, workers, backend, address), len(items),
+                        None if progress is None else lambda _i, _r: progress())
+    except TaskFailed as e:
+        raise e.cause from None  # the episode's own error (one line where it is the user's input)
+    by_item = dict(zip(items, runs, strict=True))
+    summary: dict[str, Any] = {}
     for sc in scenarios:
         table: dict[str, np.ndarray] = {}
         causes: dict[str, dict[int, str]] = {}
@@ -56,16 +74,12 @@ def evaluate(model: str, scenarios: list[str], seeds: list[int], baselines: list
             vals = []
             causes[name] = {}
             for seed in seeds:
-                r = run_episode(sc, make_policy(name), seed)
-                r["policy"] = name
-                runs.append(r)
+                r = by_item[(sc, name, seed)]
                 if r[metric] is None and not r["truncated"]:
                     raise ValueError(f"metric {metric!r} is undefined on {sc} (e.g. deadlines without deadlines)")
                 if r["truncated"]:
                     causes[name][seed] = r.get("truncated_by", "a limit")
                 vals.append(math.nan if r["truncated"] else float(r[metric]))
-                if progress is not None:
-                    progress()
             table[name] = np.array(vals, dtype=float)
         rows: dict[str, Any] = {}
         for name, vals in table.items():

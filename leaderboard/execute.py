@@ -3,15 +3,13 @@ record as it finishes, and show a progress bar with ETA, the rate in cells per m
 
 Records are written by this (the driving) process as results arrive, so killing the run at any moment loses
 only the cells in flight; the next run skips every recorded cell and never runs one twice. Local worker
-processes die with the driving process, even when it is killed with SIGKILL (:func:`_init_worker`).
+processes die with the driving process, even when it is killed with SIGKILL (:mod:`gpucluster_env.task_pool`).
 """
 
 from __future__ import annotations
 
 import math
-import os
 import statistics
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,13 +27,11 @@ from gpucluster_env.leaderboard.cells import (
     run_cell,
     versions,
 )
-from gpucluster_env.leaderboard.ray_backend import ray_cells
 from gpucluster_env.leaderboard.store import ResultStore, Stale, make_record
 
-BACKENDS = ("local", "ray")
+from gpucluster_env.task_pool import TaskFailed, check_backend, one_thread, run_tasks
+
 LIVE_METRIC = "avg_jct_s"
-MAX_WORKERS = 1024
-"""The most parallel episodes a run may ask for (local processes are started only as cells need them)."""
 
 
 @dataclass
@@ -138,61 +134,17 @@ def plan(board: Board, store: ResultStore, replace_stale: bool) -> tuple[list[Ce
     return todo, prov
 
 
-def _one_thread() -> None:
-    # One OpenMP thread per worker process: the workers are the parallelism (XGBoost, torch read this at import).
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, "1")
-
-
-PR_SET_PDEATHSIG = 1
-"""Linux ``prctl`` option: the signal a process gets when its parent dies."""
-
-
-def _init_worker(parent: int) -> None:
-    """Set up a local worker process: one thread, and death with the driving process ``parent``: on Linux the
-    kernel sends the worker SIGKILL when its parent dies (``prctl(PR_SET_PDEATHSIG)``); elsewhere, and for a
-    parent already gone before that took effect, the worker exits at once."""
-    _one_thread()
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        try:
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-def _local(todo: list[Cell], workers: int) -> Iterator[tuple[Cell, dict[str, Any]]]:
-    if workers == 1:
-        _one_thread()
-        for c in todo:
-            try:
-                result = run_cell(c)
-            except Exception as e:
-                raise cell_failure(c, e) from e
-            yield c, result
-        return
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    ex = ProcessPoolExecutor(max_workers=max(1, min(workers, len(todo))), mp_context=mp.get_context("spawn"),
-                             initializer=_init_worker, initargs=(os.getpid(),))
+def _cells(todo: list[Cell], workers: int, backend: str, address: str | None
+           ) -> Iterator[tuple[Cell, dict[str, Any]]]:
+    """Each cell of ``todo`` with its result, as they finish (:func:`gpucluster_env.task_pool.run_tasks`); a cell
+    that raises stops the run with the cell's one-line failure."""
+    if backend == "local" and workers == 1:
+        one_thread()
     try:
-        pending = {ex.submit(run_cell, c): c for c in todo}
-        while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
-                cell = pending.pop(f)
-                try:
-                    result = f.result()
-                except Exception as e:
-                    raise cell_failure(cell, e) from e
-                yield cell, result
-    finally:
-        ex.shutdown(wait=False, cancel_futures=True)
+        for i, result in run_tasks(run_cell, todo, workers, backend, address):
+            yield todo[i], result
+    except TaskFailed as e:
+        raise cell_failure(todo[e.index], e.cause) from e.cause
 
 
 def execute(
@@ -208,10 +160,7 @@ def execute(
     """Run every cell of ``board`` not yet in ``store`` and write its record as it finishes. ``on_start`` is
     called once the cells to run are known (with their count and the count already recorded), ``on_record``
     with each new record, the count done and the count to do (the progress display)."""
-    if backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(BACKENDS)}")
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= MAX_WORKERS:
-        raise ValueError(f"--workers must be at least 1 and at most {MAX_WORKERS}, got {workers!r}")
+    check_backend(workers, backend, None)  # the CLI checked --address already
     check_policies(board)
     check_metric_names(board)
     todo, prov = plan(board, store, replace_stale)
@@ -220,7 +169,7 @@ def execute(
     if on_start is not None:
         on_start(len(todo), len(board.cells) - len(todo))
     t0 = time.perf_counter()
-    stream = _local(todo, workers) if backend == "local" else ray_cells(todo, workers, address)
+    stream = _cells(todo, workers, backend, address)
     done = 0
     for cell, result in stream:
         _check_trace(cell, str(result.get("trace", "")))

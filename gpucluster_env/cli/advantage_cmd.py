@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gpucluster_env.cli.option_args import add_backend_options
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -24,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--trees", type=int, default=600, help="boosting rounds of the XGBoost regressor")
     p.add_argument("--threshold", type=float, default=0.0,
                    help="least predicted gain (job-hours) for leaving SRSF's action, saved with the model")
-    p.add_argument("--workers", type=int, default=2, help="labelling processes")
+    p.add_argument("--workers", type=int, default=2, help="labelling processes (or Ray CPUs of a local instance)")
+    add_backend_options(p, "the labelling episodes")
     p.add_argument("--see-arrivals", action="store_true",
                    help="label with rollouts that see the trace's arrivals within the horizon (default: they see "
                         "only the jobs already submitted, as the model does)")
@@ -38,16 +41,19 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.agents.advantage_train import AdvantageConfig, train_advantage
     from gpucluster_env.cli.train_cmd import command_line
     from gpucluster_env.scenarios import get_scenario
+    from gpucluster_env.task_pool import check_backend
 
     scenarios = tuple(s.strip() for s in args.scenario.split(",") if s.strip())
     for s in scenarios:
         get_scenario(s)  # fail fast on a bad name
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise ValueError(f"--out {args.out}: exists and is not a folder")
+    check_backend(args.workers, args.backend, args.address)
     cfg = AdvantageConfig(out=args.out, scenarios=scenarios, episodes=args.episodes, rounds=args.rounds,
                           seed=args.seed, horizon_s=args.horizon_s, starts=args.starts, trees=args.trees,
                           threshold=args.threshold, workers=args.workers, see_arrivals=args.see_arrivals)
-    out = train_advantage(cfg, command_line(args, "train-advantage"), say=None if args.no_progress else _say)
+    out = train_advantage(cfg, command_line(args, "train-advantage"), say=None if args.no_progress else _say,
+                          backend=args.backend, address=args.address)
     print(summary(out))
     return 0
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gpucluster_env.cli.option_args import add_backend_options
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("evaluate", help="evaluate a trained model against reference policies",
@@ -17,6 +19,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--baselines", default="sjf-ffs,castor", help="reference policies, comma-separated")
     p.add_argument("--metric", default="avg_jct_s")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON")
+    p.add_argument("--workers", type=int, default=1,
+                   help="episodes at once (processes, or Ray CPUs of a local instance)")
+    add_backend_options(p, "the episodes")
     p.set_defaults(func=run)
 
 
@@ -55,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.agents.evaluate import evaluate
     from gpucluster_env.cli.jsonout import dumps
     from gpucluster_env.scenarios import get_scenario
+    from gpucluster_env.task_pool import check_backend
 
+    check_backend(args.workers, args.backend, args.address)
     seeds = parse_seeds(args.seeds)
     if not seeds:
         raise ValueError("--seeds names no seed")
@@ -82,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
                 why = cls.not_applicable_because(get_scenario(s))
             if why:
                 raise ValueError(f"{name} cannot run on {s}: {why}")
-    res = evaluate(model, scenarios, seeds, baselines, args.metric, lower_is_better=lower_is_better(args.metric))
+    res = evaluate(model, scenarios, seeds, baselines, args.metric, lower_is_better=lower_is_better(args.metric),
+                   workers=args.workers, backend=args.backend, address=args.address)
     if args.json:
         print(dumps(res))
         return 0

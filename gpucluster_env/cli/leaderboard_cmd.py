@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gpucluster_env.cli.option_args import split_names
+from gpucluster_env.cli.option_args import add_backend_options, split_names
 
 DEFAULT_BOARD = "default"
 RESULTS_ROOT = "leaderboard-results"
@@ -33,8 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="scenario option for a board given by --scenarios/--policies (repeatable)")
     r.add_argument("--workers", type=int, default=1, help="parallel episodes (processes or Ray tasks; 1 to 1024)")
-    r.add_argument("--backend", default="local", choices=("local", "ray"))
-    r.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local instance)")
+    add_backend_options(r, "the cells")
     r.add_argument("--out", help=f"results folder (default: {RESULTS_ROOT}/BOARD)")
     r.add_argument("--replace-stale", action="store_true",
                    help="run again the cells whose records were made under another spec or version")
@@ -109,13 +108,9 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.cli.leaderboard_progress import run_with_progress
     from gpucluster_env.leaderboard.execute import current_records, execute
     from gpucluster_env.leaderboard.store import ResultStore
+    from gpucluster_env.task_pool import check_backend
 
-    if args.address is not None and args.backend != "ray":
-        raise ValueError("--address is the Ray cluster's address: it goes with --backend ray")
-    if args.address is not None:
-        from gpucluster_env.leaderboard.ray_backend import check_reachable
-
-        check_reachable(args.address)  # before anything is written
+    check_backend(args.workers, args.backend, args.address)  # before anything is written
     board, notes = resolve_board(args)
     for n in notes:
         print(f"gpucluster leaderboard: note: {n}", file=sys.stderr)

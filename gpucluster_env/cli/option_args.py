@@ -72,3 +72,14 @@ def split_names(v: str | None, what: str) -> list[str] | None:
     if not items:
         raise ValueError(f"--{what} is empty")
     return items
+
+
+def add_backend_options(p: Any, what: str) -> None:
+    """``--backend local|ray`` and ``--address`` on a command whose ``what`` run as independent tasks
+    (:mod:`gpucluster_env.task_pool`); the command checks them with ``task_pool.check_backend``."""
+    from gpucluster_env.task_pool import BACKENDS
+
+    p.add_argument("--backend", default="local", choices=BACKENDS,
+                   help=f"where {what} run: local processes (--workers) or Ray tasks")
+    p.add_argument("--address", help="Ray cluster address for --backend ray (default: start a local instance on "
+                                     "the loopback address)")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from gpucluster_env.cli.option_args import add_backend_options
+
 DESCRIPTION = ("Train each algorithm from scratch on one scenario over several training seeds (learning curves), "
                "play the final models and the fixed policies on held-out seeds, and score each episode by its "
                "average JCT over the reference policy's on the same job table (1.0 = the reference; lower is "
@@ -28,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--reference", default="srsf", help="the policy scores are normalized by")
     p.add_argument("--out", default=None, help="write the whole result as JSON to this file")
     p.add_argument("--json", action="store_true", help="print the whole result as JSON (else a Markdown table)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="training runs and fixed policies at once (processes, or Ray CPUs of a local instance)")
+    add_backend_options(p, "the training runs and fixed policies")
     p.set_defaults(func=run)
 
 
@@ -39,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
     from gpucluster_env.cli.evaluate_cmd import parse_seeds
     from gpucluster_env.policy import make_policy
     from gpucluster_env.scenarios import get_scenario
+    from gpucluster_env.task_pool import check_backend
 
+    check_backend(args.workers, args.backend, args.address)
     get_scenario(args.scenario)
     algos = tuple(a.strip() for a in args.algos.split(",") if a.strip())
     for a in algos:
@@ -52,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         make_policy(name)  # an unknown name or a bad model directory: one line before anything runs
     cfg = TableConfig(args.scenario, algos, tuple(parse_seeds(args.train_seeds)), args.timesteps, args.points,
                       tuple(parse_seeds(args.curve_seeds)), tuple(parse_seeds(args.seeds)), policies, args.reference)
-    result = run_table(cfg)
+    result = run_table(cfg, workers=args.workers, backend=args.backend, address=args.address)
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     if args.json:
