@@ -82,12 +82,20 @@ class Result:
         """Whether the verdict is one of :data:`SETTLED`."""
         return self.verdict in SETTLED
 
+    @property
+    def excludes_published(self) -> bool:
+        """An unsettled verdict whose interval lies wholly outside the ``holds`` region: whichever way more seeds
+        settle it, the claim as published does not hold."""
+        return self.verdict == "unsettled" and bool(self.regions) and "holds" not in self.regions
+
     def verdict_text(self) -> str:
         """The verdict with the regions behind it: ``holds``, ``direction only (too small)``, ``unsettled:
-        fails or holds``, ``unsettled: no interval``; ``(deterministic)`` after a deterministic one."""
+        fails or holds``, ``unsettled: fails or too small (not as published)``, ``unsettled: no interval``;
+        ``(deterministic)`` after a deterministic one."""
         text = self.verdict
         if self.verdict == "unsettled":
             text += ": " + (_either(self.regions) if self.regions else "no interval")
+            text += " (not as published)" if self.excludes_published else ""
         elif self.verdict in SETTLED and self.regions and self.regions[0] != self.verdict:
             text += f" ({self.regions[0]})"
         return text + (" (deterministic)" if self.deterministic else "")

@@ -100,27 +100,25 @@ def _avg(records: list[dict[str, Any]], key: Any, metric: str) -> float:
     return float(np.mean([float(x) for x in v if isinstance(x, int | float)] or [np.nan]))
 
 
+HADAR_MEDIAN = (
+    "**Cause measured on `hadar-philly` development seeds 0-9** (docs/causes/hadar-median-jct.md; "
+    "`docs/_scripts/hadar_median_jct.py`): our Hadar walks its queue by utility per GPU, a job's utility being its "
+    "effective throughput since arrival (§III-A). Every job arrives at t = 0, so from the second round on a "
+    "waiting job is worth s/(t+s), s its run time alone: the longest waiting jobs come first. The prices leave all "
+    "60 GPUs busy and decide nothing. Small jobs, 80% of the workload, finish last (median 11.9-17.8 h against "
+    "Gavel's 2.1-2.7 h on seeds 0-4; overall median 12.9 h against 3.07 h). Changing only the queue order moves "
+    "the median to 3.8 h when utility is counted from now (about first-come-first-served) and to 1.95 h when jobs "
+    "are ordered by utility per GPU-round (Eqs. (6)-(7); 1.57x ahead of Gavel, but the makespan, 72.5 h, falls "
+    "behind Gavel's 69.3 h). The paper does not state its queue order, and neither order reproduces both Fig. 4 "
+    "claims. Charging the cost of the whole schedule (Eq. (3a), now the default) barely moves the median "
+    "(13.4 -> 12.9 h). The simulated cluster, throughputs, 360 s rounds and 10 s restarts are not the cause.")
+
 MEASURED_ELSEWHERE = {
     "gimbal-f8-lucid-ph": (
         "**Where it is lost, measured on the `gimbal` board's seeds 0-9 (2026-11-26)** (docs/reproduction-hadar-"
         "gimbal.md, Fig. 12 ablation): unequal packing alone costs 2.4% of Lucid's mean JCT, LISS wins back 0.6%, "
         "and LGRR then costs 4.0% (2.48 h -> 2.58 h); Lucid+Gimbal's jobs queue about as long as Lucid's and run "
         "longer. Why LGRR's rebalancing costs on Philly and gains on Alibaba was not measured."),
-    "gimbal-f8-lucid-ali": (
-        "**Cause measured on the `gimbal` board's seeds 0-9 (2026-11-26)** (docs/reproduction-hadar-gimbal.md, "
-        "\"Why Lucid+Gimbal's JCT does not improve\"): the relaxed, unequal packing is the step that costs. On "
-        "Alibaba it alone raises the mean JCT by 10% while cutting queueing by 14%; LISS and LGRR win back 2%, not "
-        "enough. In the engine's share model a pair of Gimbal's models on A40 delivers 1.07-1.84 GPUs' worth of "
-        "work (median 1.22), so packing shortens queues but slows the packed jobs more (the queueing and run-time "
-        "split above shows the same on these seeds)."),
-    "gimbal-f8-gavel-ali": (
-        "**Cause measured in part on the `gimbal` board's seeds 0-9 (2026-11-26)** (docs/reproduction-hadar-"
-        "gimbal.md, \"Against the unpacked Gavel, per seed\"): at 20x arrivals four of the ten Alibaba seeds' "
-        "makespans are set by one job's arrival plus its run alone, which no scheduler can shorten, and there "
-        "the relaxed packing puts a partner beside that job and slows it (0.87-0.93x); of the six seeds bound by "
-        "the cluster's work Gimbal wins two and loses four (0.91-0.98x), which the bounds do not explain. "
-        "Equal-size packing with both mechanisms off is already 0.943x Gavel's makespan; unequal packing, LISS "
-        "and LGRR win back 1.1%."),
     "sjfbsbf-t3-sjf-tires": (
         "**Cause measured on the development seeds 0-4** (docs/reproduction.md, \"Why Tiresias beats SJF "
         "here\" and the threshold sweep): Tiresias' two queues split at 16 GPU-hours of attained service, and the "
@@ -129,6 +127,8 @@ MEASURED_ELSEWHERE = {
         "ones arrive; on sjfbsbf-philly it is worse than SJF only with thresholds of 1, 64 or infinite "
         "GPU-hours. The engine charges a preemption a 30 s restart; what else the paper's simulator charged for "
         "migration is not published."),
+    "hadar-f4-median-gavel": HADAR_MEDIAN,
+    "hadar-f4-median-tiresias": HADAR_MEDIAN,
     "hadare-f9-tb-m5": (
         "**Cause measured on the `hadar` board's seeds 0-9** (docs/reproduction-hadar-gimbal.md, HadarE "
         "paragraph; the mixes are fixed batches, so every seed runs the same): "
@@ -216,20 +216,24 @@ def _count_line(results: list[Result]) -> str:
     """The verdicts' tally, how many measurable claims are settled, and the synthetic traces among the runs."""
     settled, measurable = settled_count(results)
     synthetic = sorted({t for r in results for t in r.traces if t.startswith("synthetic")})
+    excluded = sum(r.excludes_published for r in results)
     return ("**Count:** " + ", ".join(f"{n} {v}" for v, n in counts(results).items())
-            + f"; **{settled} of {measurable} measurable claims settled.**"
+            + f"; **{settled} of {measurable} measurable claims settled**"
+            + (f"; of the unsettled, {excluded} lie wholly outside the published size's band (they do not hold as "
+               "published, whichever way more seeds settle them)." if excluded else ".")
             + (f" Synthetic traces ran for some claims ({', '.join(synthetic)}): their verdicts test the stand-in, "
                "not the real trace." if synthetic else "") + "\n")
 
 
-def _failing(results: list[Result], claims: Claims, records: list[dict[str, Any]],
-             diag: list[dict[str, Any]]) -> list[str]:
-    """The section on failing claims: each one's evidence, both policies' means and its cause paragraph."""
-    a = ["", "## Failing claims\n"]
-    failing = [r for r in results if r.verdict == "fails"]
-    if not failing:
+def _explained(results: list[Result], claims: Claims, records: list[dict[str, Any]],
+               diag: list[dict[str, Any]], verdict: str, title: str) -> list[str]:
+    """The section on the claims with ``verdict`` (failing, direction only): each one's evidence, both policies'
+    means and its cause paragraph (measured, or a plain statement that none was found)."""
+    a = ["", f"## {title}\n"]
+    chosen = [r for r in results if r.verdict == verdict]
+    if not chosen:
         a.append("None on these records.")
-    for r in failing:
+    for r in chosen:
         c = r.claim
         evidence = (f"one deterministic run (the same on all {r.n} seeds)" if r.deterministic else
                     f"[{pct(r.ci[0])}, {pct(r.ci[1])}], {r.agree} of {r.n} seeds in the published direction")
@@ -239,18 +243,52 @@ def _failing(results: list[Result], claims: Claims, records: list[dict[str, Any]
     return a
 
 
-def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = None) -> str:
-    """The page for the records of ``dirs`` (``diag_dirs``: the interference diagnostic's records)."""
+def _second_set(results: list[Result], claims: Claims, first: list[dict[str, Any]],
+                check_dirs: list[str]) -> list[str]:
+    """The claims judged again on a disjoint seed set of the same size (``check_dirs``): each verdict beside the
+    first set's, whether the two agree wherever both are settled, and how many settle on both sets pooled."""
+    records, _ = load_current(check_dirs)
+    other = {r.claim.id: r for r in check_claims(claims, records)}
+    pooled = check_claims(claims, first + records)
+    n_pooled = len({r["cell"]["seed"] for r in first + records})
+    seeds = sorted({r["cell"]["seed"] for r in records})
+    both = [r for r in results if r.settled and other[r.claim.id].settled]
+    agree = [r for r in both if r.verdict == other[r.claim.id].verdict]
+    a = ["", "## The same claims on a second, disjoint seed set\n",
+         f"Every claim judged again on seeds {_span(seeds)} ({len(records)} records), with the same rule. "
+         f"**{len(both)} claims are settled on both sets; {len(agree)} of them get the same verdict.** "
+         f"{settled_count(list(other.values()))[0]} of {settled_count(list(other.values()))[1]} measurable claims "
+         f"are settled on this set; pooled over both ({n_pooled} seeds), {settled_count(pooled)[0]} of "
+         f"{settled_count(pooled)[1]} are, and {sum(r.excludes_published for r in pooled)} more lie wholly outside "
+         "the published size's band.\n",
+         "| claim | verdict, first set | ours, second set | 95% CI | verdict, second set | agree |",
+         "|---|---|---|---|---|---|"]
+    for r in results:
+        o = other[r.claim.id]
+        if r.verdict == "not measurable":
+            continue
+        ci = "none" if o.deterministic else f"[{pct(o.ci[0])}, {pct(o.ci[1])}]"
+        same = ("yes" if r.verdict == o.verdict else "**no**") if (r.settled and o.settled) else "-"
+        a.append(f"| {r.claim.id} | {r.verdict_text()} | {pct(o.measured)} | {ci} | {o.verdict_text()} | {same} |")
+    return a
+
+
+def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = None,
+           check_dirs: list[str] | None = None) -> str:
+    """The page for the records of ``dirs`` (``diag_dirs``: the interference diagnostic's records;
+    ``check_dirs``: the claims board on a second, disjoint seed set)."""
     claims = load_claims()
     records, notes = load_current(dirs)
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     results = check_claims(claims, records)
     diag = load_current(diag_dirs)[0] if diag_dirs else []
+    seeds = sorted({r["cell"]["seed"] for r in records})
     board = load_board("claims")
+    if seeds:  # the board at the records' own seeds (a run with --seeds N --first-seed S)
+        board = board.select(None, None, seeds[-1] - seeds[0] + 1, seeds[0])
     have = {r["key"] for r in records}
     done = sum(c.key in have for c in board.cells)
-    seeds = sorted({r["cell"]["seed"] for r in records})
     partial = done < len(board.cells)
     a = ["# The papers' headline claims, checked\n",
          "<!-- written by docs/_scripts/render_claims.py; do not edit by hand -->\n", INTRO, REPRODUCE,
@@ -266,7 +304,10 @@ def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = No
           + "; ".join(f"`{n}` = {_setting_label(st)}" for n, st in claims.settings.items()) + "."]
     a += ["", "## Not measurable\n"]
     a += [f"- `{r.claim.id}`: {r.why}." for r in results if r.verdict == "not measurable"] or ["None."]
-    a += _failing(results, claims, records, diag)
+    a += _explained(results, claims, records, diag, "fails", "Failing claims")
+    a += _explained(results, claims, records, diag, "direction only", "Claims that hold in direction only")
+    if check_dirs:
+        a += _second_set(results, claims, records, check_dirs)
     return "\n".join(a).rstrip() + "\n"
 
 
@@ -285,9 +326,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run", default="", help="a sentence on the run that produced the records (shown on the page)")
     p.add_argument("--no-interference", action="append", metavar="DIR",
                    help="results of docs/_scripts/claims_xi1.toml: failing claims re-checked with xi = 1")
+    p.add_argument("--check", action="append", metavar="DIR",
+                   help="results of the claims board on a second, disjoint seed set (--first-seed): verdicts compared")
     args = p.parse_args(argv)
     try:
-        text = render(args.dirs, args.run, args.no_interference)
+        text = render(args.dirs, args.run, args.no_interference, args.check)
     except (ValueError, FileNotFoundError) as e:
         print(f"render_claims: {e}", file=sys.stderr)
         return 2

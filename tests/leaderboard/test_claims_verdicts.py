@@ -73,8 +73,10 @@ def test_an_interval_settles_the_region_it_lies_in_and_names_those_it_spans(
 
 
 def test_verdict_texts_and_table_cells() -> None:
-    assert judged([90.0, 95.0, 110.0]).verdict_text() == "unsettled: fails or too small"
+    assert judged([90.0, 95.0, 110.0]).verdict_text() == "unsettled: fails or too small (not as published)"
+    assert judged([90.0, 95.0, 110.0]).excludes_published
     assert judged([40.0, 120.0, 60.0, 110.0, 30.0]).verdict_text() == "unsettled: fails, too small or holds"
+    assert not judged([40.0, 120.0, 60.0, 110.0, 30.0]).excludes_published  # the interval reaches the band
     assert judged([85.0, 88.0, 90.0, 87.0]).verdict_text() == "direction only (too small)"
     r = judged([45.0, 55.0, 50.0])
     assert r.verdict_text() == "holds" and r.cells() == ["c1", "+50.0", "+50.0", "[45, 55]", "3/3", "holds"]
