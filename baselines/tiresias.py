@@ -15,6 +15,11 @@ jobs running stay ahead of the waiting ones in their queue, which follow by the 
 started last), then by submission. So under ``"start"`` a waiting job never preempts a running job of its own
 queue. With every job submitted at once (hadar-philly) the two orders differ most: ``"submit"`` then breaks
 ties by trace index and swaps equal-priority jobs in and out.
+
+``service`` sets what attained service counts: ``"gpu"`` (default, Tiresias' 2D-LAS and Pollux's Tiresias: GPUs x
+time run) or ``"time"``, the time run whatever the GPU count (Tiresias' simulator's ``dlas`` mode, and the
+Tiresias of the Castor/SJF-BSBF authors' testbed scheduler, Lai-JX/Scheduler ``scheduler_impl/schedulers.py``,
+which compares the executed seconds with its 700 s limit; docs/causes/tiresias-configuration.md).
 """
 
 from __future__ import annotations
@@ -41,13 +46,16 @@ class Tiresias(Policy):
     paper: ClassVar[str] = "Tiresias (NSDI'19); castor §9.1 / sjf-bsbf §VI-A3 baseline"
 
     def __init__(self, thresholds: tuple[float, ...] = (16 * 3600.0,), starve_factor: float | None = None,
-                 order: Annotated[str, OptionSpec(choices=("submit", "start"))] = "submit") -> None:
+                 order: Annotated[str, OptionSpec(choices=("submit", "start"))] = "submit",
+                 service: Annotated[str, OptionSpec(choices=("gpu", "time"))] = "gpu") -> None:
         """``thresholds``: attained-service limits (GPU-seconds) between consecutive queues.
         ``starve_factor``: Tiresias' STARVELIMIT; a job waiting longer than that multiple of its last run is
-        promoted back to the top queue (None: off). ``order``: ``"submit"`` or ``"start"`` (module docstring)."""
+        promoted back to the top queue (None: off). ``order``: ``"submit"`` or ``"start"``; ``service``: ``"gpu"``
+        (GPU-seconds) or ``"time"`` (seconds run), what ``thresholds`` are compared with (module docstring)."""
         self.thresholds = tuple(float(x) for x in thresholds)
         self.starve_factor = starve_factor
         self.order = order
+        self.service = service
         self._first = np.zeros(0)
         self._attained = np.zeros(0)
         self._last_run = np.zeros(0)
@@ -70,7 +78,7 @@ class Tiresias(Policy):
         if dt > 0:
             for j in self._running:
                 run = dt if view.is_running(j) else max(0.0, view.finish_time(j) - self._t)
-                self._attained[j] += view.req_gpus[j] * run
+                self._attained[j] += (view.req_gpus[j] if self.service == "gpu" else 1) * run
                 self._last_run[j] += run
             self._t = view.now
         self._running = [int(j) for j in view.running_jobs()]

@@ -305,6 +305,20 @@ def test_tiresias_default_threshold_is_pollux_16_gpu_hours(build: Any) -> None:
     assert any(t == 15_000.0 and a == Preempt(0) for t, a in acts)
 
 
+def test_tiresias_time_service_ignores_gpu_count(build: Any) -> None:
+    # A 4-GPU job has run 1000 s (4000 GPU-s) when another 4-GPU job arrives for its GPUs, queues split at 3600:
+    # by GPU-time (default) it is demoted and preempted; by time run (Tiresias' dlas, the authors' testbed) it
+    # has attained 1000 s < 3600, stays in the top queue, and keeps its GPUs.
+    rows = [{"iterations": 100_000.0, "num_gpus": 4}, {"submit_s": 1000.0, "num_gpus": 4, "iterations": 100.0}]
+    gpu = drive(build([("fast", 1, 4)], rows, restart_s=30.0), Tiresias(thresholds=(3600.0,)))
+    assert (1000.0, Preempt(0)) in gpu
+    timed = drive(build([("fast", 1, 4)], rows, restart_s=30.0), Tiresias(thresholds=(3600.0,), service="time"))
+    assert not any(isinstance(a, Preempt) for _, a in timed)
+    assert Tiresias().service == "gpu"
+    with pytest.raises(ValueError, match="service"):
+        Tiresias(service="gpus")
+
+
 def test_tiresias_does_not_preempt_within_same_queue(build: Any) -> None:
     rows = [{"iterations": 10_000.0}, {"submit_s": 1000.0, "iterations": 100.0}]
     eng = build([("fast", 1, 1)], rows, restart_s=30.0)
