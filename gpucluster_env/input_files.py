@@ -9,6 +9,9 @@ scenario and board files (TOML) and replay records are read.
   block, an endless text stream (``yes |``) at the bound, each with one line instead of eating memory.
 * **Named.** Every problem (no such file, a folder, not UTF-8, corrupt gzip, too large, too deeply nested)
   is an :class:`InputFileError` (a ``ValueError``) or ``FileNotFoundError`` whose one line names the file.
+
+:func:`read_text` gives the whole text; :func:`input_lines` gives it a line at a time under the same rules, for
+a reader that must not hold a large file (a replay record of 100,000 jobs).
 """
 
 from __future__ import annotations
@@ -20,8 +23,9 @@ import os
 import stat
 import tomllib
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 MAX_INPUT_BYTES = 1 << 30
 """The largest input read, in bytes (1 GiB; after gzip decompression): the largest public trace table
@@ -44,6 +48,32 @@ def read_input(path: str | Path, gunzip: bool = False, limit: int | None = None)
     :data:`MAX_INPUT_BYTES`) bytes; a NUL byte is an error (inputs are text)."""
     p = Path(path)
     limit = MAX_INPUT_BYTES if limit is None else limit
+    raw = _stored_bytes(p, _stat(p), limit, gunzip)
+    if not gunzip or not _is_gzip(p, raw[:2]):
+        return raw
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
+            return _read_bounded(p, f, limit, gzip_ok=False, what="decompressed")
+    except (OSError, EOFError, zlib.error) as e:
+        raise InputFileError(f"{p}: corrupt gzip stream ({e})") from None
+
+
+def _stored_bytes(p: Path, st: os.stat_result, limit: int, gzip_ok: bool) -> bytes:
+    """The bytes of ``p`` (status ``st``) as they are stored (gzip, when ``gzip_ok``, not decompressed): a
+    pipe's are read once and kept."""
+    if stat.S_ISREG(st.st_mode):
+        return _read_file(p, limit, gzip_ok)[0]
+    if _key(st) in _STREAMS:
+        return _STREAMS[_key(st)]
+    raw, end = _read_file(p, limit, gzip_ok)
+    while len(_STREAMS) >= _STREAMS_KEPT:
+        del _STREAMS[next(iter(_STREAMS))]
+    _STREAMS[_key(end)] = raw  # as it stands after the writer closed it
+    return raw
+
+
+def _stat(p: Path) -> os.stat_result:
+    """The status of ``p``, which must exist and not be a folder."""
     try:
         st = os.stat(p)
     except FileNotFoundError:
@@ -52,26 +82,21 @@ def read_input(path: str | Path, gunzip: bool = False, limit: int | None = None)
         raise InputFileError(f"{p}: cannot read ({e.strerror or e})") from None
     if stat.S_ISDIR(st.st_mode):
         raise InputFileError(f"{p}: is a folder, expected a file")
-    if stat.S_ISREG(st.st_mode):
-        raw, _ = _read_file(p, limit, gunzip)
-    elif _key(st) in _STREAMS:
-        raw = _STREAMS[_key(st)]
-    else:
-        raw, end = _read_file(p, limit, gunzip)
-        while len(_STREAMS) >= _STREAMS_KEPT:
-            del _STREAMS[next(iter(_STREAMS))]
-        _STREAMS[_key(end)] = raw  # as it stands after the writer closed it
-    if not gunzip:
-        return raw
-    if raw[:2] != GZIP_MAGIC:
-        if p.suffix == ".gz":
-            raise InputFileError(f"{p}: named .gz but is not gzip-compressed (starts with {raw[:2]!r})")
-        return raw
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(raw)) as f:
-            return _read_bounded(p, f, limit, gzip_ok=False, what="decompressed")
-    except (OSError, EOFError, zlib.error) as e:
-        raise InputFileError(f"{p}: corrupt gzip stream ({e})") from None
+    return st
+
+
+def _is_gzip(p: Path, head: bytes) -> bool:
+    """Whether content starting with ``head`` is gzip; a name ending in ``.gz`` must be."""
+    if head[:2] == GZIP_MAGIC:
+        return True
+    if p.suffix == ".gz":
+        raise InputFileError(f"{p}: named .gz but is not gzip-compressed (starts with {head[:2]!r})")
+    return False
+
+
+def _too_large(p: Path, limit: int, what: str = "") -> InputFileError:
+    return InputFileError(f"{p}: larger than {limit:,} bytes{' ' + what if what else ''} (the input limit); not a "
+                          "file this reads")
 
 
 def _key(st: os.stat_result) -> tuple[int, int, int]:
@@ -99,8 +124,7 @@ def _read_bounded(p: Path, f: Any, limit: int, gzip_ok: bool, what: str = "") ->
             _check_nul(p, chunk, len(buf))
         buf += chunk
         if len(buf) > limit:
-            raise InputFileError(f"{p}: larger than {limit:,} bytes{' ' + what if what else ''} (the input "
-                                 "limit); not a file this reads")
+            raise _too_large(p, limit, what)
     return bytes(buf)
 
 
@@ -116,9 +140,60 @@ def decode_text(path: str | Path, raw: bytes) -> str:
     try:
         return raw.decode("utf-8-sig")
     except UnicodeDecodeError as e:
-        line = raw.count(b"\n", 0, e.start) + 1
-        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
-        raise InputFileError(f"{path}: line {line}, column {col}: not UTF-8 text (byte 0x{raw[e.start]:02x})") from None
+        raise _not_utf8(path, raw, e.start) from None
+
+
+def _not_utf8(path: str | Path, raw: bytes, at: int, first_line: int = 1) -> InputFileError:
+    """The error for the byte at offset ``at`` of ``raw`` (whose first line is line ``first_line``), which is
+    not UTF-8: it names the file, the line and the column."""
+    line = raw.count(b"\n", 0, at) + first_line
+    col = at - (raw.rfind(b"\n", 0, at) + 1) + 1
+    return InputFileError(f"{path}: line {line}, column {col}: not UTF-8 text (byte 0x{raw[at]:02x})")
+
+
+def input_lines(path: str | Path, gunzip: bool = False) -> Iterator[str]:
+    """The lines of text file ``path``, one at a time, each with its newline, under :func:`read_text`'s rules
+    (read once; within :data:`MAX_INPUT_BYTES`, before and after gzip decompression; no NUL byte; strict UTF-8,
+    an error naming the line and column) but never more than one line held: a regular file is read as the
+    lines are taken, a pipe once into memory as :func:`read_input` keeps it (compressed, when it is gzip)."""
+    p = Path(path)
+    st = _stat(p)
+    try:
+        f: IO[bytes] = (open(p, "rb") if stat.S_ISREG(st.st_mode) else
+                        io.BytesIO(_stored_bytes(p, st, MAX_INPUT_BYTES, gunzip)))
+    except OSError as e:
+        raise InputFileError(f"{p}: cannot read ({e.strerror or e})") from None
+    with f:
+        if stat.S_ISREG(st.st_mode) and st.st_size > MAX_INPUT_BYTES:
+            raise _too_large(p, MAX_INPUT_BYTES)
+        zipped = gunzip and _is_gzip(p, f.read(2))
+        f.seek(0)
+        if not zipped:
+            yield from _lines(p, f, "")
+            return
+        with gzip.GzipFile(fileobj=f) as z:
+            try:
+                yield from _lines(p, io.BufferedReader(z, _CHUNK), "decompressed")  # lines read in C
+            except (OSError, EOFError, zlib.error) as e:
+                raise InputFileError(f"{p}: corrupt gzip stream ({e})") from None
+
+
+def _lines(p: Path, f: IO[bytes], what: str) -> Iterator[str]:
+    """The lines of binary stream ``f`` as text (see :func:`input_lines`)."""
+    done = 0
+    n = 0
+    while raw := f.readline(MAX_INPUT_BYTES - done + 1):
+        if b"\0" in raw:
+            _check_nul(p, raw, done)
+        done += len(raw)
+        if done > MAX_INPUT_BYTES:
+            raise _too_large(p, MAX_INPUT_BYTES, what)
+        n += 1
+        try:
+            text = raw.decode("utf-8-sig" if n == 1 else "utf-8")
+        except UnicodeDecodeError as e:
+            raise _not_utf8(p, raw, e.start, n) from None
+        yield text
 
 
 def read_text(path: str | Path, gunzip: bool = False) -> str:

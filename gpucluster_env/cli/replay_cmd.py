@@ -43,8 +43,8 @@ def _summary(rec: Any) -> dict[str, Any]:
     return {"file": rec.path, "scenario": h["scenario"], "scenario_options": h.get("scenario_options", {}),
             "seed": h["seed"], "policy": h["policy"], "policy_options": h.get("policy_options", {}),
             "version": h["version"], "package_version": h.get("package_version"), "jobs": len(h["jobs"]),
-            "gpus": sum(int(n[1]) for n in h["cluster"]), "nodes": len(h["cluster"]), "actions": len(rec.actions),
-            "events": len(rec.events), "metrics": rec.metrics}
+            "gpus": sum(int(n[1]) for n in h["cluster"]), "nodes": len(h["cluster"]), "actions": rec.num_actions,
+            "events": rec.num_events, "metrics": rec.metrics}
 
 
 def _check_timeline_target(target: str, inputs: list[str]) -> None:
@@ -96,7 +96,7 @@ def _print_frames(view: Any, recs: list[Any], span: tuple[float, float], at: flo
         console.rule(style="dim")
     for r in recs:
         m = r.metrics
-        console.print(f"{r.title}: {len(r.header['jobs'])} jobs, {len(r.events)} events, {len(r.actions)} "
+        console.print(f"{r.title}: {len(r.header['jobs'])} jobs, {r.num_events} events, {r.num_actions} "
                       f"actions; avg JCT {m.get('avg_jct_s') or float('nan'):,.0f} s, makespan "
                       f"{m.get('makespan_s') or float('nan'):,.0f} s")
 
@@ -105,10 +105,11 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from gpucluster_env.cli.jsonout import dumps
-    from gpucluster_env.replay.record import read_record
+    from gpucluster_env.replay.record import open_record, read_record
 
     _check_args(args)
-    recs = [read_record(f) for f in args.files]
+    # --verify compares every line, so it reads them all; the view holds a record as compact arrays
+    recs = [(read_record if args.verify else open_record)(f) for f in args.files]
     if args.timeline is not None:
         from gpucluster_env.replay.timeline_png import draw_timeline
 
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     if args.verify:
         return _verify(recs, args.json)
     from gpucluster_env.replay.frame import FrameView
-    from gpucluster_env.replay.live import KEYS_HELP, Player, parse_time, run_live
+    from gpucluster_env.replay.live import parse_time
     from gpucluster_env.replay.timeline import Timeline
 
     tls = [Timeline(r) for r in recs]
@@ -144,13 +145,29 @@ def run(args: argparse.Namespace) -> int:
     if not live:
         _print_frames(view, recs, (t0, t_end), at, args, console)
         return 0
-    times = sorted({e["t"] for tl in tls for e in tl.events})
-    player = Player(times, t0, t_end, list(tls[0].type_names))
+    _play(view, tls, (t0, t_end), at, args, console)
+    return 0
+
+
+def _play(view: Any, tls: list[Any], span: tuple[float, float], at: float | None, args: argparse.Namespace,
+          console: Any) -> None:
+    """The live view of ``view`` (its timelines ``tls``) until ``q``: steps go between their event times."""
+    import gc
+
+    import numpy as np
+
+    from gpucluster_env.replay.live import KEYS_HELP, Player, run_live
+
+    t0, t_end = span
+    player = Player(np.unique(np.concatenate([tl.times for tl in tls])), t0, t_end, list(tls[0].type_names))
     player.opts.shares, player.opts.zoom = args.shares, args.zoom
     if at is not None:
         player.t, player.playing = min(t_end, max(t0, at)), False
-    run_live(player, lambda p: view.frame(p.t, p.opts, p.status(), KEYS_HELP), console)
-    return 0
+    gc.freeze()  # what is open stays open while it plays: the collector need not walk it again at every frame
+    try:
+        run_live(player, lambda p: view.frame(p.t, p.opts, p.status(), KEYS_HELP), console)
+    finally:
+        gc.unfreeze()
 
 
 def _verify(recs: list[Any], as_json: bool) -> int:

@@ -66,6 +66,8 @@ class FrameView:
 
     def __init__(self, timeline: Timeline) -> None:
         self.tl = timeline
+        self.id_w = max(4, len(str(len(timeline.jobs) - 1)))
+        """Columns of a job index (4; 5 from 10,000 jobs on)."""
 
     # ------------------------------------------------------------------ parts
     def header(self, t: float, status: str = "") -> Text:
@@ -170,13 +172,13 @@ class FrameView:
         tl = self.tl
         jobs = list(state.running)
         out = [Text(f"running ({len(jobs)})", style="bold"),
-               Text(f"{'job':>4} {'model':<10} {'G':>3} {'progress':<11} {'ξ':>5} with", style="bold")]
+               Text(f"{'job':>{self.id_w}} {'model':<10} {'G':>3} {'progress':<11} {'ξ':>5} with", style="bold")]
         for j in jobs[:rows]:
             frac, xi = tl.progress(j, t, state)
             bar = "█" * round(frac * 6) + "░" * (6 - round(frac * 6))
             partners = sorted({p for g in state.gpus.get(j, ()) for p in state.slots[g] if p != j})
             xi_s = "–" if xi is None else f"{xi:.2f}"
-            line = Text(f"{j:>4}", style=f"bold {job_style(j)}")
+            line = Text(f"{j:>{self.id_w}}", style=f"bold {job_style(j)}")
             line.append(f" {tl.jobs[j]['model'][:10]:<10} {len(state.gpus.get(j, ())):>3} {bar}{frac:>5.0%} "
                         f"{xi_s:>5} {','.join(map(str, partners))}")
             out.append(line)
@@ -189,10 +191,11 @@ class FrameView:
         tl = self.tl
         jobs = list(state.pending)
         out = [Text(f"queue ({len(jobs)})", style="bold"),
-               Text(f"{'job':>4} {'model':<10} {'G':>3} {'waited':>7}", style="bold")]
+               Text(f"{'job':>{self.id_w}} {'model':<10} {'G':>3} {'waited':>7}", style="bold")]
         for j in jobs[:rows]:
             info = tl.jobs[j]
-            out.append(Text(f"{j:>4} {info['model'][:10]:<10} {info['gpus']:>3} {fmt_s(t - info['submit_s']):>7}"))
+            out.append(Text(f"{j:>{self.id_w}} {info['model'][:10]:<10} {info['gpus']:>3} "
+                            f"{fmt_s(t - info['submit_s']):>7}"))
         if len(jobs) > rows:
             out.append(Text(f"     +{len(jobs) - rows} more", style="dim"))
         return out
@@ -203,7 +206,7 @@ class FrameView:
             half = max(1, rows // 2 - 1)
             return [*self.running_lines(t, state, half), *self.queue_lines(t, state, half)]
         run, queue = self.running_lines(t, state, rows), self.queue_lines(t, state, rows)
-        right_w = 27
+        right_w = 23 + self.id_w
         left_w = width - right_w - 2
         out = []
         for k in range(max(len(run), len(queue))):

@@ -16,7 +16,7 @@ import sys
 import termios
 import time
 import tty
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from rich.console import Console, RenderableType
@@ -43,9 +43,9 @@ def parse_time(text: str) -> float:
 @dataclass
 class Player:
     """The replay clock and view settings. ``times``: the sorted distinct event times (steps go between
-    them); ``zooms``: the GPU types a zoom cycles through."""
+    them; a list or a numpy array); ``zooms``: the GPU types a zoom cycles through."""
 
-    times: list[float]
+    times: Sequence[float]
     t0: float
     t_end: float
     zooms: list[str]
@@ -88,10 +88,10 @@ class Player:
         self.playing = False
         if direction > 0:
             i = bisect.bisect_right(self.times, self.t)
-            self.t = self.times[i] if i < len(self.times) else self.t_end
+            self.t = float(self.times[i]) if i < len(self.times) else self.t_end
         else:
             i = bisect.bisect_left(self.times, self.t) - 1
-            self.t = self.times[i] if i >= 0 else self.t0
+            self.t = float(self.times[i]) if i >= 0 else self.t0
 
     def key(self, k: str) -> None:
         """Handle one key (``"left"``, ``"right"``, ``"enter"``, ``"esc"``, ``"backspace"`` or a character)."""

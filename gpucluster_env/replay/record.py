@@ -18,16 +18,19 @@ Format ``gpucluster-replay`` version 2 (docs/replay.md has the full description)
 
 A record is written to a temporary name beside its target and renamed when complete, so a reader never sees
 half a file under the real name (:mod:`gpucluster_env.atomic_write`). A ``.gz`` suffix writes gzip; a reader
-takes gzip by content, and reads a record once, within :data:`~gpucluster_env.input_files.MAX_INPUT_BYTES`.
+takes gzip by content, and reads a record once, within :data:`~gpucluster_env.input_files.MAX_INPUT_BYTES`,
+a line at a time. Both readers check every line with the same rules: :func:`read_record` keeps every line as
+a Python object (what ``--verify`` compares), :func:`open_record` keeps compact arrays (what the viewer holds:
+:mod:`.record_arrays`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import gzip
-import io
 import json
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import IO, Any
@@ -47,17 +50,21 @@ from gpucluster_env.engine import (
     Swell,
     Wait,
 )
-from gpucluster_env.input_files import InputFileError, read_text
+from gpucluster_env.input_files import InputFileError, input_lines
+from gpucluster_env.replay.record_arrays import RecordArrays
 from gpucluster_env.replay.record_schema import (
+    EVENT_KIND_NAMES,
+    FROM_EVENT_KINDS,
+    GPU_EVENT_KINDS,
     RECORD_FORMAT,
     RecordError,
+    RecordInfo,
     check_header,
     is_int,
     is_num,
 )
 
-EVENT_KINDS = frozenset({"arrive", "start", "finish", "preempt", "squeeze", "swell", "fork", "round", "reallocate",
-                         "drop_copy", "move_copy"})
+EVENT_KINDS = frozenset(EVENT_KIND_NAMES)
 
 _TYPED: dict[str, type] = {"wait": Wait, "place": Place, "colocate": Colocate, "squeeze": Squeeze,
                            "swell": Swell, "preempt": Preempt, "fork": Fork, "reallocate": Reallocate,
@@ -66,11 +73,12 @@ _TYPE_NAME = {cls: name for name, cls in _TYPED.items()}
 
 
 @dataclass
-class Record:
-    """An episode record in memory. ``events`` are the event log's dicts; ``actions`` the actions in the form
-    :func:`action_from_json` reads; ``steps[i]`` is how many events had been logged before action ``i`` (so
-    action ``i`` caused events ``steps[i]:steps[i + 1]``); ``rates`` the rate samples. The header's keys
-    and types are those of :data:`HEADER_FIELDS`."""
+class Record(RecordInfo):
+    """An episode record in memory, every line a Python object (what ``--verify`` compares; the viewer holds
+    the compact :class:`~.record_arrays.RecordArrays` of :func:`open_record`). ``events`` are the event log's
+    dicts; ``actions`` the actions in the form :func:`action_from_json` reads; ``steps[i]`` is how many
+    events had been logged before action ``i`` (so action ``i`` caused events ``steps[i]:steps[i + 1]``);
+    ``rates`` the rate samples. The header's keys and types are those of :data:`HEADER_FIELDS`."""
 
     header: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
@@ -85,23 +93,14 @@ class Record:
     """``rate_steps[i]``: how many actions came before rate sample ``i`` in the file."""
 
     @property
-    def num_gpus(self) -> int:
-        return sum(int(n[1]) for n in self.header["cluster"])
-
-    def error(self, event: int, message: str) -> RecordError:
-        """A :class:`RecordError` about event ``event``, naming its line when the record came from a file."""
-        where = f"line {self.event_lines[event]}" if event < len(self.event_lines) else f"event {event}"
-        return RecordError(f"{self.path or 'record'}: {where}: {message}")
+    def num_actions(self) -> int:
+        """How many actions the record holds."""
+        return len(self.actions)
 
     @property
-    def version(self) -> int:
-        return int(self.header["version"])
-
-    @property
-    def title(self) -> str:
-        """``scenario · policy · seed N``: what the record is of, in one line."""
-        h = self.header
-        return f"{h['scenario']} · {h['policy']} · seed {h['seed']}"
+    def num_events(self) -> int:
+        """How many events the record holds."""
+        return len(self.events)
 
 
 def action_to_json(action: Any) -> Any:
@@ -188,40 +187,98 @@ def write_lines(path: str | Path, lines: list[dict[str, Any]]) -> Path:
 
 
 def read_record(path: str | Path) -> Record:
-    """Read and check a record; :class:`RecordError` names the file and the first bad line."""
+    """Read and check a record into memory, every line a Python object (what ``--verify`` compares);
+    :class:`RecordError` names the file and the first bad line. :func:`open_record` holds less."""
     path = Path(path)
-    name = str(path)
-    try:
-        text = read_text(path, gunzip=True)  # once, bounded, strict UTF-8, gzip by content
-    except InputFileError as e:
-        raise RecordError(str(e)) from None
-    rec: Record | None = None
-    n = 0
-    for n, raw in enumerate(io.StringIO(text), start=1):
-        if rec is not None and rec.metrics:
-            raise RecordError(f"{name}: line {n}: content after the final metrics line")
-        try:
-            d = json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise RecordError(f"{name}: line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
-        except RecursionError:
-            raise RecordError(f"{name}: line {n}: not valid JSON (nested too deeply)") from None
-        if not isinstance(d, dict):
-            raise RecordError(f"{name}: line {n}: expected a JSON object, got {type(d).__name__}")
-        if rec is None:
-            rec = Record(header=check_header(d, name), path=name)
-            n_gpus = rec.num_gpus
+    rec = Record(header={}, path=str(path))
+    for n, kind, d in _checked_lines(path, keep_actions=True):
+        if kind == "act":
+            rec.actions.append(d)
+            rec.steps.append(len(rec.events))
+        elif kind == "rate":
+            rec.rates.append(d)
+            rec.rate_steps.append(len(rec.actions))
+        elif kind == "metrics":
+            rec.metrics = d
+        elif kind == "header":
+            rec.header = d
         else:
-            _add_line(rec, d, name, n, n_gpus)
-    if rec is None:
-        raise RecordError(f"{name}: line 1: empty file, expected a {RECORD_FORMAT} header")
-    if not rec.metrics:
-        raise RecordError(f"{name}: line {n}: file ends without its metrics line (truncated record?)")
+            rec.events.append(d)
+            rec.event_lines.append(n)
     return rec
+
+
+def open_record(path: str | Path) -> RecordArrays:
+    """Read and check a record as :func:`read_record` does, line by line, into compact arrays
+    (:class:`~.record_arrays.RecordArrays`): what the viewer holds, a few dozen bytes per event instead of a
+    few KB per job, and never the whole file."""
+    path = Path(path)
+    out = RecordArrays({}, str(path))
+    for n, kind, d in _checked_lines(path, keep_actions=False):
+        if kind == "act":
+            out.num_actions += 1
+        elif kind == "rate":
+            out.rates.add(d)
+        elif kind == "metrics":
+            out.metrics = d
+        elif kind == "header":
+            out = RecordArrays.start(d, str(path))
+        else:
+            out.events.add(d, n)
+    return out.freeze()
 
 
 _LINE_KEYS = {"act": frozenset({"kind", "a"}), "rate": frozenset({"kind", "t", "jobs"})}
 _METRIC_TYPES = {"end": "'terminated', 'truncated' or 'wrapper'"}
+_SAME_ACTIONS = 4096
+"""At most this many distinct short action lines (``{"kind":"act","a":{"type":"wait"}}``, …) are remembered
+as checked, so a line seen before is not parsed again when its action is not kept."""
+
+
+def _checked_lines(path: Path, keep_actions: bool) -> Iterator[tuple[int, str, Any]]:
+    """The lines of the record at ``path``, each checked, as (line number, kind, content): ``("header",
+    header)`` first, then in file order ``("act", a)`` (None unless ``keep_actions``), ``("rate", line)``, the
+    events (their kind and dict), and last ``("metrics", metrics)``; :class:`RecordError` names the file and
+    the first bad line. The file is streamed (:func:`~gpucluster_env.input_files.input_lines`)."""
+    name = str(path)
+    check: _LineCheck | None = None
+    seen: set[str] = set()
+    n = 0
+    try:
+        for n, raw in enumerate(input_lines(path, gunzip=True), start=1):
+            if check is not None and check.metrics:
+                raise RecordError(f"{name}: line {n}: content after the final metrics line")
+            if raw in seen:
+                yield n, "act", None
+                continue
+            d = _parse(raw, name, n)
+            if check is None:
+                check = _LineCheck(check_header(d, name), name)
+                yield n, "header", d
+                continue
+            kind = check.line(d, n)
+            if kind == "act" and not keep_actions and len(raw) < 120 and len(seen) < _SAME_ACTIONS:
+                seen.add(raw)
+            yield n, kind, check.metrics if kind == "metrics" else d["a"] if kind == "act" else d
+    except InputFileError as e:
+        raise RecordError(str(e)) from None
+    if check is None:
+        raise RecordError(f"{name}: line 1: empty file, expected a {RECORD_FORMAT} header")
+    if not check.metrics:
+        raise RecordError(f"{name}: line {n}: file ends without its metrics line (truncated record?)")
+
+
+def _parse(raw: str, name: str, n: int) -> dict[str, Any]:
+    """Line ``n`` as a JSON object."""
+    try:
+        d = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise RecordError(f"{name}: line {n}: not valid JSON ({e.msg}, column {e.colno})") from None
+    except RecursionError:
+        raise RecordError(f"{name}: line {n}: not valid JSON (nested too deeply)") from None
+    if not isinstance(d, dict):
+        raise RecordError(f"{name}: line {n}: expected a JSON object, got {type(d).__name__}")
+    return d
 
 
 def _metric_ok(key: str, v: Any) -> bool:
@@ -238,52 +295,72 @@ def _rate_entry_ok(x: Any, n_jobs: int) -> bool:
             and is_num(x[2]) and (x[3] is None or is_num(x[3])) and is_num(x[4]))
 
 
-def _add_line(rec: Record, d: dict[str, Any], name: str, n: int, n_gpus: int) -> None:
-    kind = d.get("kind")
-    n_jobs = len(rec.header["jobs"])
-    if kind in _LINE_KEYS and not d.keys() <= _LINE_KEYS[kind]:
-        extra = ", ".join(repr(k) for k in d if k not in _LINE_KEYS[kind])
-        raise RecordError(f"{name}: line {n}: {kind} line with unknown key(s) {extra}")
-    if kind == "act":
-        if "a" not in d:
-            raise RecordError(f"{name}: line {n}: action line without 'a'")
-        try:
-            action_from_json(d["a"])
-        except ValueError as e:
-            raise RecordError(f"{name}: line {n}: {e}") from None
-        rec.actions.append(d["a"])
-        rec.steps.append(len(rec.events))
-    elif kind == "rate":
+class _LineCheck:
+    """The checks of a record's lines after its header, with what they need to remember: the header's job
+    and GPU counts and version, the time of the last event, and the metrics once read."""
+
+    def __init__(self, header: dict[str, Any], name: str) -> None:
+        self.name = name
+        self.n_jobs = len(header["jobs"])
+        self.n_gpus = sum(int(node[1]) for node in header["cluster"])
+        self.version = int(header["version"])
+        self.last_t: float | None = None
+        self.metrics: dict[str, Any] = {}
+
+    def line(self, d: dict[str, Any], n: int) -> str:
+        """The kind of line ``d`` (line ``n``) once checked: ``act``, ``rate``, ``metrics`` or an event's."""
+        name, kind = self.name, d.get("kind")
+        if kind in _LINE_KEYS and not d.keys() <= _LINE_KEYS[kind]:
+            extra = ", ".join(repr(k) for k in d if k not in _LINE_KEYS[kind])
+            raise RecordError(f"{name}: line {n}: {kind} line with unknown key(s) {extra}")
+        if kind == "act":
+            if "a" not in d:
+                raise RecordError(f"{name}: line {n}: action line without 'a'")
+            try:
+                action_from_json(d["a"])
+            except ValueError as e:
+                raise RecordError(f"{name}: line {n}: {e}") from None
+        elif kind == "rate":
+            self._rate(d, n)
+        elif kind == "metrics":
+            self._metrics(d, n)
+        elif kind in EVENT_KINDS:
+            self._event(d, n, kind)
+        else:
+            raise RecordError(f"{name}: line {n}: unknown line kind {kind!r}")
+        return kind
+
+    def _rate(self, d: dict[str, Any], n: int) -> None:
         if not is_num(d.get("t")) or not isinstance(d.get("jobs"), list):
-            raise RecordError(f"{name}: line {n}: rate sample needs 't' and 'jobs'")
-        bad = next((i for i, x in enumerate(d["jobs"]) if not _rate_entry_ok(x, n_jobs)), None)
+            raise RecordError(f"{self.name}: line {n}: rate sample needs 't' and 'jobs'")
+        bad = next((i for i, x in enumerate(d["jobs"]) if not _rate_entry_ok(x, self.n_jobs)), None)
         if bad is not None:
-            raise RecordError(f"{name}: line {n}: rate sample entry {bad} is not [job, remaining, rate, xi, "
+            raise RecordError(f"{self.name}: line {n}: rate sample entry {bad} is not [job, remaining, rate, xi, "
                               f"active_from] (a job index, numbers, xi a number or null): "
                               f"{json.dumps(d['jobs'][bad])[:80]}")
-        rec.rates.append(d)
-        rec.rate_steps.append(len(rec.actions))
-    elif kind == "metrics":
-        if rec.version >= 2:
-            bad_metric = next((k for k, v in d.items() if k != "kind" and not _metric_ok(k, v)), None)
-            if bad_metric is not None:
-                raise RecordError(f"{name}: line {n}: metric {bad_metric!r}: expected "
-                                  f"{_METRIC_TYPES.get(bad_metric, 'a number or null')}, got "
-                                  f"{json.dumps(d[bad_metric])[:80]}")
-        rec.metrics = {k: v for k, v in d.items() if k != "kind"}
-    elif kind in EVENT_KINDS:
+
+    def _metrics(self, d: dict[str, Any], n: int) -> None:
+        if self.version >= 2:
+            bad = next((k for k, v in d.items() if k != "kind" and not _metric_ok(k, v)), None)
+            if bad is not None:
+                raise RecordError(f"{self.name}: line {n}: metric {bad!r}: expected "
+                                  f"{_METRIC_TYPES.get(bad, 'a number or null')}, got {json.dumps(d[bad])[:80]}")
+        self.metrics = {k: v for k, v in d.items() if k != "kind"}
+
+    def _event(self, d: dict[str, Any], n: int, kind: str) -> None:
+        name = self.name
         t, job = d.get("t"), d.get("job")
-        if not isinstance(t, int | float) or not isinstance(job, int) or not -1 <= job < n_jobs:
+        if not isinstance(t, int | float) or not isinstance(job, int) or not -1 <= job < self.n_jobs:
             raise RecordError(f"{name}: line {n}: {kind} event needs a time 't' and a job index 'job'")
-        if rec.events and t < rec.events[-1]["t"]:
+        if self.last_t is not None and t < self.last_t:
             raise RecordError(f"{name}: line {n}: event time {t} goes back in time")
-        if kind in ("start", "fork", "squeeze", "swell", "reallocate", "drop_copy", "move_copy"):
-            gpus = d.get("gpus")
-            if not isinstance(gpus, list) or not gpus:
-                raise RecordError(f"{name}: line {n}: {kind} event without its 'gpus'")
-            if not all(isinstance(g, int) and 0 <= g < n_gpus for g in gpus):
-                raise RecordError(f"{name}: line {n}: {kind} event names a GPU outside the cluster's {n_gpus}")
-        rec.events.append(d)
-        rec.event_lines.append(n)
-    else:
-        raise RecordError(f"{name}: line {n}: unknown line kind {kind!r}")
+        self.last_t = t
+        if kind in GPU_EVENT_KINDS:
+            for key in ("gpus", "from") if "from" in d and kind in FROM_EVENT_KINDS else ("gpus",):
+                gpus = d.get(key)
+                if not isinstance(gpus, list) or not gpus:
+                    raise RecordError(f"{name}: line {n}: {kind} event without its {key!r}" if key == "gpus" else
+                                      f"{name}: line {n}: {kind} event's 'from' is not a list of GPUs")
+                if not all(isinstance(g, int) and 0 <= g < self.n_gpus for g in gpus):
+                    raise RecordError(f"{name}: line {n}: {kind} event names a GPU outside the cluster's "
+                                      f"{self.n_gpus}")

@@ -13,10 +13,49 @@ from typing import Any
 RECORD_FORMAT = "gpucluster-replay"
 RECORD_VERSION = 2
 READABLE_VERSIONS = (1, 2)
+EVENT_KIND_NAMES = ("arrive", "start", "finish", "preempt", "squeeze", "swell", "fork", "round", "reallocate",
+                    "drop_copy", "move_copy")
+"""The kinds of event a record holds (the engine's event log), in the order their codes number them."""
+GPU_EVENT_KINDS = frozenset({"start", "fork", "squeeze", "swell", "reallocate", "drop_copy", "move_copy"})
+"""The kinds of event that name the GPUs they act on (``gpus``)."""
+FROM_EVENT_KINDS = frozenset({"drop_copy", "move_copy"})
+"""The kinds of event that may name the GPUs they leave (``from``; without it, a copy leaves its ``gpus``)."""
 
 
 class RecordError(ValueError):
     """A record that cannot be read: the message names the file and the line."""
+
+
+class RecordInfo:
+    """What every form of a read record answers from its header (``header``), its ``path`` and the file line
+    of each event (``event_lines``): the in-memory :class:`~.record.Record` and the viewer's compact
+    :class:`~.record_arrays.RecordArrays`."""
+
+    header: dict[str, Any]
+    path: str
+    event_lines: Any
+
+    @property
+    def num_gpus(self) -> int:
+        """The GPUs of the recorded cluster."""
+        return sum(int(n[1]) for n in self.header["cluster"])
+
+    @property
+    def version(self) -> int:
+        """The record format's version."""
+        return int(self.header["version"])
+
+    @property
+    def title(self) -> str:
+        """``scenario · policy · seed N``: what the record is of, in one line."""
+        h = self.header
+        return f"{h['scenario']} · {h['policy']} · seed {h['seed']}"
+
+    def error(self, event: int, message: str) -> RecordError:
+        """A :class:`RecordError` about event ``event``, naming its line when the record came from a file."""
+        line = int(self.event_lines[event]) if event < len(self.event_lines) else 0
+        where = f"line {line}" if line > 0 else f"event {event}"
+        return RecordError(f"{self.path or 'record'}: {where}: {message}")
 
 
 def is_int(v: Any, lo: int = 0) -> bool:

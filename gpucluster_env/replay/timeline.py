@@ -1,102 +1,45 @@
 """The cluster at any moment of a recorded episode, rebuilt from the record alone (no engine): which job holds
 which GPU (with MPS shares), the queue, the running jobs with their progress and xi, and metrics so far.
 
-:class:`Timeline` replays the event log once, keeping the running totals after every event and a full
-snapshot every :data:`CHECKPOINT_EVERY` events (at most :data:`MAX_CHECKPOINTS` snapshots: a long record
-spaces them further apart), so any instant is a snapshot plus a bounded number of events away.
+:class:`Timeline` replays the event log once, keeping the running totals after every event (one row of an
+array each) and a snapshot every :data:`CHECKPOINT_EVERY` events (at most :data:`MAX_CHECKPOINTS` of them: a
+long record spaces them further apart), so any instant is a snapshot plus a bounded number of events away.
+Everything it keeps is numpy arrays (the record's as :class:`~.record_arrays.RecordArrays`, the snapshots as
+:class:`~.cluster_state.Snapshot`): no Python object per event or per job, so a 100,000-job record fits in a
+small memory (:meth:`Timeline.nbytes` counts it).
 """
 
 from __future__ import annotations
 
-import bisect
-from dataclasses import dataclass, field
-from typing import Any
+from array import array
+from dataclasses import dataclass
+
+import numpy as np
 
 from gpucluster_env.config import DEFAULT_SHARE_STEP
+from gpucluster_env.replay.cluster_state import (
+    DONE,
+    FUTURE,
+    PENDING,
+    RUNNING,
+    ClusterState,
+    Snapshot,
+    event_problem,
+)
 from gpucluster_env.replay.record import Record
+from gpucluster_env.replay.record_arrays import RecordArrays, as_arrays
+
+__all__ = ["CHECKPOINT_EVERY", "DONE", "FUTURE", "MAX_CHECKPOINTS", "PENDING", "RUNNING", "ClusterState", "Timeline",
+           "Totals"]
 
 CHECKPOINT_EVERY = 128
-MAX_CHECKPOINTS = 64
+MAX_CHECKPOINTS = 128
 """At most this many snapshots (a long record takes one every ``events / MAX_CHECKPOINTS`` events instead), so a
 timeline's memory grows with the cluster and the jobs, not with their product; a seek replays at most that
 many events from the snapshot before it."""
-FUTURE, PENDING, RUNNING, DONE = range(4)
-
-
-@dataclass
-class ClusterState:
-    """The cluster after some prefix of the event log. ``slots[g]``: the jobs on GPU ``g`` (at most two, in
-    the order they came); ``share_units``: steps of the episode's share grid in a whole GPU (10: 10% steps);
-    ``share[(g, j)]``: job ``j``'s MPS share on ``g`` in those steps (absent: full); ``pending``: queued jobs
-    in queue order with the time each joined the queue; ``running``: running jobs in start order."""
-
-    slots: list[list[int]]
-    status: list[int]
-    share_units: int
-    share: dict[tuple[int, int], int] = field(default_factory=dict)
-    pending: dict[int, float] = field(default_factory=dict)
-    running: dict[int, None] = field(default_factory=dict)
-    gpus: dict[int, list[int]] = field(default_factory=dict)
-    copies: dict[int, int] = field(default_factory=dict)
-    applied: int = 0
-
-    def copy(self) -> ClusterState:
-        return ClusterState([s[:] for s in self.slots], self.status[:], self.share_units, dict(self.share),
-                            dict(self.pending),
-                            dict(self.running), {j: g[:] for j, g in self.gpus.items()}, dict(self.copies),
-                            self.applied)
-
-    def apply(self, e: dict[str, Any]) -> None:
-        """Apply one event of the log."""
-        kind, j, t = e["kind"], e["job"], e["t"]
-        if kind == "arrive":
-            self.status[j] = PENDING
-            self.pending[j] = t
-        elif kind in ("start", "fork"):
-            if kind == "start":
-                self.pending.pop(j, None)
-                self.status[j] = RUNNING
-                self.running[j] = None
-                self.gpus[j] = []
-                self.copies[j] = 0
-            self.copies[j] = self.copies.get(j, 0) + 1
-            for g in e["gpus"]:
-                self.slots[g].append(j)
-                self.share[(g, j)] = self.share_units
-            self.gpus.setdefault(j, []).extend(e["gpus"])
-        elif kind in ("finish", "preempt"):
-            for g in self.gpus.pop(j, ()):
-                if j in self.slots[g]:
-                    self.slots[g].remove(j)
-                self.share.pop((g, j), None)
-            self.running.pop(j, None)
-            self.copies.pop(j, None)
-            if kind == "finish":
-                self.status[j] = DONE
-            else:
-                self.status[j] = PENDING
-                self.pending[j] = t
-        elif kind in ("reallocate", "drop_copy", "move_copy"):
-            leave = self.gpus.get(j, [])[:] if kind == "reallocate" else e.get("from", e["gpus"])
-            for g in leave:
-                if j in self.slots[g]:
-                    self.slots[g].remove(j)
-                self.share.pop((g, j), None)
-            held = [g for g in self.gpus.get(j, []) if g not in set(leave)]
-            if kind == "drop_copy":
-                self.copies[j] = self.copies.get(j, 1) - 1
-            else:
-                for g in e["gpus"]:
-                    self.slots[g].append(j)
-                    self.share[(g, j)] = self.share_units
-                held += e["gpus"]
-            self.gpus[j] = held
-        elif kind in ("squeeze", "swell"):
-            step = -1 if kind == "squeeze" else 1  # one step of the grid, at least one step, at most full
-            for g in e["gpus"]:
-                cur = self.share.get((g, j), self.share_units)
-                self.share[(g, j)] = min(self.share_units, max(1, cur + step))
-        self.applied += 1
+SNAPSHOT_BYTES = 48 << 20
+"""At most this many bytes of snapshots (a snapshot holds the queue: a record whose queue holds most of its
+jobs keeps every other one, and again, until they fit)."""
 
 
 @dataclass(frozen=True)
@@ -116,12 +59,15 @@ class Totals:
 
 
 class Timeline:
-    """Random access to a recorded episode's state by time or by event index."""
+    """Random access to a recorded episode's state by time or by event index. ``record`` is the record it was
+    made from (read whole, :class:`~.record.Record`, or opened compactly,
+    :class:`~.record_arrays.RecordArrays`); ``events`` its events (``len``, ``events[i]`` as a dict)."""
 
-    def __init__(self, rec: Record) -> None:
+    def __init__(self, rec: Record | RecordArrays) -> None:
         self.record = rec
-        h = rec.header
-        self.jobs: list[dict[str, Any]] = h["jobs"]
+        self.data = data = as_arrays(rec)
+        h = data.header
+        self.jobs = data.jobs
         self.node_types: list[str] = [str(n[0]) for n in h["cluster"]]
         self.node_sizes: list[int] = [int(n[1]) for n in h["cluster"]]
         self.node_start = [sum(self.node_sizes[:i]) for i in range(len(self.node_sizes))]
@@ -130,106 +76,104 @@ class Timeline:
         self.gpu_type = [t for t, n in zip(self.node_types, self.node_sizes, strict=True) for _ in range(n)]
         # the engine's share grid (records written before it was a setting: the 10% grid)
         self.share_units = round(1.0 / float(h.get("share_step", DEFAULT_SHARE_STEP)))
-        self.events = rec.events
-        self.times = [e["t"] for e in self.events]
-        self.t0 = min((j["submit_s"] for j in self.jobs), default=0.0)
-        self.t_end = self.times[-1] if self.times else self.t0
-        self._rate_t: dict[int, list[float]] = {}
-        self._rate_v: dict[int, list[tuple[float, float, float | None, float]]] = {}
-        for line in rec.rates:
-            for j, rem, rate, xi, af in line["jobs"]:
-                self._rate_t.setdefault(j, []).append(line["t"])
-                self._rate_v.setdefault(j, []).append((rem, rate, xi, af))
-        self.has_rates = bool(rec.rates)
+        self.events = data.events
+        self.times: np.ndarray = data.events.t
+        self.t0 = float(self.jobs.submit_s.min()) if len(self.jobs) else 0.0
+        self.t_end = float(self.times[-1]) if len(self.times) else self.t0
+        self.rates = data.rates
+        self.has_rates = data.rates.lines > 0
         self._every = max(CHECKPOINT_EVERY, -(-len(self.events) // MAX_CHECKPOINTS))
         """Events between two snapshots."""
+        self._last: ClusterState | None = None
+        """The state :meth:`state` gave last (one cluster's worth of Python objects)."""
         self._build()
 
     def empty_state(self) -> ClusterState:
+        """The cluster before the first event."""
         return ClusterState([[] for _ in range(self.num_gpus)], [FUTURE] * len(self.jobs), self.share_units)
 
     def _build(self) -> None:
         st = self.empty_state()
-        self._checkpoints: list[ClusterState] = [st.copy()]
-        self._totals: list[Totals] = [Totals(self.t0, 0, 0, 0, 0, 0, 0.0, 0.0, 0.0, 0.0)]
-        self.run_spans: dict[int, list[list[float]]] = {}
-        self.finish_t: dict[int, float] = {}
+        self._checkpoints: list[Snapshot] = [st.snapshot()]
+        counts, sums = array("i", [0] * 5), array("d", [0.0] * 4)  # the running totals, a row per event
+        spans = _Spans(len(self.jobs))
         busy = shared = done = 0
         jct = ba = sa = ia = 0.0
         last_t = self.t0
-        for i, e in enumerate(self.events):
-            t, j, kind = e["t"], e["job"], e["kind"]
-            self._check(i, e, st)
+        submit = self.jobs.submit_s
+        for i, (t, kind, j, gpus, frm) in enumerate(self.events.rows(0, len(self.events))):
+            problem = event_problem(st, kind, j, gpus, frm)
+            if problem:
+                raise self.record.error(i, problem)
             dt = t - last_t
             ba += busy * dt
             sa += shared * dt
             ia += (len(st.pending) + len(st.running)) * dt
             last_t = t
-            touched = e.get("gpus") or (st.gpus.get(j, ()) if kind in ("finish", "preempt") else ())
-            if kind in ("reallocate", "move_copy"):  # the GPUs left and the GPUs taken
-                left = st.gpus.get(j, []) if kind == "reallocate" else e.get("from", [])
-                touched = list(dict.fromkeys([*left, *e["gpus"]]))
+            touched = _touched(st, kind, j, gpus, frm)
             before = [len(st.slots[g]) for g in touched]
-            st.apply(e)
+            st.apply_event(t, kind, j, gpus, frm)
             for g, n0 in zip(touched, before, strict=True):
                 n1 = len(st.slots[g])
                 busy += (n1 > 0) - (n0 > 0)
                 shared += (n1 > 1) - (n0 > 1)
             if kind == "start":
-                self.run_spans.setdefault(j, []).append([t, -1.0])
+                spans.start(j, t)
             elif kind in ("finish", "preempt"):
-                self.run_spans[j][-1][1] = t
+                spans.end(j, t)
                 if kind == "finish":
                     done += 1
-                    jct += t - self.jobs[j]["submit_s"]
-                    self.finish_t[j] = t
-            self._totals.append(Totals(t, done, len(st.pending), len(st.running), busy, shared, jct, ba, sa, ia))
+                    jct += t - float(submit[j])
+            counts.extend((done, len(st.pending), len(st.running), busy, shared))
+            sums.extend((jct, ba, sa, ia))
             if (i + 1) % self._every == 0:
-                self._checkpoints.append(st.copy())
+                self._add_snapshot(st)
+        self._counts = np.frombuffer(counts, dtype=np.int32).reshape(-1, 5)
+        self._sums = np.frombuffer(sums, dtype=np.float64).reshape(-1, 4)
+        self._spans = spans.freeze()
 
-    def _check(self, i: int, e: dict[str, Any], st: ClusterState) -> None:
-        """:class:`~.record.RecordError` naming the line if event ``i`` cannot follow the state before it."""
-        kind, j = e["kind"], e["job"]
-        if kind == "round":
-            return
-        need = {"arrive": FUTURE, "start": PENDING}.get(kind, RUNNING)
-        if j < 0 or st.status[j] != need:
-            names = ("not arrived", "pending", "running", "done")
-            now = names[st.status[j]] if j >= 0 else "no job"
-            raise self.record.error(i, f"{kind} of job {j}, which is {now} (replayed events disagree)")
-        if kind in ("start", "fork"):
-            full = [g for g in e["gpus"] if len(st.slots[g]) >= 2 or j in st.slots[g]]
-            if full:
-                raise self.record.error(i, f"{kind} of job {j} on GPU {full[0]}, which cannot take it")
-        elif kind in ("reallocate", "move_copy"):
-            left = set(st.gpus.get(j, ()) if kind == "reallocate" else e.get("from", ()))
-            full = [g for g in e["gpus"] if len([x for x in st.slots[g] if x != j or g not in left]) >= 2
-                    or (j in st.slots[g] and g not in left)]
-            if full:
-                raise self.record.error(i, f"{kind} of job {j} onto GPU {full[0]}, which cannot take it")
-        elif kind in ("squeeze", "swell", "drop_copy") and not set(e["gpus"]) <= set(st.gpus.get(j, ())):
-            raise self.record.error(i, f"{kind} of job {j} on a GPU it does not hold")
+    def _add_snapshot(self, st: ClusterState) -> None:
+        """Keep a snapshot of ``st``; over :data:`SNAPSHOT_BYTES`, keep every other one (twice as far apart)."""
+        self._checkpoints.append(st.snapshot())
+        while sum(s.nbytes for s in self._checkpoints) > SNAPSHOT_BYTES and len(self._checkpoints) > 1:
+            self._checkpoints = self._checkpoints[::2]
+            self._every *= 2
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of what the timeline keeps, every one in a numpy array: the record's events, rate samples and
+        job table, the running totals, the snapshots and the run spans."""
+        return (self.data.nbytes + self._counts.nbytes + self._sums.nbytes + sum(s.nbytes for s in self._checkpoints)
+                + self._spans.nbytes)
 
     # ------------------------------------------------------------------ access
     def index_at(self, t: float) -> int:
         """How many events have happened by time ``t`` (all those at ``t`` included)."""
-        return bisect.bisect_right(self.times, t)
+        return int(np.searchsorted(self.times, t, side="right"))
 
     def state(self, index: int) -> ClusterState:
-        """The cluster after the first ``index`` events (a fresh object the caller may keep)."""
+        """The cluster after the first ``index`` events (a fresh object the caller may keep): the snapshot
+        before it, or the state last asked for when that lies between the two (a replay playing forward),
+        plus the events since."""
         index = max(0, min(index, len(self.events)))
-        st = self._checkpoints[index // self._every].copy()
-        for e in self.events[st.applied:index]:
-            st.apply(e)
+        last = self._last
+        if last is not None and index // self._every * self._every <= last.applied <= index:
+            st = last.copy()
+        else:
+            st = ClusterState.restore(self._checkpoints[index // self._every], self.share_units)
+        for t, kind, j, gpus, frm in self.events.rows(st.applied, index):
+            st.apply_event(t, kind, j, gpus, frm)
+        self._last = st.copy()
         return st
 
     def totals(self, t: float) -> Totals:
         """Running totals at time ``t`` (areas integrated up to ``t``)."""
         i = self.index_at(t)
-        a = self._totals[i]
-        dt = max(0.0, t - a.t)
-        return Totals(t, a.done, a.pending, a.running, a.busy, a.shared, a.jct_sum, a.busy_area + a.busy * dt,
-                      a.shared_area + a.shared * dt, a.in_system_area + (a.pending + a.running) * dt)
+        done, pending, running, busy, shared = self._counts[i].tolist()
+        jct, ba, sa, ia = self._sums[i].tolist()
+        dt = max(0.0, t - (float(self.times[i - 1]) if i else self.t0))
+        return Totals(t, done, pending, running, busy, shared, jct, ba + busy * dt, sa + shared * dt,
+                      ia + (pending + running) * dt)
 
     def metrics(self, t: float) -> dict[str, float | int | None]:
         """Metrics so far at ``t``: jobs done, average JCT of those, GPU and sharing utilization since the first
@@ -267,15 +211,57 @@ class Timeline:
         samples when it has them (exact); otherwise the fraction of the job's total running time elapsed."""
         if state.status[j] == DONE:
             return 1.0, None
-        ts = self._rate_t.get(j)
-        if ts:
-            k = bisect.bisect_right(ts, t) - 1
-            if k >= 0:
-                rem, rate, xi, af = self._rate_v[j][k]
-                rem_t = rem - rate * max(0.0, t - max(ts[k], af))
-                iters = self.jobs[j]["iterations"]
-                return min(1.0, max(0.0, 1.0 - rem_t / iters)) if iters > 0 else 1.0, xi
-        spans = self.run_spans.get(j, [])
+        sample = self.rates.sample(j, t)
+        if sample is not None:
+            ts, rem, rate, xi, af = sample
+            rem_t = rem - rate * max(0.0, t - max(ts, af))
+            iters = float(self.jobs.iterations[j])
+            return min(1.0, max(0.0, 1.0 - rem_t / iters)) if iters > 0 else 1.0, xi
+        spans = self._spans.of(j)
         total = sum((e if e >= 0 else self.t_end) - s for s, e in spans)
         run = sum(max(0.0, min(t, e if e >= 0 else self.t_end) - s) for s, e in spans)
         return (run / total if total > 0 else 0.0), None
+
+
+def _touched(st: ClusterState, kind: str, j: int, gpus: list[int] | None, frm: list[int] | None) -> list[int]:
+    """The GPUs whose jobs event ``kind`` of job ``j`` changes (for the busy and shared counts)."""
+    if kind in ("reallocate", "move_copy"):  # the GPUs left and the GPUs taken
+        left = st.gpus.get(j, []) if kind == "reallocate" else frm or []
+        return list(dict.fromkeys([*left, *(gpus or ())]))
+    return gpus or (list(st.gpus.get(j, ())) if kind in ("finish", "preempt") else [])
+
+
+class _Spans:
+    """The stretches of time each job ran (start to finish or preempt; -1 while still running at the end),
+    gathered in event order, then grouped by job into arrays (:meth:`freeze`)."""
+
+    def __init__(self, n_jobs: int) -> None:
+        self.job, self.start_t, self.end_t = array("i"), array("d"), array("d")
+        self._open = array("i", [-1]) * n_jobs
+        self.off = np.zeros(n_jobs + 1, dtype=np.int64)
+
+    def start(self, j: int, t: float) -> None:
+        self._open[j] = len(self.job)
+        self.job.append(j)
+        self.start_t.append(t)
+        self.end_t.append(-1.0)
+
+    def end(self, j: int, t: float) -> None:
+        self.end_t[self._open[j]] = t
+
+    def freeze(self) -> _Spans:
+        job = np.frombuffer(self.job, dtype=np.int32) if self.job else np.zeros(0, dtype=np.int32)
+        order = np.argsort(job, kind="stable")
+        self.spans = np.stack([np.asarray(self.start_t, dtype=np.float64)[order],
+                               np.asarray(self.end_t, dtype=np.float64)[order]], axis=1)
+        self.off[1:] = np.cumsum(np.bincount(job, minlength=len(self.off) - 1))
+        self.job = self.start_t = self.end_t = self._open = array("i")
+        return self
+
+    @property
+    def nbytes(self) -> int:
+        return self.spans.nbytes + self.off.nbytes
+
+    def of(self, j: int) -> list[list[float]]:
+        """Job ``j``'s spans as ``[start, end]`` in order."""
+        return self.spans[self.off[j]:self.off[j + 1]].tolist()

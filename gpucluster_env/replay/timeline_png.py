@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster_env.replay.record import Record
+from gpucluster_env.replay.record_arrays import RecordArrays
 from gpucluster_env.replay.timeline import Timeline
 
 PLOT_EXTRA = "pip install 'gpucluster-env[plot]'"
@@ -34,19 +35,18 @@ class EpisodeDrawing:
     jobs: int = 0
 
 
-def episode_drawing(rec: Record) -> EpisodeDrawing:
+def episode_drawing(rec: Record | RecordArrays) -> EpisodeDrawing:
     """The segments, preemptions and queue of ``rec`` (its events are checked by :class:`Timeline` first)."""
     tl = Timeline(rec)
     d = EpisodeDrawing(rec.title, tl.num_gpus, tl.node_types, tl.node_sizes, jobs=len(tl.jobs))
     st = tl.empty_state()
     since: dict[int, tuple[tuple[int, ...], float]] = {}
-    for e in tl.events:
-        t, j, kind = e["t"], e["job"], e["kind"]
+    for t, kind, j, gpus, frm in tl.events.rows(0, len(tl.events)):
         held = list(st.gpus.get(j, ())) if j >= 0 else []
-        touched = set(held) | set(e.get("gpus") or ()) | set(e.get("from") or ())
+        touched = set(held) | set(gpus or ()) | set(frm or ())
         if kind == "preempt":
             d.preemptions += [(t, g) for g in held]
-        st.apply(e)
+        st.apply_event(t, kind, j, gpus, frm)
         for g in touched:
             now = tuple(st.slots[g])
             old = since.get(g)
@@ -77,14 +77,29 @@ def _pyplot() -> Any:
     return plt
 
 
+def _bars(ax: Any, d: EpisodeDrawing, scale: float, cmap: Any) -> None:
+    """Every segment as its rectangles (one per job on the GPU, each in its share of the row), drawn as two
+    collections, alone and shared (hatched, outlined): one artist per segment does not fit 100,000 jobs."""
+    import numpy as np
+    from matplotlib.collections import PolyCollection
+
+    for shared in (False, True):
+        rects = [(g + lane / len(jobs), 1.0 / len(jobs), t0, t1, j) for g, jobs, t0, t1 in d.segments
+                 if (len(jobs) > 1) == shared for lane, j in enumerate(jobs)]
+        if not rects:
+            continue
+        y0, dy, t0, t1, job = (np.array(c) for c in zip(*rects, strict=True))
+        x0 = t0 / scale
+        x1 = x0 + (t1 - t0) / scale
+        verts = np.stack([np.stack([x0, y0], 1), np.stack([x0, y0 + dy], 1), np.stack([x1, y0 + dy], 1),
+                          np.stack([x1, y0], 1)], axis=1)
+        ax.add_collection(PolyCollection(verts, facecolors=cmap(job % cmap.N), edgecolor="black" if shared else "none",
+                                         linewidth=0.3 if shared else 0, hatch="////" if shared else None))
+
+
 def _draw(ax_q: Any, ax: Any, d: EpisodeDrawing, t_max: float, cmap: Any) -> None:
     scale, unit = (3600.0, "h") if t_max >= 3 * 3600 else (60.0, "min")
-    for g, jobs, t0, t1 in d.segments:
-        k = len(jobs)
-        for lane, j in enumerate(jobs):
-            ax.broken_barh([(t0 / scale, (t1 - t0) / scale)], (g + lane / k, 1.0 / k),
-                           facecolors=cmap(j % cmap.N), edgecolor="black" if k > 1 else "none",
-                           linewidth=0.3 if k > 1 else 0, hatch="////" if k > 1 else None)
+    _bars(ax, d, scale, cmap)
     if d.preemptions:
         ax.scatter([t / scale for t, _ in d.preemptions], [g + 0.5 for _, g in d.preemptions], marker="x",
                    color="red", s=18, linewidths=1.0, zorder=3, label="preemption")
@@ -109,7 +124,7 @@ def _draw(ax_q: Any, ax: Any, d: EpisodeDrawing, t_max: float, cmap: Any) -> Non
     ax_q.set_title(f"{d.title} · {d.jobs} jobs · {d.num_gpus} GPUs", fontsize=10)
 
 
-def draw_timeline(records: list[Record], out: str | Path) -> Path:
+def draw_timeline(records: list[Record] | list[RecordArrays], out: str | Path) -> Path:
     """Draw ``records`` (one, or two side by side on one time axis) into the PNG file ``out``; returns it."""
     plt = _pyplot()
     from matplotlib.lines import Line2D
