@@ -286,14 +286,24 @@ def _explained(results: list[Result], claims: Claims, records: list[dict[str, An
     chosen = [r for r in results if r.verdict == verdict]
     if not chosen:
         a.append("None on these records.")
+    explained = 0
     for r in chosen:
         c = r.claim
         evidence = (f"one deterministic run (the same on all {r.n} seeds)" if r.deterministic else
                     f"[{pct(r.ci[0])}, {pct(r.ci[1])}], {r.agree} of {r.n} seeds in the published direction")
+        cause = _no_interference(c, claims, records, diag)
+        explained += not any(m in cause for m in UNEXPLAINED)
         a += [f"### `{c.id}`: {c.label('policy')} vs {c.label('baseline')}, {c.metric} ({c.paper} {c.where})\n",
               f"Ours {pct(r.measured)}, {evidence} (trace: {traces_text(r.traces)}); means over those seeds:\n",
-              *_diagnostics(c, claims, records), "", _no_interference(c, claims, records, diag), ""]
+              *_diagnostics(c, claims, records), "", cause, ""]
+    if chosen:
+        a.insert(2, f"{explained} of these {len(chosen)} claims have a measured cause; the others say none was "
+                    "found.\n")
     return a
+
+
+UNEXPLAINED = ("**Cause: none found.**", "No other measurement yet explains it.")
+"""The phrases of a cause paragraph that says no measurement explains the result."""
 
 
 def _second_set(results: list[Result], claims: Claims, first: list[dict[str, Any]],
