@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 import statistics
 import sys
 import time
@@ -233,13 +234,15 @@ def _sweep_opts(n: int) -> str:
 
 
 def _trace_name(note: str) -> str:
-    """The first clause of a trace note (up to the first ';' outside parentheses)."""
+    """The first clause of a trace note (up to the first ';' outside parentheses), its data folder written as
+    ``$DATA`` (the page is read on other machines)."""
     depth = 0
     for i, ch in enumerate(note):
         depth += (ch == "(") - (ch == ")")
         if ch == ";" and depth == 0:
-            return note[:i]
-    return note
+            note = note[:i]
+            break
+    return re.sub(r"\((?:[^()]*/)?data/", "($DATA/", note)
 
 def _size_section(res: Results) -> list[str]:
     """Large (more than 4 GPUs) versus small jobs on sjfbsbf-philly beside sjf-bsbf Tables III-IV."""

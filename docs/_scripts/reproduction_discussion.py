@@ -77,17 +77,16 @@ def discussion(res: Results) -> list[str]:
                      "every other policy's run time in the same table, so its queueing figure looks inconsistent; "
                      "the JCT ratio is the better comparison here.")
         if not within:
-            if sc == "castor-venus":
-                line += (" Reason unknown: the per-job Venus log is not available, so castor-venus samples a "
-                         "synthetic stand-in fitted to Venus's published aggregates; which of its statistics "
-                         "makes it queue differently from the paper's workload has not been established.")
-            elif sc == "sjfbsbf-philly":
+            if sc in ("castor-venus", "sjfbsbf-philly"):
                 load, share = _load_stats(sc, seeds, opts)
-                line += (f" Measured: this job table's offered load is {load:.2f} and ImageNet jobs (2% of the "
-                         f"jobs, 24-48 GPUs each, hours each even at Pollux's measured T4 speed) carry "
-                         f"{100 * share['imagenet']:.0f}% of its GPU-time, so FIFO's head-of-line blocking behind "
-                         "them compounds. The paper's simulator used its own throughputs, which are not published; "
-                         "why its load is lighter is unknown.")
+                top = max(share, key=share.get)
+                load, share = _load_stats(sc, seeds, opts)
+                line += (f" Measured: this job table's offered load is {load:.2f} and {top} jobs carry "
+                         f"{100 * share[top]:.0f}% of its GPU-time, so FIFO's head-of-line blocking behind them "
+                         "compounds" + (" (on the real Venus jobs, whose run times are capped at 48 h)"
+                                        if sc == "castor-venus" else "")
+                         + ". The paper's simulator used its own throughputs, which are not published; why its "
+                         "load is lighter is unknown.")
             else:
                 line += " Reason unknown."
         a(line)
