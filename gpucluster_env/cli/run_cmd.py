@@ -109,7 +109,10 @@ def scenario_from_args(args: argparse.Namespace) -> Any:
             raise SettingError(f"--cluster: {e}") from None
     if args.trace is not None:
         fields, gpus = _trace_options(args)
-        options.update(fields)
+        for key, flag in (("num_jobs", "jobs"), ("window", "window"), ("annotate", "annotate"), ("models", "models")):
+            if key in options and getattr(args, flag) is not None:
+                raise SettingError(f"--option {key}=... and --{flag} say the same thing: give one")
+        options = {**fields, **options}  # an --option the user gave wins over what --trace derives
         out = sc.with_options(**options)
         args.spread_note = spread_note(args.trace, gpus, out.cluster)  # said after the run (errors come first)
         return out

@@ -39,6 +39,20 @@ def test_sampled_trace_runs_and_its_record_verifies(tmp_path: Path, capsys: pyte
     assert "ok" in capsys.readouterr().out
 
 
+def test_an_option_given_with_a_trace_is_honoured_not_replaced(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``--option num_jobs=N`` with ``--trace`` plays N jobs (what --trace derives never overrides the user's
+    option); the same setting given twice, as --option and as its own flag, is one line."""
+    f = _write(tmp_path / "mine.csv", [f"j{i},{60 * i},1,{600 + 60 * i},x" for i in range(12)])
+    assert main(["run", "--trace", str(f), "--cluster", "V100:1x4", "--policy", "sjf", "--option", "num_jobs=5",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["jobs_done"] == 5
+    assert main(["run", "--trace", str(f), "--cluster", "V100:1x4", "--policy", "sjf", "--option", "num_jobs=5",
+                 "--jobs", "4"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--option num_jobs=... and --jobs say the same thing" in err
+
+
 def test_a_record_of_a_relative_trace_path_verifies_from_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "lab").mkdir()
