@@ -18,6 +18,7 @@ from typing import Any
 
 from gpucluster_env.leaderboard.board import Cell
 
+from gpucluster_env.engine.metric_specs import METRICS
 from gpucluster_env.engine.metrics import sharing_benefit_ratios
 
 JOB_DECIMALS = 2
@@ -112,7 +113,7 @@ def _per_job(env: Any) -> dict[str, Any]:
                             "gpus": [int(g) for g in eng.req_gpus]}}
 
 
-SB_METRICS = ("sb_median", "sb_frac_gt1", "sb_decisions")
+SB_METRICS = tuple(n for n, m in METRICS.items() if m.source == "leaderboard")  # sb_median, sb_frac_gt1, sb_decisions
 """The sharing-benefit metrics :func:`run_cell` adds for policies that keep a performance model."""
 
 

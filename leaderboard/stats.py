@@ -25,20 +25,22 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from scipy import stats as sps
 
+from gpucluster_env.engine.metric_specs import METRICS, higher_is_better
+
 CONFIDENCE = 0.95
 N_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
-HIGHER_IS_BETTER = frozenset({"gpu_occupancy", "sharing_utilization", "deadline_satisfaction", "sharing_benefit",
-                              "jobs_done", "sb_median", "sb_frac_gt1"})
-"""Metrics where a higher value is better; for every other metric (times, slowdown, counts) lower is better."""
+HIGHER_IS_BETTER = frozenset(n for n, m in METRICS.items() if m.higher_is_better)
+"""Metrics where a higher value is better (their declaration in :mod:`gpucluster_env.engine.metric_specs`); for
+every other metric (times, slowdown, counts, a policy's own counts) lower is better."""
 
 Interval = tuple[float, float]
 NAN_INTERVAL: Interval = (float("nan"), float("nan"))
 
 
 def lower_is_better(metric: str) -> bool:
-    """Whether a lower value of ``metric`` is better."""
-    return metric not in HIGHER_IS_BETTER
+    """Whether a lower value of ``metric`` is better (its declaration; undeclared: lower)."""
+    return not higher_is_better(metric)
 
 
 def iqm(x: np.ndarray, axis: int = -1) -> np.ndarray:
