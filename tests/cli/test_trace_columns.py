@@ -75,6 +75,13 @@ def test_one_list_of_formats_everywhere(capsys: pytest.CaptureFixture) -> None:
         text = " ".join(capsys.readouterr().out.split())
         assert "{" + ",".join(TRACE_FILE_FORMATS) + "}" in text, argv
     assert parse_columns("submit_s=a,num_gpus=b,duration_s=c")["submit_s"] == ("a", 1.0)
+    # every listed format has a loader and every loader is listed; every named trace's loader is a format
+    from gpucluster_env.traces.registry import TRACES, loader_for
+
+    assert all(callable(loader_for(f)) for f in TRACE_FILE_FORMATS)
+    with pytest.raises(ValueError, match="unknown trace format 'nope'; known: " + ", ".join(TRACE_FILE_FORMATS)):
+        loader_for("nope")
+    assert {t.loader for t in TRACES.values()} <= set(TRACE_FILE_FORMATS)
 
 
 def test_a_pollux_workload_file_is_a_trace_format(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
