@@ -270,12 +270,10 @@ def pollux_time_iterations(app: str, num_gpus: int, catalog: Catalog, root: Path
 
 # ------------------------------------------------------------------------------- fitting on the files
 def find_pollux_workloads() -> list[Path]:
-    """Pollux's ``workload-*.csv`` under ``$GPUCLUSTER_DATA`` or ``../shared/data`` beside the checkout."""
-    import os
+    """Pollux's ``workload-*.csv`` in the data roots (:func:`gpucluster_env.data_folders.data_roots`)."""
+    from gpucluster_env.data_folders import data_roots
 
-    roots = [Path(os.environ["GPUCLUSTER_DATA"])] if os.environ.get("GPUCLUSTER_DATA") else []
-    roots.append(Path(__file__).resolve().parents[2] / "shared" / "data")
-    for root in roots:
+    for root in data_roots():
         files = sorted((root / "traces" / "philly" / "pollux_workloads").glob("workload-*.csv"))
         if files:
             return files

@@ -9,7 +9,6 @@ Every data root is laid out like ``../shared/data``: ``traces/philly/philly_jobs
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -20,6 +19,8 @@ from gpucluster_env.traces.known_traces import RemoteFile as RemoteFile  # re-ex
 from gpucluster_env.traces.tables import LoadReport
 from gpucluster_env.traces.trace_options import TRACE_FILE_FORMATS
 
+from gpucluster_env import data_folders
+
 
 def get_trace(name: str) -> TraceSpec:
     try:
@@ -28,30 +29,9 @@ def get_trace(name: str) -> TraceSpec:
         raise ValueError(f"unknown trace {name!r}; known: {', '.join(TRACES)}") from None
 
 
-def cache_dir() -> Path:
-    """The user cache for fetched traces: ``$GPUCLUSTER_CACHE``, else ``$XDG_CACHE_HOME/gpucluster``, else
-    ``~/.cache/gpucluster``; laid out like ``../shared/data``."""
-    if os.environ.get("GPUCLUSTER_CACHE"):
-        return Path(os.environ["GPUCLUSTER_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpucluster"
-
-
-def repo_shared_data() -> Path:
-    """``../shared/data`` beside the source checkout (present for developers and tests, not in a wheel)."""
-    return Path(__file__).resolve().parents[2] / "shared" / "data"
-
-
-def data_roots(include_shared: bool = True) -> list[Path]:
-    """Where trace files are looked for, in order: ``$GPUCLUSTER_DATA``, the user cache,
-    ``../shared/data``."""
-    roots = []
-    if os.environ.get("GPUCLUSTER_DATA"):
-        roots.append(Path(os.environ["GPUCLUSTER_DATA"]))
-    roots.append(cache_dir())
-    if include_shared:
-        roots.append(repo_shared_data())
-    return roots
+cache_dir = data_folders.cache_dir
+data_roots = data_folders.data_roots
+"""The folders trace files are looked for in (:mod:`gpucluster_env.data_folders`, the one resolver)."""
 
 
 def locate(name: str) -> Path | None:

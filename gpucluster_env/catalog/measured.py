@@ -16,10 +16,11 @@ from __future__ import annotations
 import csv
 import json
 import math
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from gpucluster_env.data_folders import data_folder
 
 GAVEL_TYPES = {"k80": "K80", "p100": "P100", "v100": "V100"}
 """Gavel's GPU-type keys and our catalog names."""
@@ -28,14 +29,9 @@ _KEY = re.compile(r"^\('(.+)', (\d+)\)$")
 
 
 def data_dir() -> Path | None:
-    """The public-data folder: ``$GPUCLUSTER_DATA`` if set, else ``../shared/data`` beside the repository root
-    (the folder holding ``gpucluster_env``); ``None`` when neither exists."""
-    env = os.environ.get("GPUCLUSTER_DATA")
-    if env:
-        p = Path(env)
-        return p if p.is_dir() else None
-    p = Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    return p if p.is_dir() else None
+    """The public-data folder (:func:`gpucluster_env.data_folders.data_folder`: ``$GPUCLUSTER_DATA`` if set, else
+    ``../shared/data`` beside the checkout); ``None`` when it is not a folder."""
+    return data_folder()
 
 
 def require_data_dir() -> Path:

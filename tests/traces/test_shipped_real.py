@@ -14,6 +14,7 @@ from gpucluster_env.traces.registry import TRACES, guess_format, load_file, ship
 from gpucluster_env.traces.tables import TraceFormatError
 from gpucluster_env.traces.trace_sources import SCENARIO_TRACES, trace_identity, trace_source
 
+from gpucluster_env import data_folders
 from gpucluster_env.scenarios import SCENARIOS, get_scenario
 
 SHIPPED = [n for n, t in TRACES.items() if t.shipped]
@@ -22,7 +23,7 @@ SHIPPED = [n for n, t in TRACES.items() if t.shipped]
 def _no_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GPUCLUSTER_DATA", str(tmp_path / "none"))
     monkeypatch.setenv("GPUCLUSTER_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(registry, "repo_shared_data", lambda: tmp_path / "absent")
+    monkeypatch.setattr(data_folders, "shared_data", lambda: tmp_path / "absent")
 
 
 def test_the_package_ships_philly_venus_and_alibaba_with_their_licence() -> None:

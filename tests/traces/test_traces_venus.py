@@ -27,6 +27,7 @@ from gpucluster_env.traces.venus_fit import (
     load_cluster_arrivals,
 )
 
+from gpucluster_env import data_folders
 from gpucluster_env.cli.main import main
 
 HEADER = ("job_id,user,tenant,class,submit_time,num_chips,chip_type,num_nodes,duration_s,walltime_limit_s,"
@@ -188,7 +189,7 @@ def test_real_slice_complete_and_castor_venus_samples_it(monkeypatch: pytest.Mon
 def _no_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("GPUCLUSTER_DATA", str(tmp_path / "none"))
     monkeypatch.setenv("GPUCLUSTER_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(registry, "repo_shared_data", lambda: tmp_path / "absent")
+    monkeypatch.setattr(data_folders, "shared_data", lambda: tmp_path / "absent")
 
 
 def test_castor_venus_without_data_runs_the_shipped_real_jobs(monkeypatch: pytest.MonkeyPatch,
