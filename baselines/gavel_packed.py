@@ -12,7 +12,7 @@ within one class), each pair given the class pair's time divided by the number o
 ``objective="makespan"`` (:func:`.gavel_lp.packed_min_makespan`) the steps left differ from job to job, so every job
 is its own row and the LP chooses job pairs (gimbal §7.2's baseline: Gavel's makespan policy with its own packing):
 one column per job pair and type, or with ``pair_lp="partners"`` one per job, partner class and type
-(:mod:`.gavel_partner_lp`), its job pairs then being the transport plans of the partner-class times. Those pairs
+(:mod:`.parts.gavel_partner_lp`), its job pairs then being the transport plans of the partner-class times. Those pairs
 are rows of Gavel's rounds beside the single jobs (priority = allocation / share of time received); a granted pair
 starts its first job on the gang (``Place``) and its second beside it on the same GPUs (``Colocate``).
 """
@@ -33,7 +33,7 @@ from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 PAIR_LPS = ("pairs", "partners")
 """The makespan objective's LP: ``pairs``, one column per pair of jobs and type (Gavel's own formulation; ~n^2/2
-columns); ``partners``, one per job, partner class and type (:mod:`.gavel_partner_lp`: the same optimum, seconds
+columns); ``partners``, one per job, partner class and type (:mod:`.parts.gavel_partner_lp`: the same optimum, seconds
 instead of minutes at hundreds of jobs, though it may pick another optimum where several exist)."""
 
 

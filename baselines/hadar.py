@@ -9,7 +9,7 @@ possibly of several types (task-level heterogeneity: the gang runs at its slowes
 models). A job's throughput on a type is, with ``estimate="oracle"`` (Hadar's default: the paper feeds Hadar
 measured throughputs as input, §III-E), the performance model's value for its gang there; with
 ``estimate="spec"`` (HadarE's default, §V-A) HadarE's initial estimate from GPU specs, replaced by the rate a
-job's model is measured at once it has run on a type (:mod:`.throughput_estimate`). A running job
+job's model is measured at once it has run on a type (:mod:`.parts.throughput_estimate`). A running job
 given new GPUs moves there (``Reallocate``); running jobs left out are preempted. One rule of ours: when the
 cluster would otherwise sit empty (no job running and none with a positive payoff), the job with the best
 payoff starts anyway, so an episode cannot stall on prices.

@@ -13,7 +13,7 @@ As Gimbal and Castor describe it, and as Lucid's public simulator does it:
 
 ``threshold`` and ``unequal`` relax it (gimbal §7.2: "we adjust the score threshold to enable more aggressive
 job packing" and "remove this restriction" of equal GPU counts); an unequal partner must then be larger and
-allowed to host by Gimbal's topology rule (:mod:`.gimbal_rules`). ``lucid+gimbal`` (:mod:`.lucid_gimbal`) adds
+allowed to host by Gimbal's topology rule (:mod:`.parts.gimbal_rules`). ``lucid+gimbal`` (:mod:`.lucid_gimbal`) adds
 Gimbal's coordination on top.
 """
 

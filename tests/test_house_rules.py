@@ -340,3 +340,22 @@ def test_docs_name_no_machines_paths() -> None:
     bad = [f"{p.relative_to(ROOT)}:{n}" for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
            for n, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"(?<![\w$])/(work|root|home)/", line)]
     assert not bad, "lines naming a machine's own paths:\n" + "\n".join(bad)
+
+
+def test_every_mod_reference_names_a_module() -> None:
+    """A docstring's ``:mod:`` reference (absolute, or relative to the module's package) names a module that
+    exists, so the docs a reader follows do not lead to a module that was renamed or moved."""
+    modules = package_modules()
+    bad = []
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for ref in re.findall(r":mod:`~?([\w.]+)`", path.read_text()):
+            dots = len(ref) - len(ref.lstrip("."))
+            if dots:
+                base = package.split(".")[: len(package.split(".")) - (dots - 1)]
+                full = ".".join(base + ([ref.lstrip(".")] if ref.lstrip(".") else []))
+            else:
+                full = ref
+            if full.startswith(PACKAGE) and full not in modules:
+                bad.append(f"{path.relative_to(ROOT)}: :mod:`{ref}` ({full})")
+    assert not bad, "references to modules that do not exist:\n" + "\n".join(bad)

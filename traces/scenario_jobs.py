@@ -136,7 +136,7 @@ def _gavel_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tup
 
 @recipe("pollux", "pollux-lucid", "pollux-time")
 def _pollux_jobs(sc: Scenario, rng: np.random.Generator, catalog: Catalog) -> tuple[pd.DataFrame, str]:
-    """Pollux's recipe (:mod:`.pollux`): ``num_jobs`` jobs from the busiest 8 hours of the day (2:00-10:00 on
+    """Pollux's recipe (:mod:`.pollux_workloads`): ``num_jobs`` jobs from the busiest 8 hours of the day (2:00-10:00 on
     Philly, as Pollux; the busiest 8-hour range of the day on other traces), application by GPU time and GPU
     count as Pollux. The work: ``pollux`` = Pollux's epochs x dataset per application (SJF-BSBF §VI-A follows
     Pollux); ``pollux-lucid`` = the sampled job's own GPU time in the trace (``duration x GPUs`` on reference

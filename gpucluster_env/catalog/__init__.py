@@ -3,7 +3,7 @@
 A :class:`Catalog` bundles the GPU types, the models and an interference model; scenarios pick one and the
 engine reads all its numbers from it. The default catalog's numbers are calibrated on public measurements
 (Gavel, Pollux, ElasticFlow, Lucid's RTX 3090 pairs; see :mod:`.gpus`, :mod:`.models`, :mod:`.xi_model`,
-:mod:`.lucid`); its interference model is
+:mod:`.lucid_pairs`); its interference model is
 :class:`.xi_model.MeasuredInterference`. Castor's XGBoost predictor of xi for agents is in :mod:`.predictor`.
 """
 

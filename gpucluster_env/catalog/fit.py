@@ -1,4 +1,4 @@
-"""Fitting the catalog's numbers to the public measurements (see :mod:`.measured` and :mod:`.lucid` for the
+"""Fitting the catalog's numbers to the public measurements (see :mod:`.measured` and :mod:`.lucid_pairs` for the
 sources).
 
 These functions are what the numbers in :mod:`.models` and :mod:`.gpus` were computed with (``python -m

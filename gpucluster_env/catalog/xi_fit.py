@@ -38,7 +38,7 @@ def pair_design(gd: GavelData, models: dict, exponent: float) -> tuple[np.ndarra
 
 
 def lucid_design(ld: LucidData, models: dict) -> tuple[np.ndarray, np.ndarray, list, list]:
-    """Regression rows of Lucid's RTX 3090 pairs (:mod:`.lucid`): each configuration's demand is its measured
+    """Regression rows of Lucid's RTX 3090 pairs (:mod:`.lucid_pairs`): each configuration's demand is its measured
     solo ``gpu_util`` on the RTX 3090, its features those of the catalog model it maps to, its batch its own;
     ``log max(xi, 1)``; the unordered *model* pair of each row (held out with all its batch/AMP
     configurations) and ``"RTX3090"``."""

@@ -10,7 +10,7 @@ the pair's demands.
    demand (a pair whose combined demand is under 1 keeps only the memory-contention term ``m_a m_b``, the
    activation shares of the footprints), ``ci_a`` the compute intensity; ``w`` is fitted by least squares to
    every measured 1-GPU Gavel pair on K80/P100/V100 (demands taken on the pair's type) and every Lucid pair
-   on the RTX 3090 (demands its measured solo ``gpu_util``; :mod:`.lucid`, S-Lab License 1.0: only fitted
+   on the RTX 3090 (demands its measured solo ``gpu_util``; :mod:`.lucid_pairs`, S-Lab License 1.0: only fitted
    numbers are shipped). ``o_ab`` (**anchored**) is the pair's mean residual within one architecture group:
    Gavel's on K80/P100/V100, Lucid's on the GA102 types (RTX 3090, A40, A6000; each with its own demands).
    It is 0 on every other type: offsets measured on one generation do not carry to another
