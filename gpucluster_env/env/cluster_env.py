@@ -15,7 +15,6 @@ from ..engine.build import make_engine
 from ..scenarios import Scenario
 from . import action_steps, decision_point
 from .codec import DEFAULT_N_PENDING, WAIT, ActionCodec, ActionLayout
-from .doc_numbers import doc_numbers
 from .env_options import (  # re-exported: users import them from here
     ACTION_KINDS,
     DEFAULT_MIN_RUN_S,
@@ -51,8 +50,8 @@ class GPUClusterEnv(gym.Env):
     ``Discrete(n)``: ``wait`` (0), then ``place(i, type|any)``, ``colocate(i, r)``, ``squeeze(r)``, ``swell(r)``,
     ``preempt(r)``, ``fork(r)`` over a window of the first ``n_pending`` queued jobs (``i``) and the first
     ``n_running`` running jobs (``r``); see :mod:`gpucluster_env.env.codec`. The default ``"compact"`` layout
-    leaves the accumulation to the engine ({compact_actions} actions on a one-type cluster with the default
-    windows); ``action_layout="full"`` adds explicit accumulations ({full_actions}).
+    leaves the accumulation to the engine (161 actions on a one-type cluster with the default
+    windows); ``action_layout="full"`` adds explicit accumulations (1,121-1,153 on one to three types).
     Every action but ``wait`` applies at once and returns at the same simulated instant; ``wait`` runs time
     to the next decision point. ``action_masks()`` gives the valid actions (sb3-contrib's MaskablePPO reads it).
     The masks bound the actions between two clock advances by ``(1 + c + f) x jobs in system``
@@ -60,9 +59,9 @@ class GPUClusterEnv(gym.Env):
     (:mod:`gpucluster_env.engine.actions`) with exact GPU sets, for white-box agents.
 
     ## Observation Space
-    A ``Dict`` of 1-D float32 vectors in [0, 1]: ``pending`` (n_pending x {pf}), ``running`` (n_running x {rf}),
-    ``pairs`` (n_pending x n_running x {pairf}, *predicted* interference), ``cluster`` (GPU types x {cf}), ``clock``
-    ({clockf});
+    A ``Dict`` of 1-D float32 vectors in [0, 1]: ``pending`` (n_pending x 12), ``running`` (n_running x 16),
+    ``pairs`` (n_pending x n_running x 2, *predicted* interference), ``cluster`` (GPU types x 4), ``clock``
+    (7);
     documented feature by feature in :mod:`gpucluster_env.env.observation`. ``observation="box"`` gives them as
     one flat ``Box``; ``observation="none"`` a constant 1-element ``Box`` for white-box agents that read
     ``env.unwrapped.engine``.
@@ -91,9 +90,9 @@ class GPUClusterEnv(gym.Env):
 
     ## Arguments
     ``scenario`` (name or :class:`~gpucluster_env.scenarios.Scenario`), ``scenario_options`` (dict of
-    overrides, e.g. ``{"num_jobs": 480}``), ``catalog``, ``n_pending={n_pending}``, ``n_running`` (default
-    {n_running_compact} with the compact layout, {n_running_full} with the full one),
-    ``action_layout="compact"|"full"``, ``n_accum`` (full layout; default {n_accum_full}),
+    overrides, e.g. ``{"num_jobs": 480}``), ``catalog``, ``n_pending=16``, ``n_running`` (default
+    32 with the compact layout, 16 with the full one),
+    ``action_layout="compact"|"full"``, ``n_accum`` (full layout; default 4),
     ``observation="dict"|"box"|"none"|"sets"``, ``hint=None|"srsf"`` (``sets`` only: an entry marking the action
     SRSF takes now, :mod:`gpucluster_env.env.hints`), ``objective``, ``reward_scale=None`` (per-episode
     normalization) or seconds, ``invalid_action="wait"``
@@ -107,7 +106,9 @@ class GPUClusterEnv(gym.Env):
 
     ## Registered Configurations
     ``gpucluster_env/GPUCluster-v1`` (generic: ``scenario=`` any scenario, with its own step limit) and one id
-    per scenario: {registered_ids} (all under the ``gpucluster_env/`` namespace).
+    per scenario: ``Tiny-v1``, ``CastorPhilly-v1``, ``CastorVenus-v1``, ``SjfbsbfPhilly-v1``, ``GimbalPhilly-v1``,
+    ``GimbalAlibaba-v1``, ``HadarPhilly-v1``, ``HadareTestbed-v1``, ``HadareAws-v1``, ``GavelHetero-v1``,
+    ``PhillyScale-v1``, ``AlibabaHetero-v1`` (all under the ``gpucluster_env/`` namespace).
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi", "human"], "render_fps": 4}
@@ -385,9 +386,3 @@ class GPUClusterEnv(gym.Env):
         return {"time_s": eng.now, "rewards": terms, "invalid_actions": self._invalid, "pending": eng.num_pending,
                 "running": eng.num_running, "done": eng.n_done, "decision_reasons": eng.last_reasons,
                 "actions_this_instant": self.rules.actions_now, "trace": self.trace_note}
-
-
-_doc = GPUClusterEnv.__doc__ or ""
-for _key, _value in doc_numbers().items():
-    _doc = _doc.replace("{" + _key + "}", _value)
-GPUClusterEnv.__doc__ = _doc
