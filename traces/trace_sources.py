@@ -57,9 +57,9 @@ def real_trace_name(trace: str) -> str:
     data root, else the first the package ships (the first candidate when there is neither, for the messages
     that say what is missing)."""
     names = SCENARIO_TRACES[trace][0]
-    found = [n for n in names if locate(n) is not None]
-    in_root = [n for n in found if not is_shipped(n, locate(n))]
-    return (in_root or found or [names[0]])[0]
+    found = {n: p for n in names if (p := locate(n)) is not None}
+    in_root = [n for n, p in found.items() if not is_shipped(n, p)]
+    return (in_root or list(found) or [names[0]])[0]
 
 
 def _tiny_raw(sc: Scenario, rng: np.random.Generator) -> pd.DataFrame:
