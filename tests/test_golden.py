@@ -71,3 +71,19 @@ def test_golden_portable(machine: str) -> None:
         if (r["hash"], r["trace"]) != (want["hash"], want["trace"]):
             differ.append(case)
     assert not differ, f"under {machine} ({MACHINES[machine]}) these cases change: {differ}"
+
+
+def test_a_new_metric_leaves_every_golden_case_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A metric added to the engine (and declared, as tests/engine/test_metric_specs.py requires) adds a field to
+    the results and leaves the golden hashes as they were: a case hashes :data:`golden.CORE_METRICS` only."""
+    from gpucluster_env.engine import metric_specs, metrics
+
+    case = "policy:tiny:sjf:0"
+    want = golden.run_case(case)
+    plain = metrics.episode_metrics
+    monkeypatch.setitem(metric_specs.METRICS, "new_metric_s", metric_specs.MetricSpec("s", False, "a new one"))
+    monkeypatch.setattr(metrics, "episode_metrics", lambda eng: {**plain(eng), "new_metric_s": 1.0})
+    from gpucluster_env.policy import make_policy, run_episode
+
+    assert run_episode("tiny", make_policy("sjf"), 0)["new_metric_s"] == 1.0  # the field is there
+    assert golden.run_case(case) == want
