@@ -63,7 +63,7 @@ class Hadar(Policy):
         (the performance model's throughputs) or ``spec`` (HadarE's estimate from GPU specs until measured);
         None: the policy's default (Hadar: oracle, HadarE: spec); ``run_cost``: a job's payoff is charged the
         prices for every round of its run (Eq. (3a): the cost of its whole schedule); False: for this round only
-        (this project's reading until 2026-11-27, under which a full server's price no longer blocks a job and
+        (this project's reading until 2026-12-06, under which a full server's price no longer blocks a job and
         the utility order alone decides: docs/causes/hadar-median-jct.md); ``order``: the queue order the DP
         window and the greedy tail walk (:data:`ORDERS`; the paper does not give one)."""
         self.round_s_option = round_s

@@ -144,7 +144,7 @@ def make_prices(jobs: Sequence[HadarJob], capacity: np.ndarray, now: float, slot
     along. ``capacity``: servers x types GPU counts. Over arrays of the jobs, each element the same operations
     as :meth:`HadarJob.utility` (the sum of work taken in order). ``run_cost``: a job's payoff is charged the
     prices for every ``slot_s`` slot of its run (Eq. (3a), the cost of its whole schedule, in the GPU-slots
-    ``U_max`` is per); False: for this round only (this project's reading until 2026-11-27)."""
+    ``U_max`` is per); False: for this round only (this project's reading until 2026-12-06)."""
     cap = np.asarray(capacity, dtype=float)
     nk = cap.shape[1]
     if eta <= 0:
