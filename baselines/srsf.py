@@ -17,7 +17,6 @@ from typing import Annotated, Any, ClassVar
 import numpy as np
 
 from gpucluster_env.engine import Action, Place, Preempt, Wait
-from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE
 
@@ -37,35 +36,46 @@ class SRSF(Policy):
         """``min_run_s``: a running job is not preempted before it has run this long since its last start."""
         self.min_run_s = float(min_run_s)
 
-    def remaining_service(self, view: ClusterView, jobs: list[int]) -> dict[int, float]:
-        """Each of ``jobs``' remaining solo run time (fastest type) times the GPUs it asks for, in GPU-seconds (read
-        for the jobs in the system only: the work grows with them, not with the trace)."""
-        idx = np.asarray(jobs, dtype=np.int64)
-        return dict(zip(jobs, (view.remaining_solo_time(idx) * view.req_gpus[idx]).tolist(), strict=True))
-
     def act(self, observation: Any, env: Any) -> Action:
         view = self.view(env)
-        pending = view.pending_jobs().tolist()
-        if not pending:
+        pending = view.pending_jobs()
+        if not pending.size:
             return Wait()
-        running = [int(j) for j in view.running_jobs()]
-        pinned = [j for j in running if view.now - view.last_start(j) < self.min_run_s]
-        service = self.remaining_service(view, pending + running)
+        running = view.running_jobs()
         req = view.req_gpus
-        cap = view.num_gpus - sum(int(req[j]) for j in pinned)
-        desired = set(pinned)
-        movable = sorted((j for j in pending + running if j not in desired), key=lambda j: (service[j], j))
-        for j in movable:
-            if req[j] <= cap:
-                desired.add(j)
-                cap -= int(req[j])
-        to_start = [j for j in movable if j in desired and view.is_pending(j)]
+        pinned = view.now - view.last_start_of(running) < self.min_run_s
+        movable = np.concatenate([pending, running[~pinned]])
+        was_running = np.arange(movable.size) >= pending.size
+        service = view.remaining_solo_time(movable) * req[movable]
+        order = np.lexsort((movable, service))  # by remaining service, ties by index
+        movable, was_running = movable[order], was_running[order]
+        desired = greedy_fit(req[movable], view.num_gpus - int(req[running[pinned]].sum()))
+        to_start = movable[desired & ~was_running].tolist()
         if not to_start:
             return Wait()
         for j in to_start:
             if view.plan_place(j) is not None:
                 return Place(j)
-        victims = [j for j in movable if j not in desired and view.is_running(j)]
-        if victims:
-            return Preempt(victims[-1])  # the most remaining service first
+        victims = movable[~desired & was_running]
+        if victims.size:
+            return Preempt(int(victims[-1]))  # the most remaining service first
         return Wait()
+
+
+def greedy_fit(req: np.ndarray, cap: int) -> np.ndarray:
+    """Which of the jobs asking ``req`` GPUs, walked in order, fit in ``cap`` GPUs when each that fits is taken (a
+    mask). Whole prefixes that fit are taken at once, then each further job that fits the GPUs left, so the work
+    is one pass over the jobs plus one array scan per later take."""
+    take = np.zeros(req.size, dtype=bool)
+    i = 0
+    while i < req.size and cap > 0:
+        fits = np.flatnonzero(req[i:] <= cap)
+        if not fits.size:
+            break
+        i += int(fits[0])
+        run = np.cumsum(req[i:])
+        n = int(np.searchsorted(run, cap, side="right"))  # the prefix from i that fits whole (n >= 1)
+        take[i:i + n] = True
+        cap -= int(run[n - 1])
+        i += n
+    return take

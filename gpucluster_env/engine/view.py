@@ -147,6 +147,10 @@ class ClusterView:
         """Time job ``j`` last started (s; NaN if it never has)."""
         return self._st.last_start.item(j)
 
+    def last_start_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`last_start` of each of ``jobs`` (a fresh array)."""
+        return self._st.last_start[np.asarray(jobs, dtype=np.int64)]
+
     def pending_since(self, j: int) -> float:
         """Since when job ``j`` has waited in the queue (its submit time, or its last preemption)."""
         return self._st.pending_since.item(j)
