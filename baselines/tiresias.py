@@ -27,6 +27,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
+from gpucluster_env.baselines.parts.fit_set import greedy_fit
 
 from gpucluster_env.engine import Action, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -61,7 +62,7 @@ class Tiresias(Policy):
         self._last_run = np.zeros(0)
         self._promoted = np.zeros(0, dtype=bool)
         self._t = 0.0
-        self._running: list[int] = []
+        self._running = np.zeros(0, dtype=np.int64)
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
@@ -70,18 +71,21 @@ class Tiresias(Policy):
         self._promoted = np.zeros(view.n_jobs, dtype=bool)
         self._first = np.full(view.n_jobs, np.inf)  # when each job first started (inf: never)
         self._t = view.now
-        self._running = []
+        self._running = np.zeros(0, dtype=np.int64)
 
     def _account(self, view: ClusterView) -> None:
         """Add the GPU-time the jobs running since the last call have attained."""
         dt = view.now - self._t
         if dt > 0:
-            for j in self._running:
-                run = dt if view.is_running(j) else max(0.0, view.finish_time(j) - self._t)
-                self._attained[j] += (view.req_gpus[j] if self.service == "gpu" else 1) * run
-                self._last_run[j] += run
+            js = self._running
+            still = view.running_of(js)
+            ended = np.maximum(np.nan_to_num(view.finish_time_of(js) - self._t, nan=0.0), 0.0)
+            run = np.where(still, dt, ended)
+            weight = view.req_gpus[js] if self.service == "gpu" else 1
+            self._attained[js] += weight * run
+            self._last_run[js] += run
             self._t = view.now
-        self._running = [int(j) for j in view.running_jobs()]
+        self._running = view.running_jobs().astype(np.int64)
 
     def queue_of(self, j: int) -> int:
         """Index of the priority queue job ``j`` belongs to (0 = highest)."""
@@ -94,38 +98,31 @@ class Tiresias(Policy):
         q = np.searchsorted(self.thresholds, self._attained[jobs], side="right")
         return np.where(self._promoted[jobs], 0, q)
 
-    def _by_priority(self, view: ClusterView, jobs: list[int]) -> list[int]:
-        """``jobs`` in priority order: by queue, then by ``order`` within a queue (module docstring), then by
+    def _by_priority(self, view: ClusterView, js: np.ndarray) -> np.ndarray:
+        """Jobs ``js`` in priority order: by queue, then by ``order`` within a queue (module docstring), then by
         index (one sort over arrays; every key ends with the unique index, so the order is total)."""
-        js = np.array(jobs, dtype=np.int64)
         q, submit = self.queues_of(js), view.submit[js]
         if self.order == "start":
-            waiting = np.array([not view.is_running(j) for j in jobs], dtype=bool)
-            keys: tuple[np.ndarray, ...] = (js, submit, self._first[js], waiting, q)
+            keys: tuple[np.ndarray, ...] = (js, submit, self._first[js], ~view.running_of(js), q)
         else:
             keys = (js, submit, q)
-        return js[np.lexsort(keys)].tolist()
+        return js[np.lexsort(keys)]
 
     def act(self, observation: Any, env: Any) -> Action | int:
         view = self.view(env)
         self._account(view)
-        pending = view.pending_jobs().tolist()
-        if not pending:
+        pending = view.pending_jobs()
+        if not pending.size:
             return Wait()
         if self.starve_factor is not None:
-            for j in pending:
+            for j in pending.tolist():
                 waited = view.now - view.pending_since(j)
                 if self._last_run[j] > 0 and waited > self.starve_factor * self._last_run[j]:
                     self._promoted[j] = True
-        active = self._by_priority(view, pending + self._running)
-        req = view.req_gpus
-        cap = view.num_gpus
-        desired: set[int] = set()
-        for j in active:
-            if req[j] <= cap:
-                desired.add(j)
-                cap -= int(req[j])
-        to_start = [j for j in active if j in desired and view.is_pending(j)]
+        active = self._by_priority(view, np.concatenate([pending, self._running]))
+        running = view.running_of(active)
+        desired = greedy_fit(view.req_gpus[active], view.num_gpus)
+        to_start = active[desired & ~running].tolist()
         if not to_start:
             return Wait()
         for j in to_start:
@@ -133,14 +130,14 @@ class Tiresias(Policy):
                 self._start_bookkeeping(j)
                 self._first[j] = min(self._first[j], view.now)
                 return Place(j)
-        victims = [j for j in active if j not in desired and view.is_running(j)]
-        if victims:
-            v = victims[-1]  # lowest priority first
-            self._running.remove(v)
+        victims = active[~desired & running]
+        if victims.size:
+            v = int(victims[-1])  # lowest priority first
+            self._running = self._running[self._running != v]
             return Preempt(v)
         return Wait()
 
     def _start_bookkeeping(self, j: int) -> None:
-        self._running.append(j)
+        self._running = np.append(self._running, np.int64(j))
         self._promoted[j] = False
         self._last_run[j] = 0.0

@@ -10,4 +10,5 @@
   (profiled demand and deadlines).
 * Hadar: :mod:`.hadar_alloc` (prices, FIND_ALLOC, the DP), :mod:`.throughput_estimate` (HadarE's spec estimate).
 * FIFO, SJF, SSF, YARN-CS: :mod:`.queue_policy` (exclusive list scheduling).
+* SRSF, Tiresias: :mod:`.fit_set` (the set of jobs that should run, walked in priority order).
 """

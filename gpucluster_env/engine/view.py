@@ -139,6 +139,14 @@ class ClusterView:
     def is_running(self, j: int) -> bool:
         return self._st.status.item(j) == RUNNING
 
+    def running_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """Whether each of ``jobs`` is running (a bool array)."""
+        return self._st.status[np.asarray(jobs, dtype=np.int64)] == RUNNING
+
+    def finish_time_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`finish_time` of each of ``jobs`` (a fresh array)."""
+        return self._st.finish_t[np.asarray(jobs, dtype=np.int64)]
+
     def finish_time(self, j: int) -> float:
         """When job ``j`` finished (NaN while it has not)."""
         return self._st.finish_t.item(j)

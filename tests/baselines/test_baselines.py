@@ -466,7 +466,7 @@ def test_tiresias_priority_order_is_the_tuple_sort(order: str) -> None:
     class Checked(Tiresias):
         def act(self, observation: Any, env: Any) -> Any:
             view = self.view(env)
-            jobs = view.pending_jobs().tolist() + list(self._running)
+            jobs = view.pending_jobs().tolist() + self._running.tolist()
             if order == "start":
                 def key(j: int) -> tuple:
                     return (self.queue_of(j), not view.is_running(j), self._first[j], view.submit[j], j)
@@ -475,7 +475,7 @@ def test_tiresias_priority_order_is_the_tuple_sort(order: str) -> None:
                     return (self.queue_of(j), view.submit[j], j)
             self.checked += len(jobs) > 1
             self.queues.update(self.queue_of(j) for j in jobs)
-            assert self._by_priority(view, jobs) == sorted(jobs, key=key)
+            assert self._by_priority(view, np.array(jobs, dtype=np.int64)).tolist() == sorted(jobs, key=key)
             return super().act(observation, env)
 
     pol = Checked(thresholds=(600.0, 6000.0), starve_factor=2.0, order=order)

@@ -1,13 +1,12 @@
-"""SRSF's fit of the jobs that should run (:func:`~gpucluster_env.baselines.srsf.greedy_fit`) takes exactly the jobs
-a walk that takes each job fitting the GPUs left would take."""
+"""The fit of the jobs that should run (SRSF's and Tiresias', :func:`~gpucluster_env.baselines.parts.fit_set.
+greedy_fit`) takes exactly the jobs a walk that takes each job fitting the GPUs left would take."""
 
 from __future__ import annotations
 
 import numpy as np
+from gpucluster_env.baselines.parts.fit_set import greedy_fit
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from gpucluster_env.baselines.srsf import greedy_fit
 
 
 def _walk(req: list[int], cap: int) -> list[bool]:
