@@ -4,8 +4,8 @@ The problem is Gavel's scalability setting (OSDI'20 §7.6, and Hadar §IV's Fig.
 cluster of ``n / 4`` GPUs of each of three types (V100, P100, K80). Jobs are drawn with a seeded generator:
 26 job types (Gavel's 13 models x 2 sizes) with throughputs falling from V100 to K80, 1, 2, 4 or 8 GPUs
 (70/15/10/5 %), colocated throughputs 40-95 % of solo for the packed policy. Each figure is the wall time of one
-call of the pure function (:mod:`..baselines.parts.gavel_lp`, :mod:`..baselines.parts.hadar_alloc`), building the problem
-included, the best of ``repeats``. Hadar's decision is one round: prices and Algorithm 2's selection over
+call of the pure function (:mod:`..baselines.parts.gavel_lp`, :mod:`..baselines.parts.hadar_alloc`), building the
+problem included, the best of ``repeats``. Hadar's decision is one round: prices and Algorithm 2's selection over
 every queued job, on servers of 4 GPUs of one type.
 """
 
