@@ -153,6 +153,14 @@ SCENARIOS: dict[str, Scenario] = {
             POLLUX_MODELS, "philly", 80_000, window="all",
         ),
         Scenario(
+            # a loaded month at scale (issue #44): the same P100 servers as philly-scale, an eighth as many, so that
+            # queues form (FIFO waits 5.2 days on average, SJF 6.0 h, SRSF 1.6 h; seed 0); for benchmarks
+            "philly-loaded", "Philly-loaded: 40 servers x 8 P100 (320 GPUs), the 16,000 Philly jobs of the busiest "
+            "period as submitted; queues form; for benchmarks", "",
+            ClusterSpec.homogeneous("P100", 40, 8, inter_node_bw_gbps=12.5, name="philly-320"),
+            POLLUX_MODELS, "philly", 16_000, window="busiest",
+        ),
+        Scenario(
             "alibaba-hetero", "P100, T4 and V100 nodes in Alibaba PAI's inventory proportions (1/20 scale), "
             "300 real Alibaba GPU tasks", "",
             ClusterSpec.from_groups(_ALIBABA_GROUPS, inter_node_bw_gbps=3.0, name="alibaba-1/20"),

@@ -108,7 +108,8 @@ class GPUClusterEnv(gym.Env):
     ``gpucluster_env/GPUCluster-v1`` (generic: ``scenario=`` any scenario, with its own step limit) and one id
     per scenario: ``Tiny-v1``, ``CastorPhilly-v1``, ``CastorVenus-v1``, ``SjfbsbfPhilly-v1``, ``GimbalPhilly-v1``,
     ``GimbalAlibaba-v1``, ``HadarPhilly-v1``, ``HadareTestbed-v1``, ``HadareAws-v1``, ``GavelHetero-v1``,
-    ``PhillyScale-v1``, ``AlibabaHetero-v1`` (all under the ``gpucluster_env/`` namespace).
+    ``PhillyScale-v1``, ``PhillyLoaded-v1``, ``AlibabaHetero-v1`` (all under the ``gpucluster_env/``
+    namespace).
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi", "human"], "render_fps": 4}
