@@ -56,6 +56,12 @@ def _no_plans() -> tuple[np.ndarray, np.ndarray, PairPlans]:
     return none, none, PairPlans(np.zeros(0, dtype=bool), none, np.zeros(0), np.zeros(0), np.zeros(0))
 
 
+def _ended(view: ClusterView, kept: dict[int, Any]) -> list[int]:
+    """The jobs ``kept`` holds (in its order) that are no longer running: one array read, not a call a job."""
+    jobs = np.fromiter(kept, dtype=np.int64, count=len(kept))
+    return jobs[~view.running_of(jobs)].tolist()
+
+
 @dataclass
 class CastorDecision:
     """One colocation Castor chose (for the per-decision sharing-benefit report)."""
@@ -97,7 +103,6 @@ class Castor(SJFSharingPolicy):
         self._slots_kept: tuple[Any, bytes, np.ndarray] | None = None
         self._own: dict[int, tuple[float, dict[Any, float]]] = {}
         self._now = -1.0
-        self._remaining = np.zeros(0)
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
 
@@ -131,13 +136,12 @@ class Castor(SJFSharingPolicy):
     def begin(self, view: ClusterView) -> None:
         if view.now != self._now:
             self._now = view.now
-            self._remaining = view.remaining_now()
-            for p in [p for p in self._terms if not view.is_running(p)]:  # runs that ended: forget them
+            for p in _ended(view, self._terms):  # runs that ended: forget them
                 self._store.release(list(self._terms.pop(p)[1].values()))
                 self._singles.pop(p, None)
                 self._own.pop(p, None)
             if self._memo is not None:
-                for p in [p for p in self._memo.slots if not view.is_running(p)]:
+                for p in _ended(view, self._memo.slots):
                     self._memo.release(p)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
@@ -230,8 +234,8 @@ class Castor(SJFSharingPolicy):
         return t_a, t_a_hat, t_b, tuple(opts_s), tuple(view.iter_time(j, gb, s, xb) for s in opts_s)
 
     def _i_a(self, view: ClusterView, p: int) -> float:
-        """Iterations running job ``p`` had left at the start of this instant."""
-        return float(self._remaining[p]) if len(self._remaining) > p else float(view.remaining_now()[p])
+        """Iterations running job ``p`` has left now (the same at every decision of an instant)."""
+        return float(view.remaining_now(np.array([p], dtype=np.int64))[0])
 
     def plan_pair(self, view: ClusterView, j: int, p: int) -> PairPlan | None:
         """Algorithm 2 for pending job ``j`` beside running job ``p`` (None: ``p`` has no GPU for ``j``)."""
@@ -314,8 +318,7 @@ class Castor(SJFSharingPolicy):
         js = np.array(jobs, dtype=np.int64)
         holders, slots, ix = self._term_rows(view, js)
         st = self._store
-        rem = self._remaining if len(self._remaining) == view.n_jobs else view.remaining_now()
-        i_a = rem[np.array(holders, dtype=np.int64)].astype(float)
+        i_a = view.remaining_now(np.array(holders, dtype=np.int64)).astype(float)
         i_b = view.remaining_of(js)
         if not holders:
             return holders, *_no_plans()
