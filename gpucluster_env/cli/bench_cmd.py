@@ -33,6 +33,7 @@ import argparse
 import gc
 import resource
 import time
+from typing import Any
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,6 +57,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="scenario of the per-policy runs (default sjfbsbf-philly: 64 GPUs, Philly's busiest period)")
     p.add_argument("--policies", default="reference",
                    help="policies of the per-policy runs, comma-separated (default: every reference policy)")
+    p.add_argument("--growth-jobs", default="",
+                   help="job counts at which every policy (--policies) runs as its own `gpucluster run` process, "
+                        "whole-process CPU and memory, e.g. 1000,4000,16000 (default '': skipped)")
+    p.add_argument("--growth-scenario", default="philly-loaded",
+                   help="scenario of the growth runs (default philly-loaded: 320 GPUs, queues form)")
+    p.add_argument("--growth-timeout", type=float, default=600.0,
+                   help="seconds of wall time after which a growth run is stopped and marked so (default 600)")
+    p.add_argument("--growth-plot", metavar="PNG", default=None,
+                   help="draw the growth runs' CPU against jobs, log-log, into this PNG (needs matplotlib)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -151,6 +161,36 @@ def _policy_args(args: argparse.Namespace) -> tuple[tuple[int, ...], list[str] |
     return sizes, names
 
 
+def _growth_sizes(args: argparse.Namespace) -> tuple[int, ...]:
+    """``--growth-jobs`` as job counts (empty: no growth runs)."""
+    try:
+        sizes = tuple(int(x) for x in args.growth_jobs.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"--growth-jobs: expected comma-separated job counts, got {args.growth_jobs!r}") from None
+    if any(not (1 <= n <= 1_000_000) for n in sizes):
+        raise ValueError(f"--growth-jobs: each job count must be from 1 to 1,000,000, got {args.growth_jobs!r}")
+    return sizes
+
+
+def _growth(args: argparse.Namespace, policies: list[str] | None, console: Any, out: dict[str, object]) -> None:
+    """The growth runs (:mod:`gpucluster_env.leaderboard.policy_growth`) into ``out``, and their plot."""
+    sizes = _growth_sizes(args)
+    if not sizes:
+        return
+    from pathlib import Path
+
+    from gpucluster_env.leaderboard.policy_growth import excess_growth, growth_runs, plot_growth
+    from gpucluster_env.leaderboard.policy_speed import reference_policies
+
+    with console.status("growth runs …", spinner="dots") as status:
+        rows = growth_runs(sizes, policies or reference_policies(), args.growth_scenario, args.seed,
+                           args.growth_timeout, progress=lambda text: status.update(f"growth: {text} …"))
+    out["policy_growth"] = rows
+    out["policy_excess_growth"] = excess_growth(rows)
+    if args.growth_plot:
+        out["growth_plot"] = str(plot_growth(rows, Path(args.growth_plot), args.growth_scenario))
+
+
 def check_bench_args(args: argparse.Namespace) -> None:
     """Refuse, before the first measurement, an argument out of :data:`BENCH_RANGES` or an unknown scenario
     (one line naming the flag)."""
@@ -162,8 +202,13 @@ def check_bench_args(args: argparse.Namespace) -> None:
         v = getattr(args, key)
         if not (low <= v <= high):
             raise ValueError(f"--{key.replace('_', '-')} {v}: must be from {low:,} to {high:,}")
+    _growth_sizes(args)
+    if not args.growth_timeout > 0:
+        raise ValueError(f"--growth-timeout {args.growth_timeout}: must be positive")
+    if args.growth_plot is not None and not args.growth_plot.lower().endswith(".png"):
+        raise ValueError(f"--growth-plot {args.growth_plot}: must name a .png file")
     for flag, name in (("--env-scenario", args.env_scenario), ("--fifo-scenario", args.fifo_scenario),
-                       ("--policy-scenario", args.policy_scenario)):
+                       ("--policy-scenario", args.policy_scenario), ("--growth-scenario", args.growth_scenario)):
         try:
             get_scenario(name)
         except ValueError as e:
@@ -218,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
         with console.status(f"each policy on {args.policy_scenario} at {args.policy_jobs} jobs …", spinner="dots"):
             out["policy_speed"] = policy_speeds(policy_jobs, policies, args.policy_scenario, args.seed)
     out["peak_rss_mb"] = _peak_rss_mb()
+    _growth(args, policies, console, out)
     if args.json:
         print(dumps(out))
         return 0
@@ -231,6 +277,7 @@ def _print_figures(out: dict[str, object], policy_scenario: str) -> None:
     from gpucluster_env.text_tables import Col, make_console, print_table
 
     speeds = out.pop("policy_speed", [])
+    growth, excess = out.pop("policy_growth", []), out.pop("policy_excess_growth", [])
     console = make_console()
     values = {k: _figure(v) for k, v in out.items()}
     room = max(12, console.width - max(map(len, values.values()), default=0) - 10)  # borders, padding, slack
@@ -238,6 +285,10 @@ def _print_figures(out: dict[str, object], policy_scenario: str) -> None:
                 [(wrap_key(k, room), v) for k, v in values.items()])
     if speeds:
         _print_policy_speeds(console, speeds, policy_scenario)  # type: ignore[arg-type]
+    if growth:
+        from gpucluster_env.cli.bench_growth import print_growth
+
+        print_growth(console, growth, excess)  # type: ignore[arg-type]
 
 
 def wrap_key(key: str, width: int) -> str:

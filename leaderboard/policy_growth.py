@@ -1,0 +1,162 @@
+"""How each policy's cost grows with the jobs of a run (``gpucluster bench --growth-jobs``; issue #44's measure).
+
+Every (policy, size) is one fresh process of ``gpucluster run --scenario S --option num_jobs=N --policy P --json``,
+as a user runs it, and its cost is that process's whole CPU (user + system, read by ``os.wait4``, so imports and
+the environment's build count) and peak memory. FIFO runs first at each size, in the same sitting. A run past
+``timeout_s`` of wall time is stopped and its row says so (``stopped``), with the CPU it had used.
+
+The figure the issue sets a target on is the growth of a policy's own work: from one size to the next, how much
+faster its CPU *above FIFO's* grows than its environment steps (``excess_growth``, at most 1.5 asked):
+``((cpu_p(N2) - cpu_fifo(N2)) / (cpu_p(N1) - cpu_fifo(N1))) / (steps_p(N2) / steps_p(N1))``. A policy whose
+decisions cost the same at any size scores about 1; one whose decisions scan every job of the trace scores
+about the growth in jobs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+EXCESS_GROWTH_TARGET = 1.5
+"""Issue #44: a policy's CPU above FIFO grows at most this much faster than its steps between sizes."""
+
+
+def run_process(scenario: str, policy: str, jobs: int, seed: int, timeout_s: float) -> dict[str, Any]:
+    """One ``gpucluster run`` in a fresh process: its CPU (user + system s), peak memory (MB), wall time, steps
+    and average JCT; ``stopped`` when it ran past ``timeout_s`` (killed, with the CPU it had used), ``error`` with
+    its last line where it failed."""
+    cmd = [sys.executable, "-m", "gpucluster_env.cli.main", "run", "--scenario", scenario, "--policy", policy,
+           "--seed", str(seed), "--option", f"num_jobs={jobs}", "--no-progress", "--json"]
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, start_new_session=True)
+        status, usage, stopped, peak = _reap(proc, t0 + timeout_s)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        text, errors = out.read(), err.read()
+    row: dict[str, Any] = {"policy": policy, "jobs": jobs, "wall_s": wall, "stopped": stopped,
+                           "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": peak}
+    if stopped:
+        return row
+    code = os.waitstatus_to_exitcode(status)
+    if code != 0:
+        row["error"] = (errors.strip().splitlines() or [f"exit status {code}"])[-1]
+        return row
+    result = json.loads(text)
+    row.update(steps=int(result["steps"]), avg_jct_s=float(result["avg_jct_s"]))
+    return row
+
+
+def _reap(proc: subprocess.Popen, deadline: float) -> tuple[int, Any, bool, float | None]:
+    """Wait for ``proc`` with ``os.wait4`` (which gives the child's CPU, unlike Popen's own wait), killing its
+    process group at ``deadline``: its wait status, usage, whether it was stopped, and its peak resident memory
+    (MB: the kernel's ``VmHWM`` of the child, read every 20 ms; wait4's ``ru_maxrss`` would include this
+    process's memory at the fork; None where /proc is not there)."""
+    stopped, peak = False, None
+    while True:
+        peak = _vm_hwm_mb(proc.pid, peak)
+        pid, status, usage = os.wait4(proc.pid, 0 if stopped else os.WNOHANG)
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait for it again
+            return status, usage, stopped, peak
+        if time.perf_counter() >= deadline:
+            os.killpg(proc.pid, signal.SIGKILL)
+            stopped = True
+        else:
+            time.sleep(0.02)
+
+
+def _vm_hwm_mb(pid: int, peak: float | None) -> float | None:
+    """The larger of ``peak`` and process ``pid``'s peak resident memory so far (MB), from /proc."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    mb = int(line.split()[1]) / 1024.0
+                    return mb if peak is None else max(peak, mb)
+    except OSError:
+        pass
+    return peak
+
+
+def growth_runs(sizes: tuple[int, ...], policies: list[str], scenario: str, seed: int = 0,
+                timeout_s: float = 600.0, progress: Any = None) -> list[dict[str, Any]]:
+    """A :func:`run_process` row for FIFO and then each of ``policies`` at each size, with ``x_fifo_cpu`` (CPU
+    over FIFO's at that size); a policy that does not apply to ``scenario`` gets a row with its reason in
+    ``skipped``. ``progress(text)`` is told what runs next."""
+    from gpucluster_env.policy import registered_policies
+    from gpucluster_env.scenarios import get_scenario
+
+    sc = get_scenario(scenario)
+    names = ["fifo"] + [n for n in policies if n != "fifo"]
+    rows: list[dict[str, Any]] = []
+    for n in sizes:
+        fifo: dict[str, Any] | None = None
+        for name in names:
+            cls = registered_policies()[name]
+            if not cls.applies_to(sc):
+                rows.append({"policy": name, "jobs": n, "skipped": cls.not_applicable_because(sc)})
+                continue
+            if progress is not None:
+                progress(f"{name} on {scenario} at {n:,} jobs")
+            row = run_process(scenario, name, n, seed, timeout_s)
+            fifo = fifo or row
+            row["x_fifo_cpu"] = row["cpu_s"] / fifo["cpu_s"]
+            rows.append(row)
+    return rows
+
+
+def excess_growth(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per policy and consecutive pair of sizes both finished: how much faster its CPU above FIFO's grew than its
+    steps (module docstring), with the target's verdict (``within_target``; None where the policy's own work at
+    the smaller size is too small to measure, under 0.05 s above FIFO)."""
+    done = {(r["policy"], r["jobs"]): r for r in rows if "steps" in r}
+    sizes = sorted({r["jobs"] for r in rows})
+    out = []
+    for policy in dict.fromkeys(r["policy"] for r in rows if r["policy"] != "fifo"):
+        for a, b in zip(sizes, sizes[1:], strict=False):
+            pa, pb, fa, fb = (done.get((policy, a)), done.get((policy, b)), done.get(("fifo", a)),
+                              done.get(("fifo", b)))
+            if not (pa and pb and fa and fb):
+                continue
+            own_a, own_b = pa["cpu_s"] - fa["cpu_s"], pb["cpu_s"] - fb["cpu_s"]
+            steps = pb["steps"] / pa["steps"]
+            ratio = (own_b / own_a) / steps if own_a >= 0.05 else None
+            out.append({"policy": policy, "from_jobs": a, "to_jobs": b, "own_cpu_growth": own_b / own_a
+                        if own_a >= 0.05 else None, "steps_growth": steps, "excess_growth": ratio,
+                        "within_target": None if ratio is None else ratio <= EXCESS_GROWTH_TARGET})
+    return out
+
+
+def plot_growth(rows: list[dict[str, Any]], path: Path, scenario: str) -> Path:
+    """A log-log PNG of each policy's whole-process CPU against the jobs of the run (a hollow marker where the
+    run was stopped at its time limit, so its point is a lower bound), FIFO in black."""
+    from gpucluster_env.leaderboard.plots import _plt, _save
+
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    policies = list(dict.fromkeys(r["policy"] for r in rows if "cpu_s" in r))
+    cmap = plt.get_cmap("tab20")
+    for k, policy in enumerate(policies):
+        pts = sorted((r["jobs"], r["cpu_s"], r["stopped"]) for r in rows if r["policy"] == policy and "cpu_s" in r)
+        color = "black" if policy == "fifo" else cmap(k % 20)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color=color, lw=2.2 if policy == "fifo" else 1.2,
+                label=policy)
+        ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=22, color=color,
+                   facecolors=["none" if p[2] else color for p in pts], zorder=3)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("jobs in the run")
+    ax.set_ylabel("whole-process CPU (s), user + system")
+    ax.set_title(f"cost growth on {scenario} (hollow: stopped at the time limit)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    return _save(plt, fig, path)
