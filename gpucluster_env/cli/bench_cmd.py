@@ -141,16 +141,23 @@ BENCH_RANGES: dict[str, tuple[int, int]] = {"jobs": (1, 1_000_000), "env_steps":
 """The accepted range of each numeric ``bench`` argument (inclusive), checked before anything is timed."""
 
 
+def _job_counts(text: str, flag: str) -> tuple[int, ...]:
+    """A comma-separated list of job counts, each from 1 to 1,000,000 (empty: none), or a one-line error naming
+    ``flag``."""
+    try:
+        sizes = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(f"{flag}: expected comma-separated job counts, got {text!r}") from None
+    if any(not (1 <= n <= 1_000_000) for n in sizes):
+        raise ValueError(f"{flag}: each job count must be from 1 to 1,000,000, got {text!r}")
+    return sizes
+
+
 def _policy_args(args: argparse.Namespace) -> tuple[tuple[int, ...], list[str] | None]:
     """``--policy-jobs`` as job counts and ``--policies`` as names (None: the reference policies)."""
     from gpucluster_env.policy import registered_policies
 
-    try:
-        sizes = tuple(int(x) for x in args.policy_jobs.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"--policy-jobs: expected comma-separated job counts, got {args.policy_jobs!r}") from None
-    if any(not (1 <= n <= 1_000_000) for n in sizes):
-        raise ValueError(f"--policy-jobs: each job count must be from 1 to 1,000,000, got {args.policy_jobs!r}")
+    sizes = _job_counts(args.policy_jobs, "--policy-jobs")
     if args.policies == "reference":
         return sizes, None
     names = [x.strip() for x in args.policies.split(",") if x.strip()]
@@ -163,13 +170,7 @@ def _policy_args(args: argparse.Namespace) -> tuple[tuple[int, ...], list[str] |
 
 def _growth_sizes(args: argparse.Namespace) -> tuple[int, ...]:
     """``--growth-jobs`` as job counts (empty: no growth runs)."""
-    try:
-        sizes = tuple(int(x) for x in args.growth_jobs.split(",") if x.strip())
-    except ValueError:
-        raise ValueError(f"--growth-jobs: expected comma-separated job counts, got {args.growth_jobs!r}") from None
-    if any(not (1 <= n <= 1_000_000) for n in sizes):
-        raise ValueError(f"--growth-jobs: each job count must be from 1 to 1,000,000, got {args.growth_jobs!r}")
-    return sizes
+    return _job_counts(args.growth_jobs, "--growth-jobs")
 
 
 def _growth(args: argparse.Namespace, policies: list[str] | None, console: Any, out: dict[str, object]) -> None:
