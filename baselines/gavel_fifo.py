@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 import numpy as np
+from gpucluster_env.baselines.parts.gavel_row_table import RowTable, job_rows
 from gpucluster_env.baselines.parts.gavel_scheduler import Gavel
 
 from gpucluster_env.engine.view import ClusterView
@@ -59,7 +60,7 @@ class GavelFIFO(Gavel):
         order = np.argsort(view.submit[active], kind="stable")
         x = np.zeros_like(t)
         x[order] = fifo_allocation(t[order], view.req_gpus[active][order], self.capacity)
-        self.alloc = {(j,): x[i] for i, j in enumerate(active)}
+        self.alloc = RowTable.of_rows(view.n_jobs, job_rows(active), x)
 
     def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
                         ) -> tuple[list[tuple[int, ...]], np.ndarray]:

@@ -23,6 +23,7 @@ from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts import gavel_lp as lp
+from gpucluster_env.baselines.parts.gavel_row_table import RowTable, job_rows
 from gpucluster_env.baselines.parts.gavel_scheduler import Gavel
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
@@ -125,7 +126,7 @@ class GavelPacked(Gavel):
         else:
             r = lp.packed_max_min_fairness(t, view.req_gpus[active], self.capacity, cls, cp)
             members, of = [[active[i] for i in np.flatnonzero(cls == c)] for c in range(nc)], np.arange(nc)
-        self.alloc = {(j,): r.x[i] for i, j in enumerate(active)}
+        self.alloc = RowTable.of_rows(view.n_jobs, job_rows(active), r.x)
         self.pair_ok = {}
         for (a, b), y in zip(r.pairs.tolist(), r.y, strict=True):
             if y.sum() <= 1e-9:

@@ -40,6 +40,7 @@ from gpucluster_env.baselines.parts.gavel_rounds import (
     round_priorities,
     select_round,
 )
+from gpucluster_env.baselines.parts.gavel_row_table import RowIndex, RowTable, job_rows, live_index, row_index
 from gpucluster_env.baselines.parts.solo_throughputs import Throughputs
 
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
@@ -85,9 +86,9 @@ class Gavel(Policy):
         self.capacity = np.bincount(view.gpu_type, minlength=self.nk)
         self.tputs = Throughputs(view)
         # per row (a job (j,), or a packed pair (i, j)): allocation, time received since the reset, deficit
-        self.alloc: dict[tuple[int, ...], np.ndarray] = {}
-        self.job_time: dict[tuple[int, ...], np.ndarray] = {}
-        self.deficit: dict[tuple[int, ...], np.ndarray] = {}
+        self.alloc = RowTable(view.n_jobs, self.nk)
+        self.job_time = RowTable(view.n_jobs, self.nk)
+        self.deficit = RowTable(view.n_jobs, self.nk)
         self.iso_time = np.zeros(view.n_jobs)
         self._iso_prev: dict[int, tuple[float, float]] = {}
         self.granted: dict[tuple[int, ...], int] = {}
@@ -106,24 +107,21 @@ class Gavel(Policy):
             self._type_nodes.append([(h, g[nodes == h].tolist()) for h in np.unique(nodes).tolist()])
         # what a round derives from its active jobs alone, kept while they stay the same (most rounds)
         self._same: tuple[Any, ...] | None = None
-        self._kept_rows: dict[str, tuple[Any, tuple[tuple[int, ...], ...], np.ndarray]] = {}
+        self._index_kept: tuple[list[tuple[int, ...]], RowIndex] | None = None
 
-    def _rows(self, d: dict[tuple[int, ...], np.ndarray], keys: list[tuple[int, ...]]) -> np.ndarray:
-        z = np.zeros(self.nk)
-        return np.array([d.get(k, z) for k in keys]).reshape(len(keys), self.nk)
+    def _row_index(self, rows: list[tuple[int, ...]]) -> RowIndex:
+        """Where ``rows`` are read in the records: the plain rows of the round's active jobs as kept with them
+        (:meth:`_active_facts`), else worked out once per list of rows."""
+        same, kept = self._same, self._index_kept
+        if same is not None and rows is same[4]:
+            return same[6]
+        if kept is None or kept[0] is not rows:
+            kept = self._index_kept = (rows, row_index(rows))
+        return kept[1]
 
-    def _fixed_rows(self, name: str, keys: list[tuple[int, ...]]) -> np.ndarray:
-        """:meth:`_rows` of the record ``name`` (``alloc`` or ``deficit``: replaced at each allocation, never
-        changed in place), kept read-only while that record and the rows stay the same."""
-        d = getattr(self, name)
-        hit = self._kept_rows.get(name)
-        tk = tuple(keys)
-        if hit is not None and hit[0] is d and hit[1] == tk:
-            return hit[2]
-        a = self._rows(d, keys)
-        a.flags.writeable = False
-        self._kept_rows[name] = (d, tk, a)
-        return a
+    def _rows(self, table: RowTable, rows: list[tuple[int, ...]]) -> np.ndarray:
+        """The values of ``rows`` in the record ``table`` (a fresh array; zeros for a row never written)."""
+        return table.take(self._row_index(rows))
 
     def _account(self, view: ClusterView) -> None:
         """Add the time each row granted last round ran on its type."""
@@ -132,10 +130,7 @@ class Gavel(Policy):
         for key, k in self.granted.items():
             j = key[0]
             run = dt if view.is_running(j) else max(0.0, min(dt, view.finish_time(j) - self._round_t))
-            row = jt.get(key)
-            if row is None:
-                row = jt[key] = np.zeros(self.nk)
-            row[k] += run if math.isfinite(run) else 0.0
+            jt.row(key)[k] += run if math.isfinite(run) else 0.0
         self._round_t = view.now
 
     def _reset_times(self, now: float, active: list[int]) -> None:
@@ -143,13 +138,13 @@ class Gavel(Policy):
         longer ``active`` (finished: it is never a candidate again) are dropped, so a reset costs what is
         live, not every job ever seen; each row's reset is its own, so the others are unchanged."""
         if self._last_reset is not None:
-            live = set(active)
-            keys = sorted(k for k in set(self.alloc) | set(self.job_time) | set(self.deficit)
-                          if all(j in live for j in k))
-            jt, d = reset_time_received(self._rows(self.alloc, keys), self._rows(self.job_time, keys),
-                                        self._rows(self.deficit, keys), now - self._last_reset, self.round_s)
-            self.job_time = {k: jt[i] for i, k in enumerate(keys)}
-            self.deficit = {k: d[i] for i, k in enumerate(keys)}
+            live = np.zeros(len(self.iso_time), dtype=bool)
+            live[active] = True
+            ix = live_index([self.alloc, self.job_time, self.deficit], live)
+            jt, d = reset_time_received(self.alloc.take(ix), self.job_time.take(ix), self.deficit.take(ix),
+                                        now - self._last_reset, self.round_s)
+            self.job_time = RowTable.of_rows(len(live), ix, jt)
+            self.deficit = RowTable.of_rows(len(live), ix, d)
         self._last_reset = now
 
     def _allocate(self, view: ClusterView, active: list[int], t: np.ndarray) -> None:
@@ -158,7 +153,7 @@ class Gavel(Policy):
         gpus = view.req_gpus[active]
         cap = self.capacity
         if self.objective == "max-min":
-            self.alloc = dict(zip([(j,) for j in active], lp.max_min_fairness(t, gpus, cap).x, strict=True))
+            self.alloc = RowTable.of_rows(view.n_jobs, job_rows(active), lp.max_min_fairness(t, gpus, cap).x)
             return
         rem = view.remaining_now()[active]
         if self.objective == "makespan":
@@ -172,7 +167,7 @@ class Gavel(Policy):
                 self._iso_prev[j] = (float(rem[i]), float(iso[i]))
             since = now - view.submit[active]
             x = lp.finish_time_fairness(t, gpus, cap, rem, since, self.iso_time[active])[1]
-        self.alloc = dict(zip([(j,) for j in active], x, strict=True))
+        self.alloc = RowTable.of_rows(view.n_jobs, job_rows(active), x)
 
     def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
                         ) -> tuple[list[tuple[int, ...]], np.ndarray]:
@@ -204,16 +199,12 @@ class Gavel(Policy):
             self._allocate(view, active, t)
             self._alloc_jobs = frozenset(active)
         rows, runnable = self._candidate_rows(view, active, t)
-        jt = self.job_time
-        half = self.round_s / 2.0
-        for key in rows:  # Gavel starts every job's (and pair's) record at half a round on each type
-            if key not in jt:
-                jt[key] = np.full(self.nk, half)
-        alloc = self._fixed_rows("alloc", rows)
-        pr = round_priorities(alloc, self._rows(jt, rows), runnable)
-        gpus = view.req_gpus[[r[0] for r in rows]]
-        grants = select_round(pr, self._fixed_rows("deficit", rows), alloc, gpus, self.capacity, runnable, order,
-                              members=rows)
+        ix = self._row_index(rows)
+        self.job_time.fill_missing(ix, self.round_s / 2.0)  # Gavel starts every row's record at half a round
+        alloc = self.alloc.take(ix)
+        pr = round_priorities(alloc, self.job_time.take(ix), runnable)
+        grants = select_round(pr, self.deficit.take(ix), alloc, view.req_gpus[ix.heads], self.capacity, runnable,
+                              order, members=rows)
         if self.wait_for_reset:  # picked but not in the allocation: holds its GPUs idle this round
             grants = [(i, k) for i, k in grants if self._alloc_jobs.issuperset(rows[i])]
             anywhere = [j for j in anywhere if j in self._alloc_jobs]
@@ -231,7 +222,7 @@ class Gavel(Policy):
         runnable = t > 0
         runnable.flags.writeable = False
         anywhere = [j for j, ok in zip(active, runnable.any(axis=1).tolist(), strict=True) if not ok]
-        self._same = (active, t, self._type_order(t), anywhere, [(j,) for j in active], runnable)
+        self._same = (active, t, self._type_order(t), anywhere, [(j,) for j in active], runnable, job_rows(active))
         return active, t, self._same[2], anywhere
 
     def _follow_up(self, view: ClusterView) -> Action:

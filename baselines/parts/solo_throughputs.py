@@ -45,5 +45,15 @@ class Throughputs:
             self._cache[key] = hit
         return hit
 
-    def matrix(self, jobs: list[int]) -> np.ndarray:
-        return np.array([self.of(j) for j in jobs]).reshape(len(jobs), len(self.layout))
+    def matrix(self, jobs: list[int] | np.ndarray) -> np.ndarray:
+        """:meth:`of` of each of ``jobs``, as rows: asked once per distinct (model, batch, GPUs) among them and
+        spread over their jobs by array reads, not one call per job."""
+        v = self.view
+        js = np.asarray(jobs, dtype=np.int64)
+        if not len(js):
+            return np.zeros((0, len(self.layout)))
+        m, b, w = v.model_index_of(js), v.batch_of(js), v.req_gpus[js]
+        code = (m * (int(b.max()) + 1) + b) * (int(w.max()) + 1) + w  # one integer per (model, batch, GPUs)
+        _, first, inv = np.unique(code, return_index=True, return_inverse=True)
+        rows = np.array([self.of(j) for j in js[first].tolist()]).reshape(len(first), len(self.layout))
+        return rows[inv.reshape(-1)]

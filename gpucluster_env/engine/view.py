@@ -392,3 +392,18 @@ class ClusterView:
         """The engine's true free-competition ratios of jobs ``a`` and ``b`` on a ``gpu_type`` GPU: for oracle
         agents and evaluation only (other agents predict them)."""
         return self._eng.true_pair_xi(a, b, gpu_type)
+
+    # ------------------------------------------------------------------ array forms of per-job reads
+    def model_index_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`model_index` of each of ``jobs`` (a fresh array)."""
+        return self._st.job_model[np.asarray(jobs, dtype=np.int64)]
+
+    def batch_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`batch` of each of ``jobs`` (a fresh array)."""
+        js = np.asarray(jobs, dtype=np.int64)
+        return np.fromiter(map(self._st._batch_l.__getitem__, js.tolist()), dtype=np.int64, count=len(js))
+
+    def demand_of(self, jobs: np.ndarray | list[int], gpu_types: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`demand` of each of ``jobs`` on the matching one of ``gpu_types`` (a fresh array)."""
+        return self._st.demand_tm[np.asarray(gpu_types, dtype=np.int64),
+                                  self._st.job_model[np.asarray(jobs, dtype=np.int64)]]
