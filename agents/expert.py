@@ -32,7 +32,7 @@ def equivalent_action(env: Any, action: Action) -> tuple[int | None, bool]:
     if isinstance(action, Wait):
         return 0, True
     if isinstance(action, Place):
-        i = _slot(env._pending, action.job)
+        i = _slot(env.pending_window, action.job)
         if i is None:
             return None, False
         col = L.place_width - 1 if action.gpu_type is None else env.codec.type_names.index(action.gpu_type)
@@ -43,7 +43,7 @@ def equivalent_action(env: Any, action: Action) -> tuple[int | None, bool]:
             action.job, None if col == L.place_width - 1 else action.gpu_type)) == tuple(action.gpus)
         return a, exact and action.accumulation is None
     if isinstance(action, Colocate) and L.compact:
-        i = _slot(env._pending, action.job)
+        i = _slot(env.pending_window, action.job)
         if i is None or not mask[L.share_off + i]:
             return None, False
         plan = env.codec.share_plan(eng, action.job, env.obs_builder.xi_tab)
@@ -52,7 +52,7 @@ def equivalent_action(env: Any, action: Action) -> tuple[int | None, bool]:
             exact = eng.accumulation_for(action.job, np.array(plan[1])) == action.accumulation
         return L.share_off + i, exact
     if isinstance(action, Colocate):
-        i, r = _slot(env._pending, action.job), _slot(env._running, action.partner)
+        i, r = _slot(env.pending_window, action.job), _slot(env.running_window, action.partner)
         if i is None or r is None:
             return None, False
         a = L.colocate_off + (i * L.n_running + r) * L.n_accum
@@ -64,7 +64,7 @@ def equivalent_action(env: Any, action: Action) -> tuple[int | None, bool]:
             exact = eng.accumulation_for(action.job, g) == action.accumulation
         return a, exact
     if isinstance(action, Preempt):
-        r = _slot(env._running, action.job)
+        r = _slot(env.running_window, action.job)
         if r is None or not mask[L.preempt_off + r]:
             return None, False
         return L.preempt_off + r, True

@@ -82,13 +82,13 @@ def _apply_int(env: GPUClusterEnv, kind: int, x: int, y: int, s: int, desc: str 
     """An int action through the engine's fast entry points; returns its kind as applied (``share`` is a
     colocation) and its job."""
     eng = env.engine
-    job = env._pending.item(x) if kind in (PLACE, COLOCATE, SHARE) else env._running.item(y)
+    job = env.pending_window.item(x) if kind in (PLACE, COLOCATE, SHARE) else env.running_window.item(y)
     if kind == SQUEEZE:
         eng.calibrate_job(job, -1)
     elif kind == SWELL:
         eng.calibrate_job(job, 1)
     elif kind == COLOCATE:
-        eng.colocate_job(job, env._running.item(y), s)
+        eng.colocate_job(job, env.running_window.item(y), s)
     elif kind == SHARE:
         plan = env.codec.share_plan(eng, job, env.obs_builder.xi_tab)
         if plan is None:
@@ -174,7 +174,7 @@ def from_view(env: GPUClusterEnv, action: Any) -> int:
         if env.invalid_action == "raise":
             raise ValueError(f"invalid action {int(action)} of the 'sets' view: a place column of a GPU type "
                              f"this cluster does not have ({len(env.engine.type_names)} type(s))")
-        off = np.flatnonzero(~env._mask)  # an absent column of the view is an out-of-mask action
+        off = np.flatnonzero(~env.point.mask())  # an absent column of the view is an out-of-mask action
         return int(off[0]) if len(off) else 0
     return a
 
@@ -196,7 +196,7 @@ def read_action(env: GPUClusterEnv, action: Any) -> tuple[int, int, int, int, Ac
     a = action if type(action) is int and 0 <= action < env._n_actions else as_int(env, action)
     desc = env.codec.describe(a)
     kind, x, y, s = env.codec.table[a]
-    if not env._mask[a]:
+    if not env.point.mask()[a]:
         if env.invalid_action == "raise":
             raise ValueError(f"invalid action {a} ({desc}) at t={env.engine.now:.1f}s: masked out")
         env._invalid += 1

@@ -13,8 +13,9 @@ from ..catalog import Catalog
 from ..engine import Action, ClusterEngine
 from ..engine.build import make_engine
 from ..scenarios import Scenario
-from . import action_steps, decision_point
+from . import action_steps
 from .codec import DEFAULT_N_PENDING, WAIT, ActionCodec, ActionLayout
+from .decision_point import DecisionPoint
 from .env_options import (  # re-exported: users import them from here
     ACTION_KINDS,
     DEFAULT_MIN_RUN_S,
@@ -159,7 +160,8 @@ class GPUClusterEnv(gym.Env):
         self.max_steps: int | None = check_env_limit("max_steps", max_steps)
         self.render_mode = render_mode
         self._make_spaces(n_pending, opts.n_running, opts.n_accum)
-        decision_point.init_buffers(self, n_pending)
+        self.point = DecisionPoint(self)
+        """The current decision point: its windows, action mask and observation buffer."""
         self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
         self._invalid = 0
         self._steps = 0
@@ -210,7 +212,7 @@ class GPUClusterEnv(gym.Env):
                                    "action space")
             self.codec = ActionCodec(self.layout, tuple(self.engine.type_names))
         self.obs_builder.bind(self.engine)
-        self._fork_key = None
+        self.point.new_episode()
         self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
         if self.reward_scale_arg is None:  # normalized: JCT by the episode's total solo time, others by an hour
             self.reward_scale = max(float(self.engine.solo_time.sum()), 1.0) if self.objective == "jct" else 3600.0
@@ -222,7 +224,7 @@ class GPUClusterEnv(gym.Env):
         self.stalled_by_rejections = False
         self._needs_reset = False
         self.engine.advance(self.max_sim_time_s)
-        self._point += 1
+        self.point.advance()
         obs = self._observe()
         return obs, self._info({})
 
@@ -253,7 +255,7 @@ class GPUClusterEnv(gym.Env):
         if not terminated and ((self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s)
                                or self._steps >= self.step_limit):
             truncated = True
-        self._point += 1  # the action or the clock's advance made a new decision point
+        self.point.advance()  # the action or the clock's advance made a new decision point
         obs = self._observe()
         if not (self.full_info or terminated or truncated or forced is not None):
             return obs, float(terms[self.objective]), False, False, {}
@@ -275,26 +277,17 @@ class GPUClusterEnv(gym.Env):
         :func:`gpucluster_env.registration.scenario_env`), infinite without it."""
         return float("inf") if self.max_steps is None else self.max_steps
 
-    @property
-    def _mask(self) -> np.ndarray:
-        """The action mask of the current decision point, computed at most once there (with the observation by
-        :meth:`_observe`, or alone on demand when there is none)."""
-        if self._mask_at != (self.engine.epoch, self._point):
-            decision_point.refresh_windows(self)
-            self._run_kernel(False)
-        return self._mask_arr
-
     def action_masks(self) -> np.ndarray:
         """Valid actions at the current decision point (for sb3-contrib's MaskablePPO)."""
         if self._sets is not None:
-            return self._sets.mask(self._mask)
-        return self._mask.copy()
+            return self._sets.mask(self.point.mask())
+        return self.point.mask().copy()
 
     def decode_action(self, action: int) -> Action:
         """The typed action the int ``action`` stands for now (for logging and white-box agents)."""
         if self._sets is not None:
             action = action_steps.from_view(self, action)
-        return self.codec.decode(action_steps.as_int(self, action), self._pending, self._running, self.engine,
+        return self.codec.decode(action_steps.as_int(self, action), *self.point.windows(), self.engine,
                                  self.obs_builder.xi_tab)
 
     def encode_action(self, kind: str, slot: int = 0, gpu_type: str | None = None, partner: int = 0,
@@ -314,7 +307,7 @@ class GPUClusterEnv(gym.Env):
     def layout_action_masks(self) -> np.ndarray:
         """Valid actions of the compact (or full) layout itself: :meth:`action_masks` unless
         ``observation="sets"``, whose ints map to these by :meth:`to_view_action`."""
-        return self._mask.copy()
+        return self.point.mask().copy()
 
     def to_view_action(self, layout_action: int) -> int | None:
         """The action int of this env's space for an int of the compact layout (the same unless
@@ -338,18 +331,17 @@ class GPUClusterEnv(gym.Env):
             return None
         return render_text(self)
 
-    # ------------------------------------------------------------------ internals
     @property
-    def _pending(self) -> np.ndarray:
-        """The pending window of the current decision point (worked out when first read there)."""
-        decision_point.refresh_windows(self)
-        return self._pending_w
+    def pending_window(self) -> np.ndarray:
+        """The pending jobs by slot at the current decision point (the jobs ``place(i)`` and its kin act on)."""
+        return self.point.windows()[0]
 
     @property
-    def _running(self) -> np.ndarray:
-        """The running window of the current decision point (worked out when first read there)."""
-        decision_point.refresh_windows(self)
-        return self._running_w
+    def running_window(self) -> np.ndarray:
+        """The running jobs by slot at the current decision point (the jobs ``preempt(r)`` and its kin act on)."""
+        return self.point.windows()[1]
+
+    # ------------------------------------------------------------------ internals
 
     def _observe(self) -> Any:
         """The observation of the current decision point (the mask computed with it). Without observation the
@@ -358,29 +350,17 @@ class GPUClusterEnv(gym.Env):
         read the work left, so they are taken here as before)."""
         if self.observation_mode == "none":
             if self.pending_order != "queue":
-                decision_point.refresh_windows(self)
+                self.point.windows()
             return np.zeros(1, dtype=np.float32)
-        decision_point.refresh_windows(self)
-        self._run_kernel(True)
-        out = self._buf.copy()
+        out = self.point.observe().copy()
         if self._sets is not None:
             ob = self.obs_builder
-            view = self._sets.observe(ob.split(out), self._mask_arr, ob.type_speed,
-                                      self.engine.job_model[self._pending])
+            view = self._sets.observe(ob.split(out), self.point.mask_buf, ob.type_speed,
+                                      self.engine.job_model[self.pending_window])
             if self.hint is not None:
                 view["hint"] = self._sets.hint_vector(self)
             return view
         return out if self.observation_mode == "box" else self.obs_builder.split(out)
-
-    def _run_kernel(self, obs: bool) -> None:
-        """Mask and (if ``obs``) observation of the current decision point (:func:`.decision_point.run_kernel`)."""
-        decision_point.run_kernel(self, obs)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """For pickle and deepcopy: the kernel's bundles are numba structs, rebuilt from the engine on first use."""
-        state = self.__dict__.copy()
-        state["_inputs"], state["_inputs_of"] = None, (None, -1)
-        return state
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine

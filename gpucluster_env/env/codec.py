@@ -230,7 +230,7 @@ class ActionCodec:
             raise ValueError(f"action {a} ({self.describe(a)}) names an empty window slot") from None
         return (Squeeze(job), Swell(job), Preempt(job), Fork(job))[kind]
 
-    def _footprints(self, eng: ClusterEngine) -> np.ndarray:
+    def footprints(self, eng: ClusterEngine) -> np.ndarray:
         """Per job and accumulation choice, the job's per-GPU memory footprint (inf where s > batch); in the
         compact layout one column: the smallest footprint any accumulation gives (the largest power of two not
         above the batch), so the job fits beside a tenant at some accumulation iff that one fits."""
@@ -248,7 +248,7 @@ class ActionCodec:
 
     def _share_candidates(self, eng: ClusterEngine, j: int) -> tuple[np.ndarray, np.ndarray]:
         """GPUs holding one job beside which job ``j`` fits in memory, and free GPUs of types it fits."""
-        fp = self._footprints(eng)[j, 0]
+        fp = self.footprints(eng)[j, 0]
         a, b = eng.slot_job[:, 0], eng.slot_job[:, 1]
         mem = eng.type_mem[eng.gpu_type]
         single = (a >= 0) & (b < 0)
@@ -274,7 +274,7 @@ class ActionCodec:
             chosen += free[np.lexsort((free, -per_node, far))][:need - len(chosen)].tolist()
         return int(eng.slot_job[chosen[0], 0]), tuple(int(x) for x in chosen)
 
-    def _fork_block(self, m: np.ndarray, eng: ClusterEngine, running: np.ndarray, allow: frozenset[str]) -> None:
+    def fork_block(self, m: np.ndarray, eng: ClusterEngine, running: np.ndarray, allow: frozenset[str]) -> None:
         L = self.layout
         if len(running) and "fork" in allow and eng.config.round_s is not None:
             m[L.fork_off:L.fork_off + len(running)] = [eng.plan_fork(int(j)) is not None for j in running]

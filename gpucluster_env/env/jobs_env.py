@@ -89,10 +89,10 @@ class JobsView:
         L = env.layout
         out = np.full(self.n_actions, -1, dtype=np.int64)
         out[0] = 0
-        n_p = len(env._pending)
+        n_p = len(env.pending_window)
         out[1:1 + n_p] = L.place_off + np.arange(n_p) * L.place_width + L.place_width - 1
         if self.preempt and self.n_running:
-            n_r = min(len(env._running), self.n_running)
+            n_r = min(len(env.running_window), self.n_running)
             out[1 + self.n_pending:1 + self.n_pending + n_r] = L.preempt_off + np.arange(n_r)
         return out
 
@@ -122,8 +122,8 @@ class JobsView:
     def observe(self, env: GPUClusterEnv, mask: np.ndarray) -> dict[str, np.ndarray]:
         """The observation of ``env``'s current decision point (``mask``: this view's mask there)."""
         eng = env.engine
-        pend = env._pending
-        run = env._running[:self.n_running] if self.preempt else env._running[:0]
+        pend = env.pending_window
+        run = env.running_window[:self.n_running] if self.preempt else env.running_window[:0]
         run = run if self.n_running else run[:0]
         act = np.concatenate([mask[1:1 + len(pend)], mask[1 + self.n_pending:1 + self.n_pending + len(run)]])
         rows = job_rows(eng, pend, run, act, self.job_features)
@@ -256,7 +256,7 @@ class JobsEnv(gym.Env):
         """The layout ints and the mask of the current decision point (once per point: the wrapped env's
         decision-point counter moves with every step and reset)."""
         w = self.wrapped
-        key = (w.engine.epoch, w._point)
+        key = (w.engine.epoch, w.point.count)
         if key != self._refreshed_at:
             self._ints = self.view.layout_ints(w)
             self._mask_now = self.view.mask(w, self._ints)

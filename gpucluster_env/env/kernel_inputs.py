@@ -126,7 +126,7 @@ def kernel_inputs(eng: ClusterEngine, ob: ObservationBuilder, layout: ActionLayo
                   ) -> tuple[Tables, State, Out]:
     """The kernel's three bundles for engine ``eng`` (its current state: an engine's reset makes new arrays),
     observation builder ``ob``, action layout ``layout`` with the action kinds ``allow``, the jobs' memory
-    ``footprints`` (:meth:`~gpucluster_env.env.codec.ActionCodec._footprints`), the predicted slowdown table and
+    ``footprints`` (:meth:`~gpucluster_env.env.codec.ActionCodec.footprints`), the predicted slowdown table and
     the output arrays. The :class:`State` holds the engine's own arrays, not copies, so each call reads
     them as actions and the clock have left them; the fixed ones are given one memory layout (C-ordered,
     writable), so one compiled signature serves every scenario."""

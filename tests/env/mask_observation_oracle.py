@@ -55,7 +55,7 @@ def mask(codec: ActionCodec, eng: ClusterEngine, pending: np.ndarray, running: n
     else:
         colocate_block(codec, m, eng, pending, running, allow, inputs)
     running_blocks(codec, m, running, allow, inputs)
-    codec._fork_block(m, eng, running, allow)
+    codec.fork_block(m, eng, running, allow)
     return m
 
 
@@ -103,7 +103,7 @@ def colocate_block(codec: ActionCodec, m: np.ndarray, eng: ClusterEngine, pendin
         return
     need = eng.req_gpus[pending]
     single, room = inputs[0], inputs[1]
-    fp = codec._footprints(eng)[pending]  # (n_p, K), inf where s > batch
+    fp = codec.footprints(eng)[pending]  # (n_p, K), inf where s > batch
     block = m[L.colocate_off:L.squeeze_off].reshape(L.n_pending, L.n_running, L.n_accum)[:n_p, :n_r]
     block[...] = fits_memory(fp[:, None, :], room[None, :, None])
     block &= (single[None, :] >= need[:, None])[:, :, None]

@@ -118,8 +118,8 @@ def test_mask_and_observation_computed_once_per_decision_point(observation: str)
     not recomputed; without, the mask is computed when first asked for at a point, and only then."""
     env = GPUClusterEnv("castor-philly", observation=observation)
     calls: list[bool] = []
-    run = env._run_kernel
-    env._run_kernel = lambda obs: (calls.append(obs), run(obs))[-1]  # type: ignore[method-assign]
+    run = env.point.run_kernel
+    env.point.run_kernel = lambda obs: (calls.append(obs), run(obs))[-1]  # type: ignore[method-assign]
     env.reset(seed=4)
     rng = np.random.default_rng(4)
     for _ in range(60):

@@ -19,7 +19,7 @@ IDS = [i for i in gpucluster_env.ENV_IDS if not i.endswith("PhillyScale-v1")]
 def _check_bound(env: GPUClusterEnv, rng: np.random.Generator, instants: int, eager: bool) -> int:
     """Play random masked actions (``eager``: never wait while another action is allowed) until ``instants``
     clock advances; assert the actions between two advances never pass the documented bound."""
-    forks = env._fork_on
+    forks = env.point.forks
     seen = 0
     jobs = env.engine.num_pending + env.engine.num_running
     while seen < instants:
@@ -71,9 +71,9 @@ def test_rules_forbid_undoing_at_the_same_instant() -> None:
         places = np.flatnonzero(m[L.place_off:L.share_off])
         if len(places):
             i = int(places[0]) // L.place_width
-            job = int(env._pending[i])
+            job = int(env.pending_window[i])
             env.step(L.place_off + int(places[0]))
-            r = int(np.flatnonzero(env._running == job)[0])
+            r = int(np.flatnonzero(env.running_window == job)[0])
             assert not env.action_masks()[L.preempt_off + r]  # started at this instant
             if env.action_masks()[L.squeeze_off + r]:
                 env.step(L.squeeze_off + r)
@@ -94,9 +94,9 @@ def test_preempted_job_cannot_restart_at_the_same_instant() -> None:
         m = env.action_masks()
         pre = np.flatnonzero(m[L.preempt_off:L.fork_off])
         if len(pre):
-            job = int(env._running[int(pre[0])])
+            job = int(env.running_window[int(pre[0])])
             env.step(L.preempt_off + int(pre[0]))
-            i = np.flatnonzero(env._pending == job)
+            i = np.flatnonzero(env.pending_window == job)
             if len(i):
                 m = env.action_masks()
                 row = m[L.place_off + int(i[0]) * L.place_width:L.place_off + (int(i[0]) + 1) * L.place_width]
