@@ -40,9 +40,12 @@ ScoreSum = Annotated[int, OptionSpec(low=0, high=4)]
 """The option of a packing threshold: a sum of two sharing scores (0-2 each)."""
 
 
-def sharing_score(utilization: float, tiers: tuple[float, float] = SCORE_TIERS) -> int:
-    """Lucid's sharing score of a job from its profiled GPU utilization: 0, 1 or 2."""
-    return int(utilization >= tiers[0]) + int(utilization >= tiers[1])
+def sharing_score(utilization: float | np.ndarray, tiers: tuple[float, float] = SCORE_TIERS) -> int | np.ndarray:
+    """Lucid's sharing score of a job from its profiled GPU utilization: 0, 1 or 2 (an array of utilizations:
+    an array of scores)."""
+    u = np.asarray(utilization)
+    s = (u >= tiers[0]).astype(np.int64) + (u >= tiers[1])
+    return int(s) if s.ndim == 0 else s
 
 
 @register_policy
@@ -77,10 +80,10 @@ class Lucid(Policy):
         """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
         return float(view.solo_time[j]) * int(view.req_gpus[j])
 
-    def score(self, view: ClusterView, j: int, gpu_type: int) -> int:
-        """Sharing score of job ``j`` on GPU type index ``gpu_type``."""
-        assert self.facts is not None
-        return sharing_score(self.facts.demand(view, j, gpu_type))
+    def scores(self, view: ClusterView, jobs: np.ndarray, gpu_types: np.ndarray) -> np.ndarray:
+        """Sharing score of each of ``jobs`` on the matching GPU type index of ``gpu_types``, from their profiled
+        demand (:meth:`.JobFacts.demand`, read for all at once)."""
+        return np.asarray(sharing_score(view.demand_of(jobs, gpu_types)))
 
     def pick_partner(self, view: ClusterView, j: int) -> Colocate | None:
         """The first running job (by index) Lucid would pack pending job ``j`` beside, as an action."""
@@ -92,11 +95,17 @@ class Lucid(Policy):
         n_p = view.req_gpus[run]
         # the partners the time-ratio test passes, of a size partner_gpus can offer (by index)
         ok = ~(pj > self.time_ratio * (view.solo_time[run] * n_p)) & ((n_p == need) | ((n_p > need) & self.unequal))
-        for p, g in fitting_hosts(view, j, self.hosts.hosts(j, run[ok])):
-            t = int(view.gpu_type[g[0]])
-            if self.score(view, j, t) + self.score(view, p, t) <= self.threshold:
-                return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
-        return None
+        hosts = fitting_hosts(view, j, self.hosts.hosts(j, run[ok]))
+        if not hosts:
+            return None
+        ps = np.array([p for p, _ in hosts], dtype=np.int64)
+        types = view.gpu_type[[int(g[0]) for _, g in hosts]]
+        fit = self.scores(view, np.full(len(ps), j), types) + self.scores(view, ps, types) <= self.threshold
+        i = int(np.argmax(fit))  # the first that passes, if any
+        if not fit[i]:
+            return None
+        p, g = hosts[i]
+        return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
 
     def order(self, view: ClusterView) -> tuple[np.ndarray, np.ndarray]:
         """Pending jobs by Lucid's priority (ties: queue order), and their priorities."""
