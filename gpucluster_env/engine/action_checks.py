@@ -98,21 +98,21 @@ class ActionChecks:
         alone; the checks then run on scalars, with the same results."""
         st = self.state
         self.require(action, j, PENDING, "job")
-        if len(g) != st._req_l[j]:
+        if len(g) != st.req_l[j]:
             raise ActionError(f"{typed(action)}: job {j} needs {st.req_gpus[j]} GPUs, got {len(g)}")
-        if t is None and any(st._sj_flat.item(2 * x + 1) >= 0 for x in g.tolist()):
+        if t is None and any(st.slot_job_flat.item(2 * x + 1) >= 0 for x in g.tolist()):
             raise ActionError(f"{typed(action)}: a GPU of the set already holds two jobs")
         if st.config.topology_rule:
             why = self.topology_violation(j, g)
             if why is not None:
                 raise ActionError(f"{typed(action)}: topology rule: {why}")
         self.check_measured(action, j, g)
-        batch = st._batch_l[j]
-        p = st.profiles[st._model_l[j]]
+        batch = st.batch_l[j]
+        p = st.profiles[st.model_l[j]]
         other = st.footprint.item(tenant) if tenant >= 0 else 0.0
         if accumulation is None:
             if t is not None:  # accumulation_for on one type beside one tenant (or none)
-                s = fit_accumulation(p, batch, st._type_mem_l[t] - other)
+                s = fit_accumulation(p, batch, st.type_mem_l[t] - other)
             else:
                 s = self.rates.accumulation_for(j, g)
             if s is None:
@@ -126,9 +126,9 @@ class ActionChecks:
                 f"{typed(action)}: accumulation must be a power of two in [1, {batch}], got {accumulation}"
             )
         fp = footprint_gb(p, batch, s)
-        if t is not None and fits_memory(fp, st._type_mem_l[t] - other):
+        if t is not None and fits_memory(fp, st.type_mem_l[t] - other):
             return s
-        sjf, fps, tm, gt = st._sj_flat, st.footprint, st._type_mem_l, st._gpu_type_l
+        sjf, fps, tm, gt = st.slot_job_flat, st.footprint, st.type_mem_l, st.gpu_type_l
         for gi in g.tolist():  # the memory beside each GPU's tenant (slot 0), as floats
             o = sjf.item(2 * gi)
             other_gb = fps.item(o) if o >= 0 else 0.0
@@ -146,14 +146,14 @@ class ActionChecks:
         there)."""
         st = self.state
         gl = g.tolist()
-        gt = st._gpu_type_l
+        gt = st.gpu_type_l
         t = gt[gl[0]]
         if len(gl) > 1 and any(gt[x] != t for x in gl):
             return
-        b = st._batch_l[j] if batch is None else batch
-        n_nodes = 1 if len(gl) == 1 else len({st._gpu_node_l[x] for x in gl})
-        if math.isinf(st.gang_scale(st._model_l[j], b, t, len(g), n_nodes)):
-            raise ActionError(f"{typed(action)}: job {j} ({st.model_names[st._model_l[j]]}, batch "
+        b = st.batch_l[j] if batch is None else batch
+        n_nodes = 1 if len(gl) == 1 else len({st.gpu_node_l[x] for x in gl})
+        if math.isinf(st.gang_scale(st.model_l[j], b, t, len(g), n_nodes)):
+            raise ActionError(f"{typed(action)}: job {j} ({st.model_names[st.model_l[j]]}, batch "
                               f"{b}) cannot run on {len(g)} {st.type_names[t]}: Gavel measured "
                               "zero throughput there")
 
@@ -173,13 +173,13 @@ class ActionChecks:
     def check_exact_start(self, action: Action, j: int, p: int | None, g: np.ndarray) -> None:
         """The checks of a place (``p`` None) or colocate with ``partner`` ``p`` on an exact GPU set ``g``."""
         st = self.state
-        sjf, gl = st._sj_flat, g.tolist()  # the slot arrays read per GPU of the gang, as ints
+        sjf, gl = st.slot_job_flat, g.tolist()  # the slot arrays read per GPU of the gang, as ints
         if p is None:
             if any(sjf.item(2 * x) >= 0 for x in gl):
                 raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
             gt = getattr(action, "gpu_type", None)
             if gt is not None:
-                t, types = self.type_index(gt), st._gpu_type_l
+                t, types = self.type_index(gt), st.gpu_type_l
                 if any(types[x] != t for x in gl):
                     raise ActionError(f"{action}: not every GPU named is a {gt}")
         elif not any(sjf.item(2 * x) == p or sjf.item(2 * x + 1) == p for x in gl):
@@ -209,14 +209,14 @@ class ActionChecks:
             raise ActionError(f"{action}: job {j} is {STATUS_NAMES[st]}, not pending or running")
         if not on or st != RUNNING:
             return
-        p = state.profiles[state._model_l[j]]
-        for c in state._copy_consts[j]:
+        p = state.profiles[state.model_l[j]]
+        for c in state.copy_consts[j]:
             if c.n == 1:
                 continue
             b = self.rates.liss_micro_batches(j, c)
             for g, bi in zip(c.gl, b.tolist(), strict=True):
                 other = next((int(x) for x in state.slot_job[g] if x >= 0 and x != j), -1)
-                room = state._type_mem_l[state._gpu_type_l[g]] - (state.footprint.item(other) if other >= 0 else 0.0)
+                room = state.type_mem_l[state.gpu_type_l[g]] - (state.footprint.item(other) if other >= 0 else 0.0)
                 fp = footprint_gb(p, bi, 1)
                 if not fits_memory(fp, room):
                     raise ActionError(
@@ -245,8 +245,8 @@ class ActionChecks:
         st = self.state
         gl = g.tolist()
         n = len(gl)
-        nodes = len({st._gpu_node_l[x] for x in gl})
-        fewest = self.fewest_nodes(frozenset(st._gpu_type_l[x] for x in gl), n)
+        nodes = len({st.gpu_node_l[x] for x in gl})
+        fewest = self.fewest_nodes(frozenset(st.gpu_type_l[x] for x in gl), n)
         if nodes > fewest:
             return f"job {j} ({n} GPUs) would span {nodes} nodes; the fewest possible is {fewest}"
         held = st.slot_job[g, 0]
@@ -256,9 +256,9 @@ class ActionChecks:
         if len(tenants) > 1:
             return f"job {j} would share GPUs with jobs {tenants}; a job colocates with one larger job only"
         p = tenants[0]
-        wj, wp = n, st._req_l[p]
+        wj, wp = n, st.req_l[p]
         partly_free = bool((held < 0).any())
-        partners = st._shared_with.get(p, {})
+        partners = st.shared_map.get(p, {})
         if wj > wp:
             return f"job {j} ({wj} GPUs) would colocate with smaller job {p} ({wp} GPUs); only smaller with larger"
         if wj == wp:
@@ -268,7 +268,7 @@ class ActionChecks:
             return None
         if partly_free:
             return f"job {j} would run partly on free GPUs beside job {p}; a packed job shares all its GPUs"
-        bigger = [q for q in partners if st._req_l[q] >= wp]
+        bigger = [q for q in partners if st.req_l[q] >= wp]
         if bigger:
             return f"job {p} is packed with job {bigger[0]} (not smaller than it); it takes no more partners"
         return None

@@ -51,7 +51,7 @@ class Clock:
         s = self.state
         t = s.events.next_time()
         i = s.next_arrival
-        if i < s.n_jobs and s._submit_l[i] < t:  # min(t, submit[i])
+        if i < s.n_jobs and s.submit_l[i] < t:  # min(t, submit[i])
             t = s.submit[i]
         return t
 
@@ -62,7 +62,7 @@ class Clock:
             s = self.state
             s.busy_gpu_s += dt * s.busy_gpus
             s.shared_gpu_s += dt * s.shared_gpus
-            s.sm_active_gpu_s += dt * s._sm.total(s._sj_flat, s._ss_flat)
+            s.sm_active_gpu_s += dt * s.sm_activity.total(s.slot_job_flat, s.slot_share_flat)
             self.acc_t = t
 
     def advance(self, until: float | None = None) -> tuple[str, ...]:
@@ -78,7 +78,7 @@ class Clock:
         while s.n_done != s.n_jobs:  # not s.done
             t = self._next_time()
             if t == math.inf:
-                if s._running:
+                if s.running_set:
                     raise RuntimeError("engine invariant broken: running jobs but no completion event")
                 s.events.push(s.now + s.config.idle_tick_s, IDLE, -1, 0)
                 continue
@@ -99,11 +99,11 @@ class Clock:
         """Queue every job submitted by ``t``; True if any arrived."""
         s = self.state
         arrived = False
-        while s.next_arrival < s.n_jobs and s._submit_l[s.next_arrival] <= t:
+        while s.next_arrival < s.n_jobs and s.submit_l[s.next_arrival] <= t:
             j = s.next_arrival
             s.next_arrival += 1
             s.status[j] = PENDING
-            s._pending[j] = None
+            s.pending_queue[j] = None
             s.queue_version += 1
             s.pending_since[j] = s.submit[j]
             s.log.add(t, "arrive", j)
@@ -121,7 +121,7 @@ class Clock:
             if kind == FINISH:
                 if s.version.item(j) != ver or s.status.item(j) != RUNNING:
                     continue
-                if j in s._cp and not self.progress.copy_event(j, t):
+                if j in s.copy_progress and not self.progress.copy_event(j, t):
                     continue  # a copy's quota done or its start-up over (job_progress), not the job's end
                 self.lifecycle.finish(j, t)
                 if "completion" not in reasons:
@@ -145,13 +145,13 @@ class Clock:
         events (a completion its job's preemption cancelled) is no decision point and counts neither way, so
         a policy that starts and preempts a job at every instant is still stalled after max_idle_ticks."""
         s = self.state
-        if "arrival" in reasons or "completion" in reasons or s._running:
+        if "arrival" in reasons or "completion" in reasons or s.running_set:
             self.idle_ticks = 0
         elif reasons:
             self.idle_ticks += 1
             if self.idle_ticks > s.config.max_idle_ticks:
                 raise StalledError(
-                    f"episode stalled at t={t:.0f}s: {len(s._pending)} pending jobs, nothing running, "
+                    f"episode stalled at t={t:.0f}s: {len(s.pending_queue)} pending jobs, nothing running, "
                     f"and {s.config.max_idle_ticks} consecutive waits"
                 )
 
@@ -161,7 +161,7 @@ class Clock:
         ``max_idle_ticks`` such steps and waits, not after that many idle waits of 32 rejections each); True
         once the bound is passed."""
         s = self.state
-        if s._running or not s._pending:
+        if s.running_set or not s.pending_queue:
             return False
         self.idle_ticks += 1
         return self.idle_ticks > s.config.max_idle_ticks
@@ -174,7 +174,7 @@ class Clock:
         s.log.add(t, "round", -1)
         c = s.config.consolidation_s
         pr = self.progress
-        for j in sorted(s._forked):
+        for j in sorted(s.forked_set):
             if len(s.copies[j]) > 1:
                 # HadarE's consolidation: the copies' steps are summed (already, in remaining), the job pays the
                 # overhead, and its remaining steps are split among its copies again by their throughput

@@ -5,7 +5,7 @@ rates themselves come from :class:`~gpucluster_env.engine.rates.Rates`.
 
 A job runs the plain path (:meth:`~gpucluster_env.engine.rates.Rates.job_rate`, one remaining count) while it is
 one copy of the size it asked for that is not starting up. Otherwise its progress is kept per copy
-(``EngineState._cp[j]``, a :class:`CopyProgress`):
+(``EngineState.copy_progress[j]``, a :class:`CopyProgress`):
 
 * **Size.** ``iterations`` count iterations of the global batch at the asked size ``N``; a copy of ``n`` GPUs
   (same per-GPU batch) does ``n / N`` of them per iteration of its own, so its rate is ``(n / N) / t_iter``.
@@ -70,7 +70,7 @@ class Progress:
         last = s.last_t.item(j)
         start = max(last, s.active_from.item(j))
         if t > start:
-            if j in s._cp:
+            if j in s.copy_progress:
                 self._cp_settle(j, t, start)
             else:
                 rate = s.rate.item(j)
@@ -93,7 +93,7 @@ class Progress:
         push_finish = s.events.push_finish
         job_rate = self.rates.job_rate
         tf = float(t)  # the same value
-        cp = s._cp
+        cp = s.copy_progress
         for j in jobs:
             if j in cp:
                 self._cp_rerate(j, tf)  # per-copy progress
@@ -132,16 +132,16 @@ class Progress:
         """Job ``j``'s per-copy state, created if it has none (for its first ``n`` copies, default all, ready
         and with no quota)."""
         s = self.state
-        cp = s._cp.get(j)
+        cp = s.copy_progress.get(j)
         if cp is None:
-            cp = s._cp[j] = CopyProgress(len(s.copies[j]) if n is None else n)
+            cp = s.copy_progress[j] = CopyProgress(len(s.copies[j]) if n is None else n)
         return cp
 
     def split(self, j: int) -> None:
         """Split job ``j``'s remaining steps (settled to now) among its copies by their throughput."""
         s = self.state
-        cp = s._cp[j]
-        cs = s._copy_consts[j]
+        cp = s.copy_progress[j]
+        cs = s.copy_consts[j]
         if len(cs) == 1:
             cp.quota = None
             return
@@ -154,7 +154,7 @@ class Progress:
     def _cp_settle(self, j: int, t: float, start: float) -> None:
         """Progress of each copy of job ``j`` from ``start`` to ``t`` at its rate (``t > start``)."""
         s = self.state
-        cp = s._cp[j]
+        cp = s.copy_progress[j]
         dt = t - start
         if cp.quota is None:
             s.remaining[j] = max(0.0, s.remaining.item(j) - s.rate.item(j) * dt)
@@ -172,12 +172,12 @@ class Progress:
         self.settle(j, t)
         v = s.version.item(j) + 1
         s.version[j] = v
-        cp = s._cp[j]
+        cp = s.copy_progress[j]
         af = max(float(t), s.active_from.item(j))
         q = cp.quota
         total = 0.0
         nxt = math.inf
-        for i, c in enumerate(s._copy_consts[j]):
+        for i, c in enumerate(s.copy_consts[j]):
             r = 0.0
             if q is not None and q[i] <= 0:
                 pass  # its quota is done: idle until the next split
@@ -203,9 +203,9 @@ class Progress:
         """The remaining iterations at which single-copy job ``j``'s batch gain next changes (its noise scale
         moves to the next part of training), or -1 when it does not."""
         s = self.state
-        name = s.model_names[s._model_l[j]]
-        c = s._copy_consts[j][0]
-        if not has_efficiency(name) or (c.n == s._req_l[j] and s._batch_l[j] == s.batch.item(j)):
+        name = s.model_names[s.model_l[j]]
+        c = s.copy_consts[j][0]
+        if not has_efficiency(name) or (c.n == s.req_l[j] and s.batch_l[j] == s.batch.item(j)):
             return -1.0
         end = noise_part_end(name, self.rates.done_fraction(j))
         return -1.0 if end is None else s.iterations.item(j) * (1.0 - end)
@@ -215,7 +215,7 @@ class Progress:
         finishes it), else its copies' states are updated and its rate recomputed."""
         s = self.state
         self.settle(j, t)
-        cp = s._cp[j]
+        cp = s.copy_progress[j]
         q = cp.quota
         if q is None:
             r = s.rate.item(j)
@@ -235,7 +235,7 @@ class Progress:
         """Job ``j``'s rate without partners (``solo_rate``), smallest GPU memory and share range after its
         copies changed."""
         s = self.state
-        cs = s._copy_consts[j]
+        cs = s.copy_consts[j]
         s.solo_rate[j] = sum(self.rates.solo_copy_rate(j, c) for c in cs)
         s.job_min_mem[j] = min(c.k.min_mem for c in cs)
         self.occupancy.refresh_share_range(j)
@@ -245,8 +245,8 @@ class Progress:
         iterations of the job's global batch per second), ``quota`` (steps of its quota left now; None for a
         job of one copy), ``ready`` (when its start-up ends) and ``active`` (progressing now)."""
         s = self.state
-        cs: list[Copy] = s._copy_consts.get(j, [])
-        cp = s._cp.get(j)
+        cs: list[Copy] = s.copy_consts.get(j, [])
+        cp = s.copy_progress.get(j)
         out = []
         start = max(s.last_t.item(j), s.active_from.item(j))
         dt = max(0.0, s.now - start)

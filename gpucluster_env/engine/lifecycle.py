@@ -60,12 +60,12 @@ class Lifecycle:
         """Start pending job ``j`` on ``g`` at accumulation ``s``."""
         st = self.state
         t = st.now
-        st._pending.pop(j, None)
-        st._running[j] = None
+        st.pending_queue.pop(j, None)
+        st.running_set[j] = None
         st.queue_version += 1
         st.status[j] = RUNNING
         st.accum[j] = s
-        st.footprint[j] = footprint_gb(st.profiles[st._model_l[j]], st._batch_l[j], s)
+        st.footprint[j] = footprint_gb(st.profiles[st.model_l[j]], st.batch_l[j], s)
         st.queue_s[j] = st.queue_s.item(j) + (t - st.pending_since.item(j))  # queue_s[j] += ...
         if math.isnan(st.first_start.item(j)):
             st.first_start[j] = t
@@ -77,7 +77,7 @@ class Lifecycle:
         st.copies[j] = [g]
         gl = g.tolist()
         c = self.rates.new_copy(j, g, s, gl)
-        st._copy_consts[j] = [c]
+        st.copy_consts[j] = [c]
         st.job_min_mem[j] = c.k.min_mem
         st.share_lo[j] = st.share_hi[j] = st.share_units
         st.solo_rate[j] = self.rates.solo_copy_rate(j, c)  # a start is full-size: 1 / solo_iter
@@ -97,10 +97,10 @@ class Lifecycle:
         """Running job ``j`` has done its last iteration at ``t``: it leaves its GPUs and its partners are
         re-rated."""
         st = self.state
-        st._running.pop(j, None)
+        st.running_set.pop(j, None)
         st.queue_version += 1
-        st._forked.discard(j)
-        st._cp.pop(j, None)
+        st.forked_set.discard(j)
+        st.copy_progress.pop(j, None)
         st.status[j] = DONE
         st.remaining[j] = 0.0
         st.rate[j] = 0.0
@@ -117,11 +117,11 @@ class Lifecycle:
         st = self.state
         t = st.now
         self.progress.settle(j, t)
-        st._running.pop(j, None)
-        st._forked.discard(j)
-        st._cp.pop(j, None)
-        st._batch_l[j] = st.batch.item(j)  # a batch set by Reallocate lasts while the job runs
-        st._pending[j] = None
+        st.running_set.pop(j, None)
+        st.forked_set.discard(j)
+        st.copy_progress.pop(j, None)
+        st.batch_l[j] = st.batch.item(j)  # a batch set by Reallocate lasts while the job runs
+        st.pending_queue[j] = None
         st.queue_version += 1
         st.status[j] = PENDING
         st.rate[j] = 0.0
@@ -147,10 +147,10 @@ class Lifecycle:
             gl = self.occupancy.gpus_of(j).tolist()
         else:
             gl = self.checks.gpu_list(action, gpus)
-            cs = st._copy_consts[j]
+            cs = st.copy_consts[j]
             if not set(gl).issubset(cs[0].gl if len(cs) == 1 else [x for c in cs for x in c.gl]):
                 raise ActionError(f"{typed(action)}: job {j} does not run on every GPU named")
-        sjf, ssf = st._sj_flat, st._ss_flat
+        sjf, ssf = st.slot_job_flat, st.slot_share_flat
         pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU, as a flat index
         if gpus is None and lo == hi:
             # one share on every GPU, and the check above keeps lo + step within bounds
@@ -167,12 +167,12 @@ class Lifecycle:
                 ssf[i] = x
             self.occupancy.refresh_share_range(j)
         st.counts["squeezes" if step < 0 else "swells"] += 1
-        st._sm.mark(gl)
+        st.sm_activity.mark(gl)
         t = st.now
         if st.config.calibration_overhead_s > 0:
             self.progress.pause(j, t, t + st.config.calibration_overhead_s)
         st.log.records.append((t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]}))  # log.add(...)
-        self.progress.rerate(sorted({j, *st._shared_with.get(j, ())}), t)
+        self.progress.rerate(sorted({j, *st.shared_map.get(j, ())}), t)
 
     def fork(self, action: Action | tuple, j: int, copies: int, gpus: tuple[int, ...] | None) -> None:
         """HadarE's fork: ``copies`` more copies of running job ``j`` (on ``gpus`` for one copy, else by the
@@ -180,9 +180,9 @@ class Lifecycle:
         st = self.state
         j = self.checks.job_index(action, j)
         self.checks.check_fork(action, j, copies, gpus)
-        if len(st.copies[j][0]) != st._req_l[j]:
+        if len(st.copies[j][0]) != st.req_l[j]:
             raise ActionError(f"{typed(action)}: job {j} runs on {len(st.copies[j][0])} GPUs, not the "
-                              f"{st._req_l[j]} it asked for; copies are full-size gangs (Reallocate it back first)")
+                              f"{st.req_l[j]} it asked for; copies are full-size gangs (Reallocate it back first)")
         t = st.now
         self.progress.settle(j, t)  # progress so far at the old rate, before the steps are split among the copies
         plans: list[np.ndarray] = []
@@ -193,12 +193,12 @@ class Lifecycle:
         except ActionError:
             # all or nothing: give back the copies already placed by this action
             for _ in plans:
-                self.occupancy.vacate(j, st._copy_consts[j].pop())
+                self.occupancy.vacate(j, st.copy_consts[j].pop())
                 st.copies[j].pop()
             st.job_min_mem[j], st.solo_rate[j] = saved
             raise
         self.occupancy.refresh_share_range(j)  # the new copies start at 100% share
-        st._forked.add(j)
+        st.forked_set.add(j)
         st.max_copies[j] = max(st.max_copies[j], len(st.copies[j]))
         st.counts["forks"] += len(plans)
         # per-copy progress (job_progress): the new copies start up, the steps left are split by throughput
@@ -225,7 +225,7 @@ class Lifecycle:
         c = self.rates.new_copy(j, g, int(st.accum[j]))
         self.occupancy.occupy(j, c)
         st.copies[j].append(g)
-        st._copy_consts[j].append(c)
+        st.copy_consts[j].append(c)
         st.job_min_mem[j] = min(st.job_min_mem[j], c.k.min_mem)
         st.solo_rate[j] += self.rates.solo_copy_rate(j, c)  # copies are full-size
         return g
@@ -239,8 +239,8 @@ class Lifecycle:
         self.checks.check_stealing(action, j, action.on)
         st.stealing[j] = on = bool(action.on)
         if st.status.item(j) == RUNNING:
-            for c in st._copy_consts[j]:
-                c.k = self.rates.copy_model(st._model_l[j], st._batch_l[j], st.accum.item(j), c.gl, c.t,
+            for c in st.copy_consts[j]:
+                c.k = self.rates.copy_model(st.model_l[j], st.batch_l[j], st.accum.item(j), c.gl, c.t,
                                             c.n_nodes, on)
-            st.solo_rate[j] = 1.0 / st._copy_consts[j][0].k.solo_iter
+            st.solo_rate[j] = 1.0 / st.copy_consts[j][0].k.solo_iter
             self.progress.rerate([j], st.now)

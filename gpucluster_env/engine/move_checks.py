@@ -30,7 +30,7 @@ class MoveChecks:
     def size_error(self, j: int, n: int) -> str | None:
         """Why job ``j`` may not run on ``n`` GPUs (None: it may)."""
         st = self.state
-        lo, hi, req = st.min_gpus.item(j), st.max_gpus.item(j), st._req_l[j]
+        lo, hi, req = st.min_gpus.item(j), st.max_gpus.item(j), st.req_l[j]
         if lo <= n <= hi:
             return None
         if lo == hi == req:
@@ -42,11 +42,11 @@ class MoveChecks:
         none, else the one named, checked (a positive integer, its total within the model's validated range)."""
         st = self.state
         if action.batch is None:
-            return st._batch_l[j]
+            return st.batch_l[j]
         b = action.batch
         if isinstance(b, bool | np.bool_) or not isinstance(b, int | np.integer) or b < 1:
             raise ActionError(f"{action}: batch must be a positive integer (per-GPU samples), got {b!r}")
-        name = st.model_names[st._model_l[j]]
+        name = st.model_names[st.model_l[j]]
         valid = batch_range(name)
         if valid is None:
             raise ActionError(f"{action}: job {j}'s model {name} has no statistical-efficiency data (no validated "
@@ -80,7 +80,7 @@ class MoveChecks:
         batch = self.check_batch(action, j, len(gl))
         self.checks.check_measured(action, j, g, batch)
         s = self._accumulation(action, j, gl, batch)
-        if s == st.accum.item(j) and batch == st._batch_l[j] and sorted(gl) == sorted(st._copy_consts[j][0].gl):
+        if s == st.accum.item(j) and batch == st.batch_l[j] and sorted(gl) == sorted(st.copy_consts[j][0].gl):
             raise ActionError(f"{action}: job {j} already runs on those GPUs at accumulation {s} and batch {batch}")
         return j, g, s, batch
 
@@ -91,7 +91,7 @@ class MoveChecks:
         problem = self.size_error(j, len(gl))
         if problem:
             raise ActionError(f"{action}: {problem}")
-        gt, sjf = st._gpu_type_l, st._sj_flat
+        gt, sjf = st.gpu_type_l, st.slot_job_flat
         if t is not None and any(gt[x] != t for x in gl):
             raise ActionError(f"{action}: not every GPU named is a {action.gpu_type}")
         for x in gl:
@@ -103,13 +103,13 @@ class MoveChecks:
         """The accumulation of job ``j`` after ``action`` on GPUs ``gl`` at per-GPU ``batch``: the one named,
         checked against the memory beside each GPU's other tenant, or the smallest that fits there."""
         st = self.state
-        sjf, fp, mem, gt = st._sj_flat, st.footprint, st._type_mem_l, st._gpu_type_l
+        sjf, fp, mem, gt = st.slot_job_flat, st.footprint, st.type_mem_l, st.gpu_type_l
         room = []  # each GPU's memory less its tenant's other than j
         for x in gl:
             a = sjf.item(2 * x)
             o = sjf.item(2 * x + 1) if a == j else a
             room.append(mem[gt[x]] - (fp.item(o) if o >= 0 else 0.0))
-        p = st.profiles[st._model_l[j]]
+        p = st.profiles[st.model_l[j]]
         if action.accumulation is None:
             s = fit_accumulation(p, batch, min(room))
             if s is None:

@@ -35,22 +35,22 @@ class Moves:
         j, g, s, b = self.checks.check_reallocate(action)
         t = st.now
         self.progress.settle(j, t)  # progress so far, at the old GPUs' rate
-        old = st._copy_consts[j][0]
+        old = st.copy_consts[j][0]
         gl = g.tolist()
         moved = sorted(gl) != sorted(old.gl)
         partners = self.occupancy.vacate(j, old)
-        st._batch_l[j] = b
+        st.batch_l[j] = b
         c = self.rates.new_copy(j, g, s, gl)
         st.copies[j] = [g]
-        st._copy_consts[j] = [c]
+        st.copy_consts[j] = [c]
         st.accum[j] = s
-        st.footprint[j] = footprint_gb(st.profiles[st._model_l[j]], b, s)
+        st.footprint[j] = footprint_gb(st.profiles[st.model_l[j]], b, s)
         st.share_lo[j] = st.share_hi[j] = st.share_units
         partners |= self.occupancy.occupy(j, c)
-        if c.n != st._req_l[j] or b != st.batch.item(j):
-            st._cp[j] = CopyProgress(1)  # resized or re-batched: its rate is scaled (Rates.copy_rate)
+        if c.n != st.req_l[j] or b != st.batch.item(j):
+            st.copy_progress[j] = CopyProgress(1)  # resized or re-batched: its rate is scaled (Rates.copy_rate)
         else:
-            st._cp.pop(j, None)
+            st.copy_progress.pop(j, None)
         self._refresh_one(j, c)
         rec = {"gpus": gl[:], "accumulation": s}
         if action.batch is not None:
@@ -73,14 +73,14 @@ class Moves:
         j, i = self.checks.check_copy(action)
         t = st.now
         self.progress.settle(j, t)
-        c = st._copy_consts[j].pop(i)
+        c = st.copy_consts[j].pop(i)
         st.copies[j].pop(i)
-        cp = st._cp[j]
+        cp = st.copy_progress[j]
         cp.ready.pop(i)
         cp.rate.pop(i)
         partners = self.occupancy.vacate(j, c)
         if len(st.copies[j]) == 1:
-            st._forked.discard(j)
+            st.forked_set.discard(j)
         self.progress.refresh_copies(j)
         self.progress.split(j)
         st.counts["copy_drops"] += 1
@@ -94,14 +94,14 @@ class Moves:
         g = self.checks.check_move_gpus(action, j, i)
         t = st.now
         self.progress.settle(j, t)
-        old = st._copy_consts[j][i]
+        old = st.copy_consts[j][i]
         partners = self.occupancy.vacate(j, old)
         gl = g.tolist()
         c = self.rates.new_copy(j, g, st.accum.item(j), gl)
         st.copies[j][i] = g
-        st._copy_consts[j][i] = c
+        st.copy_consts[j][i] = c
         partners |= self.occupancy.occupy(j, c)
-        cp = st._cp[j]
+        cp = st.copy_progress[j]
         cp.ready[i] = t + st.config.copy_startup_s
         self.progress.refresh_copies(j)
         self.progress.split(j)

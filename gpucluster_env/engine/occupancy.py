@@ -79,8 +79,8 @@ class Occupancy:
         full share. Returns the partners it now shares with."""
         s = self.state
         s.gpu_version += 1
-        s._sm.mark(c.gl)
-        sjf, ssf, full = s._sj_flat, s._ss_flat, s.share_units
+        s.sm_activity.mark(c.gl)
+        sjf, ssf, full = s.slot_job_flat, s.slot_share_flat, s.share_units
         tenants: dict[int, int] = {}  # partner: GPUs shared with it, in order of first GPU
         alone: list[int] = []
         shared: list[int] = []
@@ -104,8 +104,8 @@ class Occupancy:
         tenant, if any, ends in slot 0 with its share; slot 1 ends empty."""
         s = self.state
         s.gpu_version += 1
-        s._sm.mark(c.gl)
-        sjf, ssf = s._sj_flat, s._ss_flat
+        s.sm_activity.mark(c.gl)
+        sjf, ssf = s.slot_job_flat, s.slot_share_flat
         tenants: dict[int, int] = {}
         alone: list[int] = []
         shared: list[int] = []
@@ -138,7 +138,7 @@ class Occupancy:
             n = len(shared)
             s.shared_gpus += sign * n
             st = s.shared_t
-            for k, v in ({c.t: n} if c.t >= 0 else _tally(s._gpu_type_l, shared)).items():
+            for k, v in ({c.t: n} if c.t >= 0 else _tally(s.gpu_type_l, shared)).items():
                 st[k] += sign * v
             hs = s.held_shared
             hs[j] += sign * n
@@ -147,18 +147,18 @@ class Occupancy:
             self._pair(j, tenants, sign)
         if alone:
             n = len(alone)
-            ff, bt = s._free_flat, s.busy_t
-            nt = {s._gpu_nt_l[alone[0]]: n} if c.t >= 0 and c.n_nodes == 1 else _tally(s._gpu_nt_l, alone)
+            ff, bt = s.free_flat, s.busy_t
+            nt = {s.gpu_nt_l[alone[0]]: n} if c.t >= 0 and c.n_nodes == 1 else _tally(s.gpu_nt_l, alone)
             for k, v in nt.items():
                 ff[k] -= sign * v
             s.busy_gpus += sign * n
-            for k, v in ({c.t: n} if c.t >= 0 else _tally(s._gpu_type_l, alone)).items():
+            for k, v in ({c.t: n} if c.t >= 0 else _tally(s.gpu_type_l, alone)).items():
                 bt[k] += sign * v
         s.held[j] += sign * c.n
 
     def _pair(self, j: int, counts: dict[int, int], sign: int) -> None:
         """Job ``j`` starts (+1) or stops (-1) sharing ``counts[p]`` GPUs with each partner ``p``."""
-        shared_with = self.state._shared_with
+        shared_with = self.state.shared_map
         mine = shared_with.setdefault(j, {})
         for p, k in counts.items():
             theirs = shared_with.setdefault(p, {})
@@ -176,7 +176,7 @@ class Occupancy:
         """Take every copy of job ``j`` off its GPUs and drop its copies; returns the partners it shared
         with."""
         s = self.state
-        cs = s._copy_consts.pop(j, [])
+        cs = s.copy_consts.pop(j, [])
         s.copies.pop(j, None)
         partners: set[int] = set()
         for c in cs:
@@ -187,8 +187,8 @@ class Occupancy:
         """Job ``j``'s least and greatest MPS share over its GPUs (``share_lo``, ``share_hi``), read again from
         the slots."""
         s = self.state
-        sjf, ssf = s._sj_flat, s._ss_flat
-        shares = [ssf.item(2 * x + (sjf.item(2 * x + 1) == j)) for c in s._copy_consts[j] for x in c.gl]
+        sjf, ssf = s.slot_job_flat, s.slot_share_flat
+        shares = [ssf.item(2 * x + (sjf.item(2 * x + 1) == j)) for c in s.copy_consts[j] for x in c.gl]
         s.share_lo[j], s.share_hi[j] = min(shares), max(shares)
 
     # ------------------------------------------------------------------ queries
@@ -215,19 +215,19 @@ class Occupancy:
     def type_and_nodes(self, j: int) -> tuple[int, int] | None:
         """The GPU type of job ``j``'s first GPU and the number of nodes its GPUs span (every copy); None when it
         holds none."""
-        cs = self.state._copy_consts.get(j)
+        cs = self.state.copy_consts.get(j)
         if not cs:
             return None
         c = cs[0]
-        t = self.state._gpu_type_l[c.gl[0]]
+        t = self.state.gpu_type_l[c.gl[0]]
         if len(cs) == 1:
             return t, c.n_nodes
-        gn = self.state._gpu_node_l
+        gn = self.state.gpu_node_l
         return t, len({gn[x] for c in cs for x in c.gl})
 
     def partners_of(self, j: int) -> list[int]:
         """Jobs sharing a GPU with job ``j``."""
-        return sorted(self.state._shared_with.get(j, ()))
+        return sorted(self.state.shared_map.get(j, ()))
 
     def share_of(self, j: int) -> float:
         """Mean MPS share of job ``j`` over its GPUs (1.0 = 100%); 0 when not running."""

@@ -85,7 +85,7 @@ class Placement:
         st = self.state
         parts = []
         for node, k in picks:
-            lo, size = st._node_start_l[node], st._node_size_l[node]
+            lo, size = st.node_start_l[node], st.node_size_l[node]
             if free[node] == size:  # the whole node is free
                 parts.append(np.arange(lo, lo + k, dtype=np.int64))
             else:
@@ -117,14 +117,14 @@ class Placement:
         (alone, at some accumulation) that can host the whole gang; if none alone can, a mixed set over every
         type it fits, fullest nodes first. ``exclude_nodes``: nodes not to use."""
         st = self.state
-        need = st._req_l[j]
-        fits = st._fits_l[j]  # fits alone (at some accumulation) on each type
+        need = st.req_l[j]
+        fits = st.fits_l[j]  # fits alone (at some accumulation) on each type
         if t is not None:
             if not fits[t]:
                 return None, None
             g = self._place_on(need, [t], exclude_nodes)
             return (g, t) if g is not None else (None, None)
-        fitting = [t for t in st._type_order_m[st._model_l[j]] if fits[t]]
+        fitting = [t for t in st.type_order_m[st.model_l[j]] if fits[t]]
         for t in fitting:
             g = self._place_on(need, [t], exclude_nodes)
             if g is not None:
@@ -137,8 +137,8 @@ class Placement:
     def single_gpus(self, p: int) -> list[int]:
         """The GPUs running job ``p`` alone (every copy), in :func:`colocate_order`."""
         st = self.state
-        sj = st._sj_flat
-        return colocate_order(st._gpu_node_l, [x for x in self.occupancy.gpus_of(p).tolist() if sj.item(2 * x + 1) < 0])
+        sj = st.slot_job_flat
+        return colocate_order(st.gpu_node_l, [x for x in self.occupancy.gpus_of(p).tolist() if sj.item(2 * x + 1) < 0])
 
 
     def plan_colocate(self, j: int, partner: int) -> tuple[np.ndarray | None, int | None]:
@@ -149,9 +149,9 @@ class Placement:
         st = self.state
         if st.status.item(partner) != RUNNING or partner == j:
             return None, None
-        need = st._req_l[j]
-        cs = st._copy_consts[partner]
-        sj = st._sj_flat
+        need = st.req_l[j]
+        cs = st.copy_consts[partner]
+        sj = st.slot_job_flat
         if len(cs) == 1 and cs[0].t >= 0 and cs[0].n >= need:  # one copy of one type, large enough
             c = cs[0]
             if c.n == 1:
@@ -159,18 +159,18 @@ class Placement:
             if c.n - st.held_shared.item(partner) >= need:  # its GPUs with an empty slot 1 suffice
                 if st.held_shared.item(partner) == 0:
                     if c.order is None:
-                        c.order = np.array(colocate_order(st._gpu_node_l, c.gl), dtype=np.int64)
+                        c.order = np.array(colocate_order(st.gpu_node_l, c.gl), dtype=np.int64)
                     return c.order[:need].copy(), c.t
-                pg = colocate_order(st._gpu_node_l, [x for x in c.gl if sj.item(2 * x + 1) < 0])
+                pg = colocate_order(st.gpu_node_l, [x for x in c.gl if sj.item(2 * x + 1) < 0])
                 return np.array(pg[:need], dtype=np.int64), c.t
         pg = [x for x in self.occupancy.gpus_of(partner).tolist() if sj.item(2 * x + 1) < 0]
         if not pg:
             return None, None
         if len(pg) >= need:
-            return np.array(colocate_order(st._gpu_node_l, pg)[:need], dtype=np.int64), None
+            return np.array(colocate_order(st.gpu_node_l, pg)[:need], dtype=np.int64), None
         # top up with free GPUs: on the partner's nodes first, then elsewhere
         extra_need = need - len(pg)
-        pnodes = sorted({st._gpu_node_l[x] for x in pg})
+        pnodes = sorted({st.gpu_node_l[x] for x in pg})
         free = st.free_nt.sum(axis=1)
         picks = near_picks(pnodes, [free.item(k) for k in pnodes], extra_need)
         rest = extra_need - sum(k for _, k in picks)
@@ -202,15 +202,15 @@ class Placement:
         type; without, the fastest type it fits that can host the gang, else mixed types. On each node its own GPUs
         come first, then free ones by index. Also returns the set's one GPU type (None when mixed or no set)."""
         st = self.state
-        sj = st._sj_flat
+        sj = st.slot_job_flat
         own = [x for x in self.occupancy.gpus_of(j).tolist() if sj.item(2 * x + 1) < 0]
         fnt = st.free_nt.copy()
         np.add.at(fnt, (st.gpu_node[own], st.gpu_type[own]), 1)
-        fits = st._fits_l[j]
+        fits = st.fits_l[j]
         if t is not None:
             candidates = [[t]] if fits[t] else []
         else:
-            fitting = [u for u in st._type_order_m[st._model_l[j]] if fits[u]]
+            fitting = [u for u in st.type_order_m[st.model_l[j]] if fits[u]]
             candidates = [[u] for u in fitting] + ([fitting] if len(fitting) > 1 else [])
         for types in candidates:
             f = fnt[:, types].sum(axis=1)
@@ -219,7 +219,7 @@ class Placement:
                 continue
             parts = []
             for node, k in picks:
-                lo, size = st._node_start_l[node], st._node_size_l[node]
+                lo, size = st.node_start_l[node], st.node_size_l[node]
                 mine = [x for x in own if lo <= x < lo + size]
                 free = (np.flatnonzero(st.slot_job[lo:lo + size, 0] < 0) + lo).tolist()
                 parts += (mine + free)[:k]

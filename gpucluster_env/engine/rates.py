@@ -35,10 +35,10 @@ class Rates:
         n = len(gl)
         if t >= 0:
             key = (m, batch, s, t, n, n_nodes, stealing)
-            k = st._copy_models.get(key)
+            k = st.copy_models.get(key)
             if k is None:
                 f = st.gang_scale(m, batch, t, n, n_nodes)
-                k = st._copy_models[key] = copy_model(
+                k = st.copy_models[key] = copy_model(
                     st.profiles[m], batch, s, np.full(n, st.speed_mt[m, t]), t, n_nodes,
                     float(st.type_intra_bw[t]), st.cluster.inter_node_bw_gbps, float(st.type_mem[t]),
                     stealing, st._comm_xi, f if math.isfinite(f) else 1.0)
@@ -55,11 +55,11 @@ class Rates:
         st = self.state
         c = Copy()
         c._g2 = c._g2p1 = c.order = None
-        m = st._model_l[j]
+        m = st.model_l[j]
         c.g = g
         c.gl = gl = g.tolist() if gl is None else gl
         c.n = n = len(gl)
-        gt, gn = st._gpu_type_l, st._gpu_node_l
+        gt, gn = st.gpu_type_l, st.gpu_node_l
         t = gt[gl[0]]
         if n == 1:
             c.gpu, c.n_nodes = gl[0], 1
@@ -69,10 +69,10 @@ class Rates:
                 t = -1
                 c.types = st.gpu_type[g]
         c.t = t
-        c.k = self.copy_model(m, st._batch_l[j], s, gl, t, c.n_nodes, st.stealing.item(j))
+        c.k = self.copy_model(m, st.batch_l[j], s, gl, t, c.n_nodes, st.stealing.item(j))
         if t >= 0:
-            c.xi_tl = st._xi_tab_l[t][m + 1]
-            c.xi_tm = st._xi_tab[t, m + 1]
+            c.xi_tl = st.xi_tab_l[t][m + 1]
+            c.xi_tm = st.xi_share_tab[t, m + 1]
         return c
 
     def copy_time(self, j: int, c: Copy) -> float:
@@ -81,12 +81,12 @@ class Rates:
         :func:`~gpucluster_env.performance.copy_iter_time`."""
         st = self.state
         k = c.k
-        sj, ss = st._sj_flat, st._ss_flat
+        sj, ss = st.slot_job_flat, st.slot_share_flat
         if c.n == 1:
             g2 = 2 * c.gpu
             mine, other = (g2, g2 + 1) if sj.item(g2) == j else (g2 + 1, g2)
             partner = sj.item(other)
-            x = c.xi_tl[st._model_l[partner] + 1 if partner >= 0 else 0][ss.item(mine)][ss.item(other)]
+            x = c.xi_tl[st.model_l[partner] + 1 if partner >= 0 else 0][ss.item(mine)][ss.item(other)]
             return paced_iter_time(k, k.speed / x, x)  # no all-reduce: the scope does not matter
         if c.t >= 0 and not k.stealing:
             # The largest worker xi from a few table lookups, when j and each of its partners has one MPS share
@@ -96,8 +96,8 @@ class Rates:
             if sh == hi.item(j) and len(st.copies[j]) == 1:
                 tab = c.xi_tl
                 xmax = tab[0][sh][st.share_units] if st.held_shared.item(j) < c.n else 0.0
-                jm = st._model_l
-                for p in st._shared_with.get(j, ()):
+                jm = st.model_l
+                for p in st.shared_map.get(j, ()):
                     sp = lo.item(p)
                     if sp != hi.item(p):
                         break
@@ -111,14 +111,14 @@ class Rates:
     def copy_xi(self, j: int, c: Copy) -> np.ndarray:
         """The interference ratio of each worker of job ``j``'s multi-GPU copy ``c`` now (table lookups)."""
         st = self.state
-        sj, ss = st._sj_flat, st._ss_flat
+        sj, ss = st.slot_job_flat, st.slot_share_flat
         own = sj[c.g2p1] == j  # job j sits in slot 1 of that GPU
         mine = c.g2 + own
         other = c.g2p1 - own
-        pm1 = st._jm1[sj[other]]
+        pm1 = st.jm1[sj[other]]
         if c.t >= 0:
             return c.xi_tm[pm1, ss[mine], ss[other]]
-        return st._xi_tab[c.types, st._model_l[j] + 1, pm1, ss[mine], ss[other]]
+        return st.xi_share_tab[c.types, st.model_l[j] + 1, pm1, ss[mine], ss[other]]
 
     def job_rate(self, j: int) -> float:
         """Running job ``j``'s rate now (iterations per second): the sum of its copies' ``1 / t_iter`` (a job of
@@ -128,7 +128,7 @@ class Rates:
             solo = st.solo_rate.item(j)
             if solo > 0:
                 return solo  # alone at full share on every GPU: xi = 1 everywhere
-        cs = st._copy_consts.get(j, ())
+        cs = st.copy_consts.get(j, ())
         if len(cs) == 1:
             return 0 + 1.0 / self.copy_time(j, cs[0])  # as sum() of one term
         return sum(1.0 / self.copy_time(j, c) for c in cs)
@@ -140,15 +140,15 @@ class Rates:
         batch is not the stated one (:meth:`batch_gain`)."""
         st = self.state
         r = 1.0 / self.copy_time(j, c)
-        n, req = c.n, st._req_l[j]
-        return r if n == req and st._batch_l[j] == st.batch.item(j) else r * self.batch_gain(j, n)
+        n, req = c.n, st.req_l[j]
+        return r if n == req and st.batch_l[j] == st.batch.item(j) else r * self.batch_gain(j, n)
 
     def solo_copy_rate(self, j: int, c: Copy) -> float:
         """:meth:`copy_rate` with no partner at full share."""
         st = self.state
         r = 1.0 / c.k.solo_iter
-        n, req = c.n, st._req_l[j]
-        return r if n == req and st._batch_l[j] == st.batch.item(j) else r * self.batch_gain(j, n)
+        n, req = c.n, st.req_l[j]
+        return r if n == req and st.batch_l[j] == st.batch.item(j) else r * self.batch_gain(j, n)
 
     def done_fraction(self, j: int) -> float:
         """The fraction of job ``j``'s stated iterations done (at its last settled time)."""
@@ -161,8 +161,8 @@ class Rates:
         else Pollux's :func:`~gpucluster_env.catalog.pollux_efficiency.progress_gain` (samples times the
         statistical-efficiency ratio at the job's progress)."""
         st = self.state
-        b, b0, req = st._batch_l[j], st.batch.item(j), st._req_l[j]
-        name = st.model_names[st._model_l[j]]
+        b, b0, req = st.batch_l[j], st.batch.item(j), st.req_l[j]
+        name = st.model_names[st.model_l[j]]
         if b == b0 and not has_efficiency(name):
             return n / req
         return progress_gain(name, n * b, req * b0, self.done_fraction(j))
@@ -186,7 +186,7 @@ class Rates:
         evaluate hypothetical placements with their own predicted ``xi``."""
         st = self.state
         gl = np.asarray(gpus, dtype=np.int64).tolist()
-        gt = st._gpu_type_l
+        gt = st.gpu_type_l
         t = gt[gl[0]]
         n = len(gl)
         if n == 1:
@@ -194,9 +194,9 @@ class Rates:
         else:
             if any(gt[x] != t for x in gl):
                 t = -1
-            n_nodes = len({st._gpu_node_l[x] for x in gl})
-        b = st._batch_l[j] if batch is None else int(batch)
-        k = self.copy_model(st._model_l[j], b, int(s), gl, t, n_nodes, st.stealing.item(j))
+            n_nodes = len({st.gpu_node_l[x] for x in gl})
+        b = st.batch_l[j] if batch is None else int(batch)
+        k = self.copy_model(st.model_l[j], b, int(s), gl, t, n_nodes, st.stealing.item(j))
         if type(xi) is not float:
             xa = np.asarray(xi, dtype=float)
             if n > 1 or xa.size != 1:
@@ -210,8 +210,8 @@ class Rates:
         """Smallest power-of-two accumulation under which job ``j`` fits in memory on every GPU of ``gpus``
         beside their current tenants (None: none does)."""
         st = self.state
-        p, batch = st.profiles[st._model_l[j]], st._batch_l[j]
-        sjf, fp, gt = st._sj_flat, st.footprint, st._gpu_type_l
+        p, batch = st.profiles[st.model_l[j]], st.batch_l[j]
+        sjf, fp, gt = st.slot_job_flat, st.footprint, st.gpu_type_l
         most: dict[int, float] = {}  # GPU type: the largest tenant footprint on the set's GPUs of that type
         for x in gpus.tolist():
             o = sjf.item(2 * x)
@@ -221,7 +221,7 @@ class Rates:
                 most[t] = m
         best = 1
         for t, m in most.items():
-            s = fit_accumulation(p, batch, st._type_mem_l[t] - m)
+            s = fit_accumulation(p, batch, st.type_mem_l[t] - m)
             if s is None:
                 return None
             best = max(best, s)
@@ -232,15 +232,15 @@ class Rates:
         now): the smallest power of two under which it fits the whole memory of the smallest GPU of ``g`` (None:
         none does)."""
         st = self.state
-        room = min(st._type_mem_l[st._gpu_type_l[x]] for x in np.asarray(g).tolist())
-        return fit_accumulation(st.profiles[st._model_l[j]], st._batch_l[j] if batch is None else int(batch), room)
+        room = min(st.type_mem_l[st.gpu_type_l[x]] for x in np.asarray(g).tolist())
+        return fit_accumulation(st.profiles[st.model_l[j]], st.batch_l[j] if batch is None else int(batch), room)
 
     def liss_micro_batches(self, j: int, c: Copy) -> np.ndarray:
         """The micro-batch of each worker of job ``j``'s multi-GPU copy ``c`` under LISS at the workers' current
         interference: the inverse of :func:`~gpucluster_env.performance.copy_iter_time`'s balance, ``(alpha +
         beta b_i) / v_i`` equal to the micro-step time ``tc`` for every worker (``v_i = speed_i / xi_i``), so
         ``b_i = (tc v_i - alpha) / beta``, at least 0; they sum to ``n B/s`` unless a worker is clipped at 0."""
-        p = self.state.profiles[self.state._model_l[j]]
+        p = self.state.profiles[self.state.model_l[j]]
         xi = self.copy_xi(j, c)
         v = c.k.spd / xi
         tc = max(c.k.steal_num / float(v.sum()), c.k.alpha / float(v.min()))
@@ -264,7 +264,7 @@ class Rates:
             wait = rem.item(p) / r if r > 0 else 0.0
         else:
             wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
-        since = st.now - st._submit_l[j]
+        since = st.now - st.submit_l[j]
         rj = rem.item(j)
         g = st.copies[j][0]
         own = self.solo_accumulation(j, g)

@@ -246,7 +246,7 @@ class ClusterEngine:
         st = self.state
         t = None if gpu_type is None else self.checks.type_index(gpu_type)
         if n is None:
-            n = len(st.copies[j][0]) if j in st.copies else st._req_l[j]
+            n = len(st.copies[j][0]) if j in st.copies else st.req_l[j]
         return self.placement.plan_reallocate(j, t, n)[0]
 
     def plan_fork(self, j: int) -> np.ndarray | None:
@@ -255,35 +255,35 @@ class ClusterEngine:
 
     def type_order(self, j: int) -> list[int]:
         """GPU types by this job's speed on them, fastest first."""
-        return list(self.state._type_order_m[self.state.job_model[j]])
+        return list(self.state.type_order_m[self.state.job_model[j]])
 
     # ------------------------------------------------------------------ queries
     def pending_jobs(self) -> np.ndarray:
         """Indices of pending jobs in queue order: by arrival, a preempted job rejoining at the back."""
-        pending = self.state._pending
+        pending = self.state.pending_queue
         return np.fromiter(pending, dtype=np.int64, count=len(pending))
 
     def pending_head(self, n: int) -> np.ndarray:
         """The first ``n`` pending jobs in queue order (cheap for long queues)."""
-        return np.fromiter(itertools.islice(self.state._pending, n), dtype=np.int64)
+        return np.fromiter(itertools.islice(self.state.pending_queue, n), dtype=np.int64)
 
     def running_head(self, n: int) -> np.ndarray:
         """The first ``n`` running jobs in start order."""
-        return np.fromiter(itertools.islice(self.state._running, n), dtype=np.int64)
+        return np.fromiter(itertools.islice(self.state.running_set, n), dtype=np.int64)
 
     def running_jobs(self) -> np.ndarray:
         """Indices of running jobs, in submit order."""
-        return np.array(sorted(self.state._running), dtype=np.int64)
+        return np.array(sorted(self.state.running_set), dtype=np.int64)
 
     @property
     def num_pending(self) -> int:
         """Jobs waiting in the queue."""
-        return len(self.state._pending)
+        return len(self.state.pending_queue)
 
     @property
     def num_running(self) -> int:
         """Jobs running."""
-        return len(self.state._running)
+        return len(self.state.running_set)
 
     def solo_iter_time(self, j: int, gpu_type: str | None = None) -> float:
         """Iteration time of job ``j`` alone on ``gpu_type`` (default: its fastest type), packed on the fewest

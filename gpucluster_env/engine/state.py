@@ -48,6 +48,16 @@ STATE_FIELDS = (
 )
 """The :class:`EngineState` attributes :class:`~gpucluster_env.engine.simulator.ClusterEngine` shows by name
 (the environment and tests read them as ``eng.<name>``)."""
+ENGINE_INTERNALS = (
+    "type_mem_l", "req_l", "model_l", "gpu_node_l", "gpu_type_l", "gpu_nt_l", "batch_l", "submit_l", "demand_tm_l",
+    "node_start_l", "node_size_l", "fits_l", "xi_share_tab", "xi_tab_l", "jm1", "type_order_m", "copy_models",
+    "copy_consts", "copy_progress", "pending_queue", "running_set", "forked_set", "shared_map", "sm_activity",
+    "slot_job_flat", "slot_share_flat", "free_flat",
+)
+"""The :class:`EngineState` attributes only the engine's own parts read (:mod:`gpucluster_env.engine`): hot-path
+copies of tables as Python lists (``*_l``), flat views of the slot arrays (``*_flat``), the queue and running set,
+per-copy progress and constants, the activity tracker. :class:`ClusterEngine` does not show them, and a test
+checks that no module outside the engine reads them."""
 _EPOCHS = itertools.count()  # one per engine state started (construction or reset), process-wide
 
 
@@ -56,8 +66,8 @@ class EngineState:
     episode (reset to time 0 by :meth:`reset`). The engine's parts (:mod:`.occupancy`, :mod:`.rates`,
     :mod:`.job_progress`, :mod:`.clock`, the checks and the changes) each hold this one object and read and
     change its attributes; it holds data and the pure queries of its static tables, no rule of the simulation.
-    Names with a leading underscore are the engine's internals (hot-path copies as Python lists, flat views,
-    the queues): its parts read them, nothing outside the engine should."""
+    Its attributes are :data:`STATE_FIELDS` (shown by the engine) and :data:`ENGINE_INTERNALS` (read by the
+    engine's parts only)."""
 
     def __init__(self, catalog: Catalog, cluster: ClusterSpec, config: EngineConfig, jobs: pd.DataFrame) -> None:
         self.catalog = catalog
@@ -160,26 +170,26 @@ class EngineState:
         nm = len(self.model_names)
         # Worker interference ratio under MPS shares for every GPU type, own model + 1, partner model + 1 (0:
         # no partner), own share and partner share in share steps (performance.xi_table), for copies of any size.
-        self._xi_tab = xi_table(self.xi_free, self.demand_tm, self.share_units)
+        self.xi_share_tab = xi_table(self.xi_free, self.demand_tm, self.share_units)
         self._comm_xi = self.config.interference_scope == "iteration"  # xi multiplies the all-reduce too
-        self._jm1 = np.append(self.job_model + 1, 0)  # model + 1 by job index; index -1 (no job) gives 0
+        self.jm1 = np.append(self.job_model + 1, 0)  # model + 1 by job index; index -1 (no job) gives 0
         self._gpu_nt = self.gpu_node * len(self.type_names) + self.gpu_type  # flat index into free_nt
-        self._type_order_m = [[int(t) for t in np.argsort(-self.speed_mt[mi], kind="stable")] for mi in range(nm)]
+        self.type_order_m = [[int(t) for t in np.argsort(-self.speed_mt[mi], kind="stable")] for mi in range(nm)]
         # The same static values as Python lists (scalar reads from a list cost a fraction of numpy's): the
         # list entries are the arrays' values converted exactly (int64 -> int, float64 -> float).
-        self._xi_tab_l = self._xi_tab.tolist()  # [type][own model + 1][partner model + 1][own][partner]
-        self._type_mem_l = self.type_mem.tolist()
-        self._demand_tm_l = self.demand_tm.tolist()  # [type][model]
-        self._req_l = self.req_gpus.tolist()
-        self._model_l = self.job_model.tolist()
-        self._submit_l = self.submit.tolist()
-        self._fits_l = [tuple(r) for r in self.fits_type.tolist()]
-        self._gpu_node_l = self.gpu_node.tolist()
-        self._gpu_type_l = self.gpu_type.tolist()
-        self._gpu_nt_l = self._gpu_nt.tolist()
-        self._node_start_l = self.node_start.tolist()
-        self._node_size_l = self.node_size.tolist()
-        self._copy_models: dict[tuple, Any] = {}  # performance.CopyModel of one-type copies, by their key
+        self.xi_tab_l = self.xi_share_tab.tolist()  # [type][own model + 1][partner model + 1][own][partner]
+        self.type_mem_l = self.type_mem.tolist()
+        self.demand_tm_l = self.demand_tm.tolist()  # [type][model]
+        self.req_l = self.req_gpus.tolist()
+        self.model_l = self.job_model.tolist()
+        self.submit_l = self.submit.tolist()
+        self.fits_l = [tuple(r) for r in self.fits_type.tolist()]
+        self.gpu_node_l = self.gpu_node.tolist()
+        self.gpu_type_l = self.gpu_type.tolist()
+        self.gpu_nt_l = self._gpu_nt.tolist()
+        self.node_start_l = self.node_start.tolist()
+        self.node_size_l = self.node_size.tolist()
+        self.copy_models: dict[tuple, Any] = {}  # performance.CopyModel of one-type copies, by their key
 
     def gang_scale(self, m: int, batch: int, t: int, n: int, n_nodes: int | None = None) -> float:
         """Measured over modelled solo time of model ``m`` at per-GPU ``batch`` on ``n`` GPUs of type ``t``
@@ -246,7 +256,7 @@ class EngineState:
         np.add.at(self.free_nt, (self.gpu_node, self.gpu_type), 1)
         self.status = np.zeros(J, dtype=np.int8)
         self.remaining = self.iterations.copy()
-        self._batch_l = self.batch.tolist()  # per-GPU batch now: Reallocate's batch changes it (dynamic, not static)
+        self.batch_l = self.batch.tolist()  # per-GPU batch now: Reallocate's batch changes it (dynamic, not static)
         self.rate = np.zeros(J)
         self.last_t = np.zeros(J)
         self.active_from = np.zeros(J)
@@ -262,16 +272,16 @@ class EngineState:
         self.n_colocated = np.zeros(J, dtype=np.int64)
         self.max_copies = np.ones(J, dtype=np.int64)
         self.copies: dict[int, list[np.ndarray]] = {}
-        self._copy_consts: dict[int, list[Any]] = {}  # parallel to ``copies``: each copy (occupancy.Copy)
+        self.copy_consts: dict[int, list[Any]] = {}  # parallel to ``copies``: each copy (occupancy.Copy)
         self._bind_views()
 
     def _reset_queues(self) -> None:
         """The pending queue, the running set, per-copy progress and the event queue."""
-        self._pending: dict[int, None] = {}
-        self._running: dict[int, None] = {}
-        self._forked: set[int] = set()
+        self.pending_queue: dict[int, None] = {}
+        self.running_set: dict[int, None] = {}
+        self.forked_set: set[int] = set()
         # per-copy progress of the jobs whose rate is not one full-size copy's (job_progress.CopyProgress)
-        self._cp: dict[int, Any] = {}
+        self.copy_progress: dict[int, Any] = {}
         self.events = EventQueue()  # completions, rounds, ticks (engine.events)
         self.next_arrival = 0  # index of the next job to arrive (jobs are in submit order)
         self.n_done = 0
@@ -296,7 +306,7 @@ class EngineState:
         self.held = np.zeros(J, dtype=np.int64)  # GPUs each job holds (all copies)
         self.held_shared = np.zeros(J, dtype=np.int64)  # of those, GPUs shared with a partner
         # for each job sharing GPUs: its partners and how many GPUs it shares with each (sums to held_shared)
-        self._shared_with: dict[int, dict[int, int]] = {}
+        self.shared_map: dict[int, dict[int, int]] = {}
         self.job_min_mem = np.zeros(J)  # smallest GPU memory among the job's GPUs
         # min / max MPS share over its GPUs (share steps)
         self.share_lo = np.full(J, self.share_units, dtype=np.int64)
@@ -309,7 +319,7 @@ class EngineState:
         self.busy_gpu_s = 0.0
         self.shared_gpu_s = 0.0
         self.sm_active_gpu_s = 0.0  # estimated active-SM GPU-time (engine.activity)
-        self._sm = SmActivity(self._gpu_type_l, self._demand_tm_l, self._model_l, self.share_step, self.num_gpus)
+        self.sm_activity = SmActivity(self.gpu_type_l, self.demand_tm_l, self.model_l, self.share_step, self.num_gpus)
         self.counts = {"colocations": 0, "preemptions": 0, "forks": 0, "squeezes": 0, "swells": 0,
                        "decisions": 0, "actions": 0, "reallocations": 0, "copy_drops": 0, "copy_moves": 0}
         self.sharing_benefits: list[tuple[int, float, float]] = []
@@ -327,18 +337,18 @@ class EngineState:
         per-GPU batches now (a list of ints: a shallow copy is a deep one, at a fraction of its cost)."""
         d = self.__dict__
         memo: dict[int, Any] = {id(d[k]): d[k] for k in self._static_names}
-        memo[id(self._batch_l)] = self._batch_l[:]
-        for cs in self._copy_consts.values():
+        memo[id(self.batch_l)] = self.batch_l[:]
+        for cs in self.copy_consts.values():
             for c in cs:
                 memo[id(c)] = c
         return memo
 
-    _VIEWS = ("_sj_flat", "_ss_flat", "_free_flat")
+    _VIEWS = ("slot_job_flat", "slot_share_flat", "free_flat")
 
     def _bind_views(self) -> None:
-        self._sj_flat = self.slot_job.reshape(-1)  # flat views of the slot arrays (index 2 g + slot)
-        self._ss_flat = self.slot_share.reshape(-1)
-        self._free_flat = self.free_nt.reshape(-1)  # index node * types + type
+        self.slot_job_flat = self.slot_job.reshape(-1)  # flat views of the slot arrays (index 2 g + slot)
+        self.slot_share_flat = self.slot_share.reshape(-1)
+        self.free_flat = self.free_nt.reshape(-1)  # index node * types + type
 
     def __getstate__(self) -> dict:
         # views do not survive pickling (they would come back as copies): rebuilt on unpickling

@@ -165,16 +165,16 @@ class ClusterView:
 
     def model_index(self, j: int) -> int:
         """Index of job ``j``'s model (jobs with one index run the same model)."""
-        return self._st._model_l[j]
+        return self._st.model_l[j]
 
     def model(self, j: int) -> ModelProfile:
         """Job ``j``'s model (its catalog profile)."""
-        return self._st.profiles[self._st._model_l[j]]
+        return self._st.profiles[self._st.model_l[j]]
 
     def demand(self, j: int, gpu_type: int) -> float:
         """Job ``j``'s profiled GPU demand on GPU type index ``gpu_type``: the fraction of the GPU its model keeps
         busy alone (``Catalog.model_demand``; measured alone, so not the interference truth)."""
-        return self._st._demand_tm_l[gpu_type][self._st._model_l[j]]
+        return self._st.demand_tm_l[gpu_type][self._st.model_l[j]]
 
     def topology_violation(self, j: int, gpus: np.ndarray | list[int]) -> str | None:
         """Why starting job ``j`` on ``gpus`` would break Gimbal's topology rule, or None (the engine's check,
@@ -183,7 +183,7 @@ class ClusterView:
 
     def batch(self, j: int) -> int:
         """Job ``j``'s per-GPU batch now (its stated one unless ``Reallocate`` changed it)."""
-        return self._st._batch_l[j]
+        return self._st.batch_l[j]
 
     def stated_batch(self, j: int) -> int:
         """The per-GPU batch job ``j``'s work is stated at (its job table's ``batch_size``)."""
@@ -327,7 +327,7 @@ class ClusterView:
         """Every power-of-two accumulation under which job ``j`` fits beside the tenants of every GPU of
         ``gpus`` (Castor Algorithm 2's search range)."""
         e = self._st
-        sjf, fp, mem, gt = e._sj_flat, e.footprint, e._type_mem_l, e._gpu_type_l
+        sjf, fp, mem, gt = e.slot_job_flat, e.footprint, e.type_mem_l, e.gpu_type_l
         room = min(mem[gt[x]] - (fp.item(o) if (o := sjf.item(2 * x)) >= 0 else 0.0)
                    for x in np.asarray(gpus, dtype=np.int64).tolist())  # as min(_room(gpus)), over ints
         return accumulations(self.model(j), self.batch(j), room)
@@ -401,7 +401,7 @@ class ClusterView:
     def batch_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
         """:meth:`batch` of each of ``jobs`` (a fresh array)."""
         js = np.asarray(jobs, dtype=np.int64)
-        return np.fromiter(map(self._st._batch_l.__getitem__, js.tolist()), dtype=np.int64, count=len(js))
+        return np.fromiter(map(self._st.batch_l.__getitem__, js.tolist()), dtype=np.int64, count=len(js))
 
     def demand_of(self, jobs: np.ndarray | list[int], gpu_types: np.ndarray | list[int]) -> np.ndarray:
         """:meth:`demand` of each of ``jobs`` on the matching one of ``gpu_types`` (a fresh array)."""

@@ -233,7 +233,7 @@ def test_pending_window_by_remaining_work() -> None:
         pend = eng.pending_head(eng.num_pending)
         left = eng.solo_time[pend] * eng.remaining[pend] / eng.iterations[pend]
         want = pend[np.argsort(left, kind="stable")[:4]]
-        assert env._pending.tolist() == want.tolist()
+        assert env.pending_window.tolist() == want.tolist()
         seen += len(pend) > 4
         _, _, term, trunc, _ = env.step(0)
         if term or trunc:

@@ -308,7 +308,7 @@ def test_sample_stealing_keeps_global_batch_and_fits_memory(build: Any) -> None:
                 continue
             stole.append(j)
             p = view.model(j)
-            for c in eng.state._copy_consts[j]:
+            for c in eng.state.copy_consts[j]:
                 b = eng.rates.liss_micro_batches(j, c)
                 assert b.sum() == pytest.approx(c.n * view.batch(j) / view.accumulation(j))
                 for g, bi in zip(c.gl, b.tolist(), strict=True):

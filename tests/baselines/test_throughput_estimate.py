@@ -105,7 +105,7 @@ def test_hadare_spec_estimate_finishes_with_invariants(scenario: str, mix: str) 
     assert m["jobs_done"] == m["jobs"] and m["forks"] > 0
     # every model measured somewhere, each measurement a real rate
     rows = list(pol.tputs.measured.values())
-    assert len(rows) == len({env.engine.profiles[env.engine.state._model_l[j]].name for j in range(env.engine.n_jobs)})
+    assert len(rows) == len({env.engine.profiles[env.engine.state.model_l[j]].name for j in range(env.engine.n_jobs)})
     assert all(np.nanmin(r) > 0 for r in rows)
 
 

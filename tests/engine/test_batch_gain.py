@@ -91,9 +91,9 @@ def test_preemption_returns_the_job_to_its_stated_batch():
     eng.apply(Place(0))
     eng.advance()
     eng.apply(Reallocate(0, gpus=(0,), batch=200))
-    assert eng.state._batch_l[0] == 200
+    assert eng.state.batch_l[0] == 200
     eng.apply(Preempt(0))
-    assert eng.state._batch_l[0] == 128
+    assert eng.state.batch_l[0] == 128
 
 
 def test_a_batch_is_episode_state_a_clone_and_a_reset_do_not_share():
@@ -105,13 +105,13 @@ def test_a_batch_is_episode_state_a_clone_and_a_reset_do_not_share():
     eng.advance()
     twin = eng.clone()
     twin.apply(Reallocate(0, gpus=(0,), batch=256))
-    assert eng.state._batch_l[0] == 128 and twin.state._batch_l[0] == 256
+    assert eng.state.batch_l[0] == 128 and twin.state.batch_l[0] == 256
     assert _run(eng) == 64.0
     _run(twin)
     twin.reset()
     twin.advance()
     twin.apply(Place(0))
-    assert twin.state._batch_l[0] == 128 and _run(twin) == 64.0
+    assert twin.state.batch_l[0] == 128 and _run(twin) == 64.0
 
 
 @pytest.mark.parametrize(("batch", "model", "message"), [

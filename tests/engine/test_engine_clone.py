@@ -87,9 +87,10 @@ def test_clone_shares_static_tables_and_copies_state() -> None:
     eng = env.engine
     _play(eng, make_policy("srsf"), 100)
     twin = eng.clone()
-    assert twin.catalog is eng.catalog and twin.state._xi_tab_l is eng.state._xi_tab_l and twin.jobs is eng.jobs
+    assert twin.catalog is eng.catalog and twin.state.xi_tab_l is eng.state.xi_tab_l and twin.jobs is eng.jobs
     assert twin.remaining is not eng.remaining and twin.events.heap is not eng.events.heap
     assert twin.log.records is not eng.log.records
-    assert np.shares_memory(twin.state._sj_flat, twin.slot_job) and not np.shares_memory(twin.slot_job, eng.slot_job)
+    assert np.shares_memory(twin.state.slot_job_flat, twin.slot_job)
+    assert not np.shares_memory(twin.slot_job, eng.slot_job)
     deep = copy.deepcopy(eng)
     assert deep.log == twin.log and np.array_equal(deep.remaining, twin.remaining)

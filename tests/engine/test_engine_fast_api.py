@@ -24,8 +24,8 @@ def state(eng):
         tuple(getattr(eng, a).tobytes() for a in ARRAYS),
         repr(eng.log.records), repr(eng.sharing_benefits), repr(sorted(eng.events.heap)), dict(eng.counts),
         eng.queue_version, eng.gpu_version, eng.busy_gpus, eng.shared_gpus, repr(eng.now),
-        list(eng.state._pending), list(eng.state._running), sorted(eng.state._forked),
-        {j: {p: k for p, k in d.items()} for j, d in eng.state._shared_with.items()},
+        list(eng.state.pending_queue), list(eng.state.running_set), sorted(eng.state.forked_set),
+        {j: {p: k for p, k in d.items()} for j, d in eng.state.shared_map.items()},
         {j: [g.tolist() for g in gs] for j, gs in eng.copies.items()},
     )
 

@@ -201,7 +201,7 @@ def test_drop_copy(build):
     eng.apply(Fork(0))
     eng.advance()
     eng.apply(DropCopy(0, 1))
-    assert eng.gpus_of(0).tolist() == [0] and eng.free_mask()[1] and 0 not in eng.state._forked
+    assert eng.gpus_of(0).tolist() == [0] and eng.free_mask()[1] and 0 not in eng.state.forked_set
     assert run_until_done(eng, 0) == pytest.approx(27.0, rel=1e-12)
 
 

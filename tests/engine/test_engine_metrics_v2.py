@@ -109,9 +109,9 @@ def test_sm_activity_kept_per_gpu_is_the_formula_everywhere(build):
     st = eng.state
 
     def check() -> None:
-        total = st._sm.total(st._sj_flat, st._ss_flat)
-        every = [st._sm.gpu(st._sj_flat, st._ss_flat, g) for g in range(eng.num_gpus)]
-        assert st._sm.per_gpu.tolist() == every and total == float(np.sum(every))
+        total = st.sm_activity.total(st.slot_job_flat, st.slot_share_flat)
+        every = [st.sm_activity.gpu(st.slot_job_flat, st.slot_share_flat, g) for g in range(eng.num_gpus)]
+        assert st.sm_activity.per_gpu.tolist() == every and total == float(np.sum(every))
 
     eng.advance()
     for action in (Place(0, gpus=(0, 1)), Place(2, gpus=(2,)), Colocate(1, 2, gpus=(2,)), Squeeze(0, gpus=(1,)),

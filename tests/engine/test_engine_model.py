@@ -250,7 +250,7 @@ def test_five_percent_grid_moves_shares_by_five_percent(build):
     90%). A share ranges over 5% .. 100% (20 steps of 5%), and the environment's masks follow."""
     eng = _ab_pair(build, share_step=0.05)
     assert (eng.share_units, eng.share_step) == (20, 0.05)
-    assert eng.state._xi_tab.shape[-2:] == (21, 21)  # own and partner share: 0 .. 20 steps
+    assert eng.state.xi_share_tab.shape[-2:] == (21, 21)  # own and partner share: 0 .. 20 steps
     eng.apply(Squeeze(1))
     assert (eng.share_lo[1], eng.share_hi[1]) == (19, 19)
     assert eng.share_of(1) == pytest.approx(0.95)
@@ -283,7 +283,7 @@ def test_five_percent_grid_shares_summing_to_a_gpu(build):
     assert eng.share_of(0) == pytest.approx(0.55) and eng.share_of(1) == pytest.approx(0.45)
     assert 1.0 / eng.rate[0] == pytest.approx(0.16 * 1.05 / (0.55 / 0.9), rel=REL)
     assert 1.0 / eng.rate[1] == pytest.approx(T_B * 1.4, rel=REL)
-    assert eng.state._sm.gpu(eng.state._sj_flat, eng.state._ss_flat, 0) == pytest.approx(1.0)
+    assert eng.state.sm_activity.gpu(eng.state.slot_job_flat, eng.state.slot_share_flat, 0) == pytest.approx(1.0)
     ref = _ab_pair(build)
     assert eng.accum.tolist() == ref.accum.tolist() and eng.footprint.tolist() == ref.footprint.tolist()
 

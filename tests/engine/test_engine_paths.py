@@ -31,7 +31,7 @@ def test_mixed_type_placement_when_no_type_alone_has_room(build):
     assert g is not None and sorted(set(eng.gpu_type[g].tolist())) == [0, 1] and len(g) == 5
     eng.apply(Place(0))
     check_invariants(eng)
-    c = eng.state._copy_consts[0][0]
+    c = eng.state.copy_consts[0][0]
     assert c.t == -1 and c.n_nodes == 2
     # LISS on unequal workers: faster than pacing by the slow ones, never below alpha / v_min
     paced = (0.0 + 0.01 * 32) / 1.0
@@ -56,7 +56,7 @@ def test_forked_job_leaving_a_gpu_it_shares(build):
     check_invariants(eng)
     g1 = int(eng.gpus_of(1)[0])
     assert eng.slot_job[g1].tolist() == [1, -1] and eng.slot_share[g1, 0] == 9
-    assert eng.held_shared[1] == 0 and eng.state._shared_with == {}
+    assert eng.held_shared[1] == 0 and eng.state.shared_map == {}
 
 
 def test_forked_and_shared_job_finishing_frees_every_copy(build):
@@ -122,7 +122,7 @@ def test_view_is_read_only_and_agrees_with_the_engine(build):
     eng.advance()
     assert view.is_running(0) and view.gpus_of(0).tolist() == g.tolist() and view.num_free() == 2
     assert view.single_gpus().tolist() == g.tolist() and view.single_gpus_of(0).tolist() == g.tolist()
-    c = eng.state._copy_consts[0][0]
+    c = eng.state.copy_consts[0][0]
     assert view.iter_time(0, g, view.accumulation(0)) == c.solo_iter
     xi = np.array([1.5, 1.0])
     assert view.iter_time(0, g, view.accumulation(0), xi) == copy_iter_time(c.k, xi)
@@ -193,7 +193,7 @@ def test_engine_pickles_with_its_views(build):
     clone = pickle.loads(pickle.dumps(eng))
     clone.advance()
     clone.apply(Place(1))
-    assert clone.state._sj_flat.base is clone.slot_job and clone.slot_job[1, 0] == 1 and eng.slot_job[1, 0] == -1
+    assert clone.state.slot_job_flat.base is clone.slot_job and clone.slot_job[1, 0] == 1 and eng.slot_job[1, 0] == -1
 
 
 def test_alone_types_agree_with_the_per_job_queries(build):

@@ -198,7 +198,7 @@ def check_invariants(eng):
             assert eng.held[j] == len(on) and eng.held_shared[j] == both[on].sum()
             share = eng.slot_share[on, (sj[on, 1] == j).astype(np.int64)]
             assert (eng.share_lo[j], eng.share_hi[j]) == (share.min(), share.max())
-            cp = eng.state._cp.get(j)
+            cp = eng.state.copy_progress.get(j)
             # no progress only while every copy is starting up or idle after its quota (engine.job_progress)
             assert eng.rate[j] > 0 or (cp is not None and not any(cp.rate))
         else:
@@ -214,15 +214,15 @@ def check_derived_state(eng):
     for a, b in sj[(sj[:, 0] >= 0) & (sj[:, 1] >= 0)].tolist():
         pairs.setdefault(a, {})[b] = pairs.get(a, {}).get(b, 0) + 1
         pairs.setdefault(b, {})[a] = pairs.get(b, {}).get(a, 0) + 1
-    assert eng.state._shared_with == pairs, "partners per job disagree with slot_job"
-    assert set(eng.state._copy_consts) == set(eng.copies)
+    assert eng.state.shared_map == pairs, "partners per job disagree with slot_job"
+    assert set(eng.state.copy_consts) == set(eng.copies)
     for j, copies in eng.copies.items():
-        consts = eng.state._copy_consts[j]
+        consts = eng.state.copy_consts[j]
         assert len(consts) == len(copies) and all(c.g is g for c, g in zip(consts, copies, strict=True))
         for c, g in zip(consts, copies, strict=True):
             assert c.solo_iter == eng.copy_iter_time(j, g, np.ones(len(g)))
             assert eng.rates.copy_time(j, c) == eng.copy_iter_time(j, g)
-        cp = eng.state._cp.get(j)
+        cp = eng.state.copy_progress.get(j)
         if cp is not None:  # per-copy progress: each copy at its (size-scaled) rate, or 0 while idle / starting
             scale = [len(g) / eng.req_gpus[j] for g in copies]
             for r, g, k in zip(cp.rate, copies, scale, strict=True):

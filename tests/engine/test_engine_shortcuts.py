@@ -17,7 +17,7 @@ def test_one_worker_iteration_time_is_the_array_formula(build):
     for ordinary, huge, zero, negative and NaN ratios."""
     eng = build([("fast", 1, 2), ("slow", 1, 2)], [{}, {"num_gpus": 2}])
     g = np.array([2], dtype=np.int64)
-    k = eng.rates.copy_model(eng.state._model_l[0], eng.state._batch_l[0], 1, [2], 1, 1, False)
+    k = eng.rates.copy_model(eng.state.model_l[0], eng.state.batch_l[0], 1, [2], 1, 1, False)
     with np.errstate(divide="ignore", invalid="ignore"):
         for x in (1.0, 1.37, 2.5, 1e300, 0.0, -2.0, np.nan):
             xa = np.array([x])
@@ -31,7 +31,7 @@ def test_one_worker_iteration_time_is_the_array_formula(build):
 def _accumulation_by_arrays(eng, j: int, g: np.ndarray) -> int | None:
     """The accumulation rule over numpy arrays, per GPU type (the formulation the engine used before)."""
     st = eng.state
-    p, batch = st.profiles[st._model_l[j]], st._batch_l[j]
+    p, batch = st.profiles[st.model_l[j]], st.batch_l[j]
     sj = st.slot_job[g, 0]
     other = np.where(sj >= 0, st.footprint[np.maximum(sj, 0)], 0.0)
     types = st.gpu_type[g]
@@ -91,7 +91,7 @@ def test_reallocate_memory_checks_over_lists(build):
         eng.apply(Reallocate(0, gpus=(0,), accumulation=int(eng.accum[0])))
     eng.apply(Reallocate(0, gpus=(2,)))
     assert eng.gpus_of(0).tolist() == [2]
-    assert eng.accum[0] == fit_accumulation(eng.state.profiles[eng.state._model_l[0]], eng.state._batch_l[0],
+    assert eng.accum[0] == fit_accumulation(eng.state.profiles[eng.state.model_l[0]], eng.state.batch_l[0],
                                             float(eng.state.type_mem[0]))
 
 
@@ -144,7 +144,7 @@ def test_exact_start_checks_over_ints(build):
     eng.apply(Colocate(1, 0, gpus=(0,)))
     with pytest.raises(ActionError, match="a GPU of the set already holds two jobs"):
         eng.apply(Colocate(2, 0, gpus=(0,)))
-    big = footprint_gb(eng.state.profiles[eng.state._model_l[3]], 32, 1)
+    big = footprint_gb(eng.state.profiles[eng.state.model_l[3]], 32, 1)
     with pytest.raises(ActionError, match=f"memory does not fit on GPU 1: {big:.1f} GB \\+ 0.0 GB > 16 GB"):
         eng.apply(Place(3, gpus=(1,), accumulation=1))
     eng.apply(Place(4, gpus=(1,)))

@@ -98,7 +98,7 @@ def test_liss_batches_that_do_not_fit_are_refused():
     eng.apply(Place(0, gpus=(0,)))
     eng.apply(Colocate(1, 0, gpus=(0, 1)))
     assert eng.footprint.tolist() == pytest.approx([10.0, 5.0])
-    c = eng.state._copy_consts[1][0]
+    c = eng.state.copy_consts[1][0]
     assert eng.rates.liss_micro_batches(1, c).tolist() == pytest.approx([22.0, 10.0], rel=REL)
     rate = eng.rate[1]
     with pytest.raises(ActionError, match=r"job 1's LISS micro-batch of 22.0 samples on GPU 0 needs 6.5 GB, "
