@@ -95,7 +95,7 @@ class Lucid(Policy):
         n_p = view.req_gpus[run]
         # the partners the time-ratio test passes, of a size partner_gpus can offer (by index)
         ok = ~(pj > self.time_ratio * (view.solo_time[run] * n_p)) & ((n_p == need) | ((n_p > need) & self.unequal))
-        hosts = fitting_hosts(view, j, self.hosts.hosts(j, run[ok]))
+        hosts = fitting_hosts(view, j, self.hosts.hosts(j, self._may_pass(view, j, run[ok])))
         if not hosts:
             return None
         ps = np.array([p for p, _ in hosts], dtype=np.int64)
@@ -106,6 +106,16 @@ class Lucid(Policy):
             return None
         p, g = hosts[i]
         return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
+
+    def _may_pass(self, view: ClusterView, j: int, partners: np.ndarray) -> np.ndarray:
+        """Those of ``partners`` whose sharing score with ``j``'s passes the threshold on some GPU type: the
+        others pass on no host's type, so leaving them out before their hosts are asked keeps the first that
+        passes."""
+        if self.threshold >= 4:  # any two scores (0-2 each) pass
+            return partners
+        types = np.arange(len(view.type_names))
+        sums = self.scores(view, np.full(len(types), j), types)[None, :] + self.scores(view, partners[:, None], types)
+        return partners[(sums <= self.threshold).any(axis=1)]
 
     def order(self, view: ClusterView) -> tuple[np.ndarray, np.ndarray]:
         """Pending jobs by Lucid's priority (ties: queue order), and their priorities."""
