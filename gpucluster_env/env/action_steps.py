@@ -49,7 +49,7 @@ def wait_terms(env: GPUClusterEnv, terms: dict[str, float]) -> bool:
     terms["jct"] = -in_system * dt / env.reward_scale
     terms["makespan"] = -dt / env.reward_scale if in_system or not eng.done else 0.0
     terms["utilization"] = busy * dt / (eng.num_gpus * env.reward_scale)
-    if eng.n_done > done0 and env._has_deadlines:
+    if eng.n_done > done0 and env.has_deadlines:
         terms["deadlines"] = deadline_term(env)
     return stalled
 
@@ -70,7 +70,7 @@ def apply_action(env: GPUClusterEnv, kind: int, x: int, y: int, s: int, typed: A
     except ActionError as e:
         if env.invalid_action == "raise":
             raise
-        env._invalid += 1
+        env.invalid_actions += 1
         env.rules.step_taken(rejected=True)
         desc = f"{desc or typed} (rejected: {e})"
         if eng.clock.count_rejected():  # rejected actions count toward the stall bound (Clock.count_rejected)
@@ -138,8 +138,8 @@ def deadline_term(env: GPUClusterEnv) -> float:
     fin = ~np.isnan(eng.finish_t) & has
     met = int((eng.finish_t[fin] <= eng.deadline[fin] + 1e-9).sum())
     late = int(fin.sum()) - met
-    term = ((met - env._met) - (late - env._late)) / n
-    env._met, env._late = met, late
+    term = ((met - env.deadlines_met) - (late - env.deadlines_missed)) / n
+    env.deadlines_met, env.deadlines_missed = met, late
     return float(term)
 
 
@@ -165,7 +165,7 @@ def as_int(env: GPUClusterEnv, action: Any) -> int:
 def from_view(env: GPUClusterEnv, action: Any) -> int:
     """The compact layout's int for an int of the ``sets`` view; a column of an absent GPU type maps to a masked
     action (``invalid_action`` decides: a counted no-op, or a ``ValueError``)."""
-    sets = env._sets
+    sets = env.sets_view
     assert sets is not None
     if not is_int_action(action) or not 0 <= int(action) < sets.size:
         raise ValueError(f"action must be an int in [0, {sets.size}) of the 'sets' view, got {action!r}")
@@ -191,14 +191,14 @@ def read_action(env: GPUClusterEnv, action: Any) -> tuple[int, int, int, int, Ac
     layout or of the ``sets`` view) by the codec's table, ``wait`` (counted) when the mask forbids it."""
     if type(action) is not int and isinstance(action, TYPED):
         return (WAIT if isinstance(action, Wait) else -1), 0, 0, 0, action, None
-    if env._sets is not None:
+    if env.sets_view is not None:
         action = from_view(env, action)
-    a = action if type(action) is int and 0 <= action < env._n_actions else as_int(env, action)
+    a = action if type(action) is int and 0 <= action < env.n_layout_actions else as_int(env, action)
     desc = env.codec.describe(a)
     kind, x, y, s = env.codec.table[a]
     if not env.point.mask()[a]:
         if env.invalid_action == "raise":
             raise ValueError(f"invalid action {a} ({desc}) at t={env.engine.now:.1f}s: masked out")
-        env._invalid += 1
+        env.invalid_actions += 1
         kind = WAIT
     return kind, x, y, s, None, desc

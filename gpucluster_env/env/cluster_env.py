@@ -163,10 +163,13 @@ class GPUClusterEnv(gym.Env):
         self.point = DecisionPoint(self)
         """The current decision point: its windows, action mask and observation buffer."""
         self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
-        self._invalid = 0
+        self.invalid_actions = 0
+        """Actions of this episode not applied (out of the mask, or turned into a forced wait)."""
         self._steps = 0
-        self._met = 0
-        self._late = 0
+        self.deadlines_met = 0
+        """Jobs with a deadline finished by it so far this episode (the deadline reward's count)."""
+        self.deadlines_missed = 0
+        """Jobs with a deadline finished after it so far this episode."""
         self._needs_reset = True
         self.stalled_by_rejections = False
         """True once rejected actions with nothing running passed the stall bound (``Clock.count_rejected``)."""
@@ -184,15 +187,15 @@ class GPUClusterEnv(gym.Env):
                                    compact=self.action_layout == "compact")
         self.codec = ActionCodec(self.layout, self.engine.type_names)
         self.action_space = spaces.Discrete(self.layout.size)
-        self._n_actions = self.layout.size
+        self.n_layout_actions = self.layout.size
         self.obs_builder = ObservationBuilder(self.engine, n_pending, n_running)
-        self._sets: SetsView | None = None  # the type-count-free view (observation="sets", env.sets)
+        self.sets_view: SetsView | None = None  # the type-count-free view (observation="sets", env.sets)
         if self.observation_mode == "none":
             self.observation_space = spaces.Box(0.0, 1.0, (1,), np.float32)
         elif self.observation_mode == "sets":
-            self._sets = SetsView(self.layout, len(self.engine.type_names), self.hint)
-            self.observation_space = self._sets.space()
-            self.action_space = spaces.Discrete(self._sets.size)
+            self.sets_view = SetsView(self.layout, len(self.engine.type_names), self.hint)
+            self.observation_space = self.sets_view.space()
+            self.action_space = spaces.Discrete(self.sets_view.size)
         else:
             self.observation_space = self.obs_builder.space(flat=self.observation_mode == "box")
 
@@ -216,11 +219,11 @@ class GPUClusterEnv(gym.Env):
         self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
         if self.reward_scale_arg is None:  # normalized: JCT by the episode's total solo time, others by an hour
             self.reward_scale = max(float(self.engine.solo_time.sum()), 1.0) if self.objective == "jct" else 3600.0
-        self._has_deadlines = bool((~np.isnan(self.engine.deadline)).any())
-        self._invalid = 0
+        self.has_deadlines = bool((~np.isnan(self.engine.deadline)).any())
+        self.invalid_actions = 0
         self._steps = 0
-        self._met = 0
-        self._late = 0
+        self.deadlines_met = 0
+        self.deadlines_missed = 0
         self.stalled_by_rejections = False
         self._needs_reset = False
         self.engine.advance(self.max_sim_time_s)
@@ -242,7 +245,7 @@ class GPUClusterEnv(gym.Env):
             if forced is not None:  # the bound on steps at one instant (env.rules): time must move
                 if self.invalid_action == "raise":
                     raise ValueError(f"action {desc or typed} at t={eng.now:.1f}s: {forced}; send wait")
-                self._invalid += 1
+                self.invalid_actions += 1
                 kind = WAIT
                 desc = f"{desc or typed} (not applied: forced wait)"
         terms = dict.fromkeys(OBJECTIVES, 0.0)
@@ -279,13 +282,13 @@ class GPUClusterEnv(gym.Env):
 
     def action_masks(self) -> np.ndarray:
         """Valid actions at the current decision point (for sb3-contrib's MaskablePPO)."""
-        if self._sets is not None:
-            return self._sets.mask(self.point.mask())
+        if self.sets_view is not None:
+            return self.sets_view.mask(self.point.mask())
         return self.point.mask().copy()
 
     def decode_action(self, action: int) -> Action:
         """The typed action the int ``action`` stands for now (for logging and white-box agents)."""
-        if self._sets is not None:
+        if self.sets_view is not None:
             action = action_steps.from_view(self, action)
         return self.codec.decode(action_steps.as_int(self, action), *self.point.windows(), self.engine,
                                  self.obs_builder.xi_tab)
@@ -300,7 +303,7 @@ class GPUClusterEnv(gym.Env):
 
     def describe_action(self, action: int) -> str:
         """A readable name of action ``action`` (state-independent)."""
-        if self._sets is not None:
+        if self.sets_view is not None:
             action = action_steps.from_view(self, action)
         return self.codec.describe(action_steps.as_int(self, action))
 
@@ -312,9 +315,9 @@ class GPUClusterEnv(gym.Env):
     def to_view_action(self, layout_action: int) -> int | None:
         """The action int of this env's space for an int of the compact layout (the same unless
         ``observation="sets"``; None where the view has no such action)."""
-        if self._sets is None:
+        if self.sets_view is None:
             return layout_action
-        v = int(self._sets.from_layout[layout_action])
+        v = int(self.sets_view.from_layout[layout_action])
         return v if v >= 0 else None
 
     def render(self) -> str | np.ndarray | None:
@@ -353,17 +356,18 @@ class GPUClusterEnv(gym.Env):
                 self.point.windows()
             return np.zeros(1, dtype=np.float32)
         out = self.point.observe().copy()
-        if self._sets is not None:
+        if self.sets_view is not None:
             ob = self.obs_builder
-            view = self._sets.observe(ob.split(out), self.point.mask_buf, ob.type_speed,
+            view = self.sets_view.observe(ob.split(out), self.point.mask_buf, ob.type_speed,
                                       self.engine.job_model[self.pending_window])
             if self.hint is not None:
-                view["hint"] = self._sets.hint_vector(self)
+                view["hint"] = self.sets_view.hint_vector(self)
             return view
         return out if self.observation_mode == "box" else self.obs_builder.split(out)
 
     def _info(self, terms: dict[str, float]) -> dict[str, Any]:
         eng = self.engine
-        return {"time_s": eng.now, "rewards": terms, "invalid_actions": self._invalid, "pending": eng.num_pending,
-                "running": eng.num_running, "done": eng.n_done, "decision_reasons": eng.last_reasons,
-                "actions_this_instant": self.rules.actions_now, "trace": self.trace_note}
+        return {"time_s": eng.now, "rewards": terms, "invalid_actions": self.invalid_actions,
+                "pending": eng.num_pending, "running": eng.num_running, "done": eng.n_done,
+                "decision_reasons": eng.last_reasons, "actions_this_instant": self.rules.actions_now,
+                "trace": self.trace_note}

@@ -58,9 +58,9 @@ def test_the_view_is_the_layout_relabelled(scenario: str) -> None:
         ma, mb = a_env.action_masks(), b_env.action_masks()
         assert ma.sum() == mb.sum()
         valid = np.flatnonzero(ma)
-        assert mb[a_env._sets.to_layout[valid]].all()
+        assert mb[a_env.sets_view.to_layout[valid]].all()
         a = int(valid[rng.integers(len(valid))])
-        b = int(a_env._sets.to_layout[a])
+        b = int(a_env.sets_view.to_layout[a])
         assert a_env.to_view_action(b) == a
         assert a_env.describe_action(a) == b_env.describe_action(b)
         oa, ra, ta, _, _ = a_env.step(a)
