@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gpucluster_env.cli import Subparsers
 from gpucluster_env.cli.option_args import add_backend_options
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "train-advantage", help="train the rollout-advantage policy (SRSF corrected by a learned model)",
         description="Label decision points with the search expert's rollouts, fit an XGBoost model of each "

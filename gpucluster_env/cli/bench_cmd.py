@@ -35,8 +35,10 @@ import resource
 import time
 from typing import Any
 
+from gpucluster_env.cli import Subparsers
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("bench", help="measure simulator and environment speed",
                        description="Measure engine and environment speed and peak memory; prints figures.")
     p.add_argument("--jobs", type=int, default=80_000, help="jobs in the FIFO run (default 80000)")

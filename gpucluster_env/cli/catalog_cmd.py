@@ -8,8 +8,10 @@ import argparse
 import json
 from pathlib import Path
 
+from gpucluster_env.cli import Subparsers
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+
+def register(subparsers: Subparsers) -> None:
     """Add the ``catalog`` command and its subcommands."""
     p = subparsers.add_parser("catalog", help="hardware/workload catalog: validate, fit interference")
     sub = p.add_subparsers(dest="catalog_command", metavar="SUBCOMMAND")

@@ -6,8 +6,10 @@ import argparse
 import sys
 from typing import Any
 
+from gpucluster_env.cli import Subparsers
 
-def register_claims(lsub: argparse._SubParsersAction) -> None:
+
+def register_claims(lsub: Subparsers) -> None:
     """Add the ``claims`` action to ``gpucluster leaderboard``."""
     c = lsub.add_parser("claims", help="the papers' headline claims checked against results folders",
                         description="Every headline comparative claim of the papers (leaderboard/claims.toml) "

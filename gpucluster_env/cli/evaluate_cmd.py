@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from gpucluster_env.cli import Subparsers
 from gpucluster_env.cli.option_args import add_backend_options
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("evaluate", help="evaluate a trained model against reference policies",
                        description="Run a trained model (a directory written by `gpucluster train`, or a "
                                    "registered rl-* policy) and reference policies on held-out seeds; print the "

@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpucluster_env.cli import Subparsers
 from gpucluster_env.cli.option_args import add_backend_options, split_names
 
 DEFAULT_BOARD = "default"
 RESULTS_ROOT = "leaderboard-results"
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("leaderboard", help="compare policies across scenarios and seeds, with statistics",
                        description="Run policies over scenarios and seeds (boards), resumably, in local processes "
                                    "or on Ray; show the results with confidence intervals; plot them.")

@@ -13,6 +13,8 @@ import os
 import sys
 from typing import NoReturn
 
+from gpucluster_env.cli import Subparsers
+
 SUBCOMMAND_MODULES = (
     "run_cmd",
     "scenarios_cmd",
@@ -99,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
 def sub_names(parser: argparse.ArgumentParser) -> list[str]:
     """The names of ``parser``'s sub-commands."""
     for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
+        if isinstance(action, Subparsers):
             return list(action.choices)
     return []
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from gpucluster_env.cli import Subparsers
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("policies", help="list policies, or one policy's options",
                        description="List the registered scheduling policies, or, given a NAME (a registered name or "
                                    "module:Class), that policy's options: each one's type, range and default, as "

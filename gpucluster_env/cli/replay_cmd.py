@@ -9,8 +9,10 @@ import argparse
 import sys
 from typing import Any
 
+from gpucluster_env.cli import Subparsers
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("replay", help="watch, print or verify a recorded episode",
                        description="Watch a recorded episode (`gpucluster run --record FILE`) in the terminal, "
                                    "print it, or verify it by re-running its actions. Keys in the live view: "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 
+from gpucluster_env.cli import Subparsers
 from gpucluster_env.cli.option_args import add_backend_options
 
 DESCRIPTION = ("Train each algorithm from scratch on one scenario over several training seeds (learning curves), "
@@ -13,7 +14,7 @@ DESCRIPTION = ("Train each algorithm from scratch on one scenario over several t
                "better).")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("rl-table", help="baseline table: RL algorithms and fixed policies, normalized scores",
                        description=DESCRIPTION)
     p.add_argument("--scenario", default="tiny")

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gpucluster_env.cli import Subparsers
 from gpucluster_env.traces.trace_options import format_option
 
 COLUMNS = (
@@ -33,7 +34,7 @@ DEFAULT_MAX_SIM_DAYS = 1000.0
 DEFAULT_MAX_STEPS = 20_000_000
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: Subparsers) -> None:
     p = sub.add_parser(
         "run", help="run one scenario with one policy (or all) for one seed",
         description="Run one scenario with a policy for one seed and print the episode metrics. The scenario is a "

@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import json
 
+from gpucluster_env.cli import Subparsers
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: Subparsers) -> None:
     p = sub.add_parser("scenarios", help="list scenarios, or show one (as TOML)",
                        description="List the registered scenarios, or show one.")
     p.add_argument("--json", action="store_true")

@@ -10,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+from gpucluster_env.cli import Subparsers
 from gpucluster_env.traces.trace_options import format_option
 
 """The loaders' format keys (:func:`gpucluster_env.traces.registry.loader_for`)."""
@@ -24,7 +25,7 @@ def _is_file_arg(name: str) -> bool:
         Path(name).exists() or "/" in name or Path(name).suffix != "")
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: Subparsers) -> None:
     p = subparsers.add_parser(
         "traces",
         help="list, fetch, sample and compare job traces",
