@@ -29,6 +29,10 @@ What it offers:
   (:meth:`~ClusterView.can_reallocate`) and to which sizes (:meth:`~ClusterView.size_range`,
   :meth:`~ClusterView.is_elastic`).
 
+* **Array forms** of the per-job reads (:class:`~gpucluster_env.engine.view_arrays.JobArrays`:
+  :meth:`~ClusterView.running_of`, :meth:`~ClusterView.remaining_of`, :meth:`~ClusterView.demand_of` ...), for
+  policies that decide over many jobs at once.
+
 The true interference ratios are not in the view; :meth:`~ClusterView.true_pair_xi` exists for oracle agents
 and evaluation only.
 """
@@ -43,6 +47,7 @@ from ..hardware import GPUType
 from ..performance import accumulations, fits_memory, footprint_gb
 from ..workloads import ModelProfile
 from .state import PENDING, RUNNING
+from .view_arrays import JobArrays
 
 if TYPE_CHECKING:
     from .simulator import ClusterEngine
@@ -56,7 +61,7 @@ def _frozen(a: np.ndarray) -> np.ndarray:
     return c
 
 
-class ClusterView:
+class ClusterView(JobArrays):
     """Read-only view of one engine's cluster, jobs and performance model (see the module docstring)."""
 
     def __init__(self, engine: ClusterEngine) -> None:
@@ -139,14 +144,6 @@ class ClusterView:
     def is_running(self, j: int) -> bool:
         return self._st.status.item(j) == RUNNING
 
-    def running_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
-        """Whether each of ``jobs`` is running (a bool array)."""
-        return self._st.status[np.asarray(jobs, dtype=np.int64)] == RUNNING
-
-    def finish_time_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
-        """:meth:`finish_time` of each of ``jobs`` (a fresh array)."""
-        return self._st.finish_t[np.asarray(jobs, dtype=np.int64)]
-
     def finish_time(self, j: int) -> float:
         """When job ``j`` finished (NaN while it has not)."""
         return self._st.finish_t.item(j)
@@ -154,10 +151,6 @@ class ClusterView:
     def last_start(self, j: int) -> float:
         """Time job ``j`` last started (s; NaN if it never has)."""
         return self._st.last_start.item(j)
-
-    def last_start_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
-        """:meth:`last_start` of each of ``jobs`` (a fresh array)."""
-        return self._st.last_start[np.asarray(jobs, dtype=np.int64)]
 
     def pending_since(self, j: int) -> float:
         """Since when job ``j`` has waited in the queue (its submit time, or its last preemption)."""
@@ -204,10 +197,6 @@ class ClusterView:
     def remaining(self, j: int) -> float:
         """Iterations job ``j`` had left at its last rate change."""
         return self._st.remaining.item(j)
-
-    def remaining_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
-        """:meth:`remaining` of each of ``jobs`` (a fresh array)."""
-        return self._st.remaining[np.asarray(jobs, dtype=np.int64)]
 
     def remaining_now(self, jobs: np.ndarray | None = None) -> np.ndarray:
         """Every job's iterations left at the current time (``jobs``: those jobs' only, in their order)."""
@@ -392,18 +381,3 @@ class ClusterView:
         """The engine's true free-competition ratios of jobs ``a`` and ``b`` on a ``gpu_type`` GPU: for oracle
         agents and evaluation only (other agents predict them)."""
         return self._eng.true_pair_xi(a, b, gpu_type)
-
-    # ------------------------------------------------------------------ array forms of per-job reads
-    def model_index_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
-        """:meth:`model_index` of each of ``jobs`` (a fresh array)."""
-        return self._st.job_model[np.asarray(jobs, dtype=np.int64)]
-
-    def batch_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
-        """:meth:`batch` of each of ``jobs`` (a fresh array)."""
-        js = np.asarray(jobs, dtype=np.int64)
-        return np.fromiter(map(self._st.batch_l.__getitem__, js.tolist()), dtype=np.int64, count=len(js))
-
-    def demand_of(self, jobs: np.ndarray | list[int], gpu_types: np.ndarray | list[int]) -> np.ndarray:
-        """:meth:`demand` of each of ``jobs`` on the matching one of ``gpu_types`` (a fresh array)."""
-        return self._st.demand_tm[np.asarray(gpu_types, dtype=np.int64),
-                                  self._st.job_model[np.asarray(jobs, dtype=np.int64)]]

@@ -163,6 +163,15 @@ class GPUClusterEnv(gym.Env):
         self.point = DecisionPoint(self)
         """The current decision point: its windows, action mask and observation buffer."""
         self.rules = DecisionRules(self.engine.n_jobs, self.min_run_s, self.calibrates)
+        self._new_episode_counters()
+        self._needs_reset = True
+        self.full_info = True
+        """False: a step that does not end the episode returns an empty ``info`` (no forced wait either), for a
+        runner that reads only the last one (:func:`gpucluster_env.policy.run_episode` without a wrapper); the
+        episode itself is the same."""
+
+    def _new_episode_counters(self) -> None:
+        """The episode's counters, at zero."""
         self.invalid_actions = 0
         """Actions of this episode not applied (out of the mask, or turned into a forced wait)."""
         self._steps = 0
@@ -170,13 +179,8 @@ class GPUClusterEnv(gym.Env):
         """Jobs with a deadline finished by it so far this episode (the deadline reward's count)."""
         self.deadlines_missed = 0
         """Jobs with a deadline finished after it so far this episode."""
-        self._needs_reset = True
         self.stalled_by_rejections = False
         """True once rejected actions with nothing running passed the stall bound (``Clock.count_rejected``)."""
-        self.full_info = True
-        """False: a step that does not end the episode returns an empty ``info`` (no forced wait either), for a
-        runner that reads only the last one (:func:`gpucluster_env.policy.run_episode` without a wrapper); the
-        episode itself is the same."""
 
     def _make_spaces(self, n_pending: int, n_running: int, n_accum: int) -> None:
         """The action layout and the spaces, from a first engine (its GPU types); reset() builds each episode's
@@ -220,11 +224,7 @@ class GPUClusterEnv(gym.Env):
         if self.reward_scale_arg is None:  # normalized: JCT by the episode's total solo time, others by an hour
             self.reward_scale = max(float(self.engine.solo_time.sum()), 1.0) if self.objective == "jct" else 3600.0
         self.has_deadlines = bool((~np.isnan(self.engine.deadline)).any())
-        self.invalid_actions = 0
-        self._steps = 0
-        self.deadlines_met = 0
-        self.deadlines_missed = 0
-        self.stalled_by_rejections = False
+        self._new_episode_counters()
         self._needs_reset = False
         self.engine.advance(self.max_sim_time_s)
         self.point.advance()

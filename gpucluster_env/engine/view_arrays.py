@@ -1,0 +1,50 @@
+"""The array forms of :class:`~gpucluster_env.engine.view.ClusterView`'s per-job reads: one call answers for many
+jobs at once (a fresh array, in the order of the jobs asked), for policies that decide over the whole queue or
+the running set with array operations instead of a call a job."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .state import RUNNING
+
+if TYPE_CHECKING:
+    from .state import EngineState
+
+
+class JobArrays:
+    """Per-job reads over arrays of jobs; :class:`~gpucluster_env.engine.view.ClusterView` has them."""
+
+    _st: EngineState
+
+    def running_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """Whether each of ``jobs`` is running (a bool array)."""
+        return self._st.status[np.asarray(jobs, dtype=np.int64)] == RUNNING
+
+    def finish_time_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`finish_time` of each of ``jobs`` (a fresh array)."""
+        return self._st.finish_t[np.asarray(jobs, dtype=np.int64)]
+
+    def last_start_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`last_start` of each of ``jobs`` (a fresh array)."""
+        return self._st.last_start[np.asarray(jobs, dtype=np.int64)]
+
+    def remaining_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`remaining` of each of ``jobs`` (a fresh array)."""
+        return self._st.remaining[np.asarray(jobs, dtype=np.int64)]
+
+    def model_index_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`model_index` of each of ``jobs`` (a fresh array)."""
+        return self._st.job_model[np.asarray(jobs, dtype=np.int64)]
+
+    def batch_of(self, jobs: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`batch` of each of ``jobs`` (a fresh array)."""
+        js = np.asarray(jobs, dtype=np.int64)
+        return np.fromiter(map(self._st.batch_l.__getitem__, js.tolist()), dtype=np.int64, count=len(js))
+
+    def demand_of(self, jobs: np.ndarray | list[int], gpu_types: np.ndarray | list[int]) -> np.ndarray:
+        """:meth:`demand` of each of ``jobs`` on the matching one of ``gpu_types`` (a fresh array)."""
+        return self._st.demand_tm[np.asarray(gpu_types, dtype=np.int64),
+                                  self._st.job_model[np.asarray(jobs, dtype=np.int64)]]
