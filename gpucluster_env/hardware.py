@@ -110,16 +110,27 @@ class ClusterSpec:
             seen.setdefault(n.gpu_type, None)
         return tuple(seen)
 
-    def to_spec(self) -> str:
-        """The compact spec :func:`parse_cluster_spec` reads back to this cluster: consecutive nodes of one
-        type and size as ``TYPE:NODESxGPUS``, then ``net=GBPS`` (the inter-node bandwidth)."""
+    def groups(self) -> list[tuple[str, int, int]]:
+        """Consecutive nodes of one type and size as ``(gpu_type, node_count, gpus_per_node)``, in order (what
+        :meth:`from_groups` builds from)."""
         groups: list[list] = []
         for n in self.nodes:
             if groups and groups[-1][0] == n.gpu_type and groups[-1][2] == n.count:
                 groups[-1][1] += 1
             else:
                 groups.append([n.gpu_type, 1, n.count])
-        return ",".join(f"{t}:{k}x{per}" for t, k, per in groups) + f",net={self.inter_node_bw_gbps!r}"
+        return [(t, k, per) for t, k, per in groups]
+
+    def to_spec(self) -> str:
+        """The compact spec :func:`parse_cluster_spec` reads back to this cluster: consecutive nodes of one
+        type and size as ``TYPE:NODESxGPUS``, then ``net=GBPS`` (the inter-node bandwidth)."""
+        return ",".join(f"{t}:{k}x{per}" for t, k, per in self.groups()) + f",net={self.inter_node_bw_gbps!r}"
+
+    def scaled(self, factor: float) -> ClusterSpec:
+        """This cluster with each group's node count times ``factor``, rounded, at least one node a group (the
+        same node shapes and network; for runs that keep jobs per GPU as the jobs grow)."""
+        return ClusterSpec.from_groups([(t, max(1, round(k * factor)), per) for t, k, per in self.groups()],
+                                       self.inter_node_bw_gbps, f"{self.name} x{factor:g}")
 
     def gpus_by_type(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -28,12 +28,15 @@ EXCESS_GROWTH_TARGET = 1.5
 """Issue #44: a policy's CPU above FIFO grows at most this much faster than its steps between sizes."""
 
 
-def run_process(scenario: str, policy: str, jobs: int, seed: int, timeout_s: float) -> dict[str, Any]:
-    """One ``gpucluster run`` in a fresh process: its CPU (user + system s), peak memory (MB), wall time, steps
-    and average JCT; ``stopped`` when it ran past ``timeout_s`` (killed, with the CPU it had used), ``error`` with
-    its last line where it failed."""
+def run_process(scenario: str, policy: str, jobs: int, seed: int, timeout_s: float,
+                cluster: str | None = None) -> dict[str, Any]:
+    """One ``gpucluster run`` in a fresh process (on ``cluster``, a ``--cluster`` spec, if given): its CPU (user +
+    system s), peak memory (MB), wall time, steps and average JCT; ``stopped`` when it ran past ``timeout_s``
+    (killed, with the CPU it had used), ``error`` with its last line where it failed."""
     cmd = [sys.executable, "-m", "gpucluster_env.cli.main", "run", "--scenario", scenario, "--policy", policy,
            "--seed", str(seed), "--option", f"num_jobs={jobs}", "--no-progress", "--json"]
+    if cluster is not None:
+        cmd += ["--cluster", cluster]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, start_new_session=True)
@@ -42,7 +45,7 @@ def run_process(scenario: str, policy: str, jobs: int, seed: int, timeout_s: flo
         out.seek(0)
         err.seek(0)
         text, errors = out.read(), err.read()
-    row: dict[str, Any] = {"policy": policy, "jobs": jobs, "wall_s": wall, "stopped": stopped,
+    row: dict[str, Any] = {"policy": policy, "jobs": jobs, "cluster": cluster, "wall_s": wall, "stopped": stopped,
                            "cpu_s": usage.ru_utime + usage.ru_stime, "peak_rss_mb": peak}
     if stopped:
         return row
@@ -88,10 +91,12 @@ def _vm_hwm_mb(pid: int, peak: float | None) -> float | None:
 
 
 def growth_runs(sizes: tuple[int, ...], policies: list[str], scenario: str, seed: int = 0,
-                timeout_s: float = 600.0, progress: Any = None) -> list[dict[str, Any]]:
+                timeout_s: float = 600.0, progress: Any = None, scale_cluster: bool = False) -> list[dict[str, Any]]:
     """A :func:`run_process` row for FIFO and then each of ``policies`` at each size, with ``x_fifo_cpu`` (CPU
     over FIFO's at that size); a policy that does not apply to ``scenario`` gets a row with its reason in
-    ``skipped``. ``progress(text)`` is told what runs next."""
+    ``skipped``. ``progress(text)`` is told what runs next. ``scale_cluster``: each size runs on the scenario's
+    cluster scaled by that size over the largest (:meth:`~gpucluster_env.hardware.ClusterSpec.scaled`), so the
+    jobs per GPU, and with them the queues a decision walks, stay about the same while the trace grows."""
     from gpucluster_env.policy import registered_policies
     from gpucluster_env.scenarios import get_scenario
 
@@ -99,6 +104,7 @@ def growth_runs(sizes: tuple[int, ...], policies: list[str], scenario: str, seed
     names = ["fifo"] + [n for n in policies if n != "fifo"]
     rows: list[dict[str, Any]] = []
     for n in sizes:
+        cluster = sc.cluster.scaled(n / max(sizes)).to_spec() if scale_cluster else None
         fifo: dict[str, Any] | None = None
         for name in names:
             cls = registered_policies()[name]
@@ -107,7 +113,7 @@ def growth_runs(sizes: tuple[int, ...], policies: list[str], scenario: str, seed
                 continue
             if progress is not None:
                 progress(f"{name} on {scenario} at {n:,} jobs")
-            row = run_process(scenario, name, n, seed, timeout_s)
+            row = run_process(scenario, name, n, seed, timeout_s, cluster)
             fifo = fifo or row
             row["x_fifo_cpu"] = row["cpu_s"] / fifo["cpu_s"]
             rows.append(row)

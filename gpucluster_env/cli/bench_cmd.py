@@ -66,6 +66,9 @@ def register(sub: Subparsers) -> None:
                    help="scenario of the growth runs (default philly-loaded: 320 GPUs, queues form)")
     p.add_argument("--growth-timeout", type=float, default=600.0,
                    help="seconds of wall time after which a growth run is stopped and marked so (default 600)")
+    p.add_argument("--growth-scale-cluster", action="store_true",
+                   help="run each growth size on the scenario's cluster scaled by that size over the largest, so "
+                        "jobs per GPU stay about the same (default: the scenario's cluster at every size)")
     p.add_argument("--growth-plot", metavar="PNG", default=None,
                    help="draw the growth runs' CPU against jobs, log-log, into this PNG (needs matplotlib)")
     p.add_argument("--json", action="store_true")
@@ -187,7 +190,8 @@ def _growth(args: argparse.Namespace, policies: list[str] | None, console: Any, 
 
     with console.status("growth runs …", spinner="dots") as status:
         rows = growth_runs(sizes, policies or reference_policies(), args.growth_scenario, args.seed,
-                           args.growth_timeout, progress=lambda text: status.update(f"growth: {text} …"))
+                           args.growth_timeout, progress=lambda text: status.update(f"growth: {text} …"),
+                           scale_cluster=args.growth_scale_cluster)
     out["policy_growth"] = rows
     out["policy_excess_growth"] = excess_growth(rows)
     if args.growth_plot:

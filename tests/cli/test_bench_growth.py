@@ -64,3 +64,17 @@ def test_excess_growth_is_own_cpu_growth_over_steps_growth() -> None:
     assert got["p"]["own_cpu_growth"] == 30.0 and got["p"]["steps_growth"] == 10.0
     assert got["p"]["excess_growth"] == 3.0 and got["p"]["within_target"] is False
     assert got["q"]["excess_growth"] is None and got["q"]["within_target"] is None  # 0.01 s: too small to read
+
+
+def test_scaled_cluster_keeps_node_shapes_and_scales_the_node_counts() -> None:
+    from gpucluster_env.leaderboard.policy_growth import growth_runs
+
+    from gpucluster_env.scenarios import get_scenario
+
+    full = get_scenario("philly-scale").cluster
+    assert full.scaled(1.0).to_spec() == full.to_spec()
+    assert full.scaled(0.1).to_spec() == "P100:32x2,P100:23x8,net=12.5"
+    assert full.scaled(0.001).num_gpus == 2 + 8  # at least one node a group
+    rows = growth_runs((60, 240), ["sjf"], "philly-loaded", timeout_s=120, scale_cluster=True)
+    assert [r["cluster"] for r in rows] == ["P100:10x8,net=12.5"] * 2 + ["P100:40x8,net=12.5"] * 2
+    assert all(r["steps"] >= r["jobs"] for r in rows)
