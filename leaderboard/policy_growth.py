@@ -145,17 +145,19 @@ def excess_growth(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def plot_growth(rows: list[dict[str, Any]], path: Path, scenario: str) -> Path:
     """A log-log PNG of each policy's whole-process CPU against the jobs of the run (a hollow marker where the
     run was stopped at its time limit, so its point is a lower bound), FIFO in black."""
-    from gpucluster_env.leaderboard.plots import _plt, _save
+    from gpucluster_env.leaderboard.plots import _colors, _plt, _save, _style
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5.5))
     policies = list(dict.fromkeys(r["policy"] for r in rows if "cpu_s" in r))
-    cmap = plt.get_cmap("tab20")
-    for k, policy in enumerate(policies):
+    others = [p for p in policies if p != "fifo"]
+    colors = _colors(others)  # tab10 by name, the line style varying beyond ten, as the other plots
+    for policy in policies:
         pts = sorted((r["jobs"], r["cpu_s"], r["stopped"]) for r in rows if r["policy"] == policy and "cpu_s" in r)
-        color = "black" if policy == "fifo" else cmap(k % 20)
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], "-", color=color, lw=2.2 if policy == "fifo" else 1.2,
-                label=policy)
+        color = "black" if policy == "fifo" else colors[policy]
+        style = "-" if policy == "fifo" else _style(others, policy)
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], style, color=color,
+                lw=2.2 if policy == "fifo" else 1.2, label=policy)
         ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=22, color=color,
                    facecolors=["none" if p[2] else color for p in pts], zorder=3)
     ax.set_xscale("log")
