@@ -50,7 +50,8 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
     from stable_baselines3.common.callbacks import CheckpointCallback
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    eval_cfg = TrainConfig(**{**asdict(cfg), "windows": ("",), "seed": EVAL_SEED, "n_envs": 1})
+    eval_cfg = TrainConfig(**{**asdict(cfg), "windows": ("",), "seed": EVAL_SEED, "n_envs": 1,
+                              "input_baseline": False})
     eval_env = DummyVecEnv([make_env(eval_cfg, 0)])
     eval_env.seed(EVAL_SEED)
     if cfg.algo == "maskable_ppo":
@@ -72,7 +73,11 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
     cbs = [ev, ckpt, EpisodeCounter()]
     if cfg.critic_warmup > 0 and cfg.algo != "dqn":
         cbs.append(CriticWarmup(cfg.critic_warmup))
-    if cfg.process == "jobs" and cfg.time_discount_s and cfg.algo == "maskable_ppo":
+    if cfg.input_baseline:  # notes each step's time and episode, and takes the padding off the step count
+        from gpucluster_env.agents.input_baseline import GroupSteps
+
+        cbs.append(GroupSteps())
+    elif cfg.process == "jobs" and cfg.time_discount_s and cfg.algo == "maskable_ppo":
         from gpucluster_env.agents.time_discount import NoteStepTimes
 
         cbs.append(NoteStepTimes())
@@ -174,10 +179,16 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
         "gpu_types": _gpu_types(cfg.scenarios[0]),
         "command": command,
     }
+    if cfg.input_baseline:  # one group: every env's i-th episode on one table (.input_baseline)
+        meta["seeds"].update(envs=[cfg.seed] * cfg.n_envs, windows=[cfg.seed * 1000] * cfg.n_envs)
     _write_meta(out, meta)  # now, so checkpoints of an interrupted run can be loaded
-    vec = make_vec(cfg)
+    vec = _training_vec(cfg)
     try:
         model = make_model(cfg, vec, out)
+        if cfg.input_baseline:
+            from gpucluster_env.agents.input_baseline import install_buffer
+
+            install_buffer(model, cfg)
         model.set_logger(run_logger(out))
         bc_stats: dict[str, Any] = {}
         if cfg.bc_episodes > 0:
@@ -206,6 +217,16 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
         meta["wall_s_with_selection"] = time.perf_counter() - t0
     _write_meta(out, meta)
     return out
+
+
+def _training_vec(cfg: TrainConfig) -> Any:
+    """The run's vector env: :func:`.model_build.make_vec`, or with ``input_baseline`` the group of envs on one
+    job table (:func:`.input_baseline.same_table_vec`)."""
+    if cfg.input_baseline:
+        from gpucluster_env.agents.input_baseline import same_table_vec
+
+        return same_table_vec(cfg)
+    return make_vec(cfg)
 
 
 def _write_meta(out: Path, meta: dict[str, Any]) -> None:

@@ -36,6 +36,10 @@ class TrainConfig:
     """``jobs`` with MaskablePPO only: discount the bootstrap by ``exp(-dt / time_discount_s)`` of simulated time
     on top of ``gamma`` (:mod:`.time_discount`); 0 for a per-step ``gamma`` alone; None: the process's default
     (:data:`PROCESS_DEFAULTS`)."""
+    input_baseline: bool = False
+    """``jobs`` with MaskablePPO: Decima's per-time input-dependent baseline (:mod:`.input_baseline`): the
+    ``n_envs`` envs (>= 2, in one process) play the same job table each episode, and a step's advantage is its
+    return-to-go minus the other envs' mean return-to-go at the same simulated time."""
     library_defaults: bool = False
     """``jobs`` only: the algorithm with its library's own hyperparameters (SB3's defaults; MaskablePPO still with
     the job-scoring network) and the plain reward, as a newcomer would run it (the baseline table's ``:lib``)."""
@@ -103,6 +107,10 @@ class TrainConfig:
             raise ValueError("DQN has no action masks; on the job-centric process use maskable_ppo, ppo or a2c")
         if self.process == "full" and self.algo == "a2c":
             raise ValueError("a2c trains on the job-centric process (process 'jobs')")
+        if self.input_baseline and (self.process != "jobs" or self.algo != "maskable_ppo" or self.library_defaults
+                                    or self.vec != "dummy"):
+            raise ValueError("input_baseline is for maskable_ppo on the job-centric process (process 'jobs'), "
+                             "with the project's hyperparameters and the envs in one process (vec 'dummy')")
         if not self.time_discount_s >= 0:
             raise ValueError(f"time_discount_s must be >= 0 (0: off), got {self.time_discount_s}")
         if self.reference is not None:

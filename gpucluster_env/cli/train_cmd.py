@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-discount", type=float, default=None, metavar="SECONDS",
                    help="'jobs' with maskable_ppo: discount the bootstrap by exp(-dt/SECONDS) of simulated time "
                         "(default: the process's; 0: per-step gamma only)")
+    p.add_argument("--input-baseline", action="store_true", help="'jobs', maskable_ppo, --n-envs >= 2: the envs "
+                   "play one job table per episode; advantage = return-to-go minus the other envs' mean at the same "
+                   "simulated time (Decima's per-time baseline)")
     p.add_argument("--gae-lambda", type=float, default=None, help="GAE lambda (default: the process's)")
     p.add_argument("--scenario", default="castor-philly",
                    help="scenario, or several with the same number of GPU types, comma-separated")
@@ -176,7 +179,7 @@ def run(args: argparse.Namespace) -> int:
         target_kl=args.target_kl, critic_warmup=args.critic_warmup,
         dagger_rounds=args.dagger_rounds, dagger_episodes=args.dagger_episodes,
         env_kwargs=env_args(args.env_arg, args.process),
-        departure_weight=args.departure_weight, bc_workers=args.bc_workers,
+        departure_weight=args.departure_weight, bc_workers=args.bc_workers, input_baseline=args.input_baseline,
     )
     out = train(cfg, command=command_line(args))
     print(training_summary(out, args))
