@@ -44,17 +44,19 @@ class SJFSharingPolicy(Policy):
         to share (asking no more GPUs than are free or held alone), and that job (None: none fits)."""
         order = self.order(view)
         n_free = view.num_free()
-        most = n_free + view.num_single()
+        need = view.req_gpus[order]
         failed: set[tuple[int, int, int]] = set()
-        sharers: list[int] = []
-        for j, need in zip(order.tolist(), view.req_gpus[order].tolist(), strict=True):
-            if need <= n_free and not (failed and start_shape(view, j) in failed):
-                if view.plan_place(j) is not None:
-                    return sharers, j
-                failed.add(start_shape(view, j))
-            if need <= most:
-                sharers.append(j)
-        return sharers, None
+        stop, placeable = len(order), None
+        for k in np.flatnonzero(need <= n_free).tolist():  # only these can start on free GPUs
+            j = int(order[k])
+            if failed and start_shape(view, j) in failed:
+                continue
+            if view.plan_place(j) is not None:
+                stop, placeable = k, j
+                break
+            failed.add(start_shape(view, j))
+        before = order[:stop]
+        return before[need[:stop] <= n_free + view.num_single()].tolist(), placeable
 
     def begin(self, view: ClusterView) -> None:
         """Hook called once per ``act`` before the queue is walked."""
