@@ -295,8 +295,11 @@ class Gavel(Policy):
         req = view.req_gpus
         placed: dict[tuple[int, ...], int] = {}
         plans: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
+        free_of: dict[int, list[list[int]]] = {}  # per type: each of its nodes' GPUs not taken, lowest first
         for key, k in sorted(move, key=lambda kk: -int(req[kk[0][0]])):
-            free = [[x for x in gpus if not taken[x]] for _, gpus in self._type_nodes[k]]
+            free = free_of.get(k)
+            if free is None:
+                free = free_of[k] = [[x for x in gpus if not taken[x]] for _, gpus in self._type_nodes[k]]
             # a node without the type's GPUs would count 0: never picked, so the type's nodes alone give the same
             picks = place_fewest_nodes([len(f) for f in free], int(req[key[0]]))
             if picks is None:
@@ -304,6 +307,8 @@ class Gavel(Policy):
                     out.append(Preempt(key[0]))
                 continue
             gang = [x for i, c in picks for x in free[i][:c]]
+            for i, c in picks:  # the gang takes each node's lowest free GPUs: the rest stay free, in order
+                free[i] = free[i][c:]
             for x in gang:
                 taken[x] = True
             plans.append((key, tuple(sorted(gang))))
