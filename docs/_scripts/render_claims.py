@@ -148,6 +148,18 @@ HADAR_MEDIAN = (
     "claims. Charging the cost of the whole schedule (Eq. (3a), now the default) barely moves the median "
     "(13.4 -> 12.9 h). The simulated cluster, throughputs, 360 s rounds and 10 s restarts are not the cause.")
 
+POLLUX_LIGHT_LOAD = (
+    "**A partial cause, measured on `sjfbsbf-philly` (120 jobs) development seeds 0-19** (docs/causes/pollux-"
+    "light-load.md; `docs/_scripts/pollux_light_load.py`): without engine ticks our Pollux's 60-s periods begin "
+    "at the next arrival or completion, so 80% of jobs are first searched at their own arrival, at age 0, where "
+    "Pollux's restart factor max(age - restarts x 30, 0) / (age + 30) is 0: starting them adds nothing to the "
+    "fitness, and 71% of those are left waiting though their GPUs are free, until the next event (735 s from "
+    "arrival to first start against Tiresias' 66 s). Pollux's simulator steps every 60 s and never sees a job at "
+    "age 0. A decision point every 60 s (`tick_s=60`) closes 55% of the gap (+0.085 h [+0.018, +0.152]; "
+    "Tiresias unchanged), but Pollux stays 13.8% behind Tiresias (1/20; 11.9% with Pollux's 100 x 100 search). "
+    "The rest is queueing too, with no measured cause; the paper credits Fig. 6(a) to elasticity, and our jobs "
+    "are rigid gangs.")
+
 MEASURED_ELSEWHERE = {
     "gimbal-f8-lucid-ph": (
         "**Where it is lost, measured on the `gimbal` board's seeds 0-9 (2026-11-26)** (docs/reproduction-hadar-"
@@ -168,6 +180,7 @@ MEASURED_ELSEWHERE = {
     "sjfbsbf-t4-tiresias": TIRESIAS_CONFIG,
     "hadar-f4-median-gavel": HADAR_MEDIAN,
     "hadar-f4-median-tiresias": HADAR_MEDIAN,
+    "sjfbsbf-f6a-pollux-tiresias": POLLUX_LIGHT_LOAD,
     "hadare-f9-aws-m1": HADAR_EVERY_MIX,
     "hadare-f9-aws-m3": HADAR_EVERY_MIX,
     "hadare-f9-aws-m4": HADAR_EVERY_MIX,
