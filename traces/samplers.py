@@ -40,9 +40,13 @@ class SampleReport:
     dropped: dict[str, int] = field(default_factory=dict)
     capped: int = 0
     downscale: int = 1
+    asked: int = 0
+    """The jobs asked for (0: not recorded); the summary says when the window gave fewer."""
 
     def summary(self) -> str:
         parts = [f"{self.jobs_out} of {self.jobs_in} jobs, window {self.window}"]
+        if self.jobs_out < self.asked:
+            parts.append(f"fewer than the {self.asked} asked: the trace has no more")
         if self.span_s:
             parts.append(f"spanning {self.span_s / 3600:.1f} h")
         if self.downscale > 1:
@@ -131,7 +135,7 @@ def sample(
     ``max_span_s`` bounds a ``random`` window's arrival span (:func:`random_window`)."""
     if n <= 0:
         raise ValueError(f"number of jobs must be positive, got {n}")
-    report = SampleReport(window)
+    report = SampleReport(window, asked=n)
     usable = usable_jobs(df, report)
     report.jobs_in = len(df)
     if len(usable) == 0:
