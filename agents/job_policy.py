@@ -14,7 +14,7 @@ scores is sb3-contrib's (``MaskablePPO(JobScorePolicy, env)``).
 **Initial preference.** At initialization the scores are near zero except a learned bias per kind of row, set so
 that a preemption starts ``PREEMPT_PRIOR`` nats less likely than a start: a uniform policy over the mask preempts
 about as often as it starts, a regime (twice the makespan, many more decisions) far from any useful scheduler
-(docs/rl.md, "why standard RL did not learn"). The biases are trained like every other weight.
+(docs/rl.md, "The job-centric decision process"). The biases are trained like every other weight.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ time, so a model does only what its training masks ever allowed.
 A kind its training never offered (``squeeze``/``swell`` on scenarios that do not calibrate MPS shares, ``fork``
 where there are no rounds) has untrained scores: on a scenario that offers it, the network's argmax may pick it
 at every instant (measured: a network trained on castor-philly chose ``squeeze`` and ``swell`` 1,362 times in the
-first 1,500 decisions of gimbal-philly and never finished the episode; ``docs/rl.md``). :class:`RLPolicy`
+first 1,500 decisions of gimbal-philly and never finished the episode; ``docs/history/rl.md``). :class:`RLPolicy`
 (:mod:`.policies`) masks such kinds; a model without the record (trained before it) plays as before.
 """
 

@@ -93,7 +93,7 @@ def test_an_untrained_hinted_network_copies_srsf() -> None:
 
 def test_trained_kinds_come_from_the_masks_and_gate_the_others() -> None:
     """A network trained where squeeze and swell were always masked does not play them on gimbal-philly, where
-    they are offered (without the record it may pick them at every instant: docs/rl.md)."""
+    they are offered (without the record it may pick them at every instant: docs/history/rl.md)."""
     env = GPUClusterEnv("gimbal-philly", observation="sets")
     env.reset(seed=0)
     kinds = action_kinds(env)
