@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.parts.fit_set import greedy_fit
+from gpucluster_env.baselines.parts.fit_set import greedy_fit, move_toward
 
-from gpucluster_env.engine import Action, Place, Preempt, Wait
+from gpucluster_env.engine import Action, Wait
 from gpucluster_env.policy import Policy, register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE
 
@@ -51,13 +51,4 @@ class SRSF(Policy):
         order = np.lexsort((movable, service))  # by remaining service, ties by index
         movable, was_running = movable[order], was_running[order]
         desired = greedy_fit(req[movable], view.num_gpus - int(req[running[pinned]].sum()))
-        to_start = movable[desired & ~was_running].tolist()
-        if not to_start:
-            return Wait()
-        for j in to_start:
-            if view.plan_place(j) is not None:
-                return Place(j)
-        victims = movable[~desired & was_running]
-        if victims.size:
-            return Preempt(int(victims[-1]))  # the most remaining service first
-        return Wait()
+        return move_toward(view, movable, was_running, desired)  # the most remaining service preempted first

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.parts.fit_set import greedy_fit
+from gpucluster_env.baselines.parts.fit_set import greedy_fit, move_toward
 
 from gpucluster_env.engine import Action, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -122,20 +122,13 @@ class Tiresias(Policy):
         active = self._by_priority(view, np.concatenate([pending, self._running]))
         running = view.running_of(active)
         desired = greedy_fit(view.req_gpus[active], view.num_gpus)
-        to_start = active[desired & ~running].tolist()
-        if not to_start:
-            return Wait()
-        for j in to_start:
-            if view.plan_place(j) is not None:
-                self._start_bookkeeping(j)
-                self._first[j] = min(self._first[j], view.now)
-                return Place(j)
-        victims = active[~desired & running]
-        if victims.size:
-            v = int(victims[-1])  # lowest priority first
-            self._running = self._running[self._running != v]
-            return Preempt(v)
-        return Wait()
+        a = move_toward(view, active, running, desired)  # the lowest priority preempted first
+        if isinstance(a, Place):
+            self._start_bookkeeping(a.job)
+            self._first[a.job] = min(self._first[a.job], view.now)
+        elif isinstance(a, Preempt):
+            self._running = self._running[self._running != a.job]
+        return a
 
     def _start_bookkeeping(self, j: int) -> None:
         self._running = np.append(self._running, np.int64(j))
