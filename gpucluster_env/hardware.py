@@ -33,9 +33,14 @@ _GROUP = re.compile(r"(?P<type>[A-Za-z][A-Za-z0-9_.-]*):(?P<nodes>\d+)x(?P<per>\
 class GPUType:
     """One kind of GPU, with the published specs the performance model needs.
 
-    ``speed`` is a generic throughput relative to a V100 (1.0) for a compute-bound model; per-model speeds in
-    the workload catalog override it where measured. ``estimated`` marks a type whose speed comes from specs
-    (HadarE's initial estimate) rather than from a training measurement.
+    ``speed`` is a generic throughput relative to a V100 (1.0) for a compute-bound model; ``model_speed`` holds
+    the speeds of the models measured on the type, which override it. ``estimated`` marks a type whose speed
+    comes from specs (HadarE's initial estimate) rather than from a training measurement. ``xi_pairs`` are
+    interference ratios measured on the type (``"a|b"`` -> ``xi_a`` of model ``a`` sharing one GPU with ``b``
+    at free competition) and ``xi_group`` the architecture group whose fitted pair offsets apply to it
+    (:mod:`gpucluster_env.catalog.xi_model`). ``dual_issue_fp32`` marks a data-sheet FP32 figure that counts
+    dual-issue FP32 (GA10x, Ada), which training rarely reaches. The catalog declares each type once
+    (:mod:`gpucluster_env.catalog.gpus`).
     """
 
     name: str
@@ -47,12 +52,20 @@ class GPUType:
     speed: float
     estimated: bool = False
     source: str = ""
+    model_speed: Mapping[str, float] = field(default_factory=dict, hash=False)
+    xi_pairs: Mapping[str, float] = field(default_factory=dict, hash=False)
+    xi_group: str = ""
+    dual_issue_fp32: bool = False
 
     def __post_init__(self) -> None:
         for attr in ("memory_gb", "fp32_tflops", "mem_bw_gbps", "intra_node_bw_gbps", "speed"):
             value = getattr(self, attr)
             if not (value > 0):
                 raise ValueError(f"GPU type {self.name!r}: {attr} must be positive, got {value!r}")
+        for table in ("model_speed", "xi_pairs"):
+            for key, value in getattr(self, table).items():
+                if not (value > 0):
+                    raise ValueError(f"GPU type {self.name!r}: {table}[{key!r}] must be positive, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -49,10 +49,17 @@ class Catalog:
             raise ValueError(f"unknown model {name!r}; known models: {known}") from None
 
     def model_speed(self, model: ModelProfile, gpu_type: str) -> float:
-        """Throughput of ``model`` on ``gpu_type`` relative to the reference GPU (V100)."""
+        """Throughput of ``model`` on ``gpu_type`` relative to the reference GPU (V100): the model's own entry
+        (``ModelProfile.speed``) if it has one, else the speed measured for it on the type (``GPUType.model_speed``),
+        else the type's generic speed."""
         if gpu_type in model.speed:
             return float(model.speed[gpu_type])
-        return float(self.gpu_type(gpu_type).speed)
+        g = self.gpu_type(gpu_type)
+        return float(g.model_speed.get(model.name, g.speed))
+
+    def speed_measured(self, model: ModelProfile, gpu_type: str) -> bool:
+        """Whether :meth:`model_speed` of ``model`` on ``gpu_type`` is a per-model number (not the generic one)."""
+        return gpu_type in model.speed or model.name in self.gpu_type(gpu_type).model_speed
 
     def model_demand(self, p: ModelProfile, gpu_type: str) -> float:
         """Fraction in (0, 1] of a ``gpu_type`` GPU that ``p`` keeps busy running alone
@@ -62,7 +69,7 @@ class Catalog:
         self.gpu_type(gpu_type)
         inter = self.interference
         exponent = inter.demand_exponent if isinstance(inter, MeasuredInterference) else shipped_demand_exponent()
-        return type_demand(p, gpu_type, exponent)
+        return type_demand(p, gpu_type, exponent, self.gpu_types)
 
     def solo_scale(self, p: ModelProfile, batch: int, gpu_type: str, n_gpus: int, consolidated: bool,
                    modelled_s: float) -> float:
@@ -86,8 +93,20 @@ class Catalog:
         return Catalog(self.gpu_types, self.models, self.interference, solo)
 
 
+    def with_gpu_types(self, *types: GPUType) -> Catalog:
+        """A copy of this catalog with ``types`` added (or replacing those of the same name), each a declaration
+        as :func:`.gpus.declare` makes: its per-model speeds, measured pairs and interference group come with it.
+        The default interference model is rebound to the new set of types (for their demands and groups)."""
+        gpu_types = {**self.gpu_types, **{g.name: g for g in types}}
+        inter = self.interference
+        if isinstance(inter, MeasuredInterference):
+            inter = inter.with_gpu_types(gpu_types)
+        return Catalog(gpu_types, self.models, inter, self.solo)
+
+
 def default_catalog() -> Catalog:
-    """The catalog scenarios use unless told otherwise."""
+    """The catalog scenarios use unless told otherwise: the declared GPU types (:data:`.gpus.GPU_TYPES`), the
+    models, the measured interference and solo tables."""
     return Catalog()
 
 

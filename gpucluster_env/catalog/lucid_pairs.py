@@ -20,13 +20,22 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .gpus import GPU_TYPES, group_types
 from .measured import _positive, read_csv_rows, require_data_dir
 
 LUCID_DIR = ("profiles", "lucid_rtx3090")
 LUCID_TYPE = "RTX3090"
 """The catalog GPU type Lucid measured on."""
-GA102_TYPES: tuple[str, ...] = ("RTX3090", "A40", "A6000")
+GA102_GROUP = "ga102"
+"""The interference group of the GA102 types (``GPUType.xi_group``, declared in :data:`.gpus.DECLARED`)."""
+GA102_TYPES: tuple[str, ...] = group_types(GA102_GROUP)
 """Catalog types built on the GA102 die: Lucid's pair residuals are carried to each (with its own specs)."""
+
+
+def on_ga102(gpu_type: str) -> bool:
+    """Whether the declared type ``gpu_type`` (:data:`.gpus.GPU_TYPES`, read at the call) is in the GA102 group."""
+    g = GPU_TYPES.get(gpu_type)
+    return g is not None and g.xi_group == GA102_GROUP
 LUCID_SOURCE = ("Lucid (Hu et al., ASPLOS'23; S-Lab-System-Group/Lucid 63685a3, S-Lab License 1.0, "
                 "non-commercial): RTX 3090 co-located pairs")
 

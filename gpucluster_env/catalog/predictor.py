@@ -37,7 +37,7 @@ import numpy as np
 
 from ..performance import compute_time, memory_intensity
 from ..workloads import ModelProfile
-from .lucid_pairs import GA102_TYPES, LUCID_MODEL, LUCID_TYPE, LucidData, catalog_key, config_of, lucid_model
+from .lucid_pairs import LUCID_MODEL, LUCID_TYPE, LucidData, catalog_key, config_of, lucid_model, on_ga102
 from .measured import GavelData, job_batch, job_family
 from .xi_model import regression_log_xi, regression_terms
 
@@ -170,7 +170,7 @@ def catalog_job(p: ModelProfile, gpu_type: str, batch: float | None = None) -> J
     bs = float(p.batch_size if batch is None else batch)
     mem = memory_intensity(p.mem_base_gb, p.mem_per_sample_gb, bs)
     step = max(float(compute_time(p, bs, cat.model_speed(p, gpu_type))), 1e-6)
-    if gpu_type in GA102_TYPES:
+    if on_ga102(gpu_type):
         return Job(p.features[0], mem, p.features[2], cat.model_demand(p, gpu_type), step, bs, catalog_key(p.name))
     rel = [math.log(cat.model_speed(p, h) / cat.model_speed(p, "V100")) for h in ("K80", "P100")]
     return Job(p.features[0], mem, p.features[2], p.gpu_demand, step, bs, GAVEL_JOB.get(p.name), *rel)
@@ -338,7 +338,7 @@ class XiPredictor:
         self.evaluation: dict[str, Any] = saved.get("evaluation", {})
 
     def _sig(self, gpu_type: str) -> dict:
-        if gpu_type in GA102_TYPES and LUCID_TYPE in self.signatures:
+        if on_ga102(gpu_type) and LUCID_TYPE in self.signatures:
             return self.signatures[LUCID_TYPE]
         return self.signatures.get(gpu_type, self.pooled)
 

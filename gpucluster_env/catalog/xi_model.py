@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -33,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from ..hardware import GPUType
 from ..interference import FeatureInterference
 from ..performance import memory_intensity
 from ..workloads import ModelProfile
@@ -71,11 +73,14 @@ def regression_log_xi(weights: np.ndarray | list[float], row: np.ndarray | list[
     return total
 
 
-def type_demand(p: ModelProfile, gpu_type: str, exponent: float) -> float:
-    """``p``'s demand on a catalog GPU type (:func:`.demand.demand_on`); its reference demand on other types."""
-    if gpu_type not in GPU_TYPES:
+def type_demand(p: ModelProfile, gpu_type: str, exponent: float,
+                gpu_types: Mapping[str, GPUType] | None = None) -> float:
+    """``p``'s demand on ``gpu_type`` (:func:`.demand.demand_on`) when ``gpu_types`` (the declared types,
+    :data:`.gpus.GPU_TYPES`, by default) holds it and the reference type; its reference demand otherwise."""
+    types = GPU_TYPES if gpu_types is None else gpu_types
+    if gpu_type not in types or REFERENCE_TYPE not in types:
         return float(p.gpu_demand)
-    return demand_on(p, GPU_TYPES[gpu_type], GPU_TYPES[REFERENCE_TYPE], exponent)
+    return demand_on(p, types[gpu_type], types[REFERENCE_TYPE], exponent)
 
 
 @lru_cache(maxsize=8)
@@ -102,7 +107,8 @@ def shipped_demand_exponent() -> float:
 class MeasuredInterference:
     """Gavel-measured pair slowdowns where they exist, else a regression on demands fitted to them (module doc)."""
 
-    def __init__(self, table: dict[str, Any] | None = None, path: Path | str | None = None) -> None:
+    def __init__(self, table: dict[str, Any] | None = None, path: Path | str | None = None,
+                 gpu_types: Mapping[str, GPUType] | None = None) -> None:
         if path is not None:
             try:
                 table = json.loads(Path(path).read_text())
@@ -116,38 +122,70 @@ class MeasuredInterference:
             if table and key not in table:
                 raise ValueError(f"{path or XI_TABLE_FILE}: missing field {key!r}")
         self.measured: dict[str, dict[str, float]] = table.get("measured", {})
+        self.gpu_types = gpu_types
+        """The GPU types whose specs, measured pairs (``GPUType.xi_pairs``) and group (``GPUType.xi_group``) this
+        model reads; None: the declared ones (:data:`.gpus.GPU_TYPES`), read at each lookup."""
         self.offsets: dict[str, dict[str, float]] = {}
-        """GPU type -> ``"a|b"`` -> the pair's offset on that type (its architecture group's mean residual)."""
+        """GPU type -> ``"a|b"`` -> the pair's offset on that type (its architecture group's mean residual), for
+        the types the table lists; a type whose declaration names the group (``xi_group``) gets it too."""
+        self.group_offsets: dict[str, dict[str, float]] = {}
+        """Group name -> ``"a|b"`` -> the group's pair offset."""
         for name, group in table.get("offsets", {}).items():
             if not isinstance(group, dict) or "types" not in group or "pairs" not in group:
                 raise ValueError(f"{path or XI_TABLE_FILE}: offsets/{name}: needs fields 'types' and 'pairs'")
+            self.group_offsets[name] = {k: float(v) for k, v in group["pairs"].items()}
             for t in group["types"]:
-                self.offsets[t] = {k: float(v) for k, v in group["pairs"].items()}
+                self.offsets[t] = self.group_offsets[name]
+        self._table = table
         self.pooled = np.asarray(table.get("pooled", [0.0] * len(REGRESSION_TERMS)), float)
         self.demand_exponent = float(table.get("demand_exponent", 0.0))
 
+    def with_gpu_types(self, gpu_types: Mapping[str, GPUType]) -> MeasuredInterference:
+        """The same table read against another set of GPU types (a catalog with types added)."""
+        return MeasuredInterference(table=self._table or None, gpu_types=gpu_types)
+
+    def _types(self) -> Mapping[str, GPUType]:
+        return GPU_TYPES if self.gpu_types is None else self.gpu_types
+
+    def measured_xi(self, a: str, b: str, gpu_type: str) -> float | None:
+        """``xi_a`` measured for the pair on ``gpu_type``: the table's (Gavel's pairs), else the type's declared
+        ``xi_pairs``; None when neither has it."""
+        key = f"{a}|{b}"
+        x = self.measured.get(gpu_type, {}).get(key)
+        if x is None:
+            g = self._types().get(gpu_type)
+            x = g.xi_pairs.get(key) if g is not None else None
+        return x
+
+    def pair_offsets(self, gpu_type: str) -> Mapping[str, float]:
+        """The pair offsets applied on ``gpu_type``: the table's for the types it lists, else those of the group
+        the type's declaration names (``xi_group``), else none."""
+        if gpu_type in self.offsets:
+            return self.offsets[gpu_type]
+        g = self._types().get(gpu_type)
+        return self.group_offsets.get(g.xi_group, {}) if g is not None and g.xi_group else {}
+
     def source_of(self, a: str, b: str, gpu_type: str) -> str:
         """Which rule gives ``xi_a`` for the pair: ``measured``, ``anchored`` or ``regression``."""
-        key = f"{a}|{b}"
-        if key in self.measured.get(gpu_type, {}):
+        if self.measured_xi(a, b, gpu_type) is not None:
             return "measured"
-        if key in self.offsets.get(gpu_type, {}):
+        if f"{a}|{b}" in self.pair_offsets(gpu_type):
             return "anchored"
         return "regression"
 
     def demand(self, p: ModelProfile, gpu_type: str) -> float:
         """``p``'s demand on ``gpu_type`` under this table's exponent (:func:`type_demand`)."""
-        return type_demand(p, gpu_type, self.demand_exponent)
+        return type_demand(p, gpu_type, self.demand_exponent, self.gpu_types)
 
     def xi_one(self, a: ModelProfile, b: ModelProfile, gpu_type: str) -> float:
         """``xi_a`` of ``a`` colocated with ``b`` on ``gpu_type`` at free competition (>= 1)."""
         if self._fallback is not None:
             return self._fallback.pair_xi(a, b, gpu_type)[0]
-        key = f"{a.name}|{b.name}"
-        x = self.measured.get(gpu_type, {}).get(key)
+        x = self.measured_xi(a.name, b.name, gpu_type)
         if x is None:
             row = regression_row(a, b, self.demand(a, gpu_type), self.demand(b, gpu_type))
-            x = math.exp(regression_log_xi(self.pooled, row) + self.offsets.get(gpu_type, {}).get(key, 0.0))
+            offset = self.pair_offsets(gpu_type).get(f"{a.name}|{b.name}", 0.0)
+            x = math.exp(regression_log_xi(self.pooled, row) + offset)
         return max(1.0, float(x)) if math.isfinite(x) else 1.0
 
     def pair_xi(self, a: ModelProfile, b: ModelProfile, gpu_type: str) -> tuple[float, float]:

@@ -1,4 +1,4 @@
-"""``gpucluster catalog validate|fit-interference|fit-solo|fit-comm|list``: check the catalog against public
+"""``gpucluster catalog validate|fit-interference|fit-solo|fit-comm|list|gpus``: check the catalog against public
 measurements, refit the interference table and Castor's XGBoost predictor, write Gavel's measured solo
 throughputs (see :mod:`gpucluster_env.catalog`)."""
 
@@ -31,6 +31,9 @@ def register(subparsers: Subparsers) -> None:
     ls.add_argument("--gpu", default="V100", help="GPU type (default V100)")
     ls.add_argument("--json", action="store_true", help="print one JSON object")
     ls.set_defaults(func=list_cmd)
+    gp = sub.add_parser("gpus", help="the GPU types: specs, speed, where the numbers come from; '*' = estimated")
+    gp.add_argument("--json", action="store_true", help="print one JSON object")
+    gp.set_defaults(func=gpus_cmd)
     c = sub.add_parser("fit-comm",
                        help="refit the all-reduce latency constant (Castor eq. 2) on Pollux's multi-node runs")
     c.add_argument("--out-dir", type=Path, default=None,
@@ -57,7 +60,7 @@ def list_cmd(args: argparse.Namespace) -> int:
     for p in cat.models.values():
         rows.append({
             "model": p.name, "speed": round(cat.model_speed(p, args.gpu), 4),
-            "speed_estimated": args.gpu not in p.speed and args.gpu != REFERENCE_TYPE,
+            "speed_estimated": not cat.speed_measured(p, args.gpu) and args.gpu != REFERENCE_TYPE,
             "demand": round(cat.model_demand(p, args.gpu), 4),
             "demand_estimated": not ((p.name in GAVEL_JOB and args.gpu == REFERENCE_TYPE)
                                      or (p.name in LUCID_DEMAND and args.gpu == LUCID_TYPE)),
@@ -70,6 +73,30 @@ def list_cmd(args: argparse.Namespace) -> int:
     for r in rows:
         print(f"{r['model']:14} {r['speed']:7.3f}{'*' if r['speed_estimated'] else ' '} "
               f"{r['demand']:7.3f}{'*' if r['demand_estimated'] else ' '}")
+    return 0
+
+
+def gpus_cmd(args: argparse.Namespace) -> int:
+    """``gpucluster catalog gpus``: every GPU type of the catalog, from its declaration (:mod:`.catalog.gpus`)."""
+    from gpucluster_env.catalog import default_catalog
+
+    rows = [{"name": g.name, "memory_gb": g.memory_gb, "fp32_tflops": g.fp32_tflops, "mem_bw_gbps": g.mem_bw_gbps,
+             "pcie_gen": g.pcie_gen, "intra_node_bw_gbps": g.intra_node_bw_gbps, "speed": g.speed,
+             "estimated": g.estimated, "measured_models": sorted(g.model_speed), "measured_pairs": len(g.xi_pairs),
+             "xi_group": g.xi_group, "dual_issue_fp32": g.dual_issue_fp32, "source": g.source}
+            for g in default_catalog().gpu_types.values()]
+    if args.json:
+        print(json.dumps({"gpu_types": rows}, sort_keys=True))
+        return 0
+    print(f"{'GPU':10} {'mem GB':>7} {'TFLOPS':>7} {'GB/s':>7} {'PCIe':>4} {'speed':>8} {'models':>6} "
+          f"{'pairs':>5} {'group':6} source")
+    for r in rows:
+        print(f"{r['name']:10} {r['memory_gb']:7g} {r['fp32_tflops']:7g} {r['mem_bw_gbps']:7g} {r['pcie_gen']:4d} "
+              f"{r['speed']:7.4f}{'*' if r['estimated'] else ' '} {len(r['measured_models']):6d} "
+              f"{r['measured_pairs']:5d} {r['xi_group'] or '-':6} {r['source']}")
+    print("speed: generic throughput relative to a V100, * = HadarE's estimate from specs; models: models with a "
+          "measured speed on the type; pairs: pair slowdowns declared with the type; group: whose fitted pair "
+          "offsets apply (docs/catalog.md)")
     return 0
 
 
