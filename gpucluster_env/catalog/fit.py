@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .measured import GavelData, job_batch, job_family, load_elasticflow, load_gavel, load_pollux_single
+from .measured import GAVEL_TYPES, GavelData, job_batch, job_family, load_elasticflow, load_gavel, load_pollux_single
 
 GAVEL_JOB: dict[str, str] = {
     "resnet18": "ResNet-18 (batch size 64)",
@@ -66,7 +66,8 @@ def gavel_family_rows(gd: GavelData, family: str, gpu: str) -> list[tuple[int, f
     return sorted(out)
 
 
-GAVEL_GPUS = ("K80", "P100", "V100")
+GAVEL_GPUS: tuple[str, ...] = tuple(GAVEL_TYPES.values())
+"""The catalog types Gavel measured (K80, P100, V100)."""
 
 
 def fit_gavel_joint(gd: GavelData, family: str) -> tuple[float, float, dict[str, float]]:
@@ -177,10 +178,13 @@ if __name__ == "__main__":  # pragma: no cover - prints the fitted numbers
 def generic_speeds(per_model: dict[str, dict[str, float]]) -> dict[str, float]:
     """A measured GPU type's generic speed: the median over measured model families of the per-model speeds
     (``imagenet``/``cifar10`` count once, as the ResNet-50/ResNet-18 families; BERT's A100/T4 ratio is left
-    out, see :mod:`.models`)."""
+    out, see the A100's declaration in :mod:`.gpus`), for every declared type ``per_model`` has speeds on."""
+    from .demand import REFERENCE_TYPE
+    from .gpus import GPU_TYPES
+
     skip = {"imagenet", "cifar10"}
-    out = {"V100": 1.0}
-    for gpu in ("K80", "P100", "T4", "A100"):
+    out = {REFERENCE_TYPE: 1.0}
+    for gpu in (g for g in GPU_TYPES if g != REFERENCE_TYPE and any(g in rec for rec in per_model.values())):
         vals = [rec[gpu] for m, rec in per_model.items()
                 if gpu in rec and (m not in skip or gpu in ("T4", "A100"))
                 and not (m == "bert" and gpu == "A100")]
