@@ -4,7 +4,8 @@ the pair's demands.
 ``MeasuredInterference.pair_xi(a, b, gpu)`` gives the free-competition ratios (100% + 100% MPS share):
 
 1. **measured**: both models map to Gavel job types (:data:`.fit.GAVEL_JOB`) and Gavel measured that pair on
-   ``gpu`` (K80, P100, V100): ``xi = solo steps/s / colocated steps/s`` (Gavel, OSDI'20), exactly;
+   ``gpu`` (K80, P100, V100): ``xi = solo steps/s / colocated steps/s`` (Gavel, OSDI'20), exactly; or the type's
+   declaration (``GPUType.xi_pairs``, :data:`.gpus.DECLARED`) lists the pair;
 2. **regression** otherwise, on the two models' demands on ``gpu`` (:mod:`.demand`):
    ``log xi_a = w . [e, e ci_a, e d_b, m_a m_b] + o_ab`` with ``e = max(0, d_a + d_b - 1)`` the pair's excess
    demand (a pair whose combined demand is under 1 keeps only the memory-contention term ``m_a m_b``, the
@@ -12,7 +13,8 @@ the pair's demands.
    every measured 1-GPU Gavel pair on K80/P100/V100 (demands taken on the pair's type) and every Lucid pair
    on the RTX 3090 (demands its measured solo ``gpu_util``; :mod:`.lucid_pairs`, S-Lab License 1.0: only fitted
    numbers are shipped). ``o_ab`` (**anchored**) is the pair's mean residual within one architecture group:
-   Gavel's on K80/P100/V100, Lucid's on the GA102 types (RTX 3090, A40, A6000; each with its own demands).
+   Gavel's on K80/P100/V100, Lucid's on the GA102 types (RTX 3090, A40, A6000; each with its own demands): the
+   types the table lists for the group and every type whose declaration names it (``GPUType.xi_group``).
    It is 0 on every other type: offsets measured on one generation do not carry to another
    (:func:`.xi_fit.offset_transfer`, docs/catalog.md), while the demand regression does.
 

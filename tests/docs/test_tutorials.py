@@ -145,7 +145,7 @@ def test_a_new_gpu_type_runs_with_its_measured_numbers(examples: None) -> None:
     from gpucluster_env.catalog import default_catalog
 
     mod = example("add_gpu_type")
-    cat = mod.catalog_with(mod.L4, mod.MEASURED_SPEED, mod.MEASURED_PAIRS)
+    cat = mod.catalog_with(mod.L4)
     assert "L4" not in default_catalog().gpu_types  # the package's catalog is left as it was
     for name, speed in mod.MEASURED_SPEED.items():
         assert cat.model_speed(cat.model(name), "L4") == speed
@@ -157,7 +157,7 @@ def test_a_new_gpu_type_runs_with_its_measured_numbers(examples: None) -> None:
     result = mod.run_on(cat, "L4:2x4,V100:1x4")
     assert result["jobs_done"] == result["jobs"] == 40
     halved = {m: s / 2 for m, s in mod.MEASURED_SPEED.items()}
-    slower = mod.run_on(mod.catalog_with(replace(mod.L4, speed=mod.L4.speed / 2), halved, mod.MEASURED_PAIRS),
+    slower = mod.run_on(mod.catalog_with(replace(mod.L4, speed=mod.L4.speed / 2, model_speed=halved)),
                         "L4:2x4,V100:1x4")
     assert slower["avg_jct_s"] > result["avg_jct_s"]  # the engine runs the type's own speeds
 

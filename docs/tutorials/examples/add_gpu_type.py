@@ -1,6 +1,6 @@
-"""A GPU type the catalog does not have, with its own throughput and interference numbers, in a catalog built at
-run time: what the engine reads of a GPU type, before the type goes into the package (docs/tutorials/gpu-type.md
-lists the files that takes).
+"""A GPU type the catalog does not have, declared once with its own throughput and interference numbers, in a
+catalog built at run time. The same declaration, as a row of ``DECLARED`` in gpucluster_env/catalog/gpus.py,
+ships it in the package (docs/tutorials/gpu-type.md).
 
 The type is NVIDIA's L4 (data-sheet specs). Its per-model speeds and pair slowdowns below are ILLUSTRATIVE
 placeholders, not measurements: put your own measured numbers in their place. Run: ``python add_gpu_type.py``.
@@ -8,15 +8,11 @@ placeholders, not measurements: put your own measured numbers in their place. Ru
 
 from __future__ import annotations
 
-import json
 import statistics
-from dataclasses import replace
-from importlib import resources
 from typing import Any
 
-from gpucluster_env.catalog import Catalog, MeasuredInterference, default_catalog
-from gpucluster_env.catalog.gpus import hadare_speed
-from gpucluster_env.catalog.xi_model import XI_TABLE_FILE
+from gpucluster_env.catalog import Catalog, default_catalog
+from gpucluster_env.catalog.gpus import declare, hadare_speed
 from gpucluster_env.hardware import GPUType, parse_cluster_spec
 from gpucluster_env.policy import run_episode
 from gpucluster_env.scenarios import get_scenario
@@ -28,27 +24,19 @@ MEASURED_SPEED = {"cifar10": 0.82, "imagenet": 0.74, "bert": 0.90, "ncf": 0.95}
 # its step time colocated over its step time alone (>= 1). Placeholders too.
 MEASURED_PAIRS = {"imagenet|cifar10": 1.62, "cifar10|imagenet": 1.48, "bert|ncf": 1.21, "ncf|bert": 1.35}
 
-L4 = GPUType(
-    "L4", memory_gb=24.0, fp32_tflops=30.3, mem_bw_gbps=300.0, pcie_gen=4, intra_node_bw_gbps=16.0,
+L4 = declare(
+    "L4", 24.0, 30.3, 300.0, 4, 16.0,  # memory GB, FP32 TFLOPS, memory GB/s, PCIe generation, GPU-to-GPU GB/s
     speed=round(statistics.median(MEASURED_SPEED.values()), 4),  # the generic speed: median over models
-    estimated=False, source="NVIDIA data sheet; speed: the tutorial's placeholder measurements",
+    source="the tutorial's placeholder measurements",
+    model_speed=MEASURED_SPEED, xi_pairs=MEASURED_PAIRS,
+    dual_issue_fp32=True,  # Ada cards, like the GA10x ones, count dual-issue FP32 in the data sheet
 )
 
 
-def shipped_xi_table() -> dict[str, Any]:
-    """The interference table the package ships (``gpucluster_env/data/xi_table.json``)."""
-    return json.loads(resources.files("gpucluster_env.data").joinpath(XI_TABLE_FILE).read_text())
-
-
-def catalog_with(gpu: GPUType, model_speed: dict[str, float], pairs: dict[str, float]) -> Catalog:
-    """The default catalog plus ``gpu``: its per-model speeds in each model's ``speed`` and its measured pairs in
-    the interference table (pairs it lacks fall to the regression on the pair's demands, as on every type)."""
-    base = default_catalog()
-    models = {name: replace(p, speed={**p.speed, gpu.name: model_speed[name]}) if name in model_speed else p
-              for name, p in base.models.items()}
-    table = shipped_xi_table()
-    table["measured"] = {**table["measured"], gpu.name: dict(pairs)}
-    return Catalog({**base.gpu_types, gpu.name: gpu}, models, MeasuredInterference(table=table), base.solo)
+def catalog_with(gpu: GPUType) -> Catalog:
+    """The package's catalog plus ``gpu``: its per-model speeds and measured pairs come with the declaration
+    (pairs it lacks fall to the regression on the pair's demands on the type, as on every type)."""
+    return default_catalog().with_gpu_types(gpu)
 
 
 def run_on(catalog: Catalog, cluster: str, policy: str = "sjf", seed: int = 0) -> dict[str, Any]:
@@ -60,10 +48,8 @@ def run_on(catalog: Catalog, cluster: str, policy: str = "sjf", seed: int = 0) -
 
 
 if __name__ == "__main__":
-    cat = catalog_with(L4, MEASURED_SPEED, MEASURED_PAIRS)
-    # Ada cards, like the GA10x ones (catalog/gpus.py DUAL_ISSUE_FP32), count dual-issue FP32 in the data sheet
-    estimate = hadare_speed(replace(L4, fp32_tflops=L4.fp32_tflops / 2))
-    print(f"L4 generic speed {L4.speed} (measured) against HadarE's estimate from its specs {estimate:.3f}")
+    cat = catalog_with(L4)
+    print(f"L4 generic speed {L4.speed} (measured) against HadarE's estimate from its specs {hadare_speed(L4):.3f}")
     bert, ncf = cat.model("bert"), cat.model("ncf")
     print("bert with ncf on an L4: xi", cat.interference.pair_xi(bert, ncf, "L4"),
           cat.interference.source_of("bert", "ncf", "L4"))
