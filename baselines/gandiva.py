@@ -32,6 +32,7 @@ from gpucluster_env.baselines.parts.gimbal_rules import (
 from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
+from gpucluster_env.baselines.parts.packing_walk import HostRows, first_true, free_start
 from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor
 
 from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
@@ -80,6 +81,9 @@ class Gandiva(Policy):
         self._judged: set[tuple] = set()
         self.failed = FailedShapes(view)
         self.hosts = PartnerCache(view, self.rule, self.unequal)
+        self.rows = HostRows(view, self.hosts)
+        self._harm: np.ndarray | None = None  # the harmful pairs by model index, for _harm_n of them
+        self._harm_n = 0
 
     # ------------------------------------------------------------------ queue
     def order(self, view: ClusterView) -> np.ndarray:
@@ -153,8 +157,48 @@ class Gandiva(Policy):
         if view.num_pending == 0:
             return Wait()
         # a shape that found nothing in this state (the GPUs' tenants, the harmful pairs) finds nothing again
-        a = self.failed.walk(self.order(view), None, self.unpacked, lambda j: self.start(view, j))
+        a = self.failed.walk(self.order(view), None, self.unpacked, lambda j: self._answer(view, j),
+                             lambda jobs: self._prepare(view, jobs))
         return Wait() if a is None else a
+
+    def _prepare(self, view: ClusterView, jobs: np.ndarray) -> None:
+        """:meth:`pack` for each of ``jobs`` at once (the walk's jobs in one state), kept for :meth:`_answer`:
+        per size, a jobs x partners mask (fits in memory, model pair not harmful), the least profiled demand
+        among those passing (ties: the lowest index)."""
+        self._partner: dict[int, int] = {}
+        harm = self._harm_matrix(view)
+        for js, ps, types, ok in self.rows.by_size(self.failed.state, jobs):
+            if harm is not None:
+                ok &= ~harm[view.model_index_of(js)[:, None], view.model_index_of(ps)[None, :]]
+            best = np.argmin(np.where(ok, view.demand_of(ps, types)[None, :], np.inf), axis=1)
+            first = first_true(ok)
+            for r, (j, i, f) in enumerate(zip(js.tolist(), best.tolist(), first.tolist(), strict=True)):
+                if f >= 0:  # the least demand among the passing ones (all infinite: the first of them)
+                    self._partner[j] = int(ps[i if ok[r, i] else f])
+
+    def _harm_matrix(self, view: ClusterView) -> np.ndarray | None:
+        """The harmful model pairs as a symmetric boolean matrix by model index (None: none yet)."""
+        if not self.harmful:
+            return None
+        if self._harm is None or self._harm_n != len(self.harmful):
+            m = int(view.model_index_of(np.arange(view.n_jobs)).max()) + 1
+            self._harm = np.zeros((m, m), dtype=bool)
+            a, b = np.array(sorted(self.harmful)).T
+            self._harm[a, b] = self._harm[b, a] = True
+            self._harm_n = len(self.harmful)
+        return self._harm
+
+    def _answer(self, view: ClusterView, j: int) -> Action | None:
+        """:meth:`start` from what :meth:`_prepare` worked out."""
+        assert self.rule is not None
+        a = free_start(view, self.rule, j)
+        if a is not None:
+            return a
+        p = self._partner.get(j)
+        if p is None:
+            return None
+        g = self.hosts.gpus(int(view.req_gpus[j]), p)
+        return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
 
     def start(self, view: ClusterView, j: int) -> Action | None:
         """Where pending job ``j`` starts now: free GPUs the rule allows, else packed; None: nowhere."""

@@ -25,6 +25,7 @@ import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule, fitting_hosts
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
+from gpucluster_env.baselines.parts.packing_walk import HostRows, first_true, free_start
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -75,6 +76,7 @@ class Lucid(Policy):
         self.rule = TopologyRule(self.view(env), relaxed=self.unequal)
         self.failed = FailedShapes(self.view(env))
         self.hosts = PartnerCache(self.view(env), self.rule, self.unequal)
+        self.rows = HostRows(self.view(env), self.hosts)
 
     def lucid_priority(self, view: ClusterView, j: int) -> float:
         """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
@@ -131,8 +133,32 @@ class Lucid(Policy):
         # shapes that could not start in this state (job_shape), with the priority they were asked at: a job
         # of one with a priority no better passes no partner's time_ratio test the earlier one failed
         order, keys = self.order(view)
-        a = self.failed.walk(order, keys, None, lambda j: self.start(view, j))
+        a = self.failed.walk(order, keys, None, lambda j: self._answer(view, j),
+                             lambda jobs: self._prepare(view, jobs))
         return Wait() if a is None else a
+
+    def _prepare(self, view: ClusterView, jobs: np.ndarray) -> None:
+        """:meth:`pick_partner` for each of ``jobs`` at once (the walk's jobs in one state), kept for
+        :meth:`_answer`: per size, a jobs x partners mask of Lucid's tests, the first partner passing them."""
+        self._partner: dict[int, int] = {}
+        for js, ps, types, ok in self.rows.by_size(self.failed.state, jobs):
+            pj = view.solo_time[js] * view.req_gpus[js]
+            ok &= ~(pj[:, None] > self.time_ratio * (view.solo_time[ps] * view.req_gpus[ps])[None, :])
+            if self.threshold < 4:  # else any two scores (0-2 each) pass
+                ok &= (self.scores(view, js[:, None], types[None, :]) + self.scores(view, ps, types)[None, :]
+                       <= self.threshold)
+            for j, i in zip(js.tolist(), first_true(ok).tolist(), strict=True):
+                if i >= 0:
+                    self._partner[j] = int(ps[i])
+
+    def _answer(self, view: ClusterView, j: int) -> Action | None:
+        """:meth:`start` from what :meth:`_prepare` worked out."""
+        assert self.rule is not None
+        p = self._partner.get(j)
+        if p is not None:
+            g = self.hosts.gpus(int(view.req_gpus[j]), p)
+            return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
+        return free_start(view, self.rule, j)
 
     def start(self, view: ClusterView, j: int) -> Action | None:
         """Where pending job ``j`` starts now: beside a partner, else on free GPUs the rule allows; None:

@@ -152,6 +152,8 @@ class PartnerCache:
         self._answers: dict[int, dict[int, np.ndarray | None]] = {}  # by GPUs asked: partner -> answer
         self._known: dict[int, np.ndarray] = {}  # by GPUs asked: partners whose answer is kept
         self._none: dict[int, np.ndarray] = {}  # by GPUs asked: partners whose kept answer is None
+        self._type: dict[int, np.ndarray] = {}  # by GPUs asked: type of the first GPU of a kept answer
+        self._room: dict[int, np.ndarray] = {}  # by GPUs asked: least room (GB) over a kept answer's GPUs
 
     def sync(self) -> None:
         """Forget the answers of the jobs on GPUs whose tenants changed since the last question."""
@@ -165,14 +167,21 @@ class PartnerCache:
 
     def _fill(self, need: int, j: int, ps: np.ndarray) -> None:
         """Work out the answers of partners ``ps`` for a job asking ``need`` GPUs (``j``, one such job)."""
+        v = self.view
         if need not in self._known:
-            self._known[need] = np.zeros(self.view.n_jobs, dtype=bool)
-            self._none[need] = np.zeros(self.view.n_jobs, dtype=bool)
+            self._known[need] = np.zeros(v.n_jobs, dtype=bool)
+            self._none[need] = np.zeros(v.n_jobs, dtype=bool)
+            self._type[need] = np.zeros(v.n_jobs, dtype=np.int64)
+            self._room[need] = np.zeros(v.n_jobs)
             self._answers[need] = {}
-        answers, none = self._answers[need], self._none[need]
+        answers, none, types, rooms = self._answers[need], self._none[need], self._type[need], self._room[need]
         for p in ps.tolist():
-            g = answers[p] = partner_gpus(self.view, self.rule, j, p, self.unequal)
+            g = answers[p] = partner_gpus(v, self.rule, j, p, self.unequal)
             none[p] = g is None
+            if g is not None:  # a GPU's room as ``fits_on`` reads it: its memory less its tenant's worker
+                types[p] = v.gpu_type[g[0]]
+                held = [v.footprint(t) if t >= 0 else 0.0 for t in v.tenants(g)[:, 0].tolist()]
+                rooms[p] = float(np.min(v.type_mem[v.gpu_type[g]] - np.array(held)))
         self._known[need][ps] = True
 
     def hosts(self, j: int, candidates: np.ndarray) -> list[tuple[int, np.ndarray]]:
@@ -183,6 +192,23 @@ class PartnerCache:
         self._fill(need, j, candidates if known is None else candidates[~known[candidates]])
         answers = self._answers[need]
         return [(p, answers[p]) for p in candidates[~self._none[need][candidates]].tolist()]
+
+    def rows(self, j: int, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`hosts` over arrays: the ``candidates`` that offer pending job ``j`` GPUs (in their order), the
+        type of the first of those GPUs, and the least room (GB) a worker finds on them (a GPU's memory less its
+        tenant's worker, as ``fits_on`` reads it; a job fits on all of them when ``fits_memory`` passes it
+        there). The GPUs themselves: :meth:`gpus`."""
+        need = int(self.view.req_gpus[j])
+        known = self._known.get(need)
+        self._fill(need, j, candidates if known is None else candidates[~known[candidates]])
+        ps = candidates[~self._none[need][candidates]]
+        return ps, self._type[need][ps], self._room[need][ps]
+
+    def gpus(self, need: int, p: int) -> np.ndarray:
+        """The kept GPUs partner ``p`` offers a job asking ``need`` GPUs (one of :meth:`rows`' partners)."""
+        g = self._answers[need][p]
+        assert g is not None
+        return g
 
 
 def fitting_hosts(view: ClusterView, j: int, hosts: list[tuple[int, np.ndarray]]) -> list[tuple[int, np.ndarray]]:

@@ -72,11 +72,18 @@ class FailedShapes:
             c = self._code[jobs]
         return c
 
+    @property
+    def state(self) -> tuple[bytes, Hashable] | None:
+        """The state of the last :meth:`walk` (the GPUs' tenants, ``extra``): a new object whenever it changed."""
+        return self._state
+
     def walk(self, order: np.ndarray, keys: np.ndarray | None, extra: Hashable,
-             ask: Callable[[int], object | None]) -> object | None:
+             ask: Callable[[int], object | None],
+             prepare: Callable[[np.ndarray], None] | None = None) -> object | None:
         """Walk pending jobs ``order`` (with their priority ``keys`` in the same order, ascending, or None) in
         the current state: ``ask(j)`` for each job not known to find nothing, in order, until one answers
-        (returned); a job that finds nothing marks its shape. None: nothing can start."""
+        (returned); a job that finds nothing marks its shape. None: nothing can start. ``prepare``: told first
+        the jobs that may be asked, in order (a policy that works out their answers at once, over arrays)."""
         state = (self.view.tenants(self._gpus).tobytes(), extra)
         if state != self._state:
             self._state = state
@@ -89,7 +96,10 @@ class FailedShapes:
         # the first job of each live shape, in order: a later one has a key no smaller, so it is skipped too
         _, first = np.unique(codes[live], return_index=True)
         floor = self._floor
-        for i in np.sort(live[first]).tolist():
+        asked = np.sort(live[first])
+        if prepare is not None and len(asked):
+            prepare(order[asked])
+        for i in asked.tolist():
             a = ask(int(order[i]))
             if a is not None:
                 return a
