@@ -24,10 +24,10 @@ from typing import Any, ClassVar
 import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import (
     JobSet,
+    KeptSets,
     PartnerCache,
     TopologyRule,
     least_utilized_host,
-    packing_sets,
 )
 from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
 from gpucluster_env.baselines.parts.job_facts import JobFacts
@@ -71,6 +71,7 @@ class Gandiva(Policy):
     def reset(self, env: Any) -> None:
         super().reset(env)
         self.facts = JobFacts(self.view(env))
+        self._deadline = self.facts.deadlines_of(np.arange(self.view(env).n_jobs))  # inf: none
         self.rule = TopologyRule(self.view(env), relaxed=self.unequal)
         view = self.view(env)
         facts = self.facts
@@ -79,6 +80,8 @@ class Gandiva(Policy):
         self.unpacked = 0
         self._next_check = 0.0
         self._judged: set[tuple] = set()
+        self.sets = KeptSets(view)
+        self._seen: tuple[list[JobSet] | None, bool, dict] = (None, False, {})  # the last introspection's sets
         self.failed = FailedShapes(view)
         self.hosts = PartnerCache(view, self.rule, self.unequal)
         self.rows = HostRows(view, self.hosts)
@@ -90,8 +93,8 @@ class Gandiva(Policy):
         """Pending jobs in arrival order, those that can still meet their deadline first."""
         assert self.facts is not None
         pend = view.pending_jobs()
-        late = view.now + view.solo_time[pend] > self.facts.deadlines_of(pend)
-        return pend[np.argsort(late, kind="stable")]
+        late = view.now + view.solo_time[pend] > self._deadline[pend]
+        return pend[np.argsort(late, kind="stable")] if late.any() else pend
 
     def pair_key(self, view: ClusterView, a: int, b: int) -> tuple[int, int]:
         ma, mb = view.model_index(a), view.model_index(b)
@@ -114,16 +117,26 @@ class Gandiva(Policy):
         """Unpack every packed job whose pair loses to running apart (normalized throughputs sum < 1)."""
         assert self.model is not None
         shares = self.current_shares()
+        sets = self.sets.now()
+        if sets is self._seen[0] and self._seen[1] and shares == self._seen[2]:
+            return []  # the same sets, all judged at the same shares last time: every verdict stands
+        by_job: dict[int, list[tuple[tuple[int, int], int]]] = {}
+        for k, v in shares.items():
+            by_job.setdefault(k[0], []).append((k, v))
         out: list[Action] = []
+        judged_all = True
         with self.model.held():  # the cluster does not change while it is judged
-            for s in packing_sets(view):
+            for s in sets:
                 if not self.settled(view, s.jmax):
+                    judged_all = False
                     continue
-                state = (s.jobs, tuple(sorted((k, v) for k, v in shares.items() if k[0] in s.jobs)))
+                jobs = s.jobs
+                state = (jobs, tuple(sorted(kv for j in jobs for kv in by_job.get(j, ()))) if by_job else ())
                 if state in self._judged:  # the same set at the same shares: the same (passing) verdict
                     continue
                 self._judged.add(state)
                 out += self._unpack(view, s, shares)
+        self._seen = (sets, judged_all, dict(shares))
         return out
 
     def _unpack(self, view: ClusterView, s: JobSet, shares: dict[tuple[int, int], int]) -> list[Action]:

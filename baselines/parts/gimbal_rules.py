@@ -86,6 +86,24 @@ def packing_sets(view: ClusterView) -> list[JobSet]:
     return out
 
 
+class KeptSets:
+    """:func:`packing_sets` kept while the GPUs' tenants stay the same (the sets read nothing else): the same
+    list object until a tenant changes, so a reader may tell an unchanged cluster by identity."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self._all = np.arange(view.num_gpus)
+        self._key: bytes | None = None
+        self._sets: list[JobSet] = []
+
+    def now(self) -> list[JobSet]:
+        """The packing sets now (do not change the list)."""
+        key = self.view.tenants(self._all).tobytes()
+        if key != self._key:
+            self._key, self._sets = key, packing_sets(self.view)
+        return self._sets
+
+
 def host_gpus(view: ClusterView, rule: TopologyRule, j: int, p: int) -> np.ndarray | None:
     """GPUs for pending job ``j`` among the GPUs running job ``p`` alone -- whole nodes of ``p`` first, so the
     job spans as few nodes as it can -- when the topology rule allows them; None otherwise."""

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from gpucluster_env.baselines.parts.gimbal_rules import JobSet, packing_sets
+from gpucluster_env.baselines.parts.gimbal_rules import JobSet, KeptSets
 from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel  # re-exported for gandiva
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
@@ -150,6 +150,7 @@ class Coordinator:
         self.liss_on: set[int] = set()
         self.searches: dict[int, SetSearch] = {}
         self.stats = SearchStats()
+        self._sets: KeptSets | None = None
 
     # ------------------------------------------------------------------ bookkeeping
     def _sync(self, view: ClusterView) -> None:
@@ -303,7 +304,9 @@ class Coordinator:
         assert self.model is not None
         acts: list[Action] = []
         self.release_lone(view, acts)
-        sets = packing_sets(view)
+        if self._sets is None or self._sets.view is not view:
+            self._sets = KeptSets(view)
+        sets = self._sets.now()
         live = {s.jmax for s in sets}
         self.searches = {k: v for k, v in self.searches.items() if k in live}
         with self.model.held():  # the cluster does not change during a tick
