@@ -86,9 +86,11 @@ class Hadar(Policy):
         cap = np.zeros((view.num_nodes, nk), dtype=np.int64)
         np.add.at(cap, (view.gpu_node, view.gpu_type), 1)
         self.capacity = cap
+        self._server_gpus = [[[] for _ in range(nk)] for _ in range(view.num_nodes)]  # each server's GPUs by type
+        for x, (h, k) in enumerate(zip(view.gpu_node.tolist(), view.gpu_type.tolist(), strict=True)):
+            self._server_gpus[h][k].append(x)
         self._next_round = view.now
         self._acted_at: float | None = None
-        self._held: dict[int, tuple[bytes, tuple[tuple[int, int, int], ...]]] = {}
         self._known = np.zeros(0, dtype=bool)  # jobs whose throughput row is kept (oracle estimate)
         self._rows = np.zeros((0, nk))
 
@@ -103,30 +105,15 @@ class Hadar(Policy):
         """A running job Hadar leaves as it is this round (one with forked copies)."""
         return view.is_running(j) and not view.can_reallocate(j)
 
-    def _current(self, view: ClusterView, j: int) -> tuple[tuple[int, int, int], ...]:
-        """Running job ``j``'s allocation as (server, type, count) picks; () when it is not running."""
-        if not view.is_running(j):
-            return ()
-        g = view.gpus_of(j)
-        held = g.tobytes()
-        kept = self._held.get(j)
-        if kept is not None and kept[0] == held:  # the same GPUs: the same picks
-            return kept[1]
-        nk = self.capacity.shape[1]
-        keys, cnt = np.unique(view.gpu_node[g].astype(np.int64) * nk + view.gpu_type[g], return_counts=True)
-        out = tuple((int(x) // nk, int(x) % nk, int(c)) for x, c in zip(keys.tolist(), cnt.tolist(), strict=True))
-        self._held[j] = (held, out)
-        return out
-
-    def _queue(self, view: ClusterView) -> tuple[list[int], HadarQueue]:
+    def _queue(self, view: ClusterView, run: list[int] | None = None) -> tuple[list[int], HadarQueue]:
         """The jobs Hadar allocates this round (every active job but pinned ones), largest :meth:`_density`
-        first (ties by job index), as arrays (:class:`.hadar_alloc.HadarQueue`)."""
+        first (ties by job index), as arrays (:class:`.hadar_alloc.HadarQueue`). ``run``: the running jobs that
+        are not pinned, when the caller has them."""
         pend = view.pending_jobs().tolist()
-        run = [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
+        if run is None:
+            run = [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
         act = pend + run
         rem = view.remaining_now()
-        if len(self._held) > 2 * len(act):  # forget the GPUs of jobs no longer active
-            self._held = {j: self._held[j] for j in act if j in self._held}
         if not act:
             return [], HadarQueue(np.zeros(0, dtype=np.int64), np.zeros((0, self.capacity.shape[1])),
                                   np.zeros((0, 4)), [])
@@ -136,11 +123,34 @@ class Hadar(Policy):
         unit = np.where(best > 0, best, 1.0) if self.normalize else np.ones(len(act))
         workers, left = view.req_gpus[ids].astype(np.int64), rem[ids].astype(float)
         arrival, iters = view.submit[ids].astype(float), view.iterations[ids].astype(float)
-        current = [()] * len(pend) + [self._current(view, j) for j in run]
+        held = self._currents(view, run)
+        current = [()] * len(pend) + [held.get(j, ()) for j in run]
         density = self._density(view.now, workers, left, arrival, iters, unit, best)
         order = np.lexsort((ids, -density))
         facts = np.column_stack([left, arrival, iters, unit])[order]
         return ids[order].tolist(), HadarQueue(workers[order], tput[order], facts, [current[i] for i in order.tolist()])
+
+    def _currents(self, view: ClusterView, jobs: list[int]) -> dict[int, tuple[tuple[int, int, int], ...]]:
+        """Each of running ``jobs``' allocation as (server, type, count) picks in (server, type) order, from one
+        read of every GPU's tenants (a job holding no GPU is left out)."""
+        if not jobs:
+            return {}
+        nk = self.capacity.shape[1]
+        nt = view.num_nodes * nk
+        tenants = view.tenants(np.arange(view.num_gpus))
+        where = (view.gpu_node.astype(np.int64) * nk + view.gpu_type).astype(np.int64)
+        slot_job = tenants.T.ravel()  # slot 0 of every GPU, then slot 1
+        slot_key = np.concatenate([where, where])
+        mine = np.zeros(view.n_jobs + 1, dtype=bool)
+        mine[jobs] = True
+        use = slot_job >= 0
+        use[use] = mine[slot_job[use]]
+        keys, cnt = np.unique(slot_job[use].astype(np.int64) * nt + slot_key[use], return_counts=True)
+        out: dict[int, list[tuple[int, int, int]]] = {}
+        for x, c in zip(keys.tolist(), cnt.tolist(), strict=True):
+            j, x = divmod(x, nt)
+            out.setdefault(j, []).append((x // nk, x % nk, c))
+        return {j: tuple(v) for j, v in out.items()}
 
     def _density(self, now: float, workers: np.ndarray, left: np.ndarray, arrival: np.ndarray, iters: np.ndarray,
                  unit: np.ndarray, best: np.ndarray) -> np.ndarray:
@@ -170,13 +180,15 @@ class Hadar(Policy):
     def _starts(self, view: ClusterView) -> list[Action]:
         """This round's allocation: Algorithm 2 over every active job on the GPUs not held by pinned jobs;
         running jobs that lose their GPUs or move are preempted, the moved and new ones placed."""
-        ids, jobs = self._queue(view)
+        running = view.running_jobs().tolist()
+        pinned = {j for j in running if self._pinned(view, j)}
+        ids, jobs = self._queue(view, [j for j in running if j not in pinned])
         if not jobs:
             return []
-        held = np.zeros(view.num_gpus, dtype=bool)
-        for j in view.running_jobs().tolist():
-            if self._pinned(view, j):
-                held[view.gpus_of(j)] = True
+        tenants = view.tenants(np.arange(view.num_gpus))
+        holds = np.zeros(view.n_jobs + 1, dtype=bool)  # index n_jobs: an empty slot (-1)
+        holds[list(pinned)] = True
+        held = holds[tenants].any(axis=1)  # the GPUs pinned jobs hold
         free = self.capacity.copy()
         np.subtract.at(free, (view.gpu_node[held], view.gpu_type[held]), 1)
         prices = make_prices(jobs, self.capacity, view.now, self.round_s, self.eta, self.run_cost)
@@ -192,20 +204,19 @@ class Hadar(Policy):
             if best is not None:
                 picked = [(best[1], best[2])]
         keep = {ids[i] for i, ch in picked if jobs.current[i] and ch.take == jobs.current[i]}
-        for j in keep:
-            held[view.gpus_of(j)] = True
+        holds[list(keep)] = True
+        taken = holds[tenants].any(axis=1).tolist()  # and the kept jobs
         chosen = {ids[i] for i, _ in picked}
-        out: list[Action] = [Preempt(j) for j in view.running_jobs().tolist()
-                             if j not in chosen and not self._pinned(view, j)]
+        out: list[Action] = [Preempt(j) for j in running if j not in chosen and j not in pinned]
         gangs: dict[int, tuple[int, ...]] = {}
         for i, ch in picked:
             if ids[i] in keep:
                 continue
             gang: list[int] = []
-            for h, k, c in ch.take:
-                cand = np.flatnonzero((view.gpu_node == h) & (view.gpu_type == k) & ~held)
-                gang.extend(cand[:c].tolist())
-            held[gang] = True
+            for h, k, c in ch.take:  # the server's lowest free GPUs of the type
+                gang.extend([x for x in self._server_gpus[h][k] if not taken[x]][:c])
+            for x in gang:
+                taken[x] = True
             gangs[ids[i]] = tuple(sorted(gang))
         moving = {j: g for j, g in gangs.items() if view.is_running(j)}
         order, through_queue = order_moves(moving, {j: tuple(view.gpus_of(j).tolist()) for j in moving})

@@ -11,6 +11,8 @@ job was owed into its deficit.
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 FRESH_PRIORITY = 1e9
@@ -111,7 +113,8 @@ def select_round(
 def place_fewest_nodes(free_per_node: np.ndarray | list[int], need: int) -> list[tuple[int, int]] | None:
     """``(node, count)`` picks for a gang of ``need`` GPUs on the fewest nodes: the fullest node that still
     fits it whole (best fit, ties to the lower index), else nodes by most free GPUs first. None: too few."""
-    free = np.asarray(free_per_node, dtype=np.int64).tolist()  # a few dozen nodes: ints beat array calls
+    # a few dozen nodes: ints beat array calls (a list of ints, as the rounds keep it, is read as it is)
+    free = free_per_node if type(free_per_node) is list else np.asarray(free_per_node, dtype=np.int64).tolist()
     if need <= 0:
         raise ValueError(f"need: a gang asks for at least one GPU, got {need}")
     if sum(free) < need:
@@ -137,21 +140,46 @@ def order_moves(targets: dict[int, tuple[int, ...]], held: dict[int, tuple[int, 
     """An order in which running jobs can move to their new GPU sets one at a time (``Reallocate`` takes only
     GPUs that are free or the job's own): ``targets`` maps each moving job to its new GPUs, ``held`` to the GPUs
     it holds now. Returns the jobs to move in order, and the jobs to send through the queue instead (preempt,
-    then place after the moves) where the moves form a cycle, fewest first (lowest job index)."""
+    then place after the moves) where the moves form a cycle, fewest first (lowest job index).
+
+    Each step moves the lowest-indexed job whose target GPUs are all free or its own, else queues the lowest-
+    indexed job left; a job that leaves frees the GPUs it held. A job once movable stays movable (GPUs are only
+    freed), so each job keeps a count of the target GPUs another job still holds, lowered as they are freed: the
+    work is the GPUs named, not (jobs moving)^2 as when every step re-read every job left."""
     holder = {g: j for j, gs in held.items() for g in gs}
-    left = dict(targets)
+    waiting: dict[int, list[int]] = {}  # a GPU held by another job: the moving jobs whose target it is
+    blocked: dict[int, int] = {}
+    for j, gs in targets.items():
+        n = 0
+        for g in gs:
+            if holder.get(g, j) != j:
+                n += 1
+                waiting.setdefault(g, []).append(j)
+        blocked[j] = n
+    ready = [j for j, n in blocked.items() if n == 0]
+    heapq.heapify(ready)
+    left = sorted(targets)  # the jobs left, lowest first (those already gone skipped as met)
+    gone: set[int] = set()
+    pos = 0
     order: list[int] = []
     queue: list[int] = []
-    while left:
-        ready = [j for j in sorted(left) if all(holder.get(g, j) == j for g in left[j])]
-        if not ready:
-            j = min(left)
-            queue.append(j)
-        else:
-            j = ready[0]
+    while len(gone) < len(blocked):
+        while ready and ready[0] in gone:
+            heapq.heappop(ready)
+        if ready:
+            j = heapq.heappop(ready)
             order.append(j)
+        else:
+            while left[pos] in gone:
+                pos += 1
+            j = left[pos]
+            queue.append(j)
+        gone.add(j)
         for g in held.get(j, ()):
             if holder.get(g) == j:
                 del holder[g]
-        del left[j]
+                for w in waiting.pop(g, ()):
+                    blocked[w] -= 1
+                    if blocked[w] == 0 and w not in gone:
+                        heapq.heappush(ready, w)
     return order, queue

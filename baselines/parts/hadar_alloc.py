@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import NamedTuple
 
 import numpy as np
 
@@ -121,6 +122,11 @@ class Prices:
     capacity: np.ndarray
     slot_s: float = 0.0
 
+    @cached_property
+    def u_min_least(self) -> float:
+        """The least ``U_min_k`` over the types (the base of FIND_ALLOC's communication charge), read once."""
+        return float(self.u_min.min())
+
     def price(self, h: int, k: int, g: float) -> float:
         """Eq. (5): the price of type-``k`` GPUs on server ``h`` with ``g`` of them allocated (the cost of one more
         GPU there: one implementation, :meth:`cost`)."""
@@ -172,9 +178,9 @@ def make_prices(jobs: Sequence[HadarJob], capacity: np.ndarray, now: float, slot
     return Prices(u_min, u_max, eta, cap, slot_s if run_cost else 0.0)
 
 
-@dataclass(frozen=True)
-class Choice:
-    """A job's allocation from FIND_ALLOC: ``(server, type, count)`` picks, its throughput, and its payoff."""
+class Choice(NamedTuple):
+    """A job's allocation from FIND_ALLOC: ``(server, type, count)`` picks, its throughput, and its payoff (a
+    named tuple: the greedy tail makes hundreds a round, and a frozen dataclass took a microsecond each)."""
 
     take: tuple[tuple[int, int, int], ...]
     tput: float
@@ -191,14 +197,14 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
     call (:func:`.hadar_find.best_alloc`)."""
     from gpucluster_env.baselines.parts.hadar_find import best_alloc
 
-    comm = comm_weight * job.workers * float(prices.u_min.min()) / (4.0 * prices.eta)
+    comm = comm_weight * job.workers * prices.u_min_least / (4.0 * prices.eta)
     speed, facts, current = job.arrays
     take, tput, pay = best_alloc(np.asarray(free, dtype=np.int64), speed, job.workers, facts, current,
                                  np.asarray(used, dtype=np.float64), prices.u_min, prices.u_max, float(prices.eta),
                                  prices.capacity, float(now), float(overhead_s), comm, float(prices.slot_s))
     if len(take) == 0:
         return None
-    return Choice(tuple(tuple(row) for row in take.tolist()), float(tput), float(pay))
+    return Choice(tuple(map(tuple, take.tolist())), float(tput), float(pay))
 
 
 def select_jobs(jobs: Sequence[HadarJob], free: np.ndarray, prices: Prices, now: float,
@@ -254,5 +260,6 @@ def _greedy_tail(q: HadarQueue, start: int, fr: np.ndarray, prices: Prices, now:
     picked, rows, row_from, tputs, pays = greedy_tail(
         fr, start, q.workers, q.tput, q.facts, cur_rows, cur_from, comm, prices.u_min, prices.u_max,
         float(prices.eta), prices.capacity, float(now), float(overhead_s), float(prices.slot_s))
-    return [(i, Choice(tuple(tuple(r) for r in rows[a:b].tolist()), t, p)) for i, a, b, t, p in zip(
+    rl = rows.tolist()  # once: a slice of the list per job, not a list of each slice of the array
+    return [(i, Choice(tuple(map(tuple, rl[a:b])), t, p)) for i, a, b, t, p in zip(
         picked.tolist(), row_from[:-1].tolist(), row_from[1:].tolist(), tputs.tolist(), pays.tolist(), strict=True)]
