@@ -64,6 +64,7 @@ class GavelPacked(Gavel):
         self.pair_ok: dict[tuple[int, ...], np.ndarray] = {}
         self._accum: dict[tuple[tuple[int, int, int], tuple[int, int, int], int], tuple[int, int] | None] = {}
         self._pair_tp: dict[tuple[tuple[int, int, int], tuple[int, int, int]], tuple[np.ndarray, np.ndarray]] = {}
+        self._gpu_type_l: list[int] = self.view(env).gpu_type.tolist()
 
     def _klass(self, view: ClusterView, j: int) -> tuple[int, int, int]:
         return view.model_index(j), view.batch(j), int(view.req_gpus[j])
@@ -106,8 +107,13 @@ class GavelPacked(Gavel):
     def _allocate(self, view: ClusterView, active: list[int], t: np.ndarray) -> None:
         keys = [self._klass(view, j) for j in active]
         uniq = sorted(set(keys))
-        cls = np.array([uniq.index(c) for c in keys])
-        rep = [active[int(np.flatnonzero(cls == c)[0])] for c in range(len(uniq))]
+        index = {c: i for i, c in enumerate(uniq)}
+        cls_l = [index[c] for c in keys]
+        cls = np.array(cls_l)
+        by_class: list[list[int]] = [[] for _ in uniq]  # each class's jobs, in the order of active
+        for j, c in zip(active, cls_l, strict=True):
+            by_class[c].append(j)
+        rep = [m[0] for m in by_class]
         nc = len(uniq)
         cp = np.zeros((nc, nc, self.nk))
         ti = {j: i for i, j in enumerate(active)}
@@ -125,7 +131,7 @@ class GavelPacked(Gavel):
             members, of = [[j] for j in active], cls
         else:
             r = lp.packed_max_min_fairness(t, view.req_gpus[active], self.capacity, cls, cp)
-            members, of = [[active[i] for i in np.flatnonzero(cls == c)] for c in range(nc)], np.arange(nc)
+            members, of = by_class, np.arange(nc)
         self.alloc = RowTable.of_rows(view.n_jobs, job_rows(active), r.x)
         self.pair_ok = {}
         for (a, b), y in zip(r.pairs.tolist(), r.y, strict=True):
@@ -156,6 +162,32 @@ class GavelPacked(Gavel):
             return False
         gi, gj = np.sort(view.gpus_of(i)), np.sort(view.gpus_of(j))
         return bool(np.array_equal(gi, gj) and (view.gpu_type[gi] == k).all())
+
+    def _keep(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]]) -> dict[tuple[int, ...], int]:
+        """:meth:`_kept` of every grant from one read of the GPUs' tenants: a job alone on the granted type, or a
+        pair together on the same GPUs of that type (each GPU holds at most two jobs, so sharing every GPU with
+        the other means each job's only partner is the other, and a job holding GPUs is running). A subclass that
+        changes :meth:`_kept` changes this too."""
+        alone = view.alone_types()
+        held: dict[int, list[int]] | None = None
+        gt = self._gpu_type_l
+        out: dict[tuple[int, ...], int] = {}
+        for key, k in grants:
+            if len(key) == 1:
+                if alone.get(key[0], -1) == k:
+                    out[key] = k
+                continue
+            if held is None:  # each job's GPUs, ascending
+                held = {}
+                for x, (a, b) in enumerate(view.tenants(np.arange(view.num_gpus)).tolist()):
+                    if a >= 0:
+                        held.setdefault(a, []).append(x)
+                    if b >= 0:
+                        held.setdefault(b, []).append(x)
+            gi = held.get(key[0])
+            if gi is not None and gi == held.get(key[1]) and all(gt[x] == k for x in gi):
+                out[key] = k
+        return out
 
     def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
         if len(key) == 1:

@@ -104,6 +104,7 @@ def live_index(tables: list[RowTable], live: np.ndarray) -> RowIndex:
     """The rows written in any of ``tables`` all of whose jobs are ``live`` (a bool per job): one-job rows by job,
     then pairs sorted."""
     singles = np.flatnonzero(np.logical_or.reduce([t.has for t in tables]) & live)
-    pairs = sorted({k for t in tables for k in t.pairs if live[list(k)].all()})
+    alive = live.tolist()  # read per job of each pair: list indexing, not an array per pair
+    pairs = sorted({k for t in tables for k in t.pairs if all(alive[j] for j in k)})
     heads = np.concatenate([singles, np.array([k[0] for k in pairs], dtype=np.int64)])
     return RowIndex(heads, [(len(singles) + i, k) for i, k in enumerate(pairs)])

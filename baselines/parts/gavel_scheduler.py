@@ -241,6 +241,13 @@ class Gavel(Policy):
             self._alone = view.alone_types()
         return self._alone.get(key[0], -1) == k
 
+    def _keep(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]]) -> dict[tuple[int, ...], int]:
+        """The grants whose rows already run as granted (:meth:`_kept`), with their types."""
+        if type(self)._kept is Gavel._kept:  # one-job rows: kept where the job runs alone on the granted type
+            alone = view.alone_types()
+            return {key: k for key, k in grants if len(key) == 1 and alone.get(key[0], -1) == k}
+        return {key: k for key, k in grants if self._kept(view, key, k)}
+
     def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
         """The actions starting row ``key`` on ``gang`` (a job: one Place)."""
         return [Place(key[0], gpus=gang)]
@@ -251,11 +258,7 @@ class Gavel(Policy):
         free; a cycle goes through the queue), preempt what stops, place the rest on the fewest nodes of its
         type; jobs no single type can hold (``anywhere``) keep running once started, or start on mixed types."""
         self._alone = None
-        if type(self)._kept is Gavel._kept:  # one-job rows: kept where the job runs alone on the granted type
-            alone = view.alone_types()
-            keep = {key: k for key, k in grants if len(key) == 1 and alone.get(key[0], -1) == k}
-        else:
-            keep = {key: k for key, k in grants if self._kept(view, key, k)}
+        keep = self._keep(view, grants)
         move = [(key, k) for key, k in grants if key not in keep]
         kept_jobs = {j for key in keep for j in key}.union(anywhere)
         movable = {key[0] for key, _ in move
@@ -295,13 +298,16 @@ class Gavel(Policy):
         req = view.req_gpus
         placed: dict[tuple[int, ...], int] = {}
         plans: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-        free_of: dict[int, list[list[int]]] = {}  # per type: each of its nodes' GPUs not taken, lowest first
+        free_of: dict[int, tuple[list[list[int]], list[int]]] = {}  # per type: each of its nodes' GPUs not
+        # taken, lowest first, and how many
         for key, k in sorted(move, key=lambda kk: -int(req[kk[0][0]])):
-            free = free_of.get(k)
-            if free is None:
-                free = free_of[k] = [[x for x in gpus if not taken[x]] for _, gpus in self._type_nodes[k]]
+            kept = free_of.get(k)
+            if kept is None:
+                lists = [[x for x in gpus if not taken[x]] for _, gpus in self._type_nodes[k]]
+                kept = free_of[k] = (lists, [len(f) for f in lists])
+            free, counts = kept
             # a node without the type's GPUs would count 0: never picked, so the type's nodes alone give the same
-            picks = place_fewest_nodes([len(f) for f in free], int(req[key[0]]))
+            picks = place_fewest_nodes(counts, int(req[key[0]]))
             if picks is None:
                 if key[0] in movable:
                     out.append(Preempt(key[0]))
@@ -309,6 +315,7 @@ class Gavel(Policy):
             gang = [x for i, c in picks for x in free[i][:c]]
             for i, c in picks:  # the gang takes each node's lowest free GPUs: the rest stay free, in order
                 free[i] = free[i][c:]
+                counts[i] -= c
             for x in gang:
                 taken[x] = True
             plans.append((key, tuple(sorted(gang))))
