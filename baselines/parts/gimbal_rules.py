@@ -79,11 +79,15 @@ def packing_sets(view: ClusterView) -> list[JobSet]:
         group = new
     req = view.req_gpus[jobs]
     first = np.lexsort((jobs, -req, group))  # each group's J_max first (largest world size, then lowest index)
-    ends = [0, *(np.flatnonzero(np.diff(group[first])) + 1).tolist(), len(first)]
-    m = jobs[first].tolist()
-    out = [JobSet(m[a], tuple(sorted(m[a + 1:b]))) for a, b in zip(ends, ends[1:], strict=False)]
-    out.sort(key=lambda s: s.jmax)
-    return out
+    g = group[first]
+    lead = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    jmax_of = np.zeros(len(jobs), dtype=np.int64)  # by group label (a job's position): the group's J_max
+    jmax_of[g[lead]] = jobs[first[lead]]
+    jm = jmax_of[group]
+    by = np.lexsort((jobs, jobs != jm, jm))  # the groups by J_max; in each, J_max, then the others by index
+    ends = [0, *(np.flatnonzero(np.diff(jm[by])) + 1).tolist(), len(by)]
+    m = jobs[by].tolist()
+    return [JobSet(m[a], tuple(m[a + 1:b])) for a, b in zip(ends, ends[1:], strict=False)]
 
 
 class KeptSets:
