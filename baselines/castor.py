@@ -11,13 +11,13 @@
   sharing wins, ranked by the pair JCT, and its GPUs are taken until the job has enough (topped up with free
   GPUs). A job no candidate benefits stays pending.
 
-Cost: a decision evaluates every (pending, partner) pair of the queue in one array pass
-(:meth:`Castor.pair_plans`), and a pair's iteration times, which depend only on the new job's model and
-batch, the partner's run and the GPUs the pair would use, are kept while the partner runs. A pair the
-prefilter rejected stays rejected, without Theorem 1 asked again, while its terms and the waiting job's work
-are the same and the partner's work left has fallen by no more than a bound that provably keeps the answer
-(:class:`.castor_pairs.PartnerMemo`); the partners holding GPUs alone are kept while those GPUs and their
-tenants' runs are the same.
+Cost: a decision evaluates the (pending, partner) pairs of the queue in array passes, the first few jobs
+first (:meth:`Castor.first_share`). A pair's iteration times depend only on the new job's shape, the
+partner's run and what the pair's GPUs are (types, nodes, holders), so pairs alike share them
+(:class:`.castor_terms.PairTermCache`). A pair the prefilter rejected stays rejected, without Theorem 1 asked
+again, while its terms and the waiting job's work are the same and the partner's work left has fallen by no
+more than a bound that provably keeps the answer (:class:`.castor_pairs.PartnerMemo`); the partners holding
+GPUs alone are kept while those GPUs and their tenants' runs are the same.
 
 The interference ratios come from a predictor (castor §6, XGBoost on job features; the catalog's
 ``load_predictor``), never from the engine's ground truth; ``castor-oracle``
@@ -37,11 +37,12 @@ from gpucluster_env.baselines.parts.castor_pairs import (
     PairPlan,
     PairPlans,
     PartnerMemo,
-    TermStore,
     best_plans,
     best_sub_batch,
     may_share,
+    no_plans,
 )
+from gpucluster_env.baselines.parts.castor_terms import PairTermCache, ended, shape_ids
 from gpucluster_env.baselines.parts.sjf_sharing import SJFSharingPolicy, fill_with_free
 from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor, default_predictor
 
@@ -49,17 +50,8 @@ from gpucluster_env.engine import Action, Colocate
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import register_policy
 
-
-def _no_plans() -> tuple[np.ndarray, np.ndarray, PairPlans]:
-    """No pair rows, no pair columns, no plans (:meth:`Castor.pair_plans` when no pair may share)."""
-    none = np.zeros(0, dtype=np.int64)
-    return none, none, PairPlans(np.zeros(0, dtype=bool), none, np.zeros(0), np.zeros(0), np.zeros(0))
-
-
-def _ended(view: ClusterView, kept: dict[int, Any]) -> list[int]:
-    """The jobs ``kept`` holds (in its order) that are no longer running: one array read, not a call a job."""
-    jobs = np.fromiter(kept, dtype=np.int64, count=len(kept))
-    return jobs[~view.running_of(jobs)].tolist()
+HEAD = 8
+"""How many pending jobs, from the first with a live pair, :meth:`Castor.first_share` plans before the rest."""
 
 
 @dataclass
@@ -95,13 +87,13 @@ class Castor(SJFSharingPolicy):
         self.xi_scale = float(xi_scale)
         self.decisions: list[CastorDecision] = []
         self._xi_cache: dict[tuple[int, int, int], tuple[float, float]] = {}
-        self._terms: dict[int, tuple[float, dict[tuple[Any, ...], int]]] = {}
-        self._store = TermStore()
+        self._terms = PairTermCache()
+        self._store = self._terms.store
         self._singles: dict[int, tuple[Any, np.ndarray]] = {}
         self._memo: PartnerMemo | None = None
         self._holders_kept: tuple[Any, tuple[list[int], list[np.ndarray], list[Any]]] | None = None
-        self._slots_kept: tuple[Any, bytes, np.ndarray] | None = None
-        self._own: dict[int, tuple[float, dict[Any, float]]] = {}
+        self._slots_kept: tuple[Any, np.ndarray] | None = None
+        self._free_seen: tuple[bytes, int] = (b"", 0)
         self._now = -1.0
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
@@ -111,13 +103,13 @@ class Castor(SJFSharingPolicy):
         super().reset(env)  # the predictor is loaded when a pair is first predicted (pair_xi)
         self.decisions = []
         self._xi_cache = {}
-        self._terms = {}
-        self._store = TermStore()
+        self._terms = PairTermCache()
+        self._store = self._terms.store
         self._singles = {}
         self._memo = None
         self._holders_kept = None
         self._slots_kept = None
-        self._own = {}
+        self._free_seen = (b"", 0)
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
         self._now = -1.0
@@ -136,21 +128,21 @@ class Castor(SJFSharingPolicy):
     def begin(self, view: ClusterView) -> None:
         if view.now != self._now:
             self._now = view.now
-            for p in _ended(view, self._terms):  # runs that ended: forget them
-                self._store.release(list(self._terms.pop(p)[1].values()))
-                self._singles.pop(p, None)
-                self._own.pop(p, None)
+            self._terms.forget_ended(view)
+            for p in ended(view, self._singles):  # runs that ended: forget them
+                del self._singles[p]
             if self._memo is not None:
-                for p in _ended(view, self._memo.slots):
+                for p in ended(view, self._memo.slots):
                     self._memo.release(p)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
         """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
         the first of ``p``'s singly-held GPUs ``singles``). The rule takes ``p``'s singly-held GPUs in the
-        order of :meth:`ClusterView.single_gpus_of`, and tops them up only from free GPUs. It reads nothing of
+        order of :meth:`ClusterView.single_gpus_of`, and tops them up only from free GPUs, so it is not asked
+        when those are enough alone or too few with every free GPU (it would find no set). It reads nothing of
         ``j`` but the number of GPUs it asks."""
         need = int(view.req_gpus[j])
-        if need <= len(singles) or view.num_free() == 0:
+        if need <= len(singles) or need > len(singles) + view.num_free():
             return singles[:need]
         gb = view.plan_colocate(j, p)
         return singles[:need] if gb is None else gb
@@ -183,36 +175,15 @@ class Castor(SJFSharingPolicy):
         self._holders_kept = (state, (holders, singles, keys))
         return holders, singles, keys
 
-    def _terms_of(self, view: ClusterView, p: int) -> dict[tuple[Any, ...], int]:
-        """The pair terms (rows of the term store) kept for running job ``p``'s current run."""
-        start = view.last_start(p)
-        entry = self._terms.get(p)
-        if entry is None or entry[0] != start:
-            if entry is not None:
-                self._store.release(list(entry[1].values()))
-            entry = self._terms[p] = (start, {})
-        return entry[1]
-
-    def _own_times(self, view: ClusterView, p: int) -> dict[Any, float]:
-        """Running job ``p``'s own iteration times in its current run, alone (key None) and slowed by ``xi``
-        on the GPUs of a mask (key ``(xi, mask bytes)``): they read only ``p``'s run, fixed from its start."""
-        start = view.last_start(p)
-        entry = self._own.get(p)
-        if entry is None or entry[0] != start:
-            entry = self._own[p] = (start, {})
-        return entry[1]
-
     def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray, shape: int | None = None) -> int:
         """The term-store row of the pair's per-iteration times ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s),
-        ...))`` for pending job ``j`` on ``gb`` beside running job ``p`` (row 0: ``j`` cannot share there). A
-        pure function of ``j``'s shape (model, batch, GPUs asked), ``p``'s run (its GPUs, accumulation and
-        footprint, fixed from its start) and ``gb`` (``p``'s GPUs, or free ones), so it is kept while ``p``
-        runs. ``shape``: ``j``'s shape id, when known."""
-        cache = self._terms_of(view, p)
-        key = (int(self._shapes(view, np.array([j]))[0]) if shape is None else shape, gb.tobytes())
-        if key not in cache:
-            cache[key] = self._store.add(self._compute_terms(view, j, p, gb))
-        return cache[key]
+        ...))`` for pending job ``j`` on ``gb`` beside running job ``p`` (row 0: ``j`` cannot share there), kept
+        by :meth:`.castor_terms.PairTermCache.rows_by_shape`. ``shape``: ``j``'s shape id, when known."""
+        k = int(self._shapes(view, np.array([j]))[0]) if shape is None else shape
+        rows = self._terms.rows_by_shape(view, p, gb, len(self._shape_need))
+        if rows[k] < 0:
+            rows[k] = self._store.add(self._compute_terms(view, j, p, gb))
+        return int(rows[k])
 
     def _compute_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> tuple[Any, ...] | None:
         shared_b = view.tenants(gb)[:, 0] == p
@@ -224,7 +195,7 @@ class Castor(SJFSharingPolicy):
         xi_a, xi_b = self.pair_xi(view, p, j, gtype)
         gp = view.gpus_of(p)
         shared_a = (gp[:, None] == gb[None, :]).any(axis=1)
-        own = self._own_times(view, p)
+        own = self._terms.own_times(view, p)
         for key, xi in ((None, 1.0), ((xi_a, shared_a.tobytes()), np.where(shared_a, xi_a, 1.0))):
             if key not in own:
                 own[key] = view.iter_time(p, gp, view.accumulation(p), xi)
@@ -252,34 +223,32 @@ class Castor(SJFSharingPolicy):
         return best_sub_batch(t_a, t_a_hat, i_a, t_b, list(zip(s_opts, t_hat, strict=True)), view.remaining(j))
 
     def _shapes(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
-        """Each job's shape id: jobs of one (model, per-GPU batch, GPUs asked) shape get the same pair
-        terms beside a partner on the same GPUs (ids fixed for the episode)."""
+        """Each job's shape id (:func:`.castor_terms.shape_ids`, fixed for the episode)."""
         if len(self._shape_id) != view.n_jobs:
-            keys = np.array([(view.model_index(j), view.batch(j)) for j in range(view.n_jobs)],
-                            dtype=np.int64).reshape(-1, 2)
-            keys = np.column_stack([keys, view.req_gpus])
-            self._shape_id = np.unique(keys, axis=0, return_inverse=True)[1].reshape(-1)
-            self._shape_need = np.zeros(int(self._shape_id.max()) + 1, dtype=np.int64)
-            self._shape_need[self._shape_id] = view.req_gpus
+            self._shape_id, self._shape_need = shape_ids(view)
         return self._shape_id[jobs]
 
     def _columns(self, view: ClusterView, holders: list[int], keys: list[Any], free_key: bytes) -> np.ndarray:
         """Each partner's slot in the :class:`.castor_pairs.PartnerMemo`, its two columns of term-store rows
         by job shape (-1: not yet known) started afresh where their keys changed: one kept while its
-        singly-held GPUs stay the same (shapes asking no more GPUs than those, which a colocation takes from
-        them alone), one kept while the free GPUs stay the same too (shapes asking more, topped up with free
-        GPUs)."""
+        singly-held GPUs stay the same (shapes whose colocation GPUs come from those alone: asking no more
+        GPUs than they are, or more than they and the free GPUs together), one kept while the free GPUs stay
+        the same too (shapes topped up with free GPUs)."""
         if self._memo is None:
             self._memo = PartnerMemo(view.n_jobs, int(self._shape_id.max()) + 1)
         memo = self._memo
+        if self._free_seen[0] != free_key:
+            self._free_seen = (free_key, self._free_seen[1] + 1)
         kept = self._slots_kept
-        if kept is not None and kept[0] is keys and kept[1] == free_key:  # the same partners, runs and GPUs
-            return kept[2]
-        slots = np.empty(len(holders), dtype=np.int64)
-        for c, (p, key) in enumerate(zip(holders, keys, strict=True)):
-            slots[c] = s = memo.slot_of(p, key[0])
-            memo.columns(s, key, (key, free_key))
-        self._slots_kept = (keys, free_key, slots)
+        if kept is not None and kept[0] is keys:  # the same partners, runs and singly-held GPUs
+            slots = kept[1]
+        else:
+            slots = np.empty(len(holders), dtype=np.int64)
+            for c, (p, key) in enumerate(zip(holders, keys, strict=True)):
+                slots[c] = s = memo.slot_of(p, key[0])
+                memo.columns(s, key)
+            self._slots_kept = (keys, slots)
+        memo.loose_at(slots, self._free_seen[1])
         return slots
 
     def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray, np.ndarray]:
@@ -292,39 +261,50 @@ class Castor(SJFSharingPolicy):
         free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
         slots = self._columns(view, holders, keys, free_key)
         memo = self._memo
-        need = self._shape_need[ids]
-        fits = need[:, None] <= np.fromiter(map(len, singles), dtype=np.int64, count=len(singles))[None, :]
+        need = self._shape_need[ids][:, None]
+        n_single = np.fromiter(map(len, singles), dtype=np.int64, count=len(singles))[None, :]
+        fits = (need <= n_single) | (need > n_single + view.num_free())  # GPUs from the partner alone
         cells = np.ix_(slots, ids)
         rows = np.where(fits, memo.stable[cells].T, memo.loose[cells].T)
         ks, cs = np.nonzero(rows < 0)
-        if len(ks):
-            gpus: dict[tuple[int, int], np.ndarray] = {}  # by (partner, GPUs asked): all colocation_gpus reads
-            reps, shape, need_l = js[first].tolist(), ids.tolist(), need.tolist()
-            for k, c in zip(ks.tolist(), cs.tolist(), strict=True):
-                j, p = reps[k], holders[c]
-                key = (p, need_l[k])
-                if key not in gpus:
-                    gpus[key] = self.colocation_gpus(view, j, p, singles[c])
-                rows[k, c] = row = self._pair_terms(view, j, p, gpus[key], shape[k])
-                (memo.stable if fits[k, c] else memo.loose)[slots[c], shape[k]] = row
-        return holders, slots, rows[u]
+        if len(ks):  # filled by (partner, GPUs asked): all colocation_gpus reads, so one GPU set a group
+            kn = need[ks, 0]
+            o = np.lexsort((kn, cs))
+            ks, cs, kn = ks[o], cs[o], kn[o]
+            cut = (np.flatnonzero((cs[1:] != cs[:-1]) | (kn[1:] != kn[:-1])) + 1).tolist()
+            reps = js[first]
+            for a, b in zip([0, *cut], [*cut, len(ks)], strict=True):
+                group, c = ks[a:b], int(cs[a])
+                p = holders[c]
+                gb = self.colocation_gpus(view, int(reps[group[0]]), p, singles[c])
+                by_shape = self._terms.rows_by_shape(view, p, gb, len(self._shape_need))
+                sh = ids[group]
+                for k in group[by_shape[sh] < 0].tolist():
+                    by_shape[ids[k]] = self._store.add(self._compute_terms(view, int(reps[k]), p, gb))
+                rows[group, c] = got = by_shape[sh]
+                (memo.stable if fits[group[0], c] else memo.loose)[slots[c], sh] = got
+        return holders, slots, rows.astype(np.int32)[u]  # as the kept rejections, for one cheap comparison
 
-    def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, PairPlans]:
-        """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
-        array pass. Returns the partners (by index) and, for the pairs that may share (rows into ``jobs``,
-        columns into the partners), their plans: the same to the bit as :meth:`plan_pair` on each pair; a pair
-        left out cannot share (:func:`.castor_pairs.may_share`, now or kept from an earlier decision:
-        :class:`.castor_pairs.PartnerMemo`) or has no plan."""
-        js = np.array(jobs, dtype=np.int64)
+    def _live_pairs(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], tuple[np.ndarray, ...]]:
+        """The partners holding a GPU alone and the pairs of pending jobs ``js`` and partners with no kept
+        rejection (:class:`.castor_pairs.PartnerMemo`): ``(slots, term rows, i_a, i_b, r, c)``, ``r`` rows
+        into ``js`` in increasing order, ``c`` columns into the partners."""
         holders, slots, ix = self._term_rows(view, js)
-        st = self._store
         i_a = view.remaining_now(np.array(holders, dtype=np.int64)).astype(float)
         i_b = view.remaining_of(js)
         if not holders:
-            return holders, *_no_plans()
+            none = np.zeros(0, dtype=np.int64)
+            return holders, (slots, ix, i_a, i_b, none, none)
         r, c = np.nonzero(self._memo.live(js, i_b, slots, i_a, ix, view.pending_jobs))
+        return holders, (slots, ix, i_a, i_b, r, c)
+
+    def _plans_of(self, slots: np.ndarray, ix: np.ndarray, i_a: np.ndarray, i_b: np.ndarray, r: np.ndarray,
+                  c: np.ndarray) -> tuple[np.ndarray, np.ndarray, PairPlans]:
+        """Algorithm 2 for the live pairs ``(r, c)`` of :meth:`_live_pairs` (any subset of them, element by
+        element), keeping the rejections of those that may not share; the pairs kept and their plans."""
         if len(r) == 0:
-            return holders, *_no_plans()
+            return no_plans()
+        st = self._store
         x = ix[r, c]
         t_a = st.t[x, 0]
         n_opts = np.where((i_a[c] > 0) & np.isfinite(t_a), st.n_opts[x], 0)
@@ -332,23 +312,46 @@ class Castor(SJFSharingPolicy):
         if not may.all():
             self._memo.reject(r[~may], slots[c[~may]], x[~may])
             r, c, x, n_opts = r[may], c[may], x[may], n_opts[may]
-        return holders, r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x],
-                                         st.t_hat[x], n_opts)
+        return r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x], st.t_hat[x],
+                                n_opts)
+
+    def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, PairPlans]:
+        """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
+        array pass. Returns the partners (by index) and, for the pairs that may share (rows into ``jobs``,
+        columns into the partners), their plans: the same to the bit as :meth:`plan_pair` on each pair; a pair
+        left out cannot share (:func:`.castor_pairs.may_share`, now or kept from an earlier decision:
+        :class:`.castor_pairs.PartnerMemo`) or has no plan."""
+        holders, live = self._live_pairs(view, np.array(jobs, dtype=np.int64))
+        return holders, *self._plans_of(*live)
 
     # ------------------------------------------------------------------ Algorithm 1
     def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
-        """The first of ``jobs`` that shares, its candidate partners evaluated for all ``jobs`` at once. A job
-        whose sharing partners hold too few GPUs alone, with the free ones, for it is passed over without
-        ranking them (:meth:`_colocate` would find no GPUs for it)."""
+        """The first of ``jobs`` that shares: pairs planned for the :data:`HEAD` jobs from the first with a
+        live pair, then, if none of them shares, for the rest (each pair's plan is its own: the answer of one
+        pass). A job whose sharing partners hold too few GPUs alone, with the free ones, is passed over."""
         js = list(jobs)
         if not js:
             return None
-        holders, rows, cols, plans = self.pair_plans(view, js)
+        holders, live = self._live_pairs(view, np.array(js, dtype=np.int64))
+        r, c = live[4], live[5]
+        if len(r) == 0:
+            return None
+        cut = int(np.searchsorted(r, r[0] + HEAD))
+        for a, b in ((0, cut), (cut, len(r))):
+            if a < b:
+                act = self._first_colocation(view, js, holders, *self._plans_of(*live[:4], r[a:b], c[a:b]))
+                if act is not None:
+                    return act
+        return None
+
+    def _first_colocation(self, view: ClusterView, js: list[int], holders: list[int], rows: np.ndarray,
+                          cols: np.ndarray, plans: PairPlans) -> Action | None:
+        """The colocation of the first job of ``js`` (rows ``rows``, in increasing order) that shares with the
+        partners of its plans and gets enough GPUs (:meth:`_colocate`); None when none does."""
         sharing = np.flatnonzero(plans.share)
         if len(sharing) == 0:
             return None
-        sharing = sharing[np.argsort(rows[sharing], kind="stable")]  # grouped by job, in pass order
-        rs = rows[sharing]
+        rs = rows[sharing]  # grouped by job, in pass order
         n_single = np.array([len(self._singles[p][1]) for p in holders], dtype=np.int64)
         starts = np.flatnonzero(np.r_[True, rs[1:] != rs[:-1]])
         held = np.add.reduceat(n_single[cols[sharing]], starts)

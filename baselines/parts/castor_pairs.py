@@ -77,6 +77,12 @@ class PairPlans:
                         float(self.t_seq[i]))
 
 
+def no_plans() -> tuple[np.ndarray, np.ndarray, PairPlans]:
+    """No pair rows, no pair columns, no plans (when no pair may share)."""
+    none = np.zeros(0, dtype=np.int64)
+    return none, none, PairPlans(np.zeros(0, dtype=bool), none, np.zeros(0), np.zeros(0), np.zeros(0))
+
+
 def best_plans(
     t_a: np.ndarray, t_a_hat: np.ndarray, i_a: np.ndarray, t_b: np.ndarray, i_b: np.ndarray,
     s_opts: np.ndarray, t_b_hat: np.ndarray, n_opts: np.ndarray,
@@ -195,7 +201,8 @@ class PartnerMemo:
         self.slots: dict[int, tuple[float, int]] = {}
         """Partner -> (the start of its run, its slot)."""
         self._free: list[int] = []
-        self._keys: list[list[Any]] = []  # by slot: the stable and the loose column's keys
+        self._keys: list[Any] = []  # by slot: the stable column's key
+        self._loose_epoch = np.zeros(0, dtype=np.int64)  # by slot: the free-GPU epoch of its loose column
         self.stable = np.full((0, n_shapes), -1, dtype=np.int64)
         self.loose = np.full((0, n_shapes), -1, dtype=np.int64)
         self.rejected = np.full((0, 0), -1, dtype=np.int32)
@@ -220,8 +227,9 @@ class PartnerMemo:
             self._grow()
         s = self._free.pop()
         self.slots[p] = (start, s)
-        self._keys[s] = [None, None]
+        self._keys[s] = None
         self.stable[s] = self.loose[s] = -1
+        self._loose_epoch[s] = -1
         self.rejected[:, s] = -1
         self._ref[s] = self._last[s] = math.inf
         return s
@@ -232,15 +240,20 @@ class PartnerMemo:
         if kept is not None:
             self._free.append(kept[1])
 
-    def columns(self, slot: int, stable_key: Any, loose_key: Any) -> None:
-        """Start a slot's stable or loose column afresh when its key changed."""
-        keys = self._keys[slot]
-        if keys[0] != stable_key:
-            keys[0] = stable_key
-            self.stable[slot] = -1
-        if keys[1] != loose_key:
-            keys[1] = loose_key
-            self.loose[slot] = -1
+    def columns(self, slot: int, stable_key: Any) -> None:
+        """Start a slot's columns afresh when its stable key changed (the loose column reads it too)."""
+        if self._keys[slot] != stable_key:
+            self._keys[slot] = stable_key
+            self.stable[slot] = self.loose[slot] = -1
+            self._loose_epoch[slot] = -1
+
+    def loose_at(self, slots: np.ndarray, epoch: int) -> None:
+        """Start the loose columns of ``slots`` afresh where they were kept at another free-GPU ``epoch`` (a
+        number the caller moves on whenever the free GPUs change)."""
+        old = slots[self._loose_epoch[slots] != epoch]
+        if len(old):
+            self.loose[old] = -1
+            self._loose_epoch[old] = epoch
 
     def live(self, js: np.ndarray, i_b: np.ndarray, slots: np.ndarray, i_a: np.ndarray, rows: np.ndarray,
              pending: Callable[[], np.ndarray]) -> np.ndarray:
@@ -257,7 +270,8 @@ class PartnerMemo:
             self.rejected[:, slots[stale]] = -1
             self._ref[slots[stale]] = i_a[stale]
         self._last[slots] = i_a
-        return np.take(np.take(self.rejected, jr, axis=0), slots, axis=1) != rows
+        w = self.rejected.shape[1]
+        return self.rejected.reshape(-1).take((jr * w)[:, None] + slots) != rows
 
     def reject(self, which: np.ndarray, slots: np.ndarray, rows: np.ndarray) -> None:
         """Keep the rejections of pairs ``(js[which[i]], slots[i])`` (``js`` of the last :meth:`live`) at
@@ -303,5 +317,6 @@ class PartnerMemo:
                                        axis=1)
         self._ref = np.concatenate([self._ref, np.full(m - n, math.inf)])
         self._last = np.concatenate([self._last, np.full(m - n, math.inf)])
-        self._keys += [[None, None] for _ in range(m - n)]
+        self._keys += [None] * (m - n)
+        self._loose_epoch = np.concatenate([self._loose_epoch, np.full(m - n, -1, dtype=np.int64)])
         self._free += list(range(m - 1, n - 1, -1))

@@ -60,6 +60,12 @@ class _Checked:
         self.kept += len(jobs) * len(holders) - len(rows)
         return holders, rows, cols, plans
 
+    def first_share(self, view: ClusterView, jobs: Any) -> Any:
+        js = list(jobs)
+        if js:  # the full pass checked, then the decision's own (it plans the first jobs first)
+            self.pair_plans(view, js)
+        return super().first_share(view, js)  # type: ignore[misc]
+
 
 class _CheckedCastor(_Checked, Castor):
     pass
