@@ -150,6 +150,15 @@ def repair(pop: np.ndarray, space: SearchSpace, rng: np.random.Generator) -> np.
     return out
 
 
+def _cell_type(capacity: np.ndarray) -> type[np.integer]:
+    """The narrowest integer type the compiled loop's populations may use: an entry stays within a few times its
+    node's capacity (a child's node holds at most its two parents' and the current allocation's GPUs there, each
+    within capacity, and a mutation adds at most the node's free GPUs plus one), so int16 holds nodes of up to
+    8,000 GPUs; the loop walks int16 populations about a fifth faster (less memory traffic) with the same
+    integers, so the same decisions."""
+    return np.int16 if int(np.max(capacity, initial=0)) < 8_000 else np.int64
+
+
 def evolve(pop: np.ndarray, score: Callable[[np.ndarray], np.ndarray], space: SearchSpace, generations: int,
            rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Run the genetic algorithm for ``generations`` from ``pop`` (already repaired): binary tournaments pick
@@ -161,12 +170,13 @@ def evolve(pop: np.ndarray, score: Callable[[np.ndarray], np.ndarray], space: Se
         from gpucluster_env.baselines.parts import pollux_pcg as pcg
         from gpucluster_env.baselines.parts.pollux_evolve import evolve_loop
 
+        cell = _cell_type(space.capacity)
         stream, table = pcg.load(rng)
-        out = evolve_loop(pop, generations, stream, table, score.good, score.fair, score.penalty,
-                          float(score.scale), EPS_SPEEDUP, score.node_type, np.unique(space.node_type), score.base,
-                          space.capacity, space.fixed, space.max_gpus, space.min_gpus)
+        out, fit = evolve_loop(pop.astype(cell), generations, stream, table, score.good, score.fair, score.penalty,
+                               float(score.scale), EPS_SPEEDUP, score.node_type, np.unique(space.node_type),
+                               score.base.astype(cell), space.capacity, space.fixed, space.max_gpus, space.min_gpus)
         pcg.store(rng, stream, table)
-        return out
+        return out.astype(pop.dtype), fit
     fit = score(pop)
     size = len(pop)
     for _ in range(generations):
