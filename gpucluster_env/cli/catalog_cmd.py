@@ -77,7 +77,8 @@ def list_cmd(args: argparse.Namespace) -> int:
 
 
 def gpus_cmd(args: argparse.Namespace) -> int:
-    """``gpucluster catalog gpus``: every GPU type of the catalog, from its declaration (:mod:`gpucluster_env.catalog.gpus`)."""
+    """``gpucluster catalog gpus``: every GPU type of the catalog, from its declaration
+    (:mod:`gpucluster_env.catalog.gpus`)."""
     from gpucluster_env.catalog import default_catalog
 
     rows = [{"name": g.name, "memory_gb": g.memory_gb, "fp32_tflops": g.fp32_tflops, "mem_bw_gbps": g.mem_bw_gbps,
