@@ -59,7 +59,8 @@ class JobModelPolicy(Policy):
             raise ValueError(f"{model_dir}: meta.json has no job-centric feature names (env_kwargs.features)")
         n_r = int(kw.get("n_running", DEFAULT_RUNNING))
         self.view = JobsView(int(kw.get("n_pending", DEFAULT_PENDING)), n_r, tuple(feats[0]), tuple(feats[1]),
-                             preempt=n_r > 0, work_conserving=bool(kw.get("work_conserving", True)))
+                             preempt=n_r > 0, work_conserving=bool(kw.get("work_conserving", True)),
+                             fork=bool(kw.get("fork", False)))
         self.pending_order = kw.get("pending_order", "remaining")
         self.masked = self.meta["algo"] == "maskable_ppo"
         want = self.model.observation_space

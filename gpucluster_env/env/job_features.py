@@ -34,7 +34,8 @@ MAX_TYPES = 8
 class Feature:
     """One named feature: its unit before squashing, what it means, and where it is offered by default
     (``always``; ``types``: clusters of several GPU types; ``deadlines``: traces with deadlines; ``share``: a process
-    where jobs share GPUs, which the job-centric one does not yet offer)."""
+    where jobs share GPUs, which the job-centric one does not yet offer; ``fork``: a process with fork rows,
+    ``JobsEnv(fork=True)``)."""
 
     name: str
     unit: str
@@ -63,6 +64,9 @@ JOB_FEATURES: tuple[Feature, ...] = (
             "(model, type) pair", when="types"),
     Feature("deadline_slack", "s", "0.5 + 0.5 s / (abs(s) + 1 h), s = deadline - now - remaining time; 0 without "
             "a deadline", when="deadlines"),
+    Feature("fork", "flag", "1 for a fork row: its action runs one more copy of this running job on free GPUs of "
+            "other nodes (HadarE); 0 for start and preempt rows", when="fork"),
+    Feature("copies", "copies", "copies the job runs beyond its first, k / (k + 1); 0 pending", when="fork"),
 )
 """The per-job features, in the order of the default observation's columns."""
 
@@ -85,11 +89,13 @@ JOB_NAMES = tuple(f.name for f in JOB_FEATURES)
 CONTEXT_NAMES = tuple(f.name for f in CONTEXT_FEATURES)
 
 
-def default_features(n_types: int, has_deadlines: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def default_features(n_types: int, has_deadlines: bool,
+                     fork: bool = False) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The job and context feature names offered by default on a cluster of ``n_types`` GPU types (with or
-    without deadlines): those that can vary there."""
+    without deadlines, with or without fork rows): those that can vary there."""
     def on(f: Feature) -> bool:
-        return f.when == "always" or (f.when == "types" and n_types > 1) or (f.when == "deadlines" and has_deadlines)
+        return (f.when == "always" or (f.when == "types" and n_types > 1) or (f.when == "deadlines" and has_deadlines)
+                or (f.when == "fork" and fork))
 
     ctx = tuple(f.name for f in CONTEXT_FEATURES if on(f) and not (f.name.startswith("free_type")
                                                                     and int(f.name[9:]) >= n_types))
@@ -120,10 +126,10 @@ def _rank(x: np.ndarray) -> np.ndarray:
 
 
 def job_rows(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, actionable: np.ndarray,
-             names: tuple[str, ...]) -> np.ndarray:
+             names: tuple[str, ...], n_fork: int = 0) -> np.ndarray:
     """``(len(pending) + len(running), len(names))`` float32: the named features of the pending jobs, then the
-    running ones; ``actionable`` marks the rows whose action the mask allows. Only the named columns are
-    computed."""
+    running ones (the last ``n_fork`` of them fork rows: running jobs again, whose action forks them);
+    ``actionable`` marks the rows whose action the mask allows. Only the named columns are computed."""
     rows = np.concatenate([pending, running])
     n, n_p = len(rows), len(pending)
     now = eng.now
@@ -169,6 +175,9 @@ def job_rows(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, actio
         "slowdown": slowdown,
         "best_speed": lambda: eng.speed_mt[eng.job_model[rows]].max(axis=1) / max(float(eng.speed_mt.max()), 1e-12),
         "deadline_slack": deadline_slack,
+        "fork": lambda: (np.arange(n) >= n - n_fork).astype(float),
+        "copies": lambda: np.array([0.0] * n_p + [(k - 1) / k for k in (max(len(eng.copies.get(int(j), ())), 1)
+                                                                          for j in running)]),
     }
     out = np.empty((n, len(names)))
     for k, name in enumerate(names):

@@ -50,18 +50,23 @@ DEFAULT_PENDING = 32
 """Pending jobs the agent sees and may start (the ``pending_order`` decides which)."""
 DEFAULT_RUNNING = 32
 """Running jobs the agent sees and may preempt (the earliest started)."""
-JOB_ACTIONS = ("start", "preempt")
+JOB_ACTIONS = ("start", "preempt", "fork")
 
 
 class JobsView:
     """The job-centric observation and actions over a :class:`GPUClusterEnv` made with :meth:`env_kwargs`."""
 
     def __init__(self, n_pending: int, n_running: int, job_features: tuple[str, ...],
-                 context_features: tuple[str, ...], preempt: bool = True, work_conserving: bool = True) -> None:
+                 context_features: tuple[str, ...], preempt: bool = True, work_conserving: bool = True,
+                 fork: bool = False) -> None:
         if n_pending < 1 or n_running < 0:
             raise ValueError(f"n_pending must be >= 1 and n_running >= 0, got {n_pending} and {n_running}")
+        if fork and n_running < 1:
+            raise ValueError("fork rows need running rows (n_running >= 1)")
         self.n_pending, self.n_running = int(n_pending), int(n_running)
-        self.rows = self.n_pending + self.n_running
+        self.fork = bool(fork)
+        self.n_fork = self.n_running if self.fork else 0
+        self.rows = self.n_pending + self.n_running + self.n_fork
         self.job_features = check_names(job_features, JOB_NAMES, "job")
         if self.job_features[0] != "pending":
             raise ValueError("the first job feature must be 'pending' (the policy reads each row's kind from it)")
@@ -73,6 +78,7 @@ class JobsView:
     def env_kwargs(self, pending_order: str = "remaining") -> dict[str, Any]:
         """The :class:`GPUClusterEnv` arguments whose windows and masks this view reads."""
         kinds = ("place", "preempt") if self.preempt else ("place",)
+        kinds += ("fork",) if self.fork else ()
         return {"n_pending": self.n_pending, "n_running": max(self.n_running, 1), "observation": "none",
                 "pending_order": pending_order, "actions": kinds}
 
@@ -94,6 +100,10 @@ class JobsView:
         if self.preempt and self.n_running:
             n_r = min(len(env.running_window), self.n_running)
             out[1 + self.n_pending:1 + self.n_pending + n_r] = L.preempt_off + np.arange(n_r)
+        if self.fork:
+            n_r = min(len(env.running_window), self.n_running)
+            f0 = 1 + self.n_pending + self.n_running
+            out[f0:f0 + n_r] = L.fork_off + np.arange(n_r)
         return out
 
     def mask(self, env: GPUClusterEnv, ints: np.ndarray | None = None) -> np.ndarray:
@@ -125,14 +135,20 @@ class JobsView:
         pend = env.pending_window
         run = env.running_window[:self.n_running] if self.preempt else env.running_window[:0]
         run = run if self.n_running else run[:0]
-        act = np.concatenate([mask[1:1 + len(pend)], mask[1 + self.n_pending:1 + self.n_pending + len(run)]])
-        rows = job_rows(eng, pend, run, act, self.job_features)
+        r0 = 1 + self.n_pending
+        act = np.concatenate([mask[1:1 + len(pend)], mask[r0:r0 + len(run)]])
+        fork = env.running_window[:min(self.n_running, len(env.running_window))] if self.fork else run[:0]
+        if len(fork):
+            f0 = r0 + self.n_running
+            act = np.concatenate([act, mask[f0:f0 + len(fork)]])
+        rows = job_rows(eng, pend, np.concatenate([run, fork]), act, self.job_features, n_fork=len(fork))
         jobs = np.zeros((self.rows, len(self.job_features)), dtype=np.float32)
         valid = np.zeros(self.rows, dtype=np.float32)
-        jobs[:len(pend)] = rows[:len(pend)]
-        valid[:len(pend)] = 1.0
-        jobs[self.n_pending:self.n_pending + len(run)] = rows[len(pend):]
-        valid[self.n_pending:self.n_pending + len(run)] = 1.0
+        n_p, n_r = len(pend), len(run)
+        for start, lo, hi in ((0, 0, n_p), (self.n_pending, n_p, n_p + n_r),
+                              (self.n_pending + self.n_running, n_p + n_r, len(rows))):
+            jobs[start:start + hi - lo] = rows[lo:hi]
+            valid[start:start + hi - lo] = 1.0
         return {"jobs": jobs.ravel(), "job_mask": valid, "context": context_vector(eng, self.context_features)}
 
 
@@ -140,8 +156,9 @@ class JobsEnv(gym.Env):
     """Schedule training jobs one job at a time: start a pending job, preempt a running one, or let time run.
 
     ## Action Space
-    ``Discrete(1 + n_pending + n_running)``: 0 is "nothing more now"; ``1 + k`` acts on observation row ``k``
-    (pending rows first: start; then running rows: preempt). ``action_masks()`` gives the legal ones
+    ``Discrete(1 + n_pending + n_running)`` (``+ n_running`` with ``fork``): 0 is "nothing more now"; ``1 + k``
+    acts on observation row ``k`` (pending rows first: start; then running rows: preempt; then, with ``fork``,
+    the running rows again: fork). ``action_masks()`` gives the legal ones
     (sb3-contrib's MaskablePPO reads it); an out-of-mask action counts as "nothing more now" where that is
     legal, else as the first legal row (:meth:`JobsView.fallback`; counted in ``info["invalid_actions"]``), or
     raises with ``invalid_action="raise"``.
@@ -162,7 +179,10 @@ class JobsEnv(gym.Env):
     ``pending_order="remaining"`` (the pending rows are the jobs with the least estimated remaining work) or
     ``"queue"``, ``features``, ``objective``, ``reward_scale``, ``invalid_action``, ``max_sim_time_s``,
     ``max_steps`` (this view's steps), ``min_run_s``, ``render_mode`` (``ansi``, ``rgb_array``, ``human``: the
-    wrapped env's frames), ``work_conserving=True`` ("nothing more now" only where no pending row can start).
+    wrapped env's frames), ``work_conserving=True`` ("nothing more now" only where no pending row can start),
+    ``fork=False`` (``True``, on a round-based scenario: ``n_running`` more rows, the running jobs again, whose
+    action forks the job as HadarE does: one more copy on free GPUs of other nodes; features ``fork`` and
+    ``copies`` join the defaults).
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi", "human"], "render_fps": 4}
@@ -174,13 +194,15 @@ class JobsEnv(gym.Env):
                  reward_scale: float | None = None, invalid_action: str = "wait",
                  max_sim_time_s: float | None = None, max_steps: int | None = None,
                  min_run_s: float | None = None, render_mode: str | None = None,
-                 work_conserving: bool = True) -> None:
+                 work_conserving: bool = True, fork: bool = False) -> None:
         super().__init__()
         if invalid_action not in ("wait", "raise"):
             raise ValueError(f"invalid_action must be 'wait' or 'raise', got {invalid_action!r}")
         if max_steps is not None and (type(max_steps) is not int or max_steps < 1):
             raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
-        probe = JobsView(n_pending, n_running, JOB_NAMES[:1], CONTEXT_NAMES[:1], preempt=n_running > 0)
+        if not isinstance(fork, bool):
+            raise ValueError(f"fork must be True or False, got {fork!r}")
+        probe = JobsView(n_pending, n_running, JOB_NAMES[:1], CONTEXT_NAMES[:1], preempt=n_running > 0, fork=fork)
         self.wrapped = GPUClusterEnv(scenario, scenario_options, catalog, objective=objective,
                                      reward_scale=reward_scale, max_sim_time_s=max_sim_time_s,
                                      min_run_s=min_run_s, render_mode=render_mode,
@@ -188,9 +210,9 @@ class JobsEnv(gym.Env):
         self.wrapped.full_info = False
         eng = self.wrapped.engine
         if features is None:
-            features = default_features(len(eng.type_names), bool((~np.isnan(eng.deadline)).any()))
+            features = default_features(len(eng.type_names), bool((~np.isnan(eng.deadline)).any()), fork)
         self.view = JobsView(n_pending, n_running, tuple(features[0]), tuple(features[1]), preempt=n_running > 0,
-                             work_conserving=work_conserving)
+                             work_conserving=work_conserving, fork=fork)
         self.features = (self.view.job_features, self.view.context_features)
         self.observation_space = self.view.space()
         self.action_space = spaces.Discrete(self.view.n_actions)
@@ -293,7 +315,10 @@ class JobsEnv(gym.Env):
             return "nothing more now"
         if a <= self.view.n_pending:
             return f"start pending row {a - 1}"
-        return f"preempt running row {a - 1 - self.view.n_pending}"
+        r = a - 1 - self.view.n_pending
+        if r < self.view.n_running:
+            return f"preempt running row {r}"
+        return f"fork running row {r - self.view.n_running}"
 
     def render(self) -> Any:
         return self.wrapped.render()
