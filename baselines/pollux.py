@@ -35,6 +35,15 @@ from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts.gavel_rounds import next_boundary, order_moves
+from gpucluster_env.baselines.parts.pollux_goodput import (
+    BATCH_CANDIDATES,
+    batch_candidates,
+    fair_goodput,
+    goodput_table,
+    job_efficiency,
+    representative_gpus,
+    tunes_batch,
+)
 from gpucluster_env.baselines.pollux_search import (
     SearchSpace,
     Speedups,
@@ -44,14 +53,7 @@ from gpucluster_env.baselines.pollux_search import (
     restart_penalty,
 )
 
-from gpucluster_env.catalog.pollux_efficiency import (
-    POLLUX_INIT_BATCH,
-    POLLUX_LOCAL_BATCH,
-    batch_range,
-    efficiency,
-    has_efficiency,
-    noise_scale,
-)
+from gpucluster_env.catalog.pollux_efficiency import has_efficiency
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
@@ -59,92 +61,26 @@ from gpucluster_env.policy_options import NON_NEGATIVE
 
 POLLUX_PERIOD_S = 60.0
 """Pollux's scheduling interval (§5: 60 s)."""
+__all__ = ["BATCH_CANDIDATES", "POLLUX_PERIOD_S", "Pollux", "batch_candidates", "fair_goodput", "goodput_table",
+           "job_efficiency", "representative_gpus", "tunes_batch", "waiting_window"]
 
 
-def representative_gpus(view: ClusterView, nodes_of_type: list[np.ndarray], m: int, r: int) -> np.ndarray | None:
-    """``r`` GPUs over exactly ``m`` nodes of one type (``nodes_of_type``: each node's GPUs, largest first):
-    one on each of the first ``m`` nodes, the rest filling them in order. None when they cannot hold ``r``."""
-    if m < 1 or m > len(nodes_of_type) or r < m:
-        return None
-    picked = nodes_of_type[:m]
-    if sum(len(g) for g in picked) < r:
-        return None
-    take = [1] * m
-    extra = r - m
-    for i, g in enumerate(picked):
-        add = min(extra, len(g) - 1)
-        take[i] += add
-        extra -= add
-    return np.concatenate([g[:t] for g, t in zip(picked, take, strict=True)])
-
-
-BATCH_CANDIDATES = 16
-"""Total batches Pollux's batch optimiser tries per GPU count (geometric between the smallest and largest
-allowed; Pollux's ``GoodputFunction.optimize`` tries 50)."""
-
-
-def batch_candidates(model: str, max_r: int, count: int = BATCH_CANDIDATES) -> np.ndarray:
-    """Per-GPU batches Pollux's optimiser tries for ``model`` on ``0..max_r`` GPUs, shape ``(max_r + 1, count)``
-    (0: no candidate): totals geometric from ``max(M0, r x smallest per-GPU batch)`` to the largest validated
-    batch, each split over the ``r`` GPUs (rounded up, but the total kept within the validated range)."""
-    lo_total, hi_total = batch_range(model)  # type: ignore[misc]
-    min_local = POLLUX_LOCAL_BATCH[model][0]
-    out = np.zeros((max_r + 1, count), dtype=np.int64)
-    for r in range(1, max_r + 1):
-        start = max(lo_total, min_local * r)
-        if start > hi_total:
-            continue
-        b = np.minimum(np.ceil(np.geomspace(start, hi_total, count) / r - 1e-8), hi_total // r).astype(np.int64)
-        ok = (b >= min_local) & (r * b >= lo_total)
-        out[r] = np.where(ok, b, 0)
-    return out
-
-
-def goodput_table(view: ClusterView, j: int, nodes_by_type: list[list[np.ndarray]], batches: np.ndarray
-                  ) -> np.ndarray:
-    """Throughput (samples/s) of job ``j`` by ``[type, nodes, GPUs, candidate]`` at the per-GPU batches
-    ``batches[GPUs, candidate]`` (0 where impossible, out of memory or no candidate), from the performance
-    model's iteration time on representative GPU sets."""
-    n_types = len(nodes_by_type)
-    max_m = max(len(n) for n in nodes_by_type)
-    max_r = batches.shape[0] - 1
-    out = np.zeros((n_types, max_m + 1, max_r + 1, batches.shape[1]))
-    for k, nodes in enumerate(nodes_by_type):
-        for r in range(1, max_r + 1):
-            for m in range(1, min(r, len(nodes)) + 1):
-                g = representative_gpus(view, nodes, m, r)
-                if g is None:
-                    continue
-                for c, b in enumerate(batches[r].tolist()):
-                    s = view.solo_accumulation(j, g, b) if b > 0 else None
-                    if s is not None:
-                        out[k, m, r, c] = r * b / view.iter_time(j, g, s, batch=b)
-    return out
-
-
-def tunes_batch(view: ClusterView, j: int) -> bool:
-    """Whether Pollux re-tunes job ``j``'s batch: an elastic job of a model with a validated batch range (a job
-    whose size is fixed keeps its batch too, as Pollux's simulator fixes NCF's)."""
-    return view.is_elastic(j) and batch_range(view.model(j).name) is not None
-
-
-def job_efficiency(view: ClusterView, j: int, total: np.ndarray, remaining: float | None = None) -> np.ndarray:
-    """Statistical efficiency of job ``j`` at total batches ``total`` at its progress now (1: no data);
-    ``remaining``: its iterations left now, when the caller has them (``view.remaining_now()[j]``)."""
-    p = view.model(j)
-    if not has_efficiency(p.name):
-        return np.ones(np.shape(total))
-    left = float(view.remaining_now()[j]) if remaining is None else remaining
-    done = 1.0 - left / max(float(view.iterations[j]), 1e-12)
-    return efficiency(np.maximum(total, 1), POLLUX_INIT_BATCH[p.name], noise_scale(p.name, done))
-
-
-def fair_goodput(good: np.ndarray, fair_r: np.ndarray) -> np.ndarray:
-    """Each job's goodput at its fair share of ``fair_r[i]`` GPUs (``good``: ``(J, K, M+1, R+1)``): the best
-    over types and node counts where that is > 0, else its best anywhere (at least 1e-12)."""
-    rows = good.reshape(len(good), -1)
-    at = good[np.arange(len(good)), :, :, fair_r].reshape(len(good), -1).max(axis=1)
-    return np.where(at > 0, at, np.maximum(rows.max(axis=1), 1e-12))
+def waiting_window(waiting: np.ndarray, size: np.ndarray, factor: np.ndarray, gpus: float) -> np.ndarray:
+    """Which jobs (in priority order; ``waiting`` marks the waiting ones) the search weighs: every running job
+    and, of each gang ``size``, the ``ceil(gpus / size)`` waiting jobs with the largest restart ``factor``
+    (ties: earlier first). A waiting job gets its whole gang or nothing, and starting it turns its term of the
+    power mean from ``1 / EPS_SPEEDUP`` into one over its speed-up times that factor (its speed-up at its gang
+    over its fair share: the same for every 1-GPU job), so of two waiting jobs of one size the search starts
+    the one with the larger factor; one cluster's worth of each size holds every waiting job the exact search
+    started on philly-loaded's 1,600 jobs (docs/pollux.md). Those outside only add the same term to every
+    candidate's mean, which keeps their order, while each pass over the population walks their rows."""
+    keep = ~waiting
+    order = np.lexsort((np.arange(len(waiting)), -factor))
+    order = order[waiting[order]]
+    for s in np.unique(size[order]).tolist():
+        members = order[size[order] == s]
+        keep[members[: math.ceil(gpus / max(int(s), 1))]] = True
+    return keep
 
 
 @register_policy
@@ -157,14 +93,18 @@ class Pollux(Policy):
         "search every 60 s with restart penalty; preempts, resizes and moves jobs and re-tunes their batch"
     )
     paper: ClassVar[str] = "Pollux (OSDI'21); castor §9.1 Table 5 / Fig. 12 baseline"
-    version: ClassVar[str] = "2-batch-tuning"
-    """Recorded as the board's ``policy_version``: 2 re-tunes each elastic job's batch every period (records of
-    version 1, the package version, are stale)."""
+    version: ClassVar[str] = "3-waiting-window"
+    """Recorded as the board's ``policy_version``: 3 weighs a cluster's worth of waiting jobs of each size
+    (:func:`waiting_window`); 2 re-tuned each elastic job's batch every period; records of earlier versions
+    are stale."""
 
     def __init__(self, period_s: float = POLLUX_PERIOD_S, population: int = 32, generations: int = 20,
-                 seed: Annotated[int, NON_NEGATIVE] = 0) -> None:
+                 seed: Annotated[int, NON_NEGATIVE] = 0, waiting_window: Annotated[float, NON_NEGATIVE] = 1.0
+                 ) -> None:
         """``period_s``: scheduling period (s). ``population`` / ``generations``: the genetic algorithm's size
-        (Pollux's own: 100 x 100; the defaults keep a decision cheap). ``seed``: mixed with the episode's."""
+        (Pollux's own: 100 x 100; the defaults keep a decision cheap). ``seed``: mixed with the episode's.
+        ``waiting_window``: the waiting jobs the search weighs, per gang size, in clusters' worth
+        (:func:`waiting_window`); 0: every waiting job (the exact search, slow on a long queue)."""
         if not (isinstance(period_s, int | float) and period_s > 0):
             raise ValueError(f"pollux: period_s must be a positive number of seconds, got {period_s!r}")
         for key, v, lo in (("population", population, 2), ("generations", generations, 0)):
@@ -174,6 +114,7 @@ class Pollux(Policy):
         self.population = int(population)
         self.generations = int(generations)
         self.seed = int(seed)
+        self.waiting_window = float(waiting_window)
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
@@ -221,14 +162,29 @@ class Pollux(Policy):
         self.acted_at = now
         self.next_period = next_boundary(now, self.period_s)
         running = view.running_jobs().tolist()
-        active = [j for j in running if view.can_reallocate(j)] + view.pending_jobs().tolist()
+        waiting = view.pending_jobs()
+        active = [j for j in running if view.can_reallocate(j)] + waiting.tolist()
         if not active:
             return Wait()
         others = [g for j in running if j not in set(active) for g in view.gpus_of(j).tolist()]
         self.free_capacity = self.capacity - np.bincount(view.gpu_node[others], minlength=len(self.capacity))
         active.sort(key=lambda j: (self.attained[j], view.submit[j], j))
+        self._in_system = len(active)
+        if self.waiting_window > 0 and len(waiting) > 0:
+            active = self._weighed(view, active, waiting)
         best = self._search(view, active)
         return self._actions(view, active, best)
+
+    def _weighed(self, view: ClusterView, jobs: list[int], waiting: np.ndarray) -> list[int]:
+        """``jobs`` (priority order) less the waiting jobs outside :func:`waiting_window`."""
+        idx = np.asarray(jobs, dtype=np.int64)
+        is_waiting = np.zeros(view.n_jobs, dtype=bool)
+        is_waiting[waiting] = True
+        age = np.maximum(view.now - view.submit[idx], 0.0)
+        keep = waiting_window(is_waiting[idx], view.req_gpus[idx],
+                              restart_penalty(age, self.restarts[idx], view.restart_s),
+                              self.waiting_window * view.num_gpus)
+        return idx[keep].tolist()
 
     # ------------------------------------------------------------------ the search
     def _space(self, view: ClusterView, jobs: list[int]) -> SearchSpace:
@@ -260,7 +216,7 @@ class Pollux(Policy):
         for i, j in enumerate(jobs):
             t = self._job_goodput(view, j, int(space.max_gpus[i]))
             good[i, :, :, : t.shape[2]] = t[:, :, : max_r + 1]
-        fair_r = np.minimum(math.ceil(view.num_gpus / len(jobs)), space.max_gpus)
+        fair_r = np.minimum(math.ceil(view.num_gpus / self._in_system), space.max_gpus)  # all in the system
         fair = fair_goodput(good, fair_r)
         age = np.maximum(view.now - view.submit[jobs], 0.0)
         penalty = restart_penalty(age, self.restarts[jobs], view.restart_s)
