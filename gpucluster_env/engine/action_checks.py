@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..performance import fit_accumulation, fits_memory, footprint_gb
+from ..performance import fits_memory, footprint_gb
 from .actions import Action, ActionError
 from .occupancy import Occupancy
 from .rates import Rates
@@ -91,28 +91,33 @@ class ActionChecks:
 
     def check_start(
         self, action: Action | tuple, j: int, g: np.ndarray, accumulation: int | None, t: int | None = None,
-        tenant: int = -1
+        tenant: int = -1, gl: list[int] | None = None
     ) -> int:
         """The accumulation job ``j`` starts with on ``g``, or ActionError. ``t`` (a GPU type) is given by the
         planners when every GPU of ``g`` is of type ``t`` and either free (``tenant`` -1) or held by ``tenant``
-        alone; the checks then run on scalars, with the same results."""
+        alone; the checks then run on scalars, with the same results. ``gl``: ``g.tolist()`` if at hand."""
         st = self.state
         self.require(action, j, PENDING, "job")
         if len(g) != st.req_l[j]:
             raise ActionError(f"{typed(action)}: job {j} needs {st.req_gpus[j]} GPUs, got {len(g)}")
-        if t is None and any(st.slot_job_flat.item(2 * x + 1) >= 0 for x in g.tolist()):
-            raise ActionError(f"{typed(action)}: a GPU of the set already holds two jobs")
+        if gl is None:
+            gl = g.tolist()
+        if t is None:
+            sjf = st.slot_job_flat
+            for x in gl:
+                if sjf.item(2 * x + 1) >= 0:
+                    raise ActionError(f"{typed(action)}: a GPU of the set already holds two jobs")
         if st.config.topology_rule:
             why = self.topology_violation(j, g)
             if why is not None:
                 raise ActionError(f"{typed(action)}: topology rule: {why}")
-        self.check_measured(action, j, g)
+        self.check_measured(action, j, g, gl=gl)
         batch = st.batch_l[j]
         p = st.profiles[st.model_l[j]]
         other = st.footprint.item(tenant) if tenant >= 0 else 0.0
         if accumulation is None:
             if t is not None:  # accumulation_for on one type beside one tenant (or none)
-                s = fit_accumulation(p, batch, st.type_mem_l[t] - other)
+                s = self.rates.fit(st.model_l[j], batch, st.type_mem_l[t] - other)
             else:
                 s = self.rates.accumulation_for(j, g)
             if s is None:
@@ -129,7 +134,7 @@ class ActionChecks:
         if t is not None and fits_memory(fp, st.type_mem_l[t] - other):
             return s
         sjf, fps, tm, gt = st.slot_job_flat, st.footprint, st.type_mem_l, st.gpu_type_l
-        for gi in g.tolist():  # the memory beside each GPU's tenant (slot 0), as floats
+        for gi in gl:  # the memory beside each GPU's tenant (slot 0), as floats
             o = sjf.item(2 * gi)
             other_gb = fps.item(o) if o >= 0 else 0.0
             mem = tm[gt[gi]]
@@ -140,18 +145,16 @@ class ActionChecks:
                 )
         return s
 
-    def check_measured(self, action: Action | tuple, j: int, g: np.ndarray, batch: int | None = None) -> None:
+    def check_measured(self, action: Action | tuple, j: int, g: np.ndarray, batch: int | None = None,
+                       gl: list[int] | None = None) -> None:
         """ActionError when job ``j``'s gang on ``g`` (one GPU type) at per-GPU ``batch`` (default its batch now)
         is a configuration Gavel measured at zero throughput (:mod:`gpucluster_env.catalog.solo`: it cannot run
-        there)."""
+        there). ``gl``: ``g.tolist()`` if at hand."""
         st = self.state
-        gl = g.tolist()
-        gt = st.gpu_type_l
-        t = gt[gl[0]]
-        if len(gl) > 1 and any(gt[x] != t for x in gl):
+        t, n_nodes = self.rates.gang(g.tolist() if gl is None else gl)
+        if t < 0:
             return
         b = st.batch_l[j] if batch is None else batch
-        n_nodes = 1 if len(gl) == 1 else len({st.gpu_node_l[x] for x in gl})
         if math.isinf(st.gang_scale(st.model_l[j], b, t, len(g), n_nodes)):
             raise ActionError(f"{typed(action)}: job {j} ({st.model_names[st.model_l[j]]}, batch "
                               f"{b}) cannot run on {len(g)} {st.type_names[t]}: Gavel measured "
@@ -170,10 +173,14 @@ class ActionChecks:
         self.check_measured(action, j, g)
         return g
 
-    def check_exact_start(self, action: Action, j: int, p: int | None, g: np.ndarray) -> None:
-        """The checks of a place (``p`` None) or colocate with ``partner`` ``p`` on an exact GPU set ``g``."""
+    def check_exact_start(self, action: Action, j: int, p: int | None, g: np.ndarray,
+                          gl: list[int] | None = None) -> None:
+        """The checks of a place (``p`` None) or colocate with ``partner`` ``p`` on an exact GPU set ``g``
+        (``gl``: ``g.tolist()`` if at hand)."""
         st = self.state
-        sjf, gl = st.slot_job_flat, g.tolist()  # the slot arrays read per GPU of the gang, as ints
+        sjf = st.slot_job_flat  # the slot arrays read per GPU of the gang, as ints
+        if gl is None:
+            gl = g.tolist()
         if p is None:
             if any(sjf.item(2 * x) >= 0 for x in gl):
                 raise ActionError(f"{action}: place needs free GPUs; use colocate to share")

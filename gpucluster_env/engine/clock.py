@@ -5,12 +5,18 @@ the current time. Progress between events is :mod:`.job_progress`'s; what a comp
 from __future__ import annotations
 
 import math
+from heapq import heappop
+
+import numpy as np
 
 from .actions import StalledError
 from .events import FINISH, IDLE, ROUND, TICK
 from .job_progress import Progress
 from .lifecycle import Lifecycle
 from .state import PENDING, RUNNING, EngineState
+
+COMPACT_MIN = 4096
+"""The least heap size at which the clock retires cancelled completions from the event heap."""
 
 
 class Clock:
@@ -26,6 +32,7 @@ class Clock:
         self.idle_ticks = 0  # consecutive idle waits
         self.acc_t = 0.0  # utilization is counted up to this time
         self.last_reasons: tuple[str, ...] = ()
+        self.compact_at = COMPACT_MIN  # heap size at which cancelled completions are retired (EventQueue.retire)
 
     def start(self) -> None:
         """The clock at time 0 (after the state's reset): push the first round boundary and calibration tick."""
@@ -36,6 +43,7 @@ class Clock:
         self.idle_ticks = 0
         self.acc_t = 0.0
         self.last_reasons = ()
+        self.compact_at = COMPACT_MIN
         if self.next_round is not None:
             s.events.push(self.next_round, ROUND, -1, 0)
         if self.next_tick is not None:
@@ -45,11 +53,16 @@ class Clock:
         """Take the times and counts of ``other`` (the clock of the engine this one's state was cloned from)."""
         self.next_round, self.next_tick = other.next_round, other.next_tick
         self.idle_ticks, self.acc_t, self.last_reasons = other.idle_ticks, other.acc_t, other.last_reasons
+        self.compact_at = other.compact_at
 
     def _next_time(self) -> float:
         """The time of the next event or arrival (inf: none)."""
         s = self.state
-        t = s.events.next_time()
+        q = s.events
+        t = q.next_time()
+        i = q.stale_at
+        if i < len(q.stale) and q.stale[i] <= t:  # at a tie too: a completion's time comes first, as in the heap
+            t = np.float64(q.stale[i])
         i = s.next_arrival
         if i < s.n_jobs and s.submit_l[i] < t:  # min(t, submit[i])
             t = s.submit[i]
@@ -75,7 +88,13 @@ class Clock:
         finished by the limit, not those an event jump past it would have finished."""
         s = self.state
         s.counts["decisions"] += 1
+        q = s.events
+        heap = q.heap
+        if len(heap) > self.compact_at:
+            self._compact()
         while s.n_done != s.n_jobs:  # not s.done
+            if (heap and heap[0][1] == FINISH) or q.stale_at < len(q.stale):
+                self._skip_stale(until)
             t = self._next_time()
             if t == math.inf:
                 if s.running_set:
@@ -94,6 +113,75 @@ class Clock:
                 return self.last_reasons
         self.last_reasons = ()
         return ()
+
+    def _compact(self) -> None:
+        """Retire the cancelled completions from the heap (:meth:`EventQueue.retire
+        <gpucluster_env.engine.events.EventQueue.retire>`), all found at once over arrays."""
+        s = self.state
+        heap = s.events.heap
+        n = len(heap)
+        kind = np.fromiter((e[1] for e in heap), np.int64, n)
+        job = np.fromiter((e[3] for e in heap), np.int64, n)  # -1 for events of no job: masked by kind
+        ver = np.fromiter((e[4] for e in heap), np.int64, n)
+        dead = (kind == FINISH) & ((s.version[job] != ver) | (s.status[job] != RUNNING))
+        s.events.retire(dead.tolist())
+        self.compact_at = max(COMPACT_MIN, 2 * len(heap))
+
+    def _skip_stale(self, until: float | None) -> None:
+        """Pass the cancelled completions that come next (at the head of the heap, or retired to the queue's
+        ``stale`` times), each a time the clock stops at with nothing to do (what :meth:`_process_time` does
+        there: utilization counted up to it, ``now`` set, the idle count cleared if jobs run), as long as each
+        comes before the next arrival and not after ``until``. The same sums in the same order as stopping at
+        each, without the general path."""
+        s = self.state
+        q = s.events
+        heap, stale = q.heap, q.stale
+        at, n_stale = q.stale_at, len(stale)
+        i = s.next_arrival
+        lim = s.submit_l[i] if i < s.n_jobs else math.inf  # a time with an arrival takes the general path
+        if until is not None and until < lim:
+            lim = math.nextafter(until, math.inf)  # times up to until (an event at until still happens)
+        version, status = s.version, s.status
+        acc = float(self.acc_t)  # Python floats: the same IEEE sums as numpy's scalars, faster
+        busy = shared = sm = 0.0
+        busy_s = shared_s = sm_s = None  # the sums, read at the first stop that counts time
+        t = None
+        while True:
+            ts = stale[at] if at < n_stale else math.inf
+            if heap and heap[0][0] <= ts:
+                e = heap[0]
+                t_e = e[0]
+                if not (e[1] == FINISH and t_e < lim):
+                    break
+                j = e[3]
+                if version.item(j) == e[4] and status.item(j) == RUNNING:
+                    break  # a live completion
+                heappop(heap)
+            elif ts < lim:
+                t_e = ts
+                at += 1
+            else:
+                break
+            t = t_e
+            dt = t - acc
+            if dt > 0:
+                if busy_s is None:
+                    busy, shared = s.busy_gpus, s.shared_gpus
+                    sm = s.sm_activity.total(s.slot_job_flat, s.slot_share_flat)
+                    busy_s, shared_s, sm_s = float(s.busy_gpu_s), float(s.shared_gpu_s), float(s.sm_active_gpu_s)
+                busy_s += dt * busy
+                shared_s += dt * shared
+                sm_s += dt * sm
+                acc = t
+        q.stale_at = at
+        if t is not None:
+            s.now = np.float64(t)  # the time as the general path has it
+            if busy_s is not None:
+                self.acc_t = np.float64(acc)
+                s.busy_gpu_s, s.shared_gpu_s, s.sm_active_gpu_s = (
+                    np.float64(busy_s), np.float64(shared_s), np.float64(sm_s))
+            if s.running_set:
+                self.idle_ticks = 0
 
     def _arrive(self, t: float) -> bool:
         """Queue every job submitted by ``t``; True if any arrived."""
@@ -114,6 +202,7 @@ class Clock:
         s = self.state
         self.accumulate_util(t)
         s.now = t
+        s.events.pass_stale(t)  # cancelled completions at t: nothing to do
         reasons: list[str] = ["arrival"] if self._arrive(t) else []
         pop_due = s.events.pop_due
         while (ev := pop_due(t)) is not None:

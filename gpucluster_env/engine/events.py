@@ -6,6 +6,12 @@ at a round boundary must not pay that round's consolidation), then the sequence 
 total and never reaches the job). The time as given keeps its type for the clock (``None`` for completions,
 whose time is a numpy float rebuilt from the Python float, the same value). A completion carries the version its
 job had when it was predicted; a later rate change moves the version and so invalidates it.
+
+A cancelled completion is still a time the clock stops at (with nothing to do there but count utilization up to
+it: the sums, and so the metrics, keep their last bits). Most completions are cancelled by a rate change long
+before their time (a preemption, a partner's start), and in the heap they make every push and pop slower; so the
+clock moves them now and then (:meth:`EventQueue.retire`) to ``stale``, a sorted list of their times, read from
+``stale_at`` on.
 """
 
 from __future__ import annotations
@@ -23,11 +29,39 @@ Event = tuple[float, int, int, int, int, float | None]
 class EventQueue:
     """A heap of events (see the module docstring) with its sequence counter."""
 
-    __slots__ = ("heap", "seq")
+    __slots__ = ("heap", "seq", "stale", "stale_at")
 
     def __init__(self) -> None:
         self.heap: list[Event] = []
         self.seq = 0
+        self.stale: list[float] = []  # times of cancelled completions taken off the heap, ascending
+        self.stale_at = 0  # stale[:stale_at] are passed
+
+    def retire(self, dead: list[bool]) -> None:
+        """Take the events flagged in ``dead`` (parallel to ``heap``: cancelled completions) off the heap and keep
+        their times in ``stale``. The heap keeps its list object and its order (events compare totally)."""
+        heap = self.heap
+        gone = sorted(e[0] for e, d in zip(heap, dead, strict=True) if d)
+        heap[:] = [e for e, d in zip(heap, dead, strict=True) if not d]
+        heapq.heapify(heap)
+        rest = self.stale[self.stale_at:]
+        rest += gone
+        rest.sort()  # two sorted runs: a merge
+        self.stale = rest
+        self.stale_at = 0
+
+    def next_stale(self) -> float:
+        """The earliest time in ``stale`` not passed (inf: none)."""
+        i = self.stale_at
+        return self.stale[i] if i < len(self.stale) else math.inf
+
+    def pass_stale(self, t: float) -> None:
+        """Pass every time in ``stale`` at or before ``t`` (the clock has stopped there)."""
+        st, i = self.stale, self.stale_at
+        n = len(st)
+        while i < n and st[i] <= t:
+            i += 1
+        self.stale_at = i
 
     def push(self, t: float, kind: int, job: int, version: int) -> None:
         """Queue an event of ``kind`` at time ``t`` (kept as given for the clock)."""

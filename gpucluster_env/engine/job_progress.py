@@ -90,6 +90,7 @@ class Progress:
         completion event."""
         s = self.state
         last_t, active, rate, remaining, version = s.last_t, s.active_from, s.rate, s.remaining, s.version
+        held_shared, share_lo, solo_rate, full = s.held_shared, s.share_lo, s.solo_rate, s.share_units
         push_finish = s.events.push_finish
         job_rate = self.rates.job_rate
         tf = float(t)  # the same value
@@ -110,7 +111,9 @@ class Progress:
             last_t[j] = max(last, tf)
             v = version.item(j) + 1
             version[j] = v
-            r = job_rate(j)
+            # Rates.job_rate's first case here: alone at full share on every GPU, the rate is the solo rate
+            if held_shared.item(j) != 0 or share_lo.item(j) != full or not (r := solo_rate.item(j)) > 0:
+                r = job_rate(j)
             rate[j] = r
             if r > 0:
                 if rem is None:

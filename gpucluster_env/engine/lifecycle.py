@@ -12,7 +12,7 @@ import numpy as np
 
 from ..performance import fits_memory, footprint_gb
 from .action_checks import ActionChecks, typed
-from .actions import Action, ActionError, SetStealing
+from .actions import Action, ActionError, Colocate, Place, SetStealing
 from .job_progress import Progress
 from .occupancy import Occupancy
 from .placement import Placement
@@ -56,8 +56,23 @@ class Lifecycle:
             raise ActionError(f"{typed(action)}: partner {p} has no room for job {j}")
         self.start(j, planned, self.checks.check_start(action, j, planned, accumulation, t, p))
 
-    def start(self, j: int, g: np.ndarray, s: int) -> None:
-        """Start pending job ``j`` on ``g`` at accumulation ``s``."""
+    def start_exact(self, action: Place | Colocate, colocate: bool) -> None:
+        """A ``Place`` or ``Colocate`` (``colocate``) on the exact GPU set it names: every check, in the order
+        ``ClusterEngine.apply`` gives, then the start. The set is read as a list once for all the checks."""
+        checks = self.checks
+        j = checks.job_index(action, action.job)
+        p = None
+        if colocate:
+            p = checks.job_index(action, action.partner)  # type: ignore[union-attr]
+            checks.require(action, p, RUNNING, "partner")
+        gl = checks.gpu_list(action, action.gpus)  # type: ignore[arg-type]
+        g = np.array(gl, dtype=np.int64)
+        checks.check_exact_start(action, j, p, g, gl)
+        self.start(j, g, checks.check_start(action, j, g, action.accumulation, gl=gl), gl)
+
+    def start(self, j: int, g: np.ndarray, s: int, gl: list[int] | None = None) -> None:
+        """Start pending job ``j`` on ``g`` at accumulation ``s`` (``gl``: a new list of ``g``'s GPUs, if at
+        hand; the copy keeps it)."""
         st = self.state
         t = st.now
         st.pending_queue.pop(j, None)
@@ -75,7 +90,8 @@ class Lifecycle:
         cfg = st.config
         st.active_from[j] = t + (cfg.restart_s if st.n_preempt.item(j) > 0 or cfg.restart_on_allocation else 0.0)
         st.copies[j] = [g]
-        gl = g.tolist()
+        if gl is None:
+            gl = g.tolist()
         c = self.rates.new_copy(j, g, s, gl)
         st.copy_consts[j] = [c]
         st.job_min_mem[j] = c.k.min_mem

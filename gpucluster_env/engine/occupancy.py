@@ -134,12 +134,16 @@ class Occupancy:
         GPUs). Per-type counts follow from the copy when it is of one type, per-node-type counts when it is
         also on one node."""
         s = self.state
+        t = c.t
         if shared:
             n = len(shared)
             s.shared_gpus += sign * n
             st = s.shared_t
-            for k, v in ({c.t: n} if c.t >= 0 else _tally(s.gpu_type_l, shared)).items():
-                st[k] += sign * v
+            if t >= 0:
+                st[t] += sign * n
+            else:
+                for k, v in _tally(s.gpu_type_l, shared).items():
+                    st[k] += sign * v
             hs = s.held_shared
             hs[j] += sign * n
             for p, v in tenants.items():
@@ -148,12 +152,17 @@ class Occupancy:
         if alone:
             n = len(alone)
             ff, bt = s.free_flat, s.busy_t
-            nt = {s.gpu_nt_l[alone[0]]: n} if c.t >= 0 and c.n_nodes == 1 else _tally(s.gpu_nt_l, alone)
-            for k, v in nt.items():
-                ff[k] -= sign * v
+            if t >= 0 and c.n_nodes == 1:
+                ff[s.gpu_nt_l[alone[0]]] -= sign * n
+            else:
+                for k, v in _tally(s.gpu_nt_l, alone).items():
+                    ff[k] -= sign * v
             s.busy_gpus += sign * n
-            for k, v in ({c.t: n} if c.t >= 0 else _tally(s.gpu_type_l, alone)).items():
-                bt[k] += sign * v
+            if t >= 0:
+                bt[t] += sign * n
+            else:
+                for k, v in _tally(s.gpu_type_l, alone).items():
+                    bt[k] += sign * v
         s.held[j] += sign * c.n
 
     def _pair(self, j: int, counts: dict[int, int], sign: int) -> None:

@@ -24,6 +24,35 @@ class Rates:
 
     def __init__(self, state: EngineState) -> None:
         self.state = state
+        self._fit: dict[tuple[int, int, float], int | None] = {}  # fit()'s answers
+        self._gangs: dict[tuple[int, ...], tuple[int, int]] = {}  # gang()'s answers
+        self._xi_tm: dict[tuple[int, int], np.ndarray] = {}  # xi_share_tab[t, m + 1] views
+
+    def fit(self, m: int, batch: int, room: float) -> int | None:
+        """:func:`~gpucluster_env.performance.fit_accumulation` of model ``m`` at per-GPU ``batch`` in ``room`` GB,
+        kept per argument (a pure function of them)."""
+        key = (m, batch, room)
+        f = self._fit
+        if key in f:
+            return f[key]
+        s = f[key] = fit_accumulation(self.state.profiles[m], batch, room)
+        return s
+
+    def gang(self, gl: list[int]) -> tuple[int, int]:
+        """The GPU type of the GPUs ``gl`` (-1 when mixed) and the number of nodes they span; kept per GPU set of
+        more than one GPU (a pure function of the cluster)."""
+        st = self.state
+        if len(gl) == 1:
+            return st.gpu_type_l[gl[0]], 1
+        key = tuple(gl)
+        out = self._gangs.get(key)
+        if out is None:
+            gt, gn = st.gpu_type_l, st.gpu_node_l
+            t = gt[gl[0]]
+            if any(gt[x] != t for x in gl):
+                t = -1
+            out = self._gangs[key] = (t, len({gn[x] for x in gl}))
+        return out
 
     def copy_model(self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int, stealing: bool) -> CopyModel:
         """The performance constants of a copy of model ``m`` (per-GPU batch ``batch``, accumulation ``s``) on
@@ -59,20 +88,21 @@ class Rates:
         c.g = g
         c.gl = gl = g.tolist() if gl is None else gl
         c.n = n = len(gl)
-        gt, gn = st.gpu_type_l, st.gpu_node_l
-        t = gt[gl[0]]
         if n == 1:
-            c.gpu, c.n_nodes = gl[0], 1
+            c.gpu = gl[0]
+            t, c.n_nodes = st.gpu_type_l[c.gpu], 1
         else:
-            c.n_nodes = len({gn[x] for x in gl})
-            if any(gt[x] != t for x in gl):
-                t = -1
+            t, c.n_nodes = self.gang(gl)
+            if t < 0:
                 c.types = st.gpu_type[g]
         c.t = t
         c.k = self.copy_model(m, st.batch_l[j], s, gl, t, c.n_nodes, st.stealing.item(j))
         if t >= 0:
             c.xi_tl = st.xi_tab_l[t][m + 1]
-            c.xi_tm = st.xi_share_tab[t, m + 1]
+            tm = self._xi_tm.get((t, m))
+            if tm is None:
+                tm = self._xi_tm[t, m] = st.xi_share_tab[t, m + 1]
+            c.xi_tm = tm
         return c
 
     def copy_time(self, j: int, c: Copy) -> float:
@@ -210,7 +240,7 @@ class Rates:
         """Smallest power-of-two accumulation under which job ``j`` fits in memory on every GPU of ``gpus``
         beside their current tenants (None: none does)."""
         st = self.state
-        p, batch = st.profiles[st.model_l[j]], st.batch_l[j]
+        batch = st.batch_l[j]
         sjf, fp, gt = st.slot_job_flat, st.footprint, st.gpu_type_l
         most: dict[int, float] = {}  # GPU type: the largest tenant footprint on the set's GPUs of that type
         for x in gpus.tolist():
@@ -220,8 +250,9 @@ class Rates:
             if m > most.get(t, -1.0):
                 most[t] = m
         best = 1
+        mj = st.model_l[j]
         for t, m in most.items():
-            s = fit_accumulation(p, batch, st.type_mem_l[t] - m)
+            s = self.fit(mj, batch, st.type_mem_l[t] - m)
             if s is None:
                 return None
             best = max(best, s)
@@ -233,7 +264,7 @@ class Rates:
         none does)."""
         st = self.state
         room = min(st.type_mem_l[st.gpu_type_l[x]] for x in np.asarray(g).tolist())
-        return fit_accumulation(st.profiles[st.model_l[j]], st.batch_l[j] if batch is None else int(batch), room)
+        return self.fit(st.model_l[j], st.batch_l[j] if batch is None else int(batch), room)
 
     def liss_micro_batches(self, j: int, c: Copy) -> np.ndarray:
         """The micro-batch of each worker of job ``j``'s multi-GPU copy ``c`` under LISS at the workers' current

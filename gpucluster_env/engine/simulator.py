@@ -140,6 +140,13 @@ class ClusterEngine:
         """Apply one typed action at the current time (``Wait`` advances to the next decision point)."""
         self.state.counts["actions"] += 1
         life, checks = self.lifecycle, self.checks
+        cls = type(action)  # the common actions first, by their exact class
+        if cls is Preempt:
+            life.preempt(checks.running_index(action, action.job))
+            return
+        if (cls is Place or cls is Colocate) and action.gpus is not None:
+            life.start_exact(action, cls is Colocate)
+            return
         if isinstance(action, Wait):
             self.clock.advance()
         elif isinstance(action, Place | Colocate):
@@ -155,11 +162,7 @@ class ClusterEngine:
                 else:
                     life.colocate(action, j, p, action.accumulation)
                 return
-            if p is not None:
-                checks.require(action, p, RUNNING, "partner")
-            g = checks.check_gpus(action, action.gpus)
-            checks.check_exact_start(action, j, p, g)
-            life.start(j, g, checks.check_start(action, j, g, action.accumulation))
+            life.start_exact(action, p is not None)
         elif isinstance(action, Squeeze | Swell):
             life.calibrate(action, action.job, -1 if isinstance(action, Squeeze) else 1, action.gpus)
         elif isinstance(action, Preempt):
