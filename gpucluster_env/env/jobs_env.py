@@ -137,7 +137,7 @@ class JobsView:
         run = run if self.n_running else run[:0]
         r0 = 1 + self.n_pending
         act = np.concatenate([mask[1:1 + len(pend)], mask[r0:r0 + len(run)]])
-        fork = env.running_window[:min(self.n_running, len(env.running_window))] if self.fork else run[:0]
+        fork = run if self.fork else run[:0]  # fork rows: the running rows again (fork needs n_running >= 1)
         if len(fork):
             f0 = r0 + self.n_running
             act = np.concatenate([act, mask[f0:f0 + len(fork)]])
