@@ -26,6 +26,7 @@ from gpucluster_env.leaderboard.claim_check import (
     cell_key,
     check_claims,
     counts,
+    interval_settled_count,
     needed_cells,
     pct,
     published_pct,
@@ -259,10 +260,14 @@ INTRO = (
     "where higher is (deadlines met, utilization); a paper's \"1.28x\" is 1 - 1/1.28 = +21.9%. Ours: the mean "
     "over seeds of the settings' improvement, its paired 95% bootstrap interval (whole percents; – where a "
     "resample's baseline mean is 0, e.g. seeds on which nobody queues), and the seeds where the policy beats the "
-    "baseline. The verdict is the interval's: **holds** where it lies wholly within ±50% of the published size "
-    "(above zero, for a claim of direction only), **direction only** where it lies wholly above zero but outside "
-    "that band (too small or too large), **fails** where it lies wholly at or below zero, **unsettled** where it "
-    "spans two or more of these regions (named: more seeds may settle it; also where the interval is not "
+    "baseline. The interval settles the direction and the mean the size: **fails** where the interval lies wholly "
+    "at or below zero; where it lies wholly above zero, **holds** where the mean is within ±50% of the published "
+    "size and **direction only** where the mean is outside that band (too small or too large; a claim of the "
+    "direction only holds once the interval is above zero); **unsettled** where the interval reaches both sides "
+    "of zero (the verdict names every region it spans: more seeds may settle it; also where the interval is not "
+    "finite). A settled verdict whose interval reaches past the band says so (\"holds; interval: holds or too "
+    "large\"), and the count gives the stricter reading too, in which the whole interval must lie in one size "
+    "region. "
     "finite). A claim of no difference holds where the interval lies within its stated tolerance of zero and "
     "fails where it lies wholly outside (worse or better). **Deterministic**: every seed ran the same episode "
     "(the HadarE mixes are a fixed batch), so the seeds are one run, with no interval, judged on its one value. "
@@ -284,7 +289,8 @@ def _count_line(results: list[Result]) -> str:
     synthetic = sorted({t for r in results for t in r.traces if t.startswith("synthetic")})
     excluded = sum(r.excludes_published for r in results)
     return ("**Count:** " + ", ".join(f"{n} {v}" for v, n in counts(results).items())
-            + f"; **{settled} of {measurable} measurable claims settled**"
+            + f"; **{settled} of {measurable} measurable claims settled** ({interval_settled_count(results)} "
+            "with the whole interval inside one region)"
             + (f"; of the unsettled, {excluded} lie wholly outside the published size's band (they do not hold as "
                "published, whichever way more seeds settle them)." if excluded else ".")
             + (f" Synthetic traces ran for some claims ({', '.join(synthetic)}): their verdicts test the stand-in, "

@@ -14,9 +14,10 @@ def register_claims(lsub: Subparsers) -> None:
     c = lsub.add_parser("claims", help="the papers' headline claims checked against results folders",
                         description="Every headline comparative claim of the papers (leaderboard/claims.toml) "
                                     "against the records of the folders: our mean improvement over seeds, its "
-                                    "paired 95% interval, how many seeds agree in direction, and a verdict the "
-                                    "interval settles (holds: direction and size within ±50% of the published; "
-                                    "direction only; fails) or leaves unsettled, naming the regions it spans; not "
+                                    "paired 95% interval, how many seeds agree in direction, and a verdict: the "
+                                    "interval settles the direction and the mean the size (holds: interval above "
+                                    "zero, mean within ±50% of the published; direction only; fails) or it is "
+                                    "unsettled (the interval reaches both sides of zero), naming the regions; not "
                                     "measurable. A fixed batch that runs the same on every seed is one "
                                     "deterministic run, judged on its value. Run the cells with `gpucluster "
                                     "leaderboard run claims`.")
@@ -71,9 +72,10 @@ def claims(args: argparse.Namespace) -> int:
     print_table(console, "Headline claims: improvement of policy over baseline (%)", cols,
                 [r.cells() for r in results], caption=f"{len(results)} claims: {tally}; {settled} of {measurable} "
                 "measurable claims settled. Improvement: 1 - policy/baseline where lower is better, policy/baseline "
-                "- 1 where higher is. Verdict by the 95% interval: holds (wholly within ±50% of the paper's size), "
-                "direction only (wholly above zero, too small or too large), fails (wholly at or below zero), "
-                "unsettled (spans those regions, named); a claim of no difference (paper % 0 ±T) holds within ±T "
+                "- 1 where higher is. Verdict: fails (95% interval wholly at or below zero); interval wholly above "
+                "zero: holds (mean within ±50% of the paper's size) or direction only (mean too small or too large); "
+                "unsettled (the interval reaches both sides of zero; the regions named); a claim of no difference "
+                "(paper % 0 ±T) holds within ±T "
                 "of zero; deterministic: a fixed batch, the same run on every seed, judged on its one value. "
                 "`--json` names each claim's setting, policies, traces and the paper's own figure.")
     for title, rows in (("Not measurable:", [r for r in results if r.verdict == "not measurable"]),
