@@ -216,6 +216,50 @@ def run_table(cfg: TableConfig, log: Any = print, workers: int = 1, backend: str
     return result
 
 
+MERGE_KEYS = ("scenario", "timesteps", "points", "curve_seeds", "eval_seeds", "reference")
+"""The settings two row groups must share to be merged: the same runs but for their training seeds."""
+
+
+def merge_tables(results: list[dict[str, Any]], names: list[str] | None = None) -> dict[str, Any]:
+    """Row groups of one scenario run over different training seeds (e.g. seeds 0-2, then 3-4) as one: every
+    algorithm's runs together and summarized again over all its seeds; a fixed policy from the first group that
+    has it (its scores do not depend on training seeds); the reference JCTs must agree seed by seed. A
+    ``ValueError`` naming the group (``names``: e.g. file names) and the setting where they differ, or where
+    two groups train one algorithm on the same seed."""
+    if not results:
+        raise ValueError("nothing to merge")
+    names = names or [f"group {i + 1}" for i in range(len(results))]
+    first = results[0]["config"]
+    out: dict[str, Any] = {"config": dict(first), "reference_jct_s": {}, "algos": {}, "policies": {},
+                           "merged_from": list(names)}
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for res, name in zip(results, names, strict=True):
+        cfg = res["config"]
+        for key in MERGE_KEYS:
+            if cfg[key] != first[key]:
+                raise ValueError(f"{name}: {key} {cfg[key]!r} differs from {names[0]}'s {first[key]!r}")
+        for seed, jct in res["reference_jct_s"].items():
+            if out["reference_jct_s"].setdefault(seed, jct) != jct:
+                raise ValueError(f"{name}: the reference's JCT on seed {seed} differs from an earlier group's "
+                                 "(another version of the code?)")
+        for algo, a in res["algos"].items():
+            have = {r["seed"] for r in runs.get(algo, [])}
+            for r in a["runs"]:
+                if r["seed"] in have:
+                    raise ValueError(f"{name}: {algo} seed {r['seed']} is in an earlier group too")
+                runs.setdefault(algo, []).append(r)
+        for pname, pol in res["policies"].items():
+            out["policies"].setdefault(pname, pol)
+    for algo, rs in runs.items():
+        rs.sort(key=lambda r: r["seed"])
+        out["algos"][algo] = {"runs": rs, **algo_summary(rs)}
+    out["config"]["algos"] = list(runs)
+    out["config"]["train_seeds"] = sorted({r["seed"] for rs in runs.values() for r in rs})
+    out["config"]["policies"] = list(out["policies"])
+    out["wall_s"] = float(sum(r.get("wall_s", 0.0) for r in results))
+    return out
+
+
 def _cell(s: dict[str, Any]) -> str:
     if "mean" not in s:
         return "did not finish"

@@ -69,3 +69,49 @@ def test_every_variant_trains_and_scores(tmp_path) -> None:
     for algo in cfg.algos:
         run = res["algos"][algo]["runs"][0]
         assert len(run["curve"]) == 1 and len(run["final"]) == 1 and np.isfinite(run["final"][0])
+
+
+def _group(seeds: list[int], ref: float = 100.0, policies: dict | None = None) -> dict:
+    """A row group as `rl-table --out` writes it, with made-up scores (seed k scores 1 + k / 10)."""
+    runs = [{"algo": "ppo", "seed": k, "final": [1.0 + k / 10, 1.0 + k / 10],
+             "curve": [{"timesteps": 10, "mean": 2.0 + k}], "train_s": 1.0} for k in seeds]
+    cfg = {"scenario": "tiny", "algos": ["ppo"], "train_seeds": seeds, "timesteps": 10, "points": 1,
+           "curve_seeds": [5], "eval_seeds": [3, 4], "policies": list(policies or {}), "reference": "srsf"}
+    return {"config": cfg, "reference_jct_s": {"3": ref, "4": 50.0}, "algos": {"ppo": {"runs": runs}},
+            "policies": policies or {}, "wall_s": 1.0}
+
+
+def test_row_groups_over_different_training_seeds_merge_into_one() -> None:
+    from gpucluster_env.agents.baseline_table import merge_tables
+
+    sjf = {"policy": "sjf", "final": [0.9, 1.1], "n": 2, "mean": 1.0, "ci95": [0.0, 2.0], "wall_s_per_episode": 0.1}
+    m = merge_tables([_group([0, 1, 2], policies={"sjf": sjf}), _group([3, 4])], ["a.json", "b.json"])
+    ppo = m["algos"]["ppo"]
+    assert [r["seed"] for r in ppo["runs"]] == [0, 1, 2, 3, 4] and m["config"]["train_seeds"] == [0, 1, 2, 3, 4]
+    assert ppo["n"] == 5 and ppo["mean"] == pytest.approx(1.2)  # the mean of 1.0, 1.1, ..., 1.4
+    assert ppo["curve"][0]["per_seed"] == [2.0, 3.0, 4.0, 5.0, 6.0]
+    assert m["policies"] == {"sjf": sjf} and m["merged_from"] == ["a.json", "b.json"]
+    assert "| ppo | 1.200 [" in markdown(m) and "5 training seeds" in markdown(m)
+    with pytest.raises(ValueError, match="b.json: ppo seed 2 is in an earlier group too"):
+        merge_tables([_group([0, 1, 2]), _group([2, 3])], ["a.json", "b.json"])
+    with pytest.raises(ValueError, match="b.json: the reference's JCT on seed 3 differs"):
+        merge_tables([_group([0]), _group([1], ref=101.0)], ["a.json", "b.json"])
+    other = _group([1])
+    other["config"]["timesteps"] = 20
+    with pytest.raises(ValueError, match="b.json: timesteps 20 differs from a.json's 10"):
+        merge_tables([_group([0]), other], ["a.json", "b.json"])
+
+
+def test_rl_table_merge_from_the_command_line(tmp_path, capsys: pytest.CaptureFixture) -> None:
+    import json
+
+    a, b, out = tmp_path / "a.json", tmp_path / "b.json", tmp_path / "m.json"
+    a.write_text(json.dumps(_group([0, 1])))
+    b.write_text(json.dumps(_group([2])))
+    assert main(["rl-table", "--merge", str(a), str(b), "--out", str(out)]) == 0
+    assert "3 training seeds" in capsys.readouterr().out
+    assert json.loads(out.read_text())["config"]["train_seeds"] == [0, 1, 2]
+    (tmp_path / "bad.json").write_text("{}")
+    assert main(["rl-table", "--merge", str(a), str(tmp_path / "bad.json")]) == 2
+    err = capsys.readouterr().err
+    assert "bad.json: not an rl-table result" in err and len(err.strip().splitlines()) == 1
