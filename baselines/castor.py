@@ -14,10 +14,11 @@
 Cost: a decision evaluates the (pending, partner) pairs of the queue in array passes, the first few jobs
 first (:meth:`Castor.first_share`). A pair's iteration times depend only on the new job's shape, the
 partner's run and what the pair's GPUs are (types, nodes, holders), so pairs alike share them
-(:class:`.castor_terms.PairTermCache`). A pair the prefilter rejected stays rejected, without Theorem 1 asked
-again, while its terms and the waiting job's work are the same and the partner's work left has fallen by no
-more than a bound that provably keeps the answer (:class:`.castor_pairs.PartnerMemo`); the partners holding
-GPUs alone are kept while those GPUs and their tenants' runs are the same.
+(:class:`.castor_terms.PairTermCache`). Pairs alike in all but the waiting job's work left are rejected by the
+prefilter on a whole interval of that work, found once for them (:func:`.castor_pairs.rejected_window`), so a
+decision asks the prefilter only about the jobs outside it (:func:`.castor_pairs.outside_windows`), not every
+(pending, partner) pair; the partners holding GPUs alone are kept while those GPUs and their tenants' runs are
+the same.
 
 The interference ratios come from a predictor (castor §6, XGBoost on job features; the catalog's
 ``load_predictor``), never from the engine's ground truth; ``castor-oracle``
@@ -36,11 +37,12 @@ import numpy as np
 from gpucluster_env.baselines.parts.castor_pairs import (
     PairPlan,
     PairPlans,
-    PartnerMemo,
+    PartnerColumns,
     best_plans,
     best_sub_batch,
     may_share,
     no_plans,
+    outside_windows,
 )
 from gpucluster_env.baselines.parts.castor_terms import PairTermCache, ended, shape_ids
 from gpucluster_env.baselines.parts.sjf_sharing import SJFSharingPolicy, fill_with_free
@@ -90,8 +92,8 @@ class Castor(SJFSharingPolicy):
         self._terms = PairTermCache()
         self._store = self._terms.store
         self._singles: dict[int, tuple[Any, np.ndarray]] = {}
-        self._memo: PartnerMemo | None = None
-        self._holders_kept: tuple[Any, tuple[list[int], list[np.ndarray], list[Any]]] | None = None
+        self._memo: PartnerColumns | None = None
+        self._holders_kept: tuple[Any, bytes, tuple[list[int], list[np.ndarray], list[Any]]] | None = None
         self._slots_kept: tuple[Any, np.ndarray] | None = None
         self._free_seen: tuple[bytes, int] = (b"", 0)
         self._now = -1.0
@@ -157,8 +159,8 @@ class Castor(SJFSharingPolicy):
         state = (sg.tobytes(), ten0.tobytes())
         kept_all = self._holders_kept
         if kept_all is not None and kept_all[0] == state and \
-                [view.last_start(p) for p in kept_all[1][0]] == [k[0] for k in kept_all[1][2]]:
-            return kept_all[1]
+                view.last_start_of(kept_all[2][0]).tobytes() == kept_all[1]:
+            return kept_all[2]
         order = np.argsort(ten0, kind="stable")
         sg, ten = sg[order], ten0[order]
         bounds = np.flatnonzero(ten[1:] != ten[:-1]).tolist()
@@ -172,7 +174,7 @@ class Castor(SJFSharingPolicy):
                 kept = self._singles[p] = (key, view.single_gpus_of(p))
             singles.append(kept[1])
             keys.append(key)
-        self._holders_kept = (state, (holders, singles, keys))
+        self._holders_kept = (state, view.last_start_of(holders).tobytes(), (holders, singles, keys))
         return holders, singles, keys
 
     def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray, shape: int | None = None) -> int:
@@ -229,13 +231,13 @@ class Castor(SJFSharingPolicy):
         return self._shape_id[jobs]
 
     def _columns(self, view: ClusterView, holders: list[int], keys: list[Any], free_key: bytes) -> np.ndarray:
-        """Each partner's slot in the :class:`.castor_pairs.PartnerMemo`, its two columns of term-store rows
+        """Each partner's slot in the :class:`.castor_pairs.PartnerColumns`, its two columns of term-store rows
         by job shape (-1: not yet known) started afresh where their keys changed: one kept while its
         singly-held GPUs stay the same (shapes whose colocation GPUs come from those alone: asking no more
         GPUs than they are, or more than they and the free GPUs together), one kept while the free GPUs stay
         the same too (shapes topped up with free GPUs)."""
         if self._memo is None:
-            self._memo = PartnerMemo(view.n_jobs, int(self._shape_id.max()) + 1)
+            self._memo = PartnerColumns(int(self._shape_id.max()) + 1)
         memo = self._memo
         if self._free_seen[0] != free_key:
             self._free_seen = (free_key, self._free_seen[1] + 1)
@@ -252,12 +254,16 @@ class Castor(SJFSharingPolicy):
         return slots
 
     def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray, np.ndarray]:
-        """The partners holding a GPU alone, their memo slots (:meth:`_columns`) and the term-store rows
-        ``(len(js), partners)`` of every pair, kept by partner and job shape."""
+        """The partners holding a GPU alone, each of ``js``' index among the shapes of ``js``, and the
+        term-store rows ``(shapes, partners)`` of every (shape, partner) cell, kept by partner and job shape."""
         holders, singles, keys = self._holders(view)
-        ids, first, u = np.unique(self._shapes(view, js), return_index=True, return_inverse=True)
+        sh = self._shapes(view, js)
+        present = np.zeros(len(self._shape_need), dtype=bool)
+        present[sh] = True
+        ids = np.flatnonzero(present)
+        u = (np.cumsum(present) - 1)[sh]
         if not holders:
-            return holders, np.zeros(0, dtype=np.int64), np.zeros((len(js), 0), dtype=np.int64)
+            return holders, u, np.zeros((len(ids), 0), dtype=np.int64)
         free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
         slots = self._columns(view, holders, keys, free_key)
         memo = self._memo
@@ -272,7 +278,9 @@ class Castor(SJFSharingPolicy):
             o = np.lexsort((kn, cs))
             ks, cs, kn = ks[o], cs[o], kn[o]
             cut = (np.flatnonzero((cs[1:] != cs[:-1]) | (kn[1:] != kn[:-1])) + 1).tolist()
-            reps = js[first]
+            first = np.empty(len(self._shape_need), dtype=np.int64)
+            first[sh[::-1]] = np.arange(len(sh) - 1, -1, -1)  # each shape's first job in js
+            reps = js[first[ids]]
             for a, b in zip([0, *cut], [*cut, len(ks)], strict=True):
                 group, c = ks[a:b], int(cs[a])
                 p = holders[c]
@@ -283,34 +291,40 @@ class Castor(SJFSharingPolicy):
                     by_shape[ids[k]] = self._store.add(self._compute_terms(view, int(reps[k]), p, gb))
                 rows[group, c] = got = by_shape[sh]
                 (memo.stable if fits[group[0], c] else memo.loose)[slots[c], sh] = got
-        return holders, slots, rows.astype(np.int32)[u]  # as the kept rejections, for one cheap comparison
+        return holders, u, rows
 
     def _live_pairs(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], tuple[np.ndarray, ...]]:
-        """The partners holding a GPU alone and the pairs of pending jobs ``js`` and partners with no kept
-        rejection (:class:`.castor_pairs.PartnerMemo`): ``(slots, term rows, i_a, i_b, r, c)``, ``r`` rows
-        into ``js`` in increasing order, ``c`` columns into the partners."""
-        holders, slots, ix = self._term_rows(view, js)
+        """The partners holding a GPU alone and the pairs of pending jobs ``js`` and partners that may share:
+        those outside their (shape, partner) cell's :func:`.castor_pairs.rejected_window` (scaled by the
+        partner's iterations left), and with a plan (term rows, a partner with work left). Returns ``(shape
+        index of js, term rows by (shape, partner), i_a, i_b, r, c)``, ``r`` rows into ``js`` in increasing
+        order, ``c`` columns into the partners."""
+        holders, u, ix = self._term_rows(view, js)
         i_a = view.remaining_now(np.array(holders, dtype=np.int64)).astype(float)
         i_b = view.remaining_of(js)
         if not holders:
             none = np.zeros(0, dtype=np.int64)
-            return holders, (slots, ix, i_a, i_b, none, none)
-        r, c = np.nonzero(self._memo.live(js, i_b, slots, i_a, ix, view.pending_jobs))
-        return holders, (slots, ix, i_a, i_b, r, c)
+            return holders, (u, ix, i_a, i_b, none, none)
+        win = self._store.windows()
+        lo, hi = win[ix, 0] * i_a, win[ix, 1] * i_a
+        if not (i_a > 0).all():  # a partner without work left has no plan with any job
+            dead = ~(i_a > 0)
+            lo[:, dead], hi[:, dead] = -math.inf, math.inf
+        r, c = outside_windows(u, i_b, lo, hi)
+        return holders, (u, ix, i_a, i_b, r, c)
 
-    def _plans_of(self, slots: np.ndarray, ix: np.ndarray, i_a: np.ndarray, i_b: np.ndarray, r: np.ndarray,
+    def _plans_of(self, u: np.ndarray, ix: np.ndarray, i_a: np.ndarray, i_b: np.ndarray, r: np.ndarray,
                   c: np.ndarray) -> tuple[np.ndarray, np.ndarray, PairPlans]:
         """Algorithm 2 for the live pairs ``(r, c)`` of :meth:`_live_pairs` (any subset of them, element by
-        element), keeping the rejections of those that may not share; the pairs kept and their plans."""
+        element) that pass the prefilter (:func:`.castor_pairs.may_share`); the pairs kept and their plans."""
         if len(r) == 0:
             return no_plans()
         st = self._store
-        x = ix[r, c]
+        x = ix[u[r], c]
         t_a = st.t[x, 0]
         n_opts = np.where((i_a[c] > 0) & np.isfinite(t_a), st.n_opts[x], 0)
         may = (n_opts > 0) & may_share(t_a, st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.t_min[x])
         if not may.all():
-            self._memo.reject(r[~may], slots[c[~may]], x[~may])
             r, c, x, n_opts = r[may], c[may], x[may], n_opts[may]
         return r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x], st.t_hat[x],
                                 n_opts)
@@ -319,8 +333,8 @@ class Castor(SJFSharingPolicy):
         """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
         array pass. Returns the partners (by index) and, for the pairs that may share (rows into ``jobs``,
         columns into the partners), their plans: the same to the bit as :meth:`plan_pair` on each pair; a pair
-        left out cannot share (:func:`.castor_pairs.may_share`, now or kept from an earlier decision:
-        :class:`.castor_pairs.PartnerMemo`) or has no plan."""
+        left out cannot share (:func:`.castor_pairs.may_share`, asked or proven for its window:
+        :func:`.castor_pairs.rejected_window`) or has no plan."""
         holders, live = self._live_pairs(view, np.array(jobs, dtype=np.int64))
         return holders, *self._plans_of(*live)
 

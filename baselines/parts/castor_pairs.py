@@ -10,7 +10,6 @@ floats; nothing here sums or reduces across pairs).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,6 +127,8 @@ class TermStore:
         self.t_hat = np.full((64, 1), math.nan)
         self.t_min = np.full(64, math.nan)
         """The fastest ``t_b_hat`` of each row (for :func:`may_share`)."""
+        self._win = np.tile([-math.inf, math.inf], (64, 1))
+        self._fresh: list[int] = []  # rows whose window is not yet found
         self._used = 1
         self._free: list[int] = []
 
@@ -150,7 +151,22 @@ class TermStore:
         self.s_opts[i], self.t_hat[i] = 0, math.nan
         self.s_opts[i, :k], self.t_hat[i, :k] = s_opts, t_hat
         self.t_min[i] = np.fmin.reduce(self.t_hat[i, :k])
+        self._fresh.append(i)
         return i
+
+    def windows(self) -> np.ndarray:
+        """Each row's :func:`rejected_window` ``(lo, hi)``, as ratios of ``i_b / i_a`` (row 0 and rows whose
+        ``t_a`` is not finite or that have no sub-batch, none of whose pairs is planned: ``(-inf, inf)``);
+        the windows of rows added since the last call found in one pass."""
+        if self._fresh:
+            i = np.array(self._fresh, dtype=np.int64)
+            self._fresh = []
+            t = self.t[i]
+            lo, hi = rejected_window(t[:, 0], t[:, 1], t[:, 2], self.t_min[i])
+            none = (self.n_opts[i] == 0) | ~np.isfinite(t[:, 0])
+            self._win[i, 0] = np.where(none, -math.inf, lo)
+            self._win[i, 1] = np.where(none, math.inf, hi)
+        return self._win
 
     def release(self, rows: list[int]) -> None:
         """Rows no longer needed (row 0 is kept)."""
@@ -168,36 +184,84 @@ class TermStore:
         self.t = np.concatenate([self.t, np.full((rows - n, 3), math.nan)])
         self.n_opts = np.concatenate([self.n_opts, np.zeros(rows - n, dtype=np.int64)])
         self.t_min = np.concatenate([self.t_min, np.full(rows - n, math.nan)])
+        self._win = np.concatenate([self._win, np.tile([-math.inf, math.inf], (rows - n, 1))])
         s_opts, t_hat = np.zeros((rows, width), dtype=np.int64), np.full((rows, width), math.nan)
         s_opts[:n, :w], t_hat[:n, :w] = self.s_opts, self.t_hat
         self.s_opts, self.t_hat = s_opts, t_hat
 
 
-MEMO_RATIO = 0.01
-"""How far a partner's iterations left may fall, relative to where its rejections were kept, before they are
-asked again (:class:`PartnerMemo`)."""
+WINDOW_TOL = 1e-6
+"""How far above the sequential JCT (relative) Theorem 1's shared JCT must be at both ends of a
+:func:`rejected_window` for the window to stand: a thousand times :func:`may_share`'s own 1e-9."""
+
+MAX_SLOWDOWN = 1e4
+"""The largest ``t_a_hat / t_a`` a window is proven for (it bounds Theorem 1's rounding, see
+:func:`rejected_window`); a pair slowed more has no window."""
+
+MAX_RATIO = 1e15
+"""Where a window's upper end is cut (a job with more than this many iterations left per iteration of its
+partner's is never in a window)."""
+
+ROUNDING = 1e-9
+"""How much wider than the window a :func:`rejected_window` proves it on (relative), so that the ends scaled
+by the partner's iterations left, rounded, stay within what is proven."""
 
 
-class PartnerMemo:
+def rejected_window(t_a: np.ndarray, t_a_hat: np.ndarray, t_b: np.ndarray, t_b_hat_min: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """For pairs with these terms (the arguments of :func:`may_share` but the iterations left, arrays of one
+    shape), a closed interval ``[lo, hi]`` of the ratio ``i_b / i_a`` (B's iterations left over A's) on which
+    :func:`may_share` is False for certain: a pair with ``lo i_a <= i_b <= hi i_a`` (computed in floats)
+    need not be asked. Empty (``lo > hi``) where none is proven.
+
+    Why it holds: over the reals Theorem 1's ``shared`` and ``seq`` are homogeneous of degree 1 in ``(i_a,
+    i_b)``, so take ``i_a = 1``. At B's fastest sub-batch ``f(i) = shared - (1 + tol) seq`` is piecewise
+    linear in ``i_b = i``: slope ``(t_b_hat (2 - t_a / t_a_hat) - t_b (1 + tol)) / 2`` while B finishes
+    first, ``-tol t_b / 2`` after, and ``f(0) = -(1/2 + tol) t_a < 0``. The ends are the roots of those two
+    lines at ``tol = 2`` :data:`WINDOW_TOL`, and stand only where Theorem 1, computed, puts ``shared >= (1 +``
+    :data:`WINDOW_TOL` ``) seq`` at both, widened by :data:`ROUNDING`. Then ``f`` rises somewhere, so its
+    first slope is the larger: ``f`` is concave, and ``f >= 0`` on the whole (widened) window. Every term of
+    Theorem 1 is at most ``(t_a_hat / t_a + 2) seq`` (<= :data:`MAX_SLOWDOWN` ``+ 2``), so its few float
+    operations err by under ``1e-11 seq``: on the window the computed ``shared`` exceeds ``seq (1 + 1e-9)``,
+    :func:`may_share`'s rejection (``t_a_hat >= t_a`` and every term finite are asked here too)."""
+    tol = 2.0 * WINDOW_TOL
+    with np.errstate(all="ignore"):  # terms without a window may divide by zero or overflow; they are dropped
+        lo = t_a * (1.0 + 2.0 * tol) / (t_b_hat_min * (2.0 - t_a / t_a_hat) - t_b * (1.0 + tol))
+        plateau = (2.0 * t_a_hat - t_b * t_a_hat / t_b_hat_min - 2.0 * t_a) / 2.0
+        hi = np.minimum(2.0 * (plateau - tol * t_a) / (tol * t_b), MAX_RATIO)
+        ok = (t_a > 0) & np.isfinite(t_a) & (t_a_hat >= t_a) & (t_a_hat <= MAX_SLOWDOWN * t_a) & \
+            np.isfinite(t_b) & (t_b >= 0) & (t_b_hat_min > 0) & np.isfinite(t_b_hat_min) & (lo > 0) & (lo <= hi)
+        one = np.ones_like(t_a)
+        for end in (lo * (1.0 - ROUNDING), hi * (1.0 + ROUNDING)):
+            _, shared, seq = theorem1(t_a, t_a_hat, one, t_b, t_b_hat_min, end)
+            ok &= (shared >= seq * (1.0 + WINDOW_TOL)) & np.isfinite(seq)
+    return np.where(ok, lo, math.inf), np.where(ok, hi, -math.inf)
+
+
+def outside_windows(shape: np.ndarray, i_b: np.ndarray, lo: np.ndarray, hi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs ``(r, c)`` of jobs ``r`` (of shape index ``shape[r]``, ``i_b[r]`` iterations left) and columns
+    ``c`` whose ``i_b`` lies outside the cell's window ``[lo[shape[r], c], hi[shape[r], c]]`` (NaN: outside),
+    in increasing ``r`` then ``c``: the answer of comparing every job with every column, asked only of the
+    jobs outside the intersection of their shape's windows (most often none)."""
+    if lo.shape[1] == 0:
+        none = np.zeros(0, dtype=np.int64)
+        return none, none
+    some = np.flatnonzero(~((lo.max(axis=1)[shape] <= i_b) & (i_b <= hi.min(axis=1)[shape])))
+    if len(some) == 0:
+        none = np.zeros(0, dtype=np.int64)
+        return none, none
+    k, x = shape[some], i_b[some][:, None]
+    r, c = np.nonzero(~((lo[k] <= x) & (x <= hi[k])))
+    return some[r], c
+
+
+class PartnerColumns:
     """What a Castor decision keeps of each running partner (a slot, for one run of it): its two columns of
-    term-store rows by job shape (one kept while its singly-held GPUs stay the same, one while the free GPUs
-    stay the same too; -1: not yet known), and the (pending job, partner) pairs :func:`may_share` rejected,
-    with the term-store row they were rejected at.
+    term-store rows by job shape, one kept while its singly-held GPUs stay the same, one while the free GPUs
+    stay the same too (-1: not yet known)."""
 
-    A kept rejection stands while the pair's row and the pending job's iterations left ``i_b`` are the same
-    and the partner's ``i_a`` has only fallen, by no more than :data:`MEMO_RATIO` of where its rejections were
-    first kept. Why that keeps the answer: with ``t_a_hat >= t_a`` (a pair with ``t_a_hat < t_a``, a NaN or an
-    infinite JCT is never rejected) Theorem 1's ``shared - seq`` at B's fastest sub-batch is, over the reals, a
-    piecewise-linear function of ``i_a`` that is 0 at ``i_a = 0``, has slope ``(2 t_a_hat - t_b t_a_hat /
-    t_b_hat - 2 t_a) / 2`` while A finishes first and ``-t_a / 2`` after; when it is positive at some ``i_a``
-    the first slope is positive, so it is concave, and at any smaller ``i`` it is at least ``i / i_a`` of its
-    value at ``i_a``. A rejection means it was at least ``1e-9`` of the sequential JCT there (less a few ulps),
-    so at ``i >= MEMO_RATIO i_a`` it is still at least ``1e-11`` of the (smaller) sequential JCT, a thousand
-    times the rounding of Theorem 1's few float operations; and ``shared`` does not decrease as B's shared
-    iteration time grows (:func:`may_share`), so no sub-batch of the pair shares (:func:`best_plans` says
-    ``share`` False), which is all a decision reads of it."""
-
-    def __init__(self, n_jobs: int, n_shapes: int) -> None:
+    def __init__(self, n_shapes: int) -> None:
         self.slots: dict[int, tuple[float, int]] = {}
         """Partner -> (the start of its run, its slot)."""
         self._free: list[int] = []
@@ -205,16 +269,6 @@ class PartnerMemo:
         self._loose_epoch = np.zeros(0, dtype=np.int64)  # by slot: the free-GPU epoch of its loose column
         self.stable = np.full((0, n_shapes), -1, dtype=np.int64)
         self.loose = np.full((0, n_shapes), -1, dtype=np.int64)
-        self.rejected = np.full((0, 0), -1, dtype=np.int32)
-        """(job row, slot): the term-store row the pair was rejected at (-1: none kept). A pending job gets a
-        row when first asked about and keeps it while it waits (rows of jobs no longer pending are reused)."""
-        self._job_row = np.full(n_jobs, -1, dtype=np.int64)
-        self._row_job = np.zeros(0, dtype=np.int64)
-        self._job_free: list[int] = []
-        self._i_b = np.zeros(0)
-        self._rows = np.zeros(0, dtype=np.int64)  # the job rows of the last :meth:`live`
-        self._ref = np.zeros(0)
-        self._last = np.zeros(0)
 
     def slot_of(self, p: int, start: float) -> int:
         """Partner ``p``'s slot for its run started at ``start`` (a fresh one for a new run)."""
@@ -230,8 +284,6 @@ class PartnerMemo:
         self._keys[s] = None
         self.stable[s] = self.loose[s] = -1
         self._loose_epoch[s] = -1
-        self.rejected[:, s] = -1
-        self._ref[s] = self._last[s] = math.inf
         return s
 
     def release(self, p: int) -> None:
@@ -255,68 +307,11 @@ class PartnerMemo:
             self.loose[old] = -1
             self._loose_epoch[old] = epoch
 
-    def live(self, js: np.ndarray, i_b: np.ndarray, slots: np.ndarray, i_a: np.ndarray, rows: np.ndarray,
-             pending: Callable[[], np.ndarray]) -> np.ndarray:
-        """Which pairs ``(len(js), len(slots))`` with term-store ``rows`` have no kept rejection (forgetting
-        those no longer valid: ``i_b`` changed, ``i_a`` rose or fell below :data:`MEMO_RATIO` of the slot's
-        reference). ``pending``: the jobs pending now (asked only when job rows run out)."""
-        jr = self._rows = self._job_rows(js, pending)
-        moved = ~(self._i_b[jr] == i_b)
-        if moved.any():
-            self.rejected[jr[moved]] = -1
-            self._i_b[jr[moved]] = i_b[moved]
-        stale = ~((i_a <= self._last[slots]) & (i_a >= MEMO_RATIO * self._ref[slots]))
-        if stale.any():
-            self.rejected[:, slots[stale]] = -1
-            self._ref[slots[stale]] = i_a[stale]
-        self._last[slots] = i_a
-        w = self.rejected.shape[1]
-        return self.rejected.reshape(-1).take((jr * w)[:, None] + slots) != rows
-
-    def reject(self, which: np.ndarray, slots: np.ndarray, rows: np.ndarray) -> None:
-        """Keep the rejections of pairs ``(js[which[i]], slots[i])`` (``js`` of the last :meth:`live`) at
-        term-store ``rows[i]``."""
-        self.rejected[self._rows[which], slots] = rows
-
-    def _job_rows(self, js: np.ndarray, pending: Callable[[], np.ndarray]) -> np.ndarray:
-        """Each of ``js``' row, giving cleared rows to jobs without one (reusing those of jobs no longer
-        pending, else growing)."""
-        jr = self._job_row[js]
-        new = js[jr < 0]
-        if len(new) == 0:
-            return jr
-        if len(new) > len(self._job_free):
-            held = np.flatnonzero(self._row_job >= 0)
-            waiting = np.zeros(len(self._job_row), dtype=bool)
-            waiting[pending()] = True
-            waiting[js] = True  # the rows asked about now stay
-            gone = held[~waiting[self._row_job[held]]]
-            self._job_row[self._row_job[gone]] = -1
-            self._row_job[gone] = -1
-            self._job_free += gone.tolist()
-        if len(new) > len(self._job_free):
-            n = len(self._row_job)
-            m = max(64, 2 * n, n + len(new))
-            self.rejected = np.concatenate([self.rejected, np.full((m - n, self.rejected.shape[1]), -1,
-                                                                   dtype=np.int32)])
-            self._row_job = np.concatenate([self._row_job, np.full(m - n, -1, dtype=np.int64)])
-            self._i_b = np.concatenate([self._i_b, np.full(m - n, math.nan)])
-            self._job_free += list(range(m - 1, n - 1, -1))
-        got = np.array([self._job_free.pop() for _ in range(len(new))], dtype=np.int64)
-        self._job_row[new], self._row_job[got] = got, new
-        self.rejected[got] = -1
-        self._i_b[got] = math.nan
-        return self._job_row[js]
-
     def _grow(self) -> None:
-        n = len(self._ref)
+        n = len(self._keys)
         m = max(8, 2 * n)
         self.stable = np.concatenate([self.stable, np.full((m - n, self.stable.shape[1]), -1, dtype=np.int64)])
         self.loose = np.concatenate([self.loose, np.full((m - n, self.loose.shape[1]), -1, dtype=np.int64)])
-        self.rejected = np.concatenate([self.rejected, np.full((len(self.rejected), m - n), -1, dtype=np.int32)],
-                                       axis=1)
-        self._ref = np.concatenate([self._ref, np.full(m - n, math.inf)])
-        self._last = np.concatenate([self._last, np.full(m - n, math.inf)])
         self._keys += [None] * (m - n)
         self._loose_epoch = np.concatenate([self._loose_epoch, np.full(m - n, -1, dtype=np.int64)])
         self._free += list(range(m - 1, n - 1, -1))

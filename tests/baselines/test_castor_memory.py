@@ -1,6 +1,6 @@
-"""What Castor and the list schedulers keep from one decision to the next (baselines/parts/castor_pairs.py
-PartnerMemo, castor.py's kept holders, the FailedShapes walks of sjf_sharing.py and queue_policy.py) gives, at
-every decision of real runs, the answers of the plain computations they replace."""
+"""What Castor and the list schedulers keep or skip from one decision to the next (baselines/parts/castor_pairs.py
+rejected windows, castor.py's kept holders, the FailedShapes walks of sjf_sharing.py and queue_policy.py) gives,
+at every decision of real runs, the answers of the plain computations they replace."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def plain_plans(pol: Castor, view: ClusterView, jobs: list[int]) -> dict[tuple[i
     """Every (pending, partner) pair through the prefilter and Algorithm 2, nothing kept: the sharing pairs'
     plans by (job, partner), with the partners found afresh from the view."""
     js = np.array(jobs, dtype=np.int64)
-    holders, _, ix = pol._term_rows(view, js)
+    holders, u, ix = pol._term_rows(view, js)
+    ix = ix[u]  # by job
     assert holders == sorted({int(x) for x in view.tenants(view.single_gpus())[:, 0]})
     for p in holders:
         assert pol._singles[p][1].tolist() == view.single_gpus_of(p).tolist()
@@ -83,17 +84,39 @@ def test_castor_kept_rejections_give_the_plain_pair_pass() -> None:
         assert pol.kept > 0.5 * pol.pairs  # most pairs were answered from what was kept
 
 
-def test_memo_ratio_rechecks_partners_whose_work_fell() -> None:
-    # A partner's kept rejections are dropped once its iterations left fall below MEMO_RATIO of the reference:
-    # with the ratio at 1 every later instant asks again, and the decisions stay those of the plain pass.
-    old = castor_pairs.MEMO_RATIO
-    castor_pairs.MEMO_RATIO = 1.0
-    try:
-        pol = _CheckedTimeSlice()
-        run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 200})
-    finally:
-        castor_pairs.MEMO_RATIO = old
-    assert pol.compared > 100
+def test_rejected_window_is_rejected_by_the_prefilter() -> None:
+    # Random terms, slowdowns and work left (near the windows' ends too): every pair inside its window, with
+    # the ends scaled by the partner's work left as a decision does, is rejected by may_share.
+    rng = np.random.default_rng(0)
+    n = 200_000
+    t_a = rng.lognormal(-2, 1, n)
+    t_a_hat = t_a * rng.choice([1.0, 1.0 + 1e-12, 1.1, 1.75, 3.0, 50.0, 2e4], n)
+    t_b = rng.lognormal(-2, 1, n)
+    t_min = t_b * rng.uniform(0.5, 4.0, n)
+    lo, hi = castor_pairs.rejected_window(t_a, t_a_hat, t_b, t_min)
+    assert (lo <= hi).mean() > 0.3  # most terms have a window
+    i_a = rng.lognormal(8, 2, n)
+    has = lo <= hi
+    edge = np.where(has, np.where(rng.random(n) < 0.5, lo, hi), 1.0)
+    within = rng.uniform(np.where(has, lo, 0.0), np.where(has, np.minimum(hi, 1e9), 1.0))
+    for i_b in (edge * i_a, np.nextafter(edge * i_a, np.inf), np.nextafter(edge * i_a, -np.inf),
+                within * i_a, rng.lognormal(8, 3, n)):
+        inside = (lo * i_a <= i_b) & (i_b <= hi * i_a)
+        assert inside.any()
+        assert not may_share(t_a, t_a_hat, i_a, t_b, i_b, t_min)[inside].any()
+
+
+def test_outside_windows_is_every_pair_compared() -> None:
+    rng = np.random.default_rng(1)
+    for _ in range(200):
+        shapes, cols, jobs = rng.integers(1, 5), rng.integers(0, 6), rng.integers(0, 30)
+        lo = rng.choice([-np.inf, 0.0, 1.0, 2.0, 3.0, np.inf], (shapes, cols))
+        hi = rng.choice([-np.inf, 0.0, 1.0, 2.0, 3.0, np.inf], (shapes, cols))
+        shape = rng.integers(0, shapes, jobs)
+        i_b = rng.choice([0.0, 0.5, 1.0, 2.0, 2.5, 3.0, 9.0, np.nan], jobs)
+        want = np.nonzero(~((lo[shape] <= i_b[:, None]) & (i_b[:, None] <= hi[shape])))
+        got = castor_pairs.outside_windows(shape, i_b, lo, hi)
+        assert [g.tolist() for g in got] == [w.tolist() for w in want]
 
 
 def plain_sharing_walk(view: ClusterView, order: list[int]) -> tuple[list[int], int | None]:
