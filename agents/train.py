@@ -121,14 +121,22 @@ def _trained_actions(cfg: TrainConfig, masks: np.ndarray) -> list[str]:
 
 
 def default_job_features(cfg: TrainConfig) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The job-centric env's default feature names on the run's first scenario."""
+    """The job-centric env's default feature names over the run's scenarios: those offered on any of them (a
+    feature that cannot vary on one, e.g. a GPU type's free share on a one-type cluster, reads a constant there),
+    in the order of their declaration."""
+    from gpucluster_env.env.job_features import CONTEXT_NAMES, JOB_NAMES
     from gpucluster_env.env.jobs_env import JobsEnv
 
-    env = JobsEnv(cfg.scenarios[0], **cfg.env_args())
-    try:
-        return env.features
-    finally:
-        env.close()
+    job: set[str] = set()
+    ctx: set[str] = set()
+    for scenario in dict.fromkeys(cfg.scenarios):
+        env = JobsEnv(scenario, **cfg.env_args())
+        try:
+            job.update(env.features[0])
+            ctx.update(env.features[1])
+        finally:
+            env.close()
+    return tuple(n for n in JOB_NAMES if n in job), tuple(n for n in CONTEXT_NAMES if n in ctx)
 
 
 def _gpu_types(scenario: str) -> int:

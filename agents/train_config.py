@@ -124,6 +124,14 @@ class TrainConfig:
             raise ValueError(f"vec must be 'subproc' or 'dummy', got {self.vec!r}")
         if not self.scenarios:
             raise ValueError("at least one scenario is needed")
+        if self.process == "full" and len(self.scenarios) > 1:
+            from gpucluster_env.scenarios import get_scenario
+
+            counts = {s: len(get_scenario(s).cluster.gpu_types) for s in self.scenarios}
+            if len(set(counts.values())) > 1:
+                raise ValueError("scenarios of the full vocabulary need the same number of GPU types (its actions "
+                                 "name them): " + ", ".join(f"{s} {n}" for s, n in counts.items())
+                                 + "; the job-centric process trains across any clusters")
         if self.env_kwargs.get("observation") == "sets" and self.algo != "maskable_ppo":
             raise ValueError("observation 'sets' (the permutation-invariant network) trains with maskable_ppo")
         if self.dagger_rounds < 0 or self.dagger_episodes < 1:

@@ -203,11 +203,12 @@ class JobsEnv(gym.Env):
         if not isinstance(fork, bool):
             raise ValueError(f"fork must be True or False, got {fork!r}")
         probe = JobsView(n_pending, n_running, JOB_NAMES[:1], CONTEXT_NAMES[:1], preempt=n_running > 0, fork=fork)
-        self.wrapped = GPUClusterEnv(scenario, scenario_options, catalog, objective=objective,
-                                     reward_scale=reward_scale, max_sim_time_s=max_sim_time_s,
-                                     min_run_s=min_run_s, render_mode=render_mode,
-                                     **probe.env_kwargs(pending_order))
+        self._wrapped_args = (catalog, {"objective": objective, "reward_scale": reward_scale,
+                                        "max_sim_time_s": max_sim_time_s, "min_run_s": min_run_s,
+                                        "render_mode": render_mode, **probe.env_kwargs(pending_order)})
+        self.wrapped = GPUClusterEnv(scenario, scenario_options, catalog, **self._wrapped_args[1])
         self.wrapped.full_info = False
+        self._by_types = {len(self.wrapped.codec.type_names): self.wrapped}
         eng = self.wrapped.engine
         if features is None:
             features = default_features(len(eng.type_names), bool((~np.isnan(eng.deadline)).any()), fork)
@@ -236,6 +237,7 @@ class JobsEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
         super().reset(seed=seed)
+        self._match_types()
         # the wrapped env draws the trace from a generator seeded by this env's own
         self.wrapped.reset(seed=int(self.np_random.integers(0, 2**31 - 1)), options=options)  # refuses options
         self._steps = 0
@@ -243,6 +245,22 @@ class JobsEnv(gym.Env):
         reward, terminated, truncated, dt = self._run_to_choice()
         return self._observe(), {"time_s": self.engine.now, "dt": dt, "skipped_reward": reward,
                                  "trace": self.wrapped.trace_note}
+
+    def _match_types(self) -> None:
+        """Where the scenario set for the next episode (``env.wrapped.scenario = ...``, e.g. a curriculum over
+        clusters) has another number of GPU types than the wrapped env's action layout, play it on a wrapped env
+        of that many types (one kept per count): this view's spaces do not depend on the types, the wrapped
+        env's do."""
+        sc = self.wrapped.scenario
+        n = len(sc.cluster.gpu_types)
+        if n == len(self.wrapped.codec.type_names):
+            return
+        if n not in self._by_types:
+            env = GPUClusterEnv(sc, None, self._wrapped_args[0], **self._wrapped_args[1])
+            env.full_info = False
+            self._by_types[n] = env
+        self.wrapped = self._by_types[n]
+        self.wrapped.scenario = sc
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         a = self._read(action)
@@ -324,4 +342,5 @@ class JobsEnv(gym.Env):
         return self.wrapped.render()
 
     def close(self) -> None:
-        self.wrapped.close()
+        for env in self._by_types.values():
+            env.close()
