@@ -72,6 +72,7 @@ class Gandiva(Policy):
         super().reset(env)
         self.facts = JobFacts(self.view(env))
         self._deadline = self.facts.deadlines_of(np.arange(self.view(env).n_jobs))  # inf: none
+        self._some_deadline = bool(np.isfinite(self._deadline).any())
         self.rule = TopologyRule(self.view(env), relaxed=self.unequal)
         view = self.view(env)
         facts = self.facts
@@ -93,6 +94,8 @@ class Gandiva(Policy):
         """Pending jobs in arrival order, those that can still meet their deadline first."""
         assert self.facts is not None
         pend = view.pending_jobs()
+        if not self._some_deadline:  # no job can be late (nothing is later than no deadline)
+            return pend
         late = view.now + view.solo_time[pend] > self._deadline[pend]
         return pend[np.argsort(late, kind="stable")] if late.any() else pend
 

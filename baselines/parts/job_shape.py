@@ -91,12 +91,14 @@ class FailedShapes:
         if len(order) == 0:
             return None
         codes = self._codes(order)
-        k = np.zeros(len(order)) if keys is None else keys
-        live = np.flatnonzero(k < self._floor[codes])
-        # the first job of each live shape, in order: a later one has a key no smaller, so it is skipped too
-        _, first = np.unique(codes[live], return_index=True)
         floor = self._floor
-        asked = np.sort(live[first])
+        k = np.zeros(len(order)) if keys is None else keys
+        live = np.flatnonzero(k < floor[codes])
+        # the first job of each live shape, in order: a later one has a key no smaller, so it is skipped too
+        # (the least position by shape code in one pass over the queue, not a sort of it)
+        first = np.full(len(floor), len(order), dtype=np.int64)
+        np.minimum.at(first, codes[live], live)
+        asked = np.sort(first[first < len(order)])
         if prepare is not None and len(asked):
             prepare(order[asked])
         for i in asked.tolist():
