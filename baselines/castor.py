@@ -278,9 +278,7 @@ class Castor(SJFSharingPolicy):
             o = np.lexsort((kn, cs))
             ks, cs, kn = ks[o], cs[o], kn[o]
             cut = (np.flatnonzero((cs[1:] != cs[:-1]) | (kn[1:] != kn[:-1])) + 1).tolist()
-            first = np.empty(len(self._shape_need), dtype=np.int64)
-            first[sh[::-1]] = np.arange(len(sh) - 1, -1, -1)  # each shape's first job in js
-            reps = js[first[ids]]
+            reps = js[np.unique(sh, return_index=True)[1]]  # each shape's first job in js
             for a, b in zip([0, *cut], [*cut, len(ks)], strict=True):
                 group, c = ks[a:b], int(cs[a])
                 p = holders[c]
