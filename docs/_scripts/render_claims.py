@@ -1,6 +1,6 @@
 """Write docs/claims.md: every headline claim of the papers (leaderboard/claims.toml) beside ours, from the
-results folders of `gpucluster leaderboard run claims` (held-out seeds 100-119; the same board on seeds
-200-219 to check that verdicts replicate), and for every failing or direction-only claim its measured cause, or a
+results folders of `gpucluster leaderboard run claims` (held-out seeds 100-139; the same board on seeds
+200-239 to check that verdicts replicate), and for every failing or direction-only claim its measured cause, or a
 plain statement that none was found.
 
     gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims
@@ -274,7 +274,7 @@ INTRO = (
     "**Not measurable**: why below. The trace column names the jobs each setting ran on: a real trace, a "
     "synthetic stand-in fitted to one, or a batch the package generates.\n")
 REPRODUCE = (
-    "Reproduce: `gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims` (seeds 100-119; "
+    "Reproduce: `gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims` (seeds 100-139; "
     "the same table in the terminal: `gpucluster leaderboard claims leaderboard-results/claims`), the second seed "
     "set `gpucluster leaderboard run claims --first-seed 200 --workers 2 --out leaderboard-results/claims-200`, "
     "the interference diagnostic `gpucluster leaderboard run docs/_scripts/claims_xi1.toml --out "
