@@ -129,7 +129,7 @@ def _jobs_model(cfg: TrainConfig, vec: Any, ppo_args: dict[str, Any]) -> Any:
 
             ppo_args = {**ppo_args, "rollout_buffer_class": TimeDiscountBuffer,
                         "rollout_buffer_kwargs": {"tau_s": cfg.time_discount_s}}
-        ppo_args["policy_kwargs"] = {"dim": cfg.job_dim}
+        ppo_args["policy_kwargs"] = {"dim": cfg.job_dim, **_fork_kwargs(vec)}
         return MaskablePPO(JobScorePolicy, vec, **ppo_args)
     if cfg.algo == "ppo":
         from stable_baselines3 import PPO
@@ -148,7 +148,16 @@ def _library_model(cfg: TrainConfig, vec: Any, common: dict[str, Any]) -> Any:
         from gpucluster_env.agents.job_policy import JobScorePolicy
         from sb3_contrib import MaskablePPO
 
-        return MaskablePPO(JobScorePolicy, vec, **common)
+        return MaskablePPO(JobScorePolicy, vec, policy_kwargs=_fork_kwargs(vec), **common)
     from stable_baselines3 import A2C, PPO
 
     return (PPO if cfg.algo == "ppo" else A2C)("MultiInputPolicy", vec, **common)
+
+
+def _fork_kwargs(vec: Any) -> dict[str, Any]:
+    """``JobScorePolicy``'s ``fork_col`` where the job-centric envs of ``vec`` have the ``fork`` feature (fork rows,
+    which then get their own kind bias); nothing otherwise, so a model without fork rows is built as before."""
+    from gpucluster_env.agents.job_policy import fork_column
+
+    col = fork_column(vec.get_attr("features", indices=0)[0][0])
+    return {} if col is None else {"fork_col": col}
