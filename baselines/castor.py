@@ -17,8 +17,8 @@ partner's run and what the pair's GPUs are (types, nodes, holders), so pairs ali
 (:class:`.castor_terms.PairTermCache`). Pairs alike in all but the waiting job's work left are rejected by the
 prefilter on a whole interval of that work, found once for them (:func:`.castor_pairs.rejected_window`), so a
 decision asks the prefilter only about the jobs outside it (:func:`.castor_pairs.outside_windows`), not every
-(pending, partner) pair; the partners holding GPUs alone are kept while those GPUs and their tenants' runs are
-the same.
+(pending, partner) pair; the partners holding GPUs alone are kept from one decision to the next, only those on
+GPUs whose lone tenant changed (or whose run did) looked at again.
 
 The interference ratios come from a predictor (castor §6, XGBoost on job features; the catalog's
 ``load_predictor``), never from the engine's ground truth; ``castor-oracle``
@@ -93,8 +93,9 @@ class Castor(SJFSharingPolicy):
         self._store = self._terms.store
         self._singles: dict[int, tuple[Any, np.ndarray]] = {}
         self._memo: PartnerColumns | None = None
-        self._holders_kept: tuple[Any, bytes, tuple[list[int], list[np.ndarray], list[Any]]] | None = None
-        self._slots_kept: tuple[Any, np.ndarray] | None = None
+        self._partners_kept: tuple[list[int], np.ndarray, bytes] | None = None
+        self._gpus = self._lone = self._slot_by_job = self._n_by_job = np.zeros(0, dtype=np.int64)
+        self._start_by_job = np.zeros(0)
         self._free_seen: tuple[bytes, int] = (b"", 0)
         self._now = -1.0
         self._shape_id = np.zeros(0, dtype=np.int64)
@@ -109,8 +110,8 @@ class Castor(SJFSharingPolicy):
         self._store = self._terms.store
         self._singles = {}
         self._memo = None
-        self._holders_kept = None
-        self._slots_kept = None
+        self._partners_kept = None
+        self._gpus = self._lone = self._slot_by_job = self._n_by_job = np.zeros(0, dtype=np.int64)
         self._free_seen = (b"", 0)
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
@@ -149,33 +150,66 @@ class Castor(SJFSharingPolicy):
         gb = view.plan_colocate(j, p)
         return singles[:need] if gb is None else gb
 
-    def _holders(self, view: ClusterView) -> tuple[list[int], list[np.ndarray], list[tuple[Any, ...]]]:
-        """The running jobs holding a GPU alone (by index), those GPUs of each
-        (:meth:`ClusterView.single_gpus_of`, kept while the set is the same) and a key of each job's run and
-        set; the whole answer kept while the singly-held GPUs, their tenants and those tenants' runs are the
-        same."""
-        sg = view.single_gpus()
-        ten0 = view.tenants(sg)[:, 0]
-        state = (sg.tobytes(), ten0.tobytes())
-        kept_all = self._holders_kept
-        if kept_all is not None and kept_all[0] == state and \
-                view.last_start_of(kept_all[2][0]).tobytes() == kept_all[1]:
-            return kept_all[2]
-        order = np.argsort(ten0, kind="stable")
-        sg, ten = sg[order], ten0[order]
-        bounds = np.flatnonzero(ten[1:] != ten[:-1]).tolist()
-        starts, ends = [0] + [b + 1 for b in bounds], [b + 1 for b in bounds] + [len(sg)]
-        holders = ten[starts].tolist() if len(sg) else []
-        singles, keys = [], []
-        for p, a, b in zip(holders, starts, ends, strict=False):
-            key = (view.last_start(p), sg[a:b].tobytes())
-            kept = self._singles.get(p)
-            if kept is None or kept[0] != key:
-                kept = self._singles[p] = (key, view.single_gpus_of(p))
-            singles.append(kept[1])
-            keys.append(key)
-        self._holders_kept = (state, view.last_start_of(holders).tobytes(), (holders, singles, keys))
-        return holders, singles, keys
+    def _partners(self, view: ClusterView) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """The running jobs holding a GPU alone (by index, increasing), each one's slot in the
+        :class:`.castor_pairs.PartnerColumns` and how many GPUs it holds alone. Worked out afresh only for the
+        partners whose singly-held GPUs changed since the last decision (the old and new tenants of the GPUs
+        whose lone tenant changed) or whose run did: each of those gets its singly-held GPUs
+        (:meth:`ClusterView.single_gpus_of`, kept in ``_singles`` while its run and that set are the same) and
+        its slot, whose columns start afresh when that key changed (:meth:`.castor_pairs.PartnerColumns.columns`);
+        the others keep theirs."""
+        if self._memo is None:
+            self._memo = PartnerColumns(int(self._shape_id.max()) + 1)
+        if len(self._slot_by_job) != view.n_jobs or len(self._gpus) != view.num_gpus:  # a new episode
+            self._partners_kept = None
+            self._gpus = np.arange(view.num_gpus)
+            self._lone = np.full(view.num_gpus, -1, dtype=np.int64)  # each GPU's lone tenant, last decision
+            self._slot_by_job = np.zeros(view.n_jobs, dtype=np.int64)  # by partner: slot, GPUs alone, run
+            self._n_by_job = np.zeros(view.n_jobs, dtype=np.int64)
+            self._start_by_job = np.full(view.n_jobs, np.nan)
+        ten = view.tenants(self._gpus)
+        lone = np.where(ten[:, 1] < 0, ten[:, 0], -1)
+        free_key = np.flatnonzero(ten[:, 0] < 0).tobytes()
+        if self._free_seen[0] != free_key:
+            self._free_seen = (free_key, self._free_seen[1] + 1)
+        kept = self._partners_kept
+        changed = np.flatnonzero(lone != self._lone)
+        if len(changed) == 0 and kept is not None and view.last_start_of(kept[1]).tobytes() == kept[2]:
+            holders, hold = kept[0], kept[1]
+        else:
+            holders, hold = self._refresh_partners(view, lone, changed)
+        slots = self._slot_by_job[hold]
+        self._memo.loose_at(slots, self._free_seen[1])
+        return holders, slots, self._n_by_job[hold]
+
+    def _refresh_partners(self, view: ClusterView, lone: np.ndarray, changed: np.ndarray
+                          ) -> tuple[list[int], np.ndarray]:
+        """:meth:`_partners` where GPUs ``changed`` their lone tenant (or a partner's run changed): the new
+        partners, as a list and an array, with the slots and counts of those whose GPUs or run changed."""
+        memo = self._memo
+        assert memo is not None
+        old = self._partners_kept
+        hold = np.unique(lone[lone >= 0])
+        starts = view.last_start_of(hold)
+        fresh = np.ones(len(hold), dtype=bool)
+        if old is not None:  # a partner kept as it was: in the last set, same run, none of its GPUs changed
+            mark = np.zeros(view.n_jobs + 1, dtype=np.int8)  # by job (-1, no tenant, the last): 1 was a partner
+            mark[old[1]] = 1
+            mark[self._lone[changed]] = mark[lone[changed]] = 2  # 2: lost or gained a GPU held alone
+            fresh = (mark[hold] != 1) | (self._start_by_job[hold] != starts)
+        for p, start in zip(hold[fresh].tolist(), starts[fresh].tolist(), strict=True):
+            key = (start, np.flatnonzero(lone == p).tobytes())
+            entry = self._singles.get(p)
+            if entry is None or entry[0] != key:
+                entry = self._singles[p] = (key, view.single_gpus_of(p))
+            self._slot_by_job[p] = s = memo.slot_of(p, start)
+            memo.columns(s, key)
+            self._n_by_job[p] = len(entry[1])
+        self._start_by_job[hold] = starts
+        self._lone = lone
+        holders = hold.tolist()
+        self._partners_kept = (holders, hold, starts.tobytes())
+        return holders, hold
 
     def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray, shape: int | None = None) -> int:
         """The term-store row of the pair's per-iteration times ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s),
@@ -230,45 +264,20 @@ class Castor(SJFSharingPolicy):
             self._shape_id, self._shape_need = shape_ids(view)
         return self._shape_id[jobs]
 
-    def _columns(self, view: ClusterView, holders: list[int], keys: list[Any], free_key: bytes) -> np.ndarray:
-        """Each partner's slot in the :class:`.castor_pairs.PartnerColumns`, its two columns of term-store rows
-        by job shape (-1: not yet known) started afresh where their keys changed: one kept while its
-        singly-held GPUs stay the same (shapes whose colocation GPUs come from those alone: asking no more
-        GPUs than they are, or more than they and the free GPUs together), one kept while the free GPUs stay
-        the same too (shapes topped up with free GPUs)."""
-        if self._memo is None:
-            self._memo = PartnerColumns(int(self._shape_id.max()) + 1)
-        memo = self._memo
-        if self._free_seen[0] != free_key:
-            self._free_seen = (free_key, self._free_seen[1] + 1)
-        kept = self._slots_kept
-        if kept is not None and kept[0] is keys:  # the same partners, runs and singly-held GPUs
-            slots = kept[1]
-        else:
-            slots = np.empty(len(holders), dtype=np.int64)
-            for c, (p, key) in enumerate(zip(holders, keys, strict=True)):
-                slots[c] = s = memo.slot_of(p, key[0])
-                memo.columns(s, key)
-            self._slots_kept = (keys, slots)
-        memo.loose_at(slots, self._free_seen[1])
-        return slots
-
     def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray, np.ndarray]:
         """The partners holding a GPU alone, each of ``js``' index among the shapes of ``js``, and the
         term-store rows ``(shapes, partners)`` of every (shape, partner) cell, kept by partner and job shape."""
-        holders, singles, keys = self._holders(view)
         sh = self._shapes(view, js)
+        holders, slots, n_single = self._partners(view)
         present = np.zeros(len(self._shape_need), dtype=bool)
         present[sh] = True
         ids = np.flatnonzero(present)
         u = (np.cumsum(present) - 1)[sh]
         if not holders:
             return holders, u, np.zeros((len(ids), 0), dtype=np.int64)
-        free_key = b"" if view.num_free() == 0 else view.free_gpus().tobytes()
-        slots = self._columns(view, holders, keys, free_key)
         memo = self._memo
+        assert memo is not None
         need = self._shape_need[ids][:, None]
-        n_single = np.fromiter(map(len, singles), dtype=np.int64, count=len(singles))[None, :]
         fits = (need <= n_single) | (need > n_single + view.num_free())  # GPUs from the partner alone
         cells = np.ix_(slots, ids)
         rows = np.where(fits, memo.stable[cells].T, memo.loose[cells].T)
@@ -282,7 +291,7 @@ class Castor(SJFSharingPolicy):
             for a, b in zip([0, *cut], [*cut, len(ks)], strict=True):
                 group, c = ks[a:b], int(cs[a])
                 p = holders[c]
-                gb = self.colocation_gpus(view, int(reps[group[0]]), p, singles[c])
+                gb = self.colocation_gpus(view, int(reps[group[0]]), p, self._singles[p][1])
                 by_shape = self._terms.rows_by_shape(view, p, gb, len(self._shape_need))
                 sh = ids[group]
                 for k in group[by_shape[sh] < 0].tolist():
@@ -364,7 +373,7 @@ class Castor(SJFSharingPolicy):
         if len(sharing) == 0:
             return None
         rs = rows[sharing]  # grouped by job, in pass order
-        n_single = np.array([len(self._singles[p][1]) for p in holders], dtype=np.int64)
+        n_single = self._n_by_job[np.array(holders, dtype=np.int64)]
         starts = np.flatnonzero(np.r_[True, rs[1:] != rs[:-1]])
         held = np.add.reduceat(n_single[cols[sharing]], starts)
         need = view.req_gpus[np.array(js, dtype=np.int64)[rs[starts]]]
