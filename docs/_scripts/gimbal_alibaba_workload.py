@@ -19,7 +19,7 @@ that variant instead, for the role of a setting; the scenario's defaults are not
     .venv/bin/python docs/_scripts/gimbal_alibaba_workload.py --seeds 0-9
     .venv/bin/python docs/_scripts/gimbal_alibaba_workload.py --seeds 0-9 --option max_duration_h=1000
 
-Only development seeds: the held-out ones (100-129, 200-229) are refused.
+Only development seeds: the held-out ones (100-139, 200-239) are refused.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from gymnasium.utils import seeding
 
 from gpucluster_env.scenarios import get_scenario
 
-HELD_OUT = set(range(100, 130)) | set(range(200, 230))
+HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 
 
 def episode_jobs(sc: Any, seed: int) -> Any:

@@ -14,7 +14,7 @@ there although as many GPUs as they ask for were free.
     .venv/bin/python docs/_scripts/pollux_light_load.py --seeds 0-19
     .venv/bin/python docs/_scripts/pollux_light_load.py --seeds 0-9 --full-search   # adds Pollux's 100 x 100
 
-Only development seeds: the held-out ones (100-129, 200-229) are refused.
+Only development seeds: the held-out ones (100-139, 200-239) are refused.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ SETTING = {"restart_s": 30.0, "num_jobs": 120}
 """The claims board's ``sjfbsbf-120`` (leaderboard/claims.toml)."""
 TICK = {"tick_s": 60.0}
 """A decision point every 60 s: Pollux's scheduling interval, as Pollux's simulator steps it."""
-HELD_OUT = set(range(100, 130)) | set(range(200, 230))
+HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 
 
 class TracedPollux(Pollux):
@@ -125,7 +125,7 @@ def main() -> None:
     args = ap.parse_args()
     seeds = parse_seeds(args.seeds)
     if HELD_OUT & set(seeds):
-        raise SystemExit("held-out seeds (100-129, 200-229) are not for this experiment")
+        raise SystemExit("held-out seeds (100-139, 200-239) are not for this experiment")
     variants = dict(VARIANTS)
     if args.full_search:
         variants[FULL_SEARCH[0]] = FULL_SEARCH[1]

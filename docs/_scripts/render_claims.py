@@ -342,7 +342,7 @@ def _second_set(results: list[Result], claims: Claims, first: list[dict[str, Any
          f"{settled_count(list(other.values()))[0]} of {settled_count(list(other.values()))[1]} measurable claims "
          f"are settled on this set; pooled over both ({n_pooled} seeds), {settled_count(pooled)[0]} of "
          f"{settled_count(pooled)[1]} are, and {sum(r.excludes_published for r in pooled)} more lie wholly outside "
-         "the published size's band.\n",
+         "the published size's band." + _disagreements(both, other) + "\n",
          "| claim | verdict, first set | ours, second set | 95% CI | verdict, second set | agree |",
          "|---|---|---|---|---|---|"]
     for r in results:
@@ -353,6 +353,23 @@ def _second_set(results: list[Result], claims: Claims, first: list[dict[str, Any
         same = ("yes" if r.verdict == o.verdict else "**no**") if (r.settled and o.settled) else "-"
         a.append(f"| {r.claim.id} | {r.verdict_text()} | {pct(o.measured)} | {ci} | {o.verdict_text()} | {same} |")
     return a
+
+
+def _disagreements(both: list[Result], other: dict[str, Result]) -> str:
+    """A sentence on the claims settled on both sets with different verdicts: which, and where both intervals lie
+    above zero across the band's edge, that the direction agrees and the mean put the size on either side."""
+    differ = [r for r in both if r.verdict != other[r.claim.id].verdict]
+    if not differ:
+        return ""
+    edge = [r for r in differ if not r.interval_settled and not other[r.claim.id].interval_settled
+            and {r.verdict, other[r.claim.id].verdict} <= {"holds", "direction only"}]
+    text = " Different verdicts: " + ", ".join(f"`{r.claim.id}`" for r in differ) + "."
+    if edge:
+        text += (" On " + ", ".join(f"`{r.claim.id}`" for r in edge) + " both intervals lie above zero and reach "
+                 "across the edge of the published size's band: the direction agrees, and the mean, near the edge, "
+                 "falls on one side of it on one set and on the other on the other (the stricter whole-interval "
+                 "reading leaves the size unsettled on both).")
+    return text
 
 
 def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = None,

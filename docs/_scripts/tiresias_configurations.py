@@ -10,7 +10,7 @@ direction).
 
     .venv/bin/python docs/_scripts/tiresias_configurations.py --seeds 0-9
 
-Only development seeds: the held-out ones (100-129, 200-229) are refused.
+Only development seeds: the held-out ones (100-139, 200-239) are refused.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ Tiresias' own simulator (3 queues, 3,250 and 7,200 GPU-s); the authors' testbed 
 700 s of time run, starvation factor 1) and as its placement loop runs (jobs walked in arrival order: FIFO,
 preempting later arrivals)."""
 
-HELD_OUT = set(range(100, 130)) | set(range(200, 230))
+HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -74,7 +74,7 @@ def main() -> None:
     args = ap.parse_args()
     seeds = parse_seeds(args.seeds)
     if HELD_OUT & set(seeds):
-        raise SystemExit("held-out seeds (100-129, 200-229) are not for this experiment")
+        raise SystemExit("held-out seeds (100-139, 200-239) are not for this experiment")
     for sc in args.scenarios.split(","):
         castor = np.array([jct_h(sc, "castor", s, {}, RESTART_S)[0] for s in seeds])
         sjf = np.array([jct_h(sc, "sjf", s, {}, RESTART_S)[0] for s in seeds])
