@@ -64,6 +64,7 @@ from .move_checks import MoveChecks
 from .moves import Moves
 from .occupancy import Occupancy
 from .placement import Placement
+from .queue_read import QueueRead
 from .rates import Rates
 from .state import DONE, FUTURE, PENDING, RUNNING, STATE_FIELDS, STATUS_NAMES, EngineConfig, EngineState
 
@@ -109,7 +110,7 @@ class ClusterEngine:
     def _assemble(self, st: EngineState) -> None:
         """Make the parts over state ``st``, each given the parts it calls."""
         self.state = st
-        self._pending_kept: tuple[tuple[int, int], np.ndarray, int, int] | None = None  # pending_jobs' last answer
+        self._queue_read = QueueRead(st)
         self.occupancy = Occupancy(st)
         self.rates = Rates(st)
         self.progress = Progress(st, self.rates, self.occupancy)
@@ -264,24 +265,8 @@ class ClusterEngine:
     # ------------------------------------------------------------------ queries
     def pending_jobs(self) -> np.ndarray:
         """Indices of pending jobs in queue order: by arrival, a preempted job rejoining at the back (a fresh
-        array). Worked out from the last answer while no job was preempted since (the queue then only lost the
-        jobs that started and gained the jobs that arrived, at its back, in index order): one pass over that
-        answer instead of one over the queue's dict."""
-        st = self.state
-        key = (st.epoch, st.counts["preemptions"])
-        kept = self._pending_kept
-        if kept is not None and kept[0] == key:
-            arr, version, arrived = kept[1], kept[2], kept[3]
-            if version != st.queue_version:
-                arr = arr[st.status[arr] == PENDING]
-                if st.next_arrival > arrived:
-                    new = np.arange(arrived, st.next_arrival, dtype=np.int64)
-                    arr = np.concatenate([arr, new[st.status[new] == PENDING]])
-        else:
-            pending = st.pending_queue
-            arr = np.fromiter(pending, dtype=np.int64, count=len(pending))
-        self._pending_kept = (key, arr, st.queue_version, st.next_arrival)
-        return arr.copy()
+        array; :class:`~gpucluster_env.engine.queue_read.QueueRead`)."""
+        return self._queue_read.pending()
 
     def pending_head(self, n: int) -> np.ndarray:
         """The first ``n`` pending jobs in queue order (cheap for long queues)."""
