@@ -44,6 +44,7 @@ from gpucluster_env.baselines.parts.castor_pairs import (
     no_plans,
     outside_windows,
 )
+from gpucluster_env.baselines.parts.castor_partners import LonePartners
 from gpucluster_env.baselines.parts.castor_terms import PairTermCache, ended, shape_ids
 from gpucluster_env.baselines.parts.sjf_sharing import SJFSharingPolicy, fill_with_free
 from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor, default_predictor
@@ -91,12 +92,9 @@ class Castor(SJFSharingPolicy):
         self._xi_cache: dict[tuple[int, int, int], tuple[float, float]] = {}
         self._terms = PairTermCache()
         self._store = self._terms.store
-        self._singles: dict[int, tuple[Any, np.ndarray]] = {}
+        self._partners = LonePartners()
+        self._singles = self._partners.singles
         self._memo: PartnerColumns | None = None
-        self._partners_kept: tuple[list[int], np.ndarray, bytes] | None = None
-        self._gpus = self._lone = self._slot_by_job = self._n_by_job = np.zeros(0, dtype=np.int64)
-        self._start_by_job = np.zeros(0)
-        self._free_seen: tuple[bytes, int] = (b"", 0)
         self._now = -1.0
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
@@ -108,11 +106,9 @@ class Castor(SJFSharingPolicy):
         self._xi_cache = {}
         self._terms = PairTermCache()
         self._store = self._terms.store
-        self._singles = {}
+        self._partners = LonePartners()
+        self._singles = self._partners.singles
         self._memo = None
-        self._partners_kept = None
-        self._gpus = self._lone = self._slot_by_job = self._n_by_job = np.zeros(0, dtype=np.int64)
-        self._free_seen = (b"", 0)
         self._shape_id = np.zeros(0, dtype=np.int64)
         self._shape_need = np.zeros(0, dtype=np.int64)
         self._now = -1.0
@@ -149,67 +145,6 @@ class Castor(SJFSharingPolicy):
             return singles[:need]
         gb = view.plan_colocate(j, p)
         return singles[:need] if gb is None else gb
-
-    def _partners(self, view: ClusterView) -> tuple[list[int], np.ndarray, np.ndarray]:
-        """The running jobs holding a GPU alone (by index, increasing), each one's slot in the
-        :class:`.castor_pairs.PartnerColumns` and how many GPUs it holds alone. Worked out afresh only for the
-        partners whose singly-held GPUs changed since the last decision (the old and new tenants of the GPUs
-        whose lone tenant changed) or whose run did: each of those gets its singly-held GPUs
-        (:meth:`ClusterView.single_gpus_of`, kept in ``_singles`` while its run and that set are the same) and
-        its slot, whose columns start afresh when that key changed (:meth:`.castor_pairs.PartnerColumns.columns`);
-        the others keep theirs."""
-        if self._memo is None:
-            self._memo = PartnerColumns(int(self._shape_id.max()) + 1)
-        if len(self._slot_by_job) != view.n_jobs or len(self._gpus) != view.num_gpus:  # a new episode
-            self._partners_kept = None
-            self._gpus = np.arange(view.num_gpus)
-            self._lone = np.full(view.num_gpus, -1, dtype=np.int64)  # each GPU's lone tenant, last decision
-            self._slot_by_job = np.zeros(view.n_jobs, dtype=np.int64)  # by partner: slot, GPUs alone, run
-            self._n_by_job = np.zeros(view.n_jobs, dtype=np.int64)
-            self._start_by_job = np.full(view.n_jobs, np.nan)
-        ten = view.tenants(self._gpus)
-        lone = np.where(ten[:, 1] < 0, ten[:, 0], -1)
-        free_key = np.flatnonzero(ten[:, 0] < 0).tobytes()
-        if self._free_seen[0] != free_key:
-            self._free_seen = (free_key, self._free_seen[1] + 1)
-        kept = self._partners_kept
-        changed = np.flatnonzero(lone != self._lone)
-        if len(changed) == 0 and kept is not None and view.last_start_of(kept[1]).tobytes() == kept[2]:
-            holders, hold = kept[0], kept[1]
-        else:
-            holders, hold = self._refresh_partners(view, lone, changed)
-        slots = self._slot_by_job[hold]
-        self._memo.loose_at(slots, self._free_seen[1])
-        return holders, slots, self._n_by_job[hold]
-
-    def _refresh_partners(self, view: ClusterView, lone: np.ndarray, changed: np.ndarray
-                          ) -> tuple[list[int], np.ndarray]:
-        """:meth:`_partners` where GPUs ``changed`` their lone tenant (or a partner's run changed): the new
-        partners, as a list and an array, with the slots and counts of those whose GPUs or run changed."""
-        memo = self._memo
-        assert memo is not None
-        old = self._partners_kept
-        hold = np.unique(lone[lone >= 0])
-        starts = view.last_start_of(hold)
-        fresh = np.ones(len(hold), dtype=bool)
-        if old is not None:  # a partner kept as it was: in the last set, same run, none of its GPUs changed
-            mark = np.zeros(view.n_jobs + 1, dtype=np.int8)  # by job (-1, no tenant, the last): 1 was a partner
-            mark[old[1]] = 1
-            mark[self._lone[changed]] = mark[lone[changed]] = 2  # 2: lost or gained a GPU held alone
-            fresh = (mark[hold] != 1) | (self._start_by_job[hold] != starts)
-        for p, start in zip(hold[fresh].tolist(), starts[fresh].tolist(), strict=True):
-            key = (start, np.flatnonzero(lone == p).tobytes())
-            entry = self._singles.get(p)
-            if entry is None or entry[0] != key:
-                entry = self._singles[p] = (key, view.single_gpus_of(p))
-            self._slot_by_job[p] = s = memo.slot_of(p, start)
-            memo.columns(s, key)
-            self._n_by_job[p] = len(entry[1])
-        self._start_by_job[hold] = starts
-        self._lone = lone
-        holders = hold.tolist()
-        self._partners_kept = (holders, hold, starts.tobytes())
-        return holders, hold
 
     def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray, shape: int | None = None) -> int:
         """The term-store row of the pair's per-iteration times ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s),
@@ -268,7 +203,9 @@ class Castor(SJFSharingPolicy):
         """The partners holding a GPU alone, each of ``js``' index among the shapes of ``js``, and the
         term-store rows ``(shapes, partners)`` of every (shape, partner) cell, kept by partner and job shape."""
         sh = self._shapes(view, js)
-        holders, slots, n_single = self._partners(view)
+        if self._memo is None:
+            self._memo = PartnerColumns(int(self._shape_id.max()) + 1)
+        holders, slots, n_single = self._partners.now(view, self._memo)
         present = np.zeros(len(self._shape_need), dtype=bool)
         present[sh] = True
         ids = np.flatnonzero(present)
@@ -373,7 +310,7 @@ class Castor(SJFSharingPolicy):
         if len(sharing) == 0:
             return None
         rs = rows[sharing]  # grouped by job, in pass order
-        n_single = self._n_by_job[np.array(holders, dtype=np.int64)]
+        n_single = self._partners.n_by_job[np.array(holders, dtype=np.int64)]
         starts = np.flatnonzero(np.r_[True, rs[1:] != rs[:-1]])
         held = np.add.reduceat(n_single[cols[sharing]], starts)
         need = view.req_gpus[np.array(js, dtype=np.int64)[rs[starts]]]
