@@ -20,12 +20,14 @@ from gpucluster_env.policy import Policy
 class SJFSharingPolicy(Policy):
     """SJF list scheduling with a colocation fallback that subclasses define in :meth:`share`."""
 
+    _sjf_kept: SJFOrder | None = None
+
     def order(self, view: ClusterView) -> np.ndarray:
-        """Pending jobs, shortest expected run time first (ties by queue position)."""
-        pend = view.pending_jobs()
-        if len(pend) <= 1:
-            return pend
-        return pend[np.argsort(view.solo_time[pend], kind="stable")]
+        """Pending jobs, shortest expected run time first (ties by queue position): :class:`SJFOrder`."""
+        kept = self._sjf_kept
+        if kept is None or kept.view is not view:
+            kept = self._sjf_kept = SJFOrder(view)
+        return kept.order()
 
     def act(self, observation: Any, env: Any) -> Action | int:
         view = self.view(env)
@@ -88,3 +90,40 @@ def fill_with_free(view: ClusterView, chosen: list[int], need: int) -> list[int]
     near = np.array([0 if n in used_nodes else 1 for n in nodes.tolist()])
     order = free[np.lexsort((free, -per_node[nodes], near))]
     return chosen + order[: need - len(chosen)].tolist()
+
+
+class SJFOrder:
+    """The queue of one view shortest expected run time first (ties by queue position: a stable sort of the
+    queue by solo time), worked out from the last answer when the queue starts with the last queue's jobs still
+    waiting, in their order (it only lost jobs and gained jobs at its back: no preempted job rejoined): the last
+    order less the jobs that left, with the new jobs, sorted, merged in after the jobs of equal or shorter time
+    (they stand behind those in the queue). Otherwise, or when a solo time is NaN (which sorts last, unlike any
+    merge), the queue is sorted again."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self.view = view
+        self._solo = view.solo_time
+        self._merge = not bool(np.isnan(self._solo).any())
+        self._mark = np.zeros(view.n_jobs, dtype=bool)
+        self._queue = self._order = np.zeros(0, dtype=np.int64)
+
+    def order(self) -> np.ndarray:
+        """The pending jobs in SJF order (a fresh array)."""
+        pend = self.view.pending_jobs()
+        solo = self._solo
+        order = None
+        if self._merge and len(self._queue):
+            mark = self._mark
+            mark[pend] = True
+            stay = self._queue[mark[self._queue]]
+            if np.array_equal(pend[:len(stay)], stay):  # the same jobs ahead, in the same order
+                order = self._order[mark[self._order]]
+                new = pend[len(stay):]
+                if len(new):
+                    new = new[np.argsort(solo[new], kind="stable")]
+                    order = np.insert(order, np.searchsorted(solo[order], solo[new], side="right"), new)
+            mark[pend] = False
+        if order is None:
+            order = pend[np.argsort(solo[pend], kind="stable")] if len(pend) > 1 else pend
+        self._queue, self._order = pend, order
+        return order.copy()

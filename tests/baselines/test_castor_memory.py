@@ -1,6 +1,7 @@
 """What Castor and the list schedulers keep or skip from one decision to the next (baselines/parts/castor_pairs.py
-rejected windows, castor.py's kept holders, the FailedShapes walks of sjf_sharing.py and queue_policy.py) gives,
-at every decision of real runs, the answers of the plain computations they replace."""
+rejected windows, castor.py's kept holders, sjf_sharing.py's SJF order, the FailedShapes walks of sjf_sharing.py
+and queue_policy.py) gives, at every decision of real runs, the answers of the plain computations they
+replace."""
 
 from __future__ import annotations
 
@@ -11,13 +12,17 @@ from gpucluster_env.baselines.castor import Castor
 from gpucluster_env.baselines.castor_timeslice import CastorTimeSlice
 from gpucluster_env.baselines.parts import castor_pairs
 from gpucluster_env.baselines.parts.castor_pairs import best_plans, may_share
+from gpucluster_env.baselines.parts.sjf_sharing import SJFOrder
 from gpucluster_env.baselines.sjf import SJF
 from gpucluster_env.baselines.ssf import SSF
 from gpucluster_env.baselines.yarn_cs import YarnCS
 
-from gpucluster_env.engine import Action, Place, Wait
+from gpucluster_env.engine import Action, ActionError, Place, Preempt, Wait
+from gpucluster_env.engine.build import make_engine
+from gpucluster_env.engine.simulator import PENDING, RUNNING
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import run_episode
+from gpucluster_env.scenarios import SCENARIOS
 
 
 def plain_plans(pol: Castor, view: ClusterView, jobs: list[int]) -> dict[tuple[int, int], castor_pairs.PairPlan]:
@@ -188,3 +193,36 @@ def test_queue_policies_walk_like_the_plain_sorted_walk() -> None:
                 _checked(YarnCS, lambda v, j: 0)):
         run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 300})
         assert pol.compared > 300 and pol.placed > 250
+
+
+def test_sjf_order_kept_is_the_sorted_queue() -> None:
+    # SJFOrder merges the jobs that joined into its last order; after any mix of arrivals, starts and
+    # preemptions (a preempted job rejoins at the back), read at every action or now and then, it is the queue
+    # sorted by solo time, ties by queue position.
+    for read_every in (1.0, 0.3):
+        eng = make_engine(SCENARIOS["castor-philly"], 0)
+        eng.advance()
+        view = ClusterView(eng)
+        kept = SJFOrder(view)
+        rng = np.random.default_rng(5)
+        reads = preempted = 0
+        for _ in range(1500):
+            if eng.done:
+                break
+            pend, run = np.flatnonzero(eng.status == PENDING), np.flatnonzero(eng.status == RUNNING)
+            kind = int(rng.integers(5))
+            try:
+                if kind <= 1 or not len(pend):
+                    eng.advance()
+                elif kind <= 3 or not len(run):
+                    eng.apply(Place(int(rng.choice(pend))))
+                else:
+                    eng.apply(Preempt(int(rng.choice(run))))
+                    preempted += 1
+            except ActionError:
+                pass
+            if rng.random() < read_every:
+                q = view.pending_jobs()
+                assert kept.order().tolist() == q[np.argsort(view.solo_time[q], kind="stable")].tolist()
+                reads += 1
+        assert reads > 200 and preempted > 50, (reads, preempted)
