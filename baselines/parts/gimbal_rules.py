@@ -58,53 +58,63 @@ class TopologyRule:
 
 def packing_sets(view: ClusterView) -> list[JobSet]:
     """The job packing sets of the running jobs that share at least one GPU, ordered by ``jmax``: the
-    connected groups of the jobs that hold the two slots of some GPU (one read of every GPU's tenants, the
-    groups over arrays)."""
+    connected groups of the jobs that hold the two slots of some GPU (one read of every GPU's tenants)."""
     ten = view.tenants(np.arange(view.num_gpus))
     both = ten[ten[:, 1] >= 0]
-    if len(both) == 0:
-        return []
-    jobs, ends = np.unique(both, return_inverse=True)
-    ends = ends.reshape(-1, 2)
-    a, b = ends[:, 0], ends[:, 1]
-    group = np.arange(len(jobs))
-    while True:  # every job takes the least label of its group (as many passes as the groups are wide)
-        low = np.minimum(group[a], group[b])
-        new = group.copy()
-        np.minimum.at(new, a, low)
-        np.minimum.at(new, b, low)
-        new = new[new]
-        if (new == group).all():
-            break
-        group = new
-    req = view.req_gpus[jobs]
-    first = np.lexsort((jobs, -req, group))  # each group's J_max first (largest world size, then lowest index)
-    g = group[first]
-    lead = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    jmax_of = np.zeros(len(jobs), dtype=np.int64)  # by group label (a job's position): the group's J_max
-    jmax_of[g[lead]] = jobs[first[lead]]
-    jm = jmax_of[group]
-    by = np.lexsort((jobs, jobs != jm, jm))  # the groups by J_max; in each, J_max, then the others by index
-    ends = [0, *(np.flatnonzero(np.diff(jm[by])) + 1).tolist(), len(by)]
-    m = jobs[by].tolist()
-    return [JobSet(m[a], tuple(m[a + 1:b])) for a, b in zip(ends, ends[1:], strict=False)]
+    pairs = set(zip(both[:, 0].tolist(), both[:, 1].tolist(), strict=True))
+    return sorted(sets_reaching(view, pairs, {j for pair in pairs for j in pair}), key=lambda s: s.jmax)
+
+
+def sets_reaching(view: ClusterView, pairs: set[tuple[int, int]], jobs: set[int]) -> list[JobSet]:
+    """The packing sets of the graph of job ``pairs`` (two jobs sharing a GPU) that hold any of ``jobs``: each
+    connected group with its J_max (largest world size, then the lowest index) and the others by index."""
+    adj: dict[int, list[int]] = {}
+    for a, b in pairs:
+        adj.setdefault(a, []).append(b)
+        adj.setdefault(b, []).append(a)
+    req = view.req_gpus
+    out, seen = [], set()
+    for j in jobs:
+        if j in seen or j not in adj:
+            continue
+        group, stack = {j}, [j]
+        while stack:
+            for p in adj[stack.pop()]:
+                if p not in group:
+                    group.add(p)
+                    stack.append(p)
+        seen |= group
+        jmax = min(group, key=lambda x: (-int(req[x]), x))
+        out.append(JobSet(jmax, tuple(sorted(group - {jmax}))))
+    return out
 
 
 class KeptSets:
-    """:func:`packing_sets` kept while the GPUs' tenants stay the same (the sets read nothing else): the same
-    list object until a tenant changes, so a reader may tell an unchanged cluster by identity."""
+    """:func:`packing_sets` kept while the tenants of the GPUs holding two jobs stay the same (the sets read
+    nothing else: a job starting or ending alone on its GPUs leaves them as they are): the same list object
+    until then, so a reader may tell unchanged sets by identity. When they change, only the sets of the jobs
+    whose pairs came or went are worked out again (:func:`sets_reaching`): a group none of whose jobs gained or
+    lost a pair has the same edges as before, so it is the same set."""
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
         self._all = np.arange(view.num_gpus)
         self._key: bytes | None = None
+        self._pairs: set[tuple[int, int]] = set()
         self._sets: list[JobSet] = []
 
     def now(self) -> list[JobSet]:
         """The packing sets now (do not change the list)."""
-        key = self.view.tenants(self._all).tobytes()
+        ten = self.view.tenants(self._all)
+        both = ten[ten[:, 1] >= 0]
+        key = both.tobytes()
         if key != self._key:
-            self._key, self._sets = key, packing_sets(self.view)
+            pairs = set(zip(both[:, 0].tolist(), both[:, 1].tolist(), strict=True))
+            moved = {j for pair in pairs ^ self._pairs for j in pair}
+            kept = [s for s in self._sets if s.jmax not in moved and moved.isdisjoint(s.others)]
+            fresh = sets_reaching(self.view, pairs, moved)
+            self._key, self._pairs = key, pairs
+            self._sets = sorted(kept + fresh, key=lambda s: s.jmax) if fresh else kept
         return self._sets
 
 

@@ -1,6 +1,6 @@
 """What the packing schedulers keep from one decision to the next (baselines/parts/job_shape.py FailedShapes,
-gimbal_rules.py PartnerCache and packing_sets, gimbal_throughput.py ThroughputModel.held) gives, at every decision
-of real runs, the answers of the plain per-question computations they replace."""
+gimbal_rules.py PartnerCache, packing_sets and KeptSets, gimbal_throughput.py ThroughputModel.held) gives, at
+every decision of real runs, the answers of the plain per-question computations they replace."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from gpucluster_env.baselines.gandiva import Gandiva
 from gpucluster_env.baselines.gandiva_gimbal import GandivaGimbal
 from gpucluster_env.baselines.lucid_gimbal import LucidGimbal
-from gpucluster_env.baselines.parts.gimbal_rules import JobSet, packing_sets, partner_gpus
+from gpucluster_env.baselines.parts.gimbal_rules import JobSet, KeptSets, packing_sets, partner_gpus
 from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel
 from gpucluster_env.baselines.parts.job_shape import start_shape
 
@@ -97,6 +97,8 @@ class _CheckedGandiva(GandivaGimbal):
         super().reset(env)
         self.hosts_checked = 0
         self.sets_checked = 0
+        self.decisions_seen = 0
+        self.sparse: KeptSets | None = None
         self.rates_checked = 0
 
     def act(self, observation: Any, env: Any) -> Any:
@@ -114,6 +116,12 @@ class _CheckedGandiva(GandivaGimbal):
         sets = packing_sets(view)
         assert sets == plain_sets(view)
         self.sets_checked += len(sets)
+        self.decisions_seen += 1
+        if self.sparse is None or self.sparse.view is not view:
+            self.sparse = KeptSets(view)
+        for kept, every in ((self.host.sets, 1), (self.sparse, 7)):  # read at every decision, or a few
+            if self.decisions_seen % every == 0:
+                assert kept.now() == sets
         coord = self.coordinator
         if coord is not None and coord.model is not None and sets:
             fresh = ThroughputModel(view, coord.demand)
