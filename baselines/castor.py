@@ -125,8 +125,15 @@ class Castor(SJFSharingPolicy):
 
     # ------------------------------------------------------------------ Algorithm 2's inputs
     def begin(self, view: ClusterView) -> None:
+        """Forget the runs that ended, once what is kept by partner outnumbers twice the running jobs: only
+        memory, as every entry is checked against its job's current run (its start) where it is read."""
         if view.now != self._now:
             self._now = view.now
+            limit = 2 * view.num_running + 64
+            memo = self._memo
+            if len(self._singles) <= limit and self._terms.n_runs() <= limit and \
+                    (memo is None or len(memo.slots) <= limit):
+                return
             self._terms.forget_ended(view)
             for p in ended(view, self._singles):  # runs that ended: forget them
                 del self._singles[p]

@@ -45,6 +45,10 @@ class PairTermCache:
             del self._runs[p]
             self._own.pop(p, None)
 
+    def n_runs(self) -> int:
+        """How many partners' runs are kept (some may have ended)."""
+        return len(self._runs)
+
     def run_of(self, view: ClusterView, p: int) -> tuple[tuple[Any, ...], dict[bytes, np.ndarray]]:
         """Running job ``p``'s current run: what the pair terms read of it (its model, batch, accumulation,
         footprint, sample stealing, and its GPUs' types and nodes) and its rows by job shape, kept by the GPUs
