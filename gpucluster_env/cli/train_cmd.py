@@ -35,8 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "simulated time (Decima's per-time baseline)")
     p.add_argument("--gae-lambda", type=float, default=None, help="GAE lambda (default: the process's)")
     p.add_argument("--scenario", default="castor-philly",
-                   help="scenario, or several, comma-separated, one drawn per episode (the job-centric process: "
-                        "any clusters; the full vocabulary: one number of GPU types)")
+                   help="scenario(s), comma-separated, one per episode (full vocabulary: one number of GPU types)")
     p.add_argument("--windows", default="busiest,random",
                    help="trace windows drawn per episode (curriculum), comma-separated; '' keeps the scenario's")
     p.add_argument("--timesteps", type=int, default=None,
