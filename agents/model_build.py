@@ -16,7 +16,9 @@ class TraceWindows(gym.Wrapper):
     """Curriculum over trace windows: each ``reset`` draws the episode's scenario among ``scenarios`` and its
     trace window among ``windows`` (``busiest``, ``random``, ``hours:A-B``) from the wrapper's own generator.
     A scenario whose jobs are generated, not sampled from a trace (``tiny``), has no windows: it is one choice.
-    The scenarios must share the cluster's GPU types (the spaces do not change)."""
+    On the full vocabulary the scenarios must share the number of GPU types (its actions name them); the
+    job-centric env plays any cluster (:class:`~gpucluster_env.env.jobs_env.JobsEnv` keeps a wrapped env per
+    type count)."""
 
     def __init__(self, env: gym.Env, scenarios: tuple[str, ...], windows: tuple[str, ...], seed: int) -> None:
         super().__init__(env)

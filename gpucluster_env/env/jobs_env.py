@@ -203,11 +203,11 @@ class JobsEnv(gym.Env):
         if not isinstance(fork, bool):
             raise ValueError(f"fork must be True or False, got {fork!r}")
         probe = JobsView(n_pending, n_running, JOB_NAMES[:1], CONTEXT_NAMES[:1], preempt=n_running > 0, fork=fork)
-        self._wrapped_args = (catalog, {"objective": objective, "reward_scale": reward_scale,
-                                        "max_sim_time_s": max_sim_time_s, "min_run_s": min_run_s,
-                                        "render_mode": render_mode, **probe.env_kwargs(pending_order)})
-        self.wrapped = GPUClusterEnv(scenario, scenario_options, catalog, **self._wrapped_args[1])
-        self.wrapped.full_info = False
+        self._catalog = catalog
+        self._wrapped_kwargs = {"objective": objective, "reward_scale": reward_scale,
+                                "max_sim_time_s": max_sim_time_s, "min_run_s": min_run_s,
+                                "render_mode": render_mode, **probe.env_kwargs(pending_order)}
+        self.wrapped = self._new_wrapped(scenario, scenario_options)
         self._by_types = {len(self.wrapped.codec.type_names): self.wrapped}
         eng = self.wrapped.engine
         if features is None:
@@ -256,11 +256,15 @@ class JobsEnv(gym.Env):
         if n == len(self.wrapped.codec.type_names):
             return
         if n not in self._by_types:
-            env = GPUClusterEnv(sc, None, self._wrapped_args[0], **self._wrapped_args[1])
-            env.full_info = False
-            self._by_types[n] = env
+            self._by_types[n] = self._new_wrapped(sc, None)
         self.wrapped = self._by_types[n]
         self.wrapped.scenario = sc
+
+    def _new_wrapped(self, scenario: str | Scenario, options: dict[str, Any] | None) -> GPUClusterEnv:
+        """A full-vocabulary env whose windows and masks this view reads (lean info: the view builds its own)."""
+        env = GPUClusterEnv(scenario, options, self._catalog, **self._wrapped_kwargs)
+        env.full_info = False
+        return env
 
     def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
         a = self._read(action)
