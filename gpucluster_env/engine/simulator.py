@@ -19,7 +19,7 @@
 The engine knows nothing of Gymnasium: it exposes decision points (:meth:`ClusterEngine.advance`) and applies
 typed actions (:meth:`ClusterEngine.apply`), or the same actions from plain ints without building the action
 objects (:meth:`ClusterEngine.place_job`, ``colocate_job``, ``calibrate_job``, ``preempt_job``, ``fork_job``).
-The state's arrays are read through the engine by name (``eng.rate``, ``eng.slot_job`` ...: read-through
+The state's arrays are read through the engine by name (``eng.rate``, ``eng.slot_job`` ...: read-only
 properties to ``eng.state``). Agents read it through :class:`~gpucluster_env.engine.view.ClusterView`.
 
 Bit-for-bit determinism is a contract (same seed, same floats, same log): the hot paths read numpy state as
@@ -69,15 +69,6 @@ from .rates import Rates
 from .state import DONE, FUTURE, PENDING, RUNNING, STATE_FIELDS, STATUS_NAMES, EngineConfig, EngineState
 
 __all__ = ["DONE", "FUTURE", "PENDING", "RUNNING", "STATUS_NAMES", "ClusterEngine", "EngineConfig"]
-
-
-def _state_field(name: str) -> property:
-    """A property reading (and setting) ``self.state.<name>``."""
-
-    def fset(self: ClusterEngine, value: Any) -> None:
-        setattr(self.state, name, value)
-
-    return property(attrgetter(f"state.{name}"), fset, doc=f"``state.{name}`` (:class:`EngineState`).")
 
 
 class ClusterEngine:
@@ -389,6 +380,6 @@ class ClusterEngine:
         return self.checks.topology_violation(j, g)
 
 
-for _name in STATE_FIELDS:
-    setattr(ClusterEngine, _name, _state_field(_name))
+for _name in STATE_FIELDS:  # read only: each field has one writer, a part (docs/engine.md, "Who writes what")
+    setattr(ClusterEngine, _name, property(attrgetter(f"state.{_name}"), doc=f"``state.{_name}`` (read only)."))
 del _name

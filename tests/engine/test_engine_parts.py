@@ -1,10 +1,11 @@
 """The engine as composed parts: every part holds the engine's one state, a clone's parts hold the clone's, and
-the state's attributes the engine shows by name (``STATE_FIELDS``) are all of its public ones, read and written
-through."""
+the state's attributes the engine shows by name (``STATE_FIELDS``) are all of its public ones, read through (read
+only: the engine's parts write the state)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from gpucluster_env.engine import ClusterEngine, Place
 from gpucluster_env.engine.build import make_engine
@@ -45,15 +46,17 @@ def test_a_clones_parts_hold_the_clones_state_and_share_only_static_tables() -> 
     assert twin.status[j] == 2 and eng.status[j] == 1 and eng.free_mask().all()
 
 
-def test_state_fields_are_the_states_public_attributes_read_and_written_through() -> None:
+def test_state_fields_are_the_states_public_attributes_read_through() -> None:
     eng = _engine()
     public = {k for k in vars(eng.state) if not k.startswith("_")}
     assert public == set(STATE_FIELDS) | set(ENGINE_INTERNALS) and not set(STATE_FIELDS) & set(ENGINE_INTERNALS)
     for name in STATE_FIELDS:
         assert getattr(eng, name) is getattr(eng.state, name)
     assert not any(hasattr(eng, name) for name in ENGINE_INTERNALS)
-    eng.now = 12.5
-    assert eng.state.now == 12.5
+    with pytest.raises(AttributeError):
+        eng.now = 12.5
+    eng.state.now = 12.5
+    assert eng.now == 12.5
     assert not hasattr(EngineState, "apply")  # the state holds data and queries of its tables, no actions
     assert isinstance(eng.remaining, np.ndarray)
 

@@ -59,7 +59,7 @@ def test_larger_never_packs_on_smaller_and_one_partner_only(build):
     eng = _eng(build, [{"num_gpus": 1}, {"num_gpus": 1}, {"num_gpus": 2}], rule=False)
     eng.apply(Place(0, gpus=(0,)))
     eng.apply(Place(1, gpus=(1,)))
-    eng.config = dataclasses.replace(eng.config, topology_rule=True)
+    eng.state.config = dataclasses.replace(eng.config, topology_rule=True)
     with pytest.raises(ActionError, match=r"topology rule: job 2 would share GPUs with jobs \[0, 1\]"):
         eng.apply(Colocate(2, 0, gpus=(0, 1)))
     with pytest.raises(ActionError, match=r"topology rule: job 2 \(2 GPUs\) would colocate with smaller job 0 "
@@ -73,7 +73,7 @@ def test_partner_packed_with_a_larger_job_takes_no_more(build):
     eng = _eng(build, [{"num_gpus": 4}, {"num_gpus": 2}, {"num_gpus": 1}], rule=False)
     eng.apply(Place(0, gpus=(0, 1, 2, 3)))
     eng.apply(Colocate(1, 0, gpus=(3, 4)))
-    eng.config = dataclasses.replace(eng.config, topology_rule=True)
+    eng.state.config = dataclasses.replace(eng.config, topology_rule=True)
     with pytest.raises(ActionError, match=r"topology rule: job 1 is packed with job 0 \(not smaller than it\)"):
         eng.apply(Colocate(2, 1, gpus=(4,)))
 
