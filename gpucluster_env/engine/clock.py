@@ -10,6 +10,7 @@ from heapq import heappop
 import numpy as np
 
 from .actions import StalledError
+from .counters import Counters
 from .events import FINISH, IDLE, ROUND, TICK
 from .job_progress import Progress
 from .lifecycle import Lifecycle
@@ -23,10 +24,11 @@ class Clock:
     """Runs an :class:`~gpucluster_env.engine.state.EngineState` forward to its next decision point. Owns the
     times of the next round and tick, the idle-wait count and the time up to which utilization is counted."""
 
-    def __init__(self, state: EngineState, progress: Progress, lifecycle: Lifecycle) -> None:
+    def __init__(self, state: EngineState, progress: Progress, lifecycle: Lifecycle, counters: Counters) -> None:
         self.state = state
         self.progress = progress
         self.lifecycle = lifecycle
+        self.counters = counters
         self.next_round: float | None = None
         self.next_tick: float | None = None
         self.idle_ticks = 0  # consecutive idle waits
@@ -87,7 +89,7 @@ class Clock:
         ``("limit",)``; an event exactly at ``until`` still happens. A run truncated there reports the jobs
         finished by the limit, not those an event jump past it would have finished."""
         s = self.state
-        s.counts["decisions"] += 1
+        self.counters.decision()
         q = s.events
         heap = q.heap
         if len(heap) > self.compact_at:

@@ -13,6 +13,7 @@ import numpy as np
 from ..performance import fits_memory, footprint_gb
 from .action_checks import ActionChecks, typed
 from .actions import Action, ActionError, Colocate, Place, SetStealing
+from .counters import Counters
 from .job_progress import Progress
 from .occupancy import Occupancy
 from .placement import Placement
@@ -24,16 +25,17 @@ class Lifecycle:
     """Starts, finishes, preemptions, share changes and forks on an
     :class:`~gpucluster_env.engine.state.EngineState`: checks with :class:`ActionChecks`, plans with
     :class:`Placement`, takes and leaves GPUs through :class:`Occupancy`, settles and re-rates through
-    :class:`Progress`."""
+    :class:`Progress`, counts through :class:`Counters`."""
 
     def __init__(self, state: EngineState, occupancy: Occupancy, rates: Rates, progress: Progress,
-                 checks: ActionChecks, placement: Placement) -> None:
+                 checks: ActionChecks, placement: Placement, counters: Counters) -> None:
         self.state = state
         self.occupancy = occupancy
         self.rates = rates
         self.progress = progress
         self.checks = checks
         self.placement = placement
+        self.counters = counters
 
     def place(self, action: Action | tuple, j: int, t: int | str | None, accumulation: int | None) -> None:
         """Place of job ``j`` (a valid index) by the placement rule on type ``t`` (an index, a name, or None
@@ -98,9 +100,9 @@ class Lifecycle:
         st.share_lo[j] = st.share_hi[j] = st.share_units
         st.solo_rate[j] = self.rates.solo_copy_rate(j, c)  # a start is full-size: 1 / solo_iter
         partners = self.occupancy.occupy(j, c)
-        st.log.records.append((t, "start", j, {"gpus": gl[:], "accumulation": s}))  # log.add(...)
+        st.log.record(t, "start", j, {"gpus": gl[:], "accumulation": s})
         if partners:
-            st.counts["colocations"] += 1
+            self.counters.colocation()
             st.n_colocated[j] += 1
             rate = st.rate
             before = {p: rate.item(p) for p in partners}
@@ -124,7 +126,7 @@ class Lifecycle:
         st.finish_t[j] = t
         st.n_done += 1
         partners = self.occupancy.vacate_all(j)
-        st.log.records.append((t, "finish", j, None))  # log.add(t, "finish", j)
+        st.log.record(t, "finish", j, None)
         self.progress.rerate(sorted(partners), t)
 
     def preempt(self, j: int) -> None:
@@ -145,9 +147,9 @@ class Lifecycle:
         st.version[j] = st.version.item(j) + 1
         st.pending_since[j] = t
         st.n_preempt[j] = st.n_preempt.item(j) + 1
-        st.counts["preemptions"] += 1
+        self.counters.preemption()
         partners = self.occupancy.vacate_all(j)
-        st.log.records.append((t, "preempt", j, None))  # log.add(t, "preempt", j)
+        st.log.record(t, "preempt", j, None)
         self.progress.rerate(sorted(partners), t)
 
     def calibrate(self, action: Action | tuple, j: int, step: int, gpus: tuple[int, ...] | None) -> None:
@@ -182,12 +184,12 @@ class Lifecycle:
             for i, x in zip(pos, new, strict=True):
                 ssf[i] = x
             self.occupancy.refresh_share_range(j)
-        st.counts["squeezes" if step < 0 else "swells"] += 1
+        self.counters.share_step(step)
         st.sm_activity.mark(gl)
         t = st.now
         if st.config.calibration_overhead_s > 0:
             self.progress.pause(j, t, t + st.config.calibration_overhead_s)
-        st.log.records.append((t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]}))  # log.add(...)
+        st.log.record(t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]})
         self.progress.rerate(sorted({j, *st.shared_map.get(j, ())}), t)
 
     def fork(self, action: Action | tuple, j: int, copies: int, gpus: tuple[int, ...] | None) -> None:
@@ -216,7 +218,7 @@ class Lifecycle:
         self.occupancy.refresh_share_range(j)  # the new copies start at 100% share
         st.forked_set.add(j)
         st.max_copies[j] = max(st.max_copies[j], len(st.copies[j]))
-        st.counts["forks"] += len(plans)
+        self.counters.forks(len(plans))
         # per-copy progress (job_progress): the new copies start up, the steps left are split by throughput
         cp = self.progress.track(j, len(st.copies[j]) - len(plans))
         cp.ready += [t + st.config.copy_startup_s] * len(plans)

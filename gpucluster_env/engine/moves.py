@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..performance import footprint_gb
 from .actions import DropCopy, MoveCopy, Reallocate
+from .counters import Counters
 from .job_progress import CopyProgress, Progress
 from .move_checks import MoveChecks
 from .occupancy import Copy, Occupancy
@@ -18,15 +19,16 @@ from .state import EngineState
 class Moves:
     """Reallocation and copy moves on an :class:`~gpucluster_env.engine.state.EngineState`: checks with
     :class:`MoveChecks`, takes and leaves GPUs through :class:`Occupancy`, settles and re-rates through
-    :class:`Progress`."""
+    :class:`Progress`, counts through :class:`Counters`."""
 
     def __init__(self, state: EngineState, occupancy: Occupancy, rates: Rates, progress: Progress,
-                 checks: MoveChecks) -> None:
+                 checks: MoveChecks, counters: Counters) -> None:
         self.state = state
         self.occupancy = occupancy
         self.rates = rates
         self.progress = progress
         self.checks = checks
+        self.counters = counters
 
     def reallocate(self, action: Reallocate) -> None:
         """Move a running job of one copy to the checked GPU set (its progress kept), paying ``restart_s``, or
@@ -57,8 +59,8 @@ class Moves:
             rec["batch"] = b
         if moved or action.batch is None:
             self.progress.pause(j, t, t + st.config.restart_s)  # a checkpoint-restart on the new GPUs
-            st.counts["reallocations"] += 1
-        st.log.records.append((t, "reallocate", j, rec))
+            self.counters.reallocation()
+        st.log.record(t, "reallocate", j, rec)
         self.progress.rerate(sorted(partners | {j}), t)
 
     def _refresh_one(self, j: int, c: Copy) -> None:
@@ -83,8 +85,8 @@ class Moves:
             st.forked_set.discard(j)
         self.progress.refresh_copies(j)
         self.progress.split(j)
-        st.counts["copy_drops"] += 1
-        st.log.records.append((t, "drop_copy", j, {"gpus": c.gl[:]}))
+        self.counters.copy_drop()
+        st.log.record(t, "drop_copy", j, {"gpus": c.gl[:]})
         self.progress.rerate(sorted(partners | {j}), t)
 
     def move_copy(self, action: MoveCopy) -> None:
@@ -105,6 +107,6 @@ class Moves:
         cp.ready[i] = t + st.config.copy_startup_s
         self.progress.refresh_copies(j)
         self.progress.split(j)
-        st.counts["copy_moves"] += 1
-        st.log.records.append((t, "move_copy", j, {"gpus": gl[:], "from": old.gl[:]}))
+        self.counters.copy_move()
+        st.log.record(t, "move_copy", j, {"gpus": gl[:], "from": old.gl[:]})
         self.progress.rerate(sorted(partners | {j}), t)

@@ -2,7 +2,8 @@
 
 :class:`ClusterEngine` composes one object per concern, each given the others it uses (see ``docs/engine.md``):
 
-* :class:`.state.EngineState` -- settings, static tables, the dynamic arrays (data only);
+* :class:`.state.EngineState` -- settings, static tables, the dynamic arrays (data only, one writer a field);
+* :class:`.counters.Counters` -- the counts of decisions, actions and changes;
 * :class:`.occupancy.Occupancy` -- slots, shares, copies: the one writer of who holds which GPU;
 * :class:`.rates.Rates` -- the performance model (:mod:`gpucluster_env.performance`) on the live state: copy
   constants, worker interference, copy and job rates;
@@ -58,6 +59,7 @@ from .actions import (
     Wait,
 )
 from .clock import Clock
+from .counters import Counters
 from .job_progress import Progress
 from .lifecycle import Lifecycle
 from .move_checks import MoveChecks
@@ -102,15 +104,17 @@ class ClusterEngine:
         """Make the parts over state ``st``, each given the parts it calls."""
         self.state = st
         self._queue_read = QueueRead(st)
+        self.counters = Counters(st)
         self.occupancy = Occupancy(st)
         self.rates = Rates(st)
         self.progress = Progress(st, self.rates, self.occupancy)
         self.placement = Placement(st, self.occupancy)
         self.checks = ActionChecks(st, self.occupancy, self.rates)
-        self.lifecycle = Lifecycle(st, self.occupancy, self.rates, self.progress, self.checks, self.placement)
+        self.lifecycle = Lifecycle(st, self.occupancy, self.rates, self.progress, self.checks, self.placement,
+                                   self.counters)
         self.moves = Moves(st, self.occupancy, self.rates, self.progress,
-                           MoveChecks(st, self.checks, self.placement))
-        self.clock = Clock(st, self.progress, self.lifecycle)
+                           MoveChecks(st, self.checks, self.placement), self.counters)
+        self.clock = Clock(st, self.progress, self.lifecycle, self.counters)
 
     def reset(self) -> None:
         """Start the episode again from time 0 (same jobs)."""
@@ -131,7 +135,7 @@ class ClusterEngine:
     # ------------------------------------------------------------------ actions
     def apply(self, action: Action) -> None:
         """Apply one typed action at the current time (``Wait`` advances to the next decision point)."""
-        self.state.counts["actions"] += 1
+        self.counters.action()
         life, checks = self.lifecycle, self.checks
         cls = type(action)  # the common actions first, by their exact class
         if cls is Preempt:
@@ -181,7 +185,7 @@ class ClusterEngine:
         engine's placement rule and the smallest accumulation that fits. Raises the same ActionError (an
         index ``t`` outside ``type_names`` raises ActionError too)."""
         st = self.state
-        st.counts["actions"] += 1
+        self.counters.action()
         if t is not None and not (isinstance(t, int | np.integer) and not isinstance(t, bool | np.bool_)
                                   and 0 <= t < len(st.type_names)):
             raise ActionError(
@@ -195,7 +199,7 @@ class ClusterEngine:
         """``apply(Colocate(j, partner, accumulation))``: start pending job ``j`` on running ``partner``'s GPUs
         (topped up with free ones) at that accumulation (None: the smallest that fits). Raises the same
         ActionError."""
-        self.state.counts["actions"] += 1
+        self.counters.action()
         action = (Colocate, (j, partner, accumulation))
         j = self.checks.job_index(action, j)
         partner = self.checks.job_index(action, partner)
@@ -204,7 +208,7 @@ class ClusterEngine:
     def calibrate_job(self, j: int, step: int) -> None:
         """``apply(Squeeze(j))`` (``step`` -1) or ``apply(Swell(j))`` (``step`` +1): one 10% share step on
         all of running job ``j``'s GPUs. Raises the same ActionError."""
-        self.state.counts["actions"] += 1
+        self.counters.action()
         if step not in (-1, 1):
             raise ActionError(f"calibrate job {j!r}: step must be -1 (squeeze) or 1 (swell), got {step!r}")
         self.lifecycle.calibrate((Squeeze if step < 0 else Swell, (j,)), j, step, None)
@@ -212,13 +216,13 @@ class ClusterEngine:
     def preempt_job(self, j: int) -> None:
         """``apply(Preempt(j))``: checkpoint running job ``j`` and queue it again. Raises the same
         ActionError."""
-        self.state.counts["actions"] += 1
+        self.counters.action()
         self.lifecycle.preempt(self.checks.running_index((Preempt, (j,)), j))
 
     def fork_job(self, j: int) -> None:
         """``apply(Fork(j))``: one more copy of running job ``j`` on free GPUs of other nodes. Raises the same
         ActionError."""
-        self.state.counts["actions"] += 1
+        self.counters.action()
         self.lifecycle.fork((Fork, (j,)), j, 1, None)
 
     # ------------------------------------------------------------------ planning (read-only)
