@@ -211,7 +211,7 @@ class Lookahead(Policy):
         for a in cands:
             copy = engine.clone()
             if not self.arrivals:
-                copy.state.next_arrival = copy.state.n_jobs  # no later job is ever submitted to the copy
+                copy.close_arrivals()  # no later job is ever submitted to the copy
             out.append(rollout_cost(copy, a, self._roll, self.horizon_s, self.tail))
             self._rollouts += 1
         return out

@@ -13,8 +13,9 @@ from .actions import StalledError
 from .counters import Counters
 from .events import FINISH, IDLE, ROUND, TICK
 from .job_progress import Progress
+from .job_queue import JobQueue
 from .lifecycle import Lifecycle
-from .state import PENDING, RUNNING, EngineState
+from .state import RUNNING, EngineState
 
 COMPACT_MIN = 4096
 """The least heap size at which the clock retires cancelled completions from the event heap."""
@@ -22,12 +23,18 @@ COMPACT_MIN = 4096
 
 class Clock:
     """Runs an :class:`~gpucluster_env.engine.state.EngineState` forward to its next decision point. Owns the
-    times of the next round and tick, the idle-wait count and the time up to which utilization is counted."""
+    times of the next round and tick, the idle-wait count and the time up to which utilization is counted, and
+    of the state the time (``now``), the utilization integrals (``busy_gpu_s``, ``shared_gpu_s``,
+    ``sm_active_gpu_s``) and the passing of the event queue's cancelled completions (``events``). Arrivals are
+    queued by :class:`JobQueue`, completions handled by :class:`Lifecycle`, decisions counted by
+    :class:`Counters`."""
 
-    def __init__(self, state: EngineState, progress: Progress, lifecycle: Lifecycle, counters: Counters) -> None:
+    def __init__(self, state: EngineState, progress: Progress, lifecycle: Lifecycle, queue: JobQueue,
+                 counters: Counters) -> None:
         self.state = state
         self.progress = progress
         self.lifecycle = lifecycle
+        self.queue = queue
         self.counters = counters
         self.next_round: float | None = None
         self.next_tick: float | None = None
@@ -185,27 +192,12 @@ class Clock:
             if s.running_set:
                 self.idle_ticks = 0
 
-    def _arrive(self, t: float) -> bool:
-        """Queue every job submitted by ``t``; True if any arrived."""
-        s = self.state
-        arrived = False
-        while s.next_arrival < s.n_jobs and s.submit_l[s.next_arrival] <= t:
-            j = s.next_arrival
-            s.next_arrival += 1
-            s.status[j] = PENDING
-            s.pending_queue[j] = None
-            s.queue_version += 1
-            s.pending_since[j] = s.submit[j]
-            s.log.add(t, "arrive", j)
-            arrived = True
-        return arrived
-
     def _process_time(self, t: float) -> list[str]:
         s = self.state
         self.accumulate_util(t)
         s.now = t
         s.events.pass_stale(t)  # cancelled completions at t: nothing to do
-        reasons: list[str] = ["arrival"] if self._arrive(t) else []
+        reasons: list[str] = ["arrival"] if self.queue.arrive(t) else []
         pop_due = s.events.pop_due
         while (ev := pop_due(t)) is not None:
             _, kind, _, j, ver, _ = ev

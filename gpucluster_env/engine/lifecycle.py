@@ -6,8 +6,6 @@ moves of running jobs (reallocate, drop or move a copy) are :mod:`gpucluster_env
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..performance import fits_memory, footprint_gb
@@ -15,21 +13,24 @@ from .action_checks import ActionChecks, typed
 from .actions import Action, ActionError, Colocate, Place, SetStealing
 from .counters import Counters
 from .job_progress import Progress
+from .job_queue import JobQueue
 from .occupancy import Occupancy
 from .placement import Placement
 from .rates import Rates
-from .state import DONE, PENDING, RUNNING, SHARE_MIN_UNITS, EngineState
+from .state import PENDING, RUNNING, SHARE_MIN_UNITS, EngineState
 
 
 class Lifecycle:
     """Starts, finishes, preemptions, share changes and forks on an
     :class:`~gpucluster_env.engine.state.EngineState`: checks with :class:`ActionChecks`, plans with
-    :class:`Placement`, takes and leaves GPUs through :class:`Occupancy`, settles and re-rates through
-    :class:`Progress`, counts through :class:`Counters`."""
+    :class:`Placement`, moves jobs between queue and running set through :class:`JobQueue`, takes and leaves
+    GPUs through :class:`Occupancy`, settles and re-rates through :class:`Progress`, counts through
+    :class:`Counters`."""
 
-    def __init__(self, state: EngineState, occupancy: Occupancy, rates: Rates, progress: Progress,
+    def __init__(self, state: EngineState, queue: JobQueue, occupancy: Occupancy, rates: Rates, progress: Progress,
                  checks: ActionChecks, placement: Placement, counters: Counters) -> None:
         self.state = state
+        self.queue = queue
         self.occupancy = occupancy
         self.rates = rates
         self.progress = progress
@@ -77,16 +78,9 @@ class Lifecycle:
         hand; the copy keeps it)."""
         st = self.state
         t = st.now
-        st.pending_queue.pop(j, None)
-        st.running_set[j] = None
-        st.queue_version += 1
-        st.status[j] = RUNNING
+        self.queue.start(j, t)
         st.accum[j] = s
         st.footprint[j] = footprint_gb(st.profiles[st.model_l[j]], st.batch_l[j], s)
-        st.queue_s[j] = st.queue_s.item(j) + (t - st.pending_since.item(j))  # queue_s[j] += ...
-        if math.isnan(st.first_start.item(j)):
-            st.first_start[j] = t
-        st.last_start[j] = t
         st.last_t[j] = t
         # restart_s after a preemption; with restart_on_allocation (Hadar) on every new allocation, the first too
         cfg = st.config
@@ -115,16 +109,12 @@ class Lifecycle:
         """Running job ``j`` has done its last iteration at ``t``: it leaves its GPUs and its partners are
         re-rated."""
         st = self.state
-        st.running_set.pop(j, None)
-        st.queue_version += 1
+        self.queue.finish(j, t)
         st.forked_set.discard(j)
         st.copy_progress.pop(j, None)
-        st.status[j] = DONE
         st.remaining[j] = 0.0
         st.rate[j] = 0.0
         st.solo_rate[j] = 0.0
-        st.finish_t[j] = t
-        st.n_done += 1
         partners = self.occupancy.vacate_all(j)
         st.log.record(t, "finish", j, None)
         self.progress.rerate(sorted(partners), t)
@@ -135,18 +125,13 @@ class Lifecycle:
         st = self.state
         t = st.now
         self.progress.settle(j, t)
-        st.running_set.pop(j, None)
+        self.queue.requeue(j, t)
         st.forked_set.discard(j)
         st.copy_progress.pop(j, None)
         st.batch_l[j] = st.batch.item(j)  # a batch set by Reallocate lasts while the job runs
-        st.pending_queue[j] = None
-        st.queue_version += 1
-        st.status[j] = PENDING
         st.rate[j] = 0.0
         st.solo_rate[j] = 0.0
         st.version[j] = st.version.item(j) + 1
-        st.pending_since[j] = t
-        st.n_preempt[j] = st.n_preempt.item(j) + 1
         self.counters.preemption()
         partners = self.occupancy.vacate_all(j)
         st.log.record(t, "preempt", j, None)

@@ -3,6 +3,7 @@
 :class:`ClusterEngine` composes one object per concern, each given the others it uses (see ``docs/engine.md``):
 
 * :class:`.state.EngineState` -- settings, static tables, the dynamic arrays (data only, one writer a field);
+* :class:`.job_queue.JobQueue` -- each job's status, the pending queue and the running set;
 * :class:`.counters.Counters` -- the counts of decisions, actions and changes;
 * :class:`.occupancy.Occupancy` -- slots, shares, copies: the one writer of who holds which GPU;
 * :class:`.rates.Rates` -- the performance model (:mod:`gpucluster_env.performance`) on the live state: copy
@@ -61,6 +62,7 @@ from .actions import (
 from .clock import Clock
 from .counters import Counters
 from .job_progress import Progress
+from .job_queue import JobQueue
 from .lifecycle import Lifecycle
 from .move_checks import MoveChecks
 from .moves import Moves
@@ -104,22 +106,28 @@ class ClusterEngine:
         """Make the parts over state ``st``, each given the parts it calls."""
         self.state = st
         self._queue_read = QueueRead(st)
+        self.queue = JobQueue(st)
         self.counters = Counters(st)
         self.occupancy = Occupancy(st)
         self.rates = Rates(st)
         self.progress = Progress(st, self.rates, self.occupancy)
         self.placement = Placement(st, self.occupancy)
         self.checks = ActionChecks(st, self.occupancy, self.rates)
-        self.lifecycle = Lifecycle(st, self.occupancy, self.rates, self.progress, self.checks, self.placement,
-                                   self.counters)
+        self.lifecycle = Lifecycle(st, self.queue, self.occupancy, self.rates, self.progress, self.checks,
+                                   self.placement, self.counters)
         self.moves = Moves(st, self.occupancy, self.rates, self.progress,
                            MoveChecks(st, self.checks, self.placement), self.counters)
-        self.clock = Clock(st, self.progress, self.lifecycle, self.counters)
+        self.clock = Clock(st, self.progress, self.lifecycle, self.queue, self.counters)
 
     def reset(self) -> None:
         """Start the episode again from time 0 (same jobs)."""
         self.state.reset()
         self.clock.start()
+
+    def close_arrivals(self) -> None:
+        """No job that has not arrived yet ever will: the episode plays only the jobs at hand (a search's
+        rollout on a :meth:`clone`)."""
+        self.queue.close_arrivals()
 
     def clone(self) -> ClusterEngine:
         """An independent engine at this instant: the same state, events and log, so that acting on the copy

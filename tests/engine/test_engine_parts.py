@@ -12,7 +12,7 @@ from gpucluster_env.engine.build import make_engine
 from gpucluster_env.engine.state import ENGINE_INTERNALS, STATE_FIELDS, EngineState
 from gpucluster_env.scenarios import get_scenario
 
-PARTS = ("counters", "occupancy", "rates", "progress", "placement", "checks", "lifecycle", "moves", "clock")
+PARTS = ("queue", "counters", "occupancy", "rates", "progress", "placement", "checks", "lifecycle", "moves", "clock")
 
 
 def _engine() -> ClusterEngine:
