@@ -130,7 +130,74 @@ class Progress:
         elapsed = np.maximum(0.0, s.now - start)
         return np.maximum(0.0, s.remaining[at] - s.rate[at] * elapsed)
 
+    # ------------------------------------------------------------------ a job's changes, as progress sees them
+    def start(self, j: int, t: float, until: float, c: Copy) -> None:
+        """Job ``j`` starts at ``t`` as the one full-size copy ``c`` and progresses from ``until`` (after a
+        restart's pause)."""
+        s = self.state
+        s.last_t[j] = t
+        s.active_from[j] = until
+        self.one_copy(j, c, False)
+
+    def one_copy(self, j: int, c: Copy, per_copy: bool) -> None:
+        """Job ``j`` runs as the one copy ``c`` now (a start, a reallocation): its rate alone and smallest GPU
+        memory are ``c``'s, and its progress is kept per copy (``per_copy``: resized or re-batched, so its rate
+        is scaled, :meth:`Rates.copy_rate <gpucluster_env.engine.rates.Rates.copy_rate>`) or as one count."""
+        s = self.state
+        if per_copy:
+            s.copy_progress[j] = CopyProgress(1)
+        else:
+            s.copy_progress.pop(j, None)
+        s.solo_rate[j] = self.rates.solo_copy_rate(j, c)
+        s.job_min_mem[j] = c.k.min_mem
+
+    def stop(self, j: int) -> None:
+        """Job ``j`` is done: nothing left to do, no rate."""
+        s = self.state
+        s.copy_progress.pop(j, None)
+        s.remaining[j] = 0.0
+        s.rate[j] = 0.0
+        s.solo_rate[j] = 0.0
+
+    def halt(self, j: int) -> None:
+        """Job ``j`` (settled to now) stops with its progress kept (a preemption): no rate, and its completion
+        event is cancelled (its version moves)."""
+        s = self.state
+        s.copy_progress.pop(j, None)
+        s.rate[j] = 0.0
+        s.solo_rate[j] = 0.0
+        s.version[j] = s.version.item(j) + 1
+
+    def new_constants(self, j: int) -> None:
+        """Job ``j``'s copies have new performance constants (a LISS switch): its rate alone is taken as its
+        first copy's ``1 / solo_iter``."""
+        s = self.state
+        s.solo_rate[j] = 1.0 / s.copy_consts[j][0].k.solo_iter
+
     # ------------------------------------------------------------------ per-copy progress
+    def copies_added(self, j: int, new: list[Copy], ready: float) -> None:
+        """Job ``j`` (settled to now) runs the full-size copies ``new`` besides its others (a fork), each
+        progressing from ``ready`` (after its start-up): its rate alone and smallest GPU memory take them in,
+        and its remaining steps are split among all its copies."""
+        s = self.state
+        for c in new:
+            s.job_min_mem[j] = min(s.job_min_mem[j], c.k.min_mem)
+            s.solo_rate[j] += self.rates.solo_copy_rate(j, c)  # copies are full-size
+        cp = self.track(j, len(s.copy_consts[j]) - len(new))
+        cp.ready += [ready] * len(new)
+        cp.rate += [0.0] * len(new)
+        self.split(j)
+
+    def copy_dropped(self, j: int, i: int) -> None:
+        """Copy ``i`` of job ``j`` (settled to now) stopped: its per-copy state goes."""
+        cp = self.state.copy_progress[j]
+        cp.ready.pop(i)
+        cp.rate.pop(i)
+
+    def copy_restarts(self, j: int, i: int, ready: float) -> None:
+        """Copy ``i`` of job ``j`` moved: it progresses again from ``ready`` (after its start-up)."""
+        self.state.copy_progress[j].ready[i] = ready
+
     def track(self, j: int, n: int | None = None) -> CopyProgress:
         """Job ``j``'s per-copy state, created if it has none (for its first ``n`` copies, default all, ready
         and with no quota)."""

@@ -14,7 +14,7 @@ from .actions import Action, ActionError, Colocate, Place, SetStealing
 from .counters import Counters
 from .job_progress import Progress
 from .job_queue import JobQueue
-from .occupancy import Occupancy
+from .occupancy import Copy, Occupancy
 from .placement import Placement
 from .rates import Rates
 from .state import PENDING, RUNNING, SHARE_MIN_UNITS, EngineState
@@ -81,18 +81,16 @@ class Lifecycle:
         self.queue.start(j, t)
         st.accum[j] = s
         st.footprint[j] = footprint_gb(st.profiles[st.model_l[j]], st.batch_l[j], s)
-        st.last_t[j] = t
         # restart_s after a preemption; with restart_on_allocation (Hadar) on every new allocation, the first too
         cfg = st.config
-        st.active_from[j] = t + (cfg.restart_s if st.n_preempt.item(j) > 0 or cfg.restart_on_allocation else 0.0)
+        until = t + (cfg.restart_s if st.n_preempt.item(j) > 0 or cfg.restart_on_allocation else 0.0)
         st.copies[j] = [g]
         if gl is None:
             gl = g.tolist()
         c = self.rates.new_copy(j, g, s, gl)
         st.copy_consts[j] = [c]
-        st.job_min_mem[j] = c.k.min_mem
+        self.progress.start(j, t, until, c)  # a start is full-size: its rate alone is 1 / solo_iter
         st.share_lo[j] = st.share_hi[j] = st.share_units
-        st.solo_rate[j] = self.rates.solo_copy_rate(j, c)  # a start is full-size: 1 / solo_iter
         partners = self.occupancy.occupy(j, c)
         st.log.record(t, "start", j, {"gpus": gl[:], "accumulation": s})
         if partners:
@@ -111,10 +109,7 @@ class Lifecycle:
         st = self.state
         self.queue.finish(j, t)
         st.forked_set.discard(j)
-        st.copy_progress.pop(j, None)
-        st.remaining[j] = 0.0
-        st.rate[j] = 0.0
-        st.solo_rate[j] = 0.0
+        self.progress.stop(j)
         partners = self.occupancy.vacate_all(j)
         st.log.record(t, "finish", j, None)
         self.progress.rerate(sorted(partners), t)
@@ -127,11 +122,8 @@ class Lifecycle:
         self.progress.settle(j, t)
         self.queue.requeue(j, t)
         st.forked_set.discard(j)
-        st.copy_progress.pop(j, None)
+        self.progress.halt(j)
         st.batch_l[j] = st.batch.item(j)  # a batch set by Reallocate lasts while the job runs
-        st.rate[j] = 0.0
-        st.solo_rate[j] = 0.0
-        st.version[j] = st.version.item(j) + 1
         self.counters.preemption()
         partners = self.occupancy.vacate_all(j)
         st.log.record(t, "preempt", j, None)
@@ -188,32 +180,26 @@ class Lifecycle:
                               f"{st.req_l[j]} it asked for; copies are full-size gangs (Reallocate it back first)")
         t = st.now
         self.progress.settle(j, t)  # progress so far at the old rate, before the steps are split among the copies
-        plans: list[np.ndarray] = []
-        saved = (float(st.job_min_mem[j]), float(st.solo_rate[j]))
+        new: list[Copy] = []
         try:
             for _ in range(copies):
-                plans.append(self._fork_one(action, j, gpus))
+                new.append(self._fork_one(action, j, gpus))
         except ActionError:
-            # all or nothing: give back the copies already placed by this action
-            for _ in plans:
+            for _ in new:  # all or nothing: give back the copies already placed by this action
                 self.occupancy.vacate(j, st.copy_consts[j].pop())
                 st.copies[j].pop()
-            st.job_min_mem[j], st.solo_rate[j] = saved
             raise
         self.occupancy.refresh_share_range(j)  # the new copies start at 100% share
         st.forked_set.add(j)
         st.max_copies[j] = max(st.max_copies[j], len(st.copies[j]))
-        self.counters.forks(len(plans))
+        self.counters.forks(len(new))
         # per-copy progress (job_progress): the new copies start up, the steps left are split by throughput
-        cp = self.progress.track(j, len(st.copies[j]) - len(plans))
-        cp.ready += [t + st.config.copy_startup_s] * len(plans)
-        cp.rate += [0.0] * len(plans)
-        self.progress.split(j)
-        for g in plans:
-            st.log.add(t, "fork", j, gpus=g.tolist())
+        self.progress.copies_added(j, new, t + st.config.copy_startup_s)
+        for c in new:
+            st.log.add(t, "fork", j, gpus=c.g.tolist())
         self.progress.rerate([j], t)
 
-    def _fork_one(self, action: Action | tuple, j: int, gpus: tuple[int, ...] | None) -> np.ndarray:
+    def _fork_one(self, action: Action | tuple, j: int, gpus: tuple[int, ...] | None) -> Copy:
         """Check and occupy the GPUs of one more copy of job ``j``; raise ActionError before any change."""
         st = self.state
         if gpus is not None:
@@ -229,9 +215,7 @@ class Lifecycle:
         self.occupancy.occupy(j, c)
         st.copies[j].append(g)
         st.copy_consts[j].append(c)
-        st.job_min_mem[j] = min(st.job_min_mem[j], c.k.min_mem)
-        st.solo_rate[j] += self.rates.solo_copy_rate(j, c)  # copies are full-size
-        return g
+        return c
 
     def set_stealing(self, action: SetStealing) -> None:
         """Turn LISS on or off for one job, at no cost (Gimbal: a LISS switch "involves only parameter
@@ -245,5 +229,5 @@ class Lifecycle:
             for c in st.copy_consts[j]:
                 c.k = self.rates.copy_model(st.model_l[j], st.batch_l[j], st.accum.item(j), c.gl, c.t,
                                             c.n_nodes, on)
-            st.solo_rate[j] = 1.0 / st.copy_consts[j][0].k.solo_iter
+            self.progress.new_constants(j)
             self.progress.rerate([j], st.now)

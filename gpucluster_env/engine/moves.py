@@ -9,9 +9,9 @@ from __future__ import annotations
 from ..performance import footprint_gb
 from .actions import DropCopy, MoveCopy, Reallocate
 from .counters import Counters
-from .job_progress import CopyProgress, Progress
+from .job_progress import Progress
 from .move_checks import MoveChecks
-from .occupancy import Copy, Occupancy
+from .occupancy import Occupancy
 from .rates import Rates
 from .state import EngineState
 
@@ -49,11 +49,8 @@ class Moves:
         st.footprint[j] = footprint_gb(st.profiles[st.model_l[j]], b, s)
         st.share_lo[j] = st.share_hi[j] = st.share_units
         partners |= self.occupancy.occupy(j, c)
-        if c.n != st.req_l[j] or b != st.batch.item(j):
-            st.copy_progress[j] = CopyProgress(1)  # resized or re-batched: its rate is scaled (Rates.copy_rate)
-        else:
-            st.copy_progress.pop(j, None)
-        self._refresh_one(j, c)
+        # resized or re-batched: its rate is scaled (Rates.copy_rate), its progress kept per copy
+        self.progress.one_copy(j, c, c.n != st.req_l[j] or b != st.batch.item(j))
         rec = {"gpus": gl[:], "accumulation": s}
         if action.batch is not None:
             rec["batch"] = b
@@ -63,12 +60,6 @@ class Moves:
         st.log.record(t, "reallocate", j, rec)
         self.progress.rerate(sorted(partners | {j}), t)
 
-    def _refresh_one(self, j: int, c: Copy) -> None:
-        """Job ``j``'s rate alone and smallest GPU memory, now that ``c`` is its one copy."""
-        st = self.state
-        st.solo_rate[j] = self.rates.solo_copy_rate(j, c)
-        st.job_min_mem[j] = c.k.min_mem
-
     def drop_copy(self, action: DropCopy) -> None:
         """Stop one copy of a forked job; its steps are split among the copies left."""
         st = self.state
@@ -77,9 +68,7 @@ class Moves:
         self.progress.settle(j, t)
         c = st.copy_consts[j].pop(i)
         st.copies[j].pop(i)
-        cp = st.copy_progress[j]
-        cp.ready.pop(i)
-        cp.rate.pop(i)
+        self.progress.copy_dropped(j, i)
         partners = self.occupancy.vacate(j, c)
         if len(st.copies[j]) == 1:
             st.forked_set.discard(j)
@@ -103,8 +92,7 @@ class Moves:
         st.copies[j][i] = g
         st.copy_consts[j][i] = c
         partners |= self.occupancy.occupy(j, c)
-        cp = st.copy_progress[j]
-        cp.ready[i] = t + st.config.copy_startup_s
+        self.progress.copy_restarts(j, i, t + st.config.copy_startup_s)
         self.progress.refresh_copies(j)
         self.progress.split(j)
         self.counters.copy_move()
