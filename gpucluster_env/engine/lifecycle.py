@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..performance import fits_memory, footprint_gb
+from ..performance import fits_memory
 from .action_checks import ActionChecks, typed
 from .actions import Action, ActionError, Colocate, Place, SetStealing
 from .counters import Counters
@@ -25,7 +25,8 @@ class Lifecycle:
     :class:`~gpucluster_env.engine.state.EngineState`: checks with :class:`ActionChecks`, plans with
     :class:`Placement`, moves jobs between queue and running set through :class:`JobQueue`, takes and leaves
     GPUs through :class:`Occupancy`, settles and re-rates through :class:`Progress`, counts through
-    :class:`Counters`."""
+    :class:`Counters`. It writes only what is its own: the jobs' colocation counts, the sharing benefits and
+    the LISS switches (``n_colocated``, ``sharing_benefits``, ``stealing``)."""
 
     def __init__(self, state: EngineState, queue: JobQueue, occupancy: Occupancy, rates: Rates, progress: Progress,
                  checks: ActionChecks, placement: Placement, counters: Counters) -> None:
@@ -79,19 +80,15 @@ class Lifecycle:
         st = self.state
         t = st.now
         self.queue.start(j, t)
-        st.accum[j] = s
-        st.footprint[j] = footprint_gb(st.profiles[st.model_l[j]], st.batch_l[j], s)
+        self.occupancy.configure(j, s)
         # restart_s after a preemption; with restart_on_allocation (Hadar) on every new allocation, the first too
         cfg = st.config
         until = t + (cfg.restart_s if st.n_preempt.item(j) > 0 or cfg.restart_on_allocation else 0.0)
-        st.copies[j] = [g]
         if gl is None:
             gl = g.tolist()
         c = self.rates.new_copy(j, g, s, gl)
-        st.copy_consts[j] = [c]
         self.progress.start(j, t, until, c)  # a start is full-size: its rate alone is 1 / solo_iter
-        st.share_lo[j] = st.share_hi[j] = st.share_units
-        partners = self.occupancy.occupy(j, c)
+        partners = self.occupancy.place(j, c)
         st.log.record(t, "start", j, {"gpus": gl[:], "accumulation": s})
         if partners:
             self.counters.colocation()
@@ -106,12 +103,10 @@ class Lifecycle:
     def finish(self, j: int, t: float) -> None:
         """Running job ``j`` has done its last iteration at ``t``: it leaves its GPUs and its partners are
         re-rated."""
-        st = self.state
         self.queue.finish(j, t)
-        st.forked_set.discard(j)
         self.progress.stop(j)
         partners = self.occupancy.vacate_all(j)
-        st.log.record(t, "finish", j, None)
+        self.state.log.record(t, "finish", j, None)
         self.progress.rerate(sorted(partners), t)
 
     def preempt(self, j: int) -> None:
@@ -121,9 +116,8 @@ class Lifecycle:
         t = st.now
         self.progress.settle(j, t)
         self.queue.requeue(j, t)
-        st.forked_set.discard(j)
         self.progress.halt(j)
-        st.batch_l[j] = st.batch.item(j)  # a batch set by Reallocate lasts while the job runs
+        self.occupancy.restore_batch(j)
         self.counters.preemption()
         partners = self.occupancy.vacate_all(j)
         st.log.record(t, "preempt", j, None)
@@ -145,24 +139,11 @@ class Lifecycle:
             cs = st.copy_consts[j]
             if not set(gl).issubset(cs[0].gl if len(cs) == 1 else [x for c in cs for x in c.gl]):
                 raise ActionError(f"{typed(action)}: job {j} does not run on every GPU named")
-        sjf, ssf = st.slot_job_flat, st.slot_share_flat
-        pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU, as a flat index
-        if gpus is None and lo == hi:
-            # one share on every GPU, and the check above keeps lo + step within bounds
-            for i in pos:
-                ssf[i] = lo + step
-            st.share_lo[j] = st.share_hi[j] = lo + step
-        else:
-            cur = [ssf.item(i) for i in pos]
-            new = [min(x + 1, full) if step > 0 else max(x - 1, SHARE_MIN_UNITS) for x in cur]
-            if new == cur:
-                bound = "minimum" if step < 0 else "maximum"
-                raise ActionError(f"{typed(action)}: job {j}'s share is already at the {bound} on those GPUs")
-            for i, x in zip(pos, new, strict=True):
-                ssf[i] = x
-            self.occupancy.refresh_share_range(j)
+        # one share on every GPU (lo == hi), and the check above keeps lo + step within bounds
+        if not self.occupancy.shift_shares(j, gl, step, gpus is None and lo == hi):
+            bound = "minimum" if step < 0 else "maximum"
+            raise ActionError(f"{typed(action)}: job {j}'s share is already at the {bound} on those GPUs")
         self.counters.share_step(step)
-        st.sm_activity.mark(gl)
         t = st.now
         if st.config.calibration_overhead_s > 0:
             self.progress.pause(j, t, t + st.config.calibration_overhead_s)
@@ -186,12 +167,9 @@ class Lifecycle:
                 new.append(self._fork_one(action, j, gpus))
         except ActionError:
             for _ in new:  # all or nothing: give back the copies already placed by this action
-                self.occupancy.vacate(j, st.copy_consts[j].pop())
-                st.copies[j].pop()
+                self.occupancy.drop_last_copy(j)
             raise
-        self.occupancy.refresh_share_range(j)  # the new copies start at 100% share
-        st.forked_set.add(j)
-        st.max_copies[j] = max(st.max_copies[j], len(st.copies[j]))
+        self.occupancy.forked(j)
         self.counters.forks(len(new))
         # per-copy progress (job_progress): the new copies start up, the steps left are split by throughput
         self.progress.copies_added(j, new, t + st.config.copy_startup_s)
@@ -212,9 +190,7 @@ class Lifecycle:
         if not all(fits_memory(fp, m) for m in st.type_mem[st.gpu_type[g]].tolist()):
             raise ActionError(f"{typed(action)}: job {j} does not fit in memory on those GPUs")
         c = self.rates.new_copy(j, g, int(st.accum[j]))
-        self.occupancy.occupy(j, c)
-        st.copies[j].append(g)
-        st.copy_consts[j].append(c)
+        self.occupancy.add_copy(j, c)
         return c
 
     def set_stealing(self, action: SetStealing) -> None:
@@ -226,8 +202,8 @@ class Lifecycle:
         self.checks.check_stealing(action, j, action.on)
         st.stealing[j] = on = bool(action.on)
         if st.status.item(j) == RUNNING:
-            for c in st.copy_consts[j]:
-                c.k = self.rates.copy_model(st.model_l[j], st.batch_l[j], st.accum.item(j), c.gl, c.t,
-                                            c.n_nodes, on)
+            m, b, s = st.model_l[j], st.batch_l[j], st.accum.item(j)
+            self.occupancy.set_models(j, [self.rates.copy_model(m, b, s, c.gl, c.t, c.n_nodes, on)
+                                          for c in st.copy_consts[j]])
             self.progress.new_constants(j)
             self.progress.rerate([j], st.now)

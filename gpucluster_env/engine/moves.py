@@ -6,7 +6,6 @@ HadarE's ``DropCopy`` and ``MoveCopy`` of one copy of a forked job. Each runs af
 
 from __future__ import annotations
 
-from ..performance import footprint_gb
 from .actions import DropCopy, MoveCopy, Reallocate
 from .counters import Counters
 from .job_progress import Progress
@@ -19,7 +18,7 @@ from .state import EngineState
 class Moves:
     """Reallocation and copy moves on an :class:`~gpucluster_env.engine.state.EngineState`: checks with
     :class:`MoveChecks`, takes and leaves GPUs through :class:`Occupancy`, settles and re-rates through
-    :class:`Progress`, counts through :class:`Counters`."""
+    :class:`Progress`, counts through :class:`Counters`; it writes no field of the state itself."""
 
     def __init__(self, state: EngineState, occupancy: Occupancy, rates: Rates, progress: Progress,
                  checks: MoveChecks, counters: Counters) -> None:
@@ -40,15 +39,11 @@ class Moves:
         old = st.copy_consts[j][0]
         gl = g.tolist()
         moved = sorted(gl) != sorted(old.gl)
-        partners = self.occupancy.vacate(j, old)
-        st.batch_l[j] = b
+        occ = self.occupancy
+        partners = occ.vacate(j, old)
+        occ.configure(j, s, b)
         c = self.rates.new_copy(j, g, s, gl)
-        st.copies[j] = [g]
-        st.copy_consts[j] = [c]
-        st.accum[j] = s
-        st.footprint[j] = footprint_gb(st.profiles[st.model_l[j]], b, s)
-        st.share_lo[j] = st.share_hi[j] = st.share_units
-        partners |= self.occupancy.occupy(j, c)
+        partners |= occ.place(j, c)
         # resized or re-batched: its rate is scaled (Rates.copy_rate), its progress kept per copy
         self.progress.one_copy(j, c, c.n != st.req_l[j] or b != st.batch.item(j))
         rec = {"gpus": gl[:], "accumulation": s}
@@ -66,12 +61,8 @@ class Moves:
         j, i = self.checks.check_copy(action)
         t = st.now
         self.progress.settle(j, t)
-        c = st.copy_consts[j].pop(i)
-        st.copies[j].pop(i)
+        c, partners = self.occupancy.drop_copy(j, i)
         self.progress.copy_dropped(j, i)
-        partners = self.occupancy.vacate(j, c)
-        if len(st.copies[j]) == 1:
-            st.forked_set.discard(j)
         self.progress.refresh_copies(j)
         self.progress.split(j)
         self.counters.copy_drop()
@@ -85,13 +76,9 @@ class Moves:
         g = self.checks.check_move_gpus(action, j, i)
         t = st.now
         self.progress.settle(j, t)
-        old = st.copy_consts[j][i]
-        partners = self.occupancy.vacate(j, old)
         gl = g.tolist()
         c = self.rates.new_copy(j, g, st.accum.item(j), gl)
-        st.copies[j][i] = g
-        st.copy_consts[j][i] = c
-        partners |= self.occupancy.occupy(j, c)
+        old, partners = self.occupancy.replace_copy(j, i, c)
         self.progress.copy_restarts(j, i, t + st.config.copy_startup_s)
         self.progress.refresh_copies(j)
         self.progress.split(j)

@@ -10,8 +10,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..performance import CopyModel
-from .state import EngineState
+from ..performance import CopyModel, footprint_gb
+from .state import SHARE_MIN_UNITS, EngineState
+
+
+def colocate_order(gpu_node: list[int], pg: list[int]) -> list[int]:
+    """GPUs ``pg`` grouped by node, the nodes holding most of them first (ties by node index), GPUs in
+    ``pg`` order within a node (the order a colocation takes a partner's GPUs in)."""
+    groups: dict[int, list[int]] = {}
+    for x in pg:
+        k = gpu_node[x]
+        if k in groups:
+            groups[k].append(x)
+        else:
+            groups[k] = [x]
+    if len(groups) == 1:
+        return pg
+    return [x for k in sorted(groups, key=lambda k: (-len(groups[k]), k)) for x in groups[k]]
 
 
 class Copy:
@@ -57,6 +72,12 @@ class Copy:
             self._g2p1 = self.g2 + 1
         return self._g2p1
 
+    def colocation_order(self, gpu_node: list[int]) -> np.ndarray:
+        """The copy's GPUs in :func:`colocate_order` (``gpu_node``: each GPU's node), kept once computed."""
+        if self.order is None:
+            self.order = np.array(colocate_order(gpu_node, self.gl), dtype=np.int64)
+        return self.order
+
 
 def _tally(key: list[int], gpus: list[int]) -> dict[int, int]:
     """How many of ``gpus`` have each value of ``key`` (a per-GPU list: type, or flat node-type index)."""
@@ -69,7 +90,9 @@ def _tally(key: list[int], gpus: list[int]) -> dict[int, int]:
 
 class Occupancy:
     """Slots, shares, copies and their counts on an :class:`~gpucluster_env.engine.state.EngineState`: the one
-    writer of the slot arrays (:meth:`occupy`, :meth:`vacate`) and the queries of who holds what."""
+    writer of the slot arrays (:meth:`occupy`, :meth:`vacate`), of each job's copies and what follows them
+    (share range, accumulation, footprint, per-GPU batch, forked set, most copies), and the queries of who holds
+    what."""
 
     def __init__(self, state: EngineState) -> None:
         self.state = state
@@ -182,9 +205,10 @@ class Occupancy:
             del shared_with[j]
 
     def vacate_all(self, j: int) -> set[int]:
-        """Take every copy of job ``j`` off its GPUs and drop its copies; returns the partners it shared
-        with."""
+        """Take every copy of job ``j`` off its GPUs and drop its copies (it no longer runs); returns the
+        partners it shared with."""
         s = self.state
+        s.forked_set.discard(j)
         cs = s.copy_consts.pop(j, [])
         s.copies.pop(j, None)
         partners: set[int] = set()
@@ -199,6 +223,99 @@ class Occupancy:
         sjf, ssf = s.slot_job_flat, s.slot_share_flat
         shares = [ssf.item(2 * x + (sjf.item(2 * x + 1) == j)) for c in s.copy_consts[j] for x in c.gl]
         s.share_lo[j], s.share_hi[j] = min(shares), max(shares)
+
+    def shift_shares(self, j: int, gl: list[int], step: int, whole: bool) -> bool:
+        """One step of the share grid (``step`` -1 down, +1 up) of job ``j``'s share on each of its GPUs
+        ``gl``, within the grid's bounds; ``whole``: ``gl`` are all its GPUs and it has one share on them,
+        which the step keeps within the bounds. False, and nothing changed, when no share would move."""
+        s = self.state
+        sjf, ssf = s.slot_job_flat, s.slot_share_flat
+        pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU, as a flat index
+        if whole:
+            v = s.share_lo.item(j) + step
+            for i in pos:
+                ssf[i] = v
+            s.share_lo[j] = s.share_hi[j] = v
+        else:
+            full = s.share_units
+            cur = [ssf.item(i) for i in pos]
+            new = [min(x + 1, full) if step > 0 else max(x - 1, SHARE_MIN_UNITS) for x in cur]
+            if new == cur:
+                return False
+            for i, x in zip(pos, new, strict=True):
+                ssf[i] = x
+            self.refresh_share_range(j)
+        s.sm_activity.mark(gl)
+        return True
+
+    # ------------------------------------------------------------------ a job's copies
+    def configure(self, j: int, s: int, batch: int | None = None) -> None:
+        """Job ``j`` runs at accumulation ``s`` and per-GPU ``batch`` (None: its batch now); its footprint
+        follows."""
+        st = self.state
+        if batch is not None:
+            st.batch_l[j] = batch
+        st.accum[j] = s
+        st.footprint[j] = footprint_gb(st.profiles[st.model_l[j]], st.batch_l[j], s)
+
+    def restore_batch(self, j: int) -> None:
+        """Job ``j`` is back at its stated per-GPU batch (a batch set by ``Reallocate`` lasts while it runs)."""
+        st = self.state
+        st.batch_l[j] = st.batch.item(j)
+
+    def place(self, j: int, c: Copy) -> set[int]:
+        """Job ``j`` runs as the one copy ``c`` (a start, a reallocation), at full share on each of its GPUs;
+        returns the partners it now shares with."""
+        s = self.state
+        s.copies[j] = [c.g]
+        s.copy_consts[j] = [c]
+        s.share_lo[j] = s.share_hi[j] = s.share_units
+        return self.occupy(j, c)
+
+    def add_copy(self, j: int, c: Copy) -> None:
+        """One more copy ``c`` of job ``j`` (a fork) on its GPUs."""
+        s = self.state
+        self.occupy(j, c)
+        s.copies[j].append(c.g)
+        s.copy_consts[j].append(c)
+
+    def drop_last_copy(self, j: int) -> None:
+        """Take job ``j``'s latest copy off its GPUs and drop it (a fork given back)."""
+        s = self.state
+        self.vacate(j, s.copy_consts[j].pop())
+        s.copies[j].pop()
+
+    def forked(self, j: int) -> None:
+        """Job ``j`` runs the copies a fork added: its share range over them all, the most copies it has run."""
+        s = self.state
+        self.refresh_share_range(j)  # the new copies start at 100% share
+        s.forked_set.add(j)
+        s.max_copies[j] = max(s.max_copies[j], len(s.copies[j]))
+
+    def drop_copy(self, j: int, i: int) -> tuple[Copy, set[int]]:
+        """Take copy ``i`` of job ``j`` off its GPUs and drop it; returns it and the partners it shared with."""
+        s = self.state
+        c = s.copy_consts[j].pop(i)
+        s.copies[j].pop(i)
+        partners = self.vacate(j, c)
+        if len(s.copies[j]) == 1:
+            s.forked_set.discard(j)
+        return c, partners
+
+    def replace_copy(self, j: int, i: int, c: Copy) -> tuple[Copy, set[int]]:
+        """Copy ``i`` of job ``j`` moves: ``c`` takes its place on other GPUs; returns the old copy and the
+        partners of both."""
+        s = self.state
+        old = s.copy_consts[j][i]
+        partners = self.vacate(j, old)
+        s.copies[j][i] = c.g
+        s.copy_consts[j][i] = c
+        return old, partners | self.occupy(j, c)
+
+    def set_models(self, j: int, models: list[CopyModel]) -> None:
+        """Job ``j``'s copies run under the performance constants ``models`` (one per copy, in order) now."""
+        for c, k in zip(self.state.copy_consts[j], models, strict=True):
+            c.k = k
 
     # ------------------------------------------------------------------ queries
     def free_mask(self) -> np.ndarray:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..performance import fits_memory
-from .occupancy import Occupancy
+from .occupancy import Occupancy, colocate_order
 from .state import RUNNING, EngineState
 
 
@@ -54,22 +54,6 @@ def near_picks(nodes: list[int], free: list[int], need: int) -> list[tuple[int, 
         if not need:
             break
     return picks
-
-
-def colocate_order(gpu_node: list[int], pg: list[int]) -> list[int]:
-    """GPUs ``pg`` grouped by node, the nodes holding most of them first (ties by node index), GPUs in
-    ``pg`` order within a node."""
-    groups: dict[int, list[int]] = {}
-    for x in pg:
-        k = gpu_node[x]
-        if k in groups:
-            groups[k].append(x)
-        else:
-            groups[k] = [x]
-    if len(groups) == 1:
-        return pg
-    return [x for k in sorted(groups, key=lambda k: (-len(groups[k]), k)) for x in groups[k]]
-
 
 
 class Placement:
@@ -158,9 +142,7 @@ class Placement:
                 return (c.g.copy(), c.t) if sj.item(2 * c.gpu + 1) < 0 else (None, None)
             if c.n - st.held_shared.item(partner) >= need:  # its GPUs with an empty slot 1 suffice
                 if st.held_shared.item(partner) == 0:
-                    if c.order is None:
-                        c.order = np.array(colocate_order(st.gpu_node_l, c.gl), dtype=np.int64)
-                    return c.order[:need].copy(), c.t
+                    return c.colocation_order(st.gpu_node_l)[:need].copy(), c.t
                 pg = colocate_order(st.gpu_node_l, [x for x in c.gl if sj.item(2 * x + 1) < 0])
                 return np.array(pg[:need], dtype=np.int64), c.t
         pg = [x for x in self.occupancy.gpus_of(partner).tolist() if sj.item(2 * x + 1) < 0]
