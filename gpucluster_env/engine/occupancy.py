@@ -8,6 +8,8 @@ A job runs as one or more *copies* (more than one only when forked, HadarE), eac
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ..performance import CopyModel, footprint_gb
@@ -71,6 +73,14 @@ class Copy:
         if self._g2p1 is None:
             self._g2p1 = self.g2 + 1
         return self._g2p1
+
+    def with_model(self, k: CopyModel) -> Copy:
+        """This copy under the performance constants ``k``, as a new object (a clone shares the running copies
+        with its original, :meth:`EngineState.shared_memo
+        <gpucluster_env.engine.state.EngineState.shared_memo>`: they are replaced, never changed)."""
+        c = copy.copy(self)
+        c.k = k
+        return c
 
     def colocation_order(self, gpu_node: list[int]) -> np.ndarray:
         """The copy's GPUs in :func:`colocate_order` (``gpu_node``: each GPU's node), kept once computed."""
@@ -314,8 +324,8 @@ class Occupancy:
 
     def set_models(self, j: int, models: list[CopyModel]) -> None:
         """Job ``j``'s copies run under the performance constants ``models`` (one per copy, in order) now."""
-        for c, k in zip(self.state.copy_consts[j], models, strict=True):
-            c.k = k
+        cs = self.state.copy_consts[j]
+        cs[:] = [c.with_model(k) for c, k in zip(cs, models, strict=True)]
 
     # ------------------------------------------------------------------ queries
     def free_mask(self) -> np.ndarray:

@@ -94,3 +94,25 @@ def test_clone_shares_static_tables_and_copies_state() -> None:
     assert not np.shares_memory(twin.slot_job, eng.slot_job)
     deep = copy.deepcopy(eng)
     assert deep.log == twin.log and np.array_equal(deep.remaining, twin.remaining)
+
+
+def test_a_liss_switch_on_a_clone_leaves_the_original_as_it_was(build) -> None:
+    """The running copies' constants are shared with a clone and replaced, never changed: ``SetStealing`` on the
+    clone gives the clone's job new copies and leaves the original's, which is then rated as in an engine never
+    cloned."""
+    from gpucluster_env.engine import Place, SetStealing, Squeeze
+
+    def mixed():  # model b on a fast and a slow GPU: LISS changes its rate
+        eng = build([("fast", 1, 1), ("slow", 1, 1)], [{"model": "b", "num_gpus": 2, "iterations": 100}])
+        eng.advance()
+        eng.apply(Place(0, gpus=(0, 1)))
+        return eng
+
+    eng, alone = mixed(), mixed()
+    twin = eng.clone()
+    twin.apply(SetStealing(0, True))
+    assert twin.state.copy_consts[0][0].k.stealing and not eng.state.copy_consts[0][0].k.stealing
+    assert twin.rate[0] != eng.rate[0]
+    for e in (eng, alone):
+        e.apply(Squeeze(0))  # rated again from its copy's constants
+    assert eng.rate[0] == alone.rate[0]
