@@ -13,12 +13,15 @@
 
 Cost: a decision evaluates the (pending, partner) pairs of the queue in array passes, the first few jobs
 first (:meth:`Castor.first_share`). A pair's iteration times depend only on the new job's shape, the
-partner's run and what the pair's GPUs are (types, nodes, holders), so pairs alike share them
-(:class:`.castor_terms.PairTermCache`). Pairs alike in all but the waiting job's work left are rejected by the
-prefilter on a whole interval of that work, found once for them (:func:`.castor_pairs.rejected_window`), so a
-decision asks the prefilter only about the jobs outside it (:func:`.castor_pairs.outside_windows`), not every
-(pending, partner) pair; the partners holding GPUs alone are kept from one decision to the next, only those on
-GPUs whose lone tenant changed (or whose run did) looked at again.
+partner's run and what the pair's GPUs are (types, nodes, holders): its pair class
+(:meth:`.castor_terms.PairTermCache.class_of`), so pairs alike share them, and the (shape x partner) grid of
+term rows and rejected windows is kept from one decision to the next (:class:`.castor_grid.PairGrid`): each
+partner's class by the GPUs a job asks, kept while its GPUs alone (and the free GPUs) stay the same, and the
+whole grid while no GPU's tenants changed. Pairs alike in all but the waiting job's work left are rejected by
+the prefilter on a whole interval of that work, found once for them (:func:`.castor_pairs.rejected_window`),
+so a decision asks the prefilter only about the jobs outside it (:func:`.castor_pairs.outside_windows`), not
+every (pending, partner) pair; the partners holding GPUs alone are kept from one decision to the next, only
+those on GPUs whose lone tenant changed (or whose run did) looked at again.
 
 The interference ratios come from a predictor (castor §6, XGBoost on job features; the catalog's
 ``load_predictor``), never from the engine's ground truth; ``castor-oracle``
@@ -34,18 +37,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from gpucluster_env.baselines.parts.castor_grid import PairGrid
 from gpucluster_env.baselines.parts.castor_pairs import (
     PairPlan,
     PairPlans,
-    PartnerColumns,
-    best_plans,
     best_sub_batch,
-    may_share,
     no_plans,
     outside_windows,
+    plans_may_share,
 )
-from gpucluster_env.baselines.parts.castor_partners import LonePartners
-from gpucluster_env.baselines.parts.castor_terms import PairTermCache, ended, shape_ids
+from gpucluster_env.baselines.parts.castor_terms import ClassParts, ended
 from gpucluster_env.baselines.parts.sjf_sharing import SJFSharingPolicy, fill_with_free
 from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor, default_predictor
 
@@ -90,27 +91,21 @@ class Castor(SJFSharingPolicy):
         self.xi_scale = float(xi_scale)
         self.decisions: list[CastorDecision] = []
         self._xi_cache: dict[tuple[int, int, int], tuple[float, float]] = {}
-        self._terms = PairTermCache()
-        self._store = self._terms.store
-        self._partners = LonePartners()
-        self._singles = self._partners.singles
-        self._memo: PartnerColumns | None = None
+        self._fresh_grid()
         self._now = -1.0
-        self._shape_id = np.zeros(0, dtype=np.int64)
-        self._shape_need = np.zeros(0, dtype=np.int64)
+
+    def _fresh_grid(self) -> None:
+        """Nothing kept of pairs: a new :class:`.castor_grid.PairGrid` (and its parts, named for short)."""
+        self._grid = PairGrid()
+        self._terms, self._store, self._partners = self._grid.terms, self._grid.store, self._grid.partners
+        self._singles = self._partners.singles
 
     # ------------------------------------------------------------------ interference
     def reset(self, env: Any) -> None:
         super().reset(env)  # the predictor is loaded when a pair is first predicted (pair_xi)
         self.decisions = []
         self._xi_cache = {}
-        self._terms = PairTermCache()
-        self._store = self._terms.store
-        self._partners = LonePartners()
-        self._singles = self._partners.singles
-        self._memo = None
-        self._shape_id = np.zeros(0, dtype=np.int64)
-        self._shape_need = np.zeros(0, dtype=np.int64)
+        self._fresh_grid()
         self._now = -1.0
 
     def pair_xi(self, view: ClusterView, a: int, b: int, gpu_type: int) -> tuple[float, float]:
@@ -130,16 +125,14 @@ class Castor(SJFSharingPolicy):
         if view.now != self._now:
             self._now = view.now
             limit = 2 * view.num_running + 64
-            memo = self._memo
-            if len(self._singles) <= limit and self._terms.n_runs() <= limit and \
-                    (memo is None or len(memo.slots) <= limit):
+            memo = self._grid.memo
+            if len(self._singles) <= limit and self._terms.n_runs() <= limit and len(memo.slots) <= limit:
                 return
             self._terms.forget_ended(view)
             for p in ended(view, self._singles):  # runs that ended: forget them
                 del self._singles[p]
-            if self._memo is not None:
-                for p in ended(view, self._memo.slots):
-                    self._memo.release(p)
+            for p in ended(view, memo.slots):
+                memo.release(p)
 
     def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
         """The GPUs pending job ``j`` would get beside running job ``p`` (the engine's colocation rule, else
@@ -156,31 +149,58 @@ class Castor(SJFSharingPolicy):
     def _pair_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray, shape: int | None = None) -> int:
         """The term-store row of the pair's per-iteration times ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s),
         ...))`` for pending job ``j`` on ``gb`` beside running job ``p`` (row 0: ``j`` cannot share there), kept
-        by :meth:`.castor_terms.PairTermCache.rows_by_shape`. ``shape``: ``j``'s shape id, when known."""
-        k = int(self._shapes(view, np.array([j]))[0]) if shape is None else shape
-        rows = self._terms.rows_by_shape(view, p, gb, len(self._shape_need))
-        if rows[k] < 0:
-            rows[k] = self._store.add(self._compute_terms(view, j, p, gb))
-        return int(rows[k])
+        by pair class and job shape (:meth:`.castor_terms.PairTermCache.class_of`). ``shape``: ``j``'s shape
+        id, when known."""
+        k = int(self._grid.shapes(view, np.array([j]))[0]) if shape is None else shape
+        a = self._terms.class_of(view, p, gb, len(self._grid.shape_need))
+        rows = self._terms.rows
+        if rows[a, k] < 0:
+            rows[a, k] = self._store.add(self._compute_terms(view, j, p, gb, a))
+        return int(rows[a, k])
 
-    def _compute_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray) -> tuple[Any, ...] | None:
-        shared_b = view.tenants(gb)[:, 0] == p
+    def _compute_terms(self, view: ClusterView, j: int, p: int, gb: np.ndarray, cls: int) -> tuple[Any, ...] | None:
+        """The terms (:meth:`_pair_terms`) of pending job ``j`` on ``gb`` beside running job ``p``, of pair class
+        ``cls`` (:meth:`.castor_terms.PairTermCache.class_of`): ``p``'s own times kept by its run, ``j``'s side
+        (:meth:`_job_side`) by its shape and what the class's GPUs hold."""
+        parts, terms = self._terms.parts[cls], self._terms
+        if parts is None:  # p holds none of gb
+            return None
+        key = (int(self._grid.shape_id[j]), parts.job)
+        side = terms.job_sides.get(key, False)
+        if side is False:
+            side = self._job_side(view, j, p, gb, key[0], parts)
+            if not parts.foreign:  # else the other job's memory is read too
+                terms.job_sides[key] = side
+        if side is None:
+            return None
+        xi_a = self.pair_xi(view, p, j, parts.gtype)[0]
+        own, run = terms.own, parts.own[0]
+        if run not in own:
+            own[run] = view.iter_time(p, view.gpus_of(p), view.accumulation(p), 1.0)
+        if (parts.own, xi_a) not in own:
+            shared_a = np.frombuffer(parts.own[1], dtype=bool)
+            own[parts.own, xi_a] = view.iter_time(p, view.gpus_of(p), view.accumulation(p),
+                                                  np.where(shared_a, xi_a, 1.0))
+        return own[run], own[parts.own, xi_a], *side
+
+    def _job_side(self, view: ClusterView, j: int, p: int, gb: np.ndarray, shape: int, parts: ClassParts
+                  ) -> tuple[float, tuple[int, ...], tuple[float, ...]] | None:
+        """Pending job ``j``'s (of shape ``shape``) side of its pair with ``p`` on ``gb`` (what it reads:
+        ``parts``): ``(t_b, (s, ...), (t_b_hat(s), ...))``, None when no sub-batch fits. It reads of ``p`` only
+        its model (the ratio) and its footprint (the memory left, which gives the options), of ``gb`` its
+        types, nodes and which ``p`` holds; its time alone, which reads ``gb``'s types and nodes and the
+        accumulation, is kept by those."""
         opts_s = view.accumulations_for(j, gb)
         s_solo = view.solo_accumulation(j, gb)
-        if not (opts_s and s_solo is not None and shared_b.any()):
+        if not (opts_s and s_solo is not None):
             return None
-        gtype = int(view.gpu_type[gb[shared_b][0]])
-        xi_a, xi_b = self.pair_xi(view, p, j, gtype)
-        gp = view.gpus_of(p)
-        shared_a = (gp[:, None] == gb[None, :]).any(axis=1)
-        own = self._terms.own_times(view, p)
-        for key, xi in ((None, 1.0), ((xi_a, shared_a.tobytes()), np.where(shared_a, xi_a, 1.0))):
-            if key not in own:
-                own[key] = view.iter_time(p, gp, view.accumulation(p), xi)
-        t_a, t_a_hat = own[None], own[(xi_a, shared_a.tobytes())]
-        t_b = view.iter_time(j, gb, s_solo, 1.0)
-        xb = np.where(shared_b, xi_b, 1.0)
-        return t_a, t_a_hat, t_b, tuple(opts_s), tuple(view.iter_time(j, gb, s, xb) for s in opts_s)
+        xi_b = self.pair_xi(view, p, j, parts.gtype)[1]
+        key = (shape, parts.job[2], parts.job[4], s_solo)
+        alone = self._terms.alone
+        if key not in alone:
+            alone[key] = view.iter_time(j, gb, s_solo, 1.0)
+        xb = np.where(np.frombuffer(parts.job[3], dtype=bool), xi_b, 1.0)
+        return alone[key], tuple(opts_s), tuple(view.iter_time(j, gb, s, xb) for s in opts_s)
 
     def _i_a(self, view: ClusterView, p: int) -> float:
         """Iterations running job ``p`` has left now (the same at every decision of an instant)."""
@@ -200,69 +220,31 @@ class Castor(SJFSharingPolicy):
             return None
         return best_sub_batch(t_a, t_a_hat, i_a, t_b, list(zip(s_opts, t_hat, strict=True)), view.remaining(j))
 
-    def _shapes(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
-        """Each job's shape id (:func:`.castor_terms.shape_ids`, fixed for the episode)."""
-        if len(self._shape_id) != view.n_jobs:
-            self._shape_id, self._shape_need = shape_ids(view)
-        return self._shape_id[jobs]
-
     def _term_rows(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], np.ndarray, np.ndarray]:
-        """The partners holding a GPU alone, each of ``js``' index among the shapes of ``js``, and the
-        term-store rows ``(shapes, partners)`` of every (shape, partner) cell, kept by partner and job shape."""
-        sh = self._shapes(view, js)
-        if self._memo is None:
-            self._memo = PartnerColumns(int(self._shape_id.max()) + 1)
-        holders, slots, n_single = self._partners.now(view, self._memo)
-        present = np.zeros(len(self._shape_need), dtype=bool)
-        present[sh] = True
-        ids = np.flatnonzero(present)
-        u = (np.cumsum(present) - 1)[sh]
-        if not holders:
-            return holders, u, np.zeros((len(ids), 0), dtype=np.int64)
-        memo = self._memo
-        assert memo is not None
-        need = self._shape_need[ids][:, None]
-        fits = (need <= n_single) | (need > n_single + view.num_free())  # GPUs from the partner alone
-        cells = np.ix_(slots, ids)
-        rows = np.where(fits, memo.stable[cells].T, memo.loose[cells].T)
-        ks, cs = np.nonzero(rows < 0)
-        if len(ks):  # filled by (partner, GPUs asked): all colocation_gpus reads, so one GPU set a group
-            kn = need[ks, 0]
-            o = np.lexsort((kn, cs))
-            ks, cs, kn = ks[o], cs[o], kn[o]
-            cut = (np.flatnonzero((cs[1:] != cs[:-1]) | (kn[1:] != kn[:-1])) + 1).tolist()
-            reps = js[np.unique(sh, return_index=True)[1]]  # each shape's first job in js
-            for a, b in zip([0, *cut], [*cut, len(ks)], strict=True):
-                group, c = ks[a:b], int(cs[a])
-                p = holders[c]
-                gb = self.colocation_gpus(view, int(reps[group[0]]), p, self._singles[p][1])
-                by_shape = self._terms.rows_by_shape(view, p, gb, len(self._shape_need))
-                sh = ids[group]
-                for k in group[by_shape[sh] < 0].tolist():
-                    by_shape[ids[k]] = self._store.add(self._compute_terms(view, int(reps[k]), p, gb))
-                rows[group, c] = got = by_shape[sh]
-                (memo.stable if fits[group[0], c] else memo.loose)[slots[c], sh] = got
-        return holders, u, rows
+        """The partners holding a GPU alone, the shape id of each of ``js`` and the term-store rows ``(shapes,
+        partners)`` of every (shape, partner) cell (:meth:`.castor_grid.PairGrid.cells`; read only for the
+        shapes of ``js``)."""
+        holders, _, sh, (rows, _, _) = self._grid.cells(view, js, self.colocation_gpus, self._compute_terms)
+        return holders, sh, rows
 
     def _live_pairs(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], tuple[np.ndarray, ...]]:
         """The partners holding a GPU alone and the pairs of pending jobs ``js`` and partners that may share:
         those outside their (shape, partner) cell's :func:`.castor_pairs.rejected_window` (scaled by the
-        partner's iterations left), and with a plan (term rows, a partner with work left). Returns ``(shape
-        index of js, term rows by (shape, partner), i_a, i_b, r, c)``, ``r`` rows into ``js`` in increasing
-        order, ``c`` columns into the partners."""
-        holders, u, ix = self._term_rows(view, js)
-        i_a = view.remaining_now(np.array(holders, dtype=np.int64)).astype(float)
+        partner's iterations left), and with a plan (term rows, a partner with work left). Returns ``(shape id
+        of js, term rows by (shape, partner), i_a, i_b, r, c)``, ``r`` rows into ``js`` in increasing order,
+        ``c`` columns into the partners."""
+        holders, hold, sh, (ix, w_lo, w_hi) = self._grid.cells(view, js, self.colocation_gpus, self._compute_terms)
+        i_a = view.remaining_now(hold)  # floats
         i_b = view.remaining_of(js)
         if not holders:
             none = np.zeros(0, dtype=np.int64)
-            return holders, (u, ix, i_a, i_b, none, none)
-        win = self._store.windows()
-        lo, hi = win[ix, 0] * i_a, win[ix, 1] * i_a
-        if not (i_a > 0).all():  # a partner without work left has no plan with any job
+            return holders, (sh, ix, i_a, i_b, none, none)
+        lo, hi = w_lo * i_a, w_hi * i_a
+        if not np.minimum.reduce(i_a) > 0:  # a partner without work left (or NaN) has no plan with any job
             dead = ~(i_a > 0)
             lo[:, dead], hi[:, dead] = -math.inf, math.inf
-        r, c = outside_windows(u, i_b, lo, hi)
-        return holders, (u, ix, i_a, i_b, r, c)
+        r, c = outside_windows(sh, i_b, lo, hi)
+        return holders, (sh, ix, i_a, i_b, r, c)
 
     def _plans_of(self, u: np.ndarray, ix: np.ndarray, i_a: np.ndarray, i_b: np.ndarray, r: np.ndarray,
                   c: np.ndarray) -> tuple[np.ndarray, np.ndarray, PairPlans]:
@@ -274,11 +256,11 @@ class Castor(SJFSharingPolicy):
         x = ix[u[r], c]
         t_a = st.t[x, 0]
         n_opts = np.where((i_a[c] > 0) & np.isfinite(t_a), st.n_opts[x], 0)
-        may = (n_opts > 0) & may_share(t_a, st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.t_min[x])
+        may, plans = plans_may_share(t_a, st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x], st.t_hat[x], n_opts,
+                                     st.k_min[x])
         if not may.all():
-            r, c, x, n_opts = r[may], c[may], x[may], n_opts[may]
-        return r, c, best_plans(st.t[x, 0], st.t[x, 1], i_a[c], st.t[x, 2], i_b[r], st.s_opts[x], st.t_hat[x],
-                                n_opts)
+            r, c, plans = r[may], c[may], plans.subset(may)
+        return r, c, plans
 
     def pair_plans(self, view: ClusterView, jobs: list[int]) -> tuple[list[int], np.ndarray, np.ndarray, PairPlans]:
         """Algorithm 2 for every pending job of ``jobs`` beside every running job holding a GPU alone, in one
@@ -313,17 +295,17 @@ class Castor(SJFSharingPolicy):
                           cols: np.ndarray, plans: PairPlans) -> Action | None:
         """The colocation of the first job of ``js`` (rows ``rows``, in increasing order) that shares with the
         partners of its plans and gets enough GPUs (:meth:`_colocate`); None when none does."""
-        sharing = np.flatnonzero(plans.share)
+        sharing = plans.share.nonzero()[0]
         if len(sharing) == 0:
             return None
         rs = rows[sharing]  # grouped by job, in pass order
         n_single = self._partners.n_by_job[np.array(holders, dtype=np.int64)]
-        starts = np.flatnonzero(np.r_[True, rs[1:] != rs[:-1]])
+        cut = (rs[1:] != rs[:-1]).nonzero()[0] + 1
+        starts, ends = np.concatenate(([0], cut)), np.concatenate((cut, [len(rs)]))
         held = np.add.reduceat(n_single[cols[sharing]], starts)
-        need = view.req_gpus[np.array(js, dtype=np.int64)[rs[starts]]]
-        n_free = view.num_free()
-        ends = np.r_[starts[1:], len(rs)]
-        for a, b in zip(starts[held + n_free >= need].tolist(), ends[held + n_free >= need].tolist(), strict=True):
+        need = view.req_gpus[np.fromiter(map(js.__getitem__, rs[starts].tolist()), dtype=np.int64)]
+        enough = held + view.num_free() >= need
+        for a, b in zip(starts[enough].tolist(), ends[enough].tolist(), strict=True):
             these = sharing[a:b].tolist()
             act = self._colocate(view, js[int(rs[a])], [(float(plans.t[i]), holders[cols[i]], i) for i in these],
                                  plans)

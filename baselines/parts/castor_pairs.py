@@ -57,6 +57,11 @@ def may_share(t_a: Any, t_a_hat: Any, i_a: Any, t_b: Any, i_b: Any, t_b_hat_min:
     1e-9 of rounding (each term's error is a few ulps of the sequential JCT), and passes every pair with
     ``t_a_hat < t_a``, a NaN or an infinite sequential JCT."""
     _, shared, seq = theorem1(t_a, t_a_hat, i_a, t_b, t_b_hat_min, i_b)
+    return _may(shared, seq, t_a, t_a_hat)
+
+
+def _may(shared: Any, seq: Any, t_a: Any, t_a_hat: Any) -> np.ndarray:
+    """:func:`may_share`'s test on Theorem 1's JCTs at B's fastest sub-batch."""
     return ~(shared >= seq * (1.0 + 1e-9)) | ~(np.asarray(t_a_hat) >= t_a) | ~np.isfinite(seq)
 
 
@@ -75,6 +80,11 @@ class PairPlans:
         return PairPlan(bool(self.share[i]), int(self.accumulation[i]), float(self.t[i]), float(self.t_shared[i]),
                         float(self.t_seq[i]))
 
+    def subset(self, keep: np.ndarray) -> PairPlans:
+        """The answers of the pairs ``keep`` (a mask or indices) selects, in order."""
+        return PairPlans(self.share[keep], self.accumulation[keep], self.t[keep], self.t_shared[keep],
+                         self.t_seq[keep])
+
 
 def no_plans() -> tuple[np.ndarray, np.ndarray, PairPlans]:
     """No pair rows, no pair columns, no plans (when no pair may share)."""
@@ -91,13 +101,40 @@ def best_plans(
     (sub-batch B, B/2, ..., 1) and B's shared iteration time at each; pair ``i`` uses its first ``n_opts[i] >=
     1`` of them. Each pair keeps the configuration with the smallest Theorem-1 JCT (``<=`` within
     :data:`TIE`: ties go to the later, smaller sub-batch)."""
+    return _pick(*theorem1(t_a[:, None], t_a_hat[:, None], i_a[:, None], t_b[:, None], t_b_hat, i_b[:, None]),
+                 s_opts, n_opts)
+
+
+def plans_may_share(
+    t_a: np.ndarray, t_a_hat: np.ndarray, i_a: np.ndarray, t_b: np.ndarray, i_b: np.ndarray,
+    s_opts: np.ndarray, t_b_hat: np.ndarray, n_opts: np.ndarray, k_min: np.ndarray,
+) -> tuple[np.ndarray, PairPlans]:
+    """:func:`best_plans` and, from the same Theorem-1 pass, :func:`may_share` of each pair with ``n_opts``
+    above 0 (False where it is 0): ``k_min`` is the column of B's fastest option (the one
+    :attr:`TermStore.t_min` holds), whose JCTs :func:`may_share` computes (the same operations on the same
+    numbers, so the same bits)."""
     share_k, shared_k, seq = theorem1(t_a[:, None], t_a_hat[:, None], i_a[:, None], t_b[:, None], t_b_hat,
                                       i_b[:, None])
+    may = (n_opts > 0) & _may(shared_k[np.arange(len(t_a)), k_min], seq[:, 0], t_a, t_a_hat)
+    return may, _pick(share_k, shared_k, seq, s_opts, n_opts)
+
+
+def _pick(share_k: np.ndarray, shared_k: np.ndarray, seq: np.ndarray, s_opts: np.ndarray, n_opts: np.ndarray
+          ) -> PairPlans:
+    """Algorithm 2's choice among each pair's first ``n_opts`` options from Theorem 1's answers at every
+    option (:func:`best_plans`): a later option wins when its JCT is at most :data:`TIE` times the best
+    one's so far (a NaN JCT never wins, so the options past ``n_opts`` are set to NaN)."""
     t_k = np.where(share_k, shared_k, seq)
-    rows = np.arange(len(t_a))
-    best = np.zeros(len(t_a), dtype=np.int64)
-    for k in range(1, min(t_b_hat.shape[1], int(n_opts.max(initial=0)))):  # past every pair's options: no change
-        best = np.where((k < n_opts) & (t_k[:, k] <= t_k[rows, best] * TIE), k, best)
+    rows = np.arange(len(t_k))
+    best = np.zeros(len(t_k), dtype=np.int64)
+    width = min(t_k.shape[1], int(n_opts.max(initial=0)))  # past every pair's options: no change
+    if width > 1:
+        live = np.where(np.arange(width) < n_opts[:, None], t_k[:, :width], math.nan)
+        cur = live[:, 0]
+        for k in range(1, width):
+            take = live[:, k] <= cur * TIE
+            best[take] = k
+            cur = np.where(take, live[:, k], cur)
     return PairPlans(share_k[rows, best], s_opts[rows, best], t_k[rows, best], shared_k[rows, best], seq[:, 0])
 
 
@@ -127,7 +164,9 @@ class TermStore:
         self.t_hat = np.full((64, 1), math.nan)
         self.t_min = np.full(64, math.nan)
         """The fastest ``t_b_hat`` of each row (for :func:`may_share`)."""
-        self._win = np.tile([-math.inf, math.inf], (64, 1))
+        self.k_min = np.zeros(64, dtype=np.int64)
+        """The column of :attr:`t_min` in :attr:`t_hat` (for :func:`plans_may_share`)."""
+        self._lo, self._hi = np.full(64, -math.inf), np.full(64, math.inf)
         self._fresh: list[int] = []  # rows whose window is not yet found
         self._used = 1
         self._free: list[int] = []
@@ -150,23 +189,25 @@ class TermStore:
         self.n_opts[i] = k
         self.s_opts[i], self.t_hat[i] = 0, math.nan
         self.s_opts[i, :k], self.t_hat[i, :k] = s_opts, t_hat
-        self.t_min[i] = np.fmin.reduce(self.t_hat[i, :k])
+        self.t_min[i] = t_min = np.fmin.reduce(self.t_hat[i, :k])
+        at = np.flatnonzero(self.t_hat[i, :k] == t_min)
+        self.k_min[i] = at[0] if len(at) else 0  # all NaN: t_min is NaN, as column 0 is
         self._fresh.append(i)
         return i
 
-    def windows(self) -> np.ndarray:
-        """Each row's :func:`rejected_window` ``(lo, hi)``, as ratios of ``i_b / i_a`` (row 0 and rows whose
-        ``t_a`` is not finite or that have no sub-batch, none of whose pairs is planned: ``(-inf, inf)``);
-        the windows of rows added since the last call found in one pass."""
+    def windows(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's :func:`rejected_window` ``(lo, hi)``, as ratios of ``i_b / i_a``, in two arrays (row 0
+        and rows whose ``t_a`` is not finite or that have no sub-batch, none of whose pairs is planned:
+        ``(-inf, inf)``); the windows of rows added since the last call found in one pass."""
         if self._fresh:
             i = np.array(self._fresh, dtype=np.int64)
             self._fresh = []
             t = self.t[i]
             lo, hi = rejected_window(t[:, 0], t[:, 1], t[:, 2], self.t_min[i])
             none = (self.n_opts[i] == 0) | ~np.isfinite(t[:, 0])
-            self._win[i, 0] = np.where(none, -math.inf, lo)
-            self._win[i, 1] = np.where(none, math.inf, hi)
-        return self._win
+            self._lo[i] = np.where(none, -math.inf, lo)
+            self._hi[i] = np.where(none, math.inf, hi)
+        return self._lo, self._hi
 
     def release(self, rows: list[int]) -> None:
         """Rows no longer needed (row 0 is kept)."""
@@ -184,7 +225,9 @@ class TermStore:
         self.t = np.concatenate([self.t, np.full((rows - n, 3), math.nan)])
         self.n_opts = np.concatenate([self.n_opts, np.zeros(rows - n, dtype=np.int64)])
         self.t_min = np.concatenate([self.t_min, np.full(rows - n, math.nan)])
-        self._win = np.concatenate([self._win, np.tile([-math.inf, math.inf], (rows - n, 1))])
+        self.k_min = np.concatenate([self.k_min, np.zeros(rows - n, dtype=np.int64)])
+        self._lo = np.concatenate([self._lo, np.full(rows - n, -math.inf)])
+        self._hi = np.concatenate([self._hi, np.full(rows - n, math.inf)])
         s_opts, t_hat = np.zeros((rows, width), dtype=np.int64), np.full((rows, width), math.nan)
         s_opts[:n, :w], t_hat[:n, :w] = self.s_opts, self.t_hat
         self.s_opts, self.t_hat = s_opts, t_hat
@@ -247,71 +290,12 @@ def outside_windows(shape: np.ndarray, i_b: np.ndarray, lo: np.ndarray, hi: np.n
     if lo.shape[1] == 0:
         none = np.zeros(0, dtype=np.int64)
         return none, none
-    some = np.flatnonzero(~((lo.max(axis=1)[shape] <= i_b) & (i_b <= hi.min(axis=1)[shape])))
+    lo_all, hi_all = np.maximum.reduce(lo, axis=1), np.minimum.reduce(hi, axis=1)  # lo.max(1), hi.min(1)
+    some = (~((lo_all[shape] <= i_b) & (i_b <= hi_all[shape]))).nonzero()[0]
     if len(some) == 0:
         none = np.zeros(0, dtype=np.int64)
         return none, none
     k, x = shape[some], i_b[some][:, None]
-    r, c = np.nonzero(~((lo[k] <= x) & (x <= hi[k])))
+    r, c = (~((lo[k] <= x) & (x <= hi[k]))).nonzero()
     return some[r], c
 
-
-class PartnerColumns:
-    """What a Castor decision keeps of each running partner (a slot, for one run of it): its two columns of
-    term-store rows by job shape, one kept while its singly-held GPUs stay the same, one while the free GPUs
-    stay the same too (-1: not yet known)."""
-
-    def __init__(self, n_shapes: int) -> None:
-        self.slots: dict[int, tuple[float, int]] = {}
-        """Partner -> (the start of its run, its slot)."""
-        self._free: list[int] = []
-        self._keys: list[Any] = []  # by slot: the stable column's key
-        self._loose_epoch = np.zeros(0, dtype=np.int64)  # by slot: the free-GPU epoch of its loose column
-        self.stable = np.full((0, n_shapes), -1, dtype=np.int64)
-        self.loose = np.full((0, n_shapes), -1, dtype=np.int64)
-
-    def slot_of(self, p: int, start: float) -> int:
-        """Partner ``p``'s slot for its run started at ``start`` (a fresh one for a new run)."""
-        kept = self.slots.get(p)
-        if kept is not None and kept[0] == start:
-            return kept[1]
-        if kept is not None:
-            self.release(p)
-        if not self._free:
-            self._grow()
-        s = self._free.pop()
-        self.slots[p] = (start, s)
-        self._keys[s] = None
-        self.stable[s] = self.loose[s] = -1
-        self._loose_epoch[s] = -1
-        return s
-
-    def release(self, p: int) -> None:
-        """Forget partner ``p`` (its run ended)."""
-        kept = self.slots.pop(p, None)
-        if kept is not None:
-            self._free.append(kept[1])
-
-    def columns(self, slot: int, stable_key: Any) -> None:
-        """Start a slot's columns afresh when its stable key changed (the loose column reads it too)."""
-        if self._keys[slot] != stable_key:
-            self._keys[slot] = stable_key
-            self.stable[slot] = self.loose[slot] = -1
-            self._loose_epoch[slot] = -1
-
-    def loose_at(self, slots: np.ndarray, epoch: int) -> None:
-        """Start the loose columns of ``slots`` afresh where they were kept at another free-GPU ``epoch`` (a
-        number the caller moves on whenever the free GPUs change)."""
-        old = slots[self._loose_epoch[slots] != epoch]
-        if len(old):
-            self.loose[old] = -1
-            self._loose_epoch[old] = epoch
-
-    def _grow(self) -> None:
-        n = len(self._keys)
-        m = max(8, 2 * n)
-        self.stable = np.concatenate([self.stable, np.full((m - n, self.stable.shape[1]), -1, dtype=np.int64)])
-        self.loose = np.concatenate([self.loose, np.full((m - n, self.loose.shape[1]), -1, dtype=np.int64)])
-        self._keys += [None] * (m - n)
-        self._loose_epoch = np.concatenate([self._loose_epoch, np.full(m - n, -1, dtype=np.int64)])
-        self._free += list(range(m - 1, n - 1, -1))
