@@ -8,9 +8,17 @@ queued at hours 1, 3, 6 and 12 (read from the engine's event log).
 
     .venv/bin/python docs/_scripts/hadar_median_jct.py hadar gavel --seeds 0-4
     .venv/bin/python docs/_scripts/hadar_median_jct.py hadar:normalize=false tiresias:thresholds=3600,order=start
+    .venv/bin/python docs/_scripts/hadar_median_jct.py --replicate     # held-out seeds 100-139, about 4 minutes
 
 A policy argument is ``NAME[:KEY=VALUE,...]`` with the policy's own options, or one of the counterfactual
 Hadar variants of :data:`VARIANTS` (``hadar-...``), which change one rule of the allocator for the experiment.
+
+Nothing is read from the held-out seeds (100-139, 200-239) unless ``--replicate`` is given. ``--replicate`` runs
+the isolating experiment unchanged (Gavel and the Hadar variants of :data:`REPLICATE`) on seeds 100-139 and
+prints one table: per variant the mean median JCT, mean JCT and makespan (h) with 95% Student-t intervals, the
+Small and Medium class medians, the seeds where the Medium jobs' median is below the Small jobs' (the
+longest-first signature), and the median against Gavel's (mean of Gavel / variant, 95% t, seeds the variant is
+ahead).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ from typing import Any
 import numpy as np
 from gpucluster_env.baselines.hadar import Hadar
 from gpucluster_env.traces.annotate import hadar_class
+from scipy import stats
 
 from gpucluster_env.policy import make_policy, run_episode
 
@@ -127,11 +136,56 @@ def seeds_of(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
 
+HELD_OUT_1 = list(range(100, 140))
+REPLICATE = ("gavel", "hadar:run_cost=false", "hadar", "hadar-fromnow", "hadar:order=slot")
+"""The isolating experiment's rows (docs/causes/hadar-median-jct.md), run unchanged on the held-out seeds."""
+
+
+def t_ci(x: np.ndarray) -> str:
+    """Mean of ``x`` with its 95% Student-t interval."""
+    m = float(x.mean())
+    half = float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return f"{m:.2f} [{m - half:.2f}, {m + half:.2f}]"
+
+
+def replicate() -> None:
+    """The isolating experiment on seeds 100-139, one table."""
+    seeds = HELD_OUT_1
+    res = {arg: [run(arg, s) for s in seeds] for arg in REPLICATE}
+
+    def col(arg: str, key: str) -> np.ndarray:
+        return np.array([r[key] for r in res[arg]], float) / 3600
+
+    def cls(arg: str, c: str) -> np.ndarray:
+        return np.array([r["per_class"][c][0] for r in res[arg]], float)
+
+    gavel = col("gavel", "median_jct_s")
+    print(f"\n## hadar-philly, seeds {seeds[0]}-{seeds[-1]} (n = {len(seeds)}), means in hours, 95% t intervals\n")
+    print("| policy | median JCT | mean JCT | makespan | Small median | Medium median | seeds Medium before Small "
+          "| Gavel median / this median | seeds median below Gavel's |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for arg in REPLICATE:
+        med = col(arg, "median_jct_s")
+        small, medium = cls(arg, "Small"), cls(arg, "Medium")
+        ok = ~np.isnan(medium)
+        ratio = "–" if arg == "gavel" else t_ci(gavel / med)
+        ahead = "–" if arg == "gavel" else f"{int((med < gavel).sum())}/{len(seeds)}"
+        print(f"| {arg} | {t_ci(med)} | {t_ci(col(arg, 'avg_jct_s'))} | {t_ci(col(arg, 'makespan_s'))} | "
+              f"{np.nanmean(small):.2f} | {np.nanmean(medium):.2f} | "
+              f"{int((medium[ok] < small[ok]).sum())}/{int(ok.sum())} | {ratio} | {ahead} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("policies", nargs="+", help="NAME[:KEY=VALUE,...] or a variant of VARIANTS")
+    ap.add_argument("policies", nargs="*", help="NAME[:KEY=VALUE,...] or a variant of VARIANTS")
     ap.add_argument("--seeds", default="0-4", help="development seeds only (0-9), e.g. 0-4")
+    ap.add_argument("--replicate", action="store_true", help="the isolating experiment on held-out seeds 100-139")
     args = ap.parse_args()
+    if args.replicate:
+        replicate()
+        return
+    if not args.policies:
+        ap.error("give at least one policy (or --replicate)")
     seeds = seeds_of(args.seeds)
     if any(s >= 100 for s in seeds):
         raise SystemExit("held-out seeds (100+) are not for investigation")
