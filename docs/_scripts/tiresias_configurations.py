@@ -9,8 +9,11 @@ castor / sjf lower; mean over seeds of the per-seed improvement, 95% t interval,
 direction).
 
     .venv/bin/python docs/_scripts/tiresias_configurations.py --seeds 0-9
+    .venv/bin/python docs/_scripts/tiresias_configurations.py --replicate   # held-out seeds 100-139
 
-Only development seeds: the held-out ones (100-139, 200-239) are refused.
+``--seeds`` takes development seeds only: the held-out ones (100-139, 200-239) are refused there.
+``--replicate`` runs the same experiment, unchanged, on the held-out seeds 100-139 (with ``--configs`` to run
+only some of the configurations of :data:`CONFIGS`, by their position, e.g. ``0,3,4,5``).
 """
 
 from __future__ import annotations
@@ -71,17 +74,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", default="0-9")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
+    ap.add_argument("--replicate", action="store_true", help="the same experiment on the held-out seeds 100-139")
+    ap.add_argument("--configs", default=None, help="positions in CONFIGS to run, e.g. 0,3,4,5 (default all)")
     args = ap.parse_args()
-    seeds = parse_seeds(args.seeds)
-    if HELD_OUT & set(seeds):
-        raise SystemExit("held-out seeds (100-139, 200-239) are not for this experiment")
+    if args.replicate:
+        args.seeds = "100-139"
+        seeds = list(range(100, 140))
+    else:
+        seeds = parse_seeds(args.seeds)
+        if HELD_OUT & set(seeds):
+            raise SystemExit("held-out seeds (100-139, 200-239) are read only with --replicate")
+    names = list(CONFIGS)
+    if args.configs is not None:
+        names = [names[int(i)] for i in args.configs.split(",")]
     for sc in args.scenarios.split(","):
         castor = np.array([jct_h(sc, "castor", s, {}, RESTART_S)[0] for s in seeds])
         sjf = np.array([jct_h(sc, "sjf", s, {}, RESTART_S)[0] for s in seeds])
         print(f"## {sc} (seeds {args.seeds}): castor {castor.mean():.3f} h, sjf {sjf.mean():.3f} h")
         print("| tiresias configuration | tiresias avg JCT (h) | preemptions | castor vs tiresias | sjf vs tiresias |")
         print("|---|---|---|---|---|")
-        for name, (opts, restart) in CONFIGS.items():
+        for name in names:
+            opts, restart = CONFIGS[name]
             runs = [jct_h(sc, "tiresias", s, opts, restart) for s in seeds]
             tir = np.array([r[0] for r in runs])
             pre = np.mean([r[1] for r in runs])
