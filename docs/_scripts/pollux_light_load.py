@@ -13,8 +13,11 @@ there although as many GPUs as they ask for were free.
 
     .venv/bin/python docs/_scripts/pollux_light_load.py --seeds 0-19
     .venv/bin/python docs/_scripts/pollux_light_load.py --seeds 0-9 --full-search   # adds Pollux's 100 x 100
+    .venv/bin/python docs/_scripts/pollux_light_load.py --replicate                 # held-out seeds 100-139
 
-Only development seeds: the held-out ones (100-139, 200-239) are refused.
+Without ``--replicate`` only development seeds: the held-out ones (100-139, 200-239) are refused.
+``--replicate`` runs the same experiment, unchanged, on the held-out seeds 100-139 (``--seeds`` then picks a
+part of 100-139; ``--variants`` keeps only some of :data:`VARIANTS`, by position, e.g. ``0,1``).
 """
 
 from __future__ import annotations
@@ -122,11 +125,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", default="0-19")
     ap.add_argument("--full-search", action="store_true", help="add Pollux's 100 x 100 search (about 17 s a run)")
+    ap.add_argument("--replicate", action="store_true", help="the same experiment on the held-out seeds 100-139")
+    ap.add_argument("--variants", default=None, help="positions in VARIANTS to run, e.g. 0,1 (default all)")
     args = ap.parse_args()
-    seeds = parse_seeds(args.seeds)
-    if HELD_OUT & set(seeds):
-        raise SystemExit("held-out seeds (100-139, 200-239) are not for this experiment")
+    if args.replicate:
+        args.seeds = args.seeds if args.seeds != "0-19" else "100-139"
+        seeds = parse_seeds(args.seeds)
+        if not set(seeds) <= set(range(100, 140)):
+            raise SystemExit("--replicate reads the held-out seeds 100-139 only")
+    else:
+        seeds = parse_seeds(args.seeds)
+        if HELD_OUT & set(seeds):
+            raise SystemExit("held-out seeds (100-139, 200-239) are read only with --replicate")
     variants = dict(VARIANTS)
+    if args.variants is not None:
+        keep = [list(VARIANTS)[int(i)] for i in args.variants.split(",")]
+        variants = {k: v for k, v in VARIANTS.items() if k in keep}
     if args.full_search:
         variants[FULL_SEARCH[0]] = FULL_SEARCH[1]
     rows: dict[str, list[dict[str, Any]]] = {"tiresias (claims board)": [], "tiresias, tick_s=60": []}
