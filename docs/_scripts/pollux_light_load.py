@@ -16,8 +16,9 @@ there although as many GPUs as they ask for were free.
     .venv/bin/python docs/_scripts/pollux_light_load.py --replicate                 # held-out seeds 100-139
 
 Without ``--replicate`` only development seeds: the held-out ones (100-139, 200-239) are refused.
-``--replicate`` runs the same experiment, unchanged, on the held-out seeds 100-139 (``--seeds`` then picks a
-part of 100-139; ``--variants`` keeps only some of :data:`VARIANTS`, by position, e.g. ``0,1``).
+``--replicate`` runs the same experiment, unchanged, on the held-out seeds 100-139 (``--seeds`` then picks
+others among 100-139 and 200-239, e.g. ``--replicate --seeds 200-239``; ``--variants`` keeps only some of
+:data:`VARIANTS`, by position, e.g. ``0,1``).
 """
 
 from __future__ import annotations
@@ -131,8 +132,8 @@ def main() -> None:
     if args.replicate:
         args.seeds = args.seeds if args.seeds != "0-19" else "100-139"
         seeds = parse_seeds(args.seeds)
-        if not set(seeds) <= set(range(100, 140)):
-            raise SystemExit("--replicate reads the held-out seeds 100-139 only")
+        if not set(seeds) <= HELD_OUT:
+            raise SystemExit("--replicate reads the held-out seeds (100-139, 200-239) only")
     else:
         seeds = parse_seeds(args.seeds)
         if HELD_OUT & set(seeds):
