@@ -275,36 +275,54 @@ class Castor(SJFSharingPolicy):
     def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
         """The first of ``jobs`` that shares: pairs planned for the :data:`HEAD` jobs from the first with a
         live pair, then, if none of them shares, for the rest (each pair's plan is its own: the answer of one
-        pass). A job whose sharing partners hold too few GPUs alone, with the free ones, is passed over."""
+        pass). A job whose sharing partners hold too few GPUs alone, with the free ones, is passed over; one
+        whose live partners (its pairs outside their windows) already do is passed over unplanned, as its
+        sharing partners are among them."""
         js = list(jobs)
         if not js:
             return None
-        holders, live = self._live_pairs(view, np.array(js, dtype=np.int64))
+        ja = np.array(js, dtype=np.int64)
+        holders, live = self._live_pairs(view, ja)
         r, c = live[4], live[5]
         if len(r) == 0:
             return None
+        n_single = self._partners.n_by_job[np.array(holders, dtype=np.int64)]
+        starts, ends, enough = self._enough(view, ja, n_single, r, c)
+        if not enough.all():
+            keep = np.repeat(enough, ends - starts)
+            r, c = r[keep], c[keep]
+            if len(r) == 0:
+                return None
         cut = int(np.searchsorted(r, r[0] + HEAD))
         for a, b in ((0, cut), (cut, len(r))):
             if a < b:
-                act = self._first_colocation(view, js, holders, *self._plans_of(*live[:4], r[a:b], c[a:b]))
+                act = self._first_colocation(view, js, ja, holders, n_single,
+                                             *self._plans_of(*live[:4], r[a:b], c[a:b]))
                 if act is not None:
                     return act
         return None
 
-    def _first_colocation(self, view: ClusterView, js: list[int], holders: list[int], rows: np.ndarray,
-                          cols: np.ndarray, plans: PairPlans) -> Action | None:
-        """The colocation of the first job of ``js`` (rows ``rows``, in increasing order) that shares with the
-        partners of its plans and gets enough GPUs (:meth:`_colocate`); None when none does."""
+    @staticmethod
+    def _enough(view: ClusterView, ja: np.ndarray, n_single: np.ndarray, rows: np.ndarray, cols: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For pairs of jobs ``ja[rows]`` (``rows`` increasing) and partners ``cols`` (holding ``n_single``
+        GPUs alone): where each job's pairs start and end, and whether those partners' GPUs, with the free
+        ones, are as many as the job asks."""
+        cut = (rows[1:] != rows[:-1]).nonzero()[0] + 1
+        starts, ends = np.concatenate(([0], cut)), np.concatenate((cut, [len(rows)]))
+        held = np.add.reduceat(n_single[cols], starts)
+        return starts, ends, held + view.num_free() >= view.req_gpus[ja[rows[starts]]]
+
+    def _first_colocation(self, view: ClusterView, js: list[int], ja: np.ndarray, holders: list[int],
+                          n_single: np.ndarray, rows: np.ndarray, cols: np.ndarray, plans: PairPlans) -> Action | None:
+        """The colocation of the first job of ``js`` (``ja`` as an array; rows ``rows``, in increasing order)
+        that shares with the partners of its plans (``holders``, holding ``n_single`` GPUs alone) and gets
+        enough GPUs (:meth:`_colocate`); None when none does."""
         sharing = plans.share.nonzero()[0]
         if len(sharing) == 0:
             return None
         rs = rows[sharing]  # grouped by job, in pass order
-        n_single = self._partners.n_by_job[np.array(holders, dtype=np.int64)]
-        cut = (rs[1:] != rs[:-1]).nonzero()[0] + 1
-        starts, ends = np.concatenate(([0], cut)), np.concatenate((cut, [len(rs)]))
-        held = np.add.reduceat(n_single[cols[sharing]], starts)
-        need = view.req_gpus[np.fromiter(map(js.__getitem__, rs[starts].tolist()), dtype=np.int64)]
-        enough = held + view.num_free() >= need
+        starts, ends, enough = self._enough(view, ja, n_single, rs, cols[sharing])
         for a, b in zip(starts[enough].tolist(), ends[enough].tolist(), strict=True):
             these = sharing[a:b].tolist()
             act = self._colocate(view, js[int(rs[a])], [(float(plans.t[i]), holders[cols[i]], i) for i in these],

@@ -1,7 +1,9 @@
 """Castor's (shape x partner) grid kept from one decision to the next (baselines/parts/castor_grid.py, with
 castor_partners.py's partners and columns and castor_terms.py's pair classes) is, at every decision of real
-runs, what a policy that keeps nothing builds in the same state; and the one-pass plans (castor_pairs'
-plans_may_share) are the prefilter and Algorithm 2 asked apart, and Algorithm 2's scan pair by pair."""
+runs, what a policy that keeps nothing builds in the same state, and a decision that passes over the jobs
+its live partners cannot give enough GPUs colocates as one that plans every pair; and the one-pass plans
+(castor_pairs' plans_may_share) are the prefilter and Algorithm 2 asked apart, and Algorithm 2's scan pair by
+pair."""
 
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ class _Checked:
 
     def reset(self, env: Any) -> None:
         super().reset(env)  # type: ignore[misc]
-        self.checked = self.cells = self.live = 0
+        self.checked = self.cells = self.live = self.shares = 0
 
     def _live_pairs(self, view: ClusterView, js: np.ndarray) -> Any:
         holders, (sh, ix, i_a, i_b, r, c) = super()._live_pairs(view, js)  # type: ignore[misc]
@@ -56,6 +58,20 @@ class _Checked:
         return holders, (sh, ix, i_a, i_b, r, c)
 
 
+    def first_share(self, view: ClusterView, jobs: Any) -> Any:
+        js = list(jobs)
+        got = super().first_share(view, js)  # type: ignore[misc]
+        if js:  # every pair that may share planned at once, no job passed over unplanned: the same colocation
+            holders, rows, cols, plans = self.pair_plans(view, js)  # type: ignore[attr-defined]
+            n_single = self._partners.n_by_job[np.array(holders, dtype=np.int64)]  # type: ignore[attr-defined]
+            kept = len(self.decisions)  # type: ignore[attr-defined]
+            want = self._first_colocation(view, js, np.array(js), holders, n_single, rows, cols, plans)  # type: ignore
+            del self.decisions[kept:]  # type: ignore[attr-defined]
+            assert got == want
+            self.shares += got is not None
+        return got
+
+
 class _CheckedTimeSlice(_Checked, CastorTimeSlice):
     pass
 
@@ -69,7 +85,8 @@ def test_castor_grid_kept_is_the_grid_made_afresh() -> None:
     for pol, jobs in ((_CheckedTimeSlice(), 260), (_CheckedCastor(predictor=Mixed()), 200)):
         out = run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": jobs})
         assert out["jobs_done"] == jobs
-        assert pol.checked > 200 and pol.cells > 2000 and pol.live > 50, (pol.checked, pol.cells, pol.live)
+        assert pol.checked > 200 and pol.cells > 2000 and pol.live > 50 and pol.shares > 20, \
+            (pol.checked, pol.cells, pol.live, pol.shares)
         assert pol._partners.version < pol.checked  # some decisions kept the partners (and the grid)
 
 
