@@ -137,7 +137,8 @@ class Progress:
         s = self.state
         s.last_t[j] = t
         s.active_from[j] = until
-        self.one_copy(j, c, False)
+        s.solo_rate[j] = self.rates.solo_copy_rate(j, c)
+        s.job_min_mem[j] = c.k.min_mem
 
     def one_copy(self, j: int, c: Copy, per_copy: bool) -> None:
         """Job ``j`` runs as the one copy ``c`` now (a start, a reallocation): its rate alone and smallest GPU
@@ -159,9 +160,10 @@ class Progress:
         s.rate[j] = 0.0
         s.solo_rate[j] = 0.0
 
-    def halt(self, j: int) -> None:
-        """Job ``j`` (settled to now) stops with its progress kept (a preemption): no rate, and its completion
-        event is cancelled (its version moves)."""
+    def halt(self, j: int, t: float) -> None:
+        """Job ``j`` stops at ``t`` with its progress kept (a preemption): settled to ``t``, no rate, and its
+        completion event cancelled (its version moves)."""
+        self.settle(j, t)
         s = self.state
         s.copy_progress.pop(j, None)
         s.rate[j] = 0.0

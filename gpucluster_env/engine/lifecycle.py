@@ -80,7 +80,6 @@ class Lifecycle:
         st = self.state
         t = st.now
         self.queue.start(j, t)
-        self.occupancy.configure(j, s)
         # restart_s after a preemption; with restart_on_allocation (Hadar) on every new allocation, the first too
         cfg = st.config
         until = t + (cfg.restart_s if st.n_preempt.item(j) > 0 or cfg.restart_on_allocation else 0.0)
@@ -88,7 +87,7 @@ class Lifecycle:
             gl = g.tolist()
         c = self.rates.new_copy(j, g, s, gl)
         self.progress.start(j, t, until, c)  # a start is full-size: its rate alone is 1 / solo_iter
-        partners = self.occupancy.place(j, c)
+        partners = self.occupancy.place(j, c, s)
         st.log.record(t, "start", j, {"gpus": gl[:], "accumulation": s})
         if partners:
             self.counters.colocation()
@@ -114,12 +113,10 @@ class Lifecycle:
         ``restart_s``."""
         st = self.state
         t = st.now
-        self.progress.settle(j, t)
+        self.progress.halt(j, t)
         self.queue.requeue(j, t)
-        self.progress.halt(j)
-        self.occupancy.restore_batch(j)
         self.counters.preemption()
-        partners = self.occupancy.vacate_all(j)
+        partners = self.occupancy.vacate_all(j, requeued=True)
         st.log.record(t, "preempt", j, None)
         self.progress.rerate(sorted(partners), t)
 

@@ -41,9 +41,9 @@ class Moves:
         moved = sorted(gl) != sorted(old.gl)
         occ = self.occupancy
         partners = occ.vacate(j, old)
-        occ.configure(j, s, b)
+        occ.set_batch(j, b)
         c = self.rates.new_copy(j, g, s, gl)
-        partners |= occ.place(j, c)
+        partners |= occ.place(j, c, s)
         # resized or re-batched: its rate is scaled (Rates.copy_rate), its progress kept per copy
         self.progress.one_copy(j, c, c.n != st.req_l[j] or b != st.batch.item(j))
         rec = {"gpus": gl[:], "accumulation": s}

@@ -214,10 +214,13 @@ class Occupancy:
         if not mine:
             del shared_with[j]
 
-    def vacate_all(self, j: int) -> set[int]:
+    def vacate_all(self, j: int, requeued: bool = False) -> set[int]:
         """Take every copy of job ``j`` off its GPUs and drop its copies (it no longer runs); returns the
-        partners it shared with."""
+        partners it shared with. ``requeued`` (a preemption): it is back at its stated per-GPU batch (a batch set
+        by ``Reallocate`` lasts while the job runs)."""
         s = self.state
+        if requeued:
+            s.batch_l[j] = s.batch.item(j)
         s.forked_set.discard(j)
         cs = s.copy_consts.pop(j, [])
         s.copies.pop(j, None)
@@ -259,27 +262,20 @@ class Occupancy:
         return True
 
     # ------------------------------------------------------------------ a job's copies
-    def configure(self, j: int, s: int, batch: int | None = None) -> None:
-        """Job ``j`` runs at accumulation ``s`` and per-GPU ``batch`` (None: its batch now); its footprint
-        follows."""
+    def set_batch(self, j: int, batch: int) -> None:
+        """Job ``j``'s per-GPU batch is ``batch`` now (``Reallocate``'s, before its new copy is made)."""
+        self.state.batch_l[j] = batch
+
+    def place(self, j: int, c: Copy, s: int) -> set[int]:
+        """Job ``j`` runs as the one copy ``c`` at accumulation ``s`` (a start, a reallocation), at full share on
+        each of its GPUs, its footprint that of its per-GPU batch now; returns the partners it now shares
+        with."""
         st = self.state
-        if batch is not None:
-            st.batch_l[j] = batch
+        st.copies[j] = [c.g]
+        st.copy_consts[j] = [c]
         st.accum[j] = s
         st.footprint[j] = footprint_gb(st.profiles[st.model_l[j]], st.batch_l[j], s)
-
-    def restore_batch(self, j: int) -> None:
-        """Job ``j`` is back at its stated per-GPU batch (a batch set by ``Reallocate`` lasts while it runs)."""
-        st = self.state
-        st.batch_l[j] = st.batch.item(j)
-
-    def place(self, j: int, c: Copy) -> set[int]:
-        """Job ``j`` runs as the one copy ``c`` (a start, a reallocation), at full share on each of its GPUs;
-        returns the partners it now shares with."""
-        s = self.state
-        s.copies[j] = [c.g]
-        s.copy_consts[j] = [c]
-        s.share_lo[j] = s.share_hi[j] = s.share_units
+        st.share_lo[j] = st.share_hi[j] = st.share_units
         return self.occupy(j, c)
 
     def add_copy(self, j: int, c: Copy) -> None:
