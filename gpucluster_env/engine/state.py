@@ -64,10 +64,11 @@ _EPOCHS = itertools.count()  # one per engine state started (construction or res
 class EngineState:
     """The data of one engine: static tables (built once, shared by clones) and the dynamic state of the
     episode (reset to time 0 by :meth:`reset`). The engine's parts (:mod:`.occupancy`, :mod:`.rates`,
-    :mod:`.job_progress`, :mod:`.clock`, the checks and the changes) each hold this one object and read and
-    change its attributes; it holds data and the pure queries of its static tables, no rule of the simulation.
-    Its attributes are :data:`STATE_FIELDS` (shown by the engine) and :data:`ENGINE_INTERNALS` (read by the
-    engine's parts only)."""
+    :mod:`.job_progress`, :mod:`.job_queue`, :mod:`.clock`, the checks and the changes) each hold this one object
+    and read its attributes; each attribute that changes after a reset is written by one part, its owner, and
+    the others change it through the owner's methods (``docs/engine.md``, "Who writes what"). It holds data and
+    the pure queries of its static tables, no rule of the simulation. Its attributes are :data:`STATE_FIELDS`
+    (shown by the engine, read only) and :data:`ENGINE_INTERNALS` (read by the engine's parts only)."""
 
     def __init__(self, catalog: Catalog, cluster: ClusterSpec, config: EngineConfig, jobs: pd.DataFrame) -> None:
         self.catalog = catalog

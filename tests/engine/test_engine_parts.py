@@ -1,6 +1,6 @@
 """The engine as composed parts: every part holds the engine's one state, a clone's parts hold the clone's, and
 the state's attributes the engine shows by name (``STATE_FIELDS``) are all of its public ones, read through (read
-only: the engine's parts write the state)."""
+only: each is written by the part that owns it, ``test_state_ownership.py``)."""
 
 from __future__ import annotations
 
