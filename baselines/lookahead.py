@@ -19,7 +19,13 @@ learned policies against and to distil, not a deployable scheduler). With ``arri
 the jobs already submitted (no arrival reaches a rollout), so the search knows what SRSF knows and nothing of
 the future but the durations. The search is deterministic (no random
 draws; candidates in a fixed order, ties to the earliest). Compute: about ``(candidates + 3)`` rollouts of
-``horizon_s`` per decision point that has a choice (``docs/rl.md`` gives measured times).
+``horizon_s`` per decision point that has a choice (``docs/rl.md`` gives measured times); where the real episode
+follows a rollout's actions at one instant, that rollout stands for the next decision point's own rollout (the
+same cost, bit for bit: :mod:`~gpucluster_env.baselines.parts.rollouts`).
+
+A bounded form. ``max_events``: the heuristic's own rollout stops after that many advances of its copy's clock and
+every candidate is scored to where it stopped (Bertsekas' truncated rollout, the tail its terminal cost); off by
+default.
 """
 
 from __future__ import annotations
@@ -27,78 +33,24 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from gpucluster_env.baselines.parts.rollouts import (
+    MAX_ROLLOUT_STEPS_AT_ONE_INSTANT,
+    EngineEnv,
+    Rollout,
+    rollout_cost,
+    rollout_curve,
+)
+from gpucluster_env.baselines.parts.rollouts import rollout as play_rollout
 
-from gpucluster_env.engine import PENDING, RUNNING, Action, ActionError, Place, Preempt, StalledError, Wait
+from gpucluster_env.engine import Action, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, make_policy, register_policy
 
+__all__ = ["MAX_ROLLOUT_STEPS_AT_ONE_INSTANT", "ROLLOUT_POLICIES", "CandidateLister", "EngineEnv", "Lookahead",
+           "rollout_cost", "rollout_curve"]
+
 ROLLOUT_POLICIES = ("srsf", "sjf", "ssf", "yarn-cs", "fifo")
 """Heuristics a rollout may use: the stateless ones (a fresh instance acts on any state correctly)."""
-MAX_ROLLOUT_STEPS_AT_ONE_INSTANT = 1000
-"""A rollout step bound at one instant (the heuristics take far fewer; a guard, not a tuning)."""
-
-
-class EngineEnv:
-    """What a white-box policy reads of an environment (``unwrapped.engine``), over a bare engine: lets a
-    reference policy schedule an engine copy directly."""
-
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
-        self.unwrapped = self
-
-
-def rollout_cost(engine: Any, first: Action, base: Policy, horizon_s: float, tail: bool = False) -> float:
-    """Job-seconds in the system on ``engine`` (changed: pass a copy) from now until ``now + horizon_s``, when
-    ``first`` is applied now and ``base`` schedules from then on. A stalled copy counts its jobs until the end
-    of the window; an action the engine rejects counts as ``wait``. ``tail``: add, for each job still in the
-    system at the end, its remaining solo run time (the least time it will yet spend there)."""
-    cost = _window_cost(engine, first, base, horizon_s)
-    if tail and not engine.done:
-        eng = engine
-        inside = np.flatnonzero((eng.status == PENDING) | (eng.status == RUNNING))
-        left = eng.remaining_now()[inside] / np.maximum(eng.iterations[inside], 1)
-        cost += float((eng.solo_time[inside] * left).sum())
-    return cost
-
-
-def rollout_curve(engine: Any, base: Policy) -> np.ndarray:
-    """``(k, 3)`` rows ``(t0, t1, jobs in the system)``: the piecewise-constant count of jobs in the system on
-    ``engine`` (changed: pass a copy) while ``base`` schedules it from now to the end (a reference policy's
-    cost curve on the same trace, :mod:`gpucluster_env.agents.reference_reward`)."""
-    curve: list[tuple[float, float, int]] = []
-    _window_cost(engine, base.act(None, EngineEnv(engine)), base, float("inf"), curve)
-    return np.array(curve, dtype=np.float64).reshape(-1, 3)
-
-
-def _window_cost(engine: Any, first: Action, base: Policy, horizon_s: float,
-                 curve: list[tuple[float, float, int]] | None = None) -> float:
-    """:func:`rollout_cost` over the window alone (each advance of the clock appended to ``curve``)."""
-    end = engine.now + horizon_s
-    env = EngineEnv(engine)
-    cost = 0.0
-    act: Any = first
-    at_instant = 0
-    while not engine.done and engine.now < end:
-        if at_instant >= MAX_ROLLOUT_STEPS_AT_ONE_INSTANT:
-            act = Wait()
-        if not isinstance(act, Wait):
-            try:
-                engine.apply(act)
-                at_instant += 1
-            except ActionError:
-                act = Wait()
-        if isinstance(act, Wait):
-            n, t0 = engine.num_pending + engine.num_running, engine.now
-            try:
-                engine.advance(end)
-            except StalledError:
-                return cost + n * (end - t0)
-            cost += n * (engine.now - t0)
-            if curve is not None:
-                curve.append((t0, engine.now, n))
-            at_instant = 0
-        act = base.act(None, env)
-    return cost
 
 
 class CandidateLister:
@@ -127,16 +79,18 @@ class CandidateLister:
             out.append(Wait())
             recent = self._preempted if self._preempted_at == view.now else set()
             pend = view.pending_jobs()
-            found = 0
+            found, free, req = 0, view.num_free(), view.req_gpus
             for j in pend[np.lexsort((pend, service[pend]))].tolist():  # by service, then index
                 if found == self.starts:
                     break
-                if j not in recent and view.plan_place(j) is not None:
+                # (a gang larger than the free GPUs has no place: no need to ask the planner)
+                if req[j] <= free and j not in recent and view.plan_place(j) is not None:
                     out.append(Place(j))
                     found += 1
-            movable = [int(j) for j in view.running_jobs() if view.now - view.last_start(int(j)) >= min_run_s]
-            if movable:
-                out.append(Preempt(max(movable, key=lambda j: (service[j], j))))
+            run = view.running_jobs()
+            movable = run[view.now - view.last_start_of(run) >= min_run_s]
+            if movable.size:  # the most remaining service, ties to the highest index
+                out.append(Preempt(int(movable[np.lexsort((movable, service[movable]))[-1]])))
         seen: list[Action] = []
         for a in out:
             if a not in seen:
@@ -165,36 +119,44 @@ class Lookahead(Policy):
     paper: ClassVar[str] = "Bertsekas' rollout algorithm; base policy SRSF (Tiresias NSDI'19 §5)"
 
     def __init__(self, horizon_s: float = 3600.0, candidates: int = 3, rollout: str = "srsf",
-                 tail: bool = True, arrivals: bool = True) -> None:
+                 tail: bool = True, arrivals: bool = True, max_events: int | None = None) -> None:
         """``horizon_s``: simulated seconds each rollout looks ahead. ``candidates``: how many of the
         shortest pending jobs are tried as starts (besides the heuristic's action, wait and one preemption).
         ``rollout``: the base heuristic, one of :data:`ROLLOUT_POLICIES`. ``tail``: score each rollout also
         by the remaining solo run time of the jobs left in the system at its end (:func:`rollout_cost`).
         ``arrivals``: the rollouts see the trace's arrivals within the horizon (False: only the jobs already
-        submitted)."""
+        submitted). ``max_events``: the heuristic's own rollout stops after that many advances of its copy's
+        clock, and every candidate is scored to where it stopped (a truncated rollout; None: ``horizon_s``
+        alone bounds it)."""
         if not horizon_s > 0:
             raise ValueError(f"lookahead: horizon_s must be > 0, got {horizon_s!r}")
         if not (isinstance(candidates, int) and candidates >= 1):
             raise ValueError(f"lookahead: candidates must be an integer >= 1, got {candidates!r}")
         if rollout not in ROLLOUT_POLICIES:
             raise ValueError(f"lookahead: rollout must be one of {', '.join(ROLLOUT_POLICIES)}, got {rollout!r}")
+        if max_events is not None and not (isinstance(max_events, int) and max_events >= 1):
+            raise ValueError(f"lookahead: max_events must be an integer >= 1 or None, got {max_events!r}")
         self.horizon_s = float(horizon_s)
         self.candidates = candidates
         self.rollout = rollout
         self.tail = bool(tail)
         self.arrivals = bool(arrivals)
+        self.max_events = max_events
         self._base = make_policy(rollout)  # the heuristic's own choice on the real env
         self._roll = make_policy(rollout)  # the same heuristic on the copies (its view moves from copy to copy)
         self._searches = 0
         self._rollouts = 0
         self._deviations = 0
         self._lister = CandidateLister(candidates)
+        self._played: list[tuple[Rollout, int]] = []  # the last search's rollouts, each past its offset
+        self._kept: tuple[int, Rollout, int] | None = None  # (engine, rollout, offset) the real episode follows
 
     stat_names: ClassVar[tuple[str, ...]] = ("searches", "rollouts", "deviations")
 
     def reset(self, env: Any) -> None:
         self._searches = self._rollouts = self._deviations = 0
         self._lister.reset()
+        self._played, self._kept = [], None
 
     def episode_stats(self) -> dict[str, float]:
         """Decision points searched, rollouts played, and how often the search overrode the heuristic."""
@@ -205,16 +167,29 @@ class Lookahead(Policy):
         return self._lister.actions(view, own, min_run_s)
 
     def rollout_costs(self, env: Any, cands: list[Action]) -> list[float]:
-        """Each candidate's :func:`rollout_cost` from ``env``'s current state (one engine copy each)."""
+        """Each candidate's rollout cost from ``env``'s current state (one engine copy each; the heuristic's own
+        first, whose end, when ``max_events`` cuts it, ends every candidate's window). The own one is not played
+        again where the real episode has followed an earlier rollout's actions at this instant so far
+        (:meth:`~gpucluster_env.baselines.parts.rollouts.Rollout.stands_for`): the same cost, bit for bit."""
         engine = env.unwrapped.engine
-        out = []
-        for a in cands:
+        end = engine.now + self.horizon_s
+        self._played = []
+        for i, a in enumerate(cands):
+            if i == 0 and self._kept is not None and self._kept[0] == id(engine):
+                _, rec, off = self._kept
+                if rec.stands_for(off, engine, a, end, self.max_events):
+                    self._played.append((rec, off))
+                    end = rec.stop if rec.cut else end
+                    continue
             copy = engine.clone()
             if not self.arrivals:
                 copy.close_arrivals()  # no later job is ever submitted to the copy
-            out.append(rollout_cost(copy, a, self._roll, self.horizon_s, self.tail))
+            rec = play_rollout(copy, a, self._roll, end, self.tail, self.max_events if i == 0 else None)
+            if rec.cut:
+                end = rec.stop  # the heuristic's own rollout was truncated: every candidate is scored to there
+            self._played.append((rec, 0))
             self._rollouts += 1
-        return out
+        return [rec.cost for rec, _ in self._played]
 
     def search(self, env: Any) -> tuple[list[Action], list[float] | None]:
         """The candidate actions at ``env``'s state (the heuristic's own first) and each one's
@@ -225,14 +200,22 @@ class Lookahead(Policy):
             raise TypeError(f"lookahead: rollout policy {self.rollout!r} answered {own!r}, not a typed action")
         cands = self.candidate_actions(view, own, float(getattr(env.unwrapped, "min_run_s", 0.0)))
         if len(cands) == 1:
+            self._played = [] if self._kept is None else [(self._kept[1], self._kept[2])]
             return cands, None
         self._searches += 1
         return cands, self.rollout_costs(env, cands)
 
     def note(self, env: Any, action: Action) -> None:
         """Record ``action`` as taken at ``env``'s state (a preempted job is not a start candidate again at
-        the same instant); for a caller that chose it from :meth:`search` itself."""
+        the same instant); for a caller that chose it from :meth:`search` itself. The rollout that began with
+        it is kept while the real episode takes that rollout's next actions at this instant."""
         self._lister.chosen(self.view(env), action)
+        self._kept = None
+        for rec, off in self._played:
+            if off < len(rec.chain) and rec.chain[off] == action:
+                self._kept = (id(env.unwrapped.engine), rec, off + 1)
+                break
+        self._played = []
 
     def act(self, observation: Any, env: Any) -> Action:
         cands, costs = self.search(env)

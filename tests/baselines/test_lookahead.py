@@ -61,16 +61,16 @@ def test_blind_rollouts_see_no_arrival(monkeypatch: pytest.MonkeyPatch) -> None:
     job; with arrivals (the default) the copies do see later submissions."""
     import gpucluster_env.baselines.lookahead as la
 
-    real = la.rollout_cost
+    real = la.play_rollout
     arrived: list[int] = []
 
-    def spy(engine, first, base, horizon_s, tail=False):  # type: ignore[no-untyped-def]
+    def spy(engine, first, base, end, tail, max_events=None):  # type: ignore[no-untyped-def]
         n0 = len(engine.log)
-        cost = real(engine, first, base, horizon_s, tail)
+        rec = real(engine, first, base, end, tail, max_events)
         arrived.append(sum(1 for i, e in enumerate(engine.log) if i >= n0 and e["kind"] == "arrive"))
-        return cost
+        return rec
 
-    monkeypatch.setattr(la, "rollout_cost", spy)
+    monkeypatch.setattr(la, "play_rollout", spy)
     opts = {"num_jobs": 40}
     blind = run_episode("sjfbsbf-philly", Lookahead(horizon_s=3600.0, arrivals=False), 3, scenario_options=opts)
     assert len(arrived) > 20 and sum(arrived) == 0
