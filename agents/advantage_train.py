@@ -78,7 +78,9 @@ class Labeller(Policy):
 
     def __init__(self, horizon_s: float, starts: int, actor: AdvantagePolicy | None = None,
                  see_arrivals: bool = False) -> None:
-        self.search_policy = Lookahead(horizon_s=horizon_s, candidates=starts, arrivals=see_arrivals)
+        # every decision point labelled: the search without its compute budget (which binds only on long loaded
+        # traces, where it would leave decision points unlabelled)
+        self.search_policy = Lookahead(horizon_s=horizon_s, candidates=starts, arrivals=see_arrivals, budget=None)
         self.actor = actor
         self.rows: list[np.ndarray] = []
         self.labels: list[np.ndarray] = []

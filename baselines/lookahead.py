@@ -23,14 +23,18 @@ draws; candidates in a fixed order, ties to the earliest). Compute: about ``(can
 follows a rollout's actions at one instant, that rollout stands for the next decision point's own rollout (the
 same cost, bit for bit: :mod:`~gpucluster_env.baselines.parts.rollouts`).
 
-A bounded form. ``max_events``: the heuristic's own rollout stops after that many advances of its copy's clock and
-every candidate is scored to where it stopped (Bertsekas' truncated rollout, the tail its terminal cost); off by
-default.
+Bounded forms. ``budget``: the search's compute budget, in rollout job-events (the jobs in a copy's system at each
+advance of its clock, summed) earned per simulated hour up to a ``bank`` held from the start; a decision point is
+searched while the bank holds any, and where it is empty the heuristic's own action is taken unsearched. The
+default bank is 3x what the unbounded search spends on the most costly 240-job paper episode measured, so it
+binds only on long, loaded traces (a month of Philly: ``docs/performance.md``); ``budget=None`` is the unbounded
+search. ``max_events``: the heuristic's own rollout stops after that many advances of its copy's clock and every
+candidate is scored to where it stopped (Bertsekas' truncated rollout, the tail its terminal cost); off by default.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts.rollouts import (
@@ -45,12 +49,18 @@ from gpucluster_env.baselines.parts.rollouts import rollout as play_rollout
 from gpucluster_env.engine import Action, Place, Preempt, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, make_policy, register_policy
+from gpucluster_env.policy_options import NON_NEGATIVE
 
 __all__ = ["MAX_ROLLOUT_STEPS_AT_ONE_INSTANT", "ROLLOUT_POLICIES", "CandidateLister", "EngineEnv", "Lookahead",
            "rollout_cost", "rollout_curve"]
 
 ROLLOUT_POLICIES = ("srsf", "sjf", "ssf", "yarn-cs", "fifo")
 """Heuristics a rollout may use: the stateless ones (a fresh instance acts on any state correctly)."""
+BUDGET_PER_HOUR = 40_000.0
+"""The search's default compute budget: rollout job-events earned per simulated hour (:class:`Lookahead`)."""
+BUDGET_BANK = 12_000_000.0
+"""The most rollout job-events the search holds, and holds at the start: 3x what an unbounded search spent on the
+most costly 240-job episode measured (castor-venus seed 1, 3.7 million), so it never binds there."""
 
 
 class CandidateLister:
@@ -119,7 +129,9 @@ class Lookahead(Policy):
     paper: ClassVar[str] = "Bertsekas' rollout algorithm; base policy SRSF (Tiresias NSDI'19 §5)"
 
     def __init__(self, horizon_s: float = 3600.0, candidates: int = 3, rollout: str = "srsf",
-                 tail: bool = True, arrivals: bool = True, max_events: int | None = None) -> None:
+                 tail: bool = True, arrivals: bool = True, max_events: int | None = None,
+                 budget: Annotated[float | None, NON_NEGATIVE] = BUDGET_PER_HOUR,
+                 bank: float = BUDGET_BANK) -> None:
         """``horizon_s``: simulated seconds each rollout looks ahead. ``candidates``: how many of the
         shortest pending jobs are tried as starts (besides the heuristic's action, wait and one preemption).
         ``rollout``: the base heuristic, one of :data:`ROLLOUT_POLICIES`. ``tail``: score each rollout also
@@ -127,7 +139,11 @@ class Lookahead(Policy):
         ``arrivals``: the rollouts see the trace's arrivals within the horizon (False: only the jobs already
         submitted). ``max_events``: the heuristic's own rollout stops after that many advances of its copy's
         clock, and every candidate is scored to where it stopped (a truncated rollout; None: ``horizon_s``
-        alone bounds it)."""
+        alone bounds it). ``budget``: the search's compute budget, in rollout job-events (the jobs in a copy's
+        system at each advance of its clock, summed) earned per simulated hour, up to ``bank`` held (and held
+        at the start); a decision point is searched while the bank holds any, and its rollouts' job-events are
+        taken from it; where it is empty the heuristic's own action is taken unsearched. None: no budget (every
+        decision point with a choice is searched)."""
         if not horizon_s > 0:
             raise ValueError(f"lookahead: horizon_s must be > 0, got {horizon_s!r}")
         if not (isinstance(candidates, int) and candidates >= 1):
@@ -136,31 +152,50 @@ class Lookahead(Policy):
             raise ValueError(f"lookahead: rollout must be one of {', '.join(ROLLOUT_POLICIES)}, got {rollout!r}")
         if max_events is not None and not (isinstance(max_events, int) and max_events >= 1):
             raise ValueError(f"lookahead: max_events must be an integer >= 1 or None, got {max_events!r}")
+        if not ((budget is None or budget >= 0) and bank > 0):
+            raise ValueError(f"lookahead: budget must be >= 0 or None and bank > 0, got {budget!r}, {bank!r}")
         self.horizon_s = float(horizon_s)
         self.candidates = candidates
         self.rollout = rollout
         self.tail = bool(tail)
         self.arrivals = bool(arrivals)
         self.max_events = max_events
+        self.budget = None if budget is None else float(budget)
+        self.bank = float(bank)
+        self._held, self._held_at = self.bank, 0.0  # the budget's bank now, and when it last earned
         self._base = make_policy(rollout)  # the heuristic's own choice on the real env
         self._roll = make_policy(rollout)  # the same heuristic on the copies (its view moves from copy to copy)
         self._searches = 0
         self._rollouts = 0
         self._deviations = 0
+        self._unsearched = 0
         self._lister = CandidateLister(candidates)
         self._played: list[tuple[Rollout, int]] = []  # the last search's rollouts, each past its offset
         self._kept: tuple[int, Rollout, int] | None = None  # (engine, rollout, offset) the real episode follows
 
-    stat_names: ClassVar[tuple[str, ...]] = ("searches", "rollouts", "deviations")
+    stat_names: ClassVar[tuple[str, ...]] = ("searches", "rollouts", "deviations", "unsearched")
 
     def reset(self, env: Any) -> None:
-        self._searches = self._rollouts = self._deviations = 0
+        self._searches = self._rollouts = self._deviations = self._unsearched = 0
         self._lister.reset()
         self._played, self._kept = [], None
+        self._held, self._held_at = self.bank, float(env.unwrapped.engine.now)
 
     def episode_stats(self) -> dict[str, float]:
-        """Decision points searched, rollouts played, and how often the search overrode the heuristic."""
-        return {"searches": self._searches, "rollouts": self._rollouts, "deviations": self._deviations}
+        """Decision points searched, rollouts played, how often the search overrode the heuristic, and the
+        decision points the budget left unsearched (the heuristic's own action taken, no candidates listed)."""
+        return {"searches": self._searches, "rollouts": self._rollouts, "deviations": self._deviations,
+                "unsearched": self._unsearched}
+
+    def may_search(self, now: float) -> bool:
+        """Whether the budget lets a decision point at time ``now`` be searched: the bank, having earned
+        ``budget`` job-events per simulated hour since it last did (up to ``bank``), holds any."""
+        if self.budget is None:
+            return True
+        if now > self._held_at:
+            self._held = min(self.bank, self._held + self.budget * (now - self._held_at) / 3600.0)
+            self._held_at = now
+        return self._held > 0
 
     def candidate_actions(self, view: ClusterView, own: Action, min_run_s: float) -> list[Action]:
         """The actions tried at this decision point, the heuristic's ``own`` first, without repeats."""
@@ -189,16 +224,22 @@ class Lookahead(Policy):
                 end = rec.stop  # the heuristic's own rollout was truncated: every candidate is scored to there
             self._played.append((rec, 0))
             self._rollouts += 1
+            self._held -= rec.work
         return [rec.cost for rec, _ in self._played]
 
     def search(self, env: Any) -> tuple[list[Action], list[float] | None]:
         """The candidate actions at ``env``'s state (the heuristic's own first) and each one's
-        :func:`rollout_cost`; no costs (None) when there is one candidate and nothing to search."""
+        :func:`rollout_cost`; no costs (None) when there is one candidate and nothing to search (the heuristic's
+        own alone where the budget leaves this decision point unsearched, :meth:`may_search`)."""
         view = self.view(env)
         own = self._base.act(None, env)
         if not isinstance(own, Action):
             raise TypeError(f"lookahead: rollout policy {self.rollout!r} answered {own!r}, not a typed action")
-        cands = self.candidate_actions(view, own, float(getattr(env.unwrapped, "min_run_s", 0.0)))
+        if self.may_search(float(env.unwrapped.engine.now)):
+            cands = self.candidate_actions(view, own, float(getattr(env.unwrapped, "min_run_s", 0.0)))
+        else:
+            self._unsearched += 1
+            cands = [own]  # the budget is spent: the heuristic's own action, with no candidates listed
         if len(cands) == 1:
             self._played = [] if self._kept is None else [(self._kept[1], self._kept[2])]
             return cands, None

@@ -49,6 +49,9 @@ class Rollout:
     """The ``max_events`` it was given."""
     events: int = 0
     """Advances of the copy's clock it played."""
+    work: int = 0
+    """Its job-events: the jobs in the copy's system at each advance of its clock, summed (what the heuristic and
+    the engine do grows with both)."""
     cut: bool = False
     """``max_events`` stopped it short of ``end`` (the copy's clock then stood at :attr:`stop`)."""
     stop: float = 0.0
@@ -142,6 +145,7 @@ def _window_cost(engine: Any, first: Action, base: Policy, rec: Rollout,
                 curve.append((t0, engine.now, n))
             at_instant = 0
             rec.events += 1
+            rec.work += n
             if rec.events == cap:
                 rec.cut = not engine.done and engine.now < end
                 return cost
