@@ -154,7 +154,8 @@ def best_sub_batch(
 class TermStore:
     """Pair terms ``(t_a, t_a_hat, t_b, (s, ...), (t_b_hat(s), ...))`` kept as rows of growing arrays, so a
     decision gathers the rows of its pairs with one index per array. Row 0 stands for "no terms" (the pair
-    cannot share: ``n_opts`` 0); released rows are reused."""
+    cannot share: ``n_opts`` 0). Rows are never freed: the pair classes that index them are kept for the
+    episode (:class:`.castor_terms.PairTermCache`)."""
 
     def __init__(self) -> None:
         self.t = np.full((64, 3), math.nan)
@@ -169,19 +170,15 @@ class TermStore:
         self._lo, self._hi = np.full(64, -math.inf), np.full(64, math.inf)
         self._fresh: list[int] = []  # rows whose window is not yet found
         self._used = 1
-        self._free: list[int] = []
 
     def add(self, terms: tuple[Any, ...] | None) -> int:
         """Store ``terms`` (None: row 0) and return its row."""
         if terms is None:
             return 0
         t_a, t_a_hat, t_b, s_opts, t_hat = terms
-        if self._free:
-            i = self._free.pop()
-        else:
-            i, self._used = self._used, self._used + 1
-            if i == len(self.t):
-                self._grow(2 * i, self.s_opts.shape[1])
+        i, self._used = self._used, self._used + 1
+        if i == len(self.t):
+            self._grow(2 * i, self.s_opts.shape[1])
         if len(s_opts) > self.s_opts.shape[1]:
             self._grow(len(self.t), len(s_opts))
         k = len(s_opts)
@@ -208,10 +205,6 @@ class TermStore:
             self._lo[i] = np.where(none, -math.inf, lo)
             self._hi[i] = np.where(none, math.inf, hi)
         return self._lo, self._hi
-
-    def release(self, rows: list[int]) -> None:
-        """Rows no longer needed (row 0 is kept)."""
-        self._free += [i for i in rows if i]
 
     def terms(self, i: int) -> tuple[Any, ...] | None:
         """Row ``i`` back as a terms tuple (None for row 0)."""
