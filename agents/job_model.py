@@ -53,6 +53,8 @@ class JobModelPolicy(Policy):
         self.model_dir = model_dir
         self.deterministic = deterministic
         self.model, self.meta = model, meta
+        if isinstance(meta.get("kind"), str):  # e.g. "RL from scratch, continued from rl-scratch" (.init_model)
+            self.kind = meta["kind"]
         kw = self.meta.get("env_kwargs", {})
         feats = kw.get("features")
         if not feats or len(feats) != 2:

@@ -193,6 +193,12 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
     vec = _training_vec(cfg)
     try:
         model = make_model(cfg, vec, out)
+        if cfg.init_model:  # the weights of a saved model, inputs it lacks at zero (.init_model)
+            from gpucluster_env.agents.init_model import continued_kind, init_from
+
+            meta["init_model"] = init_from(model, cfg, cfg.init_model)
+            meta["kind"] = continued_kind(meta["init_model"])
+            _write_meta(out, meta)
         if cfg.input_baseline:
             from gpucluster_env.agents.input_baseline import install_buffer
 

@@ -80,6 +80,9 @@ class TrainConfig:
     """Processes that play the cloning and DAgger episodes (same labels as one process; :mod:`.bc`)."""
     """With the ``hint`` entry: the weight of a cloning label where the expert departs from the hinted action
     (the rare decisions that carry the expert's margin over the heuristic; :func:`.bc._fit`)."""
+    init_model: str | None = None
+    """``jobs`` with MaskablePPO: start from this model's weights (a ``gpucluster train`` folder or a shipped
+    model's name; :mod:`.init_model`), inputs it lacks at zero; None: from a fresh initialization."""
     select_seeds: tuple[int, ...] = ()
     """Validation seeds: after training, the best saved model on them becomes model.zip (:mod:`.select`)."""
     eval_freq: int = 20_000
@@ -134,6 +137,10 @@ class TrainConfig:
                                  + "; the job-centric process trains across any clusters")
         if self.env_kwargs.get("observation") == "sets" and self.algo != "maskable_ppo":
             raise ValueError("observation 'sets' (the permutation-invariant network) trains with maskable_ppo")
+        if self.init_model and (self.process != "jobs" or self.algo != "maskable_ppo" or self.library_defaults
+                                or self.bc_episodes):
+            raise ValueError("init_model continues a maskable_ppo run of the job-centric process (process 'jobs', "
+                             "the project's hyperparameters, no behaviour cloning)")
         if self.dagger_rounds < 0 or self.dagger_episodes < 1:
             raise ValueError("dagger_rounds must be >= 0 and dagger_episodes >= 1")
         if self.bc_workers < 1:

@@ -46,6 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vec", default=None, choices=("subproc", "dummy"),
                    help="environments in subprocesses, or in the training process (faster on 2 cores; the default "
                         "for 'jobs', subproc for 'full')")
+    p.add_argument("--init-model", default=None, metavar="DIR_OR_NAME",
+                   help="'jobs' with maskable_ppo: start from this model's weights (a folder written by `gpucluster "
+                        "train`, or a shipped model such as rl-scratch); features it lacks start with zero weights, "
+                        "so the first policy is that model's; recorded in meta.json")
     p.add_argument("--bc-episodes", type=int, default=0,
                    help="warm start: behaviour-clone this many expert episodes first (MaskablePPO)")
     p.add_argument("--bc-epochs", type=int, default=20)
@@ -164,6 +168,10 @@ def run(args: argparse.Namespace) -> int:
     scenarios = _csv(args.scenario)
     for s in scenarios:
         get_scenario(s)  # fail fast on a bad name
+    if args.init_model:
+        from gpucluster_env.agents.init_model import resolve
+
+        resolve(args.init_model)  # fail fast on a bad name; the weights are mapped once the network is built
     tuned = {k: v for k, v in (("learning_rate", args.learning_rate), ("gamma", args.gamma),
                                ("gae_lambda", args.gae_lambda)) if v is not None}
     if args.time_discount is not None:
@@ -180,6 +188,7 @@ def run(args: argparse.Namespace) -> int:
         dagger_rounds=args.dagger_rounds, dagger_episodes=args.dagger_episodes,
         env_kwargs=env_args(args.env_arg, args.process),
         departure_weight=args.departure_weight, bc_workers=args.bc_workers, input_baseline=args.input_baseline,
+        init_model=args.init_model,
     )
     out = train(cfg, command=command_line(args))
     print(training_summary(out, args))
