@@ -54,3 +54,17 @@ def test_the_readmes_default_board_and_the_environments_metric_count() -> None:
     env_page = (ROOT / "docs" / "environment.md").read_text()
     assert _number(env_page, r"\((\d+) keys on\s+`Tiny-v1`") == len(info["metrics"])
     assert set(info["metrics"]) <= set(METRICS)
+
+
+def test_the_loaded_months_fifo_figures_on_the_performance_page() -> None:
+    """docs/performance.md describes `philly-loaded` by FIFO's run on seed 0 (its queueing and occupancy; FIFO
+    is the yardstick of every ratio there): the run gives them today."""
+    from gpucluster_env.policy import run_episode
+
+    page = " ".join((ROOT / "docs" / "performance.md").read_text().split())
+    result = run_episode("philly-loaded", "fifo", 0)
+    m = re.search(r"seed 0: FIFO waits ([\d.]+) days on average", page)
+    assert m, "the page no longer states FIFO's queueing on philly-loaded"
+    assert f"{result['avg_queue_s'] / 86400:.1f}" == m.group(1)
+    m = re.search(r"GPU occupancy (\d+)%\)", page)
+    assert m and f"{100 * result['gpu_occupancy']:.0f}" == m.group(1)
