@@ -94,8 +94,9 @@ class ActionChecks:
         tenant: int = -1, gl: list[int] | None = None
     ) -> int:
         """The accumulation job ``j`` starts with on ``g``, or ActionError. ``t`` (a GPU type) is given by the
-        planners when every GPU of ``g`` is of type ``t`` and either free (``tenant`` -1) or held by ``tenant``
-        alone; the checks then run on scalars, with the same results. ``gl``: ``g.tolist()`` if at hand."""
+        planners (and by exact starts, :meth:`check_exact_start`) when every GPU of ``g`` is of type ``t`` and
+        either free (``tenant`` -1) or held by ``tenant`` alone; the checks then run on scalars, with the same
+        results. ``gl``: ``g.tolist()`` if at hand."""
         st = self.state
         self.require(action, j, PENDING, "job")
         if len(g) != st.req_l[j]:
@@ -174,9 +175,11 @@ class ActionChecks:
         return g
 
     def check_exact_start(self, action: Action, j: int, p: int | None, g: np.ndarray,
-                          gl: list[int] | None = None) -> None:
+                          gl: list[int] | None = None) -> int | None:
         """The checks of a place (``p`` None) or colocate with ``partner`` ``p`` on an exact GPU set ``g``
-        (``gl``: ``g.tolist()`` if at hand)."""
+        (``gl``: ``g.tolist()`` if at hand). Returns the set's one GPU type when every GPU of it is of that type
+        and free (a place) or held by ``p`` alone (a colocate), else None: what :meth:`check_start` is given as
+        ``t`` by the planners, so that its checks run on scalars."""
         st = self.state
         sjf = st.slot_job_flat  # the slot arrays read per GPU of the gang, as ints
         if gl is None:
@@ -189,8 +192,23 @@ class ActionChecks:
                 t, types = self.type_index(gt), st.gpu_type_l
                 if any(types[x] != t for x in gl):
                     raise ActionError(f"{action}: not every GPU named is a {gt}")
-        elif not any(sjf.item(2 * x) == p or sjf.item(2 * x + 1) == p for x in gl):
-            raise ActionError(f"{action}: the GPU set shares no GPU with partner {p}")
+        else:
+            found, alone = False, True  # p holds a GPU of the set; p holds every GPU of it alone
+            for x in gl:
+                if sjf.item(2 * x) == p:
+                    found = True
+                    if sjf.item(2 * x + 1) >= 0:
+                        alone = False
+                else:
+                    alone = False
+                    if sjf.item(2 * x + 1) == p:
+                        found = True
+            if not found:
+                raise ActionError(f"{action}: the GPU set shares no GPU with partner {p}")
+            if not alone:
+                return None
+        t = self.rates.gang(gl)[0]
+        return t if t >= 0 else None
 
     def check_fork(self, action: Action | tuple, j: int, copies: int, gpus: Any) -> None:
         """The checks of a fork that come before any copy is placed."""

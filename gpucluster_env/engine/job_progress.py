@@ -95,31 +95,37 @@ class Progress:
         job_rate = self.rates.job_rate
         tf = float(t)  # the same value
         cp = s.copy_progress
+        # the arrays' item methods bound once; each ``a if a > b else b`` below is ``max(b, a)`` (the same float,
+        # NaN included), without the call
+        last_i, active_i, rate_i, rem_i, version_i = last_t.item, active.item, rate.item, remaining.item, version.item
+        shared_i, lo_i, solo_i = held_shared.item, share_lo.item, solo_rate.item
         for j in jobs:
             if j in cp:
                 self._cp_rerate(j, tf)  # per-copy progress
                 continue
-            last = last_t.item(j)
-            af = active.item(j)
-            start = max(last, af)
+            last = last_i(j)
+            af = active_i(j)
+            start = af if af > last else last
             rem = None
             if tf > start:
-                r0 = rate.item(j)
+                r0 = rate_i(j)
                 if r0 > 0:
-                    rem = max(0.0, remaining.item(j) - r0 * (tf - start))
+                    rem = rem_i(j) - r0 * (tf - start)
+                    rem = rem if rem > 0.0 else 0.0
                     remaining[j] = rem
-            last_t[j] = max(last, tf)
-            v = version.item(j) + 1
+            if tf > last:
+                last_t[j] = tf
+            v = version_i(j) + 1
             version[j] = v
             # Rates.job_rate's first case here: alone at full share on every GPU, the rate is the solo rate
-            if held_shared.item(j) != 0 or share_lo.item(j) != full or not (r := solo_rate.item(j)) > 0:
+            if shared_i(j) != 0 or lo_i(j) != full or not (r := solo_i(j)) > 0:
                 r = job_rate(j)
             rate[j] = r
             if r > 0:
                 if rem is None:
-                    rem = remaining.item(j)
+                    rem = rem_i(j)
                 # at max(t, active_from[j]) + remaining[j] / r
-                push_finish(max(tf, af) + rem / r, j, v)
+                push_finish((af if af > tf else tf) + rem / r, j, v)
 
     def remaining_now(self, jobs: np.ndarray | None = None) -> np.ndarray:
         """Remaining iterations of every job (or of ``jobs`` only, the same values) at the current time (settled

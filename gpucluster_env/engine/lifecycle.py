@@ -71,8 +71,8 @@ class Lifecycle:
             checks.require(action, p, RUNNING, "partner")
         gl = checks.gpu_list(action, action.gpus)  # type: ignore[arg-type]
         g = np.array(gl, dtype=np.int64)
-        checks.check_exact_start(action, j, p, g, gl)
-        self.start(j, g, checks.check_start(action, j, g, action.accumulation, gl=gl), gl)
+        t = checks.check_exact_start(action, j, p, g, gl)  # the set's one type where it is free or p's alone
+        self.start(j, g, checks.check_start(action, j, g, action.accumulation, t, -1 if p is None else p, gl), gl)
 
     def start(self, j: int, g: np.ndarray, s: int, gl: list[int] | None = None) -> None:
         """Start pending job ``j`` on ``g`` at accumulation ``s`` (``gl``: a new list of ``g``'s GPUs, if at

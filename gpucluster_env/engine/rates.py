@@ -227,6 +227,8 @@ class Rates:
             n_nodes = len({st.gpu_node_l[x] for x in gl})
         b = st.batch_l[j] if batch is None else int(batch)
         k = self.copy_model(st.model_l[j], b, int(s), gl, t, n_nodes, st.stealing.item(j))
+        if type(xi) is float and xi == 1.0:
+            return k.solo_iter  # copy_iter_time(k, 1.0), which the copy model keeps
         if type(xi) is not float:
             xa = np.asarray(xi, dtype=float)
             if n > 1 or xa.size != 1:
