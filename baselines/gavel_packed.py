@@ -65,6 +65,9 @@ class GavelPacked(Gavel):
         self._accum: dict[tuple[tuple[int, int, int], tuple[int, int, int], int], tuple[int, int] | None] = {}
         self._pair_tp: dict[tuple[tuple[int, int, int], tuple[int, int, int]], tuple[np.ndarray, np.ndarray]] = {}
         self._gpu_type_l: list[int] = self.view(env).gpu_type.tolist()
+        # the last round's candidate rows: kept while the round's one-job rows (the same list while the active jobs
+        # stay the same) and the allocation's pairs (a new dict at each allocation) stay
+        self._cands: tuple[Any, ...] | None = None
 
     def _klass(self, view: ClusterView, j: int) -> tuple[int, int, int]:
         return view.model_index(j), view.batch(j), int(view.req_gpus[j])
@@ -148,11 +151,15 @@ class GavelPacked(Gavel):
     def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
                         ) -> tuple[list[tuple[int, ...]], np.ndarray]:
         rows, run = super()._candidate_rows(view, active, t)
+        kept = self._cands
+        if kept is not None and kept[0] is rows and kept[1] is self.pair_ok:  # the same jobs and allocation
+            return kept[2], kept[3]
         act = set(active)
         pairs = [key for key in self.pair_ok if key[0] in act and key[1] in act]
-        if not pairs:
-            return rows, run
-        return rows + pairs, np.vstack([run, np.array([self.pair_ok[p] for p in pairs])])
+        out = (rows, run) if not pairs else (rows + pairs, np.vstack([run, np.array([self.pair_ok[p] for p in pairs])]))
+        out[1].flags.writeable = False
+        self._cands = (rows, self.pair_ok, *out)  # the same list kept: its row index is kept with it
+        return out
 
     def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
         if len(key) == 1:
@@ -169,7 +176,7 @@ class GavelPacked(Gavel):
         the other means each job's only partner is the other, and a job holding GPUs is running). A subclass that
         changes :meth:`_kept` changes this too."""
         alone = view.alone_types()
-        held: dict[int, list[int]] | None = None
+        together: dict[tuple[int, int], list[int]] | None = None
         gt = self._gpu_type_l
         out: dict[tuple[int, ...], int] = {}
         for key, k in grants:
@@ -177,15 +184,16 @@ class GavelPacked(Gavel):
                 if alone.get(key[0], -1) == k:
                     out[key] = k
                 continue
-            if held is None:  # each job's GPUs, ascending
-                held = {}
-                for x, (a, b) in enumerate(view.tenants(np.arange(view.num_gpus)).tolist()):
-                    if a >= 0:
-                        held.setdefault(a, []).append(x)
-                    if b >= 0:
-                        held.setdefault(b, []).append(x)
-            gi = held.get(key[0])
-            if gi is not None and gi == held.get(key[1]) and all(gt[x] == k for x in gi):
+            if together is None:  # the GPUs each pair of jobs shares, and how many GPUs each job holds
+                sj = view.tenants(np.arange(view.num_gpus))
+                n_held = np.bincount(sj[sj >= 0])
+                both = np.flatnonzero(sj[:, 1] >= 0)
+                together = {}
+                for x, a, b in zip(both.tolist(), sj[both, 0].tolist(), sj[both, 1].tolist(), strict=True):
+                    together.setdefault((a, b) if a < b else (b, a), []).append(x)
+            i, j = key
+            gi = together.get((i, j) if i < j else (j, i))  # the same GPUs: all of each job's GPUs are shared
+            if gi is not None and len(gi) == n_held.item(i) == n_held.item(j) and all(gt[x] == k for x in gi):
                 out[key] = k
         return out
 

@@ -3,8 +3,9 @@ last reset, the deficit), one value per GPU type for each row, a row being one j
 ``(i, j)``.
 
 A round reads the records of thousands of rows at once (every active job's), so the one-job rows live in one
-dense array indexed by job, read by one index array (:meth:`RowTable.take`), and only the few pair rows in a
-dict. A row never written reads as zeros, as a missing key did in the dict the records were before.
+dense array indexed by job, read by one index array (:meth:`RowTable.take`), and the pair rows (packed Gavel:
+thousands of candidate pairs) in a second dense array, a dict naming each pair's line. A row never written reads
+as zeros, as a missing key did in the dict the records were before.
 """
 
 from __future__ import annotations
@@ -35,13 +36,18 @@ def job_rows(jobs: list[int]) -> RowIndex:
 
 
 class RowTable:
-    """One record (``nk`` values per row) of Gavel's rows: one-job rows in a dense array, pairs in a dict."""
+    """One record (``nk`` values per row) of Gavel's rows: one-job rows in a dense array indexed by job, pair rows
+    in a second dense array (``pair_values``) whose line for each pair ``pairs`` names (line 0: zeros, what a pair
+    never written reads as), so a round reads and writes its rows with a few index arrays."""
 
     def __init__(self, n_jobs: int, nk: int) -> None:
         self.solo = np.zeros((n_jobs, nk))
         self.has = np.zeros(n_jobs, dtype=bool)
         """Which one-job rows were written."""
-        self.pairs: dict[Row, np.ndarray] = {}
+        self.pairs: dict[Row, int] = {}
+        """Each pair row written: its line in :attr:`pair_values`."""
+        self.pair_values = np.zeros((1, nk))
+        self._n_lines = 1
 
     @classmethod
     def of_rows(cls, n_jobs: int, ix: RowIndex, values: np.ndarray) -> RowTable:
@@ -50,13 +56,28 @@ class RowTable:
         t.write(ix, values)
         return t
 
+    def _lines(self, keys: list[Row]) -> list[int]:
+        """The lines of the pair rows ``keys`` (distinct), new lines for those not written yet."""
+        pairs = self.pairs
+        new = list(dict.fromkeys(key for key in keys if key not in pairs))
+        if new:
+            n = self._n_lines
+            if n + len(new) > len(self.pair_values):
+                grown = np.zeros((max(2 * len(self.pair_values), n + len(new)), self.solo.shape[1]))
+                grown[:n] = self.pair_values[:n]
+                self.pair_values = grown
+            pairs.update(zip(new, range(n, n + len(new)), strict=True))
+            self._n_lines = n + len(new)
+        return [pairs[key] for key in keys]
+
     def write(self, ix: RowIndex, values: np.ndarray) -> None:
         """Set the rows of ``ix`` to ``values`` (one row each)."""
         if ix.pairs:
+            pos = [i for i, _ in ix.pairs]
+            lines = self._lines([key for _, key in ix.pairs])  # first: it may grow pair_values
+            self.pair_values[lines] = values[pos]
             solo = np.ones(len(ix.heads), dtype=bool)
-            for i, key in ix.pairs:
-                solo[i] = False
-                self.pairs[key] = np.array(values[i], dtype=float)
+            solo[pos] = False
             self.solo[ix.heads[solo]] = values[solo]
             self.has[ix.heads[solo]] = True
         else:
@@ -71,20 +92,27 @@ class RowTable:
             self.solo[key[0]] = value
             self.has[key[0]] = True
         else:
-            self.pairs[key] = np.array(value, dtype=float)
+            line = self.pairs.get(key)
+            if line is None:
+                line = self._lines([key])[0]
+            self.pair_values[line] = value
 
     def row(self, key: Row) -> np.ndarray:
         """Row ``key``'s values, to change in place (written as zeros first when it was not)."""
         if len(key) > 1:
-            return self.pairs.setdefault(key, np.zeros(self.solo.shape[1]))
+            line = self.pairs.get(key)
+            if line is None:
+                line = self._lines([key])[0]
+            return self.pair_values[line]
         self.has[key[0]] = True
         return self.solo[key[0]]
 
     def take(self, ix: RowIndex) -> np.ndarray:
         """The values of the rows of ``ix`` (a fresh array; zeros for a row never written)."""
         out = self.solo[ix.heads]
-        for i, key in ix.pairs:
-            out[i] = self.pairs.get(key, 0.0)
+        if ix.pairs:
+            get = self.pairs.get
+            out[[i for i, _ in ix.pairs]] = self.pair_values[[get(key, 0) for _, key in ix.pairs]]
         return out
 
     def fill_missing(self, ix: RowIndex, value: float) -> None:
@@ -92,9 +120,10 @@ class RowTable:
         heads = ix.heads
         if ix.pairs:
             heads = np.delete(heads, [i for i, _ in ix.pairs])
-            for _, key in ix.pairs:
-                if key not in self.pairs:
-                    self.pairs[key] = np.full(self.solo.shape[1], value)
+            new = [key for _, key in ix.pairs if key not in self.pairs]
+            if new:
+                lines = self._lines(new)
+                self.pair_values[lines] = value
         new = heads[~self.has[heads]]
         self.solo[new] = value
         self.has[new] = True
@@ -105,6 +134,6 @@ def live_index(tables: list[RowTable], live: np.ndarray) -> RowIndex:
     then pairs sorted."""
     singles = np.flatnonzero(np.logical_or.reduce([t.has for t in tables]) & live)
     alive = live.tolist()  # read per job of each pair: list indexing, not an array per pair
-    pairs = sorted({k for t in tables for k in t.pairs if all(alive[j] for j in k)})
+    pairs = sorted(k for k in set().union(*(t.pairs for t in tables)) if all(alive[j] for j in k))
     heads = np.concatenate([singles, np.array([k[0] for k in pairs], dtype=np.int64)])
     return RowIndex(heads, [(len(singles) + i, k) for i, k in enumerate(pairs)])
