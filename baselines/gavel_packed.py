@@ -11,8 +11,10 @@ A class pair's time is realized by job pairs: the i-th job of one class with the
 within one class), each pair given the class pair's time divided by the number of job pairs. With
 ``objective="makespan"`` (:func:`.gavel_lp.packed_min_makespan`) the steps left differ from job to job, so every job
 is its own row and the LP chooses job pairs (gimbal §7.2's baseline: Gavel's makespan policy with its own packing):
-one column per job pair and type, or with ``pair_lp="partners"`` one per job, partner class and type
-(:mod:`.parts.gavel_partner_lp`), its job pairs then being the transport plans of the partner-class times. Those pairs
+by default (``pair_lp="partners"``) one column per job, partner class and type (:mod:`.parts.gavel_partner_lp`), its
+job pairs then being the transport plans of the partner-class times; with ``pair_lp="pairs"`` one column per job pair
+and type, Gavel's own formulation (the same optimum, kept for checking; where several allocations reach it, HiGHS may
+return another one). Those pairs
 are rows of Gavel's rounds beside the single jobs (priority = allocation / share of time received); a granted pair
 starts its first job on the gang (``Place``) and its second beside it on the same GPUs (``Colocate``).
 """
@@ -33,9 +35,12 @@ from gpucluster_env.policy import register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 PAIR_LPS = ("pairs", "partners")
-"""The makespan objective's LP: ``pairs``, one column per pair of jobs and type (Gavel's own formulation; ~n^2/2
-columns); ``partners``, one per job, partner class and type (:mod:`.parts.gavel_partner_lp`: the same optimum, seconds
-instead of minutes at hundreds of jobs, though it may pick another optimum where several exist)."""
+"""The makespan objective's LP: ``partners`` (the default), one column per job, partner class and type
+(:mod:`.parts.gavel_partner_lp`: the same optimum, seconds instead of minutes at hundreds of jobs); ``pairs``, one per
+pair of jobs and type (Gavel's own formulation, ~n^2/2 columns; the exact-but-slow check). Both reach the same
+optimum; where several allocations reach it, HiGHS may return another one, so the two may run different pairs
+(the default moved on 2026-12-07, #44: the boards' gimbal-philly / gimbal-alibaba means stay within the previous
+95% intervals, docs/gavel.md)."""
 
 
 @register_policy
@@ -51,7 +56,7 @@ class GavelPacked(Gavel):
     def __init__(self, objective: Annotated[str, OptionSpec(choices=("max-min", "makespan"))] = "max-min",
                  round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
                  wait_for_reset: bool = False,
-                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "pairs") -> None:
+                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "partners") -> None:
         """``objective``: ``max-min`` or ``makespan``; ``round_s``: round length (None: the scenario's, else
         360 s); ``min_reset_s``: least time between allocation recomputations; ``wait_for_reset``: Gavel's
         between-resets rule (:attr:`.gavel_scheduler.Gavel.wait_for_reset`); ``pair_lp``: how the makespan LP
