@@ -13,7 +13,7 @@ largest world size, ``J_max``, shares with every other member, and the others sh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +72,11 @@ def sets_reaching(view: ClusterView, pairs: set[tuple[int, int]], jobs: set[int]
     for a, b in pairs:
         adj.setdefault(a, []).append(b)
         adj.setdefault(b, []).append(a)
+    return groups_reaching(view, adj, jobs)
+
+
+def groups_reaching(view: ClusterView, adj: Mapping[int, Iterable[int]], jobs: Iterable[int]) -> list[JobSet]:
+    """:func:`sets_reaching` over the graph's adjacency (each job with a pair: the jobs it shares a GPU with)."""
     req = view.req_gpus
     out, seen = [], set()
     for j in jobs:
@@ -93,28 +98,65 @@ class KeptSets:
     """:func:`packing_sets` kept while the tenants of the GPUs holding two jobs stay the same (the sets read
     nothing else: a job starting or ending alone on its GPUs leaves them as they are): the same list object
     until then, so a reader may tell unchanged sets by identity. When they change, only the sets of the jobs
-    whose pairs came or went are worked out again (:func:`sets_reaching`): a group none of whose jobs gained or
-    lost a pair has the same edges as before, so it is the same set."""
+    whose pairs came or went are worked out again (:func:`groups_reaching`): a group none of whose jobs gained or
+    lost a pair has the same edges as before, so it is the same set. The pairs (with the GPUs each is on), their
+    graph and each job's set are updated from the GPUs whose tenants changed, not read again from every GPU."""
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
         self._all = np.arange(view.num_gpus)
-        self._key: bytes | None = None
-        self._pairs: set[tuple[int, int]] = set()
+        self._ten: np.ndarray | None = None  # every GPU's tenants at the last look
+        self._gpus_of_pair: dict[tuple[int, int], int] = {}  # (slot 0, slot 1) -> GPUs holding that pair
+        self._adj: dict[int, set[int]] = {}  # the pairs' graph
+        self._set_of: dict[int, JobSet] = {}  # each job with a pair -> its set
         self._sets: list[JobSet] = []
 
     def now(self) -> list[JobSet]:
         """The packing sets now (do not change the list)."""
         ten = self.view.tenants(self._all)
-        both = ten[ten[:, 1] >= 0]
-        key = both.tobytes()
-        if key != self._key:
-            pairs = set(zip(both[:, 0].tolist(), both[:, 1].tolist(), strict=True))
-            moved = {j for pair in pairs ^ self._pairs for j in pair}
-            kept = [s for s in self._sets if s.jmax not in moved and moved.isdisjoint(s.others)]
-            fresh = sets_reaching(self.view, pairs, moved)
-            self._key, self._pairs = key, pairs
-            self._sets = sorted(kept + fresh, key=lambda s: s.jmax) if fresh else kept
+        before, self._ten = self._ten, ten
+        if before is None:
+            rows_before, rows_now = np.zeros((0, 2), dtype=ten.dtype), ten
+        else:
+            changed = (ten != before).any(axis=1)
+            if not changed.any():
+                return self._sets
+            rows_before, rows_now = before[changed], ten[changed]
+        rows_before = rows_before[rows_before[:, 1] >= 0].tolist()
+        rows_now = rows_now[rows_now[:, 1] >= 0].tolist()
+        if not rows_before and not rows_now:
+            return self._sets  # no GPU holding two jobs changed: the same sets, the same list
+        count, adj = self._gpus_of_pair, self._adj
+        touched = {(a, b): (a, b) in count for a, b in rows_before + rows_now}  # pair -> held before
+        for a, b in rows_before:
+            n = count[(a, b)] = count[(a, b)] - 1
+            if not n:
+                del count[(a, b)]
+        for a, b in rows_now:
+            count[(a, b)] = count.get((a, b), 0) + 1
+        # the jobs of the pairs that came or went (a pair that only moved between GPUs stays)
+        moved = {j for pair, held in touched.items() if held != (pair in count) for j in pair}
+        for a, b in rows_before:  # edges of the pairs gone, then of the pairs held now
+            if (a, b) not in count and (b, a) not in count and b in adj.get(a, ()):
+                adj[a].discard(b)
+                adj[b].discard(a)
+        for a, b in rows_now:
+            adj.setdefault(a, set()).add(b)
+            adj.setdefault(b, set()).add(a)
+        for j in moved:
+            if j in adj and not adj[j]:
+                del adj[j]
+        set_of = self._set_of
+        gone = {id(s): s for j in moved if (s := set_of.get(j)) is not None}  # the sets the moved jobs were in
+        kept = [s for s in self._sets if id(s) not in gone] if gone else list(self._sets)
+        for s in gone.values():
+            for j in s.jobs:
+                del set_of[j]
+        fresh = groups_reaching(self.view, adj, moved)
+        for s in fresh:
+            for j in s.jobs:
+                set_of[j] = s
+        self._sets = sorted(kept + fresh, key=lambda s: s.jmax) if fresh else kept
         return self._sets
 
 

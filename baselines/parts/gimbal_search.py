@@ -151,6 +151,8 @@ class Coordinator:
         self.searches: dict[int, SetSearch] = {}
         self.stats = SearchStats()
         self._sets: KeptSets | None = None
+        self._ticked: list[JobSet] | None = None  # the sets of the last tick (KeptSets' list: same while unchanged)
+        self._ended: dict[int, JobSet] = {}  # id -> those of them whose search has ended (held: ids stay theirs)
 
     # ------------------------------------------------------------------ bookkeeping
     def _sync(self, view: ClusterView) -> None:
@@ -160,7 +162,9 @@ class Coordinator:
                 raise ValueError(f"Coordinator: made for a share grid of {self.full} steps per GPU, the engine's has "
                                  f"{view.share_units} (pass share_units=view.share_units)")
             self.model = ThroughputModel(view, self.demand, self._predictor)
-        self.shares = {k: s for k, s in self.shares.items() if view.is_running(k[0])}
+        stopped = {j for j in {k[0] for k in self.shares} if not view.is_running(j)}  # each job asked once
+        if stopped:
+            self.shares = {k: s for k, s in self.shares.items() if k[0] not in stopped}
         self.liss_on = {j for j in self.liss_on if view.is_running(j)}
 
     def forget(self, jobs: Any) -> None:
@@ -307,11 +311,22 @@ class Coordinator:
         if self._sets is None or self._sets.view is not view:
             self._sets = KeptSets(view)
         sets = self._sets.now()
-        live = {s.jmax for s in sets}
-        self.searches = {k: v for k, v in self.searches.items() if k in live}
+        if sets is not self._ticked:  # (the same list: the same sets, every search kept)
+            live = {s.jmax for s in sets}
+            self.searches = {k: v for k, v in self.searches.items() if k in live}
+            self._ended = {id(s): s for s in sets if id(s) in self._ended}
+            self._ticked = sets
+        # a set whose search ended is passed over while it is the same JobSet object (KeptSets makes a new one
+        # for a group whose pairs changed): its search is kept, ended, for its very members, a tick a no-op
+        ended = self._ended
+        todo = [s for s in sets if id(s) not in ended] if ended else sets
         with self.model.held():  # the cluster does not change during a tick
-            for s in sets:
+            for s in todo:
                 self._tick_set(view, s, acts)
+        searches = self.searches
+        for s in todo:
+            if searches[s.jmax].done:
+                ended[id(s)] = s
         return acts
 
     def _tick_set(self, view: ClusterView, s: JobSet, acts: list[Action]) -> None:

@@ -1,6 +1,7 @@
 """What the packing schedulers keep from one decision to the next (baselines/parts/job_shape.py FailedShapes,
-gimbal_rules.py PartnerCache, packing_sets and KeptSets, gimbal_throughput.py ThroughputModel.held) gives, at
-every decision of real runs, the answers of the plain per-question computations they replace."""
+gimbal_rules.py PartnerCache, packing_sets and KeptSets, gimbal_throughput.py ThroughputModel.held,
+gimbal_search.py's ended searches passed over)
+gives, at every decision of real runs, the answers of the plain per-question computations they replace."""
 
 from __future__ import annotations
 
@@ -52,6 +53,26 @@ def plain_sets(view: ClusterView) -> list[JobSet]:
     return sorted(out, key=lambda s: s.jmax)
 
 
+def check_ticks(coord: Any, counts: dict[str, int]) -> None:
+    """Make Gimbal's coordinator check after every tick what lets the next one pass over sets: every packing set
+    it holds as ended has an ended search started for its very members, and no search is kept for a set gone."""
+    tick = coord.tick
+
+    def checked_tick(view: ClusterView) -> list[Action]:
+        acts = tick(view)
+        sets = packing_sets(view)
+        assert coord._ticked == sets and set(coord.searches) <= {s.jmax for s in sets}
+        assert set(coord._ended) <= {id(s) for s in coord._ticked}
+        for s in coord._ticked:
+            if id(s) in coord._ended:
+                st = coord.searches[s.jmax]
+                assert st.done and st.members == s.jobs
+                counts["passed"] = counts.get("passed", 0) + 1
+        return acts
+
+    coord.tick = checked_tick
+
+
 class _Compared:
     """Counts of the decisions a checked policy compared with the plain walk, and of those that started a job."""
 
@@ -67,7 +88,13 @@ class _Compared:
 
 
 class _CheckedLucid(_Compared, LucidGimbal):
-    """Lucid+Gimbal that, before each host decision, works it out by the plain walk and compares."""
+    """Lucid+Gimbal that, before each host decision, works it out by the plain walk and compares (and checks its
+    ticks: :func:`check_ticks`)."""
+
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self.counts: dict[str, int] = {}
+        check_ticks(self.coordinator, self.counts)
 
     def act(self, observation: Any, env: Any) -> Any:
         view = self.view(env)
@@ -100,6 +127,8 @@ class _CheckedGandiva(GandivaGimbal):
         self.decisions_seen = 0
         self.sparse: KeptSets | None = None
         self.rates_checked = 0
+        self.counts: dict[str, int] = {}
+        check_ticks(self.coordinator, self.counts)
 
     def act(self, observation: Any, env: Any) -> Any:
         view = self.view(env)
@@ -159,6 +188,7 @@ def test_lucid_walk_with_memory_is_the_plain_walk() -> None:
     pol = _CheckedLucid()
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 250})
     assert pol.compared > 200 and pol.started > 50
+    assert pol.counts["passed"] > 10
 
 
 def test_gandiva_walk_over_arrays_is_the_plain_walk() -> None:
@@ -172,3 +202,4 @@ def test_partner_answers_sets_and_held_rates_match_plain_ones(jobs: int) -> None
     pol = _CheckedGandiva()
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": jobs})
     assert pol.hosts_checked > 100 and pol.sets_checked > 50 and pol.rates_checked > 50
+    assert pol.counts["passed"] > 10
