@@ -32,7 +32,7 @@ from gpucluster_env.baselines.parts.gimbal_rules import (
 from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
-from gpucluster_env.baselines.parts.packing_walk import HostRows, first_true, free_start
+from gpucluster_env.baselines.parts.packing_walk import FreeStarts, HostRows, first_true
 from gpucluster_env.baselines.parts.xi_predictor import PREDICTOR_VERSION, XiPredictor
 
 from gpucluster_env.engine import Action, Colocate, Place, Preempt, Wait
@@ -86,6 +86,7 @@ class Gandiva(Policy):
         self.failed = FailedShapes(view)
         self.hosts = PartnerCache(view, self.rule, self.unequal)
         self.rows = HostRows(view, self.hosts)
+        self.free = FreeStarts(view, self.rule)
         self._harm: np.ndarray | None = None  # the harmful pairs by model index, for _harm_n of them
         self._harm_n = 0
 
@@ -180,17 +181,24 @@ class Gandiva(Policy):
     def _prepare(self, view: ClusterView, jobs: np.ndarray) -> None:
         """:meth:`pack` for each of ``jobs`` at once (the walk's jobs in one state), kept for :meth:`_answer`:
         per size, a jobs x partners mask (fits in memory, model pair not harmful), the least profiled demand
-        among those passing (ties: the lowest index)."""
-        self._partner: dict[int, int] = {}
+        among those passing (ties: the lowest index); an answer worked out over the same partners before is
+        kept (:meth:`.HostRows.split`)."""
         harm = self._harm_matrix(view)
-        for js, ps, types, ok in self.rows.by_size(self.failed.state, jobs):
+        # an answer reads of a job its shape alone (size, footprint, model): kept by shape over its size's table
+        # while no model pair is found harmful (the pairs only grow)
+        codes = dict(zip(jobs.tolist(), self.failed.codes(jobs).tolist(), strict=True))
+        tag = len(self.harmful)
+        got, left = self.rows.split(self.failed.state, jobs, list(codes.values()), tag)
+        for js, ps, types, ok in self.rows.by_size(self.failed.state, left):
             if harm is not None:
                 ok &= ~harm[view.model_index_of(js)[:, None], view.model_index_of(ps)[None, :]]
             best = np.argmin(np.where(ok, view.demand_of(ps, types)[None, :], np.inf), axis=1)
             first = first_true(ok)
             for r, (j, i, f) in enumerate(zip(js.tolist(), best.tolist(), first.tolist(), strict=True)):
-                if f >= 0:  # the least demand among the passing ones (all infinite: the first of them)
-                    self._partner[j] = int(ps[i if ok[r, i] else f])
+                # the least demand among the passing ones (all infinite: the first of them); -1: none passes
+                got[j] = int(ps[i if ok[r, i] else f]) if f >= 0 else -1
+                self.rows.keep(codes[j], j, tag, got[j])
+        self._partner: dict[int, int] = {j: p for j, p in got.items() if p >= 0}
 
     def _harm_matrix(self, view: ClusterView) -> np.ndarray | None:
         """The harmful model pairs as a symmetric boolean matrix by model index (None: none yet)."""
@@ -207,7 +215,7 @@ class Gandiva(Policy):
     def _answer(self, view: ClusterView, j: int) -> Action | None:
         """:meth:`start` from what :meth:`_prepare` worked out."""
         assert self.rule is not None
-        a = free_start(view, self.rule, j)
+        a = self.free.start(self.failed.state, j, self.failed.code(j))
         if a is not None:
             return a
         p = self._partner.get(j)

@@ -25,7 +25,7 @@ import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule, fitting_hosts
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
-from gpucluster_env.baselines.parts.packing_walk import HostRows, first_true, free_start
+from gpucluster_env.baselines.parts.packing_walk import FreeStarts, HostRows, first_true
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -77,6 +77,7 @@ class Lucid(Policy):
         self.failed = FailedShapes(self.view(env))
         self.hosts = PartnerCache(self.view(env), self.rule, self.unequal)
         self.rows = HostRows(self.view(env), self.hosts)
+        self.free = FreeStarts(self.view(env), self.rule)
 
     def lucid_priority(self, view: ClusterView, j: int) -> float:
         """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
@@ -139,17 +140,20 @@ class Lucid(Policy):
 
     def _prepare(self, view: ClusterView, jobs: np.ndarray) -> None:
         """:meth:`pick_partner` for each of ``jobs`` at once (the walk's jobs in one state), kept for
-        :meth:`_answer`: per size, a jobs x partners mask of Lucid's tests, the first partner passing them."""
-        self._partner: dict[int, int] = {}
-        for js, ps, types, ok in self.rows.by_size(self.failed.state, jobs):
+        :meth:`_answer`: per size, a jobs x partners mask of Lucid's tests, the first partner passing them; an
+        answer worked out over the same partners before is kept (:meth:`.HostRows.split`)."""
+        # an answer reads of a job its size, priority, model and batch: kept by job over its size's table
+        got, left = self.rows.split(self.failed.state, jobs, jobs.tolist(), None)
+        for js, ps, types, ok in self.rows.by_size(self.failed.state, left):
             pj = view.solo_time[js] * view.req_gpus[js]
             ok &= ~(pj[:, None] > self.time_ratio * (view.solo_time[ps] * view.req_gpus[ps])[None, :])
             if self.threshold < 4:  # else any two scores (0-2 each) pass
                 ok &= (self.scores(view, js[:, None], types[None, :]) + self.scores(view, ps, types)[None, :]
                        <= self.threshold)
             for j, i in zip(js.tolist(), first_true(ok).tolist(), strict=True):
-                if i >= 0:
-                    self._partner[j] = int(ps[i])
+                got[j] = int(ps[i]) if i >= 0 else -1
+                self.rows.keep(j, j, None, got[j])
+        self._partner: dict[int, int] = {j: p for j, p in got.items() if p >= 0}
 
     def _answer(self, view: ClusterView, j: int) -> Action | None:
         """:meth:`start` from what :meth:`_prepare` worked out."""
@@ -158,7 +162,7 @@ class Lucid(Policy):
         if p is not None:
             g = self.hosts.gpus(int(view.req_gpus[j]), p)
             return Colocate(j, p, accumulation=1, gpus=tuple(int(x) for x in g))
-        return free_start(view, self.rule, j)
+        return self.free.start(self.failed.state, j, self.failed.code(j))
 
     def start(self, view: ClusterView, j: int) -> Action | None:
         """Where pending job ``j`` starts now: beside a partner, else on free GPUs the rule allows; None:

@@ -218,7 +218,8 @@ class PartnerCache:
     the partner's GPUs, their tenants and the partners' sizes (and the static topology), so it holds until a
     tenant of one of the partner's GPUs changes (:class:`TenantWatch`, asked at every :meth:`sync`, which every
     question does first). Per number of GPUs asked, two masks over the jobs (answer known, answer None) let
-    :meth:`hosts` pass over many candidate partners at once."""
+    :meth:`hosts` pass over many candidate partners at once. :meth:`stamp` tells a reader when the answers for
+    a number of GPUs asked may have changed."""
 
     def __init__(self, view: ClusterView, rule: TopologyRule, unequal: bool) -> None:
         self.view, self.rule, self.unequal = view, rule, bool(unequal)
@@ -228,6 +229,8 @@ class PartnerCache:
         self._none: dict[int, np.ndarray] = {}  # by GPUs asked: partners whose kept answer is None
         self._type: dict[int, np.ndarray] = {}  # by GPUs asked: type of the first GPU of a kept answer
         self._room: dict[int, np.ndarray] = {}  # by GPUs asked: least room (GB) over a kept answer's GPUs
+        self._syncs = 0  # the syncs that forgot answers
+        self._stamp = np.zeros(int(view.req_gpus.max(initial=0)) + 2, dtype=np.int64)  # by GPUs asked
 
     def sync(self) -> None:
         """Forget the answers of the jobs on GPUs whose tenants changed since the last question."""
@@ -238,6 +241,18 @@ class PartnerCache:
         if moved:
             for known in self._known.values():
                 known[moved] = False
+            self._syncs += 1
+            sizes = self.view.req_gpus[moved]
+            if self.unequal:  # a partner offers GPUs to jobs of its size or smaller
+                self._stamp[:int(sizes.max()) + 1] = self._syncs
+            else:
+                self._stamp[sizes] = self._syncs
+
+    def stamp(self, need: int) -> int:
+        """The last :meth:`sync` that forgot an answer for a job asking ``need`` GPUs: while it stays the same,
+        so does every answer for that number, and which running jobs can offer one (a job that starts or stops
+        changes its GPUs' tenants)."""
+        return int(self._stamp[need])
 
     def _fill(self, need: int, j: int, ps: np.ndarray) -> None:
         """Work out the answers of partners ``ps`` for a job asking ``need`` GPUs (``j``, one such job)."""

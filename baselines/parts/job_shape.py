@@ -60,8 +60,8 @@ class FailedShapes:
         self._gpus = np.arange(view.num_gpus)
         self._state: tuple[bytes, Hashable] | None = None
 
-    def _codes(self, jobs: np.ndarray) -> np.ndarray:
-        """Shape codes of pending ``jobs``, coding the ones never seen."""
+    def codes(self, jobs: np.ndarray) -> np.ndarray:
+        """Shape codes of pending ``jobs`` (one per ``(GPUs asked, model, batch)``), coding the ones never seen."""
         c = self._code[jobs]
         if (c < 0).any():
             v = self.view
@@ -71,6 +71,10 @@ class FailedShapes:
                 self._floor = np.concatenate([self._floor, np.full(len(self._ids) - len(self._floor), np.inf)])
             c = self._code[jobs]
         return c
+
+    def code(self, j: int) -> int:
+        """The shape code of pending job ``j``, once :meth:`codes` or :meth:`walk` has seen it pending."""
+        return int(self._code[j])
 
     @property
     def state(self) -> tuple[bytes, Hashable] | None:
@@ -90,7 +94,7 @@ class FailedShapes:
             self._floor[:] = np.inf
         if len(order) == 0:
             return None
-        codes = self._codes(order)
+        codes = self.codes(order)
         floor = self._floor
         k = np.zeros(len(order)) if keys is None else keys
         live = np.flatnonzero(k < floor[codes])

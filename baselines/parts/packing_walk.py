@@ -7,7 +7,8 @@ it start on free GPUs -- worked out for all those jobs at once, in one cluster s
   read once per cluster state and size.
 * :class:`Footprints`: each pending job's worker memory at accumulation 1, the ``fits_on`` side of a job.
 * :func:`first_true`: the first passing partner of each job, over a jobs x partners mask.
-* :func:`free_start`: a start on free GPUs, with the placement asked only when enough GPUs are free.
+* :func:`free_start`: a start on free GPUs, with the placement asked only when enough GPUs are free;
+  :class:`FreeStarts`: its answers kept by job shape while the free GPUs stay.
 
 Each answer is the one the per-job question (``pick_partner``, ``least_utilized_host``, ``plan_place``) gives: a
 partner's memory test ``fits_on`` passes on all of its GPUs exactly when it passes on the one of least room, and
@@ -49,15 +50,20 @@ class Footprints:
 
 
 class HostRows:
-    """The partners a pending job may pack beside, per number of GPUs asked, as arrays (by job index), kept for
-    one cluster state (the ``state`` object of the walk asking: a new one when the GPUs' tenants changed)."""
+    """The partners a pending job may pack beside, per number of GPUs asked, as arrays (by job index), kept while
+    the cache's :meth:`~.gimbal_rules.PartnerCache.stamp` for that number stays (no job that could offer such a
+    job GPUs started, stopped or saw its GPUs' tenants change), and the partner each pending job was given over
+    them (:meth:`split`, :meth:`keep`). A walk passes its ``state`` object (a new one when the GPUs' tenants
+    changed): the cache is synced once per state."""
 
     def __init__(self, view: ClusterView, hosts: PartnerCache) -> None:
         self.view, self.hosts = view, hosts
         self.footprints = Footprints(view)
         self._state: Hashable = None
-        self._run = self._size = np.zeros(0, dtype=np.int64)  # running jobs and their sizes, in this state
-        self._tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._run: np.ndarray | None = None  # running jobs in this state (read when a table is built)
+        self._size = np.zeros(0, dtype=np.int64)
+        self._tables: dict[int, tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}  # need -> (stamp, table)
+        self._kept: dict[Hashable, tuple[tuple[np.ndarray, np.ndarray, np.ndarray], Hashable, int]] = {}
 
     def by_size(self, state: Hashable, jobs: np.ndarray
                 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
@@ -74,21 +80,51 @@ class HostRows:
     def table(self, state: Hashable, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(partners, type, room)`` for pending job ``j``: the running jobs of its size (or larger, when the
         cache's ``unequal`` allows) that offer it GPUs, by index; the type of the first of those GPUs; their
-        least room (GB) (:meth:`~.gimbal_rules.PartnerCache.rows`). The same for every job of ``j``'s size
-        while ``state`` is the same object."""
+        least room (GB) (:meth:`~.gimbal_rules.PartnerCache.rows`). The same object for every job of ``j``'s
+        size while the cache's stamp for that size stays."""
         v = self.view
         if state is not self._state:
-            self._state, self._tables = state, {}
+            self._state, self._run = state, None
             self.hosts.sync()
-            self._run = v.running_jobs()
-            self._size = v.req_gpus[self._run]
         need = int(v.req_gpus[j])
+        stamp = self.hosts.stamp(need)
         t = self._tables.get(need)
-        if t is None:
+        if t is None or t[0] != stamp:
+            if self._run is None:
+                self._run = v.running_jobs()
+                self._size = v.req_gpus[self._run]
             run, n_p = self._run, self._size
             ok = n_p >= need if self.hosts.unequal else n_p == need
-            t = self._tables[need] = self.hosts.rows(j, run[ok])
-        return t
+            t = self._tables[need] = (stamp, self.hosts.rows(j, run[ok]))
+        return t[1]
+
+    def split(self, state: Hashable, jobs: np.ndarray, keys: list[Hashable], tag: Hashable
+              ) -> tuple[dict[int, int], np.ndarray]:
+        """The partners of pending ``jobs`` (in this state) that are known without working them out -- kept by
+        :meth:`keep` over the same :meth:`table` object with the same ``tag`` (what else the policy's answer
+        reads), or none when no partner offers GPUs -- as ``{job: partner or -1}``, and the jobs left. ``keys``:
+        one per job, all its answer reads of it but its size."""
+        got: dict[int, int] = {}
+        left: list[int] = []
+        tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        kept = self._kept
+        for j, n, k in zip(jobs.tolist(), self.view.req_gpus[jobs].tolist(), keys, strict=True):
+            t = tables.get(n)
+            if t is None:
+                t = tables[n] = self.table(state, j)
+            a = kept.get(k)
+            if a is not None and a[0] is t and a[1] == tag:
+                got[j] = a[2]
+            elif not len(t[0]):
+                got[j] = -1
+            else:
+                left.append(j)
+        return got, np.array(left, dtype=np.int64)
+
+    def keep(self, key: Hashable, j: int, tag: Hashable, partner: int) -> None:
+        """Remember ``partner`` (-1: none) as the answer of pending job ``j`` (``key``, ``tag``: as :meth:`split`)
+        over the :meth:`table` of its size now."""
+        self._kept[key] = (self._tables[int(self.view.req_gpus[j])][1], tag, partner)
 
 
 def first_true(ok: np.ndarray) -> np.ndarray:
@@ -97,6 +133,38 @@ def first_true(ok: np.ndarray) -> np.ndarray:
         return np.full(ok.shape[0], -1, dtype=np.int64)
     first = ok.argmax(axis=1)
     return np.where(ok[np.arange(ok.shape[0]), first], first, -1)
+
+
+class FreeStarts:
+    """:func:`free_start` answers kept by job shape (:class:`.job_shape.FailedShapes`' code: the placement reads
+    of a job its GPUs asked, model and batch, the rule its GPUs asked) while the free GPUs stay the same (the
+    placement reads the free GPUs per node and which GPUs are free; the rule, for a set of free GPUs, the nodes
+    it spans): a start beside a partner, or a job ending beside one, leaves them as they were. A walk passes
+    its ``state`` object (a new one when the GPUs' tenants changed): the free GPUs are read once per state."""
+
+    def __init__(self, view: ClusterView, rule: TopologyRule) -> None:
+        self.view, self.rule = view, rule
+        self._all = np.arange(view.num_gpus)
+        self._state: Hashable = None
+        self._free: bytes | None = None
+        self._kept: dict[int, np.ndarray | None] = {}  # shape code -> free_start's GPUs (None: no start)
+
+    def start(self, state: Hashable, j: int, code: int) -> Place | None:
+        """:func:`free_start` of pending job ``j`` (of shape ``code``) in this ``state``."""
+        v = self.view
+        if v.num_free() < int(v.req_gpus[j]):
+            return None
+        if state is not self._state:
+            self._state = state
+            free = (v.tenants(self._all)[:, 0] < 0).tobytes()
+            if free != self._free:
+                self._free, self._kept = free, {}
+        if code in self._kept:
+            g = self._kept[code]
+        else:
+            a = free_start(v, self.rule, j)
+            g = self._kept[code] = None if a is None else a.gpus
+        return None if g is None else Place(j, gpus=g)
 
 
 def free_start(view: ClusterView, rule: TopologyRule, j: int) -> Place | None:

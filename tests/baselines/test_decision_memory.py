@@ -1,6 +1,6 @@
 """What the packing schedulers keep from one decision to the next (baselines/parts/job_shape.py FailedShapes,
 gimbal_rules.py PartnerCache, packing_sets and KeptSets, gimbal_throughput.py ThroughputModel.held,
-gimbal_search.py's ended searches passed over)
+packing_walk.py HostRows' tables and partners and FreeStarts, gimbal_search.py's ended searches passed over)
 gives, at every decision of real runs, the answers of the plain per-question computations they replace."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from gpucluster_env.baselines.lucid_gimbal import LucidGimbal
 from gpucluster_env.baselines.parts.gimbal_rules import JobSet, KeptSets, packing_sets, partner_gpus
 from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel
 from gpucluster_env.baselines.parts.job_shape import start_shape
+from gpucluster_env.baselines.parts.packing_walk import HostRows, free_start
 
 from gpucluster_env.engine import Action, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -53,6 +54,33 @@ def plain_sets(view: ClusterView) -> list[JobSet]:
     return sorted(out, key=lambda s: s.jmax)
 
 
+def check_kept(host: Any, counts: dict[str, int]) -> None:
+    """Make packing ``host`` (Lucid or Gandiva, after its reset) compare, at every walk, its partners worked out
+    over kept tables and kept answers with those of a fresh :class:`HostRows` (nothing kept), and every kept
+    free start with :func:`free_start` asked afresh (counted in ``counts``)."""
+    prepare, kept_start = host._prepare, host.free.start
+
+    def checked_prepare(view: ClusterView, jobs: np.ndarray) -> None:
+        prepare(view, jobs)
+        got = host._partner
+        rows, host.rows = host.rows, HostRows(view, host.hosts)
+        try:
+            prepare(view, jobs)
+        finally:
+            host.rows = rows
+        assert host._partner == got
+        host._partner = got
+        counts["partners"] = counts.get("partners", 0) + len(jobs)
+
+    def checked_start(state: Any, j: int, code: int) -> Any:
+        got = kept_start(state, j, code)
+        assert got == free_start(host.free.view, host.rule, j)
+        counts["free"] = counts.get("free", 0) + 1
+        return got
+
+    host._prepare, host.free.start = checked_prepare, checked_start
+
+
 def check_ticks(coord: Any, counts: dict[str, int]) -> None:
     """Make Gimbal's coordinator check after every tick what lets the next one pass over sets: every packing set
     it holds as ended has an ended search started for its very members, and no search is kept for a set gone."""
@@ -89,11 +117,12 @@ class _Compared:
 
 class _CheckedLucid(_Compared, LucidGimbal):
     """Lucid+Gimbal that, before each host decision, works it out by the plain walk and compares (and checks its
-    ticks: :func:`check_ticks`)."""
+    kept partners, free starts and ticks: :func:`check_kept`, :func:`check_ticks`)."""
 
     def reset(self, env: Any) -> None:
         super().reset(env)
         self.counts: dict[str, int] = {}
+        check_kept(self.host, self.counts)
         check_ticks(self.coordinator, self.counts)
 
     def act(self, observation: Any, env: Any) -> Any:
@@ -106,7 +135,13 @@ class _CheckedLucid(_Compared, LucidGimbal):
 
 class _CheckedGandivaWalk(_Compared, Gandiva):
     """Gandiva that, before each decision, works it out by the plain walk over ``start`` and compares (its walk
-    answers the same questions over arrays, baselines/parts/packing_walk.py)."""
+    answers the same questions over arrays, baselines/parts/packing_walk.py; its kept partners and free starts:
+    :func:`check_kept`)."""
+
+    def reset(self, env: Any) -> None:
+        super().reset(env)
+        self.counts: dict[str, int] = {}
+        check_kept(self, self.counts)
 
     def act(self, observation: Any, env: Any) -> Any:
         view = self.view(env)
@@ -128,6 +163,7 @@ class _CheckedGandiva(GandivaGimbal):
         self.sparse: KeptSets | None = None
         self.rates_checked = 0
         self.counts: dict[str, int] = {}
+        check_kept(self.host, self.counts)
         check_ticks(self.coordinator, self.counts)
 
     def act(self, observation: Any, env: Any) -> Any:
@@ -188,13 +224,14 @@ def test_lucid_walk_with_memory_is_the_plain_walk() -> None:
     pol = _CheckedLucid()
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 250})
     assert pol.compared > 200 and pol.started > 50
-    assert pol.counts["passed"] > 10
+    assert pol.counts["partners"] > 200 and pol.counts["free"] > 200 and pol.counts["passed"] > 10
 
 
 def test_gandiva_walk_over_arrays_is_the_plain_walk() -> None:
     pol = _CheckedGandivaWalk()
     run_episode("gimbal-philly", pol, 0)  # packs that lose: harmful model pairs skipped
     assert pol.compared > 100 and pol.started > 50 and pol.unpacked > 0
+    assert pol.counts["partners"] > 100 and pol.counts["free"] > 100
 
 
 @pytest.mark.parametrize("jobs", [200])
@@ -202,4 +239,4 @@ def test_partner_answers_sets_and_held_rates_match_plain_ones(jobs: int) -> None
     pol = _CheckedGandiva()
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": jobs})
     assert pol.hosts_checked > 100 and pol.sets_checked > 50 and pol.rates_checked > 50
-    assert pol.counts["passed"] > 10
+    assert pol.counts["partners"] > 100 and pol.counts["free"] > 100 and pol.counts["passed"] > 10
