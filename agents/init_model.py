@@ -57,13 +57,40 @@ def init_from(model: Any, cfg: Any, spec: str) -> dict[str, Any]:
     """Load the weights of model ``spec`` into ``model`` (a new run's MaskablePPO built by ``cfg``), mapping
     input columns by feature name (module docstring); returns the record kept in the new run's ``meta.json``.
     A ``ValueError`` in one line where the two cannot be mapped."""
-    import torch
-    from gpucluster_env.agents.job_model import is_jobs_model
     from gpucluster_env.agents.model_meta import load_model, read_meta
 
     where, label = resolve(spec)
     head = f"--init-model {spec}"
     meta = read_meta(where)
+    old_feats, new_feats = _check_run(head, meta, cfg)
+    old_model, _ = load_model(where)
+    if old_model.action_space.n != model.action_space.n:
+        raise ValueError(f"{head}: {old_model.action_space.n} actions, this run's network {model.action_space.n} "
+                         "(a different action layout)")
+    old_sd = {_aliases(k): v for k, v in old_model.policy.state_dict().items()}
+    new_sd = model.policy.state_dict()
+    if {_aliases(k) for k in new_sd} != set(old_sd):
+        extra = sorted({_aliases(k) for k in new_sd} ^ set(old_sd))
+        raise ValueError(f"{head}: the networks differ in their layers ({extra[0]}; fork rows on one side only?)")
+    jf_old, cf_old = list(old_feats[0]), list(old_feats[1])
+    jf_new, cf_new = list(new_feats[0]), list(new_feats[1])
+    d = cfg.job_dim
+    # new column of each old column, per input layer: phi reads [job, context], rho [mean h, max h, context]
+    cols = {
+        INPUT_LAYERS[0]: [jf_new.index(n) for n in jf_old] + [len(jf_new) + cf_new.index(n) for n in cf_old],
+        INPUT_LAYERS[1]: list(range(2 * d)) + [2 * d + cf_new.index(n) for n in cf_old],
+    }
+    model.policy.load_state_dict(_mapped_state(head, old_sd, new_sd, cols), strict=True)
+    zero = ([n for n in jf_new if n not in jf_old], [n for n in cf_new if n not in cf_old])
+    return init_record(spec, label, where, meta, zero)
+
+
+def _check_run(head: str, meta: dict[str, Any], cfg: Any) -> tuple[Any, Any]:
+    """The old model's and the new run's feature names (job, context), after checking that the old model is a
+    job-centric MaskablePPO model and the new run one of the same width and environment arguments (a
+    ``ValueError`` in one line naming the first difference)."""
+    from gpucluster_env.agents.job_model import is_jobs_model
+
     if not is_jobs_model(meta) or meta.get("algo") != "maskable_ppo" or meta["config"].get("library_defaults"):
         raise ValueError(f"{head}: not a MaskablePPO model of the job-centric process (process 'jobs'); "
                          "only those continue")
@@ -87,23 +114,15 @@ def init_from(model: Any, cfg: Any, spec: str) -> dict[str, Any]:
         if missing:
             raise ValueError(f"{head}: its {kind} feature(s) {', '.join(missing)} are not offered by this run "
                              f"(this run's: {', '.join(new)})")
-    old_model, _ = load_model(where)
-    if old_model.action_space.n != model.action_space.n:
-        raise ValueError(f"{head}: {old_model.action_space.n} actions, this run's network {model.action_space.n} "
-                         "(a different action layout)")
-    old_sd = {_aliases(k): v for k, v in old_model.policy.state_dict().items()}
-    new_sd = model.policy.state_dict()
-    if {_aliases(k) for k in new_sd} != set(old_sd):
-        extra = sorted({_aliases(k) for k in new_sd} ^ set(old_sd))
-        raise ValueError(f"{head}: the networks differ in their layers ({extra[0]}; fork rows on one side only?)")
-    jf_old, cf_old = list(old_feats[0]), list(old_feats[1])
-    jf_new, cf_new = list(new_feats[0]), list(new_feats[1])
-    d = cfg.job_dim
-    # new column of each old column, per input layer: phi reads [job, context], rho [mean h, max h, context]
-    cols = {
-        INPUT_LAYERS[0]: [jf_new.index(n) for n in jf_old] + [len(jf_new) + cf_new.index(n) for n in cf_old],
-        INPUT_LAYERS[1]: list(range(2 * d)) + [2 * d + cf_new.index(n) for n in cf_old],
-    }
+    return old_feats, new_feats
+
+
+def _mapped_state(head: str, old_sd: dict[str, Any], new_sd: dict[str, Any],
+                  cols: dict[str, list[int]]) -> dict[str, Any]:
+    """The new network's state: every old tensor copied, an input layer's old columns put at their new
+    positions (``cols``) and its new columns zero."""
+    import torch
+
     loaded: dict[str, torch.Tensor] = {}
     for key, target in new_sd.items():
         src = old_sd[_aliases(key)]
@@ -119,9 +138,7 @@ def init_from(model: Any, cfg: Any, spec: str) -> dict[str, Any]:
                              f"{tuple(target.shape)} here (different network sizes)")
         else:
             loaded[key] = src.clone()
-    model.policy.load_state_dict(loaded, strict=True)
-    zero = ([n for n in jf_new if n not in jf_old], [n for n in cf_new if n not in cf_old])
-    return init_record(spec, label, where, meta, zero)
+    return loaded
 
 
 def init_record(spec: str, label: str, where: Path, meta: dict[str, Any],

@@ -176,19 +176,7 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
     t0 = time.perf_counter()
     if cfg.process == "jobs" and "features" not in cfg.env_kwargs:  # pinned: the model reads these by name
         cfg.env_kwargs["features"] = [list(f) for f in default_job_features(cfg)]
-    meta = {
-        "algo": cfg.algo,
-        "config": asdict(cfg),
-        "env_kwargs": cfg.env_args(),
-        "env_spec": json.loads(env_spec_json(cfg)),
-        "seeds": {"model": cfg.seed, "envs": [cfg.seed + r for r in range(cfg.n_envs)],
-                  "windows": [cfg.seed * 1000 + r for r in range(cfg.n_envs)], "eval": EVAL_SEED},
-        "versions": versions(),
-        "gpu_types": _gpu_types(cfg.scenarios[0]),
-        "command": command,
-    }
-    if cfg.input_baseline:  # one group: every env's i-th episode on one table (.input_baseline)
-        meta["seeds"].update(envs=[cfg.seed] * cfg.n_envs, windows=[cfg.seed * 1000] * cfg.n_envs)
+    meta = _start_meta(cfg, command)
     _write_meta(out, meta)  # now, so checkpoints of an interrupted run can be loaded
     vec = _training_vec(cfg)
     try:
@@ -231,6 +219,25 @@ def _train(cfg: TrainConfig, command: str | None) -> Path:
         meta["wall_s_with_selection"] = time.perf_counter() - t0
     _write_meta(out, meta)
     return out
+
+
+def _start_meta(cfg: TrainConfig, command: str | None) -> dict[str, Any]:
+    """The run's ``meta.json`` as written before training: its configuration, environment, seeds, versions
+    and command."""
+    meta = {
+        "algo": cfg.algo,
+        "config": asdict(cfg),
+        "env_kwargs": cfg.env_args(),
+        "env_spec": json.loads(env_spec_json(cfg)),
+        "seeds": {"model": cfg.seed, "envs": [cfg.seed + r for r in range(cfg.n_envs)],
+                  "windows": [cfg.seed * 1000 + r for r in range(cfg.n_envs)], "eval": EVAL_SEED},
+        "versions": versions(),
+        "gpu_types": _gpu_types(cfg.scenarios[0]),
+        "command": command,
+    }
+    if cfg.input_baseline:  # one group: every env's i-th episode on one table (.input_baseline)
+        meta["seeds"].update(envs=[cfg.seed] * cfg.n_envs, windows=[cfg.seed * 1000] * cfg.n_envs)
+    return meta
 
 
 def _training_vec(cfg: TrainConfig) -> Any:

@@ -141,6 +141,10 @@ class TrainConfig:
                                 or self.bc_episodes):
             raise ValueError("init_model continues a maskable_ppo run of the job-centric process (process 'jobs', "
                              "the project's hyperparameters, no behaviour cloning)")
+        self._check_cloning()
+
+    def _check_cloning(self) -> None:
+        """The behaviour-cloning and DAgger options' checks (a bad expert fails before any training)."""
         if self.dagger_rounds < 0 or self.dagger_episodes < 1:
             raise ValueError("dagger_rounds must be >= 0 and dagger_episodes >= 1")
         if self.bc_workers < 1:

@@ -46,23 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--vec", default=None, choices=("subproc", "dummy"),
                    help="environments in subprocesses, or in the training process (faster on 2 cores; the default "
                         "for 'jobs', subproc for 'full')")
-    p.add_argument("--init-model", default=None, metavar="DIR_OR_NAME",
-                   help="'jobs' with maskable_ppo: start from this model's weights (a folder written by `gpucluster "
-                        "train`, or a shipped model such as rl-scratch); features it lacks start with zero weights, "
-                        "so the first policy is that model's; recorded in meta.json")
-    p.add_argument("--bc-episodes", type=int, default=0,
-                   help="warm start: behaviour-clone this many expert episodes first (MaskablePPO)")
-    p.add_argument("--bc-epochs", type=int, default=20)
-    p.add_argument("--bc-expert", default="castor",
-                   help="reference policy cloned, or one per scenario, comma-separated")
-    p.add_argument("--dagger-rounds", type=int, default=0,
-                   help="after cloning: rounds in which the policy plays and the expert labels its states")
-    p.add_argument("--dagger-episodes", type=int, default=10, help="episodes per DAgger round")
-    p.add_argument("--bc-workers", type=int, default=1,
-                   help="processes that play the cloning and DAgger episodes (the same labels as one)")
-    p.add_argument("--departure-weight", type=float, default=1.0,
-                   help="with --env-arg hint=srsf: weight of the cloning labels where the expert departs from "
-                        "the hinted action")
+    _add_start_args(p)
     p.add_argument("--env-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="environment keyword for every training and evaluation env (repeatable), "
                         "e.g. pending_order=remaining")
@@ -82,6 +66,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch threads")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
+
+
+def _add_start_args(p: argparse.ArgumentParser) -> None:
+    """The options of where a run starts: another model's weights, or cloning an expert first."""
+    p.add_argument("--init-model", default=None, metavar="DIR_OR_NAME",
+                   help="'jobs' with maskable_ppo: start from this model's weights (a folder written by `gpucluster "
+                        "train`, or a shipped model such as rl-scratch); features it lacks start with zero weights, "
+                        "so the first policy is that model's; recorded in meta.json")
+    p.add_argument("--bc-episodes", type=int, default=0,
+                   help="warm start: behaviour-clone this many expert episodes first (MaskablePPO)")
+    p.add_argument("--bc-epochs", type=int, default=20)
+    p.add_argument("--bc-expert", default="castor",
+                   help="reference policy cloned, or one per scenario, comma-separated")
+    p.add_argument("--dagger-rounds", type=int, default=0,
+                   help="after cloning: rounds in which the policy plays and the expert labels its states")
+    p.add_argument("--dagger-episodes", type=int, default=10, help="episodes per DAgger round")
+    p.add_argument("--bc-workers", type=int, default=1,
+                   help="processes that play the cloning and DAgger episodes (the same labels as one)")
+    p.add_argument("--departure-weight", type=float, default=1.0,
+                   help="with --env-arg hint=srsf: weight of the cloning labels where the expert departs from "
+                        "the hinted action")
 
 
 TRAIN_RANGES: dict[str, tuple[float, float]] = {
