@@ -299,7 +299,10 @@ GIMBAL_GAVELPK_PH = (
     "squeezes: 73% of them lower the pair's total throughput to speed up its longer job. The paper's Fig. 12 "
     "credits most of its makespan gain to unequal packing with LISS, which these equal-size pairs exclude, and "
     "about 1% to LGRR. At xi = 1 the predictor adds squeezes that help no one; with the world's own ratios that "
-    "loss falls from -5.9% to -1.7% [-2.3, -0.8] on the held-out seeds.")
+    "loss falls from -5.9% to -1.7% [-2.3, -0.8] on the held-out seeds. These figures and the claim's are of "
+    "Gavel's own pair LP (`pair_lp = \"pairs\"`); since `57bd3fd` (2026-12-07) both policies default to the exact "
+    "partner-class LP, with which the claim's paired change on seeds 100-139 is -2.1% [-2.6, -1.5], the same "
+    "verdict (docs/gavel.md, \"The partner-class LP as the default\").")
 
 MEASURED_ELSEWHERE = {
     "gimbal-f8-lucid-ali": GIMBAL_LUCID_ALI,
