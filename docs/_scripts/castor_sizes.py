@@ -1,4 +1,4 @@
-"""Large (more than 8 GPUs) and small jobs beside castor Tables 5-6 (castor §9.4), for docs/reproduction.md.
+"""Large (more than 8 GPUs) and small jobs beside castor Tables 5-6 (castor §9.4), for docs/results/reproduction.md.
 
 Castor's Large and Small columns add up to its All Jobs column (``leaderboard/papers.py``, ``CASTOR_SIZES``):
 each is a class's total JCT (or queueing) over *all* jobs, its share of the all-jobs average. Ours are computed

@@ -1,5 +1,5 @@
 """What an engine change moved: the results of an earlier engine, kept as a small snapshot, beside the current
-records in docs/reproduction.md.
+records in docs/results/reproduction.md.
 
 An engine change that moves results on purpose (engine v2: eq. 4-5, the MPS share model, per-type demand, ...)
 keeps the previous engine's cell means as a snapshot (``docs/_scripts/snapshots/engine_v1.json``), written from
@@ -129,7 +129,7 @@ def _gap_text(g: tuple[float, float, float] | None) -> str:
 
 
 def render_change(snap: dict[str, Any], res: Results, reasons: list[str]) -> list[str]:
-    """The section of docs/reproduction.md comparing the snapshot's engine with the current one: average JCT per
+    """The section of docs/results/reproduction.md comparing the snapshot's engine with the current one: average JCT per
     policy before and after on the papers' settings, each ordering's paired gap before and after, and
     ``reasons`` (one line per engine change: what it changes and why)."""
     out = [f"## What the engine change moved: {snap['label']} against the current engine\n",

@@ -1,4 +1,4 @@
-"""Write docs/claims.md: every headline claim of the papers (leaderboard/claims.toml) beside ours, from the
+"""Write docs/results/claims.md: every headline claim of the papers (leaderboard/claims.toml) beside ours, from the
 results folders of `gpucluster leaderboard run claims` (held-out seeds 100-139; the same board on seeds
 200-239 to check that verdicts replicate), and for every failing or direction-only claim its measured cause, or a
 plain statement that none was found.
@@ -7,7 +7,11 @@ plain statement that none was found.
     gpucluster leaderboard run claims --first-seed 200 --workers 2 --out leaderboard-results/claims-200
     gpucluster leaderboard run docs/_scripts/claims_xi1.toml --out leaderboard-results/claims-xi1
     .venv/bin/python docs/_scripts/render_claims.py leaderboard-results/claims \
-        --no-interference leaderboard-results/claims-xi1 --check leaderboard-results/claims-200 [--run "..."]
+        --no-interference leaderboard-results/claims-xi1 --check leaderboard-results/claims-200 [--run "..."] \
+        [--commit REV]
+
+The page begins with that command and the commit the records were made at (``rendered_by.py``; ``--commit`` where
+the records name several commits or a modified tree).
 """
 
 from __future__ import annotations
@@ -35,8 +39,13 @@ from gpucluster_env.leaderboard.claim_check import (
 )
 from gpucluster_env.leaderboard.claims import Claim, Claims, load_claims
 from gpucluster_env.leaderboard.execute import load_current
+from rendered_by import RESULTS, command, header, records_commit
 
-OUT = Path("docs/claims.md")
+OUT = Path(RESULTS) / "claims.md"
+"""The page this script writes unless ``--out`` names another."""
+ELIDED_OPTIONS = ("--run",)
+"""Options whose value the page's first line shows as "…": ``--run``'s sentence is on the page, under **These
+numbers**, and may hold backticks, which an inline command cannot."""
 NO_INTERFERENCE = {"xi": 1.0}
 """The env options of the interference diagnostic (``docs/_scripts/claims_xi1.toml``): colocated jobs run at
 full speed."""
@@ -317,7 +326,7 @@ MEASURED_ELSEWHERE = {
         "and LGRR then costs 4.0% (2.48 h -> 2.58 h); Lucid+Gimbal's jobs queue about as long as Lucid's and run "
         "longer. Why LGRR's rebalancing costs on Philly and gains on Alibaba was not measured."),
     "sjfbsbf-t3-sjf-tires": (
-        "**Cause measured on the development seeds 0-4** (docs/reproduction.md, \"Why Tiresias beats SJF "
+        "**Cause measured on the development seeds 0-4** (docs/results/reproduction.md, \"Why Tiresias beats SJF "
         "here\" and the threshold sweep): Tiresias' two queues split at 16 GPU-hours of attained service, and the "
         "workload recipe puts exactly the long ImageNet/YOLOv3 class above that line, so least-attained-service "
         "orders jobs almost as an oracle would and, unlike SJF, takes GPUs back from a long running job when short "
@@ -528,15 +537,17 @@ def _disagreements(both: list[Result], other: dict[str, Result]) -> str:
 
 
 def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = None,
-           check_dirs: list[str] | None = None) -> str:
+           check_dirs: list[str] | None = None, commit: str | None = None, command_line: str = "") -> str:
     """The page for the records of ``dirs`` (``diag_dirs``: the interference diagnostic's records;
-    ``check_dirs``: the claims board on a second, disjoint seed set)."""
+    ``check_dirs``: the claims board on a second, disjoint seed set), headed by ``command_line`` and the commit
+    of the records (``commit`` where given; ValueError where they name no one clean commit)."""
     claims = load_claims()
     records, notes = load_current(dirs)
     for n in notes:
         print(f"note: {n}", file=sys.stderr)
     results = check_claims(claims, records)
     diag = load_current(diag_dirs)[0] if diag_dirs else []
+    rev = records_commit(records + diag + (load_current(check_dirs)[0] if check_dirs else []), commit)
     seeds = sorted({r["cell"]["seed"] for r in records})
     board = load_board("claims")
     if seeds:  # the board at the records' own seeds (a run with --seeds N --first-seed S)
@@ -545,7 +556,7 @@ def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = No
     done = sum(c.key in have for c in board.cells)
     partial = done < len(board.cells)
     a = ["# The papers' headline claims, checked\n",
-         "<!-- written by docs/_scripts/render_claims.py; do not edit by hand -->\n", INTRO, REPRODUCE,
+         header(command_line or command("render_claims.py", dirs), rev) + "\n", INTRO, REPRODUCE,
          f"**These numbers:** {len(records)} records, seeds {_span(seeds)}, {done} of the {len(board.cells)} cells "
          f"of the `claims` board (held-out seeds {_span([c.seed for c in board.cells])})"
          + (". **Partial run**: claims whose cells are missing show as not measurable, and verdicts on few seeds "
@@ -582,9 +593,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="results of docs/_scripts/claims_xi1.toml: failing claims re-checked with xi = 1")
     p.add_argument("--check", action="append", metavar="DIR",
                    help="results of the claims board on a second, disjoint seed set (--first-seed): verdicts compared")
+    p.add_argument("--commit", help="the commit of the page's first line (default: the one the records were made at, "
+                                    "where they all name one clean commit)")
     args = p.parse_args(argv)
+    shown = command("render_claims.py", sys.argv[1:] if argv is None else argv, elide=ELIDED_OPTIONS)
     try:
-        text = render(args.dirs, args.run, args.no_interference, args.check)
+        text = render(args.dirs, args.run, args.no_interference, args.check, args.commit, shown)
     except (ValueError, FileNotFoundError) as e:
         print(f"render_claims: {e}", file=sys.stderr)
         return 2

@@ -1,10 +1,13 @@
-"""docs/reproduction.md, rendered from the results of the ``castor`` and ``sjf-bsbf`` boards: the reference
+"""docs/results/reproduction.md, rendered from the results of the ``castor`` and ``sjf-bsbf`` boards: the reference
 policies on the papers' scenarios beside the papers' tables (:mod:`.papers`), the orderings the papers report,
 and a discussion whose every figure is computed from the records when the document is rendered.
 
     gpucluster leaderboard run castor --workers 2 --out leaderboard-results/castor
     gpucluster leaderboard run sjf-bsbf --workers 2 --out leaderboard-results/sjf-bsbf
-    python docs/_scripts/render_reproduction.py leaderboard-results/castor leaderboard-results/sjf-bsbf
+    python docs/_scripts/render_reproduction.py leaderboard-results/castor leaderboard-results/sjf-bsbf [--commit REV]
+
+The page begins with that command and the commit the records were made at (``rendered_by.py``; ``--commit`` where
+the records name several commits or a modified tree).
 
 Every cell is one :func:`~gpucluster_env.policy.run_episode` call (the same code path as
 ``gpucluster run --scenario S --policy P --seed N [--option k=v] --json``).
@@ -27,6 +30,7 @@ import numpy as np
 from castor_sizes import castor_size_section, contributions_by_size
 from gpucluster_env.leaderboard.papers import LARGE_GPUS, PAPER, PAPER_SIZES, implied_large_share
 from gpucluster_env.leaderboard.stats import improvement, improvement_ci, mean_ci
+from rendered_by import RESULTS, command, header, records_commit
 
 from gpucluster_env.atomic_write import write_bytes_atomic
 
@@ -42,6 +46,8 @@ TIRESIAS_THRESHOLDS_H: list[float | None] = [1.0, 4.0, 16.0, 64.0, None]
 """Tiresias queue thresholds (GPU-hours; None: never demote) for the threshold sweep (16: Pollux's default)."""
 BOARDS = ("castor", "sjf-bsbf")
 """The boards whose results this document is rendered from."""
+OUT = Path(RESULTS) / "reproduction.md"
+"""The page this script writes unless ``--out`` names another."""
 RESTART_S = 30.0
 """Checkpoint-restart overhead charged to a preempted job in every cell (only Tiresias preempts)."""
 
@@ -84,7 +90,7 @@ def record_row(rec: dict[str, Any]) -> dict[str, Any]:
     row.update(scenario=cell["scenario"], policy=cell["policy"], seed=cell["seed"], trace=rec.get("trace", ""),
                options=_opts_label(cell["scenario_options"]), xi=cell["env_options"].get("xi"),
                popts=_popts_label(cell["policy_options"]), wall_s=rec.get("wall_s") or 0.0,
-               truncated=bool(rec.get("truncated")))
+               truncated=bool(rec.get("truncated")), git_revision=rec.get("git_revision", "unknown"))
     if jobs:
         nan = float("nan")
         gpus = np.asarray(jobs["gpus"])
@@ -289,10 +295,12 @@ def _tiresias_section(res: Results) -> list[str]:
     return out
 
 
-def render(res: Results, seeds: int, wall_s: float) -> str:
+def render(res: Results, seeds: int, wall_s: float, head: str = "") -> str:
     out: list[str] = []
     a = out.append
     a("# Reproduction: Castor / SJF-BSBF and baselines on the papers' scenarios\n")
+    if head:  # rendered_by.header: the command and the records' commit
+        a(head + "\n")
     a("Rendered by `python docs/_scripts/render_reproduction.py leaderboard-results/castor "
       "leaderboard-results/sjf-bsbf` from the results of `gpucluster leaderboard run castor` and "
       f"`gpucluster leaderboard run sjf-bsbf` ({seeds} seeds per cell, {len(res.rows)} episodes, "
@@ -495,10 +503,12 @@ def partial_results_message(rows: list[dict[str, Any]], dirs: list[str], error: 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("results", nargs="+", help="results folders of the castor and sjf-bsbf boards")
-    ap.add_argument("--out", default="docs/reproduction.md")
+    ap.add_argument("--out", default=str(OUT), help=f"the page to write (default {OUT})")
     ap.add_argument("--before", default=None,
                     help="an engine snapshot to compare with (default: docs/_scripts/snapshots/engine_v1.json "
                          "when present; 'none' leaves the comparison out)")
+    ap.add_argument("--commit", help="the commit of the page's first line (default: the one the records were made at, "
+                                     "where they all name one clean commit)")
     args = ap.parse_args(argv)
     t0 = time.perf_counter()
     try:
@@ -508,10 +518,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not rows:
         ap.error("no records in " + ", ".join(args.results))
+    try:
+        head = header(command("render_reproduction.py", sys.argv[1:] if argv is None else argv),
+                      records_commit(rows, args.commit))
+    except ValueError as e:
+        print(f"reproduce: error: {e}", file=sys.stderr)
+        return 2
     seeds = len({r["seed"] for r in rows})
     res = Results(rows)
     try:
-        text = render(res, seeds, sum(r["wall_s"] for r in rows))
+        text = render(res, seeds, sum(r["wall_s"] for r in rows), head)
         from reproduction_discussion import discussion
 
         text += "\n" + "\n".join(discussion(res)) + "\n"

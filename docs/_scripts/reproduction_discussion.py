@@ -1,4 +1,4 @@
-"""The discussion section of docs/reproduction.md: what matches the papers, what does not, and why, every figure
+"""The discussion section of docs/results/reproduction.md: what matches the papers, what does not, and why, every figure
 computed from the records (and the scenarios' job tables) when the document is rendered."""
 
 from __future__ import annotations

@@ -137,8 +137,10 @@ def test_render_claims_page_on_a_partial_folder(tmp_path: Path, capsys: pytest.C
     board = replace(board, cells=tuple(c for c in board.cells if not c.scenario_options))  # mix M-5 only
     assert execute(board, ResultStore(out, create=True)).ran == 4
     page = tmp_path / "claims.md"
-    assert render_claims.main([str(out), "--out", str(page), "--run", "Test run."]) == 0
+    assert render_claims.main([str(out), "--out", str(page), "--run", "Test run.", "--commit", "0123abc"]) == 0
     text = page.read_text()
+    assert text.splitlines()[2] == (f"**Rendered by** `python docs/_scripts/render_claims.py {out} --out {page} "
+                                    '--run "…" --commit 0123abc` **at commit** `0123abc`.')
     assert "seeds 100-101" in text and "**Partial run**" in text and "Test run." in text
     row = next(line for line in text.splitlines() if line.startswith("| hadare-f9-aws-m5 |"))
     # the mix is a fixed batch: the two held-out seeds ran the same episode, one deterministic run

@@ -1,4 +1,4 @@
-"""The before/after section of docs/reproduction.md: snapshots of an earlier engine's records and their
+"""The before/after section of docs/results/reproduction.md: snapshots of an earlier engine's records and their
 comparison with current records."""
 
 from __future__ import annotations

@@ -139,7 +139,7 @@ def test_pollux_scenarios_are_contended(name: str) -> None:
 
 
 def test_reproduction_boards_cover_every_setting_the_document_reads() -> None:
-    """The castor and sjf-bsbf boards hold, with 10 seeds each, every cell docs/reproduction.md reads: the paper
+    """The castor and sjf-bsbf boards hold, with 10 seeds each, every cell docs/results/reproduction.md reads: the paper
     settings, the load sweep, time-slicing, the xi injection and the Tiresias threshold sweep; every cell charges
     the 30 s restart; nothing wires a world by hand."""
     from gpucluster_env.leaderboard.board import load_board
