@@ -337,7 +337,9 @@ def test_the_checks_pass_a_good_house(tmp_path: Path) -> None:
 def test_docs_name_no_machines_paths() -> None:
     """The docs are read on other machines: a path of the machine they were written on (``/work/...``, a home
     folder) says nothing there; name the repository, ``$GPUCLUSTER_DATA`` or a scratch folder instead."""
-    bad = [f"{p.relative_to(ROOT)}:{n}" for p in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    docs = ROOT / "docs"
+    pages = [ROOT / "README.md", *sorted(docs.glob("*.md")), *sorted((docs / "results").glob("*.md"))]
+    bad = [f"{p.relative_to(ROOT)}:{n}" for p in pages
            for n, line in enumerate(p.read_text().splitlines(), 1) if re.search(r"(?<![\w$])/(work|root|home)/", line)]
     assert not bad, "lines naming a machine's own paths:\n" + "\n".join(bad)
 
