@@ -49,7 +49,8 @@ HISTORY_MARKERS = {
     "a run that repeats another with one change": r"\bthe same command with\b",
     "one run of an experiment, then the next": r"\bOne run, `|\bA second run (?:across|with)\b",
     "a plan of what to measure next": r"\bis the next thing to measure\b",
-    "a superseded figure": r"'s first measurement was\b|\bnot re-(?:measured|run) since\b",
+    "a superseded figure": (r"'s first measurement was\b|\bnot re-(?:measured|run) since\b|\(was [\d.,]+"
+                            r"|\bbefore [\d.,]+ / [\d.,]+"),
     "runs trained again": r"\btrained again\b",
     "a measurement of the code before a change": (
         r"\bMeasured before this\b|\bbefore this (?:lazy loading|design)\b|\bMeasured side by side against main\b"
