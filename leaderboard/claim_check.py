@@ -13,16 +13,13 @@ judged with its paired 95% bootstrap interval ``[lo, hi]``. The real line is cut
   is free): ``worse`` x < -T, ``holds`` -T <= x <= T, ``better`` x > T; ``worse`` and ``better`` are the two
   regions of the verdict ``fails``. T is the claims file's tolerance, not the paper's.
 
-The interval settles the direction and the mean the size: an interval that lies
-wholly at or below zero settles ``fails``; one that lies wholly above zero settles the direction, and the mean's
-region then says whether the claim ``holds`` (the mean within ±50% of the published size) or holds in
-``direction only`` (the mean too small or too large); an interval that reaches both sides of zero is
-``unsettled``. :attr:`Result.regions` names every region the interval spans, lowest first, so a settled verdict
-whose interval reaches past the band says so ("holds; interval: holds or too large"), and an unsettled one says
-which verdicts more seeds could settle it on ("unsettled: fails, too small or holds"). A claim of the direction
-only, or of no difference, has no size: its interval must lie wholly in one region (:func:`judge`).
-:attr:`Result.interval_settled` is the stricter reading, in which the whole interval must lie in one region for
-a size too; the page counts both.
+The interval settles the verdict: an interval that lies wholly inside one region settles that region's verdict
+(wholly at or below zero: ``fails``; wholly inside the band of the published size: ``holds``; wholly above zero
+and outside the band: ``direction only``); an interval that spans two or more regions is ``unsettled``, and
+:attr:`Result.regions` names every region it spans, lowest first, so the verdict says which verdicts more seeds
+could settle it on ("unsettled: too small or holds" where the direction is settled and the size is not;
+"unsettled: fails, too small or holds"). The mean alone settles nothing: a mean near the edge of the band falls
+on either side of it from one seed set to another, so a verdict read from it would not replicate.
 An interval that is not a pair of finite numbers (a resample's baseline mean is 0, e.g. seeds on which nobody
 queues) is ``unsettled`` too, and :attr:`Result.why` says so.
 
@@ -90,9 +87,11 @@ class Result:
         return self.verdict in SETTLED
 
     @property
-    def interval_settled(self) -> bool:
-        """The stricter reading: the whole interval lies in one verdict region (or the run is deterministic)."""
-        return self.settled and (self.deterministic or len(self.regions) == 1)
+    def direction_settled(self) -> bool:
+        """The interval lies wholly on one side of zero (or in one region of a no-difference claim): settled, or
+        unsettled only in its size."""
+        return self.settled or (bool(self.regions) and self.claim.null_band is None
+                                and "fails" not in self.regions)
 
     @property
     def excludes_published(self) -> bool:
@@ -101,17 +100,13 @@ class Result:
         return self.verdict == "unsettled" and bool(self.regions) and "holds" not in self.regions
 
     def verdict_text(self) -> str:
-        """The verdict with the regions behind it: ``holds``, ``direction only (too small)``, ``holds; interval:
-        holds or too large``, ``unsettled: fails or holds``, ``unsettled: fails or too small (not as
-        published)``, ``unsettled: no interval``; ``(deterministic)`` after a deterministic one."""
+        """The verdict with the regions behind it: ``holds``, ``direction only (too small)``, ``unsettled: too
+        small or holds``, ``unsettled: fails or holds``, ``unsettled: fails or too small (not as published)``,
+        ``unsettled: no interval``; ``(deterministic)`` after a deterministic one."""
         text = self.verdict
         if self.verdict == "unsettled":
             text += ": " + (_either(self.regions) if self.regions else "no interval")
             text += " (not as published)" if self.excludes_published else ""
-        elif self.verdict in SETTLED and len(self.regions) > 1:
-            mean_region = region(self.measured, self.claim.improvement, self.claim.null_band)
-            text += f" ({mean_region})" if mean_region != self.verdict else ""
-            text += f"; interval: {_either(self.regions)}"
         elif self.verdict in SETTLED and self.regions and self.regions[0] != self.verdict:
             text += f" ({self.regions[0]})"
         return text + (" (deterministic)" if self.deterministic else "")
@@ -187,13 +182,11 @@ def region(x: float, published: float | None, null_band: float | None = None) ->
     return "too small" if x < published else "too large"
 
 
-def judge(lo: float, hi: float, published: float | None, null_band: float | None = None,
-          mean: float | None = None) -> tuple[str, tuple[str, ...]]:
-    """The verdict of an interval ``[lo, hi]`` of our improvement (and of its ``mean``, for a claim that publishes
-    a size) and the regions the interval spans, lowest first (module docstring): where the interval lies wholly
-    inside one region, that region's verdict; for a size claim whose interval lies wholly above zero across
-    several regions, the verdict of the mean's region; else ``unsettled``. ``("unsettled", ())`` where a bound is
-    not finite."""
+def judge(lo: float, hi: float, published: float | None,
+          null_band: float | None = None) -> tuple[str, tuple[str, ...]]:
+    """The verdict of an interval ``[lo, hi]`` of our improvement and the regions the interval spans, lowest first
+    (module docstring): where the interval lies wholly inside one region, that region's verdict, else
+    ``unsettled``. ``("unsettled", ())`` where a bound is not finite."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return "unsettled", ()
     names = region_names(published, null_band)
@@ -201,9 +194,6 @@ def judge(lo: float, hi: float, published: float | None, null_band: float | None
     spans = names[i:j + 1]
     if len(spans) == 1:
         return REGION_VERDICT[spans[0]], spans
-    if published is not None and null_band is None and "fails" not in spans and mean is not None \
-            and math.isfinite(mean):
-        return REGION_VERDICT[region(mean, published)], spans
     return "unsettled", spans
 
 
@@ -309,7 +299,7 @@ def _check(c: Claim, pairs: list[tuple[CellKey, CellKey]], index: dict[CellKey, 
         out.deterministic = True
         return out
     out.ci = stats.mean_improvement_ci(xs, refs, lower)
-    out.verdict, out.regions = judge(*out.ci, c.improvement, c.null_band, mean=measured)
+    out.verdict, out.regions = judge(*out.ci, c.improvement, c.null_band)
     if not out.regions:
         out.why = ("the 95% interval is not finite: a bootstrap resample's baseline mean is 0 (e.g. seeds on which "
                    "nobody queues)")
@@ -371,6 +361,7 @@ def settled_count(results: list[Result]) -> tuple[int, int]:
     return sum(r.settled for r in measurable), len(measurable)
 
 
-def interval_settled_count(results: list[Result]) -> int:
-    """How many measurable claims are settled under the stricter reading (:attr:`Result.interval_settled`)."""
-    return sum(r.interval_settled for r in results if r.verdict != "not measurable")
+def direction_settled_count(results: list[Result]) -> int:
+    """How many measurable claims have their direction settled (:attr:`Result.direction_settled`): the settled
+    ones and those unsettled only in their size."""
+    return sum(r.direction_settled for r in results if r.verdict != "not measurable")

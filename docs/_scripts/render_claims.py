@@ -1,6 +1,6 @@
 """Write docs/results/claims.md: every headline claim of the papers (leaderboard/claims.toml) beside ours, from the
-results folders of `gpucluster leaderboard run claims` (held-out seeds 100-139; the same board on seeds
-200-239 to check that verdicts replicate), and for every failing or direction-only claim its measured cause, or a
+results folders of `gpucluster leaderboard run claims` (held-out seeds 100-179; the same board on seeds
+200-279 to check that verdicts replicate), and for every failing or direction-only claim its measured cause, or a
 plain statement that none was found.
 
     gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims
@@ -30,7 +30,7 @@ from gpucluster_env.leaderboard.claim_check import (
     cell_key,
     check_claims,
     counts,
-    interval_settled_count,
+    direction_settled_count,
     needed_cells,
     pct,
     published_pct,
@@ -424,21 +424,20 @@ INTRO = (
     "where higher is (deadlines met, utilization); a paper's \"1.28x\" is 1 - 1/1.28 = +21.9%. Ours: the mean "
     "over seeds of the settings' improvement, its paired 95% bootstrap interval (whole percents; – where a "
     "resample's baseline mean is 0, e.g. seeds on which nobody queues), and the seeds where the policy beats the "
-    "baseline. The interval settles the direction and the mean the size: **fails** where the interval lies wholly "
-    "at or below zero; where it lies wholly above zero, **holds** where the mean is within ±50% of the published "
-    "size and **direction only** where the mean is outside that band (too small or too large; a claim of the "
-    "direction only holds once the interval is above zero); **unsettled** where the interval reaches both sides "
-    "of zero (the verdict names every region it spans: more seeds may settle it; also where the interval is not "
-    "finite). A settled verdict whose interval reaches past the band says so (\"holds; interval: holds or too "
-    "large\"), and the count gives the stricter reading too, in which the whole interval must lie in one size "
-    "region. "
-    "finite). A claim of no difference holds where the interval lies within its stated tolerance of zero and "
+    "baseline. The interval settles the verdict: **fails** where it lies wholly at or below zero; **holds** where "
+    "it lies wholly within ±50% of the published size (for a claim of the direction only, wholly above zero); "
+    "**direction only** where it lies wholly above zero and wholly outside that band (too small or too large); "
+    "**unsettled** where it spans two or more of these regions (the verdict names them: \"unsettled: too small or "
+    "holds\" has its direction settled and its size not; more seeds may settle it), or where it is not "
+    "finite. The mean alone settles nothing: a mean near the band's edge falls on either side of it from one seed "
+    "set to another. "
+    "A claim of no difference holds where the interval lies within its stated tolerance of zero and "
     "fails where it lies wholly outside (worse or better). **Deterministic**: every seed ran the same episode "
     "(the HadarE mixes are a fixed batch), so the seeds are one run, with no interval, judged on its one value. "
     "**Not measurable**: why below. The trace column names the jobs each setting ran on: a real trace, a "
     "synthetic stand-in fitted to one, or a batch the package generates.\n")
 REPRODUCE = (
-    "Reproduce: `gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims` (seeds 100-139; "
+    "Reproduce: `gpucluster leaderboard run claims --workers 2 --out leaderboard-results/claims` (seeds 100-179; "
     "the same table in the terminal: `gpucluster leaderboard claims leaderboard-results/claims`), the second seed "
     "set `gpucluster leaderboard run claims --first-seed 200 --workers 2 --out leaderboard-results/claims-200`, "
     "the interference diagnostic `gpucluster leaderboard run docs/_scripts/claims_xi1.toml --out "
@@ -453,8 +452,8 @@ def _count_line(results: list[Result]) -> str:
     synthetic = sorted({t for r in results for t in r.traces if t.startswith("synthetic")})
     excluded = sum(r.excludes_published for r in results)
     return ("**Count:** " + ", ".join(f"{n} {v}" for v, n in counts(results).items())
-            + f"; **{settled} of {measurable} measurable claims settled** ({interval_settled_count(results)} "
-            "with the whole interval inside one region)"
+            + f"; **{settled} of {measurable} measurable claims settled** ({direction_settled_count(results)} "
+            "with the direction settled)"
             + (f"; of the unsettled, {excluded} lie wholly outside the published size's band (they do not hold as "
                "published, whichever way more seeds settle them)." if excluded else ".")
             + (f" Synthetic traces ran for some claims ({', '.join(synthetic)}): their verdicts test the stand-in, "
@@ -520,20 +519,14 @@ def _second_set(results: list[Result], claims: Claims, first: list[dict[str, Any
 
 
 def _disagreements(both: list[Result], other: dict[str, Result]) -> str:
-    """A sentence on the claims settled on both sets with different verdicts: which, and where both intervals lie
-    above zero across the band's edge, that the direction agrees and the mean put the size on either side."""
+    """A sentence on the claims settled on both sets with different verdicts (each interval wholly inside a
+    different region): which, and their verdicts on each set."""
     differ = [r for r in both if r.verdict != other[r.claim.id].verdict]
     if not differ:
         return ""
-    edge = [r for r in differ if not r.interval_settled and not other[r.claim.id].interval_settled
-            and {r.verdict, other[r.claim.id].verdict} <= {"holds", "direction only"}]
-    text = " Different verdicts: " + ", ".join(f"`{r.claim.id}`" for r in differ) + "."
-    if edge:
-        text += (" On " + ", ".join(f"`{r.claim.id}`" for r in edge) + " both intervals lie above zero and reach "
-                 "across the edge of the published size's band: the direction agrees, and the mean, near the edge, "
-                 "falls on one side of it on one set and on the other on the other (the stricter whole-interval "
-                 "reading leaves the size unsettled on both).")
-    return text
+    return (" **Different verdicts** (each interval wholly inside its region): "
+            + "; ".join(f"`{r.claim.id}` {r.verdict_text()} on the first set, {other[r.claim.id].verdict_text()} on "
+                        "the second" for r in differ) + ".")
 
 
 def render(dirs: list[str], run_note: str = "", diag_dirs: list[str] | None = None,

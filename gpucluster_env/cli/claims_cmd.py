@@ -15,9 +15,9 @@ def register_claims(lsub: Subparsers) -> None:
                         description="Every headline comparative claim of the papers (leaderboard/claims.toml) "
                                     "against the records of the folders: our mean improvement over seeds, its "
                                     "paired 95% interval, how many seeds agree in direction, and a verdict: the "
-                                    "interval settles the direction and the mean the size (holds: interval above "
-                                    "zero, mean within ±50% of the published; direction only; fails) or it is "
-                                    "unsettled (the interval reaches both sides of zero), naming the regions; not "
+                                    "region the whole interval lies in (holds: within ±50% of the published "
+                                    "size; direction only: above zero, outside that band; fails: at or below "
+                                    "zero) or unsettled where the interval spans regions, naming them; not "
                                     "measurable. A fixed batch that runs the same on every seed is one "
                                     "deterministic run, judged on its value. Run the cells with `gpucluster "
                                     "leaderboard run claims`.")
@@ -72,9 +72,9 @@ def claims(args: argparse.Namespace) -> int:
     print_table(console, "Headline claims: improvement of policy over baseline (%)", cols,
                 [r.cells() for r in results], caption=f"{len(results)} claims: {tally}; {settled} of {measurable} "
                 "measurable claims settled. Improvement: 1 - policy/baseline where lower is better, policy/baseline "
-                "- 1 where higher is. Verdict: fails (95% interval wholly at or below zero); interval wholly above "
-                "zero: holds (mean within ±50% of the paper's size) or direction only (mean too small or too large); "
-                "unsettled (the interval reaches both sides of zero; the regions named); a claim of no difference "
+                "- 1 where higher is. Verdict: the region the whole 95% interval lies in: fails (at or below zero), "
+                "holds (within ±50% of the paper's size), direction only (above zero, too small or too large); "
+                "unsettled where it spans regions (the regions named); a claim of no difference "
                 "(paper % 0 ±T) holds within ±T "
                 "of zero; deterministic: a fixed batch, the same run on every seed, judged on its one value. "
                 "`--json` names each claim's setting, policies, traces and the paper's own figure.")

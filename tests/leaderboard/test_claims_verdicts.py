@@ -14,7 +14,7 @@ from gpucluster_env.leaderboard.claim_check import (
     Result,
     check_claims,
     counts,
-    interval_settled_count,
+    direction_settled_count,
     judge,
     region,
     settled_count,
@@ -62,8 +62,8 @@ def judged(sjf: list[float], fifo: list[float] | None = None, **change: Any) -> 
     ([10.0, 12.0, 11.0], "direction only", ("too large",)),  # +89% [88, 90]
     ([120.0, 130.0, 125.0], "fails", ("fails",)),  # -25% [-30, -20]
     ([90.0, 95.0, 110.0], "unsettled", ("fails", "too small")),  # +1.7% [-10, +10]
-    # +25% [22, 28]: the interval straddles the band's edge, above zero: the mean (in the band) says the size
-    ([70.0, 80.0, 75.0, 78.0, 72.0], "holds", ("too small", "holds")),
+    # +25% [22, 28]: the interval straddles the band's edge, above zero: the direction is settled, the size not
+    ([70.0, 80.0, 75.0, 78.0, 72.0], "unsettled", ("too small", "holds")),
     ([40.0, 120.0, 60.0, 110.0, 30.0], "unsettled", ("fails", "too small", "holds")),  # +28% [-2, 60]
 ])
 def test_an_interval_settles_the_region_it_lies_in_and_names_those_it_spans(
@@ -81,9 +81,10 @@ def test_verdict_texts_and_table_cells() -> None:
     assert not judged([40.0, 120.0, 60.0, 110.0, 30.0]).excludes_published  # the interval reaches the band
     assert judged([85.0, 88.0, 90.0, 87.0]).verdict_text() == "direction only (too small)"
     straddles = judged([70.0, 80.0, 75.0, 78.0, 72.0])  # +25% [22, 28], mean at the band's edge
-    assert straddles.verdict_text() == "holds; interval: too small or holds"
-    assert straddles.settled and not straddles.interval_settled
-    assert judged([45.0, 55.0, 50.0]).interval_settled
+    assert straddles.verdict_text() == "unsettled: too small or holds"
+    assert not straddles.settled and straddles.direction_settled and not straddles.excludes_published
+    assert judged([45.0, 55.0, 50.0]).direction_settled
+    assert not judged([90.0, 95.0, 110.0]).direction_settled  # spans zero
     r = judged([45.0, 55.0, 50.0])
     assert r.verdict_text() == "holds" and r.cells() == ["c1", "+50.0", "+50.0", "[45, 55]", "3/3", "holds"]
 
@@ -97,14 +98,10 @@ def test_the_rule_at_the_region_boundaries() -> None:
     assert judge(0.12, 0.28, 0.2) == ("holds", ("holds",))
     assert judge(-0.3, -0.01, 0.2) == ("fails", ("fails",))
     assert judge(-0.01, 0.4, 0.2) == ("unsettled", ("fails", "too small", "holds", "too large"))
-    # above zero across size regions: the mean's region decides; without a mean, unsettled
+    # above zero across size regions: the direction is settled, the verdict is not
     assert judge(0.25, 0.4, 0.2) == ("unsettled", ("holds", "too large"))
-    assert judge(0.25, 0.4, 0.2, mean=0.29) == ("holds", ("holds", "too large"))
-    assert judge(0.25, 0.4, 0.2, mean=0.32) == ("direction only", ("holds", "too large"))
-    assert judge(0.05, 0.15, 0.2, mean=0.08) == ("direction only", ("too small", "holds"))
-    assert judge(-0.01, 0.4, 0.2, mean=0.2) == ("unsettled", ("fails", "too small", "holds", "too large"))
-    assert judge(-0.1, 0.1, None, mean=0.05) == ("unsettled", ("fails", "holds"))  # no size: the interval alone
-    assert judge(-0.08, 0.01, None, 0.05, mean=0.0) == ("unsettled", ("worse", "holds"))
+    assert judge(0.05, 0.15, 0.2) == ("unsettled", ("too small", "holds"))
+    assert judge(0.31, 0.5, 0.2) == ("direction only", ("too large",))
     assert judge(-0.1, 0.1, None) == ("unsettled", ("fails", "holds"))
     assert judge(-0.08, 0.01, None, 0.05) == ("unsettled", ("worse", "holds"))
     assert judge(0.06, 0.2, None, 0.05) == ("fails", ("better",))
@@ -157,8 +154,8 @@ def test_counts_and_settled_count() -> None:
           judged([50.0, 50.0], unmeasurable="a testbed run"), judged([40.0, 120.0, 60.0, 110.0, 30.0])]
     assert counts(rs) == {"holds": 1, "direction only": 0, "fails": 1, "unsettled": 2, "not measurable": 1}
     assert settled_count(rs) == (2, 4)
-    rs.append(judged([70.0, 80.0, 75.0, 78.0, 72.0]))  # holds by its mean; its interval spans two size regions
-    assert settled_count(rs) == (3, 5) and interval_settled_count(rs) == 2
+    rs.append(judged([70.0, 80.0, 75.0, 78.0, 72.0]))  # above zero, its interval spans two size regions
+    assert settled_count(rs) == (2, 5) and direction_settled_count(rs) == 3
 
 
 def test_json_fields() -> None:
