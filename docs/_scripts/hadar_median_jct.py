@@ -8,17 +8,19 @@ queued at hours 1, 3, 6 and 12 (read from the engine's event log).
 
     .venv/bin/python docs/_scripts/hadar_median_jct.py hadar gavel --seeds 0-4
     .venv/bin/python docs/_scripts/hadar_median_jct.py hadar:normalize=false tiresias:thresholds=3600,order=start
-    .venv/bin/python docs/_scripts/hadar_median_jct.py --replicate     # held-out seeds 100-139, about 4 minutes
+    .venv/bin/python docs/_scripts/hadar_median_jct.py --replicate --workers 2   # held-out 100-139 and 200-239
+    .venv/bin/python docs/_scripts/hadar_median_jct.py --replicate --held-out 200-239
 
 A policy argument is ``NAME[:KEY=VALUE,...]`` with the policy's own options, or one of the counterfactual
 Hadar variants of :data:`VARIANTS` (``hadar-...``), which change one rule of the allocator for the experiment.
 
 Nothing is read from the held-out seeds (100-139, 200-239) unless ``--replicate`` is given. ``--replicate`` runs
-the isolating experiment unchanged (Gavel and the Hadar variants of :data:`REPLICATE`) on seeds 100-139 and
-prints one table: per variant the mean median JCT, mean JCT and makespan (h) with 95% Student-t intervals, the
-Small and Medium class medians, the seeds where the Medium jobs' median is below the Small jobs' (the
-longest-first signature), and the median against Gavel's (mean of Gavel / variant, 95% t, seeds the variant is
-ahead).
+the isolating experiment unchanged (Gavel and the Hadar variants of :data:`REPLICATE`) on the claims board's two
+held-out seed sets, 100-139 and 200-239 (``--held-out`` picks one; ``--workers N`` runs the seeds in N processes,
+the same episodes), and prints one table per set: per variant the mean median JCT, mean JCT and makespan (h)
+with 95% Student-t intervals, the Small and Medium class medians, the seeds where the Medium jobs' median is
+below the Small jobs' (the longest-first signature), and the median against Gavel's (mean of Gavel / variant,
+95% t, seeds the variant is ahead).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import argparse
 import ast
 import math
 from collections.abc import Callable
+from multiprocessing import Pool
 from typing import Any
 
 import numpy as np
@@ -136,7 +139,8 @@ def seeds_of(text: str) -> list[int]:
     return [int(x) for x in text.split(",")]
 
 
-HELD_OUT_1 = list(range(100, 140))
+HELD_OUT_SETS = ("100-139", "200-239")
+"""The claims board's two held-out seed sets (leaderboard/boards/claims.toml, and ``--first-seed 200``)."""
 REPLICATE = ("gavel", "hadar:run_cost=false", "hadar", "hadar-fromnow", "hadar:order=slot")
 """The isolating experiment's rows (docs/causes/hadar-median-jct.md), run unchanged on the held-out seeds."""
 
@@ -148,10 +152,19 @@ def t_ci(x: np.ndarray) -> str:
     return f"{m:.2f} [{m - half:.2f}, {m + half:.2f}]"
 
 
-def replicate() -> None:
-    """The isolating experiment on seeds 100-139, one table."""
-    seeds = HELD_OUT_1
-    res = {arg: [run(arg, s) for s in seeds] for arg in REPLICATE}
+def _run_job(job: tuple[str, int]) -> dict[str, Any]:
+    return run(*job)
+
+
+def replicate(seeds: list[int], workers: int = 1) -> None:
+    """The isolating experiment on the held-out ``seeds``, one table."""
+    jobs = [(arg, s) for arg in REPLICATE for s in seeds]
+    if workers > 1:
+        with Pool(workers) as pool:
+            flat = pool.map(_run_job, jobs)
+    else:
+        flat = [_run_job(j) for j in jobs]
+    res = {arg: flat[i * len(seeds):(i + 1) * len(seeds)] for i, arg in enumerate(REPLICATE)}
 
     def col(arg: str, key: str) -> np.ndarray:
         return np.array([r[key] for r in res[arg]], float) / 3600
@@ -179,10 +192,16 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("policies", nargs="*", help="NAME[:KEY=VALUE,...] or a variant of VARIANTS")
     ap.add_argument("--seeds", default="0-4", help="development seeds only (0-9), e.g. 0-4")
-    ap.add_argument("--replicate", action="store_true", help="the isolating experiment on held-out seeds 100-139")
+    ap.add_argument("--replicate", action="store_true",
+                    help="the isolating experiment on the held-out seeds 100-139 and 200-239")
+    ap.add_argument("--held-out", choices=HELD_OUT_SETS, default=None, help="with --replicate: one set only")
+    ap.add_argument("--workers", type=int, default=1, help="with --replicate: processes over episodes")
     args = ap.parse_args()
+    if args.held_out and not args.replicate:
+        ap.error("--held-out goes with --replicate")
     if args.replicate:
-        replicate()
+        for label in [args.held_out] if args.held_out else HELD_OUT_SETS:
+            replicate(seeds_of(label), args.workers)
         return
     if not args.policies:
         ap.error("give at least one policy (or --replicate)")

@@ -9,17 +9,21 @@ castor / sjf lower; mean over seeds of the per-seed improvement, 95% t interval,
 direction).
 
     .venv/bin/python docs/_scripts/tiresias_configurations.py --seeds 0-9
-    .venv/bin/python docs/_scripts/tiresias_configurations.py --replicate   # held-out seeds 100-139
+    .venv/bin/python docs/_scripts/tiresias_configurations.py --replicate --workers 2   # 100-139 and 200-239
+    .venv/bin/python docs/_scripts/tiresias_configurations.py --replicate --held-out 200-239
 
 ``--seeds`` takes development seeds only: the held-out ones (100-139, 200-239) are refused there.
-``--replicate`` runs the same experiment, unchanged, on the held-out seeds 100-139 (with ``--configs`` to run
-only some of the configurations of :data:`CONFIGS`, by their position, e.g. ``0,3,4,5``).
+``--replicate`` runs the same experiment, unchanged, on the claims board's two held-out seed sets, 100-139 and
+200-239 (``--held-out`` picks one; ``--configs`` runs only some of the configurations of :data:`CONFIGS`, by
+their position, e.g. ``0,3,4,5``). ``--workers N`` runs the seeds in N processes (the same episodes, the same
+figures).
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from multiprocessing import Pool
 from typing import Any
 
 import numpy as np
@@ -46,6 +50,8 @@ Tiresias' own simulator (3 queues, 3,250 and 7,200 GPU-s); the authors' testbed 
 preempting later arrivals)."""
 
 HELD_OUT = set(range(100, 140)) | set(range(200, 240))
+HELD_OUT_SETS = ("100-139", "200-239")
+"""The claims board's two held-out seed sets (leaderboard/boards/claims.toml, and ``--first-seed 200``)."""
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -70,37 +76,62 @@ def paired(ours: np.ndarray, theirs: np.ndarray) -> str:
     return f"{m:+.1f}% [{m - half:+.1f}, {m + half:+.1f}] {int((imp > 0).sum())}/{len(imp)}"
 
 
+def seed_runs(job: tuple[str, int, tuple[str, ...]]) -> dict[str, tuple[float, int]]:
+    """castor, sjf and Tiresias under each named configuration on one scenario and seed."""
+    sc, seed, names = job
+    out = {p: jct_h(sc, p, seed, {}, RESTART_S) for p in ("castor", "sjf")}
+    for name in names:
+        opts, restart = CONFIGS[name]
+        out[name] = jct_h(sc, "tiresias", seed, opts, restart)
+    return out
+
+
+def experiment(scenarios: list[str], seeds: list[int], label: str, names: list[str], workers: int) -> None:
+    """The tables of the module docstring for ``seeds`` (named ``label``)."""
+    for sc in scenarios:
+        jobs = [(sc, s, tuple(names)) for s in seeds]
+        if workers > 1:
+            with Pool(workers) as pool:
+                rows = pool.map(seed_runs, jobs)
+        else:
+            rows = [seed_runs(j) for j in jobs]
+        castor = np.array([r["castor"][0] for r in rows])
+        sjf = np.array([r["sjf"][0] for r in rows])
+        print(f"## {sc} (seeds {label}, n = {len(seeds)}): castor {castor.mean():.3f} h, sjf {sjf.mean():.3f} h")
+        print("| tiresias configuration | tiresias avg JCT (h) | preemptions | castor vs tiresias | sjf vs tiresias "
+              "| tiresias / sjf |")
+        print("|---|---|---|---|---|---|")
+        for name in names:
+            tir = np.array([r[name][0] for r in rows])
+            pre = np.mean([r[name][1] for r in rows])
+            print(f"| {name} | {tir.mean():.3f} | {pre:.0f} | {paired(castor, tir)} | {paired(sjf, tir)} "
+                  f"| {tir.mean() / sjf.mean():.2f} |", flush=True)
+        print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", default="0-9")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
-    ap.add_argument("--replicate", action="store_true", help="the same experiment on the held-out seeds 100-139")
+    ap.add_argument("--replicate", action="store_true",
+                    help="the same experiment on the held-out seeds 100-139 and 200-239")
+    ap.add_argument("--held-out", choices=HELD_OUT_SETS, default=None, help="with --replicate: one set only")
     ap.add_argument("--configs", default=None, help="positions in CONFIGS to run, e.g. 0,3,4,5 (default all)")
+    ap.add_argument("--workers", type=int, default=1, help="processes over seeds (default 1)")
     args = ap.parse_args()
+    if args.held_out and not args.replicate:
+        ap.error("--held-out goes with --replicate")
     if args.replicate:
-        args.seeds = "100-139"
-        seeds = list(range(100, 140))
+        sets = [args.held_out] if args.held_out else list(HELD_OUT_SETS)
     else:
-        seeds = parse_seeds(args.seeds)
-        if HELD_OUT & set(seeds):
+        sets = [args.seeds]
+        if HELD_OUT & set(parse_seeds(args.seeds)):
             raise SystemExit("held-out seeds (100-139, 200-239) are read only with --replicate")
     names = list(CONFIGS)
     if args.configs is not None:
         names = [names[int(i)] for i in args.configs.split(",")]
-    for sc in args.scenarios.split(","):
-        castor = np.array([jct_h(sc, "castor", s, {}, RESTART_S)[0] for s in seeds])
-        sjf = np.array([jct_h(sc, "sjf", s, {}, RESTART_S)[0] for s in seeds])
-        print(f"## {sc} (seeds {args.seeds}): castor {castor.mean():.3f} h, sjf {sjf.mean():.3f} h")
-        print("| tiresias configuration | tiresias avg JCT (h) | preemptions | castor vs tiresias | sjf vs tiresias |")
-        print("|---|---|---|---|---|")
-        for name in names:
-            opts, restart = CONFIGS[name]
-            runs = [jct_h(sc, "tiresias", s, opts, restart) for s in seeds]
-            tir = np.array([r[0] for r in runs])
-            pre = np.mean([r[1] for r in runs])
-            print(f"| {name} | {tir.mean():.3f} | {pre:.0f} | {paired(castor, tir)} | {paired(sjf, tir)} |",
-                  flush=True)
-        print()
+    for label in sets:
+        experiment(args.scenarios.split(","), parse_seeds(label), label, names, args.workers)
 
 
 if __name__ == "__main__":
