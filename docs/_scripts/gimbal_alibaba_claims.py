@@ -18,7 +18,7 @@ and prints, per folder:
     .venv/bin/gpucluster leaderboard run BOARD.toml --workers 1 --out /tmp/gimbal-ali
     .venv/bin/python docs/_scripts/gimbal_alibaba_claims.py /tmp/gimbal-ali [/tmp/gimbal-ali-xi1 ...]
 
-Only development seeds: a folder holding records of held-out seeds (100-139, 200-239) is refused.
+Only development seeds: a folder holding records of held-out seeds (100-179, 200-279) is refused.
 """
 
 from __future__ import annotations
@@ -31,11 +31,10 @@ from typing import Any
 
 import numpy as np
 from gymnasium.utils import seeding
+from held_out import HELD_OUT
 from scipy import stats
 
 from gpucluster_env.scenarios import get_scenario
-
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 
 
 def episode_jobs(sc: Any, seed: int) -> Any:

@@ -19,7 +19,7 @@ that variant instead, for the role of a setting; the scenario's defaults are not
     .venv/bin/python docs/_scripts/gimbal_alibaba_workload.py --seeds 0-9
     .venv/bin/python docs/_scripts/gimbal_alibaba_workload.py --seeds 0-9 --option max_duration_h=1000
 
-Only development seeds: the held-out ones (100-139, 200-239) are refused.
+Only development seeds: the held-out ones (100-179, 200-279) are refused.
 """
 
 from __future__ import annotations
@@ -32,10 +32,9 @@ import pandas as pd
 from gpucluster_env.traces.gimbal_mix import TABLE2, class_counts
 from gpucluster_env.traces.trace_sources import full_trace
 from gymnasium.utils import seeding
+from held_out import HELD_OUT
 
 from gpucluster_env.scenarios import get_scenario
-
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 
 
 def episode_jobs(sc: Any, seed: int) -> Any:

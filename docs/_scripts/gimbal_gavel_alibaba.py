@@ -27,7 +27,7 @@ claim runs them, on the development seeds (default 0-19), and prints:
     .venv/bin/python docs/_scripts/gimbal_gavel_alibaba.py --seeds 0-4      # a quicker look
     .venv/bin/python docs/_scripts/gimbal_gavel_alibaba.py --replicate      # held-out seeds 100-139, sections 1-3
 
-Nothing is read from the held-out seeds (100-139, 200-239) unless ``--replicate`` is given; ``--replicate`` runs
+Nothing is read from the held-out seeds (100-179, 200-279) unless ``--replicate`` is given; ``--replicate`` runs
 the same comparisons on seeds 100-139 and tunes nothing.
 """
 
@@ -43,12 +43,12 @@ import numpy as np
 from gimbal_lucid_alibaba import bootstrap, seeds_arg  # docs/_scripts: the paired interval and the seed lists
 from gpucluster_env.baselines.gavel_gimbal import GavelGimbal, GavelLeftoverPacking
 from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache
+from held_out import HELD_OUT, HELD_OUT_TEXT
 
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, make_policy, run_episode
 
 SCENARIO = "gimbal-alibaba"
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 REPLICATE_SEEDS = list(range(100, 140))
 PAPER_H = (17.6, 15.9)  # Gimbal Fig. 8, Alibaba: Gavel, Gavel+Gimbal
 LONGEST_WITHIN = 0.9  # the "longest job takes no guest" variant: within 10% of the longest solo time left
@@ -333,7 +333,7 @@ def main() -> None:
     args = ap.parse_args()
     seeds = REPLICATE_SEEDS if args.replicate else args.seeds
     if not args.replicate and HELD_OUT & set(seeds):
-        ap.error("held-out seeds (100-139, 200-239) are read only with --replicate")
+        ap.error(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
     if args.replicate and args.loads:
         ap.error("--loads runs on development seeds only")
     print(f"{SCENARIO}, seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})\n")

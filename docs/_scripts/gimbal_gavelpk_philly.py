@@ -25,7 +25,7 @@ and without Gimbal's coordination, on the development seeds (default 0-19), and 
     .venv/bin/python docs/_scripts/gimbal_gavelpk_philly.py --seeds 0-4     # a quicker look
     .venv/bin/python docs/_scripts/gimbal_gavelpk_philly.py --replicate     # held-out seeds 100-139
 
-Nothing is read from the held-out seeds (100-139, 200-239) unless ``--replicate`` is given; ``--replicate`` runs
+Nothing is read from the held-out seeds (100-179, 200-279) unless ``--replicate`` is given; ``--replicate`` runs
 only the isolating comparisons on seeds 100-139 and tunes nothing.
 """
 
@@ -44,6 +44,7 @@ from gpucluster_env.baselines.gavel_packed import GavelPacked
 from gpucluster_env.baselines.gavel_packed_gimbal import GavelPackedGimbal
 from gpucluster_env.baselines.parts.gimbal_rules import JobSet
 from gpucluster_env.baselines.parts.gimbal_search import Coordinator, SetSearch
+from held_out import HELD_OUT, HELD_OUT_TEXT
 
 from gpucluster_env.catalog import Catalog, default_catalog
 from gpucluster_env.engine import Action, Squeeze, Swell
@@ -52,7 +53,6 @@ from gpucluster_env.interference import ConstantInterference
 from gpucluster_env.policy import Policy
 
 SCENARIO = "gimbal-philly"
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 REPLICATE_SEEDS = list(range(100, 140))
 NO_PAUSE = {"calibration_overhead_s": 0.0}
 BASE = "gavel-packed"
@@ -301,7 +301,7 @@ def main() -> None:
     else:
         seeds, names, names_xi1 = args.seeds, list(VARIANTS), XI1
         if HELD_OUT & set(seeds):
-            ap.error("held-out seeds (100-139, 200-239) are read only with --replicate")
+            ap.error(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
     print(f"{SCENARIO}, seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})\n")
     res = run_all(names, seeds, None, PROBED)
     print("## 1. The catalog's interference\n")

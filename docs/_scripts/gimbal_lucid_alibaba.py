@@ -25,7 +25,7 @@ Runs ``gimbal-alibaba`` episodes one at a time on the development seeds (default
     .venv/bin/python docs/_scripts/gimbal_lucid_alibaba.py --seeds 0-4     # a quicker look
     .venv/bin/python docs/_scripts/gimbal_lucid_alibaba.py --replicate     # held-out seeds 100-139, about 3 minutes
 
-Nothing is read from the held-out seeds (100-139, 200-239) unless ``--replicate`` is given; ``--replicate`` runs only
+Nothing is read from the held-out seeds (100-179, 200-279) unless ``--replicate`` is given; ``--replicate`` runs only
 the isolating comparisons, on seeds 100-139, and tunes nothing.
 """
 
@@ -40,6 +40,7 @@ import numpy as np
 from gpucluster_env.baselines.lucid import Lucid, sharing_score
 from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, WithGimbal
 from gpucluster_env.baselines.parts.packing_walk import free_start
+from held_out import HELD_OUT, HELD_OUT_TEXT
 
 from gpucluster_env.catalog import Catalog, default_catalog
 from gpucluster_env.engine import Action, Colocate
@@ -48,7 +49,6 @@ from gpucluster_env.interference import ConstantInterference
 from gpucluster_env.policy import Policy, run_episode
 
 SCENARIO = "gimbal-alibaba"
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 REPLICATE_SEEDS = range(100, 140)
 RELAXED = {"threshold": 4, "unequal": True}  # lucid+gimbal's host (baselines/lucid_gimbal.py)
 
@@ -258,7 +258,7 @@ def main() -> None:
     else:
         seeds = seeds_arg(args.seeds)
         if HELD_OUT & set(seeds):
-            ap.error("held-out seeds (100-139, 200-239) are read only with --replicate")
+            ap.error(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
         names, names_xi1 = ABLATION, XI1
     print(f"{SCENARIO}, seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})\n")
     res = run_all(names, seeds, None)

@@ -28,7 +28,7 @@ squeezes, GPU occupancy; the improvement on the baseline as the claims page comp
     .venv/bin/python docs/_scripts/gimbal_philly.py --seeds 0-4        # a quicker look
     .venv/bin/python docs/_scripts/gimbal_philly.py --replicate        # held-out seeds 100-139 (and --seeds 200-239)
 
-Nothing is read from the held-out seeds (100-139, 200-239) unless ``--replicate`` is given; ``--replicate`` runs
+Nothing is read from the held-out seeds (100-179, 200-279) unless ``--replicate`` is given; ``--replicate`` runs
 only the isolating comparisons and tunes nothing.
 """
 
@@ -45,6 +45,7 @@ from gimbal_lucid_alibaba import ProbedLucid, WorldRatios, seeds_arg  # docs/_sc
 from gpucluster_env.baselines.gandiva import Gandiva
 from gpucluster_env.baselines.gandiva_gimbal import GandivaGimbal
 from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, WithGimbal
+from held_out import HELD_OUT, HELD_OUT_TEXT
 
 from gpucluster_env.catalog import default_catalog
 from gpucluster_env.hardware import ClusterSpec
@@ -53,7 +54,6 @@ from gpucluster_env.policy import Policy, run_episode
 from gpucluster_env.scenarios import get_scenario
 
 SCENARIO = "gimbal-philly"
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 RELAXED = {"threshold": 4, "unequal": True}  # lucid+gimbal's host (baselines/lucid_gimbal.py)
 
 # name: (host kind, host options, Gimbal options or None for the host alone, free GPUs first)
@@ -222,7 +222,7 @@ def main() -> None:
     args = ap.parse_args()
     seeds = seeds_arg(args.seeds or ("100-139" if args.replicate else "0-19"))
     if not args.replicate and HELD_OUT & set(seeds):
-        ap.error("held-out seeds (100-139, 200-239) are read only with --replicate")
+        ap.error(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
     if args.replicate and not set(seeds) <= HELD_OUT:
         ap.error("--replicate runs on held-out seeds only")
     out: dict[str, Any] = {"seeds": seeds}

@@ -26,7 +26,7 @@ Runs ``hadar-philly`` episodes one at a time (about a second each) and prints:
     .venv/bin/python docs/_scripts/hadar_makespan.py --seeds 0-4       # a quicker look
     .venv/bin/python docs/_scripts/hadar_makespan.py --replicate       # held-out 100-139 and 200-239, about 8 min
 
-Nothing is read from the held-out seeds (100-139, 200-239) unless ``--replicate`` is given; ``--replicate`` runs only
+Nothing is read from the held-out seeds (100-179, 200-279) unless ``--replicate`` is given; ``--replicate`` runs only
 hadar, the two baselines and their ``+up`` variants, and tunes nothing.
 """
 
@@ -40,12 +40,12 @@ from gpucluster_env.baselines.tiresias import Tiresias
 from gpucluster_env.baselines.yarn_cs import YarnCS
 from gpucluster_env.leaderboard import stats
 from hadar_median_jct import seeds_of
+from held_out import HELD_OUT, HELD_OUT_TEXT
 
 from gpucluster_env.engine import Action, Reallocate, Wait
 from gpucluster_env.policy import make_policy, run_episode
 
 SCENARIO = "hadar-philly"
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 TIRESIAS = {"thresholds": (3600.0,), "order": "start"}  # the claim's Tiresias (Tiresias' own simulator)
 LONGEST = 5  # the longest jobs (by time alone on their fastest type) whose placement is followed
 
@@ -222,7 +222,7 @@ def main() -> None:
         return
     seeds = seeds_of(args.seeds)
     if HELD_OUT & set(seeds):
-        ap.error("held-out seeds (100-139, 200-239) are read only with --replicate")
+        ap.error(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
     res = {p: [run(p, s) for s in seeds] for p in POLICIES}
     where_table(res)
     compare_table(res, seeds)

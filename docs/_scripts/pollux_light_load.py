@@ -26,7 +26,7 @@ its share of that variant's remaining gap to Tiresias; then the queueing by gang
     .venv/bin/python docs/_scripts/pollux_light_load.py --replicate                 # held-out seeds 100-139
     .venv/bin/python docs/_scripts/pollux_light_load.py --seeds 0-19 --variants 0,1,4,5,6,7,8,9,10  # the remainder
 
-Without ``--replicate`` only development seeds: the held-out ones (100-139, 200-239) are refused.
+Without ``--replicate`` only development seeds: the held-out ones (100-179, 200-279) are refused.
 ``--replicate`` runs the same experiment, unchanged, on the held-out seeds 100-139 (``--seeds`` then picks
 others among 100-139 and 200-239, e.g. ``--replicate --seeds 200-239``; ``--variants`` keeps only some of
 :data:`VARIANTS`, by position, e.g. ``0,1``).
@@ -44,6 +44,7 @@ import gpucluster_env.baselines.pollux as pollux_module
 import numpy as np
 from gpucluster_env.baselines.pollux import Pollux
 from gpucluster_env.baselines.tiresias import Tiresias
+from held_out import HELD_OUT, HELD_OUT_TEXT
 from scipy import stats
 
 from gpucluster_env.engine.metrics import job_table
@@ -57,7 +58,6 @@ TICK = {"tick_s": 60.0}
 """A decision point every 60 s: Pollux's scheduling interval, as Pollux's simulator steps it."""
 ELASTIC = "elastic"
 """A key of a variant's scenario options: its jobs are made elastic downwards (:func:`elastic_jobs`)."""
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 
 
 class TracedPollux(Pollux):
@@ -279,11 +279,11 @@ def main() -> None:
         args.seeds = args.seeds if args.seeds != "0-19" else "100-139"
         seeds = parse_seeds(args.seeds)
         if not set(seeds) <= HELD_OUT:
-            raise SystemExit("--replicate reads the held-out seeds (100-139, 200-239) only")
+            raise SystemExit(f"--replicate reads the held-out seeds ({HELD_OUT_TEXT}) only")
     else:
         seeds = parse_seeds(args.seeds)
         if HELD_OUT & set(seeds):
-            raise SystemExit("held-out seeds (100-139, 200-239) are read only with --replicate")
+            raise SystemExit(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
     variants = dict(VARIANTS)
     if args.variants is not None:
         keep = [list(VARIANTS)[int(i)] for i in args.variants.split(",")]

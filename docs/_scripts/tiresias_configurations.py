@@ -12,7 +12,7 @@ direction).
     .venv/bin/python docs/_scripts/tiresias_configurations.py --replicate --workers 2   # 100-139 and 200-239
     .venv/bin/python docs/_scripts/tiresias_configurations.py --replicate --held-out 200-239
 
-``--seeds`` takes development seeds only: the held-out ones (100-139, 200-239) are refused there.
+``--seeds`` takes development seeds only: the held-out ones (100-179, 200-279) are refused there.
 ``--replicate`` runs the same experiment, unchanged, on the claims board's two held-out seed sets, 100-139 and
 200-239 (``--held-out`` picks one; ``--configs`` runs only some of the configurations of :data:`CONFIGS`, by
 their position, e.g. ``0,3,4,5``). ``--workers N`` runs the seeds in N processes (the same episodes, the same
@@ -27,6 +27,7 @@ from multiprocessing import Pool
 from typing import Any
 
 import numpy as np
+from held_out import HELD_OUT, HELD_OUT_TEXT
 from scipy import stats
 
 from gpucluster_env.policy import make_policy, run_episode
@@ -49,7 +50,6 @@ Tiresias' own simulator (3 queues, 3,250 and 7,200 GPU-s); the authors' testbed 
 700 s of time run, starvation factor 1) and as its placement loop runs (jobs walked in arrival order: FIFO,
 preempting later arrivals)."""
 
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 HELD_OUT_SETS = ("100-139", "200-239")
 """The claims board's two held-out seed sets (leaderboard/boards/claims.toml, and ``--first-seed 200``)."""
 
@@ -126,7 +126,7 @@ def main() -> None:
     else:
         sets = [args.seeds]
         if HELD_OUT & set(parse_seeds(args.seeds)):
-            raise SystemExit("held-out seeds (100-139, 200-239) are read only with --replicate")
+            raise SystemExit(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
     names = list(CONFIGS)
     if args.configs is not None:
         names = [names[int(i)] for i in args.configs.split(",")]

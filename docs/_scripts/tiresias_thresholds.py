@@ -16,7 +16,7 @@ default; ``inf`` never demotes, preemptive FIFO), nothing else changed. Prints p
     .venv/bin/python docs/_scripts/tiresias_thresholds.py --seeds 0-9 --workers 2          # development seeds
     .venv/bin/python docs/_scripts/tiresias_thresholds.py --replicate --workers 2          # 100-139 and 200-239
 
-``--seeds`` takes development seeds only: the held-out ones (100-139, 200-239) are refused there. ``--replicate``
+``--seeds`` takes development seeds only: the held-out ones (100-179, 200-279) are refused there. ``--replicate``
 runs the same experiment, unchanged, on the claims board's two held-out seed sets (``--held-out`` picks one).
 """
 
@@ -29,6 +29,7 @@ from multiprocessing import Pool
 from typing import Any
 
 import numpy as np
+from held_out import HELD_OUT, HELD_OUT_TEXT
 from scipy import stats
 
 from gpucluster_env.policy import make_policy, run_episode
@@ -39,7 +40,6 @@ RESTART_S = 30.0
 THRESHOLDS_H: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, math.inf)
 """Tiresias' queue split (GPU-hours of attained service), docs/reproduction.md's sweep; 16 is the default."""
 LINE_H = 16.0
-HELD_OUT = set(range(100, 140)) | set(range(200, 240))
 HELD_OUT_SETS = ("100-139", "200-239")
 
 
@@ -138,7 +138,7 @@ def main() -> None:
     else:
         sets = [args.seeds]
         if HELD_OUT & set(parse_seeds(args.seeds)):
-            ap.error("held-out seeds (100-139, 200-239) are read only with --replicate")
+            ap.error(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
     for label in sets:
         experiment(parse_seeds(label), label, args.workers)
 

@@ -1,0 +1,26 @@
+"""The claims board's held-out seeds, declared once for the investigation scripts of ``docs/_scripts``.
+
+``leaderboard/boards/claims.toml`` runs its cells on seeds ``first_seed`` .. ``first_seed + seeds - 1`` (100-179), and
+docs/results/claims.md checks its verdicts on a second, disjoint set of the same size from seed 200 (200-279). No
+setting, model or experiment is developed on these seeds: a script reads them only to replicate, unchanged, what
+it measured on development seeds (``--replicate``), and refuses them otherwise.
+"""
+
+from __future__ import annotations
+
+from gpucluster_env.leaderboard.board import load_board
+
+SECOND_FIRST_SEED = 200
+"""The first seed of the claims board's second seed set (``gpucluster leaderboard run claims --first-seed 200``)."""
+
+
+def held_out_seeds() -> set[int]:
+    """Both of the claims board's seed sets, read from the shipped board."""
+    first = {c.seed for c in load_board("claims").cells}
+    n = len(first)
+    return first | set(range(SECOND_FIRST_SEED, SECOND_FIRST_SEED + n))
+
+
+HELD_OUT = held_out_seeds()
+HELD_OUT_TEXT = "100-179, 200-279"
+"""How the refusals name :data:`HELD_OUT` (checked against it by ``tests/docs/test_held_out.py``)."""
