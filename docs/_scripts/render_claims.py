@@ -334,10 +334,17 @@ MEASURED_ELSEWHERE = {
     "gimbal-f8-gandiva-ph": GIMBAL_PHILLY_GANDIVA,
     "gimbal-f12-uneq-dl": GIMBAL_PHILLY_UNEQ,
     "gimbal-f8-lucid-ph": (
-        "**Where it is lost, measured on the `gimbal` board's seeds 0-9 (2026-11-26)** (docs/reproduction-hadar-"
-        "gimbal.md, Fig. 12 ablation): unequal packing alone costs 2.4% of Lucid's mean JCT, LISS wins back 0.6%, "
-        "and LGRR then costs 4.0% (2.48 h -> 2.58 h); Lucid+Gimbal's jobs queue about as long as Lucid's and run "
-        "longer. Why LGRR's rebalancing costs on Philly and gains on Alibaba was not measured."),
+        "**Cause measured on the held-out seeds of this board, 100-179 and 200-279, from the Fig. 12 ablation cells "
+        "it runs** (`lucid+gimbal` with `lgrr=false`, and with `lgrr=false,liss=false`, on gimbal-philly; paired 95% "
+        "intervals as in the table above): LGRR's rebalancing is the loss. With LGRR off, Lucid+Gimbal is level with "
+        "Lucid: -0.4% [-2.9, +1.6] (40/80 seeds) on 100-179 and -0.6% [-2.5, +1.2] (29/80) on 200-279, where "
+        "Lucid+Gimbal itself loses -2.4% [-3.9, -0.6] and -4.8% [-6.5, -3.2]; switching LGRR off gains +2.0% [-0.6, "
+        "+3.8] (62/80) and +4.0% [+2.7, +5.2] (66/80) over Lucid+Gimbal. Unequal packing alone "
+        "(`lgrr=false,liss=false`) is level with Lucid too (-0.8% [-3.3, +1.2], -1.1% [-3.1, +0.7]). LGRR squeezes "
+        "jobs (about 430 an episode, docs/causes/gimbal-philly.md) and their longer run time outweighs what the "
+        "rebalancing gains; on the development seeds 0-9 of the `gimbal` board (2026-11-26) it cost 4.0% "
+        "(docs/reproduction-hadar-gimbal.md, Fig. 12 ablation). Why the same rebalancing costs here and not on "
+        "Alibaba was not measured."),
     "sjfbsbf-t3-sjf-tires": (
         "**Cause measured on `sjfbsbf-philly` development seeds 0-9, replicated on the held-out seeds 100-139 and "
         "200-239** (docs/causes/tiresias-configuration.md, \"Why Tiresias beats SJF\"; "
