@@ -122,6 +122,7 @@ class Pollux(Policy):
         self.capacity = np.array([len(g) for g in node_gpus], dtype=np.int64)
         self.node_type = np.array([view.gpu_type[g[0]] if len(g) else -1 for g in node_gpus], dtype=np.int64)
         self.node_gpus = node_gpus
+        self._gpus = np.arange(view.num_gpus)
         self.nodes_by_type = [sorted((g for g, t in zip(node_gpus, self.node_type, strict=True) if t == k),
                                      key=len, reverse=True) for k in range(len(view.type_names))]
         child = env.unwrapped.np_random.spawn(1)[0]
@@ -147,9 +148,10 @@ class Pollux(Policy):
     def _account(self, view: ClusterView) -> None:
         """Add the GPU-seconds each running job attained since the last call (Pollux orders jobs by them)."""
         dt = view.now - self._t
-        if dt > 0:
-            for j in view.running_jobs().tolist():
-                self.attained[j] += len(view.gpus_of(j)) * dt
+        if dt > 0:  # each running job's GPUs counted from the GPUs' tenants in one pass (every copy's)
+            held = view.tenants(self._gpus).ravel()
+            running = view.running_jobs()
+            self.attained[running] += np.bincount(held[held >= 0], minlength=view.n_jobs)[running] * dt
         self._t = view.now
 
     def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
