@@ -41,6 +41,7 @@ from gpucluster_env.baselines.parts.pollux_goodput import (
     fair_goodput,
     goodput_table,
     job_efficiency,
+    job_noise_scale,
     representative_gpus,
     tunes_batch,
 )
@@ -53,7 +54,6 @@ from gpucluster_env.baselines.pollux_search import (
     restart_penalty,
 )
 
-from gpucluster_env.catalog.pollux_efficiency import has_efficiency
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
@@ -122,6 +122,7 @@ class Pollux(Policy):
         self.capacity = np.array([len(g) for g in node_gpus], dtype=np.int64)
         self.node_type = np.array([view.gpu_type[g[0]] if len(g) else -1 for g in node_gpus], dtype=np.int64)
         self.node_gpus = node_gpus
+        self._gpus = np.arange(view.num_gpus)
         self.nodes_by_type = [sorted((g for g, t in zip(node_gpus, self.node_type, strict=True) if t == k),
                                      key=len, reverse=True) for k in range(len(view.type_names))]
         child = env.unwrapped.np_random.spawn(1)[0]
@@ -132,7 +133,6 @@ class Pollux(Policy):
         self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.best_batch: dict[int, np.ndarray] = {}
         self.goodput: dict[int, tuple[Any, np.ndarray]] = {}
-        self._reads_progress: dict[int, bool] = {}
         self._left = np.zeros(view.n_jobs)
         self.prev: tuple[list[int], np.ndarray] | None = None
         self.next_period = view.now
@@ -148,9 +148,10 @@ class Pollux(Policy):
     def _account(self, view: ClusterView) -> None:
         """Add the GPU-seconds each running job attained since the last call (Pollux orders jobs by them)."""
         dt = view.now - self._t
-        if dt > 0:
-            for j in view.running_jobs().tolist():
-                self.attained[j] += len(view.gpus_of(j)) * dt
+        if dt > 0:  # each running job's GPUs counted from the GPUs' tenants in one pass (every copy's)
+            held = view.tenants(self._gpus).ravel()
+            running = view.running_jobs()
+            self.attained[running] += np.bincount(held[held >= 0], minlength=view.n_jobs)[running] * dt
         self._t = view.now
 
     def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
@@ -166,9 +167,11 @@ class Pollux(Policy):
         active = [j for j in running if view.can_reallocate(j)] + waiting.tolist()
         if not active:
             return Wait()
-        others = [g for j in running if j not in set(active) for g in view.gpus_of(j).tolist()]
+        in_search = set(active)
+        others = [g for j in running if j not in in_search for g in view.gpus_of(j).tolist()]
         self.free_capacity = self.capacity - np.bincount(view.gpu_node[others], minlength=len(self.capacity))
-        active.sort(key=lambda j: (self.attained[j], view.submit[j], j))
+        idx = np.asarray(active, dtype=np.int64)  # by attained service, then arrival, then index
+        active = idx[np.lexsort((idx, view.submit[idx], self.attained[idx]))].tolist()
         self._in_system = len(active)
         if self.waiting_window > 0 and len(waiting) > 0:
             active = self._weighed(view, active, waiting)
@@ -226,20 +229,18 @@ class Pollux(Policy):
         """Job ``j``'s goodput by ``[type, nodes, GPUs]`` (GPUs ``0..own`` at least) at its goodput-optimal
         batch for each (:func:`batch_candidates`; its own batch when it does not :func:`tunes_batch`), those
         batches kept in ``self.best_batch[j]``. Throughput tables are cached per job; efficiency is evaluated
-        at the job's progress now."""
+        at the job's progress now, which it reads only through its noise scale (:func:`job_noise_scale`,
+        constant over each part of its training), so the table is rebuilt only when that changes."""
         entry = self.tables.get(j)
         if entry is None or entry[1].shape[0] <= own:
             cand = (batch_candidates(view.model(j).name, own) if tunes_batch(view, j)
                     else np.full((own + 1, 1), view.batch(j), dtype=np.int64))
             entry = self.tables[j] = (goodput_table(view, j, self.nodes_by_type, cand), cand)
         thr, cand = entry
-        reads = self._reads_progress.get(j)
-        if reads is None:  # whether its efficiency depends on its progress (its model's, fixed)
-            reads = self._reads_progress[j] = has_efficiency(view.model(j).name)
         left = float(self._left[j])
-        key = (cand.shape[0], left if reads else None)
+        key = (cand.shape[0], job_noise_scale(view, j, left))
         kept = self.goodput.get(j)
-        if kept is not None and kept[0] == key:  # same table, same progress (or none read): same answer
+        if kept is not None and kept[0] == key:  # same table, same noise scale (or none read): same answer
             return kept[1]
         r = np.arange(cand.shape[0])
         good = thr * job_efficiency(view, j, r[:, None] * cand, left)[None, None]

@@ -5,6 +5,9 @@ the numpy formulation built a dozen temporaries of that size per generation. The
 policy's generator's own PCG64 stream (:mod:`.pollux_pcg`), at the positions the search has always drawn them
 (each step's numbers as one array, in the same order and shapes), read where the pass needs them and skipped
 where it does not, so a search makes the same decisions to the bit and leaves the generator in the same state.
+A stream read at nearly every entry is stepped in local variables (:func:`.pollux_pcg.lcg`; a short jump by a
+row of :func:`.pollux_pcg.near_table`, a long one by :func:`.pollux_pcg.ahead`), written out in the loop rather
+than called (a numba call returning the state costs about ten times the step itself).
 Integer counts are exact; the only floating-point operations (a mutation's chance and the count it adds) are
 the same operations in the same order as the formulas in :mod:`~gpucluster_env.baselines.pollux_search`'s
 docstrings.
@@ -17,11 +20,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from gpucluster_env.baselines.parts.pollux_pcg import fork, next_double, skip
+from gpucluster_env.baselines.parts.pollux_pcg import ahead, double_of, fork, lcg, near_table, next_double, settle, skip
 from gpucluster_env.baselines.parts.stable_order import key_order
 
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
-_FEW = 32
+_FEW = 64
 """Up to this many nodes a row's node order is an insertion sort (no allocation); above, a merge sort (the
 insertion sort's n^2 steps cost milliseconds a row on PhillyScale's 552 nodes). Both are stable: the same order."""
 
@@ -48,17 +51,27 @@ def _zero_rows(out: np.ndarray, base: np.ndarray, stream: np.ndarray, table: np.
     row choices, ``(P, J, H)`` zeroings (read only in chosen rows)."""
     n_pop, n_jobs, n_nodes = out.shape
     reset, rows, zero = fork(stream, 0), fork(stream, n_pop * n_jobs), fork(stream, 2 * n_pop * n_jobs)
+    for s in (reset, rows, zero):
+        settle(s, table)
+    a_hi, a_lo, c_hi, c_lo = table[0, 0], table[0, 1], table[0, 2], table[0, 3]  # one step
+    r_hi, r_lo, w_hi, w_lo, z_hi, z_lo = reset[0], reset[1], rows[0], rows[1], zero[0], zero[1]  # in locals
+    z_skip = 0  # zeroing draws passed over since the last one read
     for p in range(n_pop):
         for j in range(n_jobs):
-            if next_double(reset, table) < 0.1:
+            r_hi, r_lo = lcg(a_hi, a_lo, r_hi, r_lo, c_hi, c_lo)
+            if double_of(r_hi, r_lo) < 0.1:
                 for h in range(n_nodes):
                     out[p, j, h] = base[j, h]
-            if next_double(rows, table) < 0.1:
+            w_hi, w_lo = lcg(a_hi, a_lo, w_hi, w_lo, c_hi, c_lo)
+            if double_of(w_hi, w_lo) < 0.1:
+                z_hi, z_lo = ahead(z_hi, z_lo, z_skip, table)
+                z_skip = 0
                 for h in range(n_nodes):
-                    if next_double(zero, table) < 0.1:
+                    z_hi, z_lo = lcg(a_hi, a_lo, z_hi, z_lo, c_hi, c_lo)
+                    if double_of(z_hi, z_lo) < 0.1:
                         out[p, j, h] = 0
             else:
-                skip(zero, n_nodes)
+                z_skip += n_nodes
     skip(stream, (2 + n_nodes) * n_pop * n_jobs)
 
 
@@ -73,7 +86,12 @@ def mutate_rows(out: np.ndarray, base: np.ndarray, capacity: np.ndarray, stream:
     _zero_rows(out, base, stream, table)
     n_pop, n_jobs, n_nodes = out.shape
     hit, count = fork(stream, 0), fork(stream, out.size)
+    settle(hit, table)
+    settle(count, table)
+    hit_hi, hit_lo, count_hi, count_lo = hit[0], hit[1], count[0], count[1]  # the two streams' states, in locals
     hit_at, count_at = 0, 0  # the positions the two streams stand at
+    near = near_table(table, 16 * n_nodes)  # a jump within a few rows: one affine map
+    a_hi, a_lo, c_hi, c_lo = table[0, 0], table[0, 1], table[0, 2], table[0, 3]
     free = np.empty((n_pop, n_nodes), dtype=np.int64)
     roomy = np.empty(n_nodes, dtype=np.int64)
     for p in range(n_pop):
@@ -95,13 +113,23 @@ def mutate_rows(out: np.ndarray, base: np.ndarray, capacity: np.ndarray, stream:
             for r in range(with_room):
                 h = roomy[r]
                 at = (p * n_jobs + j) * n_nodes + h
-                skip(hit, at - hit_at)
+                g = at - hit_at + 1
+                if g == 1:  # the next draw (most entries): the one-step map, in registers
+                    hit_hi, hit_lo = lcg(a_hi, a_lo, hit_hi, hit_lo, c_hi, c_lo)
+                elif g < len(near):
+                    hit_hi, hit_lo = lcg(near[g, 0], near[g, 1], hit_hi, hit_lo, near[g, 2], near[g, 3])
+                else:
+                    hit_hi, hit_lo = ahead(hit_hi, hit_lo, g, table)
                 hit_at = at + 1
                 chance = p1 + p2 - p1 * p2 if out[p, j, h] > 0 else p1
-                if next_double(hit, table) < chance:
-                    skip(count, at - count_at)
+                if double_of(hit_hi, hit_lo) < chance:
+                    g = at - count_at + 1
+                    if g < len(near):
+                        count_hi, count_lo = lcg(near[g, 0], near[g, 1], count_hi, count_lo, near[g, 2], near[g, 3])
+                    else:
+                        count_hi, count_lo = ahead(count_hi, count_lo, g, table)
                     count_at = at + 1
-                    out[p, j, h] += np.int64(np.floor(next_double(count, table) * (free[p, h] + 1)))
+                    out[p, j, h] += np.int64(np.floor(double_of(count_hi, count_lo) * (free[p, h] + 1)))
     skip(stream, 2 * out.size)
     return free
 
@@ -130,22 +158,15 @@ def gang_candidates(out: np.ndarray, fixed: np.ndarray, stream: np.ndarray, tabl
 
 
 @numba.njit(**_JIT)
-def _roomiest_first(room: np.ndarray, ties: np.ndarray, order: np.ndarray) -> None:
-    """``order`` := node order by most room, then by tie-break key, then by index
-    (``np.lexsort((ties, -room))``): insertion for a few nodes, two stable merge sorts for many."""
-    if len(order) > _FEW:
-        by_tie = np.argsort(ties, kind="mergesort")
-        order[:] = by_tie[np.argsort(-room[by_tie], kind="mergesort")]
-        return
-    for a in range(len(order)):
-        order[a] = a
-    for a in range(1, len(order)):
-        x = order[a]
-        b = a - 1
-        while b >= 0 and (room[order[b]] < room[x] or (room[order[b]] == room[x] and ties[order[b]] > ties[x])):
-            order[b + 1] = order[b]
-            b -= 1
-        order[b + 1] = x
+def _roomiest_left(room: np.ndarray, ties: np.ndarray, taken: np.ndarray) -> int:
+    """The first node not ``taken`` in the order by most room, then tie-break key, then index
+    (``np.lexsort((ties, -room))``): a gang takes only its first few nodes, so they are picked one by one, not
+    all sorted."""
+    best = -1
+    for h in range(len(room)):
+        if not taken[h] and (best < 0 or room[h] > room[best] or (room[h] == room[best] and ties[h] < ties[best])):
+            best = h
+    return best
 
 
 @numba.njit(**_JIT)
@@ -155,7 +176,10 @@ def fill_gangs(out: np.ndarray, free: np.ndarray, fixed: np.ndarray, stream: np.
     read when the candidate has room), taking all of each node's room but the last's."""
     cand = gang_candidates(out, fixed, stream, table)
     n_nodes = out.shape[2]
-    ties, room, order = np.empty(n_nodes), np.empty(n_nodes, dtype=np.int64), np.empty(n_nodes, dtype=np.int64)
+    ties, room, taken = np.empty(n_nodes), np.empty(n_nodes, dtype=np.int64), np.empty(n_nodes, dtype=np.bool_)
+    settle(stream, table)
+    hi, lo, passed = stream[0], stream[1], 0  # the stream's state in locals, and the draws passed over since
+    a_hi, a_lo, c_hi, c_lo = table[0, 0], table[0, 1], table[0, 2], table[0, 3]
     for c in range(len(cand)):
         p, j = cand[c, 0], cand[c, 1]
         total = 0
@@ -163,17 +187,26 @@ def fill_gangs(out: np.ndarray, free: np.ndarray, fixed: np.ndarray, stream: np.
             room[h] = max(free[p, h], 0)
             total += room[h]
         if total == 0:  # nothing to take, whatever the order
-            skip(stream, n_nodes)
+            passed += n_nodes
             continue
+        hi, lo = ahead(hi, lo, passed, table)
+        passed = 0
         for h in range(n_nodes):
-            ties[h] = next_double(stream, table)
-        _roomiest_first(room, ties, order)
+            hi, lo = lcg(a_hi, a_lo, hi, lo, c_hi, c_lo)
+            ties[h] = double_of(hi, lo)
         before = 0
-        for h in order:
-            take = min(max(fixed[j] - before, 0), room[h])
+        taken[:] = False
+        while before < fixed[j]:  # the roomiest node left until the gang is whole
+            h = _roomiest_left(room, ties, taken)
+            if h < 0 or room[h] == 0:  # every node taken, or no room left: the others give nothing
+                break
+            taken[h] = True
+            take = min(fixed[j] - before, room[h])
             before += room[h]
             out[p, j, h] += take
             free[p, h] -= take
+    stream[0], stream[1] = hi, lo
+    skip(stream, passed)
 
 
 @numba.njit(**_JIT)
@@ -224,22 +257,27 @@ def _cap_rows(out: np.ndarray, stream: np.ndarray, table: np.ndarray, max_gpus: 
     keys = np.empty(n_nodes)
     used = np.empty(n_nodes, dtype=np.int64)
     draws = fork(stream, 0)
+    settle(draws, table)
+    d_hi, d_lo, d_at = draws[0], draws[1], 0  # the key stream's state and position, in locals
+    near = near_table(table, 16 * n_nodes)
     for p in range(n_pop):
         for j in range(n_jobs):
             size = 0
             for h in range(n_nodes):
                 size += out[p, j, h]
             if size <= max_gpus[j]:
-                skip(draws, n_nodes)
                 continue
-            n, at = 0, 0
+            n = 0
             for h in range(n_nodes):
                 if out[p, j, h] != 0:
-                    skip(draws, h - at)
-                    at = h + 1
-                    keys[n], used[n] = next_double(draws, table), h
+                    g = (p * n_jobs + j) * n_nodes + h - d_at + 1  # steps to this entry's draw
+                    if g < len(near):
+                        d_hi, d_lo = lcg(near[g, 0], near[g, 1], d_hi, d_lo, near[g, 2], near[g, 3])
+                    else:
+                        d_hi, d_lo = ahead(d_hi, d_lo, g, table)
+                    d_at += g
+                    keys[n], used[n] = double_of(d_hi, d_lo), h
                     n += 1
-            skip(draws, n_nodes - at)
             if n > _FEW:
                 order[:n] = np.argsort(keys[:n], kind="mergesort")  # stable, as key_order
             else:
@@ -304,21 +342,23 @@ def row_shapes(pop: np.ndarray, node_type: np.ndarray, base: np.ndarray
     """Per candidate and job: GPUs, nodes used, GPU type (of the first node used, else node 0's; at least 0),
     and whether the row differs from ``base``. Each ``(P, J)``."""
     n_pop, n_jobs, n_nodes = pop.shape
-    size = np.zeros((n_pop, n_jobs), dtype=np.int64)
-    nodes = np.zeros((n_pop, n_jobs), dtype=np.int64)
+    size = np.empty((n_pop, n_jobs), dtype=np.int64)
+    nodes = np.empty((n_pop, n_jobs), dtype=np.int64)
     kind = np.empty((n_pop, n_jobs), dtype=np.int64)
-    moved = np.zeros((n_pop, n_jobs), dtype=np.bool_)
+    moved = np.empty((n_pop, n_jobs), dtype=np.bool_)
     for p in range(n_pop):
         for j in range(n_jobs):
-            first = -1
+            total, used, differ, first = 0, 0, 0, -1  # sums in locals, not in the output arrays
             for h in range(n_nodes):
                 x = pop[p, j, h]
-                size[p, j] += x
-                if x != 0:
-                    nodes[p, j] += 1
-                if x > 0 and first < 0:
-                    first = h
-                if x != base[j, h]:
-                    moved[p, j] = True
+                total += x
+                used += x != 0
+                differ += x != base[j, h]
+            if used > 0:  # the first node holding GPUs
+                for h in range(n_nodes):
+                    if pop[p, j, h] > 0:
+                        first = h
+                        break
+            size[p, j], nodes[p, j], moved[p, j] = total, used, differ > 0
             kind[p, j] = max(node_type[max(first, 0)], 0)
     return size, nodes, kind, moved

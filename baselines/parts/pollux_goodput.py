@@ -85,15 +85,24 @@ def tunes_batch(view: ClusterView, j: int) -> bool:
     return view.is_elastic(j) and batch_range(view.model(j).name) is not None
 
 
+def job_noise_scale(view: ClusterView, j: int, remaining: float | None = None) -> float | None:
+    """The gradient noise scale ``phi`` of job ``j``'s model at its progress now (None: no data), the only way
+    its progress enters its efficiency (piecewise constant: the same over each part of its training);
+    ``remaining``: its iterations left now, when the caller has them (``view.remaining_now()[j]``)."""
+    name = view.model(j).name
+    if not has_efficiency(name):
+        return None
+    left = float(view.remaining_now()[j]) if remaining is None else remaining
+    return noise_scale(name, 1.0 - left / max(float(view.iterations[j]), 1e-12))
+
+
 def job_efficiency(view: ClusterView, j: int, total: np.ndarray, remaining: float | None = None) -> np.ndarray:
     """Statistical efficiency of job ``j`` at total batches ``total`` at its progress now (1: no data);
-    ``remaining``: its iterations left now, when the caller has them (``view.remaining_now()[j]``)."""
-    p = view.model(j)
-    if not has_efficiency(p.name):
+    ``remaining`` as for :func:`job_noise_scale`."""
+    phi = job_noise_scale(view, j, remaining)
+    if phi is None:
         return np.ones(np.shape(total))
-    left = float(view.remaining_now()[j]) if remaining is None else remaining
-    done = 1.0 - left / max(float(view.iterations[j]), 1e-12)
-    return efficiency(np.maximum(total, 1), POLLUX_INIT_BATCH[p.name], noise_scale(p.name, done))
+    return efficiency(np.maximum(total, 1), POLLUX_INIT_BATCH[view.model(j).name], phi)
 
 
 def fair_goodput(good: np.ndarray, fair_r: np.ndarray) -> np.ndarray:

@@ -74,7 +74,7 @@ def store(rng: np.random.Generator, stream: np.ndarray, table: np.ndarray) -> No
 
 
 @intrinsic
-def _lcg(typingctx: Any, a_hi: Any, a_lo: Any, x_hi: Any, x_lo: Any, c_hi: Any, c_lo: Any) -> Any:
+def lcg(typingctx: Any, a_hi: Any, a_lo: Any, x_hi: Any, x_lo: Any, c_hi: Any, c_lo: Any) -> Any:
     """``(A x + C) mod 2**128`` on 64-bit words (high, low), in LLVM's native 128-bit integers."""
     word = types.uint64
     sig = types.UniTuple(word, 2)(word, word, word, word, word, word)
@@ -95,7 +95,7 @@ def _lcg(typingctx: Any, a_hi: Any, a_lo: Any, x_hi: Any, x_lo: Any, c_hi: Any, 
 @numba.njit(**_JIT)
 def _affine(stream: np.ndarray, table: np.ndarray, i: int) -> None:
     """The state ``x`` to ``A x + C`` mod 2**128 with row ``i`` of the jump table."""
-    stream[0], stream[1] = _lcg(table[i, 0], table[i, 1], stream[0], stream[1], table[i, 2], table[i, 3])
+    stream[0], stream[1] = lcg(table[i, 0], table[i, 1], stream[0], stream[1], table[i, 2], table[i, 3])
 
 
 @numba.njit(**_JIT)
@@ -136,6 +136,42 @@ def next64(stream: np.ndarray, table: np.ndarray) -> np.uint64:
     x = hi ^ stream[1]
     rot = hi >> np.uint64(58)
     return (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+
+
+@numba.njit(**_JIT)
+def near_table(table: np.ndarray, n: int) -> np.ndarray:
+    """``(n, 4)`` words of the LCG map ``g`` steps ahead for ``g < n`` (row 0: the identity), for :func:`ahead`'s
+    short jumps: one affine map each instead of one per bit of ``g``."""
+    near = np.empty((n, 4), dtype=np.uint64)
+    near[0, 0], near[0, 1], near[0, 2], near[0, 3] = _ZERO, _ONE, _ZERO, _ZERO
+    for g in range(1, n):
+        near[g, 0], near[g, 1] = lcg(table[0, 0], table[0, 1], near[g - 1, 0], near[g - 1, 1], _ZERO, _ZERO)
+        near[g, 2], near[g, 3] = lcg(table[0, 0], table[0, 1], near[g - 1, 2], near[g - 1, 3], table[0, 2],
+                                      table[0, 3])
+    return near
+
+
+@numba.njit(**_JIT)
+def ahead(hi: np.uint64, lo: np.uint64, k: int, table: np.ndarray) -> tuple[np.uint64, np.uint64]:
+    """The state ``(hi, lo)`` ``k >= 0`` steps ahead, kept in locals (the array stream's :func:`settle` and
+    step), one map per bit of ``k``; a loop that draws many numbers makes its short jumps with
+    :func:`near_table`'s rows and :func:`lcg` (a call here costs ten times that)."""
+    i = 0
+    while k:
+        if k & 1:
+            hi, lo = lcg(table[i, 0], table[i, 1], hi, lo, table[i, 2], table[i, 3])
+        k >>= 1
+        i += 1
+    return hi, lo
+
+
+@numba.njit(**_JIT)
+def double_of(hi: np.uint64, lo: np.uint64) -> float:
+    """The double :func:`next_double` returns when it has stepped the state to ``(hi, lo)``."""
+    x = hi ^ lo
+    rot = hi >> np.uint64(58)
+    return np.float64(((x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))) >> np.uint64(11)) * (
+        1.0 / 9007199254740992.0)
 
 
 @numba.njit(**_JIT)
