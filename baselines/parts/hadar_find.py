@@ -53,13 +53,17 @@ def _take_one(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, h: int, n: int, 
 
 
 @numba.njit(**_JIT)
-def consolidated(fr: np.ndarray, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, usable: np.ndarray,
-                 need: int) -> np.ndarray:
+def consolidated(fr: np.ndarray, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int) -> np.ndarray:
     """The consolidated allocation: one server if any fits (the one whose gang's slowest GPU is fastest, then
     the least usable room, then the lowest index), else the servers with most usable room first (ties by
-    index)."""
-    best, best_slow = -1, 0.0
+    index); no rows when fewer than ``need`` GPUs of runnable (``ok``) types are free in all. Each server's
+    usable room is counted in the same pass that looks for the one server."""
+    usable = np.zeros(fr.shape[0], dtype=np.int64)
+    total, best, best_slow = 0, -1, 0.0
     for h in range(fr.shape[0]):
+        for k in range(fr.shape[1]):
+            usable[h] += fr[h, k] * ok[k]
+        total += usable[h]
         if usable[h] < need:
             continue
         cum, slow = 0, 0.0
@@ -72,6 +76,8 @@ def consolidated(fr: np.ndarray, speed: np.ndarray, ok: np.ndarray, kord: np.nda
                     break
         if best < 0 or -slow < -best_slow or (-slow == -best_slow and usable[h] < usable[best]):
             best, best_slow = h, slow
+    if best < 0 and total < need:
+        return np.empty((0, 3), dtype=np.int64)
     out = np.empty((min(need, fr.shape[0] * len(kord)), 3), dtype=np.int64)  # a row takes >= 1 GPU
     if best >= 0:
         return out[: _take_one(fr, ok, kord, best, need, out, 0)[1]]
@@ -170,15 +176,11 @@ def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, cu
     option wins ties with the spread one; the job's ``current`` allocation (``(0, 3)`` when none), when still
     free, wins ties and pays no overhead."""
     ok = speed > 0
-    usable = np.zeros(fr.shape[0], dtype=np.int64)
-    for h in range(fr.shape[0]):
-        for k in range(fr.shape[1]):
-            usable[h] += fr[h, k] * ok[k]
-    if usable.sum() < need:
-        return np.empty((0, 3), dtype=np.int64), 0.0, 0.0
     kord = np.empty(len(speed), dtype=np.int64)
     key_order(-speed, kord)
-    best = consolidated(fr, speed, ok, kord, usable, need)
+    best = consolidated(fr, speed, ok, kord, need)
+    if len(best) == 0:  # fewer usable GPUs than asked
+        return best, 0.0, 0.0
     tput, pay = payoff(best, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm, slot_s)
     other = spread(fr, ok, kord, need)
     t2, p2 = payoff(other, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm, slot_s)
@@ -297,6 +299,6 @@ def select(fr: np.ndarray, win: int, workers: np.ndarray, speeds: np.ndarray, fa
     greedy tail after them (:func:`greedy_tail`, which returns the picks of both, in job order). ``fr`` is
     updated in place to what is left free."""
     chosen = window_dp(win, fr, workers, speeds, facts, cur_rows, cur_from, comm, u_min, u_max, eta,
-                          capacity, now, overhead_s, slot_s)
+                       capacity, now, overhead_s, slot_s)
     return greedy_tail(fr, win, chosen, workers, speeds, facts, cur_rows, cur_from, comm, u_min, u_max, eta,
                        capacity, now, overhead_s, slot_s)
