@@ -50,6 +50,9 @@ class Hadar(Policy):
     )
     paper: ClassVar[str] = "Hadar (hadar-hadare §III)"
     default_estimate: ClassVar[str] = "oracle"
+    forks: ClassVar[bool] = False
+    """Whether the policy forks jobs (HadarE): only then can a running job have several copies and be pinned
+    (:meth:`_pinned`); Hadar's rounds skip the per-job check otherwise."""
 
     def __init__(self, round_s: float | None = None, eta: float = 1.0,
                  comm_weight: Annotated[float, NON_NEGATIVE] = 1.0, dp_window: Annotated[int, NON_NEGATIVE] = 6,
@@ -113,7 +116,6 @@ class Hadar(Policy):
         if run is None:
             run = [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
         act = pend + run
-        rem = view.remaining_now()
         if not act:
             return [], HadarQueue(np.zeros(0, dtype=np.int64), np.zeros((0, self.capacity.shape[1])),
                                   np.zeros((0, 4)), [])
@@ -121,7 +123,7 @@ class Hadar(Policy):
         tput = self._tput_rows(ids)
         best = tput.max(axis=1)
         unit = np.where(best > 0, best, 1.0) if self.normalize else np.ones(len(act))
-        workers, left = view.req_gpus[ids].astype(np.int64), rem[ids].astype(float)
+        workers, left = view.req_gpus[ids].astype(np.int64), view.remaining_now(ids).astype(float)  # these jobs
         arrival, iters = view.submit[ids].astype(float), view.iterations[ids].astype(float)
         held = self._currents(view, run)
         current = [()] * len(pend) + [held.get(j, ()) for j in run]
@@ -181,7 +183,7 @@ class Hadar(Policy):
         """This round's allocation: Algorithm 2 over every active job on the GPUs not held by pinned jobs;
         running jobs that lose their GPUs or move are preempted, the moved and new ones placed."""
         running = view.running_jobs().tolist()
-        pinned = {j for j in running if self._pinned(view, j)}
+        pinned = {j for j in running if self._pinned(view, j)} if self.forks else set()
         ids, jobs = self._queue(view, [j for j in running if j not in pinned])
         if not jobs:
             return []

@@ -29,6 +29,7 @@ class HadarE(Hadar):
     )
     paper: ClassVar[str] = "HadarE (hadar-hadare §V)"
     default_estimate: ClassVar[str] = "spec"
+    forks: ClassVar[bool] = True
 
     @classmethod
     def applies_to(cls, scenario: Any) -> bool:

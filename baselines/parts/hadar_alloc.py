@@ -20,8 +20,8 @@ GPUs anywhere, plus a communication cost per extra server), whichever pays more.
 The paper's text gives the structure but its formulas did not survive extraction; where a detail is ours it is
 said here: the horizon ``T`` for ``U_min`` is the time to finish all queued work on the slowest GPUs at full
 use plus the longest job's run there; ``eta`` defaults to 1; the communication cost is ``comm_weight`` base
-prices per worker and extra server; the DP is exact over the first ``dp_window`` queued jobs (memoised on
-the state) and greedy after them.
+prices per worker and extra server; the DP is exact over the first ``dp_window`` queued jobs (depth first,
+compiled) and greedy after them.
 """
 
 from __future__ import annotations
@@ -211,55 +211,25 @@ def select_jobs(jobs: Sequence[HadarJob], free: np.ndarray, prices: Prices, now:
                 overhead_s: float = 0.0, comm_weight: float = 1.0, dp_window: int = 6,
                 ) -> list[tuple[int, Choice]]:
     """Algorithm 2: the queued jobs to start this round and their allocations, maximizing the total payoff.
-    The first ``dp_window`` jobs (in the order given) are chosen by the memoised DP over (job, server state):
-    each job either taken (FIND_ALLOC on the state, positive payoff) or skipped; the jobs after the window are
-    then taken greedily in order while their payoff is positive. ``free``: servers x types."""
-    fr0 = np.asarray(free, dtype=np.int64)
-    win = min(dp_window, len(jobs))
-    memo: dict[tuple[int, bytes], tuple[float, tuple[tuple[int, Choice], ...]]] = {}
+    The first ``dp_window`` jobs (in the order given) are chosen by the exact DP over (job, server state): each
+    job either taken (FIND_ALLOC on the state, positive payoff) or skipped; the jobs after the window are then
+    taken greedily in order while their payoff is positive. ``free``: servers x types. One compiled call
+    (:func:`.hadar_find.select`) over the queue's arrays, each job FIND_ALLOC's call of :func:`find_alloc` with
+    the same communication charge; the window's choice is a bit mask, so ``dp_window`` is at most 62 (the DP
+    is exponential in it: 6 by default)."""
+    from gpucluster_env.baselines.parts.hadar_find import select
 
-    def dp(i: int, fr: np.ndarray) -> tuple[float, tuple[tuple[int, Choice], ...]]:
-        if i == win:
-            return 0.0, ()
-        key = (i, fr.tobytes())
-        hit = memo.get(key)
-        if hit is not None:
-            return hit
-        best = dp(i + 1, fr)
-        ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
-        if ch is not None and ch.payoff > 0:
-            nxt = fr.copy()
-            for h, k, c in ch.take:
-                nxt[h, k] -= c
-            val, rest = dp(i + 1, nxt)
-            if val + ch.payoff > best[0]:
-                best = (val + ch.payoff, ((i, ch),) + rest)
-        memo[key] = best
-        return best
-
-    _, picked = dp(0, fr0)
-    out = list(picked)
-    fr = fr0.copy()
-    for _, ch in out:
-        for h, k, c in ch.take:
-            fr[h, k] -= c
-    if win < len(jobs) and fr.sum() > 0:
-        out += _greedy_tail(HadarQueue.of(jobs), win, fr, prices, now, overhead_s, comm_weight)
-    return out
-
-
-def _greedy_tail(q: HadarQueue, start: int, fr: np.ndarray, prices: Prices, now: float, overhead_s: float,
-                 comm_weight: float) -> list[tuple[int, Choice]]:
-    """The jobs after the DP window taken greedily in order while their payoff is positive, on the GPUs the
-    window left free (``fr``, servers x types): one compiled walk (:func:`.hadar_find.greedy_tail`), each job
-    FIND_ALLOC's call of :func:`find_alloc` with the same communication charge."""
-    from gpucluster_env.baselines.parts.hadar_find import greedy_tail
-
+    if dp_window > 62:
+        raise ValueError(f"dp_window: at most 62 (an exact DP over 2**dp_window subsets), got {dp_window}")
+    if not jobs:
+        return []
+    q = HadarQueue.of(jobs)
     comm = comm_weight * q.workers * float(prices.u_min.min()) / (4.0 * prices.eta)
     cur_rows, cur_from = q.current_rows()
-    picked, rows, row_from, tputs, pays = greedy_tail(
-        fr, start, q.workers, q.tput, q.facts, cur_rows, cur_from, comm, prices.u_min, prices.u_max,
-        float(prices.eta), prices.capacity, float(now), float(overhead_s), float(prices.slot_s))
+    picked, rows, row_from, tputs, pays = select(
+        np.array(free, dtype=np.int64), min(dp_window, len(q)), q.workers, q.tput, q.facts, cur_rows, cur_from,
+        comm, prices.u_min, prices.u_max, float(prices.eta), prices.capacity, float(now), float(overhead_s),
+        float(prices.slot_s))
     rl = rows.tolist()  # once: a slice of the list per job, not a list of each slice of the array
     return [(i, Choice(tuple(map(tuple, rl[a:b])), t, p)) for i, a, b, t, p in zip(
         picked.tolist(), row_from[:-1].tolist(), row_from[1:].tolist(), tputs.tolist(), pays.tolist(), strict=True)]

@@ -1,7 +1,7 @@
-"""Hadar's queue as arrays, its compiled greedy tail and its kept throughput rows (baselines/hadar.py,
-baselines/parts/hadar_alloc.py HadarQueue, hadar_find.py greedy_tail) give, at every round of real runs, what
-the plain computations give: FIND_ALLOC asked job by job on the shrinking free GPUs, the performance model's
-throughputs asked afresh."""
+"""Hadar's queue as arrays, its compiled DP window and greedy tail and its kept throughput rows
+(baselines/hadar.py, baselines/parts/hadar_alloc.py HadarQueue, hadar_find.py select) give, at every round of
+real runs, what the plain computations give: the DP as a memoised recursion over (job, free GPUs) and the tail
+FIND_ALLOC asked job by job on the shrinking free GPUs, the performance model's throughputs asked afresh."""
 
 from __future__ import annotations
 
@@ -34,10 +34,36 @@ def plain_tail(jobs: list[HadarJob], start: int, fr: np.ndarray, prices: Any, no
     return out
 
 
+def plain_window(jobs: list[HadarJob], win: int, fr0: np.ndarray, prices: Any, now: float, overhead_s: float,
+                 comm_weight: float) -> list[tuple[int, Choice]]:
+    """Algorithm 2's DP over the first ``win`` jobs as a memoised recursion (the allocator's form until the
+    compiled window): each job skipped, or taken at a positive payoff when the total is strictly larger."""
+    memo: dict[tuple[int, bytes], tuple[float, tuple[tuple[int, Choice], ...]]] = {}
+
+    def dp(i: int, fr: np.ndarray) -> tuple[float, tuple[tuple[int, Choice], ...]]:
+        if i == win:
+            return 0.0, ()
+        key = (i, fr.tobytes())
+        if key not in memo:
+            best = dp(i + 1, fr)
+            ch = find_alloc(jobs[i], fr, prices.capacity - fr, prices, now, overhead_s, comm_weight)
+            if ch is not None and ch.payoff > 0:
+                nxt = fr.copy()
+                for h, k, c in ch.take:
+                    nxt[h, k] -= c
+                val, rest = dp(i + 1, nxt)
+                if val + ch.payoff > best[0]:
+                    best = (val + ch.payoff, ((i, ch),) + rest)
+            memo[key] = best
+        return memo[key]
+
+    return list(dp(0, np.asarray(fr0, dtype=np.int64))[1])
+
+
 class _CheckedHadar(Hadar):
     def reset(self, env: Any) -> None:
         super().reset(env)
-        self.rounds = self.tail_picks = 0
+        self.rounds = self.tail_picks = self.window_picks = 0
 
     def _starts(self, view: ClusterView) -> list[Any]:
         ids, q = self._queue(view)
@@ -51,6 +77,7 @@ class _CheckedHadar(Hadar):
             picked = select_jobs(q, free, prices, view.now, self.overhead_s, self.comm_weight, self.dp_window)
             win = min(self.dp_window, len(jobs))
             head = [(i, ch) for i, ch in picked if i < win]
+            assert head == plain_window(jobs, win, free, prices, view.now, self.overhead_s, self.comm_weight)
             fr = free.copy()
             for _, ch in head:
                 for h, k, c in ch.take:
@@ -58,10 +85,11 @@ class _CheckedHadar(Hadar):
             assert picked == head + plain_tail(jobs, win, fr, prices, view.now, self.overhead_s, self.comm_weight)
             self.rounds += 1
             self.tail_picks += len(picked) - len(head)
+            self.window_picks += len(head)
         return super()._starts(view)
 
 
-def test_hadar_arrays_and_compiled_tail_give_the_plain_round() -> None:
+def test_hadar_arrays_and_compiled_round_give_the_plain_round() -> None:
     pol = _CheckedHadar()
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 300})
-    assert pol.rounds > 30 and pol.tail_picks > 50
+    assert pol.rounds > 30 and pol.tail_picks > 50 and pol.window_picks > 30
