@@ -55,7 +55,8 @@ class Hadar(Policy):
     (:meth:`_pinned`); Hadar's rounds skip the per-job check otherwise."""
 
     def __init__(self, round_s: float | None = None, eta: float = 1.0,
-                 comm_weight: Annotated[float, NON_NEGATIVE] = 1.0, dp_window: Annotated[int, NON_NEGATIVE] = 6,
+                 comm_weight: Annotated[float, NON_NEGATIVE] = 1.0,
+                 dp_window: Annotated[int, OptionSpec(low=0, high=62)] = 6,
                  normalize: bool = True, estimate: Annotated[str | None, OptionSpec(choices=ESTIMATES)] = None,
                  run_cost: bool = True, order: Annotated[str, OptionSpec(choices=ORDERS)] = "gpu") -> None:
         """``round_s``: round length (None: the scenario's, else 360 s); ``eta``: the price scaling factor of

@@ -67,6 +67,7 @@ def test_gimbal_wraps_any_host() -> None:
     (lambda: make_policy("gavel-packed", objective="ftf"), ("'gavel-packed'", "'objective'", "max-min, makespan")),
     (lambda: make_policy("lucid+gimbal", granularity=150), ("'lucid+gimbal'", "'granularity'", "<= 99")),
     (lambda: make_policy("hadar", dp_window=-1), ("'hadar'", "'dp_window'", ">= 0")),
+    (lambda: make_policy("hadar", dp_window=63), ("'hadar'", "'dp_window'", "<= 62")),  # a bit mask of the window
 ])
 def test_policy_made_in_python_checks_its_options(make, words) -> None:
     with pytest.raises(SettingError) as e:
