@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from held_out import parse_seeds
 
 from gpucluster_env.env import GPUClusterEnv
 from gpucluster_env.env.jobs_env import JobsEnv
@@ -92,12 +93,9 @@ def heuristic_episode(policy: str, seed: int) -> dict[str, float]:
             "share": np.nan}
 
 
-def parse_seeds(text: str) -> list[int]:
+def development_seeds(text: str) -> list[int]:
     """``0-5`` or ``0,3,4``; held-out seeds refused."""
-    seeds: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.partition("-")
-        seeds += list(range(int(lo), int(hi or lo) + 1))
+    seeds = parse_seeds(text)
     if any(3000 <= s < 3020 for s in seeds):
         raise SystemExit("--seeds: 3000-3019 are docs/rl.md's held-out seeds; use development seeds")
     return seeds
@@ -107,7 +105,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--seeds", default="0-5")
     args = ap.parse_args()
-    seeds = parse_seeds(args.seeds)
+    seeds = development_seeds(args.seeds)
     variants: dict[str, Callable[[int], dict[str, float]]] = {
         **{p: (lambda s, p=p: heuristic_episode(p, s)) for p in HEURISTICS},
         **{name: (lambda s, kw=kw: random_episode(s, kw)) for name, kw in RANDOM_VOCABULARIES.items()},

@@ -32,7 +32,7 @@ import pandas as pd
 from gpucluster_env.traces.gimbal_mix import TABLE2, class_counts
 from gpucluster_env.traces.trace_sources import full_trace
 from gymnasium.utils import seeding
-from held_out import HELD_OUT
+from held_out import HELD_OUT, parse_seeds
 
 from gpucluster_env.scenarios import get_scenario
 
@@ -44,14 +44,6 @@ def episode_jobs(sc: Any, seed: int) -> Any:
 GPUS = 32
 PAPER_MAKESPAN_H = 17.6
 N_JOBS = 300
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``A-B`` or ``A,B,C`` as a list of seeds."""
-    if "-" in text:
-        lo, hi = (int(x) for x in text.split("-"))
-        return list(range(lo, hi + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def parse_options(items: list[str]) -> dict[str, object]:

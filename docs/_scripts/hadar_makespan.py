@@ -39,8 +39,7 @@ import numpy as np
 from gpucluster_env.baselines.tiresias import Tiresias
 from gpucluster_env.baselines.yarn_cs import YarnCS
 from gpucluster_env.leaderboard import stats
-from hadar_median_jct import seeds_of
-from held_out import HELD_OUT, HELD_OUT_TEXT
+from held_out import HELD_OUT, HELD_OUT_TEXT, parse_seeds
 
 from gpucluster_env.engine import Action, Reallocate, Wait
 from gpucluster_env.policy import make_policy, run_episode
@@ -220,7 +219,7 @@ def main() -> None:
             res = {p: [run(p, s) for s in seeds] for p in REPLICATE}
             compare_table(res, seeds)
         return
-    seeds = seeds_of(args.seeds)
+    seeds = parse_seeds(args.seeds)
     if HELD_OUT & set(seeds):
         ap.error(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
     res = {p: [run(p, s) for s in seeds] for p in POLICIES}

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 from gpucluster_env.baselines.hadar import Hadar
 from gpucluster_env.traces.annotate import hadar_class
+from held_out import REPLICATED_SETS, parse_seeds
 from scipy import stats
 
 from gpucluster_env.policy import make_policy, run_episode
@@ -131,16 +132,6 @@ def run(arg: str, seed: int) -> dict[str, Any]:
     return run_episode("hadar-philly", pol, seed, extra=_extra)
 
 
-def seeds_of(text: str) -> list[int]:
-    """``0-4`` or ``0,2,5`` as a list of seeds."""
-    if "-" in text:
-        a, b = text.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(x) for x in text.split(",")]
-
-
-HELD_OUT_SETS = ("100-139", "200-239")
-"""The claims board's two held-out seed sets (leaderboard/boards/claims.toml, and ``--first-seed 200``)."""
 REPLICATE = ("gavel", "hadar:run_cost=false", "hadar", "hadar-fromnow", "hadar:order=slot")
 """The isolating experiment's rows (docs/causes/hadar-median-jct.md), run unchanged on the held-out seeds."""
 
@@ -194,18 +185,18 @@ def main() -> None:
     ap.add_argument("--seeds", default="0-4", help="development seeds only (0-9), e.g. 0-4")
     ap.add_argument("--replicate", action="store_true",
                     help="the isolating experiment on the held-out seeds 100-139 and 200-239")
-    ap.add_argument("--held-out", choices=HELD_OUT_SETS, default=None, help="with --replicate: one set only")
+    ap.add_argument("--held-out", choices=REPLICATED_SETS, default=None, help="with --replicate: one set only")
     ap.add_argument("--workers", type=int, default=1, help="with --replicate: processes over episodes")
     args = ap.parse_args()
     if args.held_out and not args.replicate:
         ap.error("--held-out goes with --replicate")
     if args.replicate:
-        for label in [args.held_out] if args.held_out else HELD_OUT_SETS:
-            replicate(seeds_of(label), args.workers)
+        for label in [args.held_out] if args.held_out else REPLICATED_SETS:
+            replicate(parse_seeds(label), args.workers)
         return
     if not args.policies:
         ap.error("give at least one policy (or --replicate)")
-    seeds = seeds_of(args.seeds)
+    seeds = parse_seeds(args.seeds)
     if any(s >= 100 for s in seeds):
         raise SystemExit("held-out seeds (100+) are not for investigation")
     for arg in args.policies:

@@ -24,3 +24,14 @@ def held_out_seeds() -> set[int]:
 HELD_OUT = held_out_seeds()
 HELD_OUT_TEXT = "100-179, 200-279"
 """How the refusals name :data:`HELD_OUT` (checked against it by ``tests/docs/test_held_out.py``)."""
+REPLICATED_SETS = ("100-139", "200-239")
+"""The first 40 seeds of each set: the held-out seeds the cause scripts' ``--replicate`` runs were made on."""
+
+
+def parse_seeds(text: str) -> list[int]:
+    """Seeds as the scripts' ``--seeds`` take them: ``0-4``, ``0,3,5`` or both (``0-4,7``)."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        seeds += list(range(int(lo), int(hi or lo) + 1))
+    return seeds

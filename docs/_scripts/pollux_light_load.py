@@ -44,7 +44,7 @@ import gpucluster_env.baselines.pollux as pollux_module
 import numpy as np
 from gpucluster_env.baselines.pollux import Pollux
 from gpucluster_env.baselines.tiresias import Tiresias
-from held_out import HELD_OUT, HELD_OUT_TEXT
+from held_out import HELD_OUT, HELD_OUT_TEXT, parse_seeds
 from scipy import stats
 
 from gpucluster_env.engine.metrics import job_table
@@ -178,14 +178,6 @@ GRID = "pollux, tick_s=60"
 """The variant the remaining gap is measured against: the board's ``pollux`` on Pollux's 60-s grid."""
 FULL_SEARCH = ("pollux, tick_s=60, 100 x 100", (Pollux, {"population": 100, "generations": 100}, TICK))
 """Pollux's own search size (population 100, 100 generations), with the 60-s decision points."""
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``A-B`` or ``A,B,C`` as a list of seeds."""
-    if "-" in text:
-        lo, hi = (int(x) for x in text.split("-"))
-        return list(range(lo, hi + 1))
-    return [int(x) for x in text.split(",")]
 
 
 @contextmanager

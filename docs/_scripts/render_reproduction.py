@@ -238,7 +238,6 @@ def _sweep_opts(n: int) -> str:
     return "" if n == 240 else f"num_jobs={n}"
 
 
-
 def _trace_name(note: str) -> str:
     """The first clause of a trace note (up to the first ';' outside parentheses), its data folder written as
     ``$DATA`` (the page is read on other machines)."""

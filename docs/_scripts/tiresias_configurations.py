@@ -27,7 +27,7 @@ from multiprocessing import Pool
 from typing import Any
 
 import numpy as np
-from held_out import HELD_OUT, HELD_OUT_TEXT
+from held_out import HELD_OUT, HELD_OUT_TEXT, REPLICATED_SETS, parse_seeds
 from scipy import stats
 
 from gpucluster_env.policy import make_policy, run_episode
@@ -49,17 +49,6 @@ Lucid's (2 queues, 18,000 GPU-s, 40 s per preemption for jobs of up to 8 GPUs, 6
 Tiresias' own simulator (3 queues, 3,250 and 7,200 GPU-s); the authors' testbed scheduler as written (2 queues,
 700 s of time run, starvation factor 1) and as its placement loop runs (jobs walked in arrival order: FIFO,
 preempting later arrivals)."""
-
-HELD_OUT_SETS = ("100-139", "200-239")
-"""The claims board's two held-out seed sets (leaderboard/boards/claims.toml, and ``--first-seed 200``)."""
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``A-B`` or ``A,B,C`` as a list of seeds."""
-    if "-" in text:
-        lo, hi = (int(x) for x in text.split("-"))
-        return list(range(lo, hi + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def jct_h(scenario: str, policy: str, seed: int, opts: dict[str, Any], restart_s: float) -> tuple[float, int]:
@@ -115,14 +104,14 @@ def main() -> None:
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
     ap.add_argument("--replicate", action="store_true",
                     help="the same experiment on the held-out seeds 100-139 and 200-239")
-    ap.add_argument("--held-out", choices=HELD_OUT_SETS, default=None, help="with --replicate: one set only")
+    ap.add_argument("--held-out", choices=REPLICATED_SETS, default=None, help="with --replicate: one set only")
     ap.add_argument("--configs", default=None, help="positions in CONFIGS to run, e.g. 0,3,4,5 (default all)")
     ap.add_argument("--workers", type=int, default=1, help="processes over seeds (default 1)")
     args = ap.parse_args()
     if args.held_out and not args.replicate:
         ap.error("--held-out goes with --replicate")
     if args.replicate:
-        sets = [args.held_out] if args.held_out else list(HELD_OUT_SETS)
+        sets = [args.held_out] if args.held_out else list(REPLICATED_SETS)
     else:
         sets = [args.seeds]
         if HELD_OUT & set(parse_seeds(args.seeds)):

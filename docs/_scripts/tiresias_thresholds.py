@@ -29,7 +29,7 @@ from multiprocessing import Pool
 from typing import Any
 
 import numpy as np
-from held_out import HELD_OUT, HELD_OUT_TEXT
+from held_out import HELD_OUT, HELD_OUT_TEXT, REPLICATED_SETS, parse_seeds
 from scipy import stats
 
 from gpucluster_env.policy import make_policy, run_episode
@@ -40,15 +40,6 @@ RESTART_S = 30.0
 THRESHOLDS_H: tuple[float, ...] = (1.0, 4.0, 16.0, 64.0, math.inf)
 """Tiresias' queue split (GPU-hours of attained service), docs/reproduction.md's sweep; 16 is the default."""
 LINE_H = 16.0
-HELD_OUT_SETS = ("100-139", "200-239")
-
-
-def parse_seeds(text: str) -> list[int]:
-    """``A-B`` or ``A,B,C`` as a list of seeds."""
-    if "-" in text:
-        lo, hi = (int(x) for x in text.split("-"))
-        return list(range(lo, hi + 1))
-    return [int(x) for x in text.split(",")]
 
 
 def workload(env: Any) -> dict[str, Any]:
@@ -128,13 +119,13 @@ def main() -> None:
     ap.add_argument("--seeds", default="0-9", help="development seeds (default 0-9)")
     ap.add_argument("--replicate", action="store_true",
                     help="the same experiment on the held-out seeds 100-139 and 200-239")
-    ap.add_argument("--held-out", choices=HELD_OUT_SETS, default=None, help="with --replicate: one set only")
+    ap.add_argument("--held-out", choices=REPLICATED_SETS, default=None, help="with --replicate: one set only")
     ap.add_argument("--workers", type=int, default=1, help="processes over seeds (default 1)")
     args = ap.parse_args()
     if args.held_out and not args.replicate:
         ap.error("--held-out goes with --replicate")
     if args.replicate:
-        sets = [args.held_out] if args.held_out else list(HELD_OUT_SETS)
+        sets = [args.held_out] if args.held_out else list(REPLICATED_SETS)
     else:
         sets = [args.seeds]
         if HELD_OUT & set(parse_seeds(args.seeds)):
