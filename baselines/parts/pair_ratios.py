@@ -20,10 +20,18 @@ class PairRatios:
     one table."""
 
     def __init__(self, view: ClusterView, predictor: XiPredictor | None = None) -> None:
-        self.view = view
+        self._view = weakref.ref(view)  # weak: _RUN_RATIOS is keyed by the view, which must die with its run
         self._predictor = predictor
         self._xi: dict[tuple[int, int, int], tuple[float, float]] = {}
         self._warmed = False
+
+    @property
+    def view(self) -> ClusterView:
+        """The run's view (held weakly, so that a finished run's view, engine and state can be freed)."""
+        v = self._view()
+        if v is None:
+            raise RuntimeError("PairRatios: the run's view no longer exists")
+        return v
 
     @property
     def predictor(self) -> XiPredictor:
