@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from gpucluster_env.baselines.hadar import Hadar
 from gpucluster_env.traces.annotate import hadar_class
-from held_out import REPLICATED_SETS, parse_seeds
+from held_out import REPLICATED_SETS, add_replicate_options, parse_seeds
 from scipy import stats
 
 from gpucluster_env.policy import make_policy, run_episode
@@ -183,9 +183,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("policies", nargs="*", help="NAME[:KEY=VALUE,...] or a variant of VARIANTS")
     ap.add_argument("--seeds", default="0-4", help="development seeds only (0-9), e.g. 0-4")
-    ap.add_argument("--replicate", action="store_true",
-                    help="the isolating experiment on the held-out seeds 100-139 and 200-239")
-    ap.add_argument("--held-out", choices=REPLICATED_SETS, default=None, help="with --replicate: one set only")
+    add_replicate_options(ap, "the isolating experiment")
     ap.add_argument("--workers", type=int, default=1, help="with --replicate: processes over episodes")
     args = ap.parse_args()
     if args.held_out and not args.replicate:

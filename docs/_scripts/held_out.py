@@ -8,6 +8,8 @@ it measured on development seeds (``--replicate``), and refuses them otherwise.
 
 from __future__ import annotations
 
+import argparse
+
 from gpucluster_env.leaderboard.board import load_board
 
 SECOND_FIRST_SEED = 200
@@ -35,3 +37,22 @@ def parse_seeds(text: str) -> list[int]:
         lo, _, hi = part.partition("-")
         seeds += list(range(int(lo), int(hi or lo) + 1))
     return seeds
+
+
+def add_replicate_options(ap: argparse.ArgumentParser, what: str) -> None:
+    """A cause script's ``--replicate`` (``what``, run unchanged on :data:`REPLICATED_SETS`) and ``--held-out``
+    (one of those sets only)."""
+    ap.add_argument("--replicate", action="store_true", help=f"{what} on the held-out seeds 100-139 and 200-239")
+    ap.add_argument("--held-out", choices=REPLICATED_SETS, default=None, help="with --replicate: one set only")
+
+
+def seed_sets(ap: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The seed sets a run reads: the replicated held-out sets with ``--replicate``, else ``--seeds``, which must
+    hold no held-out seed (a one-line argparse error, exit 2)."""
+    if args.held_out and not args.replicate:
+        ap.error("--held-out goes with --replicate")
+    if args.replicate:
+        return [args.held_out] if args.held_out else list(REPLICATED_SETS)
+    if HELD_OUT & set(parse_seeds(args.seeds)):
+        ap.error(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
+    return [args.seeds]

@@ -27,7 +27,7 @@ from multiprocessing import Pool
 from typing import Any
 
 import numpy as np
-from held_out import HELD_OUT, HELD_OUT_TEXT, REPLICATED_SETS, parse_seeds
+from held_out import add_replicate_options, parse_seeds, seed_sets
 from scipy import stats
 
 from gpucluster_env.policy import make_policy, run_episode
@@ -102,20 +102,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seeds", default="0-9")
     ap.add_argument("--scenarios", default=",".join(SCENARIOS))
-    ap.add_argument("--replicate", action="store_true",
-                    help="the same experiment on the held-out seeds 100-139 and 200-239")
-    ap.add_argument("--held-out", choices=REPLICATED_SETS, default=None, help="with --replicate: one set only")
+    add_replicate_options(ap, "the same experiment")
     ap.add_argument("--configs", default=None, help="positions in CONFIGS to run, e.g. 0,3,4,5 (default all)")
     ap.add_argument("--workers", type=int, default=1, help="processes over seeds (default 1)")
     args = ap.parse_args()
-    if args.held_out and not args.replicate:
-        ap.error("--held-out goes with --replicate")
-    if args.replicate:
-        sets = [args.held_out] if args.held_out else list(REPLICATED_SETS)
-    else:
-        sets = [args.seeds]
-        if HELD_OUT & set(parse_seeds(args.seeds)):
-            raise SystemExit(f"held-out seeds ({HELD_OUT_TEXT}) are read only with --replicate")
+    sets = seed_sets(ap, args)
     names = list(CONFIGS)
     if args.configs is not None:
         names = [names[int(i)] for i in args.configs.split(",")]
