@@ -2,16 +2,16 @@
 
 **Hadar** allocates at round boundaries (``round_s``: the scenario's rounds, else 360 s), as in the paper's
 Fig. 1(b) where jobs change GPUs from round to round: every active job is offered to Algorithm 2
-(:func:`.hadar_alloc.select_jobs`) in order of its best utility per GPU (option ``order``), with prices over the servers
-(:func:`.hadar_alloc.make_prices`); a running job may keep its GPUs (no restart overhead) or take what
-FIND_ALLOC finds (paying the restart overhead, the scenario's ``restart_s``); each chosen job runs on GPUs
-possibly of several types (task-level heterogeneity: the gang runs at its slowest GPU's pace, which the engine
-models). A job's throughput on a type is, with ``estimate="oracle"`` (Hadar's default: the paper feeds Hadar
-measured throughputs as input, §III-E), the performance model's value for its gang there; with
-``estimate="spec"`` (HadarE's default, §V-A) HadarE's initial estimate from GPU specs, replaced by the rate a
-job's model is measured at once it has run on a type (:mod:`.parts.throughput_estimate`). A running job
-given new GPUs moves there (``Reallocate``); running jobs left out are preempted. One rule of ours: when the
-cluster would otherwise sit empty (no job running and none with a positive payoff), the job with the best
+(:func:`.hadar_alloc.select_jobs`; its picks as arrays, :func:`.hadar_alloc.select_picks`) in order of its best
+utility per GPU (option ``order``), with prices over the servers (:func:`.hadar_alloc.make_prices`); a running job
+may keep its GPUs (no restart overhead) or take what FIND_ALLOC finds (paying the restart overhead, the scenario's
+``restart_s``); each chosen job runs on GPUs possibly of several types (task-level heterogeneity: the gang runs at
+its slowest GPU's pace, which the engine models). A job's throughput on a type is, with ``estimate="oracle"``
+(Hadar's default: the paper feeds Hadar measured throughputs as input, §III-E), the performance model's value for
+its gang there; with ``estimate="spec"`` (HadarE's default, §V-A) HadarE's initial estimate from GPU specs,
+replaced by the rate a job's model is measured at once it has run on a type (:mod:`.parts.throughput_estimate`). A
+running job given new GPUs moves there (``Reallocate``); running jobs left out are preempted. One rule of ours:
+when the cluster would otherwise sit empty (no job running and none with a positive payoff), the job with the best
 payoff starts anyway, so an episode cannot stall on prices.
 HadarE (forking) is :mod:`gpucluster_env.baselines.hadare`.
 """
@@ -22,7 +22,7 @@ from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts.gavel_rounds import next_boundary, order_moves, round_length
-from gpucluster_env.baselines.parts.hadar_alloc import Choice, HadarQueue, find_alloc, make_prices, select_jobs
+from gpucluster_env.baselines.parts.hadar_alloc import Choice, HadarQueue, find_alloc, make_prices, select_picks
 from gpucluster_env.baselines.parts.solo_throughputs import Throughputs
 from gpucluster_env.baselines.parts.throughput_estimate import SpecEstimate
 
@@ -109,10 +109,12 @@ class Hadar(Policy):
         """A running job Hadar leaves as it is this round (one with forked copies)."""
         return view.is_running(j) and not view.can_reallocate(j)
 
-    def _queue(self, view: ClusterView, run: list[int] | None = None) -> tuple[list[int], HadarQueue]:
+    def _queue(self, view: ClusterView, run: list[int] | None = None, tenants: np.ndarray | None = None
+               ) -> tuple[list[int], HadarQueue]:
         """The jobs Hadar allocates this round (every active job but pinned ones), largest :meth:`_density`
         first (ties by job index), as arrays (:class:`.hadar_alloc.HadarQueue`). ``run``: the running jobs that
-        are not pinned, when the caller has them."""
+        are not pinned, when the caller has them; ``tenants``: every GPU's tenants, when the caller has read
+        them."""
         pend = view.pending_jobs().tolist()
         if run is None:
             run = [j for j in view.running_jobs().tolist() if not self._pinned(view, j)]
@@ -126,34 +128,33 @@ class Hadar(Policy):
         unit = np.where(best > 0, best, 1.0) if self.normalize else np.ones(len(act))
         workers, left = view.req_gpus[ids].astype(np.int64), view.remaining_now(ids).astype(float)  # these jobs
         arrival, iters = view.submit[ids].astype(float), view.iterations[ids].astype(float)
-        held = self._currents(view, run)
-        current = [()] * len(pend) + [held.get(j, ()) for j in run]
         density = self._density(view.now, workers, left, arrival, iters, unit, best)
         order = np.lexsort((ids, -density))
         facts = np.column_stack([left, arrival, iters, unit])[order]
-        return ids[order].tolist(), HadarQueue(workers[order], tput[order], facts, [current[i] for i in order.tolist()])
+        ids = ids[order]
+        if tenants is None:
+            tenants = view.tenants(np.arange(view.num_gpus))
+        cur_rows, cur_from = self._currents(view, ids, tenants)
+        return ids.tolist(), HadarQueue(workers[order], tput[order], facts, cur_rows=cur_rows, cur_from=cur_from)
 
-    def _currents(self, view: ClusterView, jobs: list[int]) -> dict[int, tuple[tuple[int, int, int], ...]]:
-        """Each of running ``jobs``' allocation as (server, type, count) picks in (server, type) order, from one
-        read of every GPU's tenants (a job holding no GPU is left out)."""
-        if not jobs:
-            return {}
+    def _currents(self, view: ClusterView, jobs: np.ndarray, tenants: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each of ``jobs``' allocation as ``(server, type, count)`` rows in (server, type) order, job ``i``'s
+        rows ``rows[at[i]:at[i + 1]]`` (none for a job holding no GPU), from one read of every GPU's tenants
+        (``tenants``, the engine's two slots a GPU)."""
         nk = self.capacity.shape[1]
         nt = view.num_nodes * nk
-        tenants = view.tenants(np.arange(view.num_gpus))
         where = (view.gpu_node.astype(np.int64) * nk + view.gpu_type).astype(np.int64)
         slot_job = tenants.T.ravel()  # slot 0 of every GPU, then slot 1
         slot_key = np.concatenate([where, where])
-        mine = np.zeros(view.n_jobs + 1, dtype=bool)
-        mine[jobs] = True
-        use = slot_job >= 0
-        use[use] = mine[slot_job[use]]
-        keys, cnt = np.unique(slot_job[use].astype(np.int64) * nt + slot_key[use], return_counts=True)
-        out: dict[int, list[tuple[int, int, int]]] = {}
-        for x, c in zip(keys.tolist(), cnt.tolist(), strict=True):
-            j, x = divmod(x, nt)
-            out.setdefault(j, []).append((x // nk, x % nk, c))
-        return {j: tuple(v) for j, v in out.items()}
+        pos = np.full(view.n_jobs + 1, -1, dtype=np.int64)  # each job's place in jobs; index n_jobs: an empty slot
+        pos[jobs] = np.arange(len(jobs))
+        at = pos[slot_job]
+        use = at >= 0
+        keys, cnt = np.unique(at[use] * nt + slot_key[use], return_counts=True)
+        x = keys % nt
+        rows = np.column_stack([x // nk, x % nk, cnt]).astype(np.int64)
+        per = np.bincount(keys // nt, minlength=len(jobs))
+        return rows, np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(per)])
 
     def _density(self, now: float, workers: np.ndarray, left: np.ndarray, arrival: np.ndarray, iters: np.ndarray,
                  unit: np.ndarray, best: np.ndarray) -> np.ndarray:
@@ -185,42 +186,42 @@ class Hadar(Policy):
         running jobs that lose their GPUs or move are preempted, the moved and new ones placed."""
         running = view.running_jobs().tolist()
         pinned = {j for j in running if self._pinned(view, j)} if self.forks else set()
-        ids, jobs = self._queue(view, [j for j in running if j not in pinned])
+        tenants = view.tenants(np.arange(view.num_gpus))
+        ids, jobs = self._queue(view, [j for j in running if j not in pinned], tenants)
         if not jobs:
             return []
-        tenants = view.tenants(np.arange(view.num_gpus))
         holds = np.zeros(view.n_jobs + 1, dtype=bool)  # index n_jobs: an empty slot (-1)
         holds[list(pinned)] = True
         held = holds[tenants].any(axis=1)  # the GPUs pinned jobs hold
         free = self.capacity.copy()
         np.subtract.at(free, (view.gpu_node[held], view.gpu_type[held]), 1)
         prices = make_prices(jobs, self.capacity, view.now, self.round_s, self.eta, self.run_cost)
-        picked = select_jobs(jobs, free, prices, view.now, self.overhead_s, self.comm_weight,
-                             self.dp_window)
-        if not picked and view.num_running == 0:
+        picks = select_picks(jobs, free, prices, view.now, self.overhead_s, self.comm_weight, self.dp_window)
+        at = picks.jobs.tolist()
+        kept = picks.kept.tolist()
+        keep = [ids[i] for i, k in zip(at, kept, strict=True) if k]  # their current GPUs, row for row
+        moves = [(ids[i], picks.take(t)) for t, (i, k) in enumerate(zip(at, kept, strict=True)) if not k]
+        if not at and view.num_running == 0:
             best: tuple[float, int, Choice] | None = None
             for i, h in enumerate(jobs):
                 ch = find_alloc(h, free, self.capacity - free, prices, view.now, self.overhead_s,
                                 self.comm_weight)
                 if ch is not None and (best is None or ch.payoff > best[0]):
                     best = (ch.payoff, i, ch)
-            if best is not None:
-                picked = [(best[1], best[2])]
-        keep = {ids[i] for i, ch in picked if jobs.current[i] and ch.take == jobs.current[i]}
-        holds[list(keep)] = True
+            if best is not None:  # nothing runs: no job keeps GPUs
+                at, moves = [best[1]], [(ids[best[1]], best[2].take)]
+        holds[keep] = True
         taken = holds[tenants].any(axis=1).tolist()  # and the kept jobs
-        chosen = {ids[i] for i, _ in picked}
+        chosen = {ids[i] for i in at}
         out: list[Action] = [Preempt(j) for j in running if j not in chosen and j not in pinned]
         gangs: dict[int, tuple[int, ...]] = {}
-        for i, ch in picked:
-            if ids[i] in keep:
-                continue
+        for j, take in moves:
             gang: list[int] = []
-            for h, k, c in ch.take:  # the server's lowest free GPUs of the type
+            for h, k, c in take:  # the server's lowest free GPUs of the type
                 gang.extend([x for x in self._server_gpus[h][k] if not taken[x]][:c])
             for x in gang:
                 taken[x] = True
-            gangs[ids[i]] = tuple(sorted(gang))
+            gangs[j] = tuple(sorted(gang))
         moving = {j: g for j, g in gangs.items() if view.is_running(j)}
         order, through_queue = order_moves(moving, {j: tuple(view.gpus_of(j).tolist()) for j in moving})
         out.extend(Reallocate(j, gpus=moving[j]) for j in order)

@@ -67,16 +67,27 @@ class HadarJob:
 class HadarQueue(Sequence[HadarJob]):
     """Queued jobs as arrays, in queue order (what the prices and the greedy tail read); a :class:`HadarJob` of
     one is built when asked (the DP window's few). ``workers`` (n,), ``tput`` (n, types), ``facts`` (n, 4):
-    remaining iterations, arrival, total iterations, utility unit; ``current``: each job's ``(server, type,
-    count)`` picks (() when not running)."""
+    remaining iterations, arrival, total iterations, utility unit; the current allocations either as
+    ``current``, each job's ``(server, type, count)`` picks (() when not running), or as arrays, ``cur_rows``
+    ``(rows, 3)`` with job ``i``'s rows ``cur_rows[cur_from[i]:cur_from[i + 1]]`` (what the compiled round
+    reads; :attr:`current` is then built when asked)."""
 
     def __init__(self, workers: np.ndarray, tput: np.ndarray, facts: np.ndarray,
-                 current: list[tuple[tuple[int, int, int], ...]]) -> None:
+                 current: list[tuple[tuple[int, int, int], ...]] | None = None,
+                 cur_rows: np.ndarray | None = None, cur_from: np.ndarray | None = None) -> None:
         self.workers = np.asarray(workers, dtype=np.int64)
         self.tput = np.ascontiguousarray(tput, dtype=float).reshape(len(self.workers), -1) if len(self.workers) \
             else np.zeros((0, np.shape(tput)[-1] if np.ndim(tput) == 2 else 0))
         self.facts = np.ascontiguousarray(facts, dtype=float).reshape(len(self.workers), 4)
-        self.current = current
+        self._current = None if current is None else list(current)
+        if cur_rows is None or cur_from is None:
+            if self._current is None:
+                raise ValueError("HadarQueue: give the current allocations as current or as cur_rows and cur_from")
+            sizes = np.array([len(c) for c in self._current], dtype=np.int64)
+            cur_rows = np.array([r for c in self._current for r in c], dtype=np.int64).reshape(-1, 3)
+            cur_from = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
+        self.cur_rows = np.ascontiguousarray(cur_rows, dtype=np.int64).reshape(-1, 3)
+        self.cur_from = np.asarray(cur_from, dtype=np.int64)
         self._jobs: dict[int, HadarJob] = {}
 
     @classmethod
@@ -89,6 +100,14 @@ class HadarQueue(Sequence[HadarJob]):
                 [j.current for j in jobs])
         q._jobs = dict(enumerate(jobs))
         return q
+
+    @property
+    def current(self) -> list[tuple[tuple[int, int, int], ...]]:
+        """Each job's current allocation as ``(server, type, count)`` picks (() when not running)."""
+        if self._current is None:
+            rl, at = self.cur_rows.tolist(), self.cur_from.tolist()
+            self._current = [tuple(map(tuple, rl[a:b])) for a, b in zip(at[:-1], at[1:], strict=True)]
+        return self._current
 
     def __len__(self) -> int:
         return len(self.workers)
@@ -105,9 +124,7 @@ class HadarQueue(Sequence[HadarJob]):
 
     def current_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """The current allocations as one ``(rows, 3)`` array and each job's first row (n + 1 offsets)."""
-        sizes = np.array([len(c) for c in self.current], dtype=np.int64)
-        rows = np.array([r for c in self.current for r in c], dtype=np.int64).reshape(-1, 3)
-        return rows, np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(sizes)])
+        return self.cur_rows, self.cur_from
 
 
 @dataclass(frozen=True)
@@ -196,15 +213,57 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
     None: fewer free GPUs of runnable types than the job's workers. The options and payoffs are one compiled
     call (:func:`.hadar_find.best_alloc`)."""
     from gpucluster_env.baselines.parts.hadar_find import best_alloc
+    from gpucluster_env.baselines.parts.hadar_free import free_sets
 
     comm = comm_weight * job.workers * prices.u_min_least / (4.0 * prices.eta)
     speed, facts, current = job.arrays
-    take, tput, pay = best_alloc(np.asarray(free, dtype=np.int64), speed, job.workers, facts, current,
+    take, tput, pay = best_alloc(free_sets(np.array(free, dtype=np.int64)), speed, job.workers, facts, current,
                                  np.asarray(used, dtype=np.float64), prices.u_min, prices.u_max, float(prices.eta),
                                  prices.capacity, float(now), float(overhead_s), comm, float(prices.slot_s))
     if len(take) == 0:
         return None
     return Choice(tuple(map(tuple, take.tolist())), float(tput), float(pay))
+
+
+class Picks(NamedTuple):
+    """Algorithm 2's picks as the compiled round returns them: the jobs taken (queue positions, in queue
+    order), their allocations (job ``t``'s ``(server, type, count)`` rows ``rows[row_from[t]:row_from[t + 1]]``),
+    throughputs and payoffs, and whether each allocation is the job's current one row for row (``kept``: the
+    job keeps its GPUs; a policy need not read its rows)."""
+
+    jobs: np.ndarray
+    rows: np.ndarray
+    row_from: np.ndarray
+    tput: np.ndarray
+    payoff: np.ndarray
+    kept: np.ndarray
+
+    def take(self, t: int) -> tuple[tuple[int, int, int], ...]:
+        """Pick ``t``'s allocation as ``(server, type, count)`` tuples."""
+        return tuple(map(tuple, self.rows[self.row_from[t]:self.row_from[t + 1]].tolist()))
+
+    def choices(self) -> list[tuple[int, Choice]]:
+        """Every pick as ``(queue position, Choice)``."""
+        rl = self.rows.tolist()  # once: a slice of the list per job, not a list of each slice of the array
+        return [(i, Choice(tuple(map(tuple, rl[a:b])), t, p)) for i, a, b, t, p in zip(
+            self.jobs.tolist(), self.row_from[:-1].tolist(), self.row_from[1:].tolist(), self.tput.tolist(),
+            self.payoff.tolist(), strict=True)]
+
+
+def select_picks(jobs: Sequence[HadarJob], free: np.ndarray, prices: Prices, now: float,
+                 overhead_s: float = 0.0, comm_weight: float = 1.0, dp_window: int = 6) -> Picks:
+    """Algorithm 2 (:func:`select_jobs`) with its picks as arrays (:class:`Picks`)."""
+    from gpucluster_env.baselines.parts.hadar_find import select
+
+    if dp_window > 62:
+        raise ValueError(f"dp_window: at most 62 (an exact DP over 2**dp_window subsets), got {dp_window}")
+    q = HadarQueue.of(jobs)
+    comm = comm_weight * q.workers * float(prices.u_min.min()) / (4.0 * prices.eta)
+    cur_rows, cur_from = q.current_rows()
+    return Picks(*select(
+        np.array(free, dtype=np.int64), min(dp_window, len(q)), q.workers, q.tput, q.facts, cur_rows, cur_from,
+        comm, prices.u_min, prices.u_max, float(prices.eta), prices.capacity, float(now), float(overhead_s),
+        float(prices.slot_s)))
 
 
 def select_jobs(jobs: Sequence[HadarJob], free: np.ndarray, prices: Prices, now: float,
@@ -216,20 +275,9 @@ def select_jobs(jobs: Sequence[HadarJob], free: np.ndarray, prices: Prices, now:
     taken greedily in order while their payoff is positive. ``free``: servers x types. One compiled call
     (:func:`.hadar_find.select`) over the queue's arrays, each job FIND_ALLOC's call of :func:`find_alloc` with
     the same communication charge; the window's choice is a bit mask, so ``dp_window`` is at most 62 (the DP
-    is exponential in it: 6 by default)."""
-    from gpucluster_env.baselines.parts.hadar_find import select
-
+    is exponential in it: 6 by default). :func:`select_picks` gives the same picks as arrays."""
     if dp_window > 62:
         raise ValueError(f"dp_window: at most 62 (an exact DP over 2**dp_window subsets), got {dp_window}")
     if not jobs:
         return []
-    q = HadarQueue.of(jobs)
-    comm = comm_weight * q.workers * float(prices.u_min.min()) / (4.0 * prices.eta)
-    cur_rows, cur_from = q.current_rows()
-    picked, rows, row_from, tputs, pays = select(
-        np.array(free, dtype=np.int64), min(dp_window, len(q)), q.workers, q.tput, q.facts, cur_rows, cur_from,
-        comm, prices.u_min, prices.u_max, float(prices.eta), prices.capacity, float(now), float(overhead_s),
-        float(prices.slot_s))
-    rl = rows.tolist()  # once: a slice of the list per job, not a list of each slice of the array
-    return [(i, Choice(tuple(map(tuple, rl[a:b])), t, p)) for i, a, b, t, p in zip(
-        picked.tolist(), row_from[:-1].tolist(), row_from[1:].tolist(), tputs.tolist(), pays.tolist(), strict=True)]
+    return select_picks(jobs, free, prices, now, overhead_s, comm_weight, dp_window).choices()

@@ -1,15 +1,18 @@
 """FIND_ALLOC's options and their payoffs (:func:`gpucluster_env.baselines.parts.hadar_alloc.find_alloc`),
 compiled with numba.
 
-Hadar asks FIND_ALLOC about every queued job on every server state its DP and greedy tail reach (~190 calls a
-round on PhillyScale's 552 servers); each call walks servers x types a few times. Here one compiled call builds
-the consolidated and the non-consolidated allocations, prices them and picks the better (or the job's current
-allocation), with the same float operations in the same order as the formulas in :mod:`.hadar_alloc`'s
-docstrings, so the same choices to the bit. An allocation is an ``(n, 3)`` array of ``(server, type, count)``.
-A round's selection (:func:`select`) is one compiled call over the queue's arrays: the DP window
+Hadar asks FIND_ALLOC about every queued job on every server state its DP and greedy tail reach (~320 calls a
+round on PhillyScale's 552 servers). Here one compiled call builds the consolidated and the non-consolidated
+allocations, prices them and picks the better (or the job's current allocation), with the same float
+operations in the same order as the formulas in :mod:`.hadar_alloc`'s docstrings, so the same choices to the
+bit. An allocation is an ``(n, 3)`` array of ``(server, type, count)``. The free GPUs are read through their
+classes (:mod:`.hadar_free`: servers with the same free GPUs of every type, as bit sets in server order), so an
+option costs a pass over the classes (at most nine on PhillyScale) and the servers it takes, not a walk over
+the servers. A round's selection (:func:`select`) is one compiled call over the queue's arrays: the DP window
 (:func:`window_dp`) and the greedy tail after it (:func:`greedy_tail`), each job the same FIND_ALLOC call as
-:func:`~gpucluster_env.baselines.parts.hadar_alloc.find_alloc` makes. Kernels walk index ranges, not arrays: a
-numba array iterator in the inner loop cost ~30 ns a step, most of a call over 552 servers.
+:func:`~gpucluster_env.baselines.parts.hadar_alloc.find_alloc` makes, on classes kept up to date as GPUs are
+taken (and, in the DP, given back). Kernels walk index ranges, not arrays: a numba array iterator in an inner
+loop cost ~30 ns a step.
 
 This module imports numba, so it is imported only when Hadar allocates. Compiled code is cached on disk next to
 this file where that is writable.
@@ -19,20 +22,18 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from gpucluster_env.baselines.parts.hadar_free import (
+    first_member,
+    free_sets,
+    level_bits,
+    low_bit,
+    next_level,
+    take_rows,
+)
 from gpucluster_env.baselines.parts.stable_order import key_order
 
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
-
-
-@numba.njit(**_JIT)
-def _first_max(key: np.ndarray, taken: np.ndarray) -> int:
-    """The first index with the largest ``key`` among those not ``taken`` (-1: none left). Called again after
-    marking each one taken, it walks the indices as ``np.argsort(-key, kind="stable")`` orders them."""
-    best = -1
-    for i in range(len(key)):
-        if not taken[i] and (best < 0 or key[i] > key[best]):
-            best = i
-    return best
+_ABOVE = 1 << 62  # above any count of free GPUs
 
 
 @numba.njit(**_JIT)
@@ -53,74 +54,81 @@ def _take_one(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, h: int, n: int, 
 
 
 @numba.njit(**_JIT)
-def consolidated(fr: np.ndarray, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int) -> np.ndarray:
-    """The consolidated allocation: one server if any fits (the one whose gang's slowest GPU is fastest, then
-    the least usable room, then the lowest index), else the servers with most usable room first (ties by
-    index); no rows when fewer than ``need`` GPUs of runnable (``ok``) types are free in all. Each server's
-    usable room is counted in the same pass that looks for the one server."""
-    usable = np.zeros(fr.shape[0], dtype=np.int64)
-    total, best, best_slow = 0, -1, 0.0
-    for h in range(fr.shape[0]):
-        for k in range(fr.shape[1]):
-            usable[h] += fr[h, k] * ok[k]
-        total += usable[h]
-        if usable[h] < need:
+def consolidated(fs: tuple, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int) -> np.ndarray:
+    """The consolidated allocation on the free GPUs ``fs`` (:mod:`.hadar_free`): one server if any fits (the
+    one whose gang's slowest GPU is fastest, then the least usable room, then the lowest index), else the
+    servers with most usable room first (ties by index); no rows when fewer than ``need`` GPUs of runnable
+    (``ok``) types are free in all. A server's usable room and gang speed are its class's: the one server is
+    the best class's first member, and the servers by room are walked a level of room at a time."""
+    fr, _, vec, cnt, bits, nc = fs
+    use = np.zeros(nc[0], dtype=np.int64)  # each class's usable room
+    total, top, best, best_slow, best_at = 0, 0, -1, 0.0, 0
+    for c in range(nc[0]):
+        if cnt[c] == 0:
+            continue
+        for k in range(vec.shape[1]):
+            use[c] += vec[c, k] * ok[k]
+        total += use[c] * cnt[c]
+        top = max(top, use[c])
+        if use[c] < need:
             continue
         cum, slow = 0, 0.0
         for a in range(len(kord)):  # by index: an array iterator costs ~30 ns a step here
             k = kord[a]
             if ok[k]:
-                cum += fr[h, k]
+                cum += vec[c, k]
                 if cum >= need:
                     slow = speed[k]
                     break
-        if best < 0 or -slow < -best_slow or (-slow == -best_slow and usable[h] < usable[best]):
-            best, best_slow = h, slow
+        at = first_member(fs, c)
+        if best < 0 or -slow < -best_slow or (-slow == -best_slow and (
+                use[c] < use[best] or (use[c] == use[best] and at < best_at))):
+            best, best_slow, best_at = c, slow, at
     if best < 0 and total < need:
         return np.empty((0, 3), dtype=np.int64)
     out = np.empty((min(need, fr.shape[0] * len(kord)), 3), dtype=np.int64)  # a row takes >= 1 GPU
     if best >= 0:
-        return out[: _take_one(fr, ok, kord, best, need, out, 0)[1]]
-    taken = np.zeros(fr.shape[0], dtype=np.bool_)
-    n, rows = need, 0
-    while n > 0:
-        h = _first_max(usable, taken)
-        if h < 0:
-            break
-        taken[h] = True
-        n, rows = _take_one(fr, ok, kord, h, n, out, rows)
+        return out[: _take_one(fr, ok, kord, best_at, need, out, 0)[1]]
+    words = np.empty(bits.shape[1], dtype=np.int64)
+    n, rows, level = need, 0, top
+    while n > 0 and level > 0:
+        level_bits(fs, use, level, words)
+        for w in range(len(words)):
+            x = words[w]
+            while x and n > 0:
+                n, rows = _take_one(fr, ok, kord, w * 64 + low_bit(x), n, out, rows)
+                x &= x - 1
+        level = next_level(fs, use, level)
     return out[:rows]
 
 
 @numba.njit(**_JIT)
-def spread(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int) -> np.ndarray:
-    """The non-consolidated allocation: the fastest GPUs anywhere (most free servers first within a type, ties
-    by index; a type's walk stops when no server has any left). Each type's servers are walked level by level
-    of free GPUs, most first, each level in index order: the order of ``np.argsort(-fr[:, k], kind="stable")``
-    without a pass per server taken."""
+def spread(fs: tuple, ok: np.ndarray, kord: np.ndarray, need: int) -> np.ndarray:
+    """The non-consolidated allocation on the free GPUs ``fs`` (:mod:`.hadar_free`): the fastest GPUs anywhere
+    (most free servers first within a type, ties by index; a type's walk stops when no server has any left).
+    Each type's servers are walked level by level of free GPUs, most first, each level's servers (the members
+    of its classes) in index order: the order of ``np.argsort(-fr[:, k], kind="stable")``."""
+    fr, _, vec, _, bits, nc = fs
     out = np.empty((min(need, fr.shape[0] * len(kord)), 3), dtype=np.int64)  # a row takes >= 1 GPU
+    words = np.empty(bits.shape[1], dtype=np.int64)
     n, rows = need, 0
     for a in range(len(kord)):
         k = kord[a]
         if not ok[k]:
             continue
-        level = 0
-        for h in range(fr.shape[0]):
-            level = max(level, fr[h, k])
+        key = vec[: nc[0], k]
+        level = next_level(fs, key, _ABOVE)
         while n > 0 and level > 0:
-            below = 0  # the next level: the most free GPUs under this one
-            for h in range(fr.shape[0]):
-                f = fr[h, k]
-                if f == level:
-                    c = min(f, n)
-                    out[rows, 0], out[rows, 1], out[rows, 2] = h, k, c
+            level_bits(fs, key, level, words)
+            for w in range(len(words)):
+                x = words[w]
+                while x and n > 0:
+                    c = min(level, n)
+                    out[rows, 0], out[rows, 1], out[rows, 2] = w * 64 + low_bit(x), k, c
                     rows += 1
                     n -= c
-                    if n == 0:
-                        break
-                elif level > f > below:
-                    below = f
-            level = below
+                    x &= x - 1
+            level = next_level(fs, key, level)
         if n == 0:
             break
     return out[:rows]
@@ -168,21 +176,22 @@ def payoff(take: np.ndarray, speed: np.ndarray, job: np.ndarray, used: np.ndarra
 
 
 @numba.njit(**_JIT)
-def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, current: np.ndarray,
+def best_alloc(fs: tuple, speed: np.ndarray, need: int, job: np.ndarray, current: np.ndarray,
                used: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float, capacity: np.ndarray,
                now: float, overhead_s: float, comm: float, slot_s: float) -> tuple[np.ndarray, float, float]:
-    """FIND_ALLOC on one state: the allocation, its throughput and payoff (:func:`payoff`, schedules charged per
-    ``slot_s``); an empty allocation when fewer GPUs of runnable types are free than ``need``. The consolidated
-    option wins ties with the spread one; the job's ``current`` allocation (``(0, 3)`` when none), when still
-    free, wins ties and pays no overhead."""
+    """FIND_ALLOC on one state (the free GPUs ``fs``, :mod:`.hadar_free`, and ``used``): the allocation, its
+    throughput and payoff (:func:`payoff`, schedules charged per ``slot_s``); an empty allocation when fewer
+    GPUs of runnable types are free than ``need``. The consolidated option wins ties with the spread one; the
+    job's ``current`` allocation (``(0, 3)`` when none), when still free, wins ties and pays no overhead."""
+    fr = fs[0]
     ok = speed > 0
     kord = np.empty(len(speed), dtype=np.int64)
     key_order(-speed, kord)
-    best = consolidated(fr, speed, ok, kord, need)
+    best = consolidated(fs, speed, ok, kord, need)
     if len(best) == 0:  # fewer usable GPUs than asked
         return best, 0.0, 0.0
     tput, pay = payoff(best, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm, slot_s)
-    other = spread(fr, ok, kord, need)
+    other = spread(fs, ok, kord, need)
     t2, p2 = payoff(other, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm, slot_s)
     if p2 > pay:
         best, tput, pay = other, t2, p2
@@ -198,18 +207,23 @@ def best_alloc(fr: np.ndarray, speed: np.ndarray, need: int, job: np.ndarray, cu
 
 
 @numba.njit(**_JIT)
-def window_dp(win: int, fr: np.ndarray, workers: np.ndarray, speeds: np.ndarray, facts: np.ndarray,
+def window_dp(win: int, fs: tuple, used: np.ndarray, workers: np.ndarray, speeds: np.ndarray, facts: np.ndarray,
               cur_rows: np.ndarray, cur_from: np.ndarray, comm: np.ndarray, u_min: np.ndarray, u_max: np.ndarray,
               eta: float, capacity: np.ndarray, now: float, overhead_s: float, slot_s: float) -> int:
-    """Algorithm 2's exact DP over the window's jobs ``0`` to ``win - 1`` on the free GPUs ``fr`` (servers x
-    types): the jobs that reach the largest total payoff, as a bit mask (bit ``i``: job ``i``). Each job is
-    skipped (tried first) or, when FIND_ALLOC (:func:`best_alloc`) finds it an allocation with a positive
-    payoff on the state the jobs before it left, taken when that total is strictly larger; a total is summed
-    from the last job back (``payoff + rest``). Depth first with an explicit stack (numba's cache does not load
-    a recursive function); no memo: a state's answer is a function of the state, and the window is small (at
-    most ``2 ** win - 1`` calls). The jobs' arrays as :func:`greedy_tail` reads them."""
-    frs = np.empty((win + 1, fr.shape[0], fr.shape[1]), dtype=np.int64)  # the state at each depth
-    frs[0] = fr
+    """Algorithm 2's exact DP over the window's jobs ``0`` to ``win - 1`` on the free GPUs ``fs``
+    (:mod:`.hadar_free`) and ``used`` (servers x types): the jobs that reach the largest total payoff, as a bit
+    mask (bit ``i``: job ``i``). Each job is skipped (tried first) or, when FIND_ALLOC (:func:`best_alloc`)
+    finds it an allocation with a positive payoff on the state the jobs before it left, taken when that total
+    is strictly larger; a total is summed from the last job back (``payoff + rest``). Depth first with an
+    explicit stack (numba's cache does not load a recursive function): a take is applied to ``fs`` and
+    ``used`` going down and given back coming up, so both are as given on return. No memo: a state's answer is
+    a function of the state, and the window is small (at most ``2 ** win - 1`` calls). The jobs' arrays as
+    :func:`greedy_tail` reads them."""
+    most = 1
+    for d in range(win):
+        most = max(most, workers[d], cur_from[d + 1] - cur_from[d])
+    taken = np.empty((win + 1, most, 3), dtype=np.int64)  # the rows each depth took (a row >= 1 GPU)
+    n_taken = np.zeros(win + 1, dtype=np.int64)
     phase = np.zeros(win + 1, dtype=np.int64)  # 0: skip next; 1: skip answered, take next; 2: take answered
     best_v, pay = np.zeros(win + 1), np.zeros(win + 1)
     best_m = np.zeros(win + 1, dtype=np.int64)
@@ -220,52 +234,55 @@ def window_dp(win: int, fr: np.ndarray, workers: np.ndarray, speeds: np.ndarray,
             continue
         if phase[d] == 0:
             phase[d] = 1
-            frs[d + 1] = frs[d]
             d += 1
             continue
         if phase[d] == 1:
             best_v[d], best_m[d] = ret_v, ret_m
-            take, _, p = best_alloc(frs[d], speeds[d], workers[d], facts[d], cur_rows[cur_from[d]:cur_from[d + 1]],
-                                    capacity - frs[d], u_min, u_max, eta, capacity, now, overhead_s, comm[d], slot_s)
+            take, _, p = best_alloc(fs, speeds[d], workers[d], facts[d], cur_rows[cur_from[d]:cur_from[d + 1]],
+                                    used, u_min, u_max, eta, capacity, now, overhead_s, comm[d], slot_s)
             if len(take) > 0 and p > 0:
                 phase[d], pay[d] = 2, p
-                frs[d + 1] = frs[d]
-                for r in range(len(take)):
-                    frs[d + 1, take[r, 0], take[r, 1]] -= take[r, 2]
+                n_taken[d] = len(take)
+                taken[d, : len(take)] = take
+                take_rows(fs, used, taken[d, : n_taken[d]], 1)
                 d += 1
                 continue
-        elif ret_v + pay[d] > best_v[d]:  # phase 2: the take's answer
-            best_v[d], best_m[d] = ret_v + pay[d], ret_m | (np.int64(1) << d)
+        else:  # phase 2: the take's answer
+            take_rows(fs, used, taken[d, : n_taken[d]], -1)
+            if ret_v + pay[d] > best_v[d]:
+                best_v[d], best_m[d] = ret_v + pay[d], ret_m | (np.int64(1) << d)
         phase[d] = 0
         ret_v, ret_m, d = best_v[d], best_m[d], d - 1
     return ret_m
 
 
 @numba.njit(**_JIT)
-def greedy_tail(fr: np.ndarray, start: int, chosen: int, workers: np.ndarray, speeds: np.ndarray,
+def greedy_tail(fs: tuple, used: np.ndarray, start: int, chosen: int, workers: np.ndarray, speeds: np.ndarray,
                 facts: np.ndarray, cur_rows: np.ndarray, cur_from: np.ndarray, comm: np.ndarray, u_min: np.ndarray,
                 u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float, slot_s: float
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The window's jobs the DP chose (``chosen``: bits of the jobs before ``start``, :func:`window_dp`), each
     given FIND_ALLOC's allocation on the GPUs the chosen ones before it left free (the state the DP saw it in),
     then Algorithm 2's greedy tail: the jobs from ``start`` on, in order, each taken when FIND_ALLOC
-    (:func:`best_alloc`) on the GPUs still free (``fr``, updated in place) finds an allocation with a positive
-    payoff; a job asking more GPUs than are free is passed over (it would find none); the walk ends when no
-    GPU is free. Job ``i``: ``workers[i]``, throughputs ``speeds[i]``, ``facts[i]`` (remaining, arrival,
-    iterations, unit), current allocation ``cur_rows[cur_from[i]:cur_from[i + 1]]``, communication charge
-    ``comm[i]``. Returns the jobs taken, their allocations (``rows[row_from[t]:row_from[t + 1]]``), throughputs
-    and payoffs."""
+    (:func:`best_alloc`) on the GPUs still free (``fs`` and ``used``, updated in place) finds an allocation with
+    a positive payoff; a job asking more GPUs than are free is passed over (it would find none); the walk ends
+    when no GPU is free. Job ``i``: ``workers[i]``, throughputs ``speeds[i]``, ``facts[i]`` (remaining,
+    arrival, iterations, unit), current allocation ``cur_rows[cur_from[i]:cur_from[i + 1]]``, communication
+    charge ``comm[i]``. Returns the jobs taken, their allocations (``rows[row_from[t]:row_from[t + 1]]``),
+    throughputs and payoffs, and whether each allocation is the job's current one, row for row (it keeps its
+    GPUs)."""
+    fr = fs[0]
     n = len(workers)
     picked = np.empty(n, dtype=np.int64)
     tputs = np.empty(n)
     pays = np.empty(n)
+    kept = np.zeros(n, dtype=np.bool_)
     left = 0
     for h in range(fr.shape[0]):
         for k in range(fr.shape[1]):
             left += fr[h, k]
     rows = np.empty((left, 3), dtype=np.int64)  # every row takes at least one free GPU
     row_from = np.zeros(n + 1, dtype=np.int64)
-    used = capacity - fr  # kept as GPUs are taken (whole numbers: the same floats as recomputed)
     m = 0
     for i in range(n):
         if i < start and not (chosen >> i) & 1:
@@ -274,7 +291,7 @@ def greedy_tail(fr: np.ndarray, start: int, chosen: int, workers: np.ndarray, sp
             break
         if i >= start and workers[i] > left:
             continue
-        take, tput, pay = best_alloc(fr, speeds[i], workers[i], facts[i], cur_rows[cur_from[i]:cur_from[i + 1]],
+        take, tput, pay = best_alloc(fs, speeds[i], workers[i], facts[i], cur_rows[cur_from[i]:cur_from[i + 1]],
                                      used, u_min, u_max, eta, capacity, now, overhead_s, comm[i], slot_s)
         if len(take) == 0 or not pay > 0:
             continue
@@ -282,23 +299,29 @@ def greedy_tail(fr: np.ndarray, start: int, chosen: int, workers: np.ndarray, sp
         at = row_from[m]
         row_from[m + 1] = at + len(take)
         m += 1
+        cur = cur_rows[cur_from[i]:cur_from[i + 1]]
+        same = len(cur) > 0 and len(cur) == len(take)  # the rows compared only then
         for r in range(len(take)):
             rows[at + r] = take[r]
-            fr[take[r, 0], take[r, 1]] -= take[r, 2]
-            used[take[r, 0], take[r, 1]] += take[r, 2]
             left -= take[r, 2]
-    return picked[:m], rows[: row_from[m]], row_from[: m + 1], tputs[:m], pays[:m]
+            same = same and cur[r, 0] == take[r, 0] and cur[r, 1] == take[r, 1] and cur[r, 2] == take[r, 2]
+        kept[m - 1] = same
+        take_rows(fs, used, rows[at: row_from[m]], 1)
+    return picked[:m], rows[: row_from[m]], row_from[: m + 1], tputs[:m], pays[:m], kept[:m]
 
 
 @numba.njit(**_JIT)
 def select(fr: np.ndarray, win: int, workers: np.ndarray, speeds: np.ndarray, facts: np.ndarray,
            cur_rows: np.ndarray, cur_from: np.ndarray, comm: np.ndarray, u_min: np.ndarray, u_max: np.ndarray,
            eta: float, capacity: np.ndarray, now: float, overhead_s: float, slot_s: float
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Algorithm 2 in one compiled call: the DP over the first ``win`` jobs (:func:`window_dp`), then the
-    greedy tail after them (:func:`greedy_tail`, which returns the picks of both, in job order). ``fr`` is
-    updated in place to what is left free."""
-    chosen = window_dp(win, fr, workers, speeds, facts, cur_rows, cur_from, comm, u_min, u_max, eta,
+    greedy tail after them (:func:`greedy_tail`, which returns the picks of both, in job order), on the free
+    GPUs ``fr`` kept by class (:func:`.hadar_free.free_sets`) and the used ones (kept as GPUs are taken: whole
+    numbers, the same floats as recomputed). ``fr`` is updated in place to what is left free."""
+    fs = free_sets(fr)
+    used = capacity - fr
+    chosen = window_dp(win, fs, used, workers, speeds, facts, cur_rows, cur_from, comm, u_min, u_max, eta,
                        capacity, now, overhead_s, slot_s)
-    return greedy_tail(fr, win, chosen, workers, speeds, facts, cur_rows, cur_from, comm, u_min, u_max, eta,
+    return greedy_tail(fs, used, win, chosen, workers, speeds, facts, cur_rows, cur_from, comm, u_min, u_max, eta,
                        capacity, now, overhead_s, slot_s)

@@ -20,6 +20,7 @@ from gpucluster_env.baselines.parts.hadar_alloc import (
     select_jobs,
 )
 from gpucluster_env.baselines.parts.hadar_find import spread
+from gpucluster_env.baselines.parts.hadar_free import free_sets
 
 CAP = np.array([[2, 0, 0], [0, 3, 0], [0, 0, 1]])
 JOBS = [HadarJob(3, 80, (4, 3, 1), 0.0, 80), HadarJob(2, 30, (3, 2, 1), 0.0, 30), HadarJob(2, 50, (2, 2, 1), 0.0, 50)]
@@ -165,6 +166,6 @@ def test_spread_takes_the_fastest_types_from_the_most_free_servers() -> None:
                 if c:
                     want.append((h, k, c))
                     n -= c
-        got = [tuple(r) for r in spread(fr, ok, kord, need).tolist()]
+        got = [tuple(r) for r in spread(free_sets(fr.astype(np.int64)), ok, kord, need).tolist()]
         assert got == want
         assert sum(c for _, _, c in got) == need

@@ -1,7 +1,10 @@
 """Hadar's queue as arrays, its compiled DP window and greedy tail and its kept throughput rows
 (baselines/hadar.py, baselines/parts/hadar_alloc.py HadarQueue, hadar_find.py select) give, at every round of
 real runs, what the plain computations give: the DP as a memoised recursion over (job, free GPUs) and the tail
-FIND_ALLOC asked job by job on the shrinking free GPUs, the performance model's throughputs asked afresh."""
+FIND_ALLOC asked job by job on the shrinking free GPUs (each call on free-GPU classes built afresh, where the
+round keeps its classes through the DP's takes and give-backs and the tail's takes: hadar_free.py), the jobs
+that keep their GPUs as their allocations compared with their current ones, the current allocations as each
+job's GPUs grouped by (server, type), the performance model's throughputs asked afresh."""
 
 from __future__ import annotations
 
@@ -9,7 +12,14 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.baselines.hadar import Hadar
-from gpucluster_env.baselines.parts.hadar_alloc import Choice, HadarJob, find_alloc, make_prices, select_jobs
+from gpucluster_env.baselines.parts.hadar_alloc import (
+    Choice,
+    HadarJob,
+    find_alloc,
+    make_prices,
+    select_jobs,
+    select_picks,
+)
 
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import run_episode
@@ -63,7 +73,7 @@ def plain_window(jobs: list[HadarJob], win: int, fr0: np.ndarray, prices: Any, n
 class _CheckedHadar(Hadar):
     def reset(self, env: Any) -> None:
         super().reset(env)
-        self.rounds = self.tail_picks = self.window_picks = 0
+        self.rounds = self.tail_picks = self.window_picks = self.kept = 0
 
     def _starts(self, view: ClusterView) -> list[Any]:
         ids, q = self._queue(view)
@@ -72,6 +82,11 @@ class _CheckedHadar(Hadar):
             jobs = [HadarJob(int(q.workers[i]), *q.facts[i, :1].tolist(), tuple(q.tput[i].tolist()),
                              *q.facts[i, 1:3].tolist(), q.current[i], float(q.facts[i, 3])) for i in range(len(q))]
             assert [q[i] for i in range(len(q))] == jobs
+            for j, cur in zip(ids, q.current, strict=True):  # each job's GPUs grouped by (server, type)
+                gpus = view.gpus_of(j) if view.is_running(j) else np.zeros(0, dtype=np.int64)
+                keys, cnt = np.unique(view.gpu_node[gpus].astype(np.int64) * 1000 + view.gpu_type[gpus],
+                                      return_counts=True)
+                assert cur == tuple((x // 1000, x % 1000, c) for x, c in zip(keys.tolist(), cnt.tolist(), strict=True))
             prices = make_prices(q, self.capacity, view.now, self.round_s, self.eta)
             free = self.capacity.copy()
             picked = select_jobs(q, free, prices, view.now, self.overhead_s, self.comm_weight, self.dp_window)
@@ -83,6 +98,11 @@ class _CheckedHadar(Hadar):
                 for h, k, c in ch.take:
                     fr[h, k] -= c
             assert picked == head + plain_tail(jobs, win, fr, prices, view.now, self.overhead_s, self.comm_weight)
+            picks = select_picks(q, self.capacity.copy(), prices, view.now, self.overhead_s, self.comm_weight,
+                                 self.dp_window)
+            assert picks.choices() == picked
+            assert picks.kept.tolist() == [bool(q.current[i]) and ch.take == q.current[i] for i, ch in picked]
+            self.kept += int(picks.kept.sum())
             self.rounds += 1
             self.tail_picks += len(picked) - len(head)
             self.window_picks += len(head)
@@ -92,4 +112,4 @@ class _CheckedHadar(Hadar):
 def test_hadar_arrays_and_compiled_round_give_the_plain_round() -> None:
     pol = _CheckedHadar()
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 300})
-    assert pol.rounds > 30 and pol.tail_picks > 50 and pol.window_picks > 30
+    assert pol.rounds > 30 and pol.tail_picks > 50 and pol.window_picks > 30 and pol.kept > 30
