@@ -97,6 +97,9 @@ class Hadar(Policy):
         self._acted_at: float | None = None
         self._known = np.zeros(0, dtype=bool)  # jobs whose throughput row is kept (oracle estimate)
         self._rows = np.zeros((0, nk))
+        self._pos = np.zeros(0, dtype=np.int64)  # _currents' scratch: each job's place in the queue
+        where = (view.gpu_node.astype(np.int64) * nk + view.gpu_type).astype(np.int64)
+        self._slot_key = np.concatenate([where, where])  # each GPU slot's (server, type), as tenants.T.ravel()
 
     def _observe(self, view: ClusterView) -> None:
         """At a round boundary, before anything changes: the spec estimate records the rates the running
@@ -143,12 +146,14 @@ class Hadar(Policy):
         (``tenants``, the engine's two slots a GPU)."""
         nk = self.capacity.shape[1]
         nt = view.num_nodes * nk
-        where = (view.gpu_node.astype(np.int64) * nk + view.gpu_type).astype(np.int64)
         slot_job = tenants.T.ravel()  # slot 0 of every GPU, then slot 1
-        slot_key = np.concatenate([where, where])
-        pos = np.full(view.n_jobs + 1, -1, dtype=np.int64)  # each job's place in jobs; index n_jobs: an empty slot
+        slot_key = self._slot_key
+        if len(self._pos) != view.n_jobs + 1:
+            self._pos = np.full(view.n_jobs + 1, -1, dtype=np.int64)
+        pos = self._pos  # each job's place in jobs, -1 elsewhere (index n_jobs: an empty slot); reset after use
         pos[jobs] = np.arange(len(jobs))
         at = pos[slot_job]
+        pos[jobs] = -1
         use = at >= 0
         keys, cnt = np.unique(at[use] * nt + slot_key[use], return_counts=True)
         x = keys % nt
@@ -198,9 +203,10 @@ class Hadar(Policy):
         prices = make_prices(jobs, self.capacity, view.now, self.round_s, self.eta, self.run_cost)
         picks = select_picks(jobs, free, prices, view.now, self.overhead_s, self.comm_weight, self.dp_window)
         at = picks.jobs.tolist()
-        kept = picks.kept.tolist()
-        keep = [ids[i] for i, k in zip(at, kept, strict=True) if k]  # their current GPUs, row for row
-        moves = [(ids[i], picks.take(t)) for t, (i, k) in enumerate(zip(at, kept, strict=True)) if not k]
+        keep = [ids[i] for i in picks.jobs[picks.kept].tolist()]  # their current GPUs, row for row
+        mv = np.flatnonzero(~picks.kept)  # the picks given other GPUs, in queue order
+        rl, rf = picks.rows.tolist(), picks.row_from.tolist()  # once: a slice of the list per job
+        moves = [(ids[i], rl[rf[t]:rf[t + 1]]) for t, i in zip(mv.tolist(), picks.jobs[mv].tolist(), strict=True)]
         if not at and view.num_running == 0:
             best: tuple[float, int, Choice] | None = None
             for i, h in enumerate(jobs):

@@ -8,7 +8,8 @@
 * Gimbal, Lucid, Gandiva: :mod:`.gimbal_rules` (the topology rule, packing sets), :mod:`.gimbal_search` (the
   coordination search), :mod:`.gimbal_layer` (the "+gimbal" wrapper around any host policy), :mod:`.job_facts`
   (profiled demand and deadlines).
-* Hadar: :mod:`.hadar_alloc` (prices, FIND_ALLOC, the DP), :mod:`.throughput_estimate` (HadarE's spec estimate).
+* Hadar: :mod:`.hadar_alloc` (prices, FIND_ALLOC, the DP), compiled in :mod:`.hadar_find` over the free GPUs by class
+  (:mod:`.hadar_free`), :mod:`.throughput_estimate` (HadarE's spec estimate).
 * FIFO, SJF, SSF, YARN-CS: :mod:`.queue_policy` (exclusive list scheduling).
 * SRSF, Tiresias: :mod:`.fit_set` (the set of jobs that should run, walked in priority order).
 """

@@ -212,12 +212,14 @@ def find_alloc(job: HadarJob, free: np.ndarray, used: np.ndarray, prices: Prices
     when it is still free in this state (no restart overhead). ``free`` / ``used``: servers x types.
     None: fewer free GPUs of runnable types than the job's workers. The options and payoffs are one compiled
     call (:func:`.hadar_find.best_alloc`)."""
-    from gpucluster_env.baselines.parts.hadar_find import best_alloc
+    from gpucluster_env.baselines.parts.hadar_find import best_alloc, type_orders
     from gpucluster_env.baselines.parts.hadar_free import free_sets
 
     comm = comm_weight * job.workers * prices.u_min_least / (4.0 * prices.eta)
     speed, facts, current = job.arrays
-    take, tput, pay = best_alloc(free_sets(np.array(free, dtype=np.int64)), speed, job.workers, facts, current,
+    oks, kords = type_orders(speed.reshape(1, -1))
+    take, tput, pay = best_alloc(free_sets(np.array(free, dtype=np.int64)), speed, oks[0], kords[0], job.workers,
+                                 facts, current,
                                  np.asarray(used, dtype=np.float64), prices.u_min, prices.u_max, float(prices.eta),
                                  prices.capacity, float(now), float(overhead_s), comm, float(prices.slot_s))
     if len(take) == 0:
@@ -237,10 +239,6 @@ class Picks(NamedTuple):
     tput: np.ndarray
     payoff: np.ndarray
     kept: np.ndarray
-
-    def take(self, t: int) -> tuple[tuple[int, int, int], ...]:
-        """Pick ``t``'s allocation as ``(server, type, count)`` tuples."""
-        return tuple(map(tuple, self.rows[self.row_from[t]:self.row_from[t + 1]].tolist()))
 
     def choices(self) -> list[tuple[int, Choice]]:
         """Every pick as ``(queue position, Choice)``."""

@@ -80,14 +80,20 @@ def consolidated(fs: tuple, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray,
                 if cum >= need:
                     slow = speed[k]
                     break
-        at = first_member(fs, c)
-        if best < 0 or -slow < -best_slow or (-slow == -best_slow and (
-                use[c] < use[best] or (use[c] == use[best] and at < best_at))):
-            best, best_slow, best_at = c, slow, at
+        if best < 0 or -slow < -best_slow or (-slow == -best_slow and use[c] < use[best]):
+            best, best_slow, best_at = c, slow, -1  # its first member read when needed
+        elif -slow == -best_slow and use[c] == use[best]:  # a tie of classes: the lower index
+            if best_at < 0:
+                best_at = first_member(fs, best)
+            at = first_member(fs, c)
+            if at < best_at:
+                best, best_at = c, at
     if best < 0 and total < need:
         return np.empty((0, 3), dtype=np.int64)
     out = np.empty((min(need, fr.shape[0] * len(kord)), 3), dtype=np.int64)  # a row takes >= 1 GPU
     if best >= 0:
+        if best_at < 0:
+            best_at = first_member(fs, best)
         return out[: _take_one(fr, ok, kord, best_at, need, out, 0)[1]]
     words = np.empty(bits.shape[1], dtype=np.int64)
     n, rows, level = need, 0, top
@@ -176,17 +182,26 @@ def payoff(take: np.ndarray, speed: np.ndarray, job: np.ndarray, used: np.ndarra
 
 
 @numba.njit(**_JIT)
-def best_alloc(fs: tuple, speed: np.ndarray, need: int, job: np.ndarray, current: np.ndarray,
-               used: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float, capacity: np.ndarray,
-               now: float, overhead_s: float, comm: float, slot_s: float) -> tuple[np.ndarray, float, float]:
+def type_orders(speeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each job's runnable types (``speeds > 0``) and its types fastest first (ties by index), a row a job of
+    ``speeds`` (jobs x types): what FIND_ALLOC's options read, found once a round per job."""
+    kords = np.empty(speeds.shape, dtype=np.int64)
+    for i in range(speeds.shape[0]):
+        key_order(-speeds[i], kords[i])
+    return speeds > 0, kords
+
+
+@numba.njit(**_JIT)
+def best_alloc(fs: tuple, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int, job: np.ndarray,
+               current: np.ndarray, used: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float,
+               capacity: np.ndarray, now: float, overhead_s: float, comm: float, slot_s: float
+               ) -> tuple[np.ndarray, float, float]:
     """FIND_ALLOC on one state (the free GPUs ``fs``, :mod:`.hadar_free`, and ``used``): the allocation, its
     throughput and payoff (:func:`payoff`, schedules charged per ``slot_s``); an empty allocation when fewer
-    GPUs of runnable types are free than ``need``. The consolidated option wins ties with the spread one; the
-    job's ``current`` allocation (``(0, 3)`` when none), when still free, wins ties and pays no overhead."""
+    GPUs of runnable types are free than ``need``. ``ok``, ``kord``: the job's row of :func:`type_orders`. The
+    consolidated option wins ties with the spread one; the job's ``current`` allocation (``(0, 3)`` when none),
+    when still free, wins ties and pays no overhead."""
     fr = fs[0]
-    ok = speed > 0
-    kord = np.empty(len(speed), dtype=np.int64)
-    key_order(-speed, kord)
     best = consolidated(fs, speed, ok, kord, need)
     if len(best) == 0:  # fewer usable GPUs than asked
         return best, 0.0, 0.0
@@ -207,9 +222,10 @@ def best_alloc(fs: tuple, speed: np.ndarray, need: int, job: np.ndarray, current
 
 
 @numba.njit(**_JIT)
-def window_dp(win: int, fs: tuple, used: np.ndarray, workers: np.ndarray, speeds: np.ndarray, facts: np.ndarray,
-              cur_rows: np.ndarray, cur_from: np.ndarray, comm: np.ndarray, u_min: np.ndarray, u_max: np.ndarray,
-              eta: float, capacity: np.ndarray, now: float, overhead_s: float, slot_s: float) -> int:
+def window_dp(win: int, fs: tuple, used: np.ndarray, workers: np.ndarray, speeds: np.ndarray, oks: np.ndarray,
+              kords: np.ndarray, facts: np.ndarray, cur_rows: np.ndarray, cur_from: np.ndarray, comm: np.ndarray,
+              u_min: np.ndarray, u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float,
+              slot_s: float) -> int:
     """Algorithm 2's exact DP over the window's jobs ``0`` to ``win - 1`` on the free GPUs ``fs``
     (:mod:`.hadar_free`) and ``used`` (servers x types): the jobs that reach the largest total payoff, as a bit
     mask (bit ``i``: job ``i``). Each job is skipped (tried first) or, when FIND_ALLOC (:func:`best_alloc`)
@@ -238,8 +254,9 @@ def window_dp(win: int, fs: tuple, used: np.ndarray, workers: np.ndarray, speeds
             continue
         if phase[d] == 1:
             best_v[d], best_m[d] = ret_v, ret_m
-            take, _, p = best_alloc(fs, speeds[d], workers[d], facts[d], cur_rows[cur_from[d]:cur_from[d + 1]],
-                                    used, u_min, u_max, eta, capacity, now, overhead_s, comm[d], slot_s)
+            take, _, p = best_alloc(fs, speeds[d], oks[d], kords[d], workers[d], facts[d],
+                                    cur_rows[cur_from[d]:cur_from[d + 1]], used, u_min, u_max, eta, capacity, now,
+                                    overhead_s, comm[d], slot_s)
             if len(take) > 0 and p > 0:
                 phase[d], pay[d] = 2, p
                 n_taken[d] = len(take)
@@ -258,15 +275,17 @@ def window_dp(win: int, fs: tuple, used: np.ndarray, workers: np.ndarray, speeds
 
 @numba.njit(**_JIT)
 def greedy_tail(fs: tuple, used: np.ndarray, start: int, chosen: int, workers: np.ndarray, speeds: np.ndarray,
-                facts: np.ndarray, cur_rows: np.ndarray, cur_from: np.ndarray, comm: np.ndarray, u_min: np.ndarray,
-                u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float, slot_s: float
+                oks: np.ndarray, kords: np.ndarray, facts: np.ndarray, cur_rows: np.ndarray, cur_from: np.ndarray,
+                comm: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float,
+                overhead_s: float, slot_s: float
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The window's jobs the DP chose (``chosen``: bits of the jobs before ``start``, :func:`window_dp`), each
     given FIND_ALLOC's allocation on the GPUs the chosen ones before it left free (the state the DP saw it in),
     then Algorithm 2's greedy tail: the jobs from ``start`` on, in order, each taken when FIND_ALLOC
     (:func:`best_alloc`) on the GPUs still free (``fs`` and ``used``, updated in place) finds an allocation with
     a positive payoff; a job asking more GPUs than are free is passed over (it would find none); the walk ends
-    when no GPU is free. Job ``i``: ``workers[i]``, throughputs ``speeds[i]``, ``facts[i]`` (remaining,
+    when no GPU is free. Job ``i``: ``workers[i]``, throughputs ``speeds[i]`` (its types' order ``oks[i]``,
+    ``kords[i]``: :func:`type_orders`), ``facts[i]`` (remaining,
     arrival, iterations, unit), current allocation ``cur_rows[cur_from[i]:cur_from[i + 1]]``, communication
     charge ``comm[i]``. Returns the jobs taken, their allocations (``rows[row_from[t]:row_from[t + 1]]``),
     throughputs and payoffs, and whether each allocation is the job's current one, row for row (it keeps its
@@ -291,8 +310,9 @@ def greedy_tail(fs: tuple, used: np.ndarray, start: int, chosen: int, workers: n
             break
         if i >= start and workers[i] > left:
             continue
-        take, tput, pay = best_alloc(fs, speeds[i], workers[i], facts[i], cur_rows[cur_from[i]:cur_from[i + 1]],
-                                     used, u_min, u_max, eta, capacity, now, overhead_s, comm[i], slot_s)
+        take, tput, pay = best_alloc(fs, speeds[i], oks[i], kords[i], workers[i], facts[i],
+                                     cur_rows[cur_from[i]:cur_from[i + 1]], used, u_min, u_max, eta, capacity, now,
+                                     overhead_s, comm[i], slot_s)
         if len(take) == 0 or not pay > 0:
             continue
         picked[m], tputs[m], pays[m] = i, tput, pay
@@ -321,7 +341,8 @@ def select(fr: np.ndarray, win: int, workers: np.ndarray, speeds: np.ndarray, fa
     numbers, the same floats as recomputed). ``fr`` is updated in place to what is left free."""
     fs = free_sets(fr)
     used = capacity - fr
-    chosen = window_dp(win, fs, used, workers, speeds, facts, cur_rows, cur_from, comm, u_min, u_max, eta,
-                       capacity, now, overhead_s, slot_s)
-    return greedy_tail(fs, used, win, chosen, workers, speeds, facts, cur_rows, cur_from, comm, u_min, u_max, eta,
-                       capacity, now, overhead_s, slot_s)
+    oks, kords = type_orders(speeds)
+    chosen = window_dp(win, fs, used, workers, speeds, oks, kords, facts, cur_rows, cur_from, comm, u_min, u_max,
+                       eta, capacity, now, overhead_s, slot_s)
+    return greedy_tail(fs, used, win, chosen, workers, speeds, oks, kords, facts, cur_rows, cur_from, comm, u_min,
+                       u_max, eta, capacity, now, overhead_s, slot_s)
