@@ -44,6 +44,8 @@ def select_model(out: str | Path, scenarios: tuple[str, ...], seeds: list[int],
     first) and return the scores: ``{"seeds", "metric", "scores": {name: {"file", scenario: mean, "score",
     "vs_first"}}, "first", "chosen"}``."""
     from gpucluster_env.agents.evaluate import t_interval
+    from gpucluster_env.agents.job_model import JobModelPolicy, is_jobs_model
+    from gpucluster_env.agents.model_meta import read_meta
     from gpucluster_env.agents.policies import RLPolicy
 
     from gpucluster_env.policy import run_episode
@@ -56,8 +58,9 @@ def select_model(out: str | Path, scenarios: tuple[str, ...], seeds: list[int],
         raise FileNotFoundError(f"{out}: no model to select from")
     scores: dict[str, dict[str, Any]] = {}
     episodes: dict[str, np.ndarray] = {}
+    policy_class = JobModelPolicy if is_jobs_model(read_meta(out)) else RLPolicy  # the process it was trained on
     for name, rel in found.items():
-        pol = RLPolicy(out, zip_name=rel)
+        pol = policy_class(out, zip_name=rel)
         row: dict[str, Any] = {"file": rel}
         logs, flat = [], []
         for sc in scenarios:
