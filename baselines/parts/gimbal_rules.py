@@ -348,8 +348,9 @@ class HostsByDemand:
     running job. A partner leaves the order when the cache forgets its answer (a tenant of its GPUs changed:
     :meth:`PartnerCache.listen`); a job that starts running changes its GPUs' tenants, so it is forgotten too.
     A forgotten job waits, with the least demand it could have (over the types of its GPUs: the GPUs it offers
-    are some of them), until a question reaches that demand; only then is its answer worked out. ``demand`` must
-    be a fixed function of the partner and the GPU type (the profiled utilization)."""
+    are some of them), until a question reaches that demand; only then is its answer worked out. One holding
+    fewer GPUs alone than are asked offers none (:func:`partner_gpus`) and does not wait. ``demand`` must be a
+    fixed function of the partner and the GPU type (the profiled utilization)."""
 
     def __init__(self, hosts: PartnerCache, demand: Callable[[int, int], float]) -> None:
         self.hosts, self.demand, self.view = hosts, demand, hosts.view
@@ -386,7 +387,10 @@ class HostsByDemand:
         for p in jobs:
             n_p = int(req[p])
             if n_p == need or (unequal and n_p > need):  # sizes partner_gpus can offer
-                lb = min(demand(p, t) for t in set(types[v.gpus_of(p)].tolist()))
+                g = v.gpus_of(p)
+                if int((v.tenants(g)[:, 1] < 0).sum()) < need:
+                    continue  # fewer GPUs held alone than asked: partner_gpus offers nothing until its GPUs change
+                lb = min(demand(p, t) for t in set(types[g].tolist()))
                 st.bound[p] = lb
                 heappush(st.pending, (lb, p))
         return st
