@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts.gimbal_rules import (
+    HostsByDemand,
     JobSet,
     KeptSets,
     PartnerCache,
@@ -85,6 +86,7 @@ class Gandiva(Policy):
         self._seen: tuple[list[JobSet] | None, bool, dict] = (None, False, {})  # the last introspection's sets
         self.failed = FailedShapes(view)
         self.hosts = PartnerCache(view, self.rule, self.unequal)
+        self.by_demand = HostsByDemand(self.hosts, lambda p, t: facts.demand(view, p, t))
         self.rows = HostRows(view, self.hosts)
         self.free = FreeStarts(view, self.rule)
         self._harm: np.ndarray | None = None  # the harmful pairs by model index, for _harm_n of them
@@ -108,9 +110,7 @@ class Gandiva(Policy):
         """Gandiva's packing choice for pending job ``j``: the least-utilized qualifying partner, skipping model
         pairs found harmful."""
         assert self.facts is not None and self.rule is not None
-        facts = self.facts
-        return least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t),
-                                   lambda p: self.pair_key(view, j, p) in self.harmful)
+        return least_utilized_host(view, self.by_demand, j, lambda p: self.pair_key(view, j, p) in self.harmful)
 
     # ------------------------------------------------------------------ introspection
     def settled(self, view: ClusterView, jmax: int) -> bool:

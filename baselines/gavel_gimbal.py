@@ -39,7 +39,13 @@ import numpy as np
 from gpucluster_env.baselines.parts.gavel_rounds import round_priorities
 from gpucluster_env.baselines.parts.gavel_scheduler import OBJECTIVES, Gavel
 from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, Granularity, WithGimbal
-from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule, least_utilized_host, packing_sets
+from gpucluster_env.baselines.parts.gimbal_rules import (
+    HostsByDemand,
+    PartnerCache,
+    TopologyRule,
+    least_utilized_host,
+    packing_sets,
+)
 from gpucluster_env.baselines.parts.gimbal_search import DEFAULT_GRANULARITY
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
@@ -70,6 +76,7 @@ class GavelLeftoverPacking(Gavel):
         self.facts = JobFacts(view)
         self.rule = TopologyRule(view, relaxed=self.unequal)
         self.hosts = PartnerCache(view, self.rule, self.unequal)
+        self.by_demand = HostsByDemand(self.hosts, lambda p, t: self.facts.demand(view, p, t))
         self.failed = FailedShapes(view)
         self._starts: list[Place] = []
         self._queue = np.zeros(0, dtype=np.int64)  # the jobs left waiting, by Gavel's priority
@@ -140,11 +147,7 @@ class GavelLeftoverPacking(Gavel):
             self.granted.pop((a.job,), None)
         if not len(self._queue):
             return Wait()
-        facts = self.facts
-
-        def ask(j: int) -> Colocate | None:
-            return least_utilized_host(view, self.hosts, j, lambda p, t: facts.demand(view, p, t))
-
+        ask = self._pack
         # the queue's pending jobs in order, a shape that found no host in this state skipped (job_shape); the
         # jobs up to the one packed leave the queue. The first pending job is asked first: an answer means its
         # shape finds a host in this state, so the walk would have asked it first too (a shape's answer is the
@@ -161,6 +164,11 @@ class GavelLeftoverPacking(Gavel):
             return Wait()
         self._queue = queue[int(np.flatnonzero(queue == a.job)[0]) + 1:]
         return a
+
+    def _pack(self, j: int) -> Colocate | None:
+        """Pending job ``j`` beside the running job of least profiled demand that offers it GPUs, where it fits
+        (:func:`~.gimbal_rules.least_utilized_host`); None: no such job."""
+        return least_utilized_host(self.by_demand.view, self.by_demand, j)
 
 
 @register_policy

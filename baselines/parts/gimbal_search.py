@@ -171,7 +171,8 @@ class Coordinator:
         """Drop the shares of ``jobs`` that a scheduler stops or moves (a job starts again at full share, maybe
         at once, before the next tick's bookkeeping could see it stop)."""
         gone = set(jobs)
-        self.shares = {k: s for k, s in self.shares.items() if k[0] not in gone}
+        if gone:
+            self.shares = {k: s for k, s in self.shares.items() if k[0] not in gone}
 
     def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> float:
         """The local objective of ``jobs`` under ``shares`` (predicted rates)."""
@@ -186,7 +187,7 @@ class Coordinator:
 
     def _priority(self, view: ClusterView, j: int) -> float:
         assert self.model is not None
-        t = int(view.gpu_type[view.gpus_of(j)[0]])
+        t = int(view.gpu_type[self.model.gpus(j)[0]])
         if self.kind == "jct":  # eq. 2 reads the utilization alone: no rate to predict
             return priority(self.kind, 0.0, 1.0, self.demand(j, t))
         return priority(self.kind, self.model.remaining_one(j), self.model.rate(j, self.shares),
@@ -207,7 +208,9 @@ class Coordinator:
         p2 = self._mean_priority(view, sub2)
         if p2 < p1:
             sub1, sub2 = sub2, sub1
-        self.move_to(view, {(j, g): self.full for j in sub2 for g in view.gpus_of(j).tolist()}, acts)
+        assert self.model is not None
+        gpus = self.model.gpus
+        self.move_to(view, {(j, g): self.full for j in sub2 for g in gpus(j).tolist()}, acts)
         self.stats.searches += 1
         return SetSearch(s.jobs, sub1, sub2, dict(self.shares))
 
@@ -244,8 +247,9 @@ class Coordinator:
     def _squeeze_workers(self, view: ClusterView, j: int, gpus: np.ndarray, acts: list[Action]) -> None:
         """Squeeze job ``j`` by one attempt's ``granularity`` on those of ``gpus`` it shares (a worker alone gains
         nothing from it)."""
-        shared = [g for g, both in zip(gpus.tolist(), (view.tenants(gpus) >= 0).all(axis=1).tolist(), strict=True)
-                  if both]  # the tenants stay as they are during a tick
+        assert self.model is not None
+        both = self.model.shared_gpus(j)  # the tenants stay as they are during a tick
+        shared = [g for g in gpus.tolist() if g in both]
         for _ in range(self.steps):
             for g in shared:
                 self._set(j, g, acts, swell=False)
@@ -275,7 +279,7 @@ class Coordinator:
         balanced = len(slow) == 0 or jmax in self.liss_on
         if balanced or jmax not in st.low:
             for j in st.low:
-                gp = view.gpus_of(j)
+                gp = self.model.gpus(j)
                 if not balanced and j != jmax:
                     gp = np.intersect1d(gp, slow)  # the workers colocated with J_max's slow ones
                 self._squeeze_workers(view, j, gp, acts)
@@ -289,8 +293,10 @@ class Coordinator:
 
     def _restore(self, view: ClusterView, st: SetSearch, acts: list[Action]) -> None:
         """Back to the best point of the search, at once."""
+        assert self.model is not None
+        gpus = self.model.gpus
         self.move_to(view, {(j, g): st.best_shares.get((j, g), self.full) for j in st.members
-                            for g in view.gpus_of(j).tolist()}, acts)
+                            for g in gpus(j).tolist()}, acts)
 
     def release_lone(self, view: ClusterView, acts: list[Action]) -> None:
         """Full share back for every worker that no longer shares its GPU (its partner finished or left)."""

@@ -22,17 +22,20 @@ from gpucluster_env.performance import apply_shares
 
 class _Kept:
     """What :class:`ThroughputModel` keeps of running job ``j`` while no tenant of its GPUs changes: its GPUs
-    ``g``, per worker ``(gpu, partner or -1, predicted free ratio beside the partner, demand, ratio when alone,
-    ratio by (own, partner's) share units)``, its partners, its ``shape`` ``(model, GPU type, GPUs, nodes)``
-    when its GPUs are of one type (else None), and, on GPUs of mixed types, its rates by (accumulation, batch,
-    sample stealing, worker ratios): every input of the engine's iteration time but the GPUs, which stay."""
+    ``g``, per worker ``((job, gpu), (partner, gpu), partner or -1, predicted free ratio beside the partner,
+    demand, ratio when alone, ratio by (own, partner's) share units)`` (the two share keys made once), its
+    partners and the GPUs it shares with them, its ``shape`` ``(model, GPU type, GPUs, nodes)`` when its GPUs
+    are of one type (else None), and, on GPUs of mixed types, its rates by (accumulation, batch, sample
+    stealing, worker ratios): every input of the engine's iteration time but the GPUs, which stay."""
 
-    __slots__ = ("g", "rows", "partners", "shape", "rates")
+    __slots__ = ("g", "rows", "partners", "shared", "shape", "rates")
 
     def __init__(self, view: ClusterView, j: int, g: np.ndarray,
-                 rows: list[tuple[int, int, float, float, float, dict]]) -> None:
+                 rows: list[tuple[tuple[int, int], tuple[int, int], int, float, float, float, dict]]) -> None:
+        g.flags.writeable = False  # handed out by ThroughputModel.gpus
         self.g, self.rows = g, rows
-        self.partners = {r[1] for r in rows if r[1] >= 0}
+        self.partners = {r[2] for r in rows if r[2] >= 0}
+        self.shared = {r[0][1] for r in rows if r[2] >= 0}
         types = set(view.gpu_type[g].tolist())
         self.shape = (None if len(types) != 1 else
                       (view.model_index(j), types.pop(), len(g), len(set(view.gpu_node[g].tolist()))))
@@ -55,8 +58,8 @@ class ThroughputModel:
         self._held = False
         self._workers: dict[int, _Kept] = {}
         self._watch = TenantWatch(view)
-        self._setup: dict[int, tuple[int, int, bool]] = {}
-        self._by_shape: dict[tuple, float] = {}  # rates on GPUs of one type, by shape, setup and worker ratios
+        self._hot: dict[int, tuple[_Kept, dict, tuple]] = {}  # in a hold: job -> (its _Kept, rate memo, key head)
+        self._by_shape: dict[tuple, float] = {}  # rates on GPUs of one type, by (shape, setup) and worker ratios
         self._left: np.ndarray | None = None
 
     @contextmanager
@@ -78,7 +81,7 @@ class ThroughputModel:
             yield
         finally:
             self._held = False
-            self._setup.clear()
+            self._hot.clear()
             self._left = None
 
     def _left_now(self) -> np.ndarray:
@@ -109,8 +112,8 @@ class ThroughputModel:
                 q = row[1] if row[0] == j else row[0]
                 t = int(v.gpu_type[x])
                 d = self.demand(j, t)
-                rows.append((x, q, self.free_xi(j, q, t) if q >= 0 else 1.0, d, self._under(1.0, d, 1.0, 0.0, False),
-                             {}))
+                rows.append(((j, x), (q, x), q, self.free_xi(j, q, t) if q >= 0 else 1.0, d,
+                             self._under(1.0, d, 1.0, 0.0, False), {}))
             w = _Kept(v, j, g, rows)
             if self._held:
                 self._workers[j] = w
@@ -127,11 +130,11 @@ class ThroughputModel:
         full = self.full
         get = shares.get
         out = []
-        for x, q, fx, d, lone, memo in w.rows:
+        for kj, kq, q, fx, d, lone, memo in w.rows:
             if q < 0 or q in gone:
                 out.append(lone)
                 continue
-            own, other = get((j, x), full), get((q, x), full)
+            own, other = get(kj, full), get(kq, full)
             v = memo.get((own, other))
             if v is None:
                 v = memo[(own, other)] = self._under(fx, d, own / full, other / full, True)
@@ -150,21 +153,23 @@ class ThroughputModel:
     def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
         """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as
         :meth:`worker_xi`)."""
-        v = self.view
-        w = self._kept(j)
+        hot = self._hot.get(j)
+        if hot is None:
+            v = self.view
+            w = self._kept(j)
+            if not self._held:
+                xi = self._xi(j, w, shares, gone)
+                return 1.0 / v.iter_time(j, w.g, v.accumulation(j), np.array(xi, dtype=float))
+            setup = (v.accumulation(j), v.batch(j), v.stealing(j))
+            # on one GPU type the iteration time reads the job only through its model: shared by its jobs
+            hot = self._hot[j] = (w, w.rates, setup) if w.shape is None else (w, self._by_shape, (w.shape, setup))
+        w, memo, head = hot
         xi = self._xi(j, w, shares, gone)
-        if not self._held:
-            return 1.0 / v.iter_time(j, w.g, v.accumulation(j), np.array(xi, dtype=float))
-        setup = self._setup.get(j)
-        if setup is None:
-            setup = self._setup[j] = (v.accumulation(j), v.batch(j), v.stealing(j))
-        if w.shape is None:
-            memo, key = w.rates, (setup, xi)
-        else:  # on one GPU type the iteration time reads the job only through its model: shared by its jobs
-            memo, key = self._by_shape, (w.shape, setup, xi)
+        key = (head, xi)
         r = memo.get(key)
         if r is None:
-            r = memo[key] = 1.0 / v.iter_time(j, w.g, setup[0], np.array(xi, dtype=float), setup[1])
+            setup = head if w.shape is None else head[1]
+            r = memo[key] = 1.0 / self.view.iter_time(j, w.g, setup[0], np.array(xi, dtype=float), setup[1])
         return r
 
     def remaining_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
@@ -183,6 +188,15 @@ class ThroughputModel:
         return departure_times([left_now.item(j) for j in jobs], [self.rate(j, shares) for j in jobs], jobs,
                                lambda o, gone: self.rate(jobs[o], shares, gone), [self.partners(j) for j in jobs])
 
+    def gpus(self, j: int) -> np.ndarray:
+        """The GPUs of running job ``j``, as ``view.gpus_of`` gives them (kept from hold to hold with its workers,
+        see :meth:`held`; read only)."""
+        return self._kept(j).g
+
+    def shared_gpus(self, j: int) -> set[int]:
+        """The GPUs running job ``j`` shares with a partner (as :meth:`worker_xi` sees them)."""
+        return self._kept(j).shared
+
     def partners(self, j: int) -> set[int]:
         """The jobs sharing a GPU with running job ``j`` (as :meth:`worker_xi` sees them)."""
         return self._kept(j).partners
@@ -190,8 +204,9 @@ class ThroughputModel:
     def stragglers(self, j: int, shares: dict[tuple[int, int], int]) -> tuple[np.ndarray, np.ndarray]:
         """``(slow, fast)`` GPUs of job ``j``: its workers with a predicted ratio above its smallest, and the
         rest (``slow`` empty: no straggler)."""
-        g = self.view.gpus_of(j)
-        xi = self._xi(j, self._kept(j), shares, frozenset())
+        w = self._kept(j)
+        g = w.g
+        xi = self._xi(j, w, shares, frozenset())
         if len(xi) == 1 and xi[0] >= 0.0:  # one worker (a ratio, not NaN) is never slower than itself
             return g[:0], g
         a = np.array(xi)

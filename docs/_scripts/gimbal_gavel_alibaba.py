@@ -42,9 +42,10 @@ import gymnasium as gym
 import numpy as np
 from gimbal_lucid_alibaba import bootstrap, seeds_arg  # docs/_scripts: the paired interval and the seed lists
 from gpucluster_env.baselines.gavel_gimbal import GavelGimbal, GavelLeftoverPacking
-from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache
+from gpucluster_env.baselines.parts.gimbal_rules import least_utilized_host
 from held_out import HELD_OUT, HELD_OUT_TEXT
 
+from gpucluster_env.engine import Colocate
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, make_policy, run_episode
 
@@ -54,26 +55,11 @@ PAPER_H = (17.6, 15.9)  # Gimbal Fig. 8, Alibaba: Gavel, Gavel+Gimbal
 LONGEST_WITHIN = 0.9  # the "longest job takes no guest" variant: within 10% of the longest solo time left
 
 
-class GuardedCache(PartnerCache):
-    """Gimbal's partner answers with some jobs kept out of packing: ``guarded(view)`` names, at each question,
-    the jobs that may neither take a guest nor be packed as one."""
-
-    def __init__(self, view: ClusterView, base: PartnerCache, guarded: Any) -> None:
-        super().__init__(view, base.rule, base.unequal)
-        self.guarded = guarded
-
-    def hosts(self, j: int, candidates: np.ndarray) -> list[tuple[int, np.ndarray]]:
-        keep = self.guarded(self.view)
-        if j in keep:
-            return []
-        return super().hosts(j, np.array([p for p in candidates.tolist() if p not in keep], dtype=np.int64))
-
-
 class GuardedPacking(GavelLeftoverPacking):
-    """``gavel+gimbal``'s host (Gavel's rounds, the jobs left waiting packed beside granted ones) with
-    :class:`GuardedCache`: ``mode`` ``bound`` keeps the job that sets ``max_j(arrival_j + solo_j)`` out of
-    packing (an oracle: it reads the trace), ``longest`` keeps out every running job whose solo time left is within
-    10% of the longest solo time left of the jobs present (running or queued)."""
+    """``gavel+gimbal``'s host (Gavel's rounds, the jobs left waiting packed beside granted ones) with some jobs
+    kept out of packing (they neither take a guest nor are packed as one): ``mode`` ``bound`` keeps out the job
+    that sets ``max_j(arrival_j + solo_j)`` (an oracle: it reads the trace), ``longest`` every running job whose
+    solo time left is within 10% of the longest solo time left of the jobs present (running or queued)."""
 
     def __init__(self, mode: str) -> None:
         super().__init__("makespan")
@@ -83,13 +69,20 @@ class GuardedPacking(GavelLeftoverPacking):
 
     def reset(self, env: Any) -> None:
         super().reset(env)
-        view = self.view(env)
         if self.mode == "bound":
             e = env.unwrapped.engine
             keep = {int(np.argmax(e.submit + e.solo_time))}
-            self.hosts = GuardedCache(view, self.hosts, lambda v: keep)
+            self.guarded: Any = lambda v: keep
         else:
-            self.hosts = GuardedCache(view, self.hosts, longest_jobs)
+            self.guarded = longest_jobs
+
+    def _pack(self, j: int) -> Colocate | None:
+        """The host's packing of pending job ``j`` with the guarded jobs (``guarded(view)``, asked each time)
+        left out on both sides."""
+        keep = self.guarded(self.by_demand.view)
+        if j in keep:
+            return None
+        return least_utilized_host(self.by_demand.view, self.by_demand, j, lambda p: p in keep)
 
 
 def longest_jobs(view: ClusterView) -> set[int]:

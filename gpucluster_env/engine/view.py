@@ -212,6 +212,13 @@ class ClusterView(JobArrays):
         return self.solo_time[at] * (self.remaining_now(idx) / np.maximum(self.iterations[at], 1))
 
     # ------------------------------------------------------------------ GPUs
+    @property
+    def tenants_version(self) -> tuple[int, int]:
+        """A key that moves whenever a GPU's tenants change (a start, stop or move: the state's ``epoch`` and
+        ``gpu_version``): while it stays equal, so does :meth:`tenants` of every GPU."""
+        st = self._st
+        return (st.epoch, st.gpu_version)
+
     def tenants(self, gpus: np.ndarray | list[int]) -> np.ndarray:
         """``(len(gpus), 2)``: the jobs in each GPU's two slots (-1: empty; slot 1 is used only beside
         slot 0)."""

@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.baselines.gavel_gimbal import GavelGimbal
-from gpucluster_env.baselines.parts.gimbal_rules import least_utilized_host, packing_sets
+from gpucluster_env.baselines.parts.gimbal_rules import fitting_hosts, packing_sets, partner_gpus
 from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel, departure_times
 
-from gpucluster_env.engine import Wait
+from gpucluster_env.engine import Colocate, Wait
+from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import run_episode
 from tests.baselines.test_decision_memory import _plain_times, plain_walk
 
@@ -69,6 +70,18 @@ def test_departure_times_over_floats_are_the_array_form() -> None:
         assert np.array_equal(np.array(got), want, equal_nan=True), case
 
 
+def plain_least_utilized_host(view: ClusterView, rule: Any, unequal: bool, j: int) -> Colocate | None:
+    """Oracle: least_utilized_host as a scan of every running job (partner_gpus asked afresh, fits_on on every GPU
+    offered, the least profiled demand, ties: the lowest index), the form it had before the kept order."""
+    best: tuple[float, int, np.ndarray] | None = None
+    hosts = [(p, g) for p in view.running_jobs().tolist() if (g := partner_gpus(view, rule, j, p, unequal)) is not None]
+    for p, g in fitting_hosts(view, j, hosts):
+        u = view.demand(p, int(view.gpu_type[g[0]]))
+        if best is None or u < best[0]:
+            best = (u, p, g)
+    return None if best is None else Colocate(j, best[1], accumulation=1, gpus=tuple(int(x) for x in best[2]))
+
+
 class _Checked(GavelGimbal):
     """Gavel+Gimbal that, at every search step, compares the coordinator's kept rates and remaining times on every
     packing set with a fresh model's, and at every leftover packing compares its walk with the plain one."""
@@ -83,8 +96,7 @@ class _Checked(GavelGimbal):
             want = None
             if not host._starts and len(host._queue):
                 order = [j for j in host._queue.tolist() if view.is_pending(j)]
-                want = plain_walk(view, order, lambda v, j: least_utilized_host(
-                    v, host.hosts, j, lambda p, t: host.facts.demand(v, p, t)))
+                want = plain_walk(view, order, lambda v, j: plain_least_utilized_host(v, host.rule, host.unequal, j))
             got = follow(view)
             if want is not None:
                 assert got == want
@@ -113,3 +125,11 @@ def test_gavel_gimbal_kept_rates_and_packing_walk_match_plain_ones() -> None:
     pol = _Checked()
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 200})
     assert pol.rates_checked > 200 and pol.walks_checked > 100 and pol.packed > 30
+
+
+def test_gavel_gimbal_packing_on_mixed_gpu_types_matches_the_plain_scan() -> None:
+    """The kept order of hosts by demand (gimbal_rules.HostsByDemand) on three GPU types, where a host's demand
+    depends on the type of the GPUs it offers."""
+    pol = _Checked()
+    run_episode("hadar-philly", pol, 0, scenario_options={"num_jobs": 120})
+    assert pol.walks_checked > 100 and pol.packed > 100
