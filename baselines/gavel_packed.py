@@ -73,9 +73,15 @@ class GavelPacked(Gavel):
         # the last round's candidate rows: kept while the round's one-job rows (the same list while the active jobs
         # stay the same) and the allocation's pairs (a new dict at each allocation) stay
         self._cands: tuple[Any, ...] | None = None
+        self._klass_of: dict[int, tuple[int, int, int]] = {}  # each job's class, found once (_klass)
 
     def _klass(self, view: ClusterView, j: int) -> tuple[int, int, int]:
-        return view.model_index(j), view.batch(j), int(view.req_gpus[j])
+        """Job ``j``'s class (model, per-GPU batch, GPUs asked): a pure function of the job (no Gavel policy changes
+        a job's batch), so found once per job and kept for the episode."""
+        c = self._klass_of.get(j)
+        if c is None:
+            c = self._klass_of[j] = (view.model_index(j), view.batch(j), int(view.req_gpus[j]))
+        return c
 
     def pair_accumulations(self, view: ClusterView, a: int, b: int, k: int) -> tuple[int, int] | None:
         """The accumulations under which a worker of job ``a`` and one of job ``b`` fit together in one type-``k``
@@ -142,16 +148,23 @@ class GavelPacked(Gavel):
             members, of = by_class, np.arange(nc)
         self.alloc = RowTable.of_rows(view.n_jobs, job_rows(active), r.x)
         self.pair_ok = {}
+        keys: list[tuple[int, int]] = []
+        values: list[np.ndarray] = []
         for (a, b), y in zip(r.pairs.tolist(), r.y, strict=True):
             if y.sum() <= 1e-9:
                 continue
             ma, mb = members[a], members[b]
             pairs = list(zip(ma[0::2], ma[1::2], strict=False)) if a == b else list(zip(ma, mb, strict=False))
             ca, cb = of[a], of[b]
+            share = np.minimum(y / len(pairs), 1.0)
+            ok = (cp[ca, cb] > 0) & (cp[cb, ca] > 0)
             for p in pairs:
                 key = (int(p[0]), int(p[1]))
-                self.alloc[key] = np.minimum(y / len(pairs), 1.0)
-                self.pair_ok[key] = (cp[ca, cb] > 0) & (cp[cb, ca] > 0)
+                keys.append(key)
+                values.append(share)
+                self.pair_ok[key] = ok
+        if keys:  # the job pairs' shares of their class pairs' time, written at once
+            self.alloc.write_pairs(keys, np.array(values))
 
     def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
                         ) -> tuple[list[tuple[int, ...]], np.ndarray]:

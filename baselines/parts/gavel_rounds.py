@@ -123,6 +123,8 @@ def place_fewest_nodes(free_per_node: np.ndarray | list[int], need: int) -> list
     for h, f in enumerate(free):
         if f >= need and (best < 0 or f < free[best]):
             best = h
+            if f == need:  # the fullest node that fits it: no later node is fuller (ties go to the lower index)
+                break
     if best >= 0:
         return [(best, need)]
     out = []

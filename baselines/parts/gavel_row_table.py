@@ -56,6 +56,11 @@ class RowTable:
         t.write(ix, values)
         return t
 
+    def write_pairs(self, keys: list[Row], values: np.ndarray) -> None:
+        """Set the pair rows ``keys`` to ``values`` (one row each; a key named twice keeps its last value)."""
+        lines = self._lines(keys)  # first: it may grow pair_values
+        self.pair_values[lines] = values
+
     def _lines(self, keys: list[Row]) -> list[int]:
         """The lines of the pair rows ``keys`` (distinct), new lines for those not written yet."""
         pairs = self.pairs

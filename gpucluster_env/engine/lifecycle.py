@@ -106,7 +106,8 @@ class Lifecycle:
         self.progress.stop(j)
         partners = self.occupancy.vacate_all(j)
         self.state.log.record(t, "finish", j, None)
-        self.progress.rerate(sorted(partners), t)
+        if partners:  # most jobs run alone: nothing to re-rate
+            self.progress.rerate(sorted(partners), t)
 
     def preempt(self, j: int) -> None:
         """Checkpoint running job ``j`` (a valid index) and queue it again at the back; its next start pays
@@ -118,7 +119,8 @@ class Lifecycle:
         self.counters.preemption()
         partners = self.occupancy.vacate_all(j, requeued=True)
         st.log.record(t, "preempt", j, None)
-        self.progress.rerate(sorted(partners), t)
+        if partners:  # most jobs run alone: nothing to re-rate
+            self.progress.rerate(sorted(partners), t)
 
     def calibrate(self, action: Action | tuple, j: int, step: int, gpus: tuple[int, ...] | None) -> None:
         """One share step of the engine's grid (``step`` -1 squeeze, +1 swell) of running job ``j`` on ``gpus``

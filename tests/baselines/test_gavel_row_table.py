@@ -47,3 +47,21 @@ def test_of_rows_and_live_index() -> None:
     live[[1, 2, 5, 6]] = True
     ix = live_index([a, b], live)
     assert ix.heads.tolist() == [1, 5, 6, 2] and ix.pairs == [(3, (2, 6))]
+
+
+def test_write_pairs_is_one_setitem_per_pair() -> None:
+    # #44: packed Gavel writes an allocation's job pairs at once; the same table as one write per pair, a pair
+    # named twice keeping its last value, new lines past the array's first size
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        nk = int(rng.integers(1, 4))
+        keys = [(int(a), int(b)) for a, b in rng.integers(0, 6, size=(int(rng.integers(1, 40)), 2))]
+        values = rng.random((len(keys), nk))
+        plain, batched = RowTable(6, nk), RowTable(6, nk)
+        plain[(0, 1)] = batched[(0, 1)] = np.ones(nk)  # a pair written before
+        for key, v in zip(keys, values, strict=True):
+            plain[key] = v
+        batched.write_pairs(keys, values)
+        assert plain.pairs == batched.pairs
+        ix = row_index(list(plain.pairs))
+        assert np.array_equal(plain.take(ix), batched.take(ix))
