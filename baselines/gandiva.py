@@ -22,13 +22,12 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+from gpucluster_env.baselines.parts.gimbal_hosts import HostsByDemand, least_utilized_host
 from gpucluster_env.baselines.parts.gimbal_rules import (
-    HostsByDemand,
     JobSet,
     KeptSets,
     PartnerCache,
     TopologyRule,
-    least_utilized_host,
 )
 from gpucluster_env.baselines.parts.gimbal_search import ThroughputModel
 from gpucluster_env.baselines.parts.job_facts import JobFacts

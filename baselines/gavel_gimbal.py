@@ -13,7 +13,7 @@ pairs):
    allocation / share of time received, deficits, the round length of the scenario or 360 s);
 2. the jobs the round leaves waiting -- those plain Gavel time-slices out -- are then packed, highest Gavel
    priority first, each beside the running job of least profiled utilization that Gimbal's topology rule lets
-   it share (:func:`~.gimbal_rules.least_utilized_host`; a smaller job on GPUs of a larger one, equal sizes only
+   it share (:func:`~.gimbal_hosts.least_utilized_host`; a smaller job on GPUs of a larger one, equal sizes only
    on exactly its GPUs), where it fits in memory;
 3. at the next round a packed job stays where it is (no restart) while the job it shares with keeps its GPUs
    and it is not granted GPUs of its own; granted while its host is granted too, it moves to its own gang;
@@ -38,12 +38,11 @@ from typing import Annotated, Any, ClassVar
 import numpy as np
 from gpucluster_env.baselines.parts.gavel_rounds import round_priorities
 from gpucluster_env.baselines.parts.gavel_scheduler import OBJECTIVES, Gavel
+from gpucluster_env.baselines.parts.gimbal_hosts import HostsByDemand, least_utilized_host
 from gpucluster_env.baselines.parts.gimbal_layer import GimbalOptions, Granularity, WithGimbal
 from gpucluster_env.baselines.parts.gimbal_rules import (
-    HostsByDemand,
     PartnerCache,
     TopologyRule,
-    least_utilized_host,
     packing_sets,
 )
 from gpucluster_env.baselines.parts.gimbal_search import DEFAULT_GRANULARITY
@@ -167,7 +166,7 @@ class GavelLeftoverPacking(Gavel):
 
     def _pack(self, j: int) -> Colocate | None:
         """Pending job ``j`` beside the running job of least profiled demand that offers it GPUs, where it fits
-        (:func:`~.gimbal_rules.least_utilized_host`); None: no such job."""
+        (:func:`~.gimbal_hosts.least_utilized_host`); None: no such job."""
         return least_utilized_host(self.by_demand.view, self.by_demand, j)
 
 

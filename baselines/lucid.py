@@ -22,7 +22,8 @@ from __future__ import annotations
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule, fitting_hosts
+from gpucluster_env.baselines.parts.gimbal_hosts import fitting_hosts
+from gpucluster_env.baselines.parts.gimbal_rules import PartnerCache, TopologyRule
 from gpucluster_env.baselines.parts.job_facts import JobFacts
 from gpucluster_env.baselines.parts.job_shape import FailedShapes
 from gpucluster_env.baselines.parts.packing_walk import FreeStarts, HostRows, first_true

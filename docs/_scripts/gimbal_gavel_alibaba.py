@@ -42,7 +42,7 @@ import gymnasium as gym
 import numpy as np
 from gimbal_lucid_alibaba import bootstrap, seeds_arg  # docs/_scripts: the paired interval and the seed lists
 from gpucluster_env.baselines.gavel_gimbal import GavelGimbal, GavelLeftoverPacking
-from gpucluster_env.baselines.parts.gimbal_rules import least_utilized_host
+from gpucluster_env.baselines.parts.gimbal_hosts import least_utilized_host
 from held_out import HELD_OUT, HELD_OUT_TEXT
 
 from gpucluster_env.engine import Colocate

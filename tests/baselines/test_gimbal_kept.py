@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.baselines.gavel_gimbal import GavelGimbal
-from gpucluster_env.baselines.parts.gimbal_rules import fitting_hosts, packing_sets, partner_gpus
+from gpucluster_env.baselines.parts.gimbal_hosts import fitting_hosts
+from gpucluster_env.baselines.parts.gimbal_rules import packing_sets, partner_gpus
 from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel, departure_times
 
 from gpucluster_env.engine import Colocate, Wait
@@ -128,7 +129,7 @@ def test_gavel_gimbal_kept_rates_and_packing_walk_match_plain_ones() -> None:
 
 
 def test_gavel_gimbal_packing_on_mixed_gpu_types_matches_the_plain_scan() -> None:
-    """The kept order of hosts by demand (gimbal_rules.HostsByDemand) on three GPU types, where a host's demand
+    """The kept order of hosts by demand (gimbal_hosts.HostsByDemand) on three GPU types, where a host's demand
     depends on the type of the GPUs it offers."""
     pol = _Checked()
     run_episode("hadar-philly", pol, 0, scenario_options={"num_jobs": 120})
