@@ -114,3 +114,23 @@ class ShippedJobsRL(JobModelPolicy):
 
     def __init__(self, deterministic: bool = True) -> None:
         super().__init__(SHIPPED_JOBS_DIR, deterministic)
+
+
+SHIPPED_MIXED_DIR = Path(__file__).with_name("models") / "rl-scratch-mixed"
+
+
+@register_policy
+class ShippedMixedJobsRL(JobModelPolicy):
+    """The RL-from-scratch model shipped for clusters of several GPU types: MaskablePPO with the job-scoring
+    network, trained on castor-philly and tiny together with the ``pace`` feature (a job's rate where it runs or
+    would start over its best), the checkpoint chosen on validation seeds; its command is in docs/rl.md."""
+
+    name: ClassVar[str] = "rl-scratch-mixed"
+    description: ClassVar[str] = (
+        "MaskablePPO from scratch on the job-centric process across castor-philly and tiny (one and three GPU "
+        "types, 400k steps, reward relative to SRSF, the pace feature; docs/rl.md); runs on any cluster"
+    )
+    paper: ClassVar[str] = "this package (issue 41); Decima / RLScheduler-style job scoring"
+
+    def __init__(self, deterministic: bool = True) -> None:
+        super().__init__(SHIPPED_MIXED_DIR, deterministic)

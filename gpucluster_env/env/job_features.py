@@ -35,7 +35,7 @@ class Feature:
     """One named feature: its unit before squashing, what it means, and where it is offered by default
     (``always``; ``types``: clusters of several GPU types; ``deadlines``: traces with deadlines; ``share``: a process
     where jobs share GPUs, which the job-centric one does not yet offer; ``fork``: a process with fork rows,
-    ``JobsEnv(fork=True)``)."""
+    ``JobsEnv(fork=True)``; ``opt-in``: never by default, asked for by name)."""
 
     name: str
     unit: str
@@ -60,6 +60,9 @@ JOB_FEATURES: tuple[Feature, ...] = (
     Feature("preempted", "flag", "1 when it was preempted before (its next start pays the restart overhead)"),
     Feature("slowdown", "fraction", "running: 1 - rate / solo rate (interference from a GPU partner); 0 pending",
             when="share"),
+    Feature("pace", "ratio", "running: its iteration rate now over its rate alone on its fastest GPU type (below 1 "
+            "on a slower type, spread over nodes, or sharing); pending: its model's speed on the fastest type with "
+            "enough free GPUs now over its fastest type's (0 when it fits on no type now)", when="opt-in"),
     Feature("best_speed", "ratio", "its model's speed on its fastest GPU type over the cluster's fastest "
             "(model, type) pair", when="types"),
     Feature("deadline_slack", "s", "0.5 + 0.5 s / (abs(s) + 1 h), s = deadline - now - remaining time; 0 without "
@@ -125,6 +128,22 @@ def _rank(x: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.sort(x), x, side="left") / (n - 1)
 
 
+def _pace(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, run_iters: np.ndarray) -> np.ndarray:
+    """The ``pace`` column: a running job's rate over its solo rate on its fastest type; a pending job's speed on
+    the fastest type with room for it now over its fastest type's (0: no type has room)."""
+    out = np.zeros(len(pending) + len(running))
+    if len(running):
+        out[len(pending):] = eng.rate[running] * eng.solo_time[running] / run_iters
+    free = eng.type_total - eng.busy_t
+    for k, j in enumerate(pending.tolist()):
+        speeds = eng.speed_mt[int(eng.job_model[j])]
+        for t in eng.type_order(j):
+            if eng.fits_type[j, t] and free[t] >= eng.req_gpus[j]:
+                out[k] = speeds[t] / max(float(speeds.max()), 1e-12)
+                break
+    return out
+
+
 def job_rows(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, actionable: np.ndarray,
              names: tuple[str, ...], n_fork: int = 0) -> np.ndarray:
     """``(len(pending) + len(running), len(names))`` float32: the named features of the pending jobs, then the
@@ -173,6 +192,7 @@ def job_rows(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, actio
         "progress": lambda: 1.0 - left_iters / iters,
         "preempted": lambda: (eng.n_preempt[rows] > 0).astype(float),
         "slowdown": slowdown,
+        "pace": lambda: _pace(eng, pending, running, iters[n_p:]),
         "best_speed": lambda: eng.speed_mt[eng.job_model[rows]].max(axis=1) / max(float(eng.speed_mt.max()), 1e-12),
         "deadline_slack": deadline_slack,
         "fork": lambda: (np.arange(n) >= n - n_fork).astype(float),

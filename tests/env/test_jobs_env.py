@@ -233,3 +233,36 @@ def test_docs_list_the_features_as_declared():
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "rl.md").read_text()
     assert features_markdown() in doc, "docs/rl.md's feature tables differ from job_features.py (features_markdown())"
+
+
+def test_pace_reads_the_rate_where_a_job_runs_and_the_type_a_pending_job_would_get():
+    """``pace`` (opt-in): a running job's rate over its best solo rate; a pending job's speed on the fastest type
+    with room for it now over its fastest type's, 0 where no type has room."""
+    from gpucluster_env.env.job_features import default_features
+
+    job, ctx = default_features(3, False)
+    assert "pace" not in job  # opt-in: no registered id's default observation changes
+    env = JobsEnv("tiny", features=(job + ("pace",), ctx))
+    rng = np.random.default_rng(3)
+    env.reset(seed=3)
+    checked_run = checked_pend = 0
+    for _ in range(150):
+        obs, _, term, trunc, _ = env.step(int(rng.choice(np.flatnonzero(env.action_masks()))))
+        if term or trunc:
+            break
+        eng, u = env.engine, env.wrapped
+        pend, run = list(u.pending_window), list(u.running_window)[:env.view.n_running]
+        pace = obs["jobs"].reshape(env.view.rows, -1)[:, -1]
+        for k, j in enumerate(pend):
+            free = eng.type_total - eng.busy_t
+            room = [t for t in eng.type_order(j) if eng.fits_type[j, t] and free[t] >= eng.req_gpus[j]]
+            speeds = eng.speed_mt[eng.job_model[j]]
+            want = speeds[room[0]] / speeds.max() if room else 0.0
+            assert pace[k] == pytest.approx(want, abs=1e-6)
+            checked_pend += 1
+        for k, j in enumerate(run):
+            want = eng.rate[j] * eng.solo_time[j] / eng.iterations[j]
+            assert pace[env.view.n_pending + k] == pytest.approx(min(want, 1.0), abs=1e-5)
+            assert want <= 1.0 + 1e-9  # no job runs faster than alone on its fastest type
+            checked_run += 1
+    assert checked_run > 50 and checked_pend > 50
