@@ -34,11 +34,14 @@ class JobModelPolicy(Policy):
     paper: ClassVar[str] = "-"
     needs_observation: ClassVar[bool] = False  # it builds its own observation from the env
 
-    def __init__(self, model_dir: str | Path, deterministic: bool = True, zip_name: str = "model.zip") -> None:
+    def __init__(self, model_dir: str | Path, deterministic: bool = True, zip_name: str = "model.zip",
+                 preempt_idle: bool | None = None) -> None:
+        """``preempt_idle``: the process rule the model plays under (:class:`JobsView`; None: the one it was
+        trained with, from its meta.json)."""
         from gpucluster_env.agents.model_meta import load_model
 
         model, meta = load_model(model_dir, zip_name)
-        self._setup(model, meta, str(model_dir), deterministic)
+        self._setup(model, meta, str(model_dir), deterministic, preempt_idle)
 
     @classmethod
     def of_model(cls, model: Any, meta: dict[str, Any], deterministic: bool = True) -> JobModelPolicy:
@@ -47,7 +50,8 @@ class JobModelPolicy(Policy):
         pol._setup(model, meta, "the model in memory", deterministic)
         return pol
 
-    def _setup(self, model: Any, meta: dict[str, Any], model_dir: str, deterministic: bool) -> None:
+    def _setup(self, model: Any, meta: dict[str, Any], model_dir: str, deterministic: bool,
+               preempt_idle: bool | None = None) -> None:
         from gpucluster_env.env.jobs_env import DEFAULT_PENDING, DEFAULT_RUNNING, JobsView
 
         self.model_dir = model_dir
@@ -62,7 +66,8 @@ class JobModelPolicy(Policy):
         n_r = int(kw.get("n_running", DEFAULT_RUNNING))
         self.view = JobsView(int(kw.get("n_pending", DEFAULT_PENDING)), n_r, tuple(feats[0]), tuple(feats[1]),
                              preempt=n_r > 0, work_conserving=bool(kw.get("work_conserving", True)),
-                             fork=bool(kw.get("fork", False)))
+                             fork=bool(kw.get("fork", False)),
+                             preempt_idle=bool(kw.get("preempt_idle", True) if preempt_idle is None else preempt_idle))
         self.pending_order = kw.get("pending_order", "remaining")
         self.masked = self.meta["algo"] == "maskable_ppo"
         want = self.model.observation_space
@@ -128,9 +133,12 @@ class ShippedMixedJobsRL(JobModelPolicy):
     name: ClassVar[str] = "rl-scratch-mixed"
     description: ClassVar[str] = (
         "MaskablePPO from scratch on the job-centric process across castor-philly and tiny (one and three GPU "
-        "types, 400k steps, reward relative to SRSF, the pace feature; docs/rl.md); runs on any cluster"
+        "types, 400k steps, reward relative to SRSF, the pace feature; docs/rl.md); runs on any cluster; played "
+        "without preempting a full-pace job while nothing waits (preempt_idle=false)"
     )
     paper: ClassVar[str] = "this package (issue 41); Decima / RLScheduler-style job scoring"
 
-    def __init__(self, deterministic: bool = True) -> None:
-        super().__init__(SHIPPED_MIXED_DIR, deterministic)
+    def __init__(self, deterministic: bool = True, preempt_idle: bool = False) -> None:
+        """Played by default without preemptions of full-pace jobs while nothing waits (``preempt_idle=False``, a
+        rule of the process it was not trained with: docs/rl.md measures both)."""
+        super().__init__(SHIPPED_MIXED_DIR, deterministic, preempt_idle=preempt_idle)

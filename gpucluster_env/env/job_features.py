@@ -128,12 +128,17 @@ def _rank(x: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.sort(x), x, side="left") / (n - 1)
 
 
-def _pace(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, run_iters: np.ndarray) -> np.ndarray:
-    """The ``pace`` column: a running job's rate over its solo rate on its fastest type; a pending job's speed on
-    the fastest type with room for it now over its fastest type's (0: no type has room)."""
+def running_pace(eng: ClusterEngine, running: np.ndarray) -> np.ndarray:
+    """Each running job's rate now over its solo rate on its fastest type (1: as fast as it can run)."""
+    return eng.rate[running] * eng.solo_time[running] / np.maximum(eng.iterations[running], 1.0)
+
+
+def _pace(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray) -> np.ndarray:
+    """The ``pace`` column: a running job's :func:`running_pace`; a pending job's speed on the fastest type with
+    room for it now over its fastest type's (0: no type has room)."""
     out = np.zeros(len(pending) + len(running))
     if len(running):
-        out[len(pending):] = eng.rate[running] * eng.solo_time[running] / run_iters
+        out[len(pending):] = running_pace(eng, running)
     free = eng.type_total - eng.busy_t
     for k, j in enumerate(pending.tolist()):
         speeds = eng.speed_mt[int(eng.job_model[j])]
@@ -192,7 +197,7 @@ def job_rows(eng: ClusterEngine, pending: np.ndarray, running: np.ndarray, actio
         "progress": lambda: 1.0 - left_iters / iters,
         "preempted": lambda: (eng.n_preempt[rows] > 0).astype(float),
         "slowdown": slowdown,
-        "pace": lambda: _pace(eng, pending, running, iters[n_p:]),
+        "pace": lambda: _pace(eng, pending, running),
         "best_speed": lambda: eng.speed_mt[eng.job_model[rows]].max(axis=1) / max(float(eng.speed_mt.max()), 1e-12),
         "deadline_slack": deadline_slack,
         "fork": lambda: (np.arange(n) >= n - n_fork).astype(float),

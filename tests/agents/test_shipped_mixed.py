@@ -20,3 +20,14 @@ def test_it_pins_the_pace_feature_and_says_what_it_is() -> None:
 def test_it_finishes_every_job(scenario: str) -> None:
     r = run_episode(scenario, "rl-scratch-mixed", 0, scenario_options={"num_jobs": 60})
     assert not r["truncated"] and r["jobs_done"] == r["jobs"]
+
+
+def test_it_plays_without_preempting_full_pace_jobs_while_nothing_waits() -> None:
+    """Its default is the process rule ``preempt_idle=False`` (a policy option, recorded as one); the plain rule
+    stays one option away, and the model's own meta.json still says what it was trained with."""
+    pol = make_policy("rl-scratch-mixed")
+    assert pol.view.preempt_idle is False
+    assert "preempt_idle" not in pol.meta["env_kwargs"]  # trained with the default process
+    plain = make_policy("rl-scratch-mixed", preempt_idle=True)
+    assert plain.view.preempt_idle is True and plain.options == {"preempt_idle": True}
+    assert make_policy("rl-scratch").view.preempt_idle is True  # the other models keep their training's rule
