@@ -274,7 +274,7 @@ def test_without_preempt_idle_nothing_waiting_leaves_only_slow_jobs_preemptible(
     policy that never preempts, the episode is the default view's with fewer decision points (those where only
     a preemption of a full-pace job was legal are skipped)."""
 
-    def play(**kw: Any) -> tuple[int, float, int, int]:
+    def play(**kw: bool) -> tuple[int, float, int, int]:
         env = JobsEnv("tiny", **kw)
         plain = JobsEnv("tiny").view
         env.reset(seed=5)
