@@ -38,9 +38,10 @@ class JobModelPolicy(Policy):
                  preempt_idle: bool | None = None) -> None:
         """``preempt_idle``: the process rule the model plays under (:class:`JobsView`; None: the one it was
         trained with, from its meta.json)."""
-        from gpucluster_env.agents.model_meta import load_model
+        from gpucluster_env.agents.model_meta import load_model, play_on_one_thread
 
         model, meta = load_model(model_dir, zip_name)
+        play_on_one_thread()
         self._setup(model, meta, str(model_dir), deterministic, preempt_idle)
 
     @classmethod

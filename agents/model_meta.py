@@ -78,6 +78,17 @@ def _stand_in(scenario: str, meta: dict[str, Any]) -> str:
     return scenario
 
 
+def play_on_one_thread() -> None:
+    """Let torch run one intra-op thread, as a policy playing a model asks: it feeds one observation at a time,
+    where more threads only contend for the cores (on the 2-core machine under load, one episode of
+    ``rl-scratch-mixed`` took 4x the CPU with torch's default of two threads; the same episode either way).
+    Called by the policies that play a loaded model, not by :func:`load_model` (training sets its own
+    ``--threads``, also when it continues from a model)."""
+    import torch
+
+    torch.set_num_threads(1)
+
+
 def load_model(model_dir: str | Path, zip_name: str = "model.zip") -> tuple[Any, dict[str, Any]]:
     """The trained SB3 model of ``model_dir`` (on the CPU; ``zip_name``: another file of the run, e.g. a
     checkpoint) and its metadata: the network rebuilt from ``meta.json``, the weights read weights-only (module

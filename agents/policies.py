@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import numpy as np
-from gpucluster_env.agents.model_meta import load_model, read_meta  # load_model re-exported
+from gpucluster_env.agents.model_meta import load_model, play_on_one_thread, read_meta  # load_model re-exported
 
 from gpucluster_env.policy import Policy, register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE
@@ -63,6 +63,7 @@ class RLPolicy(Policy):
         self.model_dir = str(model_dir)
         self.deterministic = deterministic
         self.model, self.meta = load_model(model_dir, zip_name)
+        play_on_one_thread()
         self.masked = self.meta["algo"] == "maskable_ppo"
         if self.meta.get("config", {}).get("bc_episodes"):
             self.kind = "imitation + RL"

@@ -31,3 +31,20 @@ def test_it_plays_without_preempting_full_pace_jobs_while_nothing_waits() -> Non
     plain = make_policy("rl-scratch-mixed", preempt_idle=True)
     assert plain.view.preempt_idle is True and plain.options == {"preempt_idle": True}
     assert make_policy("rl-scratch").view.preempt_idle is True  # the other models keep their training's rule
+
+
+def test_playing_a_model_runs_torch_on_one_thread() -> None:
+    """A played model predicts one observation at a time: its policy sets torch to one intra-op thread (more only
+    contend for the cores; agents.model_meta.play_on_one_thread)."""
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        make_policy("rl-scratch-mixed")
+        assert torch.get_num_threads() == 1
+        torch.set_num_threads(2)
+        make_policy("rl-scratch")
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
