@@ -82,7 +82,8 @@ class Gandiva(Policy):
         self._next_check = 0.0
         self._judged: set[tuple] = set()
         self.sets = KeptSets(view)
-        self._seen: tuple[list[JobSet] | None, bool, dict] = (None, False, {})  # the last introspection's sets
+        # the last introspection's sets, whether all were judged, the shares, and the sets whose state was judged
+        self._seen: tuple[list[JobSet] | None, bool, dict, set[JobSet]] = (None, False, {}, set())
         self.failed = FailedShapes(view)
         self.hosts = PartnerCache(view, self.rule, self.unequal)
         self.by_demand = HostsByDemand(self.hosts, lambda p, t: facts.demand(view, p, t))
@@ -121,25 +122,36 @@ class Gandiva(Policy):
         assert self.model is not None
         shares = self.current_shares()
         sets = self.sets.now()
-        if sets is self._seen[0] and self._seen[1] and shares == self._seen[2]:
+        seen_sets, seen_all, seen_shares, passed = self._seen
+        if sets is seen_sets and seen_all and shares == seen_shares:
             return []  # the same sets, all judged at the same shares last time: every verdict stands
-        by_job: dict[int, list[tuple[tuple[int, int], int]]] = {}
-        for k, v in shares.items():
-            by_job.setdefault(k[0], []).append((k, v))
+        # the jobs whose shares moved since the last introspection: a set whose state (members, their shares) was
+        # judged by then and none of whose members moved is in that very state, judged
+        moved = {k[0] for k in shares.keys() ^ seen_shares.keys()}
+        moved.update(k[0] for k, v in shares.items() if seen_shares.get(k, v) != v)
+        by_job: dict[int, list[tuple[tuple[int, int], int]]] | None = None
         out: list[Action] = []
         judged_all = True
+        judged: set[JobSet] = set()  # the settled sets whose state is judged now
         with self.model.held():  # the cluster does not change while it is judged
             for s in sets:
                 if not self.settled(view, s.jmax):
                     judged_all = False
                     continue
                 jobs = s.jobs
+                judged.add(s)
+                if s in passed and moved.isdisjoint(jobs):
+                    continue
+                if by_job is None:
+                    by_job = {}
+                    for k, v in shares.items():
+                        by_job.setdefault(k[0], []).append((k, v))
                 state = (jobs, tuple(sorted(kv for j in jobs for kv in by_job.get(j, ()))) if by_job else ())
                 if state in self._judged:  # the same set at the same shares: the same (passing) verdict
                     continue
                 self._judged.add(state)
                 out += self._unpack(view, s, shares)
-        self._seen = (sets, judged_all, dict(shares))
+        self._seen = (sets, judged_all, dict(shares), judged)
         return out
 
     def _unpack(self, view: ClusterView, s: JobSet, shares: dict[tuple[int, int], int]) -> list[Action]:
@@ -177,11 +189,12 @@ class Gandiva(Policy):
                              lambda jobs: self._prepare(view, jobs))
         return Wait() if a is None else a
 
-    def _prepare(self, view: ClusterView, jobs: np.ndarray) -> None:
+    def _prepare(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """:meth:`pack` for each of ``jobs`` at once (the walk's jobs in one state), kept for :meth:`_answer`:
         per size, a jobs x partners mask (fits in memory, model pair not harmful), the least profiled demand
         among those passing (ties: the lowest index); an answer worked out over the same partners before is
-        kept (:meth:`.HostRows.split`)."""
+        kept (:meth:`.HostRows.split`). Returns which of ``jobs`` may start (a partner, or as many GPUs free as
+        they ask): the others' :meth:`start` is None."""
         harm = self._harm_matrix(view)
         # an answer reads of a job its shape alone (size, footprint, model): kept by shape over its size's table
         # while no model pair is found harmful (the pairs only grow)
@@ -198,6 +211,8 @@ class Gandiva(Policy):
                 got[j] = int(ps[i if ok[r, i] else f]) if f >= 0 else -1
                 self.rows.keep(codes[j], j, tag, got[j])
         self._partner: dict[int, int] = {j: p for j, p in got.items() if p >= 0}
+        partner = self._partner
+        return np.array([j in partner for j in jobs.tolist()]) | (view.req_gpus[jobs] <= view.num_free())
 
     def _harm_matrix(self, view: ClusterView) -> np.ndarray | None:
         """The harmful model pairs as a symmetric boolean matrix by model index (None: none yet)."""

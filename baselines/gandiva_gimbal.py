@@ -31,8 +31,11 @@ class CoordinatedGandiva(Gandiva):
     coordinator: Coordinator | None = None
 
     def attach_coordinator(self, coordinator: Coordinator) -> None:
-        """The coordinator of this episode."""
+        """The coordinator of this episode (it reads the packing sets and predicted rates this host keeps)."""
         self.coordinator = coordinator
+        coordinator.use_sets(self.sets)
+        assert self.model is not None
+        coordinator.use_model(self.model)
 
     def settled(self, view: ClusterView, jmax: int) -> bool:
         assert self.coordinator is not None

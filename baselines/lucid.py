@@ -79,6 +79,7 @@ class Lucid(Policy):
         self.hosts = PartnerCache(self.view(env), self.rule, self.unequal)
         self.rows = HostRows(self.view(env), self.hosts)
         self.free = FreeStarts(self.view(env), self.rule)
+        self._order: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # pending jobs, their order and keys
 
     def lucid_priority(self, view: ClusterView, j: int) -> float:
         """Lucid's queue key: estimated duration x GPUs (lower runs first)."""
@@ -122,10 +123,15 @@ class Lucid(Policy):
         return partners[(sums <= self.threshold).any(axis=1)]
 
     def order(self, view: ClusterView) -> tuple[np.ndarray, np.ndarray]:
-        """Pending jobs by Lucid's priority (ties: queue order), and their priorities."""
+        """Pending jobs by Lucid's priority (ties: queue order), and their priorities (kept while the pending
+        jobs stay the same, in the same queue order: a job's priority reads only its static solo time and size)."""
         pend = view.pending_jobs()
+        kept = self._order
+        if kept is not None and np.array_equal(kept[0], pend):
+            return kept[1], kept[2]
         key = view.solo_time[pend] * view.req_gpus[pend]
         i = np.argsort(key, kind="stable")
+        self._order = (pend, pend[i], key[i])
         return pend[i], key[i]
 
     def act(self, observation: Any, env: Any) -> Action | int | list[Action]:
@@ -139,10 +145,11 @@ class Lucid(Policy):
                              lambda jobs: self._prepare(view, jobs))
         return Wait() if a is None else a
 
-    def _prepare(self, view: ClusterView, jobs: np.ndarray) -> None:
+    def _prepare(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """:meth:`pick_partner` for each of ``jobs`` at once (the walk's jobs in one state), kept for
         :meth:`_answer`: per size, a jobs x partners mask of Lucid's tests, the first partner passing them; an
-        answer worked out over the same partners before is kept (:meth:`.HostRows.split`)."""
+        answer worked out over the same partners before is kept (:meth:`.HostRows.split`). Returns which of
+        ``jobs`` may start (a partner, or as many GPUs free as they ask): the others' :meth:`start` is None."""
         # an answer reads of a job its size, priority, model and batch: kept by job over its size's table
         got, left = self.rows.split(self.failed.state, jobs, jobs.tolist(), None)
         for js, ps, types, ok in self.rows.by_size(self.failed.state, left):
@@ -155,6 +162,8 @@ class Lucid(Policy):
                 got[j] = int(ps[i]) if i >= 0 else -1
                 self.rows.keep(j, j, None, got[j])
         self._partner: dict[int, int] = {j: p for j, p in got.items() if p >= 0}
+        partner = self._partner
+        return np.array([j in partner for j in jobs.tolist()]) | (view.req_gpus[jobs] <= view.num_free())
 
     def _answer(self, view: ClusterView, j: int) -> Action | None:
         """:meth:`start` from what :meth:`_prepare` worked out."""

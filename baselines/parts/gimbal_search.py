@@ -1,7 +1,8 @@
 """Gimbal's coordination search (gimbal §5.2, Algorithm 1) over the read-only view.
 
-* **Local objectives and priorities** (:func:`local_objective`, :func:`priority`) for JCT (eq. 1-2), deadlines
-  (eq. 3-4) and makespan (eq. 5-6), from each job's remaining steps and *predicted* throughput.
+* **Local objectives and priorities** (:func:`~.gimbal_objectives.local_objective`,
+  :func:`~.gimbal_objectives.priority`, in :mod:`.gimbal_objectives`) for JCT (eq. 1-2), deadlines (eq. 3-4) and
+  makespan (eq. 5-6), from each job's remaining steps and *predicted* throughput.
 * **Predicted throughput** (:class:`~.gimbal_throughput.ThroughputModel`): a job's iteration time on its GPUs
   (:meth:`~gpucluster_env.engine.view.ClusterView.iter_time`) with each worker's interference ratio taken from
   a predictor's free-competition ratio (Castor's, :func:`~gpucluster_env.baselines.castor.default_predictor`)
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from gpucluster_env.baselines.parts.gimbal_objectives import OBJECTIVES, local_objective, priority
 from gpucluster_env.baselines.parts.gimbal_rules import JobSet, KeptSets
 from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel  # re-exported for gandiva
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
@@ -38,42 +40,10 @@ from gpucluster_env.config import DEFAULT_SHARE_STEP
 from gpucluster_env.engine import Action, Squeeze, Swell
 from gpucluster_env.engine.view import ClusterView
 
-OBJECTIVES = ("jct", "deadline", "makespan")
 DEFAULT_GRANULARITY = 10
 """Percent of the GPU a search attempt moves a share by: Gimbal's 10% (§7.4 found it best)."""
 MAX_FAILS = 3
 """Early exit: consecutive attempts without gain that end a search (gimbal §5.2, Algorithm 1 line 9)."""
-
-
-def local_objective(kind: str, times: np.ndarray, slack: np.ndarray | None = None) -> float:
-    """The local objective of a packing set (lower is better) from each job's expected remaining time
-    ``RemainingSteps / Throughput``: eq. 1 their mean (``jct``), eq. 3 the largest lateness ``max(0, time -
-    slack)`` (``deadline``; ``slack`` = deadline - now), eq. 5 their largest (``makespan``)."""
-    t = np.asarray(times, dtype=float)
-    if kind == "jct":
-        return float(t.mean())
-    if kind == "makespan":
-        return float(t.max())
-    if kind == "deadline":
-        if slack is None:
-            raise ValueError("local_objective: kind 'deadline' needs slack")
-        late = np.maximum(0.0, t - np.nan_to_num(np.asarray(slack, dtype=float), nan=math.inf))
-        return float(late.max())
-    raise ValueError(f"local_objective: unknown kind {kind!r}; known: {', '.join(OBJECTIVES)}")
-
-
-def priority(kind: str, remaining: float, rate: float, utilization: float, slack: float = math.nan) -> float:
-    """How much a job should be favoured (higher: swelled first): eq. 2 ``-utilization`` (``jct``), eq. 4 minus
-    the headroom ``slack - remaining/rate`` (``deadline``; no deadline: no urgency), eq. 6 the expected
-    duration ``remaining/rate`` (``makespan``); see the module docstring for the signs."""
-    if kind == "jct":
-        return -float(utilization)
-    t = float(remaining) / float(rate)
-    if kind == "makespan":
-        return t
-    if kind == "deadline":
-        return -math.inf if math.isnan(slack) else -(float(slack) - t)
-    raise ValueError(f"priority: unknown kind {kind!r}; known: {', '.join(OBJECTIVES)}")
 
 
 @dataclass
@@ -153,19 +123,36 @@ class Coordinator:
         self._sets: KeptSets | None = None
         self._ticked: list[JobSet] | None = None  # the sets of the last tick (KeptSets' list: same while unchanged)
         self._ended: dict[int, JobSet] = {}  # id -> those of them whose search has ended (held: ids stay theirs)
+        self._synced: tuple[int, int] | None = None  # the view's tenants_version at the last _sync
+
+    def use_sets(self, sets: KeptSets) -> None:
+        """Read the packing sets from ``sets`` (a host's, for the same view) instead of keeping its own."""
+        self._sets = sets
+
+    def use_model(self, model: ThroughputModel) -> None:
+        """Predict rates with ``model`` (a host's, for the same view, demand and predictor) instead of its own."""
+        self.model = model
+        self._synced = None
 
     # ------------------------------------------------------------------ bookkeeping
-    def _sync(self, view: ClusterView) -> None:
-        """Drop the shares of jobs that stopped (a restarted job starts again at full share)."""
+    def _sync(self, view: ClusterView) -> bool:
+        """Drop the shares of jobs that stopped (a restarted job starts again at full share); whether any GPU's
+        tenants changed since the last call (else no job stopped, and nothing is read)."""
         if self.model is None or self.model.view is not view:
             if view.share_units != self.full:
                 raise ValueError(f"Coordinator: made for a share grid of {self.full} steps per GPU, the engine's has "
                                  f"{view.share_units} (pass share_units=view.share_units)")
             self.model = ThroughputModel(view, self.demand, self._predictor)
+            self._synced = None
+        version = view.tenants_version
+        if version == self._synced:
+            return False
+        self._synced = version
         stopped = {j for j in {k[0] for k in self.shares} if not view.is_running(j)}  # each job asked once
         if stopped:
             self.shares = {k: s for k, s in self.shares.items() if k[0] not in stopped}
         self.liss_on = {j for j in self.liss_on if view.is_running(j)}
+        return True
 
     def forget(self, jobs: Any) -> None:
         """Drop the shares of ``jobs`` that a scheduler stops or moves (a job starts again at full share, maybe
@@ -177,13 +164,16 @@ class Coordinator:
     def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> float:
         """The local objective of ``jobs`` under ``shares`` (predicted rates)."""
         assert self.model is not None
-        if self.kind == "makespan" and self.departures:  # eq. 5 over finite floats: their largest
-            finish = self.model.finish_times(jobs, shares)
-            return max(finish) if all(x == x for x in finish) else math.nan  # np.max: NaN wins
-        times = self.model.remaining_times(jobs, shares, self.departures)
+        if self.departures:
+            times: list[float] | np.ndarray = self.model.finish_times(jobs, shares)
+            if self.kind == "makespan":  # eq. 5 over finite floats: their largest
+                return max(times) if all(x == x for x in times) else math.nan  # np.max: NaN wins
+        else:
+            times = self.model.remaining_times(jobs, shares, False)
         if self.kind != "deadline":  # eq. 1 and 5 read no slack
             return local_objective(self.kind, times)
-        return local_objective(self.kind, times, np.array([self.deadline(j) - view.now for j in jobs]))
+        now = view.now
+        return local_objective(self.kind, times, [self.deadline(j) - now for j in jobs])
 
     def _priority(self, view: ClusterView, j: int) -> float:
         assert self.model is not None
@@ -310,10 +300,11 @@ class Coordinator:
         """Runtime monitoring: release lone workers, then for every packing set evaluate the last plan's gain
         (the objective under the current shares against the best point's, both at the current progress) and
         issue the next plan, or end the search and go back to its best point."""
-        self._sync(view)
+        moved = self._sync(view)
         assert self.model is not None
         acts: list[Action] = []
-        self.release_lone(view, acts)
+        if moved:  # (every share was set on a GPU shared then: none is alone while the tenants stay)
+            self.release_lone(view, acts)
         if self._sets is None or self._sets.view is not view:
             self._sets = KeptSets(view)
         sets = self._sets.now()

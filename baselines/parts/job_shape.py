@@ -59,11 +59,15 @@ class FailedShapes:
         self._floor = np.zeros(0)  # by shape code: the smallest key it failed at (inf: not failed)
         self._gpus = np.arange(view.num_gpus)
         self._state: tuple[bytes, Hashable] | None = None
+        self._version: tuple[int, int] | None = None  # the view's tenants_version at the last walk
+        self._extra: Hashable = None
+        self._idle: tuple[object, np.ndarray, np.ndarray | None] | None = None  # a walk that found nothing: its
+        # state, queue and keys
 
     def codes(self, jobs: np.ndarray) -> np.ndarray:
         """Shape codes of pending ``jobs`` (one per ``(GPUs asked, model, batch)``), coding the ones never seen."""
         c = self._code[jobs]
-        if (c < 0).any():
+        if len(c) and c.min() < 0:
             v = self.view
             for j in jobs[c < 0].tolist():
                 self._code[j] = self._ids.setdefault(start_shape(v, j), len(self._ids))
@@ -83,17 +87,33 @@ class FailedShapes:
 
     def walk(self, order: np.ndarray, keys: np.ndarray | None, extra: Hashable,
              ask: Callable[[int], object | None],
-             prepare: Callable[[np.ndarray], None] | None = None) -> object | None:
+             prepare: Callable[[np.ndarray], np.ndarray | None] | None = None) -> object | None:
         """Walk pending jobs ``order`` (with their priority ``keys`` in the same order, ascending, or None) in
         the current state: ``ask(j)`` for each job not known to find nothing, in order, until one answers
         (returned); a job that finds nothing marks its shape. None: nothing can start. ``prepare``: told first
-        the jobs that may be asked, in order (a policy that works out their answers at once, over arrays)."""
-        state = (self.view.tenants(self._gpus).tobytes(), extra)
-        if state != self._state:
-            self._state = state
-            self._floor[:] = np.inf
+        the jobs that may be asked, in order (a policy that works out their answers at once, over arrays); it
+        may return a mask over them, False where the answer is known to be None (that job is not asked, and
+        marks its shape as if it had been)."""
+        version = self.view.tenants_version
+        if version != self._version or extra != self._extra:  # (tenants read again only when the version moved)
+            self._version, self._extra = version, extra
+            state = (self.view.tenants(self._gpus).tobytes(), extra)
+            if state != self._state:
+                self._state = state
+                self._floor[:] = np.inf
         if len(order) == 0:
             return None
+        idle = self._idle  # the last walk found nothing in this very state over this very queue: nor does this one
+        if idle is not None and idle[0] is self._state and np.array_equal(idle[1], order) and (
+                keys is None if idle[2] is None else keys is not None and np.array_equal(idle[2], keys)):
+            return None
+        a = self._walk(order, keys, ask, prepare)
+        self._idle = (self._state, order, keys) if a is None else None
+        return a
+
+    def _walk(self, order: np.ndarray, keys: np.ndarray | None, ask: Callable[[int], object | None],
+              prepare: Callable[[np.ndarray], np.ndarray | None] | None) -> object | None:
+        """:meth:`walk` in the current state over a queue of at least one job."""
         codes = self.codes(order)
         floor = self._floor
         k = np.zeros(len(order)) if keys is None else keys
@@ -103,11 +123,20 @@ class FailedShapes:
         first = np.full(len(floor), len(order), dtype=np.int64)
         np.minimum.at(first, codes[live], live)
         asked = np.sort(first[first < len(order)])
+        may = None
         if prepare is not None and len(asked):
-            prepare(order[asked])
-        for i in asked.tolist():
-            a = ask(int(order[i]))
+            may = prepare(order[asked])
+        if may is None:
+            for i in asked.tolist():
+                a = ask(int(order[i]))
+                if a is not None:
+                    return a
+                floor[codes[i]] = k[i]
+            return None
+        for m in np.flatnonzero(may).tolist():  # (each shape once in asked: no two writes to one floor)
+            a = ask(int(order[asked[m]]))
             if a is not None:
+                floor[codes[asked[:m]]] = k[asked[:m]]
                 return a
-            floor[codes[i]] = k[i]
+        floor[codes[asked]] = k[asked]
         return None

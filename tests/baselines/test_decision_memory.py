@@ -56,21 +56,26 @@ def plain_sets(view: ClusterView) -> list[JobSet]:
 
 def check_kept(host: Any, counts: dict[str, int]) -> None:
     """Make packing ``host`` (Lucid or Gandiva, after its reset) compare, at every walk, its partners worked out
-    over kept tables and kept answers with those of a fresh :class:`HostRows` (nothing kept), and every kept
-    free start with :func:`free_start` asked afresh (counted in ``counts``)."""
+    over kept tables and kept answers with those of a fresh :class:`HostRows` (nothing kept), every job its walk
+    passes over without asking with the plain start question (None), and every kept free start with
+    :func:`free_start` asked afresh (counted in ``counts``)."""
     prepare, kept_start = host._prepare, host.free.start
 
-    def checked_prepare(view: ClusterView, jobs: np.ndarray) -> None:
-        prepare(view, jobs)
+    def checked_prepare(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
+        may = prepare(view, jobs)
         got = host._partner
         rows, host.rows = host.rows, HostRows(view, host.hosts)
         try:
-            prepare(view, jobs)
+            fresh = prepare(view, jobs)
         finally:
             host.rows = rows
-        assert host._partner == got
+        assert host._partner == got and np.array_equal(fresh, may)
         host._partner = got
+        for j in jobs[~may].tolist():  # a job the walk passes over without asking starts nowhere
+            assert host.start(view, j) is None
+            counts["passed_over"] = counts.get("passed_over", 0) + 1
         counts["partners"] = counts.get("partners", 0) + len(jobs)
+        return may
 
     def checked_start(state: Any, j: int, code: int) -> Any:
         got = kept_start(state, j, code)
@@ -83,11 +88,18 @@ def check_kept(host: Any, counts: dict[str, int]) -> None:
 
 def check_ticks(coord: Any, counts: dict[str, int]) -> None:
     """Make Gimbal's coordinator check after every tick what lets the next one pass over sets: every packing set
-    it holds as ended has an ended search started for its very members, and no search is kept for a set gone."""
+    it holds as ended has an ended search started for its very members, and no search is kept for a set gone; and
+    what lets a tick skip its bookkeeping while no tenant changed: no share it held is left on a GPU of one job
+    or kept for a job that stopped."""
     tick = coord.tick
 
     def checked_tick(view: ClusterView) -> list[Action]:
         acts = tick(view)
+        keys = list(coord.shares)
+        if keys:  # what a tick that reads no tenants (none changed since the last) relies on: no share left alone
+            assert all(view.is_running(j) for j, _ in keys)
+            assert not (view.tenants([g for _, g in keys]) < 0).any()
+            counts["shares_checked"] = counts.get("shares_checked", 0) + len(keys)
         sets = packing_sets(view)
         assert coord._ticked == sets and set(coord.searches) <= {s.jmax for s in sets}
         assert set(coord._ended) <= {id(s) for s in coord._ticked}
@@ -99,6 +111,25 @@ def check_ticks(coord: Any, counts: dict[str, int]) -> None:
         return acts
 
     coord.tick = checked_tick
+
+
+def check_introspection(host: Any, counts: dict[str, int]) -> None:
+    """Make Gandiva ``host`` (after its reset) work out each introspection also with nothing kept from the last
+    one (every settled set's state built and looked up) and compare the preemptions and what it judged."""
+    introspect = host.introspect
+
+    def checked_introspect(view: ClusterView) -> list[Action]:
+        kept = (set(host._judged), set(host.harmful), host.unpacked, host._seen)
+        host._seen = (None, False, {}, set())
+        want = introspect(view)
+        plain = (set(host._judged), set(host.harmful), host.unpacked)
+        host._judged, host.harmful, host.unpacked, host._seen = kept
+        got = introspect(view)
+        assert got == want and (host._judged, host.harmful, host.unpacked) == plain
+        counts["introspections"] = counts.get("introspections", 0) + 1
+        return got
+
+    host.introspect = checked_introspect
 
 
 class _Compared:
@@ -128,7 +159,11 @@ class _CheckedLucid(_Compared, LucidGimbal):
     def act(self, observation: Any, env: Any) -> Any:
         view = self.view(env)
         if view.now < self._next_tick and view.num_pending:
-            want = plain_walk(view, self.host.order(view)[0].tolist(), self.host.start)
+            order, keys = self.host.order(view)  # kept while the queue stays: the order sorted afresh
+            pend = view.pending_jobs()
+            fresh = np.argsort(view.solo_time[pend] * view.req_gpus[pend], kind="stable")
+            assert np.array_equal(order, pend[fresh]) and np.array_equal(keys, (view.solo_time * view.req_gpus)[order])
+            want = plain_walk(view, order.tolist(), self.host.start)
             return self.check(super().act(observation, env), want)
         return super().act(observation, env)
 
@@ -142,6 +177,7 @@ class _CheckedGandivaWalk(_Compared, Gandiva):
         super().reset(env)
         self.counts: dict[str, int] = {}
         check_kept(self, self.counts)
+        check_introspection(self, self.counts)
 
     def act(self, observation: Any, env: Any) -> Any:
         view = self.view(env)
@@ -165,6 +201,7 @@ class _CheckedGandiva(GandivaGimbal):
         self.counts: dict[str, int] = {}
         check_kept(self.host, self.counts)
         check_ticks(self.coordinator, self.counts)
+        check_introspection(self.host, self.counts)
 
     def act(self, observation: Any, env: Any) -> Any:
         view = self.view(env)
@@ -225,13 +262,15 @@ def test_lucid_walk_with_memory_is_the_plain_walk() -> None:
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 250})
     assert pol.compared > 200 and pol.started > 50
     assert pol.counts["partners"] > 200 and pol.counts["free"] > 200 and pol.counts["passed"] > 10
+    assert pol.counts["passed_over"] > 1000
 
 
 def test_gandiva_walk_over_arrays_is_the_plain_walk() -> None:
     pol = _CheckedGandivaWalk()
     run_episode("gimbal-philly", pol, 0)  # packs that lose: harmful model pairs skipped
     assert pol.compared > 100 and pol.started > 50 and pol.unpacked > 0
-    assert pol.counts["partners"] > 100 and pol.counts["free"] > 100
+    assert pol.counts["partners"] > 100 and pol.counts["free"] > 100 and pol.counts["passed_over"] > 1000
+    assert pol.counts["introspections"] > 100
 
 
 @pytest.mark.parametrize("jobs", [200])
@@ -240,3 +279,5 @@ def test_partner_answers_sets_and_held_rates_match_plain_ones(jobs: int) -> None
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": jobs})
     assert pol.hosts_checked > 100 and pol.sets_checked > 50 and pol.rates_checked > 50
     assert pol.counts["partners"] > 100 and pol.counts["free"] > 100 and pol.counts["passed"] > 10
+    assert pol.counts["passed_over"] > 1000 and pol.counts["introspections"] > 100
+    assert pol.counts["shares_checked"] > 100

@@ -13,6 +13,7 @@ import numpy as np
 from gpucluster_env.baselines.gavel_gimbal import GavelGimbal
 from gpucluster_env.baselines.parts.gimbal_hosts import fitting_hosts
 from gpucluster_env.baselines.parts.gimbal_rules import packing_sets, partner_gpus
+from gpucluster_env.baselines.parts.gimbal_search import local_objective
 from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel, departure_times
 
 from gpucluster_env.engine import Colocate, Wait
@@ -69,6 +70,25 @@ def test_departure_times_over_floats_are_the_array_form() -> None:
         got = departure_times(list(rem), rates, tuple(range(n)), rate_after, partners)
         want = array_departure_times(np.array(rem), rates, tuple(range(n)), rate_after, partners)
         assert np.array_equal(np.array(got), want, equal_nan=True), case
+
+
+def test_largest_lateness_over_floats_is_the_array_form() -> None:
+    rng = np.random.default_rng(11)
+    odd = [0.0, -0.0, math.inf, -math.inf, math.nan]
+    for case in range(600):
+        n = int(rng.integers(1, 10))
+        times = rng.uniform(0, 1e5, n).tolist()
+        slack = rng.uniform(-1e5, 1e5, n).tolist()
+        if case % 2:  # no deadline (NaN), none set (infinite), zero, NaN and infinite times
+            slack[int(rng.integers(n))] = odd[case % 5]
+        if case % 3 == 0:
+            times[int(rng.integers(n))] = odd[(case // 3) % 5]
+        if case % 4 == 0:  # ties: every job exactly on time
+            slack = list(times)
+        want = float(np.maximum(0.0, np.array(times) - np.nan_to_num(np.array(slack), nan=math.inf)).max())
+        got = local_objective("deadline", times, slack)
+        assert got == want or (math.isnan(got) and math.isnan(want)), case
+        assert local_objective("deadline", np.array(times), np.array(slack)) == got or math.isnan(got), case
 
 
 def plain_least_utilized_host(view: ClusterView, rule: Any, unequal: bool, j: int) -> Colocate | None:
