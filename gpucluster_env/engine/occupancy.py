@@ -168,35 +168,38 @@ class Occupancy:
         also on one node."""
         s = self.state
         t = c.t
+        # the int64 counts as ``a[k] = a.item(k) + v`` (Python ints: the same sums as ``a[k] += v``, fewer numpy calls)
         if shared:
             n = len(shared)
             s.shared_gpus += sign * n
             st = s.shared_t
             if t >= 0:
-                st[t] += sign * n
+                st[t] = st.item(t) + sign * n
             else:
                 for k, v in _tally(s.gpu_type_l, shared).items():
                     st[k] += sign * v
             hs = s.held_shared
-            hs[j] += sign * n
+            hs[j] = hs.item(j) + sign * n
             for p, v in tenants.items():
-                hs[p] += sign * v
+                hs[p] = hs.item(p) + sign * v
             self._pair(j, tenants, sign)
         if alone:
             n = len(alone)
             ff, bt = s.free_flat, s.busy_t
             if t >= 0 and c.n_nodes == 1:
-                ff[s.gpu_nt_l[alone[0]]] -= sign * n
+                k = s.gpu_nt_l[alone[0]]
+                ff[k] = ff.item(k) - sign * n
             else:
                 for k, v in _tally(s.gpu_nt_l, alone).items():
                     ff[k] -= sign * v
             s.busy_gpus += sign * n
             if t >= 0:
-                bt[t] += sign * n
+                bt[t] = bt.item(t) + sign * n
             else:
                 for k, v in _tally(s.gpu_type_l, alone).items():
                     bt[k] += sign * v
-        s.held[j] += sign * c.n
+        held = s.held
+        held[j] = held.item(j) + sign * c.n
 
     def _pair(self, j: int, counts: dict[int, int], sign: int) -> None:
         """Job ``j`` starts (+1) or stops (-1) sharing ``counts[p]`` GPUs with each partner ``p``."""
