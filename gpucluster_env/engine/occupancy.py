@@ -246,7 +246,9 @@ class Occupancy:
         which the step keeps within the bounds. False, and nothing changed, when no share would move."""
         s = self.state
         sjf, ssf = s.slot_job_flat, s.slot_share_flat
-        pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU, as a flat index
+        pos = []  # j's slot on each GPU, as a flat index (loops, not comprehensions: most sets are one GPU)
+        for x in gl:
+            pos.append(2 * x + (sjf.item(2 * x + 1) == j))
         if whole:
             v = s.share_lo.item(j) + step
             for i in pos:
@@ -254,9 +256,14 @@ class Occupancy:
             s.share_lo[j] = s.share_hi[j] = v
         else:
             full = s.share_units
-            cur = [ssf.item(i) for i in pos]
-            new = [min(x + 1, full) if step > 0 else max(x - 1, SHARE_MIN_UNITS) for x in cur]
-            if new == cur:
+            new = []
+            moved = False
+            for i in pos:
+                x = ssf.item(i)
+                y = min(x + 1, full) if step > 0 else max(x - 1, SHARE_MIN_UNITS)
+                new.append(y)
+                moved = moved or y != x
+            if not moved:
                 return False
             for i, x in zip(pos, new, strict=True):
                 ssf[i] = x
