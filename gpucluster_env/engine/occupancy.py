@@ -227,6 +227,8 @@ class Occupancy:
         s.forked_set.discard(j)
         cs = s.copy_consts.pop(j, [])
         s.copies.pop(j, None)
+        if len(cs) == 1:  # one copy (not forked): its partners, a new set
+            return self.vacate(j, cs[0])
         partners: set[int] = set()
         for c in cs:
             partners |= self.vacate(j, c)
