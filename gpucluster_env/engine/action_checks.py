@@ -76,6 +76,10 @@ class ActionChecks:
     def gpu_list(self, action: Action | tuple, gpus: tuple[int, ...] | np.ndarray) -> list[int]:
         """``check_gpus(action, gpus).tolist()``: a tuple of Python ints (what agents send) is checked as ints
         without an array; anything else goes through :meth:`check_gpus`."""
+        if type(gpus) is tuple and len(gpus) == 1:  # one GPU (most gangs): its one check here
+            x = gpus[0]
+            if type(x) is int and 0 <= x < self.state.num_gpus:
+                return [x]
         if type(gpus) is not tuple or not gpus or any(type(x) is not int for x in gpus):
             return self.check_gpus(action, gpus).tolist()
         self._check_gpu_ints(action, gpus)
@@ -98,7 +102,8 @@ class ActionChecks:
         either free (``tenant`` -1) or held by ``tenant`` alone; the checks then run on scalars, with the same
         results. ``gl``: ``g.tolist()`` if at hand."""
         st = self.state
-        self.require(action, j, PENDING, "job")
+        if st.status.item(j) != PENDING:
+            self.require(action, j, PENDING, "job")
         if len(g) != st.req_l[j]:
             raise ActionError(f"{typed(action)}: job {j} needs {st.req_gpus[j]} GPUs, got {len(g)}")
         if gl is None:
@@ -185,8 +190,9 @@ class ActionChecks:
         if gl is None:
             gl = g.tolist()
         if p is None:
-            if any(sjf.item(2 * x) >= 0 for x in gl):
-                raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
+            for x in gl:
+                if sjf.item(2 * x) >= 0:
+                    raise ActionError(f"{action}: place needs free GPUs; use colocate to share")
             gt = getattr(action, "gpu_type", None)
             if gt is not None:
                 t, types = self.type_index(gt), st.gpu_type_l

@@ -47,9 +47,9 @@ class SmActivity:
     def total(self, slot_job: np.ndarray, slot_share: np.ndarray) -> float:
         """Estimated active SMs summed over the GPUs now (in GPUs: 1 = one GPU's SMs all active)."""
         if self.dirty:
-            per_gpu = self.per_gpu
+            per_gpu, gpu = self.per_gpu, self.gpu
             for g in set(self.dirty):
-                per_gpu[g] = self.gpu(slot_job, slot_share, g)
+                per_gpu[g] = gpu(slot_job, slot_share, g)
             self.dirty = []
             self.total_now = float(per_gpu.sum())
         return self.total_now

@@ -155,15 +155,16 @@ class Clock:
         busy = shared = sm = 0.0
         busy_s = shared_s = sm_s = None  # the sums, read at the first stop that counts time
         t = None
+        inf, finish, running = math.inf, FINISH, RUNNING  # locals in the loop over the cancelled completions
         while True:
-            ts = stale[at] if at < n_stale else math.inf
+            ts = stale[at] if at < n_stale else inf
             if heap and heap[0][0] <= ts:
                 e = heap[0]
                 t_e = e[0]
-                if not (e[1] == FINISH and t_e < lim):
+                if not (e[1] == finish and t_e < lim):
                     break
                 j = e[3]
-                if version.item(j) == e[4] and status.item(j) == RUNNING:
+                if version.item(j) == e[4] and status.item(j) == running:
                     break  # a live completion
                 heappop(heap)
             elif ts < lim:

@@ -67,16 +67,19 @@ class Progress:
     def settle(self, j: int, t: float) -> None:
         """Bring job ``j``'s remaining iterations up to time ``t`` at its current rate."""
         s = self.state
+        tf = float(t)  # the same value; each ``a if a > b else b`` is ``max(b, a)`` (the same float), without the call
         last = s.last_t.item(j)
-        start = max(last, s.active_from.item(j))
-        if t > start:
+        af = s.active_from.item(j)
+        start = af if af > last else last
+        if tf > start:
             if j in s.copy_progress:
                 self._cp_settle(j, t, start)
             else:
                 rate = s.rate.item(j)
                 if rate > 0:
-                    s.remaining[j] = max(0.0, s.remaining.item(j) - rate * (t - start))
-        s.last_t[j] = max(last, t)
+                    rem = s.remaining.item(j) - rate * (tf - start)
+                    s.remaining[j] = rem if rem > 0.0 else 0.0
+        s.last_t[j] = tf if tf > last else last
 
     def pause(self, j: int, t: float, until: float) -> None:
         """Job ``j`` makes no progress from ``t`` until ``until`` (consolidation, calibration overhead); the
@@ -90,42 +93,37 @@ class Progress:
         completion event."""
         s = self.state
         last_t, active, rate, remaining, version = s.last_t, s.active_from, s.rate, s.remaining, s.version
-        held_shared, share_lo, solo_rate, full = s.held_shared, s.share_lo, s.solo_rate, s.share_units
-        push_finish = s.events.push_finish
-        job_rate = self.rates.job_rate
         tf = float(t)  # the same value
         cp = s.copy_progress
-        # the arrays' item methods bound once; each ``a if a > b else b`` below is ``max(b, a)`` (the same float,
-        # NaN included), without the call
-        last_i, active_i, rate_i, rem_i, version_i = last_t.item, active.item, rate.item, remaining.item, version.item
-        shared_i, lo_i, solo_i = held_shared.item, share_lo.item, solo_rate.item
+        # (the lists are of one or two jobs: the arrays' ``item`` is looked up per call, not bound first) each
+        # ``a if a > b else b`` below is ``max(b, a)`` (the same float, NaN included), without the call
         for j in jobs:
             if j in cp:
                 self._cp_rerate(j, tf)  # per-copy progress
                 continue
-            last = last_i(j)
-            af = active_i(j)
+            last = last_t.item(j)
+            af = active.item(j)
             start = af if af > last else last
             rem = None
             if tf > start:
-                r0 = rate_i(j)
+                r0 = rate.item(j)
                 if r0 > 0:
-                    rem = rem_i(j) - r0 * (tf - start)
+                    rem = remaining.item(j) - r0 * (tf - start)
                     rem = rem if rem > 0.0 else 0.0
                     remaining[j] = rem
             if tf > last:
                 last_t[j] = tf
-            v = version_i(j) + 1
+            v = version.item(j) + 1
             version[j] = v
             # Rates.job_rate's first case here: alone at full share on every GPU, the rate is the solo rate
-            if shared_i(j) != 0 or lo_i(j) != full or not (r := solo_i(j)) > 0:
-                r = job_rate(j)
+            if s.held_shared.item(j) != 0 or s.share_lo.item(j) != s.share_units or not (r := s.solo_rate.item(j)) > 0:
+                r = self.rates.job_rate(j)
             rate[j] = r
             if r > 0:
                 if rem is None:
-                    rem = rem_i(j)
+                    rem = remaining.item(j)
                 # at max(t, active_from[j]) + remaining[j] / r
-                push_finish((af if af > tf else tf) + rem / r, j, v)
+                s.events.push_finish((af if af > tf else tf) + rem / r, j, v)
 
     def remaining_now(self, jobs: np.ndarray | None = None) -> np.ndarray:
         """Remaining iterations of every job (or of ``jobs`` only, the same values) at the current time (settled

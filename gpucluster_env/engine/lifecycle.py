@@ -93,7 +93,9 @@ class Lifecycle:
             self.counters.colocation()
             st.n_colocated[j] += 1
             rate = st.rate
-            before = {p: rate.item(p) for p in partners}
+            before = {}  # the partners' rates before the start (a loop: no comprehension's call for one or two)
+            for p in partners:
+                before[p] = rate.item(p)
             self.progress.rerate(sorted(partners | {j}), t)
             st.sharing_benefits.append(self.rates.sharing_benefit(j, partners, before, c.k.solo_iter))
         else:

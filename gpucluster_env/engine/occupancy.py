@@ -168,35 +168,38 @@ class Occupancy:
         also on one node."""
         s = self.state
         t = c.t
+        # the int64 counts as ``a[k] = a.item(k) + v`` (Python ints: the same sums as ``a[k] += v``, fewer numpy calls)
         if shared:
             n = len(shared)
             s.shared_gpus += sign * n
             st = s.shared_t
             if t >= 0:
-                st[t] += sign * n
+                st[t] = st.item(t) + sign * n
             else:
                 for k, v in _tally(s.gpu_type_l, shared).items():
                     st[k] += sign * v
             hs = s.held_shared
-            hs[j] += sign * n
+            hs[j] = hs.item(j) + sign * n
             for p, v in tenants.items():
-                hs[p] += sign * v
+                hs[p] = hs.item(p) + sign * v
             self._pair(j, tenants, sign)
         if alone:
             n = len(alone)
             ff, bt = s.free_flat, s.busy_t
             if t >= 0 and c.n_nodes == 1:
-                ff[s.gpu_nt_l[alone[0]]] -= sign * n
+                k = s.gpu_nt_l[alone[0]]
+                ff[k] = ff.item(k) - sign * n
             else:
                 for k, v in _tally(s.gpu_nt_l, alone).items():
                     ff[k] -= sign * v
             s.busy_gpus += sign * n
             if t >= 0:
-                bt[t] += sign * n
+                bt[t] = bt.item(t) + sign * n
             else:
                 for k, v in _tally(s.gpu_type_l, alone).items():
                     bt[k] += sign * v
-        s.held[j] += sign * c.n
+        held = s.held
+        held[j] = held.item(j) + sign * c.n
 
     def _pair(self, j: int, counts: dict[int, int], sign: int) -> None:
         """Job ``j`` starts (+1) or stops (-1) sharing ``counts[p]`` GPUs with each partner ``p``."""
@@ -224,6 +227,8 @@ class Occupancy:
         s.forked_set.discard(j)
         cs = s.copy_consts.pop(j, [])
         s.copies.pop(j, None)
+        if len(cs) == 1:  # one copy (not forked): its partners, a new set
+            return self.vacate(j, cs[0])
         partners: set[int] = set()
         for c in cs:
             partners |= self.vacate(j, c)
@@ -243,7 +248,9 @@ class Occupancy:
         which the step keeps within the bounds. False, and nothing changed, when no share would move."""
         s = self.state
         sjf, ssf = s.slot_job_flat, s.slot_share_flat
-        pos = [2 * x + (sjf.item(2 * x + 1) == j) for x in gl]  # j's slot on each GPU, as a flat index
+        pos = []  # j's slot on each GPU, as a flat index (loops, not comprehensions: most sets are one GPU)
+        for x in gl:
+            pos.append(2 * x + (sjf.item(2 * x + 1) == j))
         if whole:
             v = s.share_lo.item(j) + step
             for i in pos:
@@ -251,9 +258,14 @@ class Occupancy:
             s.share_lo[j] = s.share_hi[j] = v
         else:
             full = s.share_units
-            cur = [ssf.item(i) for i in pos]
-            new = [min(x + 1, full) if step > 0 else max(x - 1, SHARE_MIN_UNITS) for x in cur]
-            if new == cur:
+            new = []
+            moved = False
+            for i in pos:
+                x = ssf.item(i)
+                y = min(x + 1, full) if step > 0 else max(x - 1, SHARE_MIN_UNITS)
+                new.append(y)
+                moved = moved or y != x
+            if not moved:
                 return False
             for i, x in zip(pos, new, strict=True):
                 ssf[i] = x

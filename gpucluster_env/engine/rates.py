@@ -265,7 +265,9 @@ class Rates:
         now): the smallest power of two under which it fits the whole memory of the smallest GPU of ``g`` (None:
         none does)."""
         st = self.state
-        room = min(st.type_mem_l[st.gpu_type_l[x]] for x in np.asarray(g).tolist())
+        gl = g.tolist() if type(g) is np.ndarray else np.asarray(g).tolist()
+        mem, gt = st.type_mem_l, st.gpu_type_l
+        room = mem[gt[gl[0]]] if len(gl) == 1 else min(mem[gt[x]] for x in gl)  # (the min of one GPU: its own)
         return self.fit(st.model_l[j], st.batch_l[j] if batch is None else int(batch), room)
 
     def liss_micro_batches(self, j: int, c: Copy) -> np.ndarray:

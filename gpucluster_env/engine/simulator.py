@@ -152,6 +152,9 @@ class ClusterEngine:
         if (cls is Place or cls is Colocate) and action.gpus is not None:
             life.start_exact(action, cls is Colocate)
             return
+        if cls is Squeeze or cls is Swell:
+            life.calibrate(action, action.job, -1 if cls is Squeeze else 1, action.gpus)
+            return
         if isinstance(action, Wait):
             self.clock.advance()
         elif isinstance(action, Place | Colocate):

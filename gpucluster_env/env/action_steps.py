@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the environment calls these functions with itself
 
 TYPED = (Wait, Place, Colocate, Squeeze, Swell, Preempt, Fork, SetStealing, Reallocate, DropCopy, MoveCopy)
 """The typed actions the environment accepts beside ints."""
+TYPED_CLASSES = frozenset(TYPED)
 KIND_ACTION = {PLACE: Place, COLOCATE: Colocate, SQUEEZE: Squeeze, SWELL: Swell, PREEMPT: Preempt, FORK: Fork}
 
 
@@ -105,25 +106,24 @@ def _apply_int(env: GPUClusterEnv, kind: int, x: int, y: int, s: int, desc: str 
 
 
 def record_action(env: GPUClusterEnv, cls: type, job: int) -> None:
-    """Book an applied non-wait action for the decision rules and the running jobs' GPU features."""
+    """Book an applied non-wait action for the decision rules and the running jobs' GPU features (only read by
+    an observation: without one, ``observation="none"``, they are not kept)."""
     rules = env.rules
     rules.actions_now += 1
     j = int(job)
-    if cls is Place or cls is Colocate:
-        rules.record_start(j, env.engine.now)
-        env.obs_builder.record_gpus(j)
-    elif cls is Preempt:
+    if cls is Preempt:
         rules.record_preempt(j)
+        return
+    if cls is Place or cls is Colocate or cls is Reallocate:  # a Reallocate restarts on new GPUs: a start now
+        rules.record_start(j, env.engine.state.now)
     elif cls is Squeeze or cls is Swell:
         rules.record_share(j)
-    elif cls is Fork:
+        return
+    elif cls is Fork or cls is DropCopy or cls is MoveCopy:  # a copy's drop or move counts with the job's fork
         rules.record_fork(j)
-        env.obs_builder.record_gpus(j)
-    elif cls is Reallocate:  # a restart on new GPUs: counts as the job's start at this instant
-        rules.record_start(j, env.engine.now)
-        env.obs_builder.record_gpus(j)
-    elif cls is DropCopy or cls is MoveCopy:  # counts with the job's fork at this instant
-        rules.record_fork(j)
+    else:
+        return
+    if env.observation_mode != "none":
         env.obs_builder.record_gpus(j)
 
 
@@ -189,7 +189,8 @@ def view_int_or_raise(view_action: int | None) -> int:
 def read_action(env: GPUClusterEnv, action: Any) -> tuple[int, int, int, int, Action | None, str | None]:
     """A step's action as ``(kind, x, y, s, typed, description)``: a typed action as itself, an int (of the
     layout or of the ``sets`` view) by the codec's table, ``wait`` (counted) when the mask forbids it."""
-    if type(action) is not int and isinstance(action, TYPED):
+    cls = type(action)
+    if cls in TYPED_CLASSES or (cls is not int and isinstance(action, TYPED)):  # by the exact class first
         return (WAIT if isinstance(action, Wait) else -1), 0, 0, 0, action, None
     if env.sets_view is not None:
         action = from_view(env, action)

@@ -248,21 +248,26 @@ class GPUClusterEnv(gym.Env):
                 self.invalid_actions += 1
                 kind = WAIT
                 desc = f"{desc or typed} (not applied: forced wait)"
-        terms = dict.fromkeys(OBJECTIVES, 0.0)
+        terms = None  # the reward terms: all 0 for an action at one instant
         if kind == WAIT:
+            terms = dict.fromkeys(OBJECTIVES, 0.0)
             stalled = truncated = action_steps.wait_terms(self, terms)
+            reward = float(terms[self.objective])
         else:
             desc = action_steps.apply_action(self, kind, x, y, s, typed, desc)
             stalled = truncated = self.stalled_by_rejections
-        terminated = eng.done
-        if not terminated and ((self.max_sim_time_s is not None and eng.now >= self.max_sim_time_s)
-                               or self._steps >= self.step_limit):
+            reward = 0.0
+        st = eng.state
+        terminated = st.n_done == st.n_jobs  # eng.done
+        max_steps = self.max_steps  # the step_limit
+        if not terminated and ((self.max_sim_time_s is not None and st.now >= self.max_sim_time_s)
+                               or (max_steps is not None and self._steps >= max_steps)):
             truncated = True
-        self.point.advance()  # the action or the clock's advance made a new decision point
+        self.point.count += 1  # point.advance(): the action or the clock's advance made a new decision point
         obs = self._observe()
         if not (self.full_info or terminated or truncated or forced is not None):
-            return obs, float(terms[self.objective]), False, False, {}
-        info = self._info(terms)
+            return obs, reward, False, False, {}
+        info = self._info(dict.fromkeys(OBJECTIVES, 0.0) if terms is None else terms)
         info["action"] = desc or repr(typed)
         if stalled:
             info["stalled"] = True
@@ -272,7 +277,7 @@ class GPUClusterEnv(gym.Env):
             info["metrics"] = eng.metrics()
         if self.render_mode == "human":
             self.render()
-        return obs, float(terms[self.objective]), terminated, truncated, info
+        return obs, reward, terminated, truncated, info
 
     @property
     def step_limit(self) -> float:
