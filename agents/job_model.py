@@ -13,11 +13,15 @@ It runs on any cluster and trace: the rows and the features do not depend on the
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import numpy as np
 
+from gpucluster_env.env.jobs_env import PREEMPT_WHEN
 from gpucluster_env.policy import Policy, register_policy
+from gpucluster_env.policy_options import OptionSpec
+
+PreemptWhen = Annotated[str, OptionSpec(choices=PREEMPT_WHEN)]
 
 
 def is_jobs_model(meta: dict[str, Any]) -> bool:
@@ -35,14 +39,14 @@ class JobModelPolicy(Policy):
     needs_observation: ClassVar[bool] = False  # it builds its own observation from the env
 
     def __init__(self, model_dir: str | Path, deterministic: bool = True, zip_name: str = "model.zip",
-                 preempt_idle: bool | None = None) -> None:
-        """``preempt_idle``: the process rule the model plays under (:class:`JobsView`; None: the one it was
+                 preempt_when: Annotated[str | None, OptionSpec(choices=PREEMPT_WHEN)] = None) -> None:
+        """``preempt_when``: the process rule the model plays under (:class:`JobsView`; None: the one it was
         trained with, from its meta.json)."""
         from gpucluster_env.agents.model_meta import load_model, play_on_one_thread
 
         model, meta = load_model(model_dir, zip_name)
         play_on_one_thread()
-        self._setup(model, meta, str(model_dir), deterministic, preempt_idle)
+        self._setup(model, meta, str(model_dir), deterministic, preempt_when)
 
     @classmethod
     def of_model(cls, model: Any, meta: dict[str, Any], deterministic: bool = True) -> JobModelPolicy:
@@ -52,7 +56,7 @@ class JobModelPolicy(Policy):
         return pol
 
     def _setup(self, model: Any, meta: dict[str, Any], model_dir: str, deterministic: bool,
-               preempt_idle: bool | None = None) -> None:
+               preempt_when: str | None = None) -> None:
         from gpucluster_env.env.jobs_env import DEFAULT_PENDING, DEFAULT_RUNNING, JobsView
 
         self.model_dir = model_dir
@@ -68,7 +72,7 @@ class JobModelPolicy(Policy):
         self.view = JobsView(int(kw.get("n_pending", DEFAULT_PENDING)), n_r, tuple(feats[0]), tuple(feats[1]),
                              preempt=n_r > 0, work_conserving=bool(kw.get("work_conserving", True)),
                              fork=bool(kw.get("fork", False)),
-                             preempt_idle=bool(kw.get("preempt_idle", True) if preempt_idle is None else preempt_idle))
+                             preempt_when=kw.get("preempt_when", "always") if preempt_when is None else preempt_when)
         self.pending_order = kw.get("pending_order", "remaining")
         self.masked = self.meta["algo"] == "maskable_ppo"
         want = self.model.observation_space
@@ -135,11 +139,11 @@ class ShippedMixedJobsRL(JobModelPolicy):
     description: ClassVar[str] = (
         "MaskablePPO from scratch on the job-centric process across castor-philly and tiny (one and three GPU "
         "types, 400k steps, reward relative to SRSF, the pace feature; docs/rl.md); runs on any cluster; played "
-        "without preempting a full-pace job while nothing waits (preempt_idle=false)"
+        "without preempting a full-pace job while every waiting job can start (preempt_when=blocked)"
     )
     paper: ClassVar[str] = "this package (issue 41); Decima / RLScheduler-style job scoring"
 
-    def __init__(self, deterministic: bool = True, preempt_idle: bool = False) -> None:
-        """Played by default without preemptions of full-pace jobs while nothing waits (``preempt_idle=False``, a
-        rule of the process it was not trained with: docs/rl.md measures both)."""
-        super().__init__(SHIPPED_MIXED_DIR, deterministic, preempt_idle=preempt_idle)
+    def __init__(self, deterministic: bool = True, preempt_when: PreemptWhen = "blocked") -> None:
+        """Played by default without preemptions of full-pace jobs while every waiting job can start
+        (``preempt_when="blocked"``, a rule of the process it was not trained with: docs/rl.md measures each)."""
+        super().__init__(SHIPPED_MIXED_DIR, deterministic, preempt_when=preempt_when)

@@ -59,6 +59,9 @@ DEFAULT_PENDING = 32
 DEFAULT_RUNNING = 32
 """Running jobs the agent sees and may preempt (the earliest started)."""
 JOB_ACTIONS = ("start", "preempt", "fork")
+PREEMPT_WHEN = ("always", "queued", "blocked")
+"""When a running job at full pace may be preempted (:meth:`JobsView.mask`): always; only while a job is pending;
+only while a pending job cannot start now."""
 
 
 class JobsView:
@@ -66,7 +69,9 @@ class JobsView:
 
     def __init__(self, n_pending: int, n_running: int, job_features: tuple[str, ...],
                  context_features: tuple[str, ...], preempt: bool = True, work_conserving: bool = True,
-                 fork: bool = False, preempt_idle: bool = True) -> None:
+                 fork: bool = False, preempt_when: str = "always") -> None:
+        if preempt_when not in PREEMPT_WHEN:
+            raise ValueError(f"preempt_when must be one of {', '.join(PREEMPT_WHEN)}, got {preempt_when!r}")
         if n_pending < 1 or n_running < 0:
             raise ValueError(f"n_pending must be >= 1 and n_running >= 0, got {n_pending} and {n_running}")
         if fork and n_running < 1:
@@ -81,7 +86,7 @@ class JobsView:
         self.context_features = check_names(context_features, CONTEXT_NAMES, "context")
         self.preempt = preempt
         self.work_conserving = work_conserving
-        self.preempt_idle = bool(preempt_idle)
+        self.preempt_when = preempt_when
         self.n_actions = 1 + self.rows
 
     def env_kwargs(self, pending_order: str = "remaining") -> dict[str, Any]:
@@ -119,19 +124,24 @@ class JobsView:
         """The view's action mask. Action 0, "nothing more now", is allowed where no pending row can start
         (``work_conserving``, the default); without it, everywhere except on an idle cluster with no arrival
         ahead where a job could start: there time would never bring a choice (the episode would end as
-        stalled, its jobs left unfinished). Without ``preempt_idle``, while no job is pending a running row's
-        preemption is legal only where the job runs below its solo rate on its fastest type (``pace`` < 1): with
-        nothing waiting, a restart can pay off only by a move to faster GPUs."""
+        stalled, its jobs left unfinished). ``preempt_when`` other than ``"always"``: a running row's preemption
+        is legal only where the job runs below its solo rate on its fastest type (``pace`` < 1), or while a job
+        is pending (``"queued"``), or while a pending row cannot start now (``"blocked"``). Where every waiting
+        job can start anyway, a preemption frees GPUs nobody needs: the job restarts at once, and the restart
+        can pay off only by a move to faster GPUs."""
         ints = self.layout_ints(env) if ints is None else ints
         lm = env.layout_action_masks()
         ok = ints >= 0
         out = np.zeros(self.n_actions, dtype=bool)
         out[ok] = lm[ints[ok]]
         eng = env.engine
-        if not self.preempt_idle and not len(env.pending_window):
-            run = env.running_window[:self.n_running]
-            r0 = 1 + self.n_pending
-            out[r0:r0 + len(run)] &= running_pace(eng, run) < 1.0 - 1e-9
+        if self.preempt_when != "always":
+            n_p = len(env.pending_window)
+            needed = bool(n_p) if self.preempt_when == "queued" else not out[1:1 + n_p].all()
+            if not needed:
+                run = env.running_window[:self.n_running]
+                r0 = 1 + self.n_pending
+                out[r0:r0 + len(run)] &= running_pace(eng, run) < 1.0 - 1e-9
         if self.work_conserving:
             out[0] = not out[1:1 + self.n_pending].any()
         else:
@@ -197,9 +207,10 @@ class JobsEnv(gym.Env):
     wrapped env's frames), ``work_conserving=True`` ("nothing more now" only where no pending row can start),
     ``fork=False`` (``True``, on a round-based scenario: ``n_running`` more rows, the running jobs again, whose
     action forks the job as HadarE does: one more copy on free GPUs of other nodes; features ``fork`` and
-    ``copies`` join the defaults), ``preempt_idle=True`` (``False``: while no job is pending, a running row may be
-    preempted only where its job runs below its solo rate on its fastest type; a preemption with nothing waiting
-    restarts the job at once, so it can pay off only by a move to faster GPUs).
+    ``copies`` join the defaults), ``preempt_when="always"`` (``"queued"``: while no job is pending, a running row
+    may be preempted only where its job runs below its solo rate on its fastest type; ``"blocked"``: the same
+    while every pending row can start now; such a preemption restarts the job at once, so it can pay off only
+    by a move to faster GPUs).
     """
 
     metadata = {"render_modes": ["rgb_array", "ansi", "human"], "render_fps": 4}
@@ -211,15 +222,14 @@ class JobsEnv(gym.Env):
                  reward_scale: float | None = None, invalid_action: str = "wait",
                  max_sim_time_s: float | None = None, max_steps: int | None = None,
                  min_run_s: float | None = None, render_mode: str | None = None,
-                 work_conserving: bool = True, fork: bool = False, preempt_idle: bool = True) -> None:
+                 work_conserving: bool = True, fork: bool = False, preempt_when: str = "always") -> None:
         super().__init__()
         if invalid_action not in ("wait", "raise"):
             raise ValueError(f"invalid_action must be 'wait' or 'raise', got {invalid_action!r}")
         if max_steps is not None and (type(max_steps) is not int or max_steps < 1):
             raise ValueError(f"max_steps must be a positive int, got {max_steps!r}")
-        for flag, value in (("fork", fork), ("preempt_idle", preempt_idle)):
-            if not isinstance(value, bool):
-                raise ValueError(f"{flag} must be True or False, got {value!r}")
+        if not isinstance(fork, bool):
+            raise ValueError(f"fork must be True or False, got {fork!r}")
         probe = JobsView(n_pending, n_running, JOB_NAMES[:1], CONTEXT_NAMES[:1], preempt=n_running > 0, fork=fork)
         self._catalog = catalog
         self._wrapped_kwargs = {"objective": objective, "reward_scale": reward_scale,
@@ -231,7 +241,7 @@ class JobsEnv(gym.Env):
         if features is None:
             features = default_features(len(eng.type_names), bool((~np.isnan(eng.deadline)).any()), fork)
         self.view = JobsView(n_pending, n_running, tuple(features[0]), tuple(features[1]), preempt=n_running > 0,
-                             work_conserving=work_conserving, fork=fork, preempt_idle=preempt_idle)
+                             work_conserving=work_conserving, fork=fork, preempt_when=preempt_when)
         self.features = (self.view.job_features, self.view.context_features)
         self.observation_space = self.view.space()
         self.action_space = spaces.Discrete(self.view.n_actions)

@@ -22,15 +22,15 @@ def test_it_finishes_every_job(scenario: str) -> None:
     assert not r["truncated"] and r["jobs_done"] == r["jobs"]
 
 
-def test_it_plays_without_preempting_full_pace_jobs_while_nothing_waits() -> None:
-    """Its default is the process rule ``preempt_idle=False`` (a policy option, recorded as one); the plain rule
-    stays one option away, and the model's own meta.json still says what it was trained with."""
+def test_it_plays_under_a_preemption_rule_of_its_own() -> None:
+    """Its default is the process rule ``preempt_when="blocked"`` (a policy option, recorded as one); the plain
+    rule stays one option away, and the model's own meta.json still says what it was trained with."""
     pol = make_policy("rl-scratch-mixed")
-    assert pol.view.preempt_idle is False
-    assert "preempt_idle" not in pol.meta["env_kwargs"]  # trained with the default process
-    plain = make_policy("rl-scratch-mixed", preempt_idle=True)
-    assert plain.view.preempt_idle is True and plain.options == {"preempt_idle": True}
-    assert make_policy("rl-scratch").view.preempt_idle is True  # the other models keep their training's rule
+    assert pol.view.preempt_when == "blocked"
+    assert "preempt_when" not in pol.meta["env_kwargs"]  # trained with the default process
+    plain = make_policy("rl-scratch-mixed", preempt_when="always")
+    assert plain.view.preempt_when == "always" and plain.options == {"preempt_when": "always"}
+    assert make_policy("rl-scratch").view.preempt_when == "always"  # the other models keep their training's rule
 
 
 def test_playing_a_model_runs_torch_on_one_thread() -> None:

@@ -268,37 +268,41 @@ def test_pace_reads_the_rate_where_a_job_runs_and_the_type_a_pending_job_would_g
     assert checked_run > 50 and checked_pend > 50
 
 
-def test_without_preempt_idle_nothing_waiting_leaves_only_slow_jobs_preemptible():
-    """``preempt_idle=False``: where no job is pending, a running row's preemption is legal only where its job
-    runs below its solo rate on its fastest type; with a job pending the mask is the default one. Played by a
-    policy that never preempts, the episode is the default view's with fewer decision points (those where only
-    a preemption of a full-pace job was legal are skipped)."""
+@pytest.mark.parametrize("rule", ["queued", "blocked"])
+def test_preempt_when_leaves_only_slow_jobs_preemptible_where_no_start_needs_room(rule: str) -> None:
+    """``preempt_when="queued"``: where no job is pending, a running row's preemption is legal only where its job
+    runs below its solo rate on its fastest type; ``"blocked"``: the same wherever every pending row can start
+    now. Elsewhere the mask is the default one. Played by a policy that never preempts, the episode is the
+    default view's with fewer decision points (those where only a preemption of a full-pace job was legal are
+    skipped)."""
 
-    def play(**kw: bool) -> tuple[int, float, int, int]:
+    def play(**kw: str) -> tuple[int, float, int, int]:
         env = JobsEnv("tiny", **kw)
         plain = JobsEnv("tiny").view
         env.reset(seed=5)
-        blocked = with_queue = steps = 0
+        restricted = unrestricted = steps = 0
         while True:
             u, eng = env.wrapped, env.engine
             mask, default = env.action_masks(), plain.mask(u)
             run = np.asarray(u.running_window[:env.view.n_running], dtype=int)
             rows = slice(1 + env.view.n_pending, 1 + env.view.n_pending + len(run))
-            if len(u.pending_window) or kw.get("preempt_idle", True):
+            n_p = len(u.pending_window)
+            free = n_p == 0 if rule == "queued" else bool(default[1:1 + n_p].all())
+            if not kw or not free:
                 assert (mask == default).all()
-                with_queue += bool(len(u.pending_window))
+                unrestricted += bool(n_p) and bool(len(run))
             else:
                 pace = eng.rate[run] * eng.solo_time[run] / np.maximum(eng.iterations[run], 1.0)
                 assert (mask[rows] == (default[rows] & (pace < 1.0 - 1e-9))).all()
-                blocked += int((default[rows] & ~mask[rows]).sum())
+                restricted += int((default[rows] & ~mask[rows]).sum())
             starts = np.flatnonzero(mask[1:1 + env.view.n_pending])
             _, _, term, trunc, info = env.step(int(starts[0]) + 1 if len(starts) else 0)
             steps += 1
             if term or trunc:
-                return steps, info["metrics"]["avg_jct_s"], blocked, with_queue
+                return steps, info["metrics"]["avg_jct_s"], restricted, unrestricted
 
-    steps, jct, blocked, with_queue = play(preempt_idle=False)
+    steps, jct, restricted, unrestricted = play(preempt_when=rule)
     steps_plain, jct_plain, _, _ = play()
-    assert jct == jct_plain and steps < steps_plain and with_queue > 0 and blocked > 0
-    with pytest.raises(ValueError, match="preempt_idle"):
-        JobsEnv("tiny", preempt_idle="no")
+    assert jct == jct_plain and steps < steps_plain and unrestricted > 0 and restricted > 0
+    with pytest.raises(ValueError, match="preempt_when"):
+        JobsEnv("tiny", preempt_when="never")
