@@ -18,9 +18,14 @@ class TraceWindows(gym.Wrapper):
     A scenario whose jobs are generated, not sampled from a trace (``tiny``), has no windows: it is one choice.
     On the full vocabulary the scenarios must share the number of GPU types (its actions name them); the
     job-centric env plays any cluster (:class:`~gpucluster_env.env.jobs_env.JobsEnv` keeps a wrapped env per
-    type count)."""
+    type count).
 
-    def __init__(self, env: gym.Env, scenarios: tuple[str, ...], windows: tuple[str, ...], seed: int) -> None:
+    ``size=(first, ramp_steps)``: a curriculum over episode size: the episode that starts after this env's
+    ``t``-th step has ``first + (N - first) * min(1, t / ramp_steps)`` jobs (rounded; ``N`` the scenario's own), the
+    trace's same arrivals cut shorter."""
+
+    def __init__(self, env: gym.Env, scenarios: tuple[str, ...], windows: tuple[str, ...], seed: int,
+                 size: tuple[int, float] | None = None) -> None:
         super().__init__(env)
         from gpucluster_env.scenarios import get_scenario, samples_trace
 
@@ -29,11 +34,26 @@ class TraceWindows(gym.Wrapper):
             sc = get_scenario(s)
             self.choices += [sc.with_options(window=w) if w else sc for w in windows] if samples_trace(sc) else [sc]
         self._rng = np.random.default_rng(seed)
+        self.size = size
+        self.steps = 0
+
+    def jobs_now(self, full: int) -> int:
+        """The number of jobs of an episode starting now, of a scenario of ``full`` jobs."""
+        if self.size is None:
+            return full
+        first, ramp = self.size
+        return min(full, round(first + (full - first) * min(1.0, self.steps / ramp)))
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict]:
         u = self.env.unwrapped
-        (getattr(u, "wrapped", u)).scenario = self.choices[int(self._rng.integers(len(self.choices)))]
+        sc = self.choices[int(self._rng.integers(len(self.choices)))]
+        n = self.jobs_now(sc.num_jobs)
+        (getattr(u, "wrapped", u)).scenario = sc if n == sc.num_jobs else sc.with_options(num_jobs=n)
         return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        self.steps += 1
+        return self.env.step(action)
 
     def action_masks(self) -> np.ndarray:
         return self.env.unwrapped.action_masks()
@@ -57,7 +77,10 @@ def make_env(cfg: TrainConfig, rank: int) -> Any:
         else:
             env = GPUClusterEnv(cfg.scenarios[0], **cfg.env_args())
             env = gym.wrappers.TimeLimit(env, max_episode_steps(env.engine.n_jobs, env.engine.config.tick_s))
-        env = TraceWindows(env, cfg.scenarios, cfg.windows, seed=cfg.seed * 1000 + rank)
+        size = None
+        if cfg.size_curriculum is not None:  # each env ramps over its share of the run's steps
+            size = (cfg.size_curriculum[0], cfg.size_curriculum[1] * cfg.timesteps / cfg.n_envs)
+        env = TraceWindows(env, cfg.scenarios, cfg.windows, seed=cfg.seed * 1000 + rank, size=size)
         if cfg.process == "jobs" and cfg.reference is not None:
             from gpucluster_env.agents.reference_reward import ReferenceRelative
 

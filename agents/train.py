@@ -51,7 +51,7 @@ def _callbacks(cfg: TrainConfig, out: Path) -> list[Any]:
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     eval_cfg = TrainConfig(**{**asdict(cfg), "windows": ("",), "seed": EVAL_SEED, "n_envs": 1,
-                              "input_baseline": False})
+                              "input_baseline": False, "size_curriculum": None})
     eval_env = DummyVecEnv([make_env(eval_cfg, 0)])
     eval_env.seed(EVAL_SEED)
     if cfg.algo == "maskable_ppo":

@@ -47,6 +47,11 @@ class TrainConfig:
     """``jobs`` with MaskablePPO: the width of the job-scoring network (:mod:`.job_policy`)."""
     scenarios: tuple[str, ...] = ("castor-philly",)
     windows: tuple[str, ...] = ("busiest", "random")
+    size_curriculum: tuple[int, float] | None = None
+    """``(first, fraction)``: a curriculum over episode size: an episode of the run's first steps has ``first``
+    jobs (a shorter window of the same trace, the load unchanged), growing linearly to the scenario's own number
+    over the first ``fraction`` of the run's steps (:class:`.model_build.TraceWindows`); None: every episode
+    whole."""
     timesteps: int | None = None
     seed: int = 0
     n_envs: int = 2
@@ -142,6 +147,18 @@ class TrainConfig:
             raise ValueError("init_model continues a maskable_ppo run of the job-centric process (process 'jobs', "
                              "the project's hyperparameters, no behaviour cloning)")
         self._check_cloning()
+        self._check_curriculum()
+
+    def _check_curriculum(self) -> None:
+        """The size curriculum's checks (a tuple again when read back from meta.json's list)."""
+        if self.size_curriculum is None:
+            return
+        first, fraction = self.size_curriculum
+        self.size_curriculum = (int(first), float(fraction))
+        if self.process != "jobs" or self.input_baseline:
+            raise ValueError("size_curriculum is for the job-centric process (process 'jobs') without input_baseline")
+        if int(first) < 1 or not 0 < float(fraction) <= 1:
+            raise ValueError(f"size_curriculum needs first >= 1 jobs and 0 < fraction <= 1, got {first}, {fraction}")
 
     def _check_cloning(self) -> None:
         """The behaviour-cloning and DAgger options' checks (a bad expert fails before any training)."""

@@ -13,6 +13,17 @@ def _csv(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
+def _size_curriculum(text: str | None) -> tuple[int, float] | None:
+    """``--size-curriculum FIRST:FRACTION`` as a pair (None when not given)."""
+    if text is None:
+        return None
+    first, sep, fraction = text.partition(":")
+    try:
+        return int(first), float(fraction)
+    except ValueError:
+        raise ValueError(f"--size-curriculum: expected FIRST:FRACTION (e.g. 60:0.5), got {text!r}") from None
+
+
 DESCRIPTION = ("Train a policy with stable-baselines3 and save it with its metadata in --out. By default: MaskablePPO "
                "with the job-scoring network on the job-centric decision process, discounted by simulated time, its "
                "reward relative to SRSF on the same trace. See docs/rl.md.")
@@ -38,6 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="scenario(s), comma-separated, one per episode (full vocabulary: one number of GPU types)")
     p.add_argument("--windows", default="busiest,random",
                    help="trace windows drawn per episode (curriculum), comma-separated; '' keeps the scenario's")
+    p.add_argument("--size-curriculum", default=None, metavar="FIRST:FRACTION",
+                   help="'jobs': a curriculum over episode size: episodes of FIRST jobs at the start, growing "
+                        "linearly to the scenario's own over the first FRACTION of the steps (e.g. 60:0.5)")
     p.add_argument("--timesteps", type=int, default=None,
                    help="default: the process's (300,000 for 'jobs', 100,000 for 'full')")
     p.add_argument("--out", required=True, help="output directory (model.zip, meta.json, logs/, checkpoints/)")
@@ -193,7 +207,7 @@ def run(args: argparse.Namespace) -> int:
         dagger_rounds=args.dagger_rounds, dagger_episodes=args.dagger_episodes,
         env_kwargs=env_args(args.env_arg, args.process),
         departure_weight=args.departure_weight, bc_workers=args.bc_workers, input_baseline=args.input_baseline,
-        init_model=args.init_model,
+        init_model=args.init_model, size_curriculum=_size_curriculum(args.size_curriculum),
     )
     out = train(cfg, command=command_line(args))
     print(training_summary(out, args))
