@@ -4,9 +4,9 @@ and grow to the scenario's own number of jobs, each env over its share of the ru
 from __future__ import annotations
 
 import pytest
-
 from gpucluster_env.agents.model_build import TraceWindows, make_env
 from gpucluster_env.agents.train_config import TrainConfig
+
 from gpucluster_env.env.jobs_env import JobsEnv
 
 
