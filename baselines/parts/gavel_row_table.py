@@ -4,7 +4,7 @@ last reset, the deficit), one value per GPU type for each row, a row being one j
 
 A round reads the records of thousands of rows at once (every active job's), so the one-job rows live in one
 dense array indexed by job, read by one index array (:meth:`RowTable.take`), and the pair rows (packed Gavel:
-thousands of candidate pairs, hundreds of thousands kept across resets on a loaded month) in a second dense array
+thousands of candidate pairs, and every pair row kept across resets while both its jobs live) in a second dense array
 whose line for each pair a sorted array of pair codes names (:func:`pair_code`: ``(i, j)`` as one int64 that sorts
 as the tuple does), found with ``searchsorted``: a read, a write or a reset costs a few array passes over the rows
 it names, not a Python step per pair. A row never written reads as zeros, as a missing key did in the dict the
