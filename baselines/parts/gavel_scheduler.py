@@ -126,11 +126,13 @@ class Gavel(Policy):
     def _account(self, view: ClusterView) -> None:
         """Add the time each row granted last round ran on its type."""
         dt = view.now - self._round_t
-        jt = self.job_time
-        for key, k in self.granted.items():
-            j = key[0]
-            run = dt if view.is_running(j) else max(0.0, min(dt, view.finish_time(j) - self._round_t))
-            jt.row(key)[k] += run if math.isfinite(run) else 0.0
+        if self.granted:
+            runs = []
+            for key in self.granted:
+                j = key[0]
+                run = dt if view.is_running(j) else max(0.0, min(dt, view.finish_time(j) - self._round_t))
+                runs.append(run if math.isfinite(run) else 0.0)
+            self.job_time.add(row_index(list(self.granted)), list(self.granted.values()), runs)
         self._round_t = view.now
 
     def _reset_times(self, now: float, active: list[int]) -> None:

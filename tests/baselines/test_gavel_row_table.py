@@ -46,7 +46,7 @@ def test_of_rows_and_live_index() -> None:
     live = np.zeros(8, dtype=bool)
     live[[1, 2, 5, 6]] = True
     ix = live_index([a, b], live)
-    assert ix.heads.tolist() == [1, 5, 6, 2] and ix.pairs == [(3, (2, 6))]
+    assert ix.heads.tolist() == [1, 5, 6, 2] and ix.pos.tolist() == [3] and ix.codes.tolist() == [(2 << 32) | 6]
 
 
 def test_write_pairs_is_one_setitem_per_pair() -> None:
@@ -62,6 +62,41 @@ def test_write_pairs_is_one_setitem_per_pair() -> None:
         for key, v in zip(keys, values, strict=True):
             plain[key] = v
         batched.write_pairs(keys, values)
-        assert plain.pairs == batched.pairs
-        ix = row_index(list(plain.pairs))
+        assert plain.pair_keys() == batched.pair_keys()
+        ix = row_index(plain.pair_keys())
         assert np.array_equal(plain.take(ix), batched.take(ix))
+
+
+def test_random_ops_read_like_a_dict_of_rows() -> None:
+    # #44: pair rows found by sorted int64 codes; every read, write, fill, add and live index as the dict records
+    rng = np.random.default_rng(7)
+    n, nk = 9, 2
+    for _ in range(40):
+        t, d = RowTable(n, nk), {}
+        for _ in range(int(rng.integers(1, 12))):
+            rows = list(dict.fromkeys(
+                (int(a),) if rng.random() < 0.4 else (int(a), int(b)) for a, b in rng.integers(0, n, size=(6, 2))))
+            ix, op = row_index(rows), rng.integers(0, 4)
+            if op == 0:
+                vals = rng.random((len(rows), nk))
+                t.write(ix, vals)
+                d.update({r: v for r, v in zip(rows, vals, strict=True)})
+            elif op == 1:
+                t.fill_missing(ix, 180.0)
+                d.update({r: np.full(nk, 180.0) for r in rows if r not in d})
+            elif op == 2:
+                ks, amounts = rng.integers(0, nk, len(rows)).tolist(), rng.random(len(rows)).tolist()
+                t.add(ix, ks, amounts)
+                for r, k, a in zip(rows, ks, amounts, strict=True):
+                    d.setdefault(r, np.zeros(nk))[k] += a
+            assert np.array_equal(t.take(ix), _dict_take(d, rows, nk))
+            assert all((r in t) == (r in d) for r in rows)
+        live = rng.random(n) < 0.6
+        ix = live_index([t, RowTable(n, nk)], live)
+        want = sorted(r for r in d if len(r) == 1 and live[r[0]]) + sorted(
+            r for r in d if len(r) == 2 and live[r[0]] and live[r[1]])
+        assert ix.heads.tolist() == [r[0] for r in want] and len(ix.pos) == sum(len(r) == 2 for r in want)
+        assert np.array_equal(t.take(ix), _dict_take(d, want, nk))
+        kept = RowTable.of_rows(n, ix, t.take(ix))  # a reset's table: the live rows alone, as they read
+        assert kept.pair_keys() == [r for r in want if len(r) == 2]
+        assert np.array_equal(kept.take(row_index(list(d))), _dict_take({r: d[r] for r in want}, list(d), nk))
