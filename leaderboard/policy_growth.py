@@ -2,7 +2,8 @@
 
 Every (policy, size) is one fresh process of ``gpucluster run --scenario S --option num_jobs=N --policy P --json``,
 as a user runs it, and its cost is that process's whole CPU (user + system, read by ``os.wait4``, so imports and
-the environment's build count) and peak memory. FIFO runs first at each size, in the same sitting. A run past
+the environment's build count) and peak memory. FIFO runs first at each size, in the same sitting, and again
+after every few policies where asked (``fifo_every``), each ratio then over the FIFO runs beside it. A run past
 ``timeout_s`` of wall time is stopped and its row says so (``stopped``), with the CPU it had used.
 
 The figure the issue sets a target on is the growth of a policy's own work: from one size to the next, how much
@@ -94,32 +95,61 @@ def _vm_hwm_mb(pid: int, peak: float | None) -> float | None:
 
 
 def growth_runs(sizes: tuple[int, ...], policies: list[str], scenario: str, seed: int = 0,
-                timeout_s: float = 600.0, progress: Any = None, scale_cluster: bool = False) -> list[dict[str, Any]]:
+                timeout_s: float = 600.0, progress: Any = None, scale_cluster: bool = False,
+                fifo_every: int = 0) -> list[dict[str, Any]]:
     """A :func:`run_process` row for FIFO and then each of ``policies`` at each size, with ``x_fifo_cpu`` (CPU
     over FIFO's at that size); a policy that does not apply to ``scenario`` gets a row with its reason in
     ``skipped``. ``progress(text)`` is told what runs next. ``scale_cluster``: each size runs on the scenario's
     cluster scaled by that size over the largest (:meth:`~gpucluster_env.hardware.ClusterSpec.scaled`), so the
-    jobs per GPU, and with them the queues a decision walks, stay about the same while the trace grows."""
+    jobs per GPU, and with them the queues a decision walks, stay about the same while the trace grows.
+
+    ``fifo_every`` > 0 runs FIFO again after every that many policies and after the last (rows with ``repeat``
+    1, 2, ...), and each policy's ``x_fifo_cpu`` is over ``fifo_cpu_s``, the mean of the FIFO runs just before
+    and just after it: on a machine whose load changes during a bench, each ratio then compares runs of about
+    the same sitting. FIFO's own rows are over the mean of all its runs at that size."""
     from gpucluster_env.policy import registered_policies
     from gpucluster_env.scenarios import get_scenario
 
     sc = get_scenario(scenario)
-    names = ["fifo"] + [n for n in policies if n != "fifo"]
+    others = [n for n in policies if n != "fifo"]
     rows: list[dict[str, Any]] = []
     for n in sizes:
         cluster = sc.cluster.scaled(n / max(sizes)).to_spec() if scale_cluster else None
-        fifo: dict[str, Any] | None = None
-        for name in names:
+        order = ["fifo"]
+        for i, name in enumerate(others):
+            order.append(name)
+            if fifo_every > 0 and ((i + 1) % fifo_every == 0 or i + 1 == len(others)):
+                order.append("fifo")
+        size_rows: list[dict[str, Any]] = []
+        for name in order:
             cls = registered_policies()[name]
             if not cls.applies_to(sc):
-                rows.append({"policy": name, "jobs": n, "skipped": cls.not_applicable_because(sc)})
+                size_rows.append({"policy": name, "jobs": n, "skipped": cls.not_applicable_because(sc)})
                 continue
             if progress is not None:
                 progress(f"{name} on {scenario} at {n:,} jobs")
-            row = run_process(scenario, name, n, seed, timeout_s, cluster)
-            fifo = fifo or row
-            row["x_fifo_cpu"] = row["cpu_s"] / fifo["cpu_s"]
-            rows.append(row)
+            size_rows.append(run_process(scenario, name, n, seed, timeout_s, cluster))
+        rows += _fifo_ratios(size_rows)
+    return rows
+
+
+def _fifo_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One size's rows in run order with ``fifo_cpu_s`` and ``x_fifo_cpu`` set (see :func:`growth_runs`)."""
+    fifo_at = [i for i, r in enumerate(rows) if r["policy"] == "fifo" and "cpu_s" in r]
+    if not fifo_at:
+        return rows
+    for k, i in enumerate(fifo_at[1:], start=1):
+        rows[i]["repeat"] = k
+    mean_all = sum(rows[i]["cpu_s"] for i in fifo_at) / len(fifo_at)
+    for i, r in enumerate(rows):
+        if "cpu_s" not in r:
+            continue
+        if r["policy"] == "fifo":
+            r["fifo_cpu_s"] = mean_all
+        else:
+            near = [j for j in fifo_at if j < i][-1:] + [j for j in fifo_at if j > i][:1]
+            r["fifo_cpu_s"] = sum(rows[j]["cpu_s"] for j in near) / len(near)
+        r["x_fifo_cpu"] = r["cpu_s"] / r["fifo_cpu_s"]
     return rows
 
 
@@ -127,7 +157,7 @@ def excess_growth(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Per policy and consecutive pair of sizes both finished: how much faster its CPU above FIFO's grew than its
     steps (module docstring), with the target's verdict (``within_target``; None where the policy's own work at
     the smaller size is too small to read, under :data:`MIN_OWN_CPU_S` above FIFO)."""
-    done = {(r["policy"], r["jobs"]): r for r in rows if "steps" in r}
+    done = {(r["policy"], r["jobs"]): r for r in rows if "steps" in r and "repeat" not in r}
     sizes = sorted({r["jobs"] for r in rows})
     out = []
     for policy in dict.fromkeys(r["policy"] for r in rows if r["policy"] != "fifo"):
@@ -136,7 +166,8 @@ def excess_growth(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                               done.get(("fifo", b)))
             if not (pa and pb and fa and fb):
                 continue
-            own_a, own_b = pa["cpu_s"] - fa["cpu_s"], pb["cpu_s"] - fb["cpu_s"]
+            own_a = pa["cpu_s"] - pa.get("fifo_cpu_s", fa["cpu_s"])
+            own_b = pb["cpu_s"] - pb.get("fifo_cpu_s", fb["cpu_s"])
             steps = pb["steps"] / pa["steps"]
             readable = own_a >= MIN_OWN_CPU_S
             ratio = (own_b / own_a) / steps if readable else None
@@ -153,6 +184,7 @@ def plot_growth(rows: list[dict[str, Any]], path: Path, scenario: str) -> Path:
 
     plt = _plt()
     fig, ax = plt.subplots(figsize=(8, 5.5))
+    rows = [r for r in rows if "repeat" not in r]  # FIFO's runs after the first: the ratios' yardsticks only
     policies = list(dict.fromkeys(r["policy"] for r in rows if "cpu_s" in r))
     others = [p for p in policies if p != "fifo"]
     colors = _colors(others)  # tab10 by name, the line style varying beyond ten, as the other plots

@@ -25,7 +25,7 @@ TARGET_GROWTH = 1.5
 def runs(path: Path) -> tuple[dict[tuple[str, int], dict[str, Any]], dict[str, dict[str, Any]]]:
     """The growth rows by (policy, jobs), and the excess-growth rows by policy, of one bench JSON."""
     data = json.loads(path.read_text())
-    rows = {(r["policy"], r["jobs"]): r for r in data["policy_growth"]}
+    rows = {(r["policy"], r["jobs"]): r for r in data["policy_growth"] if "repeat" not in r}
     return rows, {r["policy"]: r for r in data.get("policy_excess_growth", [])}
 
 

@@ -69,6 +69,10 @@ def register(sub: Subparsers) -> None:
     p.add_argument("--growth-scale-cluster", action="store_true",
                    help="run each growth size on the scenario's cluster scaled by that size over the largest, so "
                         "jobs per GPU stay about the same (default: the scenario's cluster at every size)")
+    p.add_argument("--growth-fifo-every", type=int, default=4, metavar="K",
+                   help="run FIFO again after every K policies and after the last, each policy's ratio then over "
+                        "the FIFO runs just before and after it, so a machine's changing load cancels (default 4; "
+                        "0: FIFO once, first)")
     p.add_argument("--growth-plot", metavar="PNG", default=None,
                    help="draw the growth runs' CPU against jobs, log-log, into this PNG (needs matplotlib)")
     p.add_argument("--json", action="store_true")
@@ -191,7 +195,7 @@ def _growth(args: argparse.Namespace, policies: list[str] | None, console: Any, 
     with console.status("growth runs …", spinner="dots") as status:
         rows = growth_runs(sizes, policies or reference_policies(), args.growth_scenario, args.seed,
                            args.growth_timeout, progress=lambda text: status.update(f"growth: {text} …"),
-                           scale_cluster=args.growth_scale_cluster)
+                           scale_cluster=args.growth_scale_cluster, fifo_every=args.growth_fifo_every)
     out["policy_growth"] = rows
     out["policy_excess_growth"] = excess_growth(rows)
     if args.growth_plot:
@@ -210,6 +214,8 @@ def check_bench_args(args: argparse.Namespace) -> None:
         if not (low <= v <= high):
             raise ValueError(f"--{key.replace('_', '-')} {v}: must be from {low:,} to {high:,}")
     _growth_sizes(args)
+    if args.growth_fifo_every < 0:
+        raise ValueError(f"--growth-fifo-every {args.growth_fifo_every}: must be 0 or more")
     if not args.growth_timeout > 0:
         raise ValueError(f"--growth-timeout {args.growth_timeout}: must be positive")
     if args.growth_plot is not None and not args.growth_plot.lower().endswith(".png"):

@@ -26,11 +26,17 @@ def test_bench_growth_runs_each_policy_in_its_own_process_and_draws_the_plot(tmp
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     rows = out["policy_growth"]
-    assert [(r["policy"], r["jobs"]) for r in rows] == [(p, n) for n in (60, 240) for p in ("fifo", "sjf", "tiresias")]
+    # FIFO again after the last policy (--growth-fifo-every 4): each ratio over the FIFO runs on either side
+    order = [(p, n) for n in (60, 240) for p in ("fifo", "sjf", "tiresias", "fifo")]
+    assert [(r["policy"], r["jobs"]) for r in rows] == order
+    assert [r.get("repeat") for r in rows] == [None, None, None, 1] * 2
     for r in rows:
         assert not r["stopped"] and r["cpu_s"] > 0.1 and r["steps"] >= r["jobs"] and 20 < r["peak_rss_mb"] < 2000
-    fifo = {r["jobs"]: r for r in rows if r["policy"] == "fifo"}
-    assert all(r["x_fifo_cpu"] == r["cpu_s"] / fifo[r["jobs"]]["cpu_s"] for r in rows)
+    for n in (60, 240):
+        fifo = [r["cpu_s"] for r in rows if r["policy"] == "fifo" and r["jobs"] == n]
+        for r in rows:
+            if r["jobs"] == n:
+                assert r["fifo_cpu_s"] == sum(fifo) / 2 and r["x_fifo_cpu"] == r["cpu_s"] / r["fifo_cpu_s"]
     # the same runs as `gpucluster run` (episodes are deterministic): tiresias at 240 jobs
     ref = json.loads(subprocess.run([GPUCLUSTER, "run", "--scenario", "tiny", "--policy", "tiresias", "--option",
                                      "num_jobs=240", "--no-progress", "--json"], capture_output=True, text=True,
@@ -64,6 +70,29 @@ def test_excess_growth_is_own_cpu_growth_over_steps_growth() -> None:
     assert got["p"]["own_cpu_growth"] == 30.0 and got["p"]["steps_growth"] == 10.0
     assert got["p"]["excess_growth"] == 3.0 and got["p"]["within_target"] is False
     assert got["q"]["excess_growth"] is None and got["q"]["within_target"] is None  # 0.3 s: too small to read
+
+
+def test_each_ratio_is_over_the_fifo_runs_beside_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpucluster_env.leaderboard import policy_growth
+
+    cpu = iter([2.0, 10.0, 20.0, 4.0, 30.0, 6.0])  # fifo, sjf, ssf, fifo, srsf, fifo
+    ran: list[str] = []
+
+    def fake(scenario: str, policy: str, jobs: int, seed: int, timeout_s: float, cluster: str | None) -> dict:
+        ran.append(policy)
+        return {"policy": policy, "jobs": jobs, "cpu_s": next(cpu), "steps": 10, "stopped": False}
+
+    monkeypatch.setattr(policy_growth, "run_process", fake)
+    rows = policy_growth.growth_runs((50,), ["sjf", "ssf", "srsf"], "tiny", fifo_every=2)
+    assert ran == ["fifo", "sjf", "ssf", "fifo", "srsf", "fifo"]
+    x = {(r["policy"], r.get("repeat")): r["x_fifo_cpu"] for r in rows}
+    assert x[("sjf", None)] == 10.0 / 3.0 and x[("ssf", None)] == 20.0 / 3.0 and x[("srsf", None)] == 30.0 / 5.0
+    assert x[("fifo", None)] == 2.0 / 4.0 and x[("fifo", 2)] == 6.0 / 4.0
+    # the growth of a policy's own work reads its own FIFO yardstick, and FIFO's repeats are not policies
+    big = policy_growth._fifo_ratios([{"policy": "fifo", "jobs": 500, "cpu_s": 8.0, "steps": 100},
+                                      {"policy": "sjf", "jobs": 500, "cpu_s": 48.0, "steps": 100}])
+    got = policy_growth.excess_growth(rows + big)
+    assert [(e["policy"], e["own_cpu_growth"]) for e in got] == [("sjf", 40.0 / 7.0)]
 
 
 def test_scaled_cluster_keeps_node_shapes_and_scales_the_node_counts() -> None:
