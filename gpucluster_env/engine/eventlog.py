@@ -13,26 +13,52 @@ from typing import Any
 
 
 class EventLog:
-    """Append-only list of ``(time_s, kind, job, extra)`` records."""
+    """Append-only list of ``(time_s, kind, job, extra)`` records.
+
+    A copy (``copy.deepcopy``, as :meth:`ClusterEngine.clone` takes one for a search's rollout) shares the records
+    it starts from: records are never changed once added, so it keeps the original's list and how many of its
+    records are its own (``_base``, ``_base_len``) and appends its new ones to a list of its own. ``records`` joins
+    the two when first read, so a rollout that never reads its log never pays for the history it starts with."""
 
     def __init__(self) -> None:
-        self.records: list[tuple[float, str, int, dict[str, Any] | None]] = []
+        self._own: list[tuple[float, str, int, dict[str, Any] | None]] = []
+        self._base: list[tuple[float, str, int, dict[str, Any] | None]] | None = None
+        self._base_len = 0
+
+    @property
+    def records(self) -> list[tuple[float, str, int, dict[str, Any] | None]]:
+        """Every record, in order (a copy's shared start joined to its own records on the first read)."""
+        if self._base is not None:
+            self._own = self._base[:self._base_len] + self._own
+            self._base = None
+        return self._own
+
+    @records.setter
+    def records(self, value: list[tuple[float, str, int, dict[str, Any] | None]]) -> None:
+        self._own, self._base, self._base_len = value, None, 0
 
     def add(self, t: float, kind: str, job: int, **extra: Any) -> None:
-        self.records.append((t, kind, job, extra or None))
+        self._own.append((t, kind, job, extra or None))
 
     def record(self, t: float, kind: str, job: int, extra: dict[str, Any] | None) -> None:
         """:meth:`add` with the extra fields as a dict already (or None): the hot paths' form."""
-        self.records.append((t, kind, job, extra))
+        self._own.append((t, kind, job, extra))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> EventLog:
-        """A copy with its own list of the same records (records are never changed once added)."""
+        """A copy that shares this log's records so far (they never change) and keeps its new ones apart."""
         out = EventLog()
-        out.records = list(self.records)
+        out._base = self.records  # joined first if this log is itself a copy, so a copy never chains
+        out._base_len = len(out._base)
         return out
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {"records": self.records}  # pickled as the records themselves, never a shared list
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.records = state["records"]
+
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self._own) + (self._base_len if self._base is not None else 0)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for t, kind, job, extra in self.records:

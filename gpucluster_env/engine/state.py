@@ -22,6 +22,7 @@ from ..performance import fit_accumulation, solo_iter_time, xi_table
 from .activity import SmActivity
 from .eventlog import EventLog
 from .events import EventQueue
+from .state_copy import clone_memo
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -334,15 +335,9 @@ class EngineState:
     def shared_memo(self) -> dict[int, Any]:
         """What a clone shares with this state, as a ``copy.deepcopy`` memo: the static tables (catalog,
         cluster, job table, performance tables and their caches, the attributes set before the first
-        :meth:`reset`) and the running copies' constants (replaced, never changed in place); and, as a copy, the
-        per-GPU batches now (a list of ints: a shallow copy is a deep one, at a fraction of its cost)."""
-        d = self.__dict__
-        memo: dict[int, Any] = {id(d[k]): d[k] for k in self._static_names}
-        memo[id(self.batch_l)] = self.batch_l[:]
-        for cs in self.copy_consts.values():
-            for c in cs:
-                memo[id(c)] = c
-        return memo
+        :meth:`reset`) and the running copies' constants (replaced, never changed in place); and flat copies of
+        the arrays and containers of plain numbers, whose flat copy is a deep one (:mod:`.state_copy`)."""
+        return clone_memo(self, self._static_names)
 
     _VIEWS = ("slot_job_flat", "slot_share_flat", "free_flat")
 

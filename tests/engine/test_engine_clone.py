@@ -116,3 +116,37 @@ def test_a_liss_switch_on_a_clone_leaves_the_original_as_it_was(build) -> None:
     for e in (eng, alone):
         e.apply(Squeeze(0))  # rated again from its copy's constants
     assert eng.rate[0] == alone.rate[0]
+
+
+def test_a_clone_copies_every_dynamic_container_and_shares_its_log_start() -> None:
+    """The clone's memo (``engine.state_copy``) copies each per-job array, queue and running copy flat: nothing
+    dynamic is the original's object; the event log shares the records it starts from, keeps its own apart,
+    and joins them only when read."""
+    import pickle
+
+    env = GPUClusterEnv("castor-philly", observation="none")
+    env.reset(seed=0)
+    eng = env.engine
+    _play(eng, make_policy("castor"), 150)
+    assert eng.state.copies and eng.state.running_set
+    twin = eng.clone()
+    static = eng.state._static_names
+    for k, v in eng.state.__dict__.items():
+        w = twin.state.__dict__[k]
+        if k in static or isinstance(v, int | float | str | bool | type(None)):
+            continue
+        if k in ("copy_consts",):
+            assert w is not v and all(w[j] == v[j] and w[j] is not v[j] for j in v)
+            continue
+        assert w is not v, k
+    for j, arrays in eng.state.copies.items():
+        assert all(a is not b and np.array_equal(a, b) for a, b in zip(arrays, twin.state.copies[j], strict=True))
+    n = len(eng.log)
+    assert twin.log._base is eng.log.records and len(twin.log) == n  # shared, not copied
+    _play(twin, make_policy("castor"), 20)
+    _play(eng, make_policy("castor"), 5)
+    assert twin.log.records[:n] == eng.log.records[:n] and twin.log._base is None
+    assert len(twin.log.records) == len(twin.log) > n
+    grand = twin.clone()
+    back = pickle.loads(pickle.dumps(grand.log))
+    assert back == grand.log == twin.log and back._base is None
