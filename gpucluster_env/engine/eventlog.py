@@ -20,10 +20,11 @@ class EventLog:
     records are its own (``_base``, ``_base_len``) and appends its new ones to a list of its own. ``records`` joins
     the two when first read, so a rollout that never reads its log never pays for the history it starts with."""
 
-    def __init__(self) -> None:
+    def __init__(self, start: list[tuple[float, str, int, dict[str, Any] | None]] | None = None) -> None:
+        """An empty log, or (``start``) one whose first records are those of ``start`` now, shared, not copied."""
         self._own: list[tuple[float, str, int, dict[str, Any] | None]] = []
-        self._base: list[tuple[float, str, int, dict[str, Any] | None]] | None = None
-        self._base_len = 0
+        self._base = start
+        self._base_len = 0 if start is None else len(start)
 
     @property
     def records(self) -> list[tuple[float, str, int, dict[str, Any] | None]]:
@@ -46,10 +47,7 @@ class EventLog:
 
     def __deepcopy__(self, memo: dict[int, Any]) -> EventLog:
         """A copy that shares this log's records so far (they never change) and keeps its new ones apart."""
-        out = EventLog()
-        out._base = self.records  # joined first if this log is itself a copy, so a copy never chains
-        out._base_len = len(out._base)
-        return out
+        return EventLog(self.records)  # joined first if this log is itself a copy, so copies never chain
 
     def __getstate__(self) -> dict[str, Any]:
         return {"records": self.records}  # pickled as the records themselves, never a shared list
