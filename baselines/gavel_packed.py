@@ -11,7 +11,9 @@ A class pair's time is realized by job pairs: the i-th job of one class with the
 within one class), each pair given the class pair's time divided by the number of job pairs. With
 ``objective="makespan"`` (:func:`.gavel_lp.packed_min_makespan`) the steps left differ from job to job, so every job
 is its own row and the LP chooses job pairs (gimbal §7.2's baseline: Gavel's makespan policy with its own packing):
-by default (``pair_lp="partners"``) one column per job, partner class and type (:mod:`.parts.gavel_partner_lp`), its
+by default (``pair_lp="groups"``) one column per group of alike jobs (same class and throughputs), partner class and
+type where that reaches the optimum, its time handed to the group's jobs, else (``pair_lp="partners"``) one column per
+job, partner class and type (:mod:`.parts.gavel_partner_lp`), its
 job pairs then being the transport plans of the partner-class times; with ``pair_lp="pairs"`` one column per job pair
 and type, Gavel's own formulation (the same optimum, kept for checking; where several allocations reach it, HiGHS may
 return another one). Those pairs
@@ -34,8 +36,10 @@ from gpucluster_env.performance import fit_accumulation, footprint_gb
 from gpucluster_env.policy import register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
-PAIR_LPS = ("pairs", "partners")
-"""The makespan objective's LP: ``partners`` (the default), one column per job, partner class and type
+PAIR_LPS = ("pairs", "partners", "groups")
+"""The makespan objective's LP: ``groups`` (the default since 2026-12-07, #44), the partner-class LP over groups of
+alike jobs where that reaches the bound every allocation has (else ``partners``'; docs/gavel.md, "The LP over groups of
+alike jobs"); ``partners``, one column per job, partner class and type
 (:mod:`.parts.gavel_partner_lp`: the same optimum, seconds instead of minutes at hundreds of jobs); ``pairs``, one per
 pair of jobs and type (Gavel's own formulation, ~n^2/2 columns; the exact-but-slow check). Both reach the same
 optimum; where several allocations reach it, HiGHS may return another one, so the two may run different pairs
@@ -56,7 +60,7 @@ class GavelPacked(Gavel):
     def __init__(self, objective: Annotated[str, OptionSpec(choices=("max-min", "makespan"))] = "max-min",
                  round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
                  wait_for_reset: bool = False,
-                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "partners") -> None:
+                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "groups") -> None:
         """``objective``: ``max-min`` or ``makespan``; ``round_s``: round length (None: the scenario's, else
         360 s); ``min_reset_s``: least time between allocation recomputations; ``wait_for_reset``: Gavel's
         between-resets rule (:attr:`.gavel_scheduler.Gavel.wait_for_reset`); ``pair_lp``: how the makespan LP
@@ -138,8 +142,8 @@ class GavelPacked(Gavel):
                                                                 t[ti[rep[a]]], t[ti[rep[b]]])
         if self.objective == "makespan":  # every job its own row: the steps left differ
             gpus, rem = view.req_gpus[active], view.remaining_now()[active]
-            if self.pair_lp == "partners":  # partners counted by class
-                r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls], cls)[1]
+            if self.pair_lp != "pairs":  # partners counted by class
+                r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls], cls, self.pair_lp == "groups")[1]
             else:
                 r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls][:, cls])[1]
             members, of = [[j] for j in active], cls
