@@ -11,10 +11,10 @@ A class pair's time is realized by job pairs: the i-th job of one class with the
 within one class), each pair given the class pair's time divided by the number of job pairs. With
 ``objective="makespan"`` (:func:`.gavel_lp.packed_min_makespan`) the steps left differ from job to job, so every job
 is its own row and the LP chooses job pairs (gimbal §7.2's baseline: Gavel's makespan policy with its own packing):
-by default (``pair_lp="groups"``) one column per group of alike jobs, partner class and type where that reaches the
-optimum, the group's time handed to its jobs, else (``pair_lp="partners"``) one column per job, partner class and
-type (:mod:`.parts.gavel_partner_lp`), its
-job pairs then being the transport plans of the partner-class times; with ``pair_lp="pairs"`` one column per job pair
+by default (``pair_lp="partners"``) one column per job, partner class and type (:mod:`.parts.gavel_partner_lp`), its
+job pairs then being the transport plans of the partner-class times (``pair_lp="groups"``: one column per group of
+alike jobs, partner class and type where that reaches the optimum, the group's time handed to its jobs; faster, but
+it paces every job to finish at the makespan: docs/gavel.md); with ``pair_lp="pairs"`` one column per job pair
 and type, Gavel's own formulation (the same optimum, kept for checking; where several allocations reach it, HiGHS may
 return another one). Those pairs
 are rows of Gavel's rounds beside the single jobs (priority = allocation / share of time received); a granted pair
@@ -37,10 +37,11 @@ from gpucluster_env.policy import register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 PAIR_LPS = ("pairs", "partners", "groups")
-"""The makespan objective's LP: ``groups`` (the default since 2026-12-07, #44), the partner-class LP over groups of
-alike jobs where that reaches the bound every allocation has, else as ``partners`` (docs/gavel.md, "The
-partner-class LP over groups of alike jobs"); ``partners``, one column per job, partner class and type
-(:mod:`.parts.gavel_partner_lp`: the same optimum, seconds instead of minutes at hundreds of jobs); ``pairs``, one per
+"""The makespan objective's LP: ``partners`` (the default), one column per job, partner class and type
+(:mod:`.parts.gavel_partner_lp`: the same optimum, seconds instead of minutes at hundreds of jobs); ``groups``, the
+same over groups of alike jobs where that reaches the bound every allocation has, else as ``partners`` (an option,
+not the default: its optimum gives every job just its rate, which moves average JCT out of the boards' intervals;
+docs/gavel.md, "The partner-class LP over groups of alike jobs"); ``pairs``, one per
 pair of jobs and type (Gavel's own formulation, ~n^2/2 columns; the exact-but-slow check). Both reach the same
 optimum; where several allocations reach it, HiGHS may return another one, so the two may run different pairs
 (the default moved on 2026-12-07, #44: the boards' gimbal-philly / gimbal-alibaba means stay within the previous
@@ -60,7 +61,7 @@ class GavelPacked(Gavel):
     def __init__(self, objective: Annotated[str, OptionSpec(choices=("max-min", "makespan"))] = "max-min",
                  round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
                  wait_for_reset: bool = False,
-                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "groups") -> None:
+                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "partners") -> None:
         """``objective``: ``max-min`` or ``makespan``; ``round_s``: round length (None: the scenario's, else
         360 s); ``min_reset_s``: least time between allocation recomputations; ``wait_for_reset``: Gavel's
         between-resets rule (:attr:`.gavel_scheduler.Gavel.wait_for_reset`); ``pair_lp``: how the makespan LP

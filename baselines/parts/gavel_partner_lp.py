@@ -47,11 +47,6 @@ from gpucluster_env.baselines.parts.gavel_lp_inputs import RateLP, check_inputs
 TOL = 1e-9
 """Time fractions at or below this are read as zero when pairs are built from the solution."""
 
-FILL = 1e-4
-"""The weight of the groups' LP's second aim, the groups' rates over their demanded rates summed, beside ``z``
-(whose scale is 1 there): the capacity the bound leaves is given out, as the LP over jobs' vertex gives some jobs
-several times their rate, instead of every job paced to finish at the makespan (docs/gavel.md)."""
-
 BOUND_RTOL = 1e-7
 """How far below the bound on every allocation's ``z`` (relatively) the grouped LP's may fall and still count as
 reaching it (HiGHS' own feasibility tolerance is 1e-7)."""
@@ -134,23 +129,14 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.n
     ub_[:ns] = np.where(t[jj, kk] > 0, spec.time[jj], 0.0)
     ub_[ns:ns + nu] = spec.time[uj]
     ub_[ns + nu:] = np.inf
-    cost = _cost(a_ub, n, zcol, 0.0 if zscale is None else FILL)
+    cost = np.zeros(zcol + 1)
+    cost[zcol] = -1.0
     # as linprog(method="highs"), same bits
     x, why = gavel_highs.minimize(cost, a_ub, b_ub, ub_, a_eq, np.zeros(neq) if neq else None, solver=None)
     if x is None:
         raise RuntimeError(f"Gavel packed LP failed: {why}")
     v = np.maximum(x, 0.0) + 0.0  # + 0.0: no negative zeros
     return float(x[zcol] * bmax), np.minimum(v[:ns].reshape(n, nk), spec.time[:, None]), (uj, ub, uk), v[ns:ns + nu]
-
-
-def _cost(a_ub: object, n: int, zcol: int, fill: float) -> np.ndarray:
-    """The objective: maximize ``z``, and with ``fill > 0`` also, by that weight, the rows' rates over their
-    demanded rates summed (the throughput rows are the first ``n`` of ``a_ub``, rates with a minus sign)."""
-    cost = np.zeros(zcol + 1)
-    if fill > 0:
-        cost[:zcol] = fill * np.asarray(a_ub[:n].sum(axis=0)).ravel()[:zcol]
-    cost[zcol] = -1.0
-    return cost
 
 
 def _grouped(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.ndarray, pt: np.ndarray
