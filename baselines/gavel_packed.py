@@ -12,7 +12,9 @@ within one class), each pair given the class pair's time divided by the number o
 ``objective="makespan"`` (:func:`.gavel_lp.packed_min_makespan`) the steps left differ from job to job, so every job
 is its own row and the LP chooses job pairs (gimbal §7.2's baseline: Gavel's makespan policy with its own packing):
 by default (``pair_lp="partners"``) one column per job, partner class and type (:mod:`.parts.gavel_partner_lp`), its
-job pairs then being the transport plans of the partner-class times; with ``pair_lp="pairs"`` one column per job pair
+job pairs then being the transport plans of the partner-class times (``pair_lp="groups"``: one column per group of
+alike jobs, partner class and type where that reaches the optimum, the group's time handed to its jobs; faster, but
+it paces every job to finish at the makespan: docs/gavel.md); with ``pair_lp="pairs"`` one column per job pair
 and type, Gavel's own formulation (the same optimum, kept for checking; where several allocations reach it, HiGHS may
 return another one). Those pairs
 are rows of Gavel's rounds beside the single jobs (priority = allocation / share of time received); a granted pair
@@ -34,9 +36,12 @@ from gpucluster_env.performance import fit_accumulation, footprint_gb
 from gpucluster_env.policy import register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
-PAIR_LPS = ("pairs", "partners")
+PAIR_LPS = ("pairs", "partners", "groups")
 """The makespan objective's LP: ``partners`` (the default), one column per job, partner class and type
-(:mod:`.parts.gavel_partner_lp`: the same optimum, seconds instead of minutes at hundreds of jobs); ``pairs``, one per
+(:mod:`.parts.gavel_partner_lp`: the same optimum, seconds instead of minutes at hundreds of jobs); ``groups``, the
+same over groups of alike jobs where that reaches the bound every allocation has, else as ``partners`` (an option,
+not the default: its optimum gives every job just its rate, which moves average JCT out of the boards' intervals;
+docs/gavel.md, "The partner-class LP over groups of alike jobs"); ``pairs``, one per
 pair of jobs and type (Gavel's own formulation, ~n^2/2 columns; the exact-but-slow check). Both reach the same
 optimum; where several allocations reach it, HiGHS may return another one, so the two may run different pairs
 (the default moved on 2026-12-07, #44: the boards' gimbal-philly / gimbal-alibaba means stay within the previous
@@ -138,8 +143,8 @@ class GavelPacked(Gavel):
                                                                 t[ti[rep[a]]], t[ti[rep[b]]])
         if self.objective == "makespan":  # every job its own row: the steps left differ
             gpus, rem = view.req_gpus[active], view.remaining_now()[active]
-            if self.pair_lp == "partners":  # partners counted by class
-                r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls], cls)[1]
+            if self.pair_lp != "pairs":  # partners counted by class
+                r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls], cls, self.pair_lp == "groups")[1]
             else:
                 r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls][:, cls])[1]
             members, of = [[j] for j in active], cls

@@ -33,8 +33,9 @@ class GavelPackedGimbal(WithGimbal):
                  predictor: XiPredictor | None = None, granularity: Granularity = DEFAULT_GRANULARITY,
                  pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "partners") -> None:
         """``objective``, ``round_s``, ``min_reset_s``, ``pair_lp``: ``gavel-packed``'s (default objective:
-        makespan; default ``pair_lp``: ``partners``, the exact partner-class LP, ``pairs`` Gavel's own pair LP for
-        checking, :data:`~gpucluster_env.baselines.gavel_packed.PAIR_LPS`); the rest: Gimbal's
+        makespan; default ``pair_lp``: ``partners``, the exact partner-class LP, ``groups`` the same over groups of
+        alike jobs where that reaches its optimum, ``pairs`` Gavel's own pair LP for checking,
+        :data:`~gpucluster_env.baselines.gavel_packed.PAIR_LPS`); the rest: Gimbal's
         (:class:`~gpucluster_env.baselines.parts.gimbal_layer.GimbalOptions`).
         Gavel's LP decides every pair (no relaxed, unequal packing: its pairs have equal GPU counts), so this
         isolates the coordination; the jobs a round stops or moves start again at full share."""

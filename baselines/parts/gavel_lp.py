@@ -361,6 +361,7 @@ def packed_min_makespan(
     remaining: np.ndarray,
     pair_throughputs: np.ndarray,
     job_class: np.ndarray | None = None,
+    grouped: bool = False,
 ) -> tuple[float, RateLP]:
     """Gavel's minimize-total-duration policy with space sharing: the allocation over single jobs and pairs of
     jobs finishing every job's ``remaining`` steps soonest, and that makespan (s; ``inf`` as
@@ -369,7 +370,8 @@ def packed_min_makespan(
     With ``job_class``, ``pair_throughputs[a, b, k]`` is job ``a``'s beside a job of class ``b`` (jobs x classes x
     types: a partner matters only by its class), solved by :func:`.gavel_partner_lp.packed_rate` with jobs x
     partner classes columns: the same optimum, found much faster for many jobs, though where the optimum is not
-    unique the solver may return another of them. ``RateLP.pairs`` are pairs of job indices either way."""
+    unique the solver may return another of them (``grouped``: its LP over groups of alike jobs where that reaches
+    the same optimum). ``RateLP.pairs`` are pairs of job indices either way."""
     from gpucluster_env.baselines.parts.gavel_partner_lp import packed_rate
 
     t, g, c = check_inputs(throughputs, gpus, capacity)
@@ -381,7 +383,7 @@ def packed_min_makespan(
             raise ValueError(f"pair_throughputs: expected shape ({n}, {n}, {t.shape[1]}), got {pt.shape}")
         r = max_scaled_rate(t, g, c, rem, np.arange(n), pt)
     else:
-        r = packed_rate(t, g, c, rem, job_class, pt)
+        r = packed_rate(t, g, c, rem, job_class, pt, grouped)
     runnable = t.max(axis=1) > 0
     if r.z <= 0 or ((rem > 0) & ~runnable).any():
         return float("inf"), r

@@ -23,9 +23,22 @@ Conversely every pair allocation gives such ``u``, so this LP has the same optim
 ``n x (partner classes) x types`` columns (Gavel's own job-type packing formulation has the same columns but
 forces equal ``u`` within a class). The job pairs it returns are the transport plans above: at most about one
 pair per job and partner class.
+
+Groups (``grouped=True``, the policies' ``pair_lp="groups"``). No allocation gives job ``j`` a rate above its best
+column all the time, so ``z <= min_j best_j / d_j`` (``best_j``: its largest throughput alone or beside any
+class). Jobs of one class with the same throughputs form a group ``G`` with demand ``D_G = sum d_j``; the same
+LP with one row per group (time ``D_G / max d_j``, within-class rows ``2 (max d_j / D_G) u - S <= 0``) has
+allocations that split into the LP over jobs' (job ``j`` gets ``d_j / D_G`` of the group's throughput, within its
+time and within-class shares), so where its ``z`` reaches that bound it is an optimum of the LP over jobs; else
+the LP over jobs is solved. On a loaded month the bound is the optimum at every LP captured (the slowest job
+alone decides, the other jobs' rows are loose), and thousands of jobs make tens of groups. The group's time goes
+to its jobs as a vertex of the LP over jobs would give it (:func:`_corner`: most jobs in one column), or evenly
+(:func:`_even`) where that breaks a row.
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from gpucluster_env.baselines.parts import gavel_highs
@@ -34,15 +47,29 @@ from gpucluster_env.baselines.parts.gavel_lp_inputs import RateLP, check_inputs
 TOL = 1e-9
 """Time fractions at or below this are read as zero when pairs are built from the solution."""
 
+BOUND_RTOL = 1e-7
+"""How far below the bound on every allocation's ``z`` (relatively) the grouped LP's may fall and still count as
+reaching it (HiGHS' own feasibility tolerance is 1e-7)."""
 
-def _partner_columns(t: np.ndarray, g: np.ndarray, cls: np.ndarray, pt: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The ``u`` columns worth having: (job, partner class, type) where the job gains beside that class, some
-    job of that class gains beside the job's class, the GPU counts match and (within a class) the class has two
-    jobs."""
+
+class Rows(NamedTuple):
+    """What a row of the LP stands for when it is not one job (a group of alike jobs, :func:`_grouped`): its
+    time (``sum x + sum u <= time``, each column at most ``time``), its jobs, and the coefficient of its
+    within-class ``u`` in ``coef u - S <= 0`` (2 for one job)."""
+
+    time: np.ndarray
+    members: np.ndarray
+    within: np.ndarray
+
+
+def _partner_columns(g: np.ndarray, cls: np.ndarray, pt: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The ``u`` columns worth having: (row, partner class, type) where the row's jobs gain beside that class,
+    some job of that class gains beside the row's class, the GPU counts match and (within a class) the class has
+    two jobs (``members``: each row's jobs)."""
     n, nc, nk = pt.shape
     back = np.zeros((nc, nc, nk))
     np.maximum.at(back, cls, pt)  # back[B, A, k]: best of a class-B job beside class A on type k
-    cnt = np.bincount(cls, minlength=nc)
+    cnt = np.bincount(cls, weights=members, minlength=nc)
     gcls = np.zeros(nc)
     gcls[cls] = g
     ok = (pt > 0) & (back[:, cls, :].transpose(1, 0, 2) > 0) & (gcls[None, :, None] == g[:, None, None])
@@ -50,13 +77,17 @@ def _partner_columns(t: np.ndarray, g: np.ndarray, cls: np.ndarray, pt: np.ndarr
     return np.nonzero(ok)
 
 
-def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.ndarray, pt: np.ndarray
+def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.ndarray, pt: np.ndarray,
+           spec: Rows | None = None, zscale: float | None = None
            ) -> tuple[float, np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
-    """The LP of the module docstring: (z, x, u's (job, class, type) indices, u)."""
+    """The LP of the module docstring: (z, x, u's (row, class, type) indices, u). ``spec``: what each row stands
+    for (default: one job); ``zscale``: the rates are divided by ``zscale`` times the demand (default: the
+    largest demanded rate a job can reach, so that every coefficient is at most 1)."""
     import scipy.sparse as sp  # here, not at the top: importing scipy costs time a run needs only for an LP
 
     n, nk = t.shape
-    uj, ub, uk = _partner_columns(t, g, cls, pt)
+    spec = Rows(np.ones(n), np.ones(n), np.full(n, 2.0)) if spec is None else spec
+    uj, ub, uk = _partner_columns(g, cls, pt, spec.members)
     nu = len(uj)
     same = ub == cls[uj]
     skey, sinv = np.unique(ub[same] * nk + uk[same], return_inverse=True)  # one S per (class, type) paired within
@@ -73,7 +104,7 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.n
         return 0.0, np.zeros((n, nk)), (uj, ub, uk), np.zeros(nu)
     scale = np.zeros(n)
     scale[served] = 1.0 / d[served]
-    bmax = float((best * scale).max())
+    bmax = float((best * scale).max()) if zscale is None else zscale
     scale /= bmax
     jj, kk = np.repeat(np.arange(n), nk), np.tile(np.arange(nk), n)
     srv = np.flatnonzero(served)
@@ -83,10 +114,10 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.n
     cols = np.concatenate([np.arange(ns), ucol, np.full(len(srv), zcol), np.arange(ns), ucol, np.arange(ns), ucol,
                            ucol[wj], scol[sinv]])
     vals = np.concatenate([-t[jj, kk] * scale[jj], -pt[uj, ub, uk] * scale[uj], np.ones(len(srv)), np.ones(ns),
-                           np.ones(nu), g[jj], 0.5 * g[uj], np.full(len(wj), 2.0), np.full(len(wj), -1.0)])
+                           np.ones(nu), g[jj], 0.5 * g[uj], spec.within[uj[wj]], np.full(len(wj), -1.0)])
     nub = 2 * n + nk + len(wj)
     a_ub = sp.csr_array((vals, (rows, cols)), shape=(nub, zcol + 1))
-    b_ub = np.concatenate([np.zeros(n), np.ones(n), c, np.zeros(len(wj))])
+    b_ub = np.concatenate([np.zeros(n), spec.time, c, np.zeros(len(wj))])
     # equalities: balance of class pairs A < B (+ A's side, - B's side), and S[A, k] = sum of u[j, A, k]
     side = np.where(cls[uj[~same]] == lo[~same], 1.0, -1.0)
     erows = np.concatenate([binv, len(bkey) + np.arange(ncol_s), len(bkey) + sinv])
@@ -95,7 +126,8 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.n
     neq = len(bkey) + ncol_s
     a_eq = sp.csr_array((evals, (erows, ecols)), shape=(neq, zcol + 1)) if neq else None
     ub_ = np.ones(zcol + 1)
-    ub_[:ns] = np.where(t[jj, kk] > 0, 1.0, 0.0)
+    ub_[:ns] = np.where(t[jj, kk] > 0, spec.time[jj], 0.0)
+    ub_[ns:ns + nu] = spec.time[uj]
     ub_[ns + nu:] = np.inf
     cost = np.zeros(zcol + 1)
     cost[zcol] = -1.0
@@ -104,7 +136,114 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.n
     if x is None:
         raise RuntimeError(f"Gavel packed LP failed: {why}")
     v = np.maximum(x, 0.0) + 0.0  # + 0.0: no negative zeros
-    return float(x[zcol] * bmax), np.minimum(v[:ns], 1.0).reshape(n, nk), (uj, ub, uk), v[ns:ns + nu]
+    return float(x[zcol] * bmax), np.minimum(v[:ns].reshape(n, nk), spec.time[:, None]), (uj, ub, uk), v[ns:ns + nu]
+
+
+def _grouped(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.ndarray, pt: np.ndarray
+             ) -> tuple[float, np.ndarray, tuple[np.ndarray, ...], np.ndarray] | None:
+    """The LP over groups of alike jobs, each group's time split among its jobs in proportion to their steps
+    left (module docstring, "Groups"), when it reaches the bound no allocation can pass: (z, x, u's (job, class,
+    type) indices, u) as :func:`_solve`; None when it falls short or the jobs hardly group."""
+    best = np.maximum(t.max(axis=1), pt.max(axis=(1, 2)) if pt.size else 0.0)
+    sidx = np.flatnonzero((d > 0) & (best > 0))
+    if len(sidx) < 2:
+        return None
+    bound = float((best[sidx] / d[sidx]).min())  # a job's rate is at most its best column all the time
+    _, first, inv = np.unique(np.column_stack([cls[sidx], t[sidx]]), axis=0, return_index=True,
+                              return_inverse=True)
+    inv = inv.reshape(-1)
+    ng = len(first)
+    if ng > len(sidx) // 2:
+        return None
+    ds = d[sidx]
+    dsum = np.bincount(inv, weights=ds, minlength=ng)
+    dmax = np.zeros(ng)
+    np.maximum.at(dmax, inv, ds)
+    members = np.bincount(inv, minlength=ng)
+    rep = sidx[first]
+    rows = Rows(dsum / dmax, members.astype(float), 2.0 * dmax / dsum)
+    z, xg, (gj, gb, gk), ug = _solve(t[rep], g[rep], c, dsum, cls[rep], pt[rep], rows, zscale=bound)
+    if not z >= bound * (1.0 - BOUND_RTOL):
+        return None
+    order = np.argsort(inv, kind="stable")  # the served jobs group by group
+    groups = np.split(sidx[order], np.cumsum(members)[:-1])
+    out = _corner(t, pt, d, groups, rep, xg, (gj, gb, gk), ug, cls)
+    if out is None:
+        out = _even(t, d, groups, xg, (gj, gb, gk), ug)
+    return (z, *out)
+
+
+def _even(t: np.ndarray, d: np.ndarray, groups: list[np.ndarray], xg: np.ndarray, gcols: tuple[np.ndarray, ...],
+          ug: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
+    """Each group's columns split among its jobs in proportion to their steps left: (x, u's (job, class, type)
+    indices, u); every row of the LP over jobs holds (module docstring, "Groups")."""
+    gj, gb, gk = gcols
+    x = np.zeros_like(t)
+    cols: list[np.ndarray] = []
+    jobs: list[np.ndarray] = []
+    vals: list[np.ndarray] = []
+    for grp, members in enumerate(groups):
+        share = d[members] / d[members].sum()
+        x[members] = xg[grp] * share[:, None]
+        for i in np.flatnonzero((gj == grp) & (ug > 0)).tolist():
+            cols.append(np.full(len(members), i))
+            jobs.append(members)
+            vals.append(ug[i] * share)
+    col = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+    uj = np.concatenate(jobs) if jobs else np.zeros(0, dtype=np.int64)
+    return x, (uj, gb[col], gk[col]), (np.concatenate(vals) if vals else np.zeros(0))
+
+
+def _corner(t: np.ndarray, pt: np.ndarray, d: np.ndarray, groups: list[np.ndarray], rep: np.ndarray,
+            xg: np.ndarray, gcols: tuple[np.ndarray, ...], ug: np.ndarray, cls: np.ndarray
+            ) -> tuple[np.ndarray, tuple[np.ndarray, ...], np.ndarray] | None:
+    """Each group's columns handed to its jobs whole where they can be, as at a vertex of the LP over jobs: the
+    jobs by steps left (most first) and the single and cross-class columns by rate (fastest first) laid end to end
+    by their parts of the group's demand and of those columns' throughput (north-west corner), so each job gets
+    its part of it from one column or two; within-class pair time split evenly (:func:`_even`). (x, u's (job,
+    class, type) indices, u), or None where a job's time or a within-class pair time would break a row of the LP
+    over jobs."""
+    gj, gb, gk = gcols
+    n, nk = t.shape
+    x = np.zeros((n, nk))
+    parts: list[tuple[np.ndarray, ...]] = []
+    for grp, members in enumerate(groups):
+        jobs = members[np.argsort(-d[members], kind="stable")]
+        kx = np.flatnonzero(xg[grp] > TOL)
+        ui = np.flatnonzero((gj == grp) & (ug > TOL))
+        inside = gb[ui] == cls[rep[grp]]  # within the class: split evenly (its row bounds every share)
+        share = d[members] / d[members].sum()
+        for i in ui[inside].tolist():
+            parts.append((members, np.full(len(members), i), ug[i] * share))
+        ui = ui[~inside]
+        rate = np.concatenate([t[rep[grp], kx], pt[rep[grp], gb[ui], gk[ui]]])
+        val = np.concatenate([xg[grp, kx], ug[ui]])
+        ident = np.concatenate([-1 - kx, ui])  # < 0: the single column of type -1 - ident
+        o = np.argsort(-rate, kind="stable")
+        rate, val, ident = rate[o], val[o], ident[o]
+        w = float((rate * val).sum())
+        if not len(rate) or w <= 0:
+            continue
+        cw, cs = np.cumsum(rate * val) / w, np.cumsum(d[jobs]) / d[jobs].sum()
+        cw[-1] = cs[-1] = 1.0
+        cuts = np.unique(np.concatenate([[0.0], cw, cs]))
+        mid = 0.5 * (cuts[:-1] + cuts[1:])
+        ji = np.minimum(np.searchsorted(cs, mid), len(jobs) - 1)
+        ci = np.minimum(np.searchsorted(cw, mid), len(rate) - 1)
+        parts.append((jobs[ji], ident[ci], np.diff(cuts) * w / rate[ci]))
+    if not parts:
+        return None
+    job, ident, tm = (np.concatenate(p) for p in zip(*parts, strict=True))
+    single = ident < 0
+    np.add.at(x, (job[single], -1 - ident[single]), tm[single])
+    col, uj, u = ident[~single], job[~single], tm[~single]
+    busy = x.sum(axis=1) + np.bincount(uj, weights=u, minlength=n)
+    within = gb[col] == cls[uj]
+    total = np.zeros((cls.max() + 1, nk))
+    np.add.at(total, (gb[col[within]], gk[col[within]]), u[within])
+    if (busy > 1.0 + TOL).any() or (2 * u[within] > total[gb[col[within]], gk[col[within]]] + TOL).any():
+        return None
+    return x, (uj, gb[col], gk[col]), u
 
 
 def _transport(left: list[tuple[int, float]], right: list[tuple[int, float]]) -> list[tuple[int, int, float]]:
@@ -170,13 +309,14 @@ def _pairs(cls: np.ndarray, nk: int, cols: tuple[np.ndarray, ...], u: np.ndarray
 
 
 def packed_rate(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, demand: np.ndarray,
-                job_class: np.ndarray, partner_throughputs: np.ndarray) -> RateLP:
+                job_class: np.ndarray, partner_throughputs: np.ndarray, grouped: bool = False) -> RateLP:
     """Maximize ``z`` such that every job with ``demand_j > 0`` and some positive throughput reaches
     ``thr_j >= z * demand_j``, single jobs and pairs of jobs sharing GPUs (module docstring).
 
     ``job_class``: each job's class (jobs of one class must ask the same GPU count; pairs need equal counts);
     ``partner_throughputs[j, B, k]``: job ``j``'s throughput on type ``k`` beside a job of class ``B`` (0: they do
-    not pair there; a pair runs where both members have a positive entry)."""
+    not pair there; a pair runs where both members have a positive entry). ``grouped``: first the LP over groups
+    of alike jobs, kept where it reaches the bound no allocation passes (module docstring, "Groups")."""
     t, g, c = check_inputs(throughputs, gpus, capacity)
     n, nk = t.shape
     d = np.asarray(demand, dtype=float).reshape(-1)
@@ -195,6 +335,7 @@ def packed_rate(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray,
     gc[cls] = g
     if (gc[cls] != g).any():
         raise ValueError("job_class: jobs of one class must ask the same GPU count")
-    z, x, cols, u = _solve(t, g, c, d, cls, pt)
+    out = _grouped(t, g, c, d, cls, pt) if grouped else None
+    z, x, cols, u = _solve(t, g, c, d, cls, pt) if out is None else out
     pairs, y = _pairs(cls, nk, cols, u)
     return RateLP(z, x, pairs, y)
