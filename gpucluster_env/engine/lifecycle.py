@@ -88,7 +88,7 @@ class Lifecycle:
         c = self.rates.new_copy(j, g, s, gl)
         self.progress.start(j, t, until, c)  # a start is full-size: its rate alone is 1 / solo_iter
         partners = self.occupancy.place(j, c, s)
-        st.log.record(t, "start", j, {"gpus": gl[:], "accumulation": s})
+        st.log.gpus(t, "start", j, gl, s)
         if partners:
             self.counters.colocation()
             st.n_colocated[j] += 1
@@ -148,7 +148,7 @@ class Lifecycle:
         t = st.now
         if st.config.calibration_overhead_s > 0:
             self.progress.pause(j, t, t + st.config.calibration_overhead_s)
-        st.log.record(t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]})
+        st.log.gpus(t, "squeeze" if step < 0 else "swell", j, gl)
         self.progress.rerate(sorted({j, *st.shared_map.get(j, ())}), t)
 
     def fork(self, action: Action | tuple, j: int, copies: int, gpus: tuple[int, ...] | None) -> None:
