@@ -70,7 +70,7 @@ class Lifecycle:
             p = checks.job_index(action, action.partner)  # type: ignore[union-attr]
             checks.require(action, p, RUNNING, "partner")
         gl = checks.gpu_list(action, action.gpus)  # type: ignore[arg-type]
-        g = np.array(gl, dtype=np.int64)
+        g = self.rates.gpu_array(gl)
         t = checks.check_exact_start(action, j, p, g, gl)  # the set's one type where it is free or p's alone
         self.start(j, g, checks.check_start(action, j, g, action.accumulation, t, -1 if p is None else p, gl), gl)
 

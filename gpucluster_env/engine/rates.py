@@ -26,6 +26,7 @@ class Rates:
         self.state = state
         self._fit: dict[tuple[int, int, float], int | None] = {}  # fit()'s answers
         self._gangs: dict[tuple[int, ...], tuple[int, int]] = {}  # gang()'s answers
+        self._arrays: dict[int | tuple[int, ...], np.ndarray] = {}  # gpu_array()'s answers
         self._xi_tm: dict[tuple[int, int], np.ndarray] = {}  # xi_share_tab[t, m + 1] views
 
     def fit(self, m: int, batch: int, room: float) -> int | None:
@@ -53,6 +54,16 @@ class Rates:
                 t = -1
             out = self._gangs[key] = (t, len({gn[x] for x in gl}))
         return out
+
+    def gpu_array(self, gl: list[int]) -> np.ndarray:
+        """The GPUs ``gl`` (Python ints) as a read-only int64 array, one kept per GPU set: a start names the
+        same sets again and again (Gavel's rounds), and a copy's array is never written."""
+        key = gl[0] if len(gl) == 1 else tuple(gl)
+        g = self._arrays.get(key)
+        if g is None:
+            g = self._arrays[key] = np.array(gl, dtype=np.int64)
+            g.flags.writeable = False
+        return g
 
     def copy_model(self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int, stealing: bool) -> CopyModel:
         """The performance constants of a copy of model ``m`` (per-GPU batch ``batch``, accumulation ``s``) on
