@@ -276,12 +276,9 @@ class ClusterView(JobArrays):
             if not cs:
                 continue
             if len(cs) == 1:
-                c = cs[0]
-                x = min(c.gl) if c.n > 1 else c.gl[0]
-                t = c.t
+                x, t = min(cs[0].gl), cs[0].t
             else:
-                x = min(min(c.gl) for c in cs)
-                t = cs[0].t
+                x, t = min(min(c.gl) for c in cs), cs[0].t
                 if any(c.t != t for c in cs):
                     t = -1
             if held_shared.item(j) != 0:
