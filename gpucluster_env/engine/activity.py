@@ -35,21 +35,31 @@ class SmActivity:
 
     def gpu(self, slot_job: np.ndarray, slot_share: np.ndarray, g: int) -> float:
         """Estimated fraction of the SMs active now on GPU ``g``: each worker counts ``min(demand, share)``,
-        summed over the GPU's two slots and capped at 1 (the one formula)."""
-        t = self.gpu_type[g]
-        act = 0.0
-        for i in (2 * g, 2 * g + 1):
+        summed over the GPU's two slots and capped at 1."""
+        return self._figures(slot_job, slot_share, [g])[0]
+
+    def _figures(self, slot_job: np.ndarray, slot_share: np.ndarray, gpus: list[int]) -> list[float]:
+        """:meth:`gpu` of each GPU of ``gpus`` (the one formula, in one loop: no call per GPU)."""
+        gpu_type, demand, model, step = self.gpu_type, self.demand, self.model, self.share_step
+        out = []
+        for g in gpus:
+            dt = demand[gpu_type[g]]
+            i = 2 * g
+            act = 0.0
             j = slot_job.item(i)
             if j >= 0:
-                act += min(self.demand[t][self.model[j]], slot_share.item(i) * self.share_step)
-        return min(1.0, act)
+                act += min(dt[model[j]], slot_share.item(i) * step)
+            j = slot_job.item(i + 1)
+            if j >= 0:
+                act += min(dt[model[j]], slot_share.item(i + 1) * step)
+            out.append(min(1.0, act))
+        return out
 
     def total(self, slot_job: np.ndarray, slot_share: np.ndarray) -> float:
         """Estimated active SMs summed over the GPUs now (in GPUs: 1 = one GPU's SMs all active)."""
         if self.dirty:
-            per_gpu, gpu = self.per_gpu, self.gpu
-            for g in set(self.dirty):
-                per_gpu[g] = gpu(slot_job, slot_share, g)
+            gpus = list(set(self.dirty))
+            self.per_gpu[gpus] = self._figures(slot_job, slot_share, gpus)
             self.dirty = []
-            self.total_now = float(per_gpu.sum())
+            self.total_now = float(self.per_gpu.sum())
         return self.total_now

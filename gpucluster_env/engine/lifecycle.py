@@ -70,7 +70,7 @@ class Lifecycle:
             p = checks.job_index(action, action.partner)  # type: ignore[union-attr]
             checks.require(action, p, RUNNING, "partner")
         gl = checks.gpu_list(action, action.gpus)  # type: ignore[arg-type]
-        g = np.array(gl, dtype=np.int64)
+        g = self.rates.gpu_array(gl)
         t = checks.check_exact_start(action, j, p, g, gl)  # the set's one type where it is free or p's alone
         self.start(j, g, checks.check_start(action, j, g, action.accumulation, t, -1 if p is None else p, gl), gl)
 
@@ -88,7 +88,7 @@ class Lifecycle:
         c = self.rates.new_copy(j, g, s, gl)
         self.progress.start(j, t, until, c)  # a start is full-size: its rate alone is 1 / solo_iter
         partners = self.occupancy.place(j, c, s)
-        st.log.record(t, "start", j, {"gpus": gl[:], "accumulation": s})
+        st.log.gpus(t, "start", j, gl, s)
         if partners:
             self.counters.colocation()
             st.n_colocated[j] += 1
@@ -148,7 +148,7 @@ class Lifecycle:
         t = st.now
         if st.config.calibration_overhead_s > 0:
             self.progress.pause(j, t, t + st.config.calibration_overhead_s)
-        st.log.record(t, "squeeze" if step < 0 else "swell", j, {"gpus": gl[:]})
+        st.log.gpus(t, "squeeze" if step < 0 else "swell", j, gl)
         self.progress.rerate(sorted({j, *st.shared_map.get(j, ())}), t)
 
     def fork(self, action: Action | tuple, j: int, copies: int, gpus: tuple[int, ...] | None) -> None:

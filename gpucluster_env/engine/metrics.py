@@ -80,9 +80,9 @@ def job_table(eng: EngineState) -> pd.DataFrame:
     sharers: dict[int, set[int]] = {}
     gpus: dict[int, set[int]] = {}
     holders: dict[int, set[int]] = {}
-    for _t, kind, j, extra in eng.log.records:
-        if kind in ("start", "fork") and extra:
-            for g in extra["gpus"]:
+    for kind, j, gl in eng.log.gpu_events():
+        if kind in ("start", "fork") and gl:
+            for g in gl:
                 gpus.setdefault(j, set()).add(g)
                 for other in holders.get(g, ()):
                     sharers.setdefault(j, set()).add(other)

@@ -46,13 +46,13 @@ class Moves:
         partners |= occ.place(j, c, s)
         # resized or re-batched: its rate is scaled (Rates.copy_rate), its progress kept per copy
         self.progress.one_copy(j, c, c.n != st.req_l[j] or b != st.batch.item(j))
-        rec = {"gpus": gl[:], "accumulation": s}
-        if action.batch is not None:
-            rec["batch"] = b
         if moved or action.batch is None:
             self.progress.pause(j, t, t + st.config.restart_s)  # a checkpoint-restart on the new GPUs
             self.counters.reallocation()
-        st.log.record(t, "reallocate", j, rec)
+        if action.batch is None:
+            st.log.gpus(t, "reallocate", j, gl, s)
+        else:
+            st.log.record(t, "reallocate", j, {"gpus": gl[:], "accumulation": s, "batch": b})
         self.progress.rerate(sorted(partners | {j}), t)
 
     def drop_copy(self, action: DropCopy) -> None:

@@ -26,6 +26,7 @@ class Rates:
         self.state = state
         self._fit: dict[tuple[int, int, float], int | None] = {}  # fit()'s answers
         self._gangs: dict[tuple[int, ...], tuple[int, int]] = {}  # gang()'s answers
+        self._arrays: dict[int | tuple[int, ...], np.ndarray] = {}  # gpu_array()'s answers
         self._xi_tm: dict[tuple[int, int], np.ndarray] = {}  # xi_share_tab[t, m + 1] views
 
     def fit(self, m: int, batch: int, room: float) -> int | None:
@@ -53,6 +54,16 @@ class Rates:
                 t = -1
             out = self._gangs[key] = (t, len({gn[x] for x in gl}))
         return out
+
+    def gpu_array(self, gl: list[int]) -> np.ndarray:
+        """The GPUs ``gl`` (Python ints) as a read-only int64 array, one kept per GPU set: a start names the
+        same sets again and again (Gavel's rounds), and a copy's array is never written."""
+        key = gl[0] if len(gl) == 1 else tuple(gl)
+        g = self._arrays.get(key)
+        if g is None:
+            g = self._arrays[key] = np.array(gl, dtype=np.int64)
+            g.flags.writeable = False
+        return g
 
     def copy_model(self, m: int, batch: int, s: int, gl: list[int], t: int, n_nodes: int, stealing: bool) -> CopyModel:
         """The performance constants of a copy of model ``m`` (per-GPU batch ``batch``, accumulation ``s``) on
@@ -260,12 +271,12 @@ class Rates:
             best = max(best, s)
         return best
 
-    def solo_accumulation(self, j: int, g: np.ndarray, batch: int | None = None) -> int | None:
+    def solo_accumulation(self, j: int, g: np.ndarray | list[int], batch: int | None = None) -> int | None:
         """The accumulation job ``j`` would start with alone on GPUs ``g`` at per-GPU ``batch`` (default its batch
         now): the smallest power of two under which it fits the whole memory of the smallest GPU of ``g`` (None:
         none does)."""
         st = self.state
-        gl = g.tolist() if type(g) is np.ndarray else np.asarray(g).tolist()
+        gl = g if type(g) is list else g.tolist() if type(g) is np.ndarray else np.asarray(g).tolist()
         mem, gt = st.type_mem_l, st.gpu_type_l
         room = mem[gt[gl[0]]] if len(gl) == 1 else min(mem[gt[x]] for x in gl)  # (the min of one GPU: its own)
         return self.fit(st.model_l[j], st.batch_l[j] if batch is None else int(batch), room)
@@ -301,9 +312,9 @@ class Rates:
             wait = max(rem.item(p) / rate_before[p] if rate_before[p] > 0 else 0.0 for p in partners)
         since = st.now - st.submit_l[j]
         rj = rem.item(j)
-        g = st.copies[j][0]
-        own = self.solo_accumulation(j, g)
-        own_iter = solo_iter if own == st.accum.item(j) else self.iter_time_for(j, g, own)
+        c = st.copy_consts[j][0]
+        own = self.solo_accumulation(j, c.gl)
+        own_iter = solo_iter if own == st.accum.item(j) else self.iter_time_for(j, c.g, own)
         t_solo = since + wait + rj * own_iter
         shared_rate = rate.item(j)
         if len(partners) == 1:

@@ -32,6 +32,10 @@ from .observation import ObservationBuilder
 from .rules import MAX_REJECTED_RUN, STEPS_SLACK, DecisionRules
 from .sets import SetsView
 
+NONE_OBSERVATION = np.zeros(1, dtype=np.float32)
+NONE_OBSERVATION.setflags(write=False)
+"""Every observation of ``observation="none"``: one constant, read-only array (not a new one each step)."""
+
 __all__ = ["ACTION_KINDS", "DEFAULT_MIN_RUN_S", "LAYOUTS", "OBJECTIVES", "OBSERVATIONS", "PENDING_ORDERS",
            "GPUClusterEnv"]
 
@@ -64,8 +68,8 @@ class GPUClusterEnv(gym.Env):
     ``pairs`` (n_pending x n_running x 2, *predicted* interference), ``cluster`` (GPU types x 4), ``clock``
     (7);
     documented feature by feature in :mod:`gpucluster_env.env.observation`. ``observation="box"`` gives them as
-    one flat ``Box``; ``observation="none"`` a constant 1-element ``Box`` for white-box agents that read
-    ``env.unwrapped.engine``.
+    one flat ``Box``; ``observation="none"`` a constant 1-element ``Box`` (the same read-only zero array at
+    every step) for white-box agents that read ``env.unwrapped.engine``.
 
     ## Rewards
     ``objective="jct"`` (default): ``-(jobs in system) x dt / reward_scale`` per step, so the return is minus the
@@ -359,7 +363,7 @@ class GPUClusterEnv(gym.Env):
         if self.observation_mode == "none":
             if self.pending_order != "queue":
                 self.point.windows()
-            return np.zeros(1, dtype=np.float32)
+            return NONE_OBSERVATION
         out = self.point.observe().copy()
         if self.sets_view is not None:
             ob = self.obs_builder
