@@ -11,12 +11,9 @@ object for object (an object reached twice is copied once, as before), at a frac
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .state import EngineState
 
 FLAT_CONTAINERS = ("pending_queue", "running_set", "forked_set", "batch_l")
 """The state's containers of plain ints (or None) only, whose shallow copy is a deep one."""
@@ -27,9 +24,10 @@ def _flat_array(a: Any) -> bool:
     return type(a) is np.ndarray and a.base is None and a.dtype != object
 
 
-def clone_memo(state: EngineState, static_names: frozenset[str]) -> dict[int, Any]:
-    """A ``copy.deepcopy`` memo for cloning ``state``: its static tables (``static_names``) and the running copies'
-    constants as themselves, and a flat copy of every container and array the module docstring names."""
+def clone_memo(state: Any, static_names: frozenset[str]) -> dict[int, Any]:
+    """A ``copy.deepcopy`` memo for cloning ``state`` (an ``EngineState``): its static tables (``static_names``)
+    and the running copies' constants as themselves, and a flat copy of every container and array the module
+    docstring names."""
     d = state.__dict__
     memo: dict[int, Any] = {id(d[k]): d[k] for k in static_names}
     for k in FLAT_CONTAINERS:
