@@ -209,9 +209,10 @@ def evolve_sparse(base: np.ndarray, carried: tuple[np.ndarray, np.ndarray, np.nd
     n_jobs, n_nodes = base.shape
     width = int(max(int(space.max_gpus.max(initial=0)), b_nd.shape[2], 0 if carried is None else carried[0].shape[2]))
     width = max(1, min(n_nodes, width + SPARE))
-    nd = np.zeros((2 * population, n_jobs, width), dtype=np.int64)
-    ct = np.zeros_like(nd)
-    nz = np.zeros((2 * population, n_jobs), dtype=np.int64)
+    cell = _cell_type(space.capacity)  # rows as narrow as they go: a generation walks every slot's rows
+    nd = np.zeros((2 * population, n_jobs, width), dtype=np.int16 if n_nodes < 32_000 else np.int64)
+    ct = np.zeros((2 * population, n_jobs, width), dtype=cell)
+    nz = np.zeros((2 * population, n_jobs), dtype=np.int16)
     n_init = 1
     nd[0, :, : b_nd.shape[2]], ct[0, :, : b_nd.shape[2]], nz[0] = b_nd[0], b_ct[0], b_nz[0]
     if carried is not None:
@@ -222,7 +223,7 @@ def evolve_sparse(base: np.ndarray, carried: tuple[np.ndarray, np.ndarray, np.nd
     space_t = (space.capacity.astype(np.int64), space.node_type.astype(np.int64), np.unique(space.node_type),
                space.max_gpus.astype(np.int64), space.min_gpus.astype(np.int64), space.fixed.astype(np.int64))
     score_t = (score.good, score.fair, score.penalty, float(score.scale), EPS_SPEEDUP,
-               score.node_type.astype(np.int64), base.astype(np.int64), b_nz[0])
+               score.node_type.astype(np.int64), base.astype(cell), b_nz[0])
     slots, fit = kernel((nd, ct, nz), n_init, generations, (b_nd, b_ct, b_nz), space_t, score_t, stream, table)
     pcg.store(rng, stream, table)
     return pack(nd, ct, nz, slots), fit

@@ -20,8 +20,9 @@ from gpucluster_env.baselines.parts.pollux_evolve import _row_sum
 from gpucluster_env.baselines.parts.stable_order import key_order
 
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
-SPARE = 32
-"""Entries a row may hold beyond its job's largest size (a generation's raises before the repair)."""
+SPARE = 4
+"""Entries a row may hold beyond its job's largest size (a generation's raises before the repair: expected one
+or two a row; a row is narrow so that a generation's walk stays in cache)."""
 
 
 @numba.njit(inline="always", **_JIT)

@@ -3,8 +3,8 @@ GPUs on, and a Bernoulli choice over many rows or nodes is made by geometric gap
 
 A candidate in slot ``s`` is ``nd[s, j, :nz[s, j]]`` (nodes, in no particular order) and ``ct[s, j, :nz[s, j]]``
 (GPUs there, each > 0). A row's fixed width ``W`` bounds its entries; an insert into a full row is dropped (a row
-holds at most its job's largest size after the repair, and ``W`` leaves 32 entries beyond it for one
-generation's raises: expected one or two a row).
+holds at most its job's largest size after the repair, and ``W`` leaves a few entries beyond it for one
+generation's raises: expected one or two a row, each on a node the row may already hold).
 
 **The draws.** Every choice Pollux's mutation makes with a probability per row or per entry (a row reset with
 0.1, a row chosen for zeroing with 0.1, a node raised with about one over the nodes with room) is drawn as the
@@ -25,6 +25,7 @@ from gpucluster_env.baselines.parts.pollux_pcg import double_of, lcg, settle
 _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
 MUTATE_P = 0.1
 """Pollux's chance of a row reset, of a row chosen for zeroing, of an entry zeroed in it, of a gang filled."""
+_NONE = np.uint64(0)
 TAIL = 32
 """Hit counts a row's raise table holds (:func:`hits_table`): beyond 32 of ``Binomial(R, 1/R)`` the chance is
 below 1e-35."""
@@ -34,7 +35,7 @@ below 1e-35."""
 def uniform(stream: np.ndarray, table: np.ndarray) -> float:
     """The stream's next double in [0, 1) (``Generator.random()``'s), inlined where it is drawn (a call costs
     several times the step)."""
-    if stream[2] != 0:
+    if stream[2] != _NONE:
         settle(stream, table)
     hi, lo = lcg(table[0, 0], table[0, 1], stream[0], stream[1], table[0, 2], table[0, 3])
     stream[0], stream[1] = hi, lo
@@ -94,7 +95,7 @@ def hits_table(cache: np.ndarray, n_room: int) -> np.ndarray:
     return row
 
 
-@numba.njit(inline="always", **_JIT)
+@numba.njit(**_JIT)
 def put(nd: np.ndarray, ct: np.ndarray, nz: np.ndarray, s: int, j: int, h: int, add: int) -> bool:
     """Add ``add > 0`` GPUs on node ``h`` to row ``(s, j)`` (a new entry at the end; dropped when the row is
     full). Whether the row changed."""
@@ -176,42 +177,14 @@ def free_of(nd: np.ndarray, ct: np.ndarray, nz: np.ndarray, s: int, capacity: np
 
 
 @numba.njit(**_JIT)
-def _raise_row(nd: np.ndarray, ct: np.ndarray, nz: np.ndarray, s: int, j: int, hits: np.ndarray, n_hit: int,
-               roomy_at: np.ndarray, free: np.ndarray, stream: np.ndarray, table: np.ndarray) -> bool:
-    """Row ``(s, j)``'s raises: ``hits[:n_hit]`` (nodes chosen at ``p1``) joined by its own nodes with room,
-    each chosen with ``p2`` = one over their number (all of them when there is one): each chosen node raised by
-    ``floor(u x (free + 1))``. Whether the row changed."""
-    mine = 0
-    for e in range(nz[s, j]):
-        mine += roomy_at[nd[s, j, e]] >= 0
-    n_own = nz[s, j]
-    for e in range(n_own):
-        h = nd[s, j, e]
-        if roomy_at[h] < 0 or (mine > 1 and uniform(stream, table) >= 1.0 / mine):
-            continue
-        seen = False
-        for k in range(n_hit):
-            seen = seen or hits[k] == h
-        if not seen:
-            hits[n_hit] = h
-            n_hit += 1
-    changed = False
-    for k in range(n_hit):
-        h = hits[k]
-        add = np.int64(np.floor(uniform(stream, table) * (free[h] + 1)))
-        if add > 0:
-            changed = put(nd, ct, nz, s, j, h, add) or changed
-    return changed
-
-
-@numba.njit(**_JIT)
 def raise_rows(nd: np.ndarray, ct: np.ndarray, nz: np.ndarray, dirty: np.ndarray, s: int, free: np.ndarray,
                work: tuple, stream: np.ndarray, table: np.ndarray) -> None:
     """Mutation (3) on candidate ``s``: with ``R`` nodes with room (``free > 0``), each (row, node with room)
     chosen with ``p1 = 1 / R`` (per row: a ``Binomial(R, p1)`` count of nodes, :func:`hits_table`, then that
-    many distinct nodes uniformly), and a row's own nodes with room also with ``p2`` (:func:`_raise_row`):
-    chance ``p1 + p2 - p1 p2`` there, ``p1`` elsewhere, as Pollux's mutation. Room from ``free`` before any
-    raise. ``work``: scratch ``(roomy, roomy_at, hits, cache)``."""
+    many distinct nodes uniformly), and a row's own nodes with room also with ``p2``, one over their number:
+    chance ``p1 + p2 - p1 p2`` there, ``p1`` elsewhere, as Pollux's mutation; each chosen node raised by
+    ``floor(u x (free + 1))``. Room from ``free`` before any raise. ``work``: scratch ``(roomy, roomy_at,
+    hits, cache)``. One loop, no calls per row (a numba call passing arrays costs more than a row's work)."""
     roomy, roomy_at, hits, cache = work
     n_room = 0
     for h in range(len(free)):
@@ -223,6 +196,7 @@ def raise_rows(nd: np.ndarray, ct: np.ndarray, nz: np.ndarray, dirty: np.ndarray
     if n_room == 0:
         return
     cdf = hits_table(cache, n_room)
+    width = nd.shape[2]
     for j in range(nz.shape[1]):
         u = uniform(stream, table)
         n_hit = 0
@@ -230,16 +204,45 @@ def raise_rows(nd: np.ndarray, ct: np.ndarray, nz: np.ndarray, dirty: np.ndarray
             n_hit += 1
         n_hit = min(n_hit, n_room)
         for k in range(n_hit):  # distinct nodes, uniformly: draw again on a repeat
-            while True:
+            h = roomy[below(stream, table, n_room)]
+            while _seen(hits, k, h):
                 h = roomy[below(stream, table, n_room)]
-                seen = False
-                for q in range(k):
-                    seen = seen or hits[q] == h
-                if not seen:
-                    break
             hits[k] = h
-        if _raise_row(nd, ct, nz, s, j, hits, n_hit, roomy_at, free, stream, table):
+        n = nz[s, j]
+        mine = 0  # the row's own nodes with room, each also chosen with p2 = 1 / mine (all when one)
+        for e in range(n):
+            mine += roomy_at[nd[s, j, e]] >= 0
+        for e in range(n):
+            h = nd[s, j, e]
+            if roomy_at[h] >= 0 and (mine == 1 or uniform(stream, table) < 1.0 / mine) and not _seen(hits, n_hit, h):
+                hits[n_hit] = h
+                n_hit += 1
+        for k in range(n_hit):  # each chosen node raised by floor(u x (free + 1)), in place or a new entry
+            h = hits[k]
+            add = np.int64(np.floor(uniform(stream, table) * (free[h] + 1)))
+            if add <= 0:
+                continue
+            e = 0
+            while e < n and nd[s, j, e] != h:
+                e += 1
+            if e < n:
+                ct[s, j, e] += add
+            elif n < width:
+                nd[s, j, n], ct[s, j, n] = h, add
+                n += 1
+            else:
+                continue  # a full row: the raise is dropped
             dirty[s, j] = True
+        nz[s, j] = n
+
+
+@numba.njit(inline="always", **_JIT)
+def _seen(hits: np.ndarray, n: int, h: int) -> bool:
+    """Whether ``h`` is among ``hits[:n]``."""
+    for k in range(n):
+        if hits[k] == h:
+            return True
+    return False
 
 
 @numba.njit(**_JIT)
