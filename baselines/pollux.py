@@ -62,8 +62,11 @@ from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 POLLUX_PERIOD_S = 60.0
 """Pollux's scheduling interval (§5: 60 s)."""
-SEARCHES = ("sparse", "dense")
+SEARCHES = ("auto", "sparse", "dense")
 """How the genetic search holds its candidates (``Pollux``'s ``search`` option)."""
+SPARSE_NODES = 16
+"""``search="auto"`` searches sparse candidates on clusters of more nodes than this, dense ones on the others
+(where a row of a few nodes walks faster dense: 1,600 Philly jobs on 4 nodes cost 2x the CPU sparse)."""
 __all__ = ["BATCH_CANDIDATES", "POLLUX_PERIOD_S", "Pollux", "batch_candidates", "fair_goodput", "goodput_table",
            "job_efficiency", "representative_gpus", "tunes_batch", "waiting_window"]
 
@@ -98,19 +101,20 @@ class Pollux(Policy):
     paper: ClassVar[str] = "Pollux (OSDI'21); castor §9.1 Table 5 / Fig. 12 baseline"
     version: ClassVar[str] = "4-sparse-search"
     """Recorded as the board's ``policy_version``: 4 searches sparse candidates with its random choices drawn
-    as gaps (``search="sparse"``; ``"dense"`` makes version 3's decisions); 3 weighs a cluster's worth of
+    as gaps on clusters of more than :data:`SPARSE_NODES` nodes (``search``; on the others, and with
+    ``search="dense"``, version 3's decisions); 3 weighs a cluster's worth of
     waiting jobs of each size (:func:`waiting_window`); 2 re-tuned each elastic job's batch every period;
     records of earlier versions are stale."""
 
     def __init__(self, period_s: float = POLLUX_PERIOD_S, population: int = 32, generations: int = 20,
                  seed: Annotated[int, NON_NEGATIVE] = 0, waiting_window: Annotated[float, NON_NEGATIVE] = 1.0,
-                 search: Annotated[str, OptionSpec(choices=SEARCHES)] = "sparse") -> None:
+                 search: Annotated[str, OptionSpec(choices=SEARCHES)] = "auto") -> None:
         """``period_s``: scheduling period (s). ``population`` / ``generations``: the genetic algorithm's size
         (Pollux's own: 100 x 100; the defaults keep a decision cheap). ``seed``: mixed with the episode's.
         ``waiting_window``: the waiting jobs the search weighs, per gang size, in clusters' worth
         (:func:`waiting_window`); 0: every waiting job (the exact search, slow on a long queue). ``search``:
-        ``"sparse"`` (work by the GPUs held and the mutations made) or ``"dense"`` (the ``P x J x H`` walk
-        and one draw per position of version 3, kept for checking)."""
+        ``"sparse"`` (work by the GPUs held and the mutations made), ``"dense"`` (the ``P x J x H`` walk and
+        one draw per position of version 3) or ``"auto"``: sparse above :data:`SPARSE_NODES` nodes."""
         if not (isinstance(period_s, int | float) and period_s > 0):
             raise ValueError(f"pollux: period_s must be a positive number of seconds, got {period_s!r}")
         for key, v, lo in (("population", population, 2), ("generations", generations, 0)):
@@ -264,7 +268,7 @@ class Pollux(Policy):
         population (rows of jobs still in the system) and the current allocation."""
         space = self._space(view, jobs)
         score = self._scorer(view, jobs, space)
-        if self.search == "sparse":
+        if self.search == "sparse" or (self.search == "auto" and len(self.capacity) > SPARSE_NODES):
             return self._search_sparse(jobs, space, score)
         seeds = [space.base[None]]
         if self.prev is not None:

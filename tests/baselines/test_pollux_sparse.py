@@ -1,6 +1,7 @@
 """Pollux's sparse search (``baselines/parts/pollux_sparse.py``): every candidate it returns is valid, its
 fitness is the dense fitness of the same allocations to the bit, it is deterministic, its gap draws choose each
-position with the stated chance, and ``search="dense"`` still makes version 3's decisions."""
+position with the stated chance, and ``search="dense"`` (and the default on small clusters) still makes version
+3's decisions."""
 
 from __future__ import annotations
 
@@ -78,7 +79,12 @@ def test_gaps_and_hit_counts_have_the_stated_distribution():
     assert ops.hits_table(np.zeros((3, ops.TAIL + 1)), 1)[1] == 1.0  # one node with room: always hit
 
 
-def test_dense_search_makes_version_3_decisions():
-    pol = make_policy("pollux", search="dense")
-    res = run_episode("tiny", pol, 0)
+@pytest.mark.parametrize("search", ["dense", "auto"])
+def test_dense_search_and_small_clusters_make_version_3_decisions(search):
+    res = run_episode("tiny", make_policy("pollux", search=search), 0)
     assert res["avg_jct_s"] == 2254.7274369559027  # version 3 on tiny, seed 0 (at 5535a85, before the change)
+
+
+def test_a_sparse_search_plays_an_episode_to_the_end_with_valid_actions():
+    res = run_episode("tiny", make_policy("pollux", search="sparse"), 1, env_kwargs={"invalid_action": "raise"})
+    assert not res["truncated"] and res["jobs_done"] == res["jobs"]
