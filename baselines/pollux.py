@@ -227,11 +227,11 @@ class Pollux(Policy):
         """The fitness of a population over ``jobs`` (speed-ups from goodput tables)."""
         max_r = int(space.max_gpus.max())
         self._left = view.remaining_now()
-        good = np.zeros((len(jobs), len(self.nodes_by_type), max(len(n) for n in self.nodes_by_type) + 1,
-                         max_r + 1))  # (J, K, M+1, R+1), zero beyond a job's own table
-        for i, j in enumerate(jobs):
+        top = min(max(len(n) for n in self.nodes_by_type), max_r)  # r GPUs span at most r nodes
+        good = np.zeros((len(jobs), len(self.nodes_by_type), top + 1, max_r + 1))  # (J, K, M+1, R+1), zero
+        for i, j in enumerate(jobs):  # beyond a job's own table
             t = self._job_goodput(view, j, int(space.max_gpus[i]))
-            good[i, :, :, : t.shape[2]] = t[:, :, : max_r + 1]
+            good[i, :, :, : t.shape[2]] = t[:, : top + 1, : max_r + 1]
         fair_r = np.minimum(math.ceil(view.num_gpus / self._in_system), space.max_gpus)  # all in the system
         fair = fair_goodput(good, fair_r)
         age = np.maximum(view.now - view.submit[jobs], 0.0)
