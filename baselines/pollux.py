@@ -49,6 +49,7 @@ from gpucluster_env.baselines.pollux_search import (
     SearchSpace,
     Speedups,
     evolve,
+    evolve_sparse,
     mutate,
     repair,
     restart_penalty,
@@ -57,10 +58,15 @@ from gpucluster_env.baselines.pollux_search import (
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import Policy, register_policy
-from gpucluster_env.policy_options import NON_NEGATIVE
+from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 POLLUX_PERIOD_S = 60.0
 """Pollux's scheduling interval (§5: 60 s)."""
+SEARCHES = ("auto", "sparse", "dense")
+"""How the genetic search holds its candidates (``Pollux``'s ``search`` option)."""
+SPARSE_NODES = 16
+"""``search="auto"`` searches sparse candidates on clusters of more nodes than this, dense ones on the others
+(where a row of a few nodes walks faster dense: 1,600 Philly jobs on 4 nodes cost 2x the CPU sparse)."""
 __all__ = ["BATCH_CANDIDATES", "POLLUX_PERIOD_S", "Pollux", "batch_candidates", "fair_goodput", "goodput_table",
            "job_efficiency", "representative_gpus", "tunes_batch", "waiting_window"]
 
@@ -93,18 +99,22 @@ class Pollux(Policy):
         "search every 60 s with restart penalty; preempts, resizes and moves jobs and re-tunes their batch"
     )
     paper: ClassVar[str] = "Pollux (OSDI'21); castor §9.1 Table 5 / Fig. 12 baseline"
-    version: ClassVar[str] = "3-waiting-window"
-    """Recorded as the board's ``policy_version``: 3 weighs a cluster's worth of waiting jobs of each size
-    (:func:`waiting_window`); 2 re-tuned each elastic job's batch every period; records of earlier versions
-    are stale."""
+    version: ClassVar[str] = "4-sparse-search"
+    """Recorded as the board's ``policy_version``: 4 searches sparse candidates with its random choices drawn
+    as gaps on clusters of more than :data:`SPARSE_NODES` nodes (``search``; on the others, and with
+    ``search="dense"``, version 3's decisions); 3 weighs a cluster's worth of
+    waiting jobs of each size (:func:`waiting_window`); 2 re-tuned each elastic job's batch every period;
+    records of earlier versions are stale."""
 
     def __init__(self, period_s: float = POLLUX_PERIOD_S, population: int = 32, generations: int = 20,
-                 seed: Annotated[int, NON_NEGATIVE] = 0, waiting_window: Annotated[float, NON_NEGATIVE] = 1.0
-                 ) -> None:
+                 seed: Annotated[int, NON_NEGATIVE] = 0, waiting_window: Annotated[float, NON_NEGATIVE] = 1.0,
+                 search: Annotated[str, OptionSpec(choices=SEARCHES)] = "auto") -> None:
         """``period_s``: scheduling period (s). ``population`` / ``generations``: the genetic algorithm's size
         (Pollux's own: 100 x 100; the defaults keep a decision cheap). ``seed``: mixed with the episode's.
         ``waiting_window``: the waiting jobs the search weighs, per gang size, in clusters' worth
-        (:func:`waiting_window`); 0: every waiting job (the exact search, slow on a long queue)."""
+        (:func:`waiting_window`); 0: every waiting job (the exact search, slow on a long queue). ``search``:
+        ``"sparse"`` (work by the GPUs held and the mutations made), ``"dense"`` (the ``P x J x H`` walk and
+        one draw per position of version 3) or ``"auto"``: sparse above :data:`SPARSE_NODES` nodes."""
         if not (isinstance(period_s, int | float) and period_s > 0):
             raise ValueError(f"pollux: period_s must be a positive number of seconds, got {period_s!r}")
         for key, v, lo in (("population", population, 2), ("generations", generations, 0)):
@@ -115,6 +125,9 @@ class Pollux(Policy):
         self.generations = int(generations)
         self.seed = int(seed)
         self.waiting_window = float(waiting_window)
+        if search not in SEARCHES:
+            raise ValueError(f"pollux: search must be one of {SEARCHES}, got {search!r}")
+        self.search = search
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
@@ -134,7 +147,7 @@ class Pollux(Policy):
         self.best_batch: dict[int, np.ndarray] = {}
         self.goodput: dict[int, tuple[Any, np.ndarray]] = {}
         self._left = np.zeros(view.n_jobs)
-        self.prev: tuple[list[int], np.ndarray] | None = None
+        self.prev: tuple[list[int], Any] | None = None
         self.next_period = view.now
         self.acted_at: float | None = None
         self._t = view.now
@@ -214,11 +227,11 @@ class Pollux(Policy):
         """The fitness of a population over ``jobs`` (speed-ups from goodput tables)."""
         max_r = int(space.max_gpus.max())
         self._left = view.remaining_now()
-        good = np.zeros((len(jobs), len(self.nodes_by_type), max(len(n) for n in self.nodes_by_type) + 1,
-                         max_r + 1))  # (J, K, M+1, R+1), zero beyond a job's own table
-        for i, j in enumerate(jobs):
+        top = min(max(len(n) for n in self.nodes_by_type), max_r)  # r GPUs span at most r nodes
+        good = np.zeros((len(jobs), len(self.nodes_by_type), top + 1, max_r + 1))  # (J, K, M+1, R+1), zero
+        for i, j in enumerate(jobs):  # beyond a job's own table
             t = self._job_goodput(view, j, int(space.max_gpus[i]))
-            good[i, :, :, : t.shape[2]] = t[:, :, : max_r + 1]
+            good[i, :, :, : t.shape[2]] = t[:, : top + 1, : max_r + 1]
         fair_r = np.minimum(math.ceil(view.num_gpus / self._in_system), space.max_gpus)  # all in the system
         fair = fair_goodput(good, fair_r)
         age = np.maximum(view.now - view.submit[jobs], 0.0)
@@ -255,6 +268,8 @@ class Pollux(Policy):
         population (rows of jobs still in the system) and the current allocation."""
         space = self._space(view, jobs)
         score = self._scorer(view, jobs, space)
+        if self.search == "sparse" or (self.search == "auto" and len(self.capacity) > SPARSE_NODES):
+            return self._search_sparse(jobs, space, score)
         seeds = [space.base[None]]
         if self.prev is not None:
             prev_jobs, prev_pop = self.prev
@@ -274,6 +289,29 @@ class Pollux(Policy):
         self._base = space.base
         self.searches += 1
         return pop[0]
+
+    def _search_sparse(self, jobs: list[int], space: SearchSpace, score: Speedups) -> np.ndarray:
+        """:meth:`_search` on sparse candidates (:func:`evolve_sparse`), the last period's population carried
+        as its rows of jobs still in the system."""
+        carried = None
+        if self.prev is not None:
+            prev_jobs, (nd, ct, nz) = self.prev
+            where = {j: i for i, j in enumerate(prev_jobs)}
+            new = [i for i, j in enumerate(jobs) if j in where]
+            old = [where[jobs[i]] for i in new]
+            carried = (np.zeros((len(nz), len(jobs), nd.shape[2]), dtype=nd.dtype), np.zeros(
+                (len(nz), len(jobs), nd.shape[2]), dtype=ct.dtype), np.zeros((len(nz), len(jobs)), dtype=nz.dtype))
+            carried[0][:, new], carried[1][:, new], carried[2][:, new] = nd[:, old], ct[:, old], nz[:, old]
+        (nd, ct, nz), _ = evolve_sparse(space.base, carried, score, space, self.population, self.generations,
+                                        self.rng)
+        self.prev = (list(jobs), (nd, ct, nz))
+        self._base = space.base
+        self.searches += 1
+        best = np.zeros_like(space.base)
+        rows = np.repeat(np.arange(len(jobs)), nz[0])
+        cols = np.arange(nd.shape[2])[None, :] < nz[0][:, None]
+        best[rows, nd[0][cols]] = ct[0][cols]
+        return best
 
     # ------------------------------------------------------------------ acting
     def _gpu_sets(self, view: ClusterView, jobs: list[int], alloc: np.ndarray, base: np.ndarray

@@ -192,3 +192,38 @@ def evolve(pop: np.ndarray, score: Callable[[np.ndarray], np.ndarray], space: Se
         pop, fit = survivors, both_fit[best]
     order = np.argsort(-fit, kind="stable")
     return pop[order], fit[order]
+
+
+def evolve_sparse(base: np.ndarray, carried: tuple[np.ndarray, np.ndarray, np.ndarray] | None, score: Speedups,
+                  space: SearchSpace, population: int, generations: int, rng: np.random.Generator
+                  ) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+    """Pollux's search on sparse candidates (:mod:`.parts.pollux_sparse`): the population starts as the current
+    allocation ``base`` ``(J, H)`` and the ``carried`` candidates ``(nd, ct, nz)`` (rows of nodes and GPUs, as
+    :func:`.parts.pollux_sparse.pack` gives them), is topped up with mutated copies and repaired, and evolves
+    for ``generations``. Returns the final population packed, best first, and its fitness."""
+    from gpucluster_env.baselines.parts import pollux_pcg as pcg
+    from gpucluster_env.baselines.parts.pollux_sparse import SPARE, from_dense, pack
+    from gpucluster_env.baselines.parts.pollux_sparse import evolve_sparse as kernel
+
+    b_nd, b_ct, b_nz = from_dense(base[None])
+    n_jobs, n_nodes = base.shape
+    width = int(max(int(space.max_gpus.max(initial=0)), b_nd.shape[2], 0 if carried is None else carried[0].shape[2]))
+    width = max(1, min(n_nodes, width + SPARE))
+    cell = _cell_type(space.capacity)  # rows as narrow as they go: a generation walks every slot's rows
+    nd = np.zeros((2 * population, n_jobs, width), dtype=np.int16 if n_nodes < 32_000 else np.int64)
+    ct = np.zeros((2 * population, n_jobs, width), dtype=cell)
+    nz = np.zeros((2 * population, n_jobs), dtype=np.int16)
+    n_init = 1
+    nd[0, :, : b_nd.shape[2]], ct[0, :, : b_nd.shape[2]], nz[0] = b_nd[0], b_ct[0], b_nz[0]
+    if carried is not None:
+        n_init = min(population, 1 + len(carried[2]))
+        w = carried[0].shape[2]
+        nd[1:n_init, :, :w], ct[1:n_init, :, :w], nz[1:n_init] = (x[: n_init - 1] for x in carried)
+    stream, table = pcg.load(rng)
+    space_t = (space.capacity.astype(np.int64), space.node_type.astype(np.int64), np.unique(space.node_type),
+               space.max_gpus.astype(np.int64), space.min_gpus.astype(np.int64), space.fixed.astype(np.int64))
+    score_t = (score.good, score.fair, score.penalty, float(score.scale), EPS_SPEEDUP,
+               score.node_type.astype(np.int64), base.astype(cell), b_nz[0])
+    slots, fit = kernel((nd, ct, nz), n_init, generations, (b_nd, b_ct, b_nz), space_t, score_t, stream, table)
+    pcg.store(rng, stream, table)
+    return pack(nd, ct, nz, slots), fit
