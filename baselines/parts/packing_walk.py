@@ -49,35 +49,53 @@ class Footprints:
         return fp
 
 
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
+"""A :meth:`HostRows.table`: ``(partners, type, room)``."""
+
+
 class HostRows:
-    """The partners a pending job may pack beside, per number of GPUs asked, as arrays (by job index), kept while
-    the cache's :meth:`~.gimbal_rules.PartnerCache.stamp` for that number stays (no job that could offer such a
-    job GPUs started, stopped or saw its GPUs' tenants change), and the partner each pending job was given over
-    them (:meth:`split`, :meth:`keep`). A walk passes its ``state`` object (a new one when the GPUs' tenants
+    """The partners a pending job may pack beside, per number of GPUs asked, as arrays (by job index), and the
+    partner each pending job was given over them (:meth:`split`, :meth:`keep`). A size's table stays while the
+    cache's :meth:`~.gimbal_rules.PartnerCache.stamp` for that size stays (no job that could offer such a job
+    GPUs started, stopped or saw its GPUs' tenants change); when it moves, the table is updated from the jobs
+    whose answers the cache forgot since (:meth:`~.gimbal_rules.PartnerCache.forgot_since`: they leave it and
+    those that offer GPUs come back; every other row is as it was), and a kept partner is checked only against
+    the rows of those jobs (:meth:`split`). A walk passes its ``state`` object (a new one when the GPUs' tenants
     changed): the cache is synced once per state."""
 
     def __init__(self, view: ClusterView, hosts: PartnerCache) -> None:
         self.view, self.hosts = view, hosts
         self.footprints = Footprints(view)
         self._state: Hashable = None
-        self._run: np.ndarray | None = None  # running jobs in this state (read when a table is built)
+        self._run: np.ndarray | None = None  # running jobs in this state (read when a table is built afresh)
         self._size = np.zeros(0, dtype=np.int64)
-        self._tables: dict[int, tuple[int, tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}  # need -> (stamp, table)
-        self._kept: dict[Hashable, tuple[tuple[np.ndarray, np.ndarray, np.ndarray], Hashable, int]] = {}
+        self._tables: dict[int, tuple[int, Rows]] = {}  # need -> (stamp, table)
+        self._kept: dict[Hashable, tuple[int, Hashable, int]] = {}  # key -> (stamp of its table, tag, partner)
 
-    def by_size(self, state: Hashable, jobs: np.ndarray
-                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    def by_size(self, state: Hashable, jobs: np.ndarray, partial: dict[tuple[int, int], list[tuple[int, int]]]
+                | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Pending ``jobs`` grouped by size, each group with its :meth:`table` (sizes no partner offers GPUs
-        left out): ``(group, partners, type, fits)``, ``fits`` the group x partners mask of ``fits_on`` at
-        accumulation 1 on all of a partner's GPUs."""
+        left out), then the ``partial`` jobs of :meth:`split` grouped by size and stamp, each group with the rows
+        of its table the cache forgot since that stamp: ``(group, partners, type, fits, kept)``, ``fits`` the
+        group x partners mask of ``fits_on`` at accumulation 1 on all of a partner's GPUs, ``kept`` each job's
+        kept partner, to be weighed against those rows (-1: none; all -1 for the whole tables)."""
         need = self.view.req_gpus[jobs]
         for n in set(need.tolist()):
             js = jobs if len(jobs) == 1 else jobs[need == n]
             ps, types, rooms = self.table(state, int(js[0]))
             if len(ps):
-                yield js, ps, types, fits_memory(self.footprints.of(js)[:, None], rooms[None, :])
+                yield (js, ps, types, fits_memory(self.footprints.of(js)[:, None], rooms[None, :]),
+                       np.full(len(js), -1, dtype=np.int64))
+        for (n, stamp), rows in (partial or {}).items():
+            ps, types, rooms = self._tables[n][1]
+            forgot = self.hosts.forgot_since(stamp, self._tables[n][0])
+            assert forgot is not None
+            cols = np.flatnonzero(np.isin(ps, forgot, assume_unique=True))
+            js = np.array([j for j, _ in rows], dtype=np.int64)
+            yield (js, ps[cols], types[cols], fits_memory(self.footprints.of(js)[:, None], rooms[cols][None, :]),
+                   np.array([p for _, p in rows], dtype=np.int64))
 
-    def table(self, state: Hashable, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def table(self, state: Hashable, j: int) -> Rows:
         """``(partners, type, room)`` for pending job ``j``: the running jobs of its size (or larger, when the
         cache's ``unequal`` allows) that offer it GPUs, by index; the type of the first of those GPUs; their
         least room (GB) (:meth:`~.gimbal_rules.PartnerCache.rows`). The same object for every job of ``j``'s
@@ -90,41 +108,81 @@ class HostRows:
         stamp = self.hosts.stamp(need)
         t = self._tables.get(need)
         if t is None or t[0] != stamp:
-            if self._run is None:
-                self._run = v.running_jobs()
-                self._size = v.req_gpus[self._run]
-            run, n_p = self._run, self._size
-            ok = n_p >= need if self.hosts.unequal else n_p == need
-            t = self._tables[need] = (stamp, self.hosts.rows(j, run[ok]))
+            forgot = None if t is None else self.hosts.forgot_since(t[0], stamp)
+            if forgot is not None:
+                rows = self._update(t[1], forgot, j)
+            else:
+                if self._run is None:
+                    self._run = v.running_jobs()
+                    self._size = v.req_gpus[self._run]
+                run, n_p = self._run, self._size
+                rows = self.hosts.rows(j, run[n_p >= need if self.hosts.unequal else n_p == need])
+            t = self._tables[need] = (stamp, rows)
         return t[1]
 
+    def _update(self, rows: Rows, forgot: np.ndarray, j: int) -> Rows:
+        """A size's table ``rows`` (for pending job ``j``'s size) after the cache forgot the answers of
+        ``forgot`` (ascending): their rows out, and those of them that run, have a size that may offer ``j``
+        GPUs and offer them, in (the table read afresh: :meth:`table`)."""
+        v = self.view
+        need = int(v.req_gpus[j])
+        n_f = v.req_gpus[forgot]
+        forgot = forgot[n_f >= need if self.hosts.unequal else n_f == need]
+        if not len(forgot):
+            return rows
+        ps, types, rooms = rows
+        stay = ~np.isin(ps, forgot, assume_unique=True)
+        ps, types, rooms = ps[stay], types[stay], rooms[stay]
+        run = np.array([p for p in forgot.tolist() if v.is_running(p)], dtype=np.int64)
+        new_ps, new_types, new_rooms = self.hosts.rows(j, run)
+        if len(new_ps):
+            at = np.searchsorted(ps, new_ps)
+            ps, types = np.insert(ps, at, new_ps), np.insert(types, at, new_types)
+            rooms = np.insert(rooms, at, new_rooms)
+        return ps, types, rooms
+
     def split(self, state: Hashable, jobs: np.ndarray, keys: list[Hashable], tag: Hashable
-              ) -> tuple[dict[int, int], np.ndarray]:
+              ) -> tuple[dict[int, int], np.ndarray, dict[tuple[int, int], list[tuple[int, int]]]]:
         """The partners of pending ``jobs`` (in this state) that are known without working them out -- kept by
-        :meth:`keep` over the same :meth:`table` object with the same ``tag`` (what else the policy's answer
-        reads), or none when no partner offers GPUs -- as ``{job: partner or -1}``, and the jobs left. ``keys``:
-        one per job, all its answer reads of it but its size."""
+        :meth:`keep` over the :meth:`table` of their size now with the same ``tag`` (what else the policy's
+        answer reads), or none when no partner offers GPUs -- as ``{job: partner or -1}``; the jobs left to work
+        out over their whole table; and, by ``(size, stamp)``, the ``(job, kept partner)`` of the jobs whose
+        answer was kept over an older table of their size whose kept partner's row stayed the same: only the
+        rows the cache forgot since then can change their answer (:meth:`by_size`). ``keys``: one per job, all
+        its answer reads of it but its size."""
         got: dict[int, int] = {}
         left: list[int] = []
-        tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        partial: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        forgot: dict[tuple[int, int], set[int] | None] = {}
+        tables: dict[int, tuple[int, Rows]] = {}
         kept = self._kept
         for j, n, k in zip(jobs.tolist(), self.view.req_gpus[jobs].tolist(), keys, strict=True):
             t = tables.get(n)
             if t is None:
-                t = tables[n] = self.table(state, j)
+                self.table(state, j)
+                t = tables[n] = self._tables[n]
             a = kept.get(k)
-            if a is not None and a[0] is t and a[1] == tag:
-                got[j] = a[2]
-            elif not len(t[0]):
+            if not len(t[1][0]):
                 got[j] = -1
-            else:
+            elif a is None or a[1] != tag:
                 left.append(j)
-        return got, np.array(left, dtype=np.int64)
+            elif a[0] == t[0]:
+                got[j] = a[2]
+            else:
+                f = forgot.get((n, a[0]), ())
+                if f == ():
+                    arr = self.hosts.forgot_since(a[0], t[0])
+                    f = forgot[(n, a[0])] = None if arr is None else set(arr.tolist())
+                if f is None or a[2] in f:
+                    left.append(j)
+                else:
+                    partial.setdefault((n, a[0]), []).append((j, a[2]))
+        return got, np.array(left, dtype=np.int64), partial
 
     def keep(self, key: Hashable, j: int, tag: Hashable, partner: int) -> None:
         """Remember ``partner`` (-1: none) as the answer of pending job ``j`` (``key``, ``tag``: as :meth:`split`)
         over the :meth:`table` of its size now."""
-        self._kept[key] = (self._tables[int(self.view.req_gpus[j])][1], tag, partner)
+        self._kept[key] = (self._tables[int(self.view.req_gpus[j])][0], tag, partner)
 
 
 def first_true(ok: np.ndarray) -> np.ndarray:
