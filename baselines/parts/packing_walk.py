@@ -206,23 +206,41 @@ class FreeStarts:
         self._state: Hashable = None
         self._free: bytes | None = None
         self._kept: dict[int, np.ndarray | None] = {}  # shape code -> free_start's GPUs (None: no start)
+        self._one_node = one_node_sizes(view) if rule.on else 0
+        self._most_free = 0  # the most free GPUs on one node, in this state
 
     def start(self, state: Hashable, j: int, code: int) -> Place | None:
-        """:func:`free_start` of pending job ``j`` (of shape ``code``) in this ``state``."""
+        """:func:`free_start` of pending job ``j`` (of shape ``code``) in this ``state``. A job no node has as many
+        free GPUs as it asks, that the rule keeps on one node whatever types it fits, is not placed: the
+        placement would spread it over several nodes, which the rule forbids."""
         v = self.view
-        if v.num_free() < int(v.req_gpus[j]):
+        need = int(v.req_gpus[j])
+        if v.num_free() < need:
             return None
         if state is not self._state:
             self._state = state
             free = (v.tenants(self._all)[:, 0] < 0).tobytes()
             if free != self._free:
                 self._free, self._kept = free, {}
+                self._most_free = int(v.free_by_node_type().sum(axis=1).max(initial=0))
+        if need <= self._one_node and self._most_free < need:
+            return None
         if code in self._kept:
             g = self._kept[code]
         else:
             a = free_start(v, self.rule, j)
             g = self._kept[code] = None if a is None else a.gpus
         return None if g is None else Place(j, gpus=g)
+
+
+def one_node_sizes(view: ClusterView) -> int:
+    """The most GPUs the topology rule keeps on one node whatever GPU types a job fits: the least, over the GPU
+    types, of a type's largest node (the rule allows as few nodes as the largest nodes of the GPUs' types need:
+    one for a job of at most that many GPUs, on any types)."""
+    node_type = np.zeros(int(view.gpu_node.max()) + 1, dtype=np.int64)
+    node_type[view.gpu_node] = view.gpu_type
+    sizes = np.bincount(view.gpu_node)
+    return int(min(sizes[node_type == t].max() for t in np.unique(view.gpu_type).tolist()))
 
 
 def free_start(view: ClusterView, rule: TopologyRule, j: int) -> Place | None:
