@@ -287,15 +287,16 @@ class PartnerCache:
         changes its GPUs' tenants)."""
         return int(self._stamp[need])
 
-    def forgot_since(self, stamp: int, now: int, most: int = MOST_SYNCS) -> np.ndarray | None:
+    def forgot_since(self, stamp: int, now: int, most: int = MOST_SYNCS) -> list[int] | None:
         """The jobs (ascending, once each) whose answers the syncs after :meth:`stamp` ``stamp`` up to ``now``
         forgot: every other job's answers, and whether it runs, stayed the same. None when ``stamp`` is 0 (the
-        first sync forgot every job's) or more than ``most`` syncs lie between (read everything again instead)."""
+        first sync forgot every job's) or more than ``most`` syncs lie between (read everything again instead).
+        Read only."""
         if stamp <= 0 or now - stamp > most:
             return None
-        if now == stamp:
-            return np.zeros(0, dtype=np.int64)
-        return np.unique(np.fromiter((p for m in self._log[stamp:now] for p in m), dtype=np.int64))
+        if now - stamp == 1:
+            return self._log[stamp]  # (one sync's: ascending, once each)
+        return sorted({p for m in self._log[stamp:now] for p in m})
 
     def _fill(self, need: int, j: int, ps: np.ndarray) -> None:
         """Work out the answers of partners ``ps`` for a job asking ``need`` GPUs (``j``, one such job)."""

@@ -90,7 +90,7 @@ class HostRows:
             ps, types, rooms = self._tables[n][1]
             forgot = self.hosts.forgot_since(stamp, self._tables[n][0])
             assert forgot is not None
-            cols = np.flatnonzero(np.isin(ps, forgot, assume_unique=True))
+            cols = positions(ps, forgot)
             js = np.array([j for j, _ in rows], dtype=np.int64)
             yield (js, ps[cols], types[cols], fits_memory(self.footprints.of(js)[:, None], rooms[cols][None, :]),
                    np.array([p for _, p in rows], dtype=np.int64))
@@ -120,19 +120,21 @@ class HostRows:
             t = self._tables[need] = (stamp, rows)
         return t[1]
 
-    def _update(self, rows: Rows, forgot: np.ndarray, j: int) -> Rows:
+    def _update(self, rows: Rows, forgot_jobs: list[int], j: int) -> Rows:
         """A size's table ``rows`` (for pending job ``j``'s size) after the cache forgot the answers of
-        ``forgot`` (ascending): their rows out, and those of them that run, have a size that may offer ``j``
+        ``forgot_jobs`` (ascending): their rows out, and those of them that run, have a size that may offer ``j``
         GPUs and offer them, in (the table read afresh: :meth:`table`)."""
         v = self.view
         need = int(v.req_gpus[j])
+        forgot = np.array(forgot_jobs, dtype=np.int64)
         n_f = v.req_gpus[forgot]
         forgot = forgot[n_f >= need if self.hosts.unequal else n_f == need]
         if not len(forgot):
             return rows
         ps, types, rooms = rows
-        stay = ~np.isin(ps, forgot, assume_unique=True)
-        ps, types, rooms = ps[stay], types[stay], rooms[stay]
+        gone = positions(ps, forgot)
+        if len(gone):
+            ps, types, rooms = np.delete(ps, gone), np.delete(types, gone), np.delete(rooms, gone)
         run = np.array([p for p in forgot.tolist() if v.is_running(p)], dtype=np.int64)
         new_ps, new_types, new_rooms = self.hosts.rows(j, run)
         if len(new_ps):
@@ -172,7 +174,7 @@ class HostRows:
                 f = forgot.get((n, a[0]), ())
                 if f == ():
                     arr = self.hosts.forgot_since(a[0], t[0])
-                    f = forgot[(n, a[0])] = None if arr is None else set(arr.tolist())
+                    f = forgot[(n, a[0])] = None if arr is None else set(arr)
                 if f is None or a[2] in f:
                     left.append(j)
                 else:
@@ -183,6 +185,15 @@ class HostRows:
         """Remember ``partner`` (-1: none) as the answer of pending job ``j`` (``key``, ``tag``: as :meth:`split`)
         over the :meth:`table` of its size now."""
         self._kept[key] = (self._tables[int(self.view.req_gpus[j])][0], tag, partner)
+
+
+def positions(ps: np.ndarray, jobs: list[int] | np.ndarray) -> np.ndarray:
+    """The positions (ascending) in ascending ``ps`` of those of ascending ``jobs`` it holds."""
+    f = np.asarray(jobs, dtype=np.int64)
+    at = np.searchsorted(ps, f)
+    hit = at < len(ps)
+    hit[hit] = ps[at[hit]] == f[hit]
+    return at[hit]
 
 
 def first_true(ok: np.ndarray) -> np.ndarray:
@@ -206,13 +217,13 @@ class FreeStarts:
         self._state: Hashable = None
         self._free: bytes | None = None
         self._kept: dict[int, np.ndarray | None] = {}  # shape code -> free_start's GPUs (None: no start)
-        self._one_node = one_node_sizes(view) if rule.on else 0
-        self._most_free = 0  # the most free GPUs on one node, in this state
+        self._allowed = NodesAllowed(view) if rule.on else None
+        self._free_cum = np.zeros(0, dtype=np.int64)  # free GPUs on the 1, 2, ... nodes with most free, this state
 
     def start(self, state: Hashable, j: int, code: int) -> Place | None:
-        """:func:`free_start` of pending job ``j`` (of shape ``code``) in this ``state``. A job no node has as many
-        free GPUs as it asks, that the rule keeps on one node whatever types it fits, is not placed: the
-        placement would spread it over several nodes, which the rule forbids."""
+        """:func:`free_start` of pending job ``j`` (of shape ``code``) in this ``state``. A job whose GPUs asked
+        the nodes with the most free GPUs hold only on more nodes than the rule allows it on any types
+        (:class:`NodesAllowed`) is not placed: every placement would break the rule."""
         v = self.view
         need = int(v.req_gpus[j])
         if v.num_free() < need:
@@ -222,9 +233,9 @@ class FreeStarts:
             free = (v.tenants(self._all)[:, 0] < 0).tobytes()
             if free != self._free:
                 self._free, self._kept = free, {}
-                self._most_free = int(v.free_by_node_type().sum(axis=1).max(initial=0))
-        if need <= self._one_node and self._most_free < need:
-            return None
+                self._free_cum = np.cumsum(np.sort(v.free_by_node_type().sum(axis=1))[::-1])
+        if self._allowed is not None and int(np.searchsorted(self._free_cum, need)) + 1 > self._allowed.most(need):
+            return None  # any free GPUs it could take span more nodes than the rule allows on any types
         if code in self._kept:
             g = self._kept[code]
         else:
@@ -233,14 +244,25 @@ class FreeStarts:
         return None if g is None else Place(j, gpus=g)
 
 
-def one_node_sizes(view: ClusterView) -> int:
-    """The most GPUs the topology rule keeps on one node whatever GPU types a job fits: the least, over the GPU
-    types, of a type's largest node (the rule allows as few nodes as the largest nodes of the GPUs' types need:
-    one for a job of at most that many GPUs, on any types)."""
-    node_type = np.zeros(int(view.gpu_node.max()) + 1, dtype=np.int64)
-    node_type[view.gpu_node] = view.gpu_type
-    sizes = np.bincount(view.gpu_node)
-    return int(min(sizes[node_type == t].max() for t in np.unique(view.gpu_type).tolist()))
+class NodesAllowed:
+    """The most nodes the topology rule lets a job of ``n`` GPUs span on any GPU types: the rule allows as few
+    nodes as the largest nodes of its GPUs' types need to hold ``n``, so the most is that of the one type that
+    needs the most (more types only add nodes to choose from). A start on free GPUs spans at least as many nodes
+    as the nodes with the most free GPUs need to hold ``n``; when that is more, no free start keeps the rule."""
+
+    def __init__(self, view: ClusterView) -> None:
+        node_type = np.zeros(int(view.gpu_node.max()) + 1, dtype=np.int64)
+        node_type[view.gpu_node] = view.gpu_type
+        sizes = np.bincount(view.gpu_node)
+        self._cum = [np.cumsum(np.sort(sizes[node_type == t])[::-1]) for t in np.unique(view.gpu_type).tolist()]
+        self._most: dict[int, int] = {}
+
+    def most(self, n: int) -> int:
+        """The most nodes a start of ``n`` GPUs may span under the rule, on any GPU types (see the class)."""
+        m = self._most.get(n)
+        if m is None:
+            m = self._most[n] = max(int(np.searchsorted(c, n)) + 1 for c in self._cum)
+        return m
 
 
 def free_start(view: ClusterView, rule: TopologyRule, j: int) -> Place | None:
