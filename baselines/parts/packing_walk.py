@@ -4,16 +4,20 @@ it start on free GPUs -- worked out for all those jobs at once, in one cluster s
 
 * :class:`HostRows`: per number of GPUs asked, the running jobs that offer a pending job GPUs (the kept answers
   of :class:`~.gimbal_rules.PartnerCache`), with the GPU type and the least memory room of those GPUs, as arrays;
-  read once per cluster state and size.
+  updated from the jobs whose GPUs' tenants changed, and each pending job's partner kept and weighed only
+  against the rows that changed since.
 * :class:`Footprints`: each pending job's worker memory at accumulation 1, the ``fits_on`` side of a job.
 * :func:`first_true`: the first passing partner of each job, over a jobs x partners mask.
 * :func:`free_start`: a start on free GPUs, with the placement asked only when enough GPUs are free;
-  :class:`FreeStarts`: its answers kept by job shape while the free GPUs stay.
+  :class:`FreeStarts`: its answers kept by job shape while the free GPUs stay, and none asked for a job the
+  topology rule would refuse every free placement (:class:`NodesAllowed`).
 
 Each answer is the one the per-job question (``pick_partner``, ``least_utilized_host``, ``plan_place``) gives: a
 partner's memory test ``fits_on`` passes on all of its GPUs exactly when it passes on the one of least room, and
 the placement rule finds no set when fewer GPUs are free than the job asks (fewest nodes of one type, or of every
-type it fits: never more than are free).
+type it fits: never more than are free), nor one the topology rule allows on more nodes than it allows a job of
+that size on any types (``tests/baselines/test_decision_memory.py`` checks every kept answer against the
+question asked afresh, at every decision of real runs).
 """
 
 from __future__ import annotations
