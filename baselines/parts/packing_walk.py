@@ -55,6 +55,9 @@ class Footprints:
 
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]
 """A :meth:`HostRows.table`: ``(partners, type, room)``."""
+Partial = dict[int, tuple[int, list[tuple[int, int]]]]
+""":meth:`HostRows.split`'s jobs to weigh against changed rows, by size: the oldest of the stamps of their kept
+answers, and each job with its kept partner."""
 
 
 class HostRows:
@@ -76,13 +79,14 @@ class HostRows:
         self._tables: dict[int, tuple[int, Rows]] = {}  # need -> (stamp, table)
         self._kept: dict[Hashable, tuple[int, Hashable, int]] = {}  # key -> (stamp of its table, tag, partner)
 
-    def by_size(self, state: Hashable, jobs: np.ndarray, partial: dict[tuple[int, int], list[tuple[int, int]]]
-                | None = None) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+    def by_size(self, state: Hashable, jobs: np.ndarray, partial: Partial | None = None
+                ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
         """Pending ``jobs`` grouped by size, each group with its :meth:`table` (sizes no partner offers GPUs
-        left out), then the ``partial`` jobs of :meth:`split` grouped by size and stamp, each group with the rows
-        of its table the cache forgot since that stamp: ``(group, partners, type, fits, kept)``, ``fits`` the
-        group x partners mask of ``fits_on`` at accumulation 1 on all of a partner's GPUs, ``kept`` each job's
-        kept partner, to be weighed against those rows (-1: none; all -1 for the whole tables)."""
+        left out), then the ``partial`` jobs of :meth:`split` grouped by size, each group with the rows of its
+        table the cache forgot since the oldest of their stamps (a row that stayed since a job's own stamp was
+        weighed against its kept partner then, and loses to it still): ``(group, partners, type, fits, kept)``,
+        ``fits`` the group x partners mask of ``fits_on`` at accumulation 1 on all of a partner's GPUs, ``kept``
+        each job's kept partner, to be weighed against those rows (-1: none; all -1 for the whole tables)."""
         need = self.view.req_gpus[jobs]
         for n in set(need.tolist()):
             js = jobs if len(jobs) == 1 else jobs[need == n]
@@ -90,10 +94,10 @@ class HostRows:
             if len(ps):
                 yield (js, ps, types, fits_memory(self.footprints.of(js)[:, None], rooms[None, :]),
                        np.full(len(js), -1, dtype=np.int64))
-        for (n, stamp), rows in (partial or {}).items():
-            ps, types, rooms = self._tables[n][1]
-            forgot = self.hosts.forgot_since(stamp, self._tables[n][0])
-            assert forgot is not None
+        for n, (oldest, rows) in (partial or {}).items():
+            stamp, (ps, types, rooms) = self._tables[n]
+            forgot = self.hosts.forgot_since(oldest, stamp)
+            assert forgot is not None  # (no older than a stamp split found within reach)
             cols = positions(ps, forgot)
             js = np.array([j for j, _ in rows], dtype=np.int64)
             yield (js, ps[cols], types[cols], fits_memory(self.footprints.of(js)[:, None], rooms[cols][None, :]),
@@ -148,17 +152,17 @@ class HostRows:
         return ps, types, rooms
 
     def split(self, state: Hashable, jobs: np.ndarray, keys: list[Hashable], tag: Hashable
-              ) -> tuple[dict[int, int], np.ndarray, dict[tuple[int, int], list[tuple[int, int]]]]:
+              ) -> tuple[dict[int, int], np.ndarray, Partial]:
         """The partners of pending ``jobs`` (in this state) that are known without working them out -- kept by
         :meth:`keep` over the :meth:`table` of their size now with the same ``tag`` (what else the policy's
         answer reads), or none when no partner offers GPUs -- as ``{job: partner or -1}``; the jobs left to work
-        out over their whole table; and, by ``(size, stamp)``, the ``(job, kept partner)`` of the jobs whose
+        out over their whole table; and, by size, the ``(job, kept partner)`` of the jobs whose
         answer was kept over an older table of their size whose kept partner's row stayed the same: only the
         rows the cache forgot since then can change their answer (:meth:`by_size`). ``keys``: one per job, all
         its answer reads of it but its size."""
         got: dict[int, int] = {}
         left: list[int] = []
-        partial: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        partial: Partial = {}
         forgot: dict[tuple[int, int], set[int] | None] = {}
         tables: dict[int, tuple[int, Rows]] = {}
         kept = self._kept
@@ -182,7 +186,9 @@ class HostRows:
                 if f is None or a[2] in f:
                     left.append(j)
                 else:
-                    partial.setdefault((n, a[0]), []).append((j, a[2]))
+                    oldest, rows = partial.get(n, (a[0], []))
+                    partial[n] = (min(oldest, a[0]), rows)
+                    rows.append((j, a[2]))
         return got, np.array(left, dtype=np.int64), partial
 
     def keep(self, key: Hashable, j: int, tag: Hashable, partner: int) -> None:
