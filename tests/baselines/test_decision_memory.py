@@ -286,6 +286,7 @@ def test_lucid_walk_with_memory_is_the_plain_walk() -> None:
     assert pol.counts["partners"] > 200 and pol.counts["free"] > 200 and pol.counts["passed"] > 10
     assert pol.counts["passed_over"] > 1000
     assert pol.counts["tables"] > 1000 and pol.counts["updated"] > 500 and pol.counts["weighed"] > 500
+    assert pol.counts["refused"] > 100
 
 
 def test_gandiva_walk_over_arrays_is_the_plain_walk() -> None:
@@ -306,3 +307,4 @@ def test_partner_answers_sets_and_held_rates_match_plain_ones(jobs: int) -> None
     assert pol.counts["passed_over"] > 1000 and pol.counts["introspections"] > 100
     assert pol.counts["shares_checked"] > 100
     assert pol.counts["tables"] > 500 and pol.counts["updated"] > 300 and pol.counts["weighed"] > 300
+    assert pol.counts["refused"] > 10
