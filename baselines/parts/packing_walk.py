@@ -228,7 +228,7 @@ class FreeStarts:
         self._free: bytes | None = None
         self._kept: dict[int, np.ndarray | None] = {}  # shape code -> free_start's GPUs (None: no start)
         self._allowed = NodesAllowed(view) if rule.on else None
-        self._free_cum = np.zeros(0, dtype=np.int64)  # free GPUs on the 1, 2, ... nodes with most free, this state
+        self._free_cum: np.ndarray | None = None  # free GPUs on the 1, 2, ... nodes with most free (None: unread)
 
     def start(self, state: Hashable, j: int, code: int) -> Place | None:
         """:func:`free_start` of pending job ``j`` (of shape ``code``) in this ``state``. A job whose GPUs asked
@@ -242,16 +242,24 @@ class FreeStarts:
             self._state = state
             free = (v.tenants(self._all)[:, 0] < 0).tobytes()
             if free != self._free:
-                self._free, self._kept = free, {}
-                self._free_cum = np.cumsum(np.sort(v.free_by_node_type().sum(axis=1))[::-1])
-        if self._allowed is not None and int(np.searchsorted(self._free_cum, need)) + 1 > self._allowed.most(need):
-            return None  # any free GPUs it could take span more nodes than the rule allows on any types
+                self._free, self._kept, self._free_cum = free, {}, None
         if code in self._kept:
             g = self._kept[code]
+        elif self._refused(need):
+            g = self._kept[code] = None
         else:
             a = free_start(v, self.rule, j)
             g = self._kept[code] = None if a is None else a.gpus
         return None if g is None else Place(j, gpus=g)
+
+    def _refused(self, need: int) -> bool:
+        """Whether any free GPUs a job of ``need`` GPUs could take now span more nodes than the rule allows it on
+        any types (:class:`NodesAllowed`; the free GPUs per node read at the first question after they changed)."""
+        if self._allowed is None:
+            return False
+        if self._free_cum is None:
+            self._free_cum = np.cumsum(np.sort(self.view.free_by_node_type().sum(axis=1))[::-1])
+        return int(np.searchsorted(self._free_cum, need)) + 1 > self._allowed.most(need)
 
 
 class NodesAllowed:

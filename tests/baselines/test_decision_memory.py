@@ -99,9 +99,8 @@ def check_kept(host: Any, counts: dict[str, int]) -> None:
         got = kept_start(state, j, code)
         assert got == free_start(host.free.view, host.rule, j)
         counts["free"] = counts.get("free", 0) + 1
-        free, need = host.free, int(host.free.view.req_gpus[j])
-        if free._allowed is not None and free.view.num_free() >= need and (  # refused without a placement
-                int(np.searchsorted(free._free_cum, need)) + 1 > free._allowed.most(need)):
+        if host.free.view.num_free() >= int(host.free.view.req_gpus[j]) and host.free._refused(
+                int(host.free.view.req_gpus[j])):  # refused without a placement
             counts["refused"] = counts.get("refused", 0) + 1
         return got
 
