@@ -189,6 +189,10 @@ class HostRows:
                     oldest, rows = partial.get(n, (a[0], []))
                     partial[n] = (min(oldest, a[0]), rows)
                     rows.append((j, a[2]))
+        if partial and left:  # a size worked out over its whole table anyway: its jobs go with it (one matrix)
+            sizes = set(self.view.req_gpus[left].tolist())
+            for n in [n for n in partial if n in sizes]:
+                left += [j for j, _ in partial.pop(n)[1]]
         return got, np.array(left, dtype=np.int64), partial
 
     def keep(self, key: Hashable, j: int, tag: Hashable, partner: int) -> None:
