@@ -116,7 +116,9 @@ class HostRows:
         stamp = self.hosts.stamp(need)
         t = self._tables.get(need)
         if t is None or t[0] != stamp:
-            forgot = None if t is None else self.hosts.forgot_since(t[0], stamp)
+            # (updated only where a job's change moves the tables of every smaller size, with unequal partners:
+            # over one size's few rows, reading them afresh costs less)
+            forgot = None if t is None or not self.hosts.unequal else self.hosts.forgot_since(t[0], stamp)
             if forgot is not None:
                 rows = self._update(t[1], forgot, j)
             else:
@@ -178,6 +180,8 @@ class HostRows:
                 left.append(j)
             elif a[0] == t[0]:
                 got[j] = a[2]
+            elif not self.hosts.unequal:  # (as the tables: worked out afresh over one size's few rows)
+                left.append(j)
             else:
                 f = forgot.get((n, a[0]), ())
                 if f == ():

@@ -294,7 +294,7 @@ def test_gandiva_walk_over_arrays_is_the_plain_walk() -> None:
     assert pol.compared > 100 and pol.started > 50 and pol.unpacked > 0
     assert pol.counts["partners"] > 100 and pol.counts["free"] > 100 and pol.counts["passed_over"] > 1000
     assert pol.counts["introspections"] > 100
-    assert pol.counts["tables"] > 300 and pol.counts["updated"] > 100 and pol.counts["weighed"] > 0
+    assert pol.counts["tables"] > 300  # (equal sizes only: tables read afresh, not updated)
 
 
 @pytest.mark.parametrize("jobs", [200])
