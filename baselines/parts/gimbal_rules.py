@@ -230,9 +230,10 @@ def changed_rows(now: np.ndarray, before: np.ndarray) -> np.ndarray:
     return np.flatnonzero(ne[:, 0] | ne[:, 1])
 
 
-MOST_SYNCS = 8
+MOST_SYNCS = 1
 """:meth:`PartnerCache.forgot_since` answers None over more syncs than this (a reader then reads all again: on
-PhillyScale, where many syncs pass between two walks, updating over their union cost ~8% more than reading afresh)."""
+PhillyScale, where many syncs pass between two walks, updating over their union cost ~8% more than reading afresh,
+with 8 syncs too; after one sync the update costs what reading afresh does there, and less on a loaded month)."""
 
 
 class PartnerCache:
