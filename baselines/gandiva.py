@@ -192,27 +192,39 @@ class Gandiva(Policy):
     def _prepare(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """:meth:`pack` for each of ``jobs`` at once (the walk's jobs in one state), kept for :meth:`_answer`:
         per size, a jobs x partners mask (fits in memory, model pair not harmful), the least profiled demand
-        among those passing (ties: the lowest index); an answer worked out over the same partners before is
-        kept (:meth:`.HostRows.split`). Returns which of ``jobs`` may start (a partner, or as many GPUs free as
-        they ask): the others' :meth:`start` is None."""
+        among those passing (ties: the lowest index); an answer worked out before is kept, weighed only against
+        the partners whose rows changed since (:meth:`.HostRows.split`). Returns which of ``jobs`` may start (a
+        partner, or as many GPUs free as they ask): the others' :meth:`start` is None."""
         harm = self._harm_matrix(view)
         # an answer reads of a job its shape alone (size, footprint, model): kept by shape over its size's table
         # while no model pair is found harmful (the pairs only grow)
         codes = dict(zip(jobs.tolist(), self.failed.codes(jobs).tolist(), strict=True))
         tag = len(self.harmful)
-        got, left = self.rows.split(self.failed.state, jobs, list(codes.values()), tag)
-        for js, ps, types, ok in self.rows.by_size(self.failed.state, left):
+        got, left, partial = self.rows.split(self.failed.state, jobs, list(codes.values()), tag)
+        for js, ps, types, ok, kept in self.rows.by_size(self.failed.state, left, partial):
             if harm is not None:
                 ok &= ~harm[view.model_index_of(js)[:, None], view.model_index_of(ps)[None, :]]
-            best = np.argmin(np.where(ok, view.demand_of(ps, types)[None, :], np.inf), axis=1)
+            demand = view.demand_of(ps, types)
+            best = np.argmin(np.where(ok, demand[None, :], np.inf), axis=1) if len(ps) else np.zeros(len(js), int)
             first = first_true(ok)
-            for r, (j, i, f) in enumerate(zip(js.tolist(), best.tolist(), first.tolist(), strict=True)):
+            need = int(view.req_gpus[js[0]])
+            for r, (j, i, f, k) in enumerate(zip(js.tolist(), best.tolist(), first.tolist(), kept.tolist(),
+                                                 strict=True)):
                 # the least demand among the passing ones (all infinite: the first of them); -1: none passes
-                got[j] = int(ps[i if ok[r, i] else f]) if f >= 0 else -1
-                self.rows.keep(codes[j], j, tag, got[j])
+                i = i if f >= 0 and ok[r, i] else f
+                p = int(ps[i]) if f >= 0 else -1
+                if k >= 0 and (p < 0 or (self._demand_at(view, need, k), k) < (float(demand[i]), p)):
+                    p = k  # a kept partner (its row stayed) still before the changed rows' best
+                got[j] = p
+                self.rows.keep(codes[j], j, tag, p)
         self._partner: dict[int, int] = {j: p for j, p in got.items() if p >= 0}
         partner = self._partner
         return np.array([j in partner for j in jobs.tolist()]) | (view.req_gpus[jobs] <= view.num_free())
+
+    def _demand_at(self, view: ClusterView, need: int, p: int) -> float:
+        """The profiled demand of partner ``p`` on the type of the first GPU it offers a job asking ``need`` GPUs
+        (as :meth:`_prepare` reads it over a table)."""
+        return float(view.demand_of(np.array([p]), np.array([self.hosts.first_type(need, p)]))[0])
 
     def _harm_matrix(self, view: ClusterView) -> np.ndarray | None:
         """The harmful model pairs as a symmetric boolean matrix by model index (None: none yet)."""

@@ -148,18 +148,20 @@ class Lucid(Policy):
     def _prepare(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         """:meth:`pick_partner` for each of ``jobs`` at once (the walk's jobs in one state), kept for
         :meth:`_answer`: per size, a jobs x partners mask of Lucid's tests, the first partner passing them; an
-        answer worked out over the same partners before is kept (:meth:`.HostRows.split`). Returns which of
+        answer worked out before is kept, weighed only against the partners whose rows changed since
+        (:meth:`.HostRows.split`). Returns which of
         ``jobs`` may start (a partner, or as many GPUs free as they ask): the others' :meth:`start` is None."""
         # an answer reads of a job its size, priority, model and batch: kept by job over its size's table
-        got, left = self.rows.split(self.failed.state, jobs, jobs.tolist(), None)
-        for js, ps, types, ok in self.rows.by_size(self.failed.state, left):
+        got, left, partial = self.rows.split(self.failed.state, jobs, jobs.tolist(), None)
+        for js, ps, types, ok, kept in self.rows.by_size(self.failed.state, left, partial):
             pj = view.solo_time[js] * view.req_gpus[js]
             ok &= ~(pj[:, None] > self.time_ratio * (view.solo_time[ps] * view.req_gpus[ps])[None, :])
             if self.threshold < 4:  # else any two scores (0-2 each) pass
                 ok &= (self.scores(view, js[:, None], types[None, :]) + self.scores(view, ps, types)[None, :]
                        <= self.threshold)
-            for j, i in zip(js.tolist(), first_true(ok).tolist(), strict=True):
-                got[j] = int(ps[i]) if i >= 0 else -1
+            for j, i, k in zip(js.tolist(), first_true(ok).tolist(), kept.tolist(), strict=True):
+                p = int(ps[i]) if i >= 0 else -1
+                got[j] = k if k >= 0 and (p < 0 or k < p) else p  # the first by index (a kept one: its rows stayed)
                 self.rows.keep(j, j, None, got[j])
         self._partner: dict[int, int] = {j: p for j, p in got.items() if p >= 0}
         partner = self._partner

@@ -60,7 +60,7 @@ class ThroughputModel:
         self._watch = TenantWatch(view)
         self._hot: dict[int, tuple[_Kept, dict, tuple]] = {}  # in a hold: job -> (its _Kept, rate memo, key head)
         self._by_shape: dict[tuple, float] = {}  # rates on GPUs of one type, by (shape, setup) and worker ratios
-        self._left: np.ndarray | None = None
+        self._left: dict[int, float] | None = None  # in a hold: the iterations left of the jobs asked
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -77,6 +77,7 @@ class ThroughputModel:
         for j in moved or ():
             self._workers.pop(j, None)
         self._held = True
+        self._left = {}
         try:
             yield
         finally:
@@ -84,22 +85,24 @@ class ThroughputModel:
             self._hot.clear()
             self._left = None
 
-    def _left_now(self) -> np.ndarray:
-        """Every job's iterations left now (read once while :meth:`held`)."""
+    def _left_of(self, jobs: Any) -> list[float]:
+        """Iterations ``jobs`` have left now, as Python floats: only theirs read from the view (every job's would
+        cost the whole trace per tick), each read once while :meth:`held`."""
         left = self._left
         if left is None:
-            left = self.view.remaining_now()
-            if self._held:
-                self._left = left
-        return left
+            return self.view.remaining_now(np.asarray(jobs, dtype=np.int64)).tolist()
+        new = [j for j in jobs if j not in left]
+        if new:
+            left.update(zip(new, self.view.remaining_now(np.array(new, dtype=np.int64)).tolist(), strict=True))
+        return [left[j] for j in jobs]
 
     def remaining(self, jobs: Any) -> np.ndarray:
-        """Iterations ``jobs`` have left now (a fresh array; every job's read once while :meth:`held`)."""
-        return self._left_now()[np.asarray(jobs, dtype=np.int64)]
+        """Iterations ``jobs`` have left now (a fresh array; each job's read once while :meth:`held`)."""
+        return np.array(self._left_of([int(j) for j in np.asarray(jobs, dtype=np.int64).tolist()]), dtype=float)
 
     def remaining_one(self, j: int) -> float:
         """Iterations job ``j`` has left now, as :meth:`remaining` (a float)."""
-        return self._left_now().item(j)
+        return self._left_of((j,))[0]
 
     def _kept(self, j: int) -> _Kept:
         """Running job ``j``'s :class:`_Kept` (kept from hold to hold, see :meth:`held`)."""
@@ -184,8 +187,7 @@ class ThroughputModel:
 
     def finish_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> list[float]:
         """:meth:`remaining_times` with departures, as Python floats (:func:`departure_times`)."""
-        left_now = self._left_now()
-        return departure_times([left_now.item(j) for j in jobs], [self.rate(j, shares) for j in jobs], jobs,
+        return departure_times(self._left_of(jobs), [self.rate(j, shares) for j in jobs], jobs,
                                lambda o, gone: self.rate(jobs[o], shares, gone), [self.partners(j) for j in jobs])
 
     def gpus(self, j: int) -> np.ndarray:

@@ -56,10 +56,23 @@ def plain_sets(view: ClusterView) -> list[JobSet]:
 
 def check_kept(host: Any, counts: dict[str, int]) -> None:
     """Make packing ``host`` (Lucid or Gandiva, after its reset) compare, at every walk, its partners worked out
-    over kept tables and kept answers with those of a fresh :class:`HostRows` (nothing kept), every job its walk
+    over kept tables and kept answers with those of a fresh :class:`HostRows` (nothing kept; its tables read
+    afresh from the running jobs: the same as the kept tables updated from the rows forgotten), every job its walk
     passes over without asking with the plain start question (None), and every kept free start with
     :func:`free_start` asked afresh (counted in ``counts``)."""
     prepare, kept_start = host._prepare, host.free.start
+    update, by_size = host.rows._update, host.rows.by_size
+
+    def counted_update(*args: Any) -> Any:
+        counts["updated"] = counts.get("updated", 0) + 1
+        return update(*args)
+
+    def counted_by_size(state: Any, jobs: np.ndarray, partial: Any = None) -> Any:
+        # the jobs whose kept partner is weighed against the rows forgotten since (not worked out again)
+        counts["weighed"] = counts.get("weighed", 0) + sum(len(rows) for rows in (partial or {}).values())
+        return by_size(state, jobs, partial)
+
+    host.rows._update, host.rows.by_size = counted_update, counted_by_size
 
     def checked_prepare(view: ClusterView, jobs: np.ndarray) -> np.ndarray:
         may = prepare(view, jobs)
@@ -68,9 +81,14 @@ def check_kept(host: Any, counts: dict[str, int]) -> None:
         try:
             fresh = prepare(view, jobs)
         finally:
-            host.rows = rows
+            fresh_rows, host.rows = host.rows, rows
         assert host._partner == got and np.array_equal(fresh, may)
         host._partner = got
+        for n, (stamp, table) in rows._tables.items():  # a table updated from the rows forgotten: the plain one
+            plain = fresh_rows._tables.get(n)
+            if plain is not None and plain[0] == stamp:
+                assert all(np.array_equal(a, b) for a, b in zip(table, plain[1], strict=True))
+                counts["tables"] = counts.get("tables", 0) + 1
         for j in jobs[~may].tolist():  # a job the walk passes over without asking starts nowhere
             assert host.start(view, j) is None
             counts["passed_over"] = counts.get("passed_over", 0) + 1
@@ -81,6 +99,9 @@ def check_kept(host: Any, counts: dict[str, int]) -> None:
         got = kept_start(state, j, code)
         assert got == free_start(host.free.view, host.rule, j)
         counts["free"] = counts.get("free", 0) + 1
+        if host.free.view.num_free() >= int(host.free.view.req_gpus[j]) and host.free._refused(
+                int(host.free.view.req_gpus[j])):  # refused without a placement
+            counts["refused"] = counts.get("refused", 0) + 1
         return got
 
     host._prepare, host.free.start = checked_prepare, checked_start
@@ -263,6 +284,8 @@ def test_lucid_walk_with_memory_is_the_plain_walk() -> None:
     assert pol.compared > 200 and pol.started > 50
     assert pol.counts["partners"] > 200 and pol.counts["free"] > 200 and pol.counts["passed"] > 10
     assert pol.counts["passed_over"] > 1000
+    assert pol.counts["tables"] > 1000 and pol.counts["updated"] > 500 and pol.counts["weighed"] > 500
+    assert pol.counts["refused"] > 100
 
 
 def test_gandiva_walk_over_arrays_is_the_plain_walk() -> None:
@@ -271,6 +294,7 @@ def test_gandiva_walk_over_arrays_is_the_plain_walk() -> None:
     assert pol.compared > 100 and pol.started > 50 and pol.unpacked > 0
     assert pol.counts["partners"] > 100 and pol.counts["free"] > 100 and pol.counts["passed_over"] > 1000
     assert pol.counts["introspections"] > 100
+    assert pol.counts["tables"] > 300  # (equal sizes only: tables read afresh, not updated)
 
 
 @pytest.mark.parametrize("jobs", [200])
@@ -281,3 +305,5 @@ def test_partner_answers_sets_and_held_rates_match_plain_ones(jobs: int) -> None
     assert pol.counts["partners"] > 100 and pol.counts["free"] > 100 and pol.counts["passed"] > 10
     assert pol.counts["passed_over"] > 1000 and pol.counts["introspections"] > 100
     assert pol.counts["shares_checked"] > 100
+    assert pol.counts["tables"] > 500 and pol.counts["updated"] > 300 and pol.counts["weighed"] > 300
+    assert pol.counts["refused"] > 10
