@@ -263,8 +263,8 @@ class FreeStarts:
     def _refused(self, need: int) -> bool:
         """Whether any free GPUs a job of ``need`` GPUs could take now span more nodes than the rule allows it on
         any types (:class:`NodesAllowed`; the free GPUs per node read at the first question after they changed)."""
-        if self._allowed is None:
-            return False
+        if self._allowed is None or need == 1:
+            return False  # (one free GPU, which start() has seen, is on one node: never more than the rule allows)
         if self._free_cum is None:
             self._free_cum = np.cumsum(np.sort(self.view.free_by_node_type().sum(axis=1))[::-1])
         return int(np.searchsorted(self._free_cum, need)) + 1 > self._allowed.most(need)
