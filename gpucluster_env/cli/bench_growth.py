@@ -27,7 +27,7 @@ def _outcome(row: dict[str, Any]) -> str:
 
 def print_growth(console: Any, rows: list[dict[str, Any]], excess: list[dict[str, Any]]) -> None:
     """The growth runs (CPU, x FIFO, peak memory, steps) and the excess growth of each policy's own CPU."""
-    body = [(r["policy"], f"{r['jobs']:,}", _cpu(r),
+    body = [(r["policy"] + (" (again)" if "repeat" in r else ""), f"{r['jobs']:,}", _cpu(r),
              "–" if "skipped" in r else f"{r['x_fifo_cpu']:.2f}",
              "–" if r.get("peak_rss_mb") is None else f"{r['peak_rss_mb']:,.0f}", _outcome(r)) for r in rows]
     print_table(console, "growth runs: whole-process CPU of `gpucluster run`",
