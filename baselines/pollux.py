@@ -175,6 +175,7 @@ class Pollux(Policy):
             return Wait()
         self.acted_at = now
         self.next_period = next_boundary(now, self.period_s)
+        self._forget_finished(view)
         running = view.running_jobs().tolist()
         waiting = view.pending_jobs()
         active = [j for j in running if view.can_reallocate(j)] + waiting.tolist()
@@ -190,6 +191,13 @@ class Pollux(Policy):
             active = self._weighed(view, active, waiting)
         best = self._search(view, active)
         return self._actions(view, active, best)
+
+    def _forget_finished(self, view: ClusterView) -> None:
+        """Drop what is kept for finished jobs (tables, batches): it grows with the jobs in the system."""
+        kept = np.fromiter(self.tables, dtype=np.int64, count=len(self.tables))
+        for j in kept[~np.isnan(view.finish_time_of(kept))].tolist():
+            del self.tables[j], self.best_batch[j]
+            self.goodput.pop(j, None)
 
     def _weighed(self, view: ClusterView, jobs: list[int], waiting: np.ndarray) -> list[int]:
         """``jobs`` (priority order) less the waiting jobs outside :func:`waiting_window`."""

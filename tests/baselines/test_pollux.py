@@ -115,6 +115,24 @@ def test_pollux_runs_castor_philly_to_the_end():
     assert not res["truncated"] and res["jobs_done"] == res["jobs"]
 
 
+def test_pollux_keeps_goodput_tables_only_for_jobs_not_finished():
+    """What the policy keeps per job grows with the jobs in the system: a finished job's tables are dropped."""
+    pol = make_policy("pollux")
+    search, held = pol._search, []
+
+    def checked(view, jobs):
+        kept = sorted(pol.tables)
+        assert not any(view.finish_time(j) == view.finish_time(j) for j in kept)  # NaN while not finished
+        assert sorted(pol.best_batch) == kept
+        held.append(len(kept))
+        return search(view, jobs)
+
+    pol._search = checked
+    res = run_episode("castor-philly", pol, 0, scenario_options={"num_jobs": 40})
+    assert res["jobs_done"] == res["jobs"] and len(held) > 0
+    assert max(held) < res["jobs"]  # tables of finished jobs were dropped along the way
+
+
 @needs_workloads
 def test_pollux_workload_jobs_are_elastic_and_timed_on_pollux_hardware():
     from gpucluster_env.traces.pollux_workloads import pollux_workload_jobs
