@@ -113,8 +113,7 @@ def select_round(
 def place_fewest_nodes(free_per_node: np.ndarray | list[int], need: int) -> list[tuple[int, int]] | None:
     """``(node, count)`` picks for a gang of ``need`` GPUs on the fewest nodes: the fullest node that still
     fits it whole (best fit, ties to the lower index), else nodes by most free GPUs first. None: too few."""
-    free = list(free_per_node) if type(free_per_node) is list else np.asarray(free_per_node, dtype=np.int64).tolist()
-    return FewestNodes(free).pick(need)
+    return FewestNodes(free_per_node).pick(need)
 
 
 class FewestNodes:
@@ -123,13 +122,15 @@ class FewestNodes:
     node (PhillyScale's 552). Counts only fall (:meth:`take`), so a node's entry in a count it left is stale
     for good and skipped when met."""
 
-    def __init__(self, free: list[int]) -> None:
-        """``free``: each node's free GPUs (the list is kept and updated by :meth:`take`)."""
-        self.free = free
-        self.total = sum(free)
-        self.by_count: list[list[int]] = [[] for _ in range(max(free, default=0) + 1)]
-        for h, f in enumerate(free):  # ascending: each list is a heap already
-            self.by_count[f].append(h)
+    def __init__(self, free: list[int] | np.ndarray) -> None:
+        """``free``: each node's free GPUs (kept as a list, updated by :meth:`take`)."""
+        arr = np.asarray(free, dtype=np.int64)
+        self.free: list[int] = arr.tolist()
+        self.total = int(arr.sum())
+        # each count's nodes, ascending (a sorted list is a heap already)
+        nodes = np.argsort(arr, kind="stable").tolist()
+        ends = np.cumsum(np.bincount(arr)).tolist() if len(arr) else [0]
+        self.by_count: list[list[int]] = [nodes[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
 
     def _lowest(self, c: int) -> int:
         """The lowest-indexed node with exactly ``c`` free GPUs, or -1."""

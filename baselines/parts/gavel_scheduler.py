@@ -276,8 +276,9 @@ class Gavel(Policy):
             return out or [Wait()]
         holds = np.zeros(view.n_jobs + 1, dtype=bool)  # index n_jobs: an empty slot (-1)
         holds[list(kept_jobs)] = True
-        taken = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1).tolist()  # the GPUs the kept jobs hold
-        placed, plans = self._plan_gangs(view, move, movable, taken, out)
+        held = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1)  # the GPUs the kept jobs hold
+        taken = held.tolist()
+        placed, plans = self._plan_gangs(view, move, movable, (~held, taken), out)
         targets = {key[0]: gang for key, gang in plans if key[0] in movable}
         order, through_queue = order_moves(targets, {j: tuple(view.gpus_of(j).tolist()) for j in targets})
         out.extend(Reallocate(j, gpus=targets[j]) for j in order)
@@ -294,9 +295,10 @@ class Gavel(Policy):
         return out or [Wait()]
 
     def _plan_gangs(self, view: ClusterView, move: list[tuple[tuple[int, ...], int]], movable: set[int],
-                    taken: list[bool], out: list[Action]) -> tuple[dict[tuple[int, ...], int],
-                                                                 list[tuple[tuple[int, ...], tuple[int, ...]]]]:
-        """Each granted row that does not stay gets a gang of its type's GPUs not ``taken`` (marked taken), the
+                    gpus: tuple[np.ndarray, list[bool]], out: list[Action]
+                    ) -> tuple[dict[tuple[int, ...], int], list[tuple[tuple[int, ...], tuple[int, ...]]]]:
+        """Each granted row that does not stay gets a gang of its type's GPUs not taken (``gpus``: the GPUs free
+        of kept jobs as a mask, and the GPUs taken as a list, marked as gangs take them), the
         largest gangs first, on the fewest nodes (:func:`.gavel_rounds.place_fewest_nodes`' rule, the type's
         nodes kept by free count in a :class:`.gavel_rounds.FewestNodes`; each node's lowest free GPUs first); a
         movable job left without one is preempted (into ``out``).
@@ -305,15 +307,12 @@ class Gavel(Policy):
         placed: dict[tuple[int, ...], int] = {}
         plans: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
         nodes_of: dict[int, FewestNodes] = {}  # per type: its nodes' GPUs not taken, kept by count
-        free_mask = None
+        free_mask, taken = gpus
         for key, k in sorted(move, key=lambda kk: -int(req[kk[0][0]])):
             nodes = nodes_of.get(k)
-            if nodes is None:
-                if free_mask is None:
-                    free_mask = ~np.array(taken, dtype=bool)
+            if nodes is None:  # no gang took a type-k GPU yet: the mask holds for them
                 g, at = self._type_gpus[k]
-                nodes = nodes_of[k] = FewestNodes(np.bincount(at[free_mask[g]], minlength=len(self._type_nodes[k]))
-                                                  .tolist())
+                nodes = nodes_of[k] = FewestNodes(np.bincount(at[free_mask[g]], minlength=len(self._type_nodes[k])))
             picks = nodes.pick(int(req[key[0]]))
             if picks is None:
                 if key[0] in movable:
