@@ -102,6 +102,7 @@ class Gavel(Policy):
         # each type's GPUs by node (nodes ascending, GPUs ascending within a node): where gangs are planned
         self._type_nodes: list[list[tuple[int, list[int]]]] = []
         self._type_gpus: list[tuple[np.ndarray, np.ndarray]] = []
+        self._gpu_type_l: list[int] = view.gpu_type.tolist()  # each GPU's type, for reads one GPU at a time
         for k in range(self.nk):
             g = np.flatnonzero(view.gpu_type == k)
             nodes = view.gpu_node[g]
