@@ -223,7 +223,7 @@ class GavelPacked(Gavel):
         if len(key) == 1:
             return super()._place_row(view, key, gang)
         i, j = key
-        acc = self.pair_accumulations(view, i, j, int(view.gpu_type[gang[0]]))
+        acc = self.pair_accumulations(view, i, j, self._gpu_type_l[gang[0]])
         self._follow.append(Colocate(j, partner=i, gpus=gang))
         return [Place(i, gpus=gang, accumulation=None if acc is None else acc[0])]
 

@@ -25,7 +25,6 @@ Objectives (``objective``): ``max-min`` (heterogeneity-aware LAS, ``gavel``), ``
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
@@ -131,12 +130,13 @@ class Gavel(Policy):
         """Add the time each row granted last round ran on its type."""
         dt = view.now - self._round_t
         if self.granted:
-            runs = []
-            for key in self.granted:
-                j = key[0]
-                run = dt if view.is_running(j) else max(0.0, min(dt, view.finish_time(j) - self._round_t))
-                runs.append(run if math.isfinite(run) else 0.0)
-            self.job_time.add(row_index(list(self.granted)), list(self.granted.values()), runs)
+            ix = row_index(list(self.granted))
+            # a row's first job ran the whole round, else until it finished: min(dt, ...) then max(0, ...) as
+            # Python's min and max read them (a job that has not finished, NaN, ran dt)
+            ran = view.finish_time_of(ix.heads) - self._round_t
+            ran = np.where(ran < dt, ran, dt)
+            ran = np.where(view.running_of(ix.heads), dt, np.where(ran > 0.0, ran, 0.0))
+            self.job_time.add(ix, list(self.granted.values()), np.where(np.isfinite(ran), ran, 0.0))
         self._round_t = view.now
 
     def _reset_times(self, now: float, active: list[int]) -> None:
