@@ -80,6 +80,7 @@ class GavelLeftoverPacking(Gavel):
         self._starts: list[Place] = []
         self._queue = np.zeros(0, dtype=np.int64)  # the jobs left waiting, by Gavel's priority
         self._anchors: set[int] = set()
+        self._keep_now: tuple[list[tuple[tuple[int, ...], int]], dict[tuple[int, ...], int]] | None = None
         self._round_rows: tuple[list[tuple[int, ...]], np.ndarray] = ([], np.zeros((0, 0), dtype=bool))
         super().reset(env)
 
@@ -95,7 +96,16 @@ class GavelLeftoverPacking(Gavel):
         j = key[0]
         if not view.is_running(j) or (view.partners_of(j) and j not in self._anchors):
             return False
-        return bool((view.gpu_type[view.gpus_of(j)] == k).all())
+        gt = self._gpu_type_l
+        return all(gt[x] == k for x in view.gpus_of(j).tolist())
+
+    def _keep(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]]) -> dict[tuple[int, ...], int]:
+        """As Gavel's: for the round's grants, what :meth:`_actions` worked out for them (nothing has changed
+        since)."""
+        now = self._keep_now
+        if now is not None and now[0] is grants:
+            return dict(now[1])
+        return super()._keep(view, grants)
 
     def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
         """Deferred to the follow-up, after the round's preemptions, where the topology rule is asked."""
@@ -122,11 +132,14 @@ class GavelLeftoverPacking(Gavel):
             self._anchors.update(mine)
             if mine and len(s.others) == 1 and req[s.others[0]] == req[s.jmax]:
                 stay_by[s.jmax] = s.others[0]
-        hosts = {key[0] for key, k in grants if self._kept(view, key, k)}
+        keep = {key: k for key, k in grants if self._kept(view, key, k)}
+        hosts = {key[0] for key in keep}
         stay = {j for j, a in stay_by.items() if a in hosts}
         self._starts = []
+        self._keep_now = (grants, keep)  # Gavel's _actions asks _keep of the same grants in the same state
         out = [a for a in super()._actions(view, grants, anywhere)
                if not isinstance(a, Wait) and not (isinstance(a, Preempt) and a.job in stay)]
+        self._keep_now = None
         rows, runnable = self._round_rows
         alloc = self._rows(self.alloc, rows)
         pr = round_priorities(alloc, self._rows(self.job_time, rows), runnable).max(axis=1)

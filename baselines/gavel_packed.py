@@ -74,7 +74,6 @@ class GavelPacked(Gavel):
         self.pair_ok: dict[tuple[int, ...], np.ndarray] = {}
         self._accum: dict[tuple[tuple[int, int, int], tuple[int, int, int], int], tuple[int, int] | None] = {}
         self._pair_tp: dict[tuple[tuple[int, int, int], tuple[int, int, int]], tuple[np.ndarray, np.ndarray]] = {}
-        self._gpu_type_l: list[int] = self.view(env).gpu_type.tolist()
         # the last round's candidate rows: kept while the round's one-job rows (the same list while the active jobs
         # stay the same) and the allocation's pairs (a new dict at each allocation) stay
         self._cands: tuple[Any, ...] | None = None
@@ -224,7 +223,7 @@ class GavelPacked(Gavel):
         if len(key) == 1:
             return super()._place_row(view, key, gang)
         i, j = key
-        acc = self.pair_accumulations(view, i, j, int(view.gpu_type[gang[0]]))
+        acc = self.pair_accumulations(view, i, j, self._gpu_type_l[gang[0]])
         self._follow.append(Colocate(j, partner=i, gpus=gang))
         return [Place(i, gpus=gang, accumulation=None if acc is None else acc[0])]
 

@@ -113,29 +113,59 @@ def select_round(
 def place_fewest_nodes(free_per_node: np.ndarray | list[int], need: int) -> list[tuple[int, int]] | None:
     """``(node, count)`` picks for a gang of ``need`` GPUs on the fewest nodes: the fullest node that still
     fits it whole (best fit, ties to the lower index), else nodes by most free GPUs first. None: too few."""
-    # a few dozen nodes: ints beat array calls (a list of ints, as the rounds keep it, is read as it is)
-    free = free_per_node if type(free_per_node) is list else np.asarray(free_per_node, dtype=np.int64).tolist()
-    if need <= 0:
-        raise ValueError(f"need: a gang asks for at least one GPU, got {need}")
-    if sum(free) < need:
-        return None
-    best = -1
-    for h, f in enumerate(free):
-        if f >= need and (best < 0 or f < free[best]):
-            best = h
-            if f == need:  # the fullest node that fits it: no later node is fuller (ties go to the lower index)
-                break
-    if best >= 0:
-        return [(best, need)]
-    out = []
-    for h in sorted(range(len(free)), key=lambda x: -free[x]):  # stable: ties to the lower index
-        take = min(free[h], need)
-        if take:
-            out.append((h, take))
-            need -= take
-        if need == 0:
-            break
-    return out
+    return FewestNodes(free_per_node).pick(need)
+
+
+class FewestNodes:
+    """Nodes' free GPUs for gang after gang placed by :func:`place_fewest_nodes`' rule, kept by count: each
+    count's nodes in a heap (lowest index first), so a pick reads the few counts a node can have, not every
+    node (PhillyScale's 552). Counts only fall (:meth:`take`), so a node's entry in a count it left is stale
+    for good and skipped when met."""
+
+    def __init__(self, free: list[int] | np.ndarray) -> None:
+        """``free``: each node's free GPUs (kept as a list, updated by :meth:`take`)."""
+        arr = np.asarray(free, dtype=np.int64)
+        self.free: list[int] = arr.tolist()
+        self.total = int(arr.sum())
+        # each count's nodes, ascending (a sorted list is a heap already)
+        nodes = np.argsort(arr, kind="stable").tolist()
+        ends = np.cumsum(np.bincount(arr)).tolist() if len(arr) else [0]
+        self.by_count: list[list[int]] = [nodes[a:b] for a, b in zip([0, *ends[:-1]], ends, strict=True)]
+
+    def _lowest(self, c: int) -> int:
+        """The lowest-indexed node with exactly ``c`` free GPUs, or -1."""
+        heap, free = self.by_count[c], self.free
+        while heap and free[heap[0]] != c:
+            heapq.heappop(heap)
+        return heap[0] if heap else -1
+
+    def pick(self, need: int) -> list[tuple[int, int]] | None:
+        """The picks of :func:`place_fewest_nodes` for ``need`` GPUs (the counts are left as they are)."""
+        if need <= 0:
+            raise ValueError(f"need: a gang asks for at least one GPU, got {need}")
+        if self.total < need:
+            return None
+        for c in range(need, len(self.by_count)):  # best fit: the fewest free GPUs that hold it whole
+            h = self._lowest(c)
+            if h >= 0:
+                return [(h, need)]
+        out = []
+        for c in range(len(self.by_count) - 1, 0, -1):  # no node holds it: most free first, lower index first
+            for h in sorted(h for h in self.by_count[c] if self.free[h] == c):
+                take = min(c, need)
+                out.append((h, take))
+                need -= take
+                if need == 0:
+                    return out
+        return out
+
+    def take(self, picks: list[tuple[int, int]]) -> None:
+        """Mark ``picks`` (node, count) taken."""
+        for h, c in picks:
+            f = self.free[h] = self.free[h] - c
+            self.total -= c
+            if f:
+                heapq.heappush(self.by_count[f], h)
 
 
 def order_moves(targets: dict[int, tuple[int, ...]], held: dict[int, tuple[int, ...]]) -> tuple[list[int], list[int]]:

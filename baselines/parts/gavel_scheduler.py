@@ -25,16 +25,15 @@ Objectives (``objective``): ``max-min`` (heterogeneity-aware LAS, ``gavel``), ``
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts import gavel_lp as lp
 from gpucluster_env.baselines.parts.gavel_rounds import (
+    FewestNodes,
     needs_recompute,
     next_boundary,
     order_moves,
-    place_fewest_nodes,
     reset_time_received,
     round_length,
     round_priorities,
@@ -101,10 +100,14 @@ class Gavel(Policy):
         self._alone: dict[int, int] | None = None  # per job, the type it runs on alone this round (view.alone_types)
         # each type's GPUs by node (nodes ascending, GPUs ascending within a node): where gangs are planned
         self._type_nodes: list[list[tuple[int, list[int]]]] = []
+        self._type_gpus: list[tuple[np.ndarray, np.ndarray]] = []
+        self._gpu_type_l: list[int] = view.gpu_type.tolist()  # each GPU's type, for reads one GPU at a time
         for k in range(self.nk):
             g = np.flatnonzero(view.gpu_type == k)
             nodes = view.gpu_node[g]
-            self._type_nodes.append([(h, g[nodes == h].tolist()) for h in np.unique(nodes).tolist()])
+            uniq, at = np.unique(nodes, return_inverse=True)
+            self._type_nodes.append([(h, g[nodes == h].tolist()) for h in uniq.tolist()])
+            self._type_gpus.append((g, at.reshape(-1)))  # the type's GPUs, and the index of each one's node there
         # what a round derives from its active jobs alone, kept while they stay the same (most rounds)
         self._same: tuple[Any, ...] | None = None
         self._index_kept: tuple[list[tuple[int, ...]], RowIndex] | None = None
@@ -127,12 +130,13 @@ class Gavel(Policy):
         """Add the time each row granted last round ran on its type."""
         dt = view.now - self._round_t
         if self.granted:
-            runs = []
-            for key in self.granted:
-                j = key[0]
-                run = dt if view.is_running(j) else max(0.0, min(dt, view.finish_time(j) - self._round_t))
-                runs.append(run if math.isfinite(run) else 0.0)
-            self.job_time.add(row_index(list(self.granted)), list(self.granted.values()), runs)
+            ix = row_index(list(self.granted))
+            # a row's first job ran the whole round, else until it finished: min(dt, ...) then max(0, ...) as
+            # Python's min and max read them (a job that has not finished, NaN, ran dt)
+            ran = view.finish_time_of(ix.heads) - self._round_t
+            ran = np.where(ran < dt, ran, dt)
+            ran = np.where(view.running_of(ix.heads), dt, np.where(ran > 0.0, ran, 0.0))
+            self.job_time.add(ix, list(self.granted.values()), np.where(np.isfinite(ran), ran, 0.0))
         self._round_t = view.now
 
     def _reset_times(self, now: float, active: list[int]) -> None:
@@ -273,8 +277,9 @@ class Gavel(Policy):
             return out or [Wait()]
         holds = np.zeros(view.n_jobs + 1, dtype=bool)  # index n_jobs: an empty slot (-1)
         holds[list(kept_jobs)] = True
-        taken = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1).tolist()  # the GPUs the kept jobs hold
-        placed, plans = self._plan_gangs(view, move, movable, taken, out)
+        held = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1)  # the GPUs the kept jobs hold
+        taken = held.tolist()
+        placed, plans = self._plan_gangs(view, move, movable, (~held, taken), out)
         targets = {key[0]: gang for key, gang in plans if key[0] in movable}
         order, through_queue = order_moves(targets, {j: tuple(view.gpus_of(j).tolist()) for j in targets})
         out.extend(Reallocate(j, gpus=targets[j]) for j in order)
@@ -291,33 +296,33 @@ class Gavel(Policy):
         return out or [Wait()]
 
     def _plan_gangs(self, view: ClusterView, move: list[tuple[tuple[int, ...], int]], movable: set[int],
-                    taken: list[bool], out: list[Action]) -> tuple[dict[tuple[int, ...], int],
-                                                                 list[tuple[tuple[int, ...], tuple[int, ...]]]]:
-        """Each granted row that does not stay gets a gang of its type's GPUs not ``taken`` (marked taken), the
-        largest gangs first, on the fewest nodes (:func:`.gavel_rounds.place_fewest_nodes` over the type's nodes,
-        each node's lowest free GPUs first); a movable job left without one is preempted (into ``out``).
+                    gpus: tuple[np.ndarray, list[bool]], out: list[Action]
+                    ) -> tuple[dict[tuple[int, ...], int], list[tuple[tuple[int, ...], tuple[int, ...]]]]:
+        """Each granted row that does not stay gets a gang of its type's GPUs not taken (``gpus``: the GPUs free
+        of kept jobs as a mask, and the GPUs taken as a list, marked as gangs take them), the
+        largest gangs first, on the fewest nodes (:func:`.gavel_rounds.place_fewest_nodes`' rule, the type's
+        nodes kept by free count in a :class:`.gavel_rounds.FewestNodes`; each node's lowest free GPUs first); a
+        movable job left without one is preempted (into ``out``).
         Returns the rows given gangs with their types, and the ``(row, gang)`` plans in order."""
         req = view.req_gpus
         placed: dict[tuple[int, ...], int] = {}
         plans: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
-        free_of: dict[int, tuple[list[list[int]], list[int]]] = {}  # per type: each of its nodes' GPUs not
-        # taken, lowest first, and how many
+        nodes_of: dict[int, FewestNodes] = {}  # per type: its nodes' GPUs not taken, kept by count
+        free_mask, taken = gpus
         for key, k in sorted(move, key=lambda kk: -int(req[kk[0][0]])):
-            kept = free_of.get(k)
-            if kept is None:
-                lists = [[x for x in gpus if not taken[x]] for _, gpus in self._type_nodes[k]]
-                kept = free_of[k] = (lists, [len(f) for f in lists])
-            free, counts = kept
-            # a node without the type's GPUs would count 0: never picked, so the type's nodes alone give the same
-            picks = place_fewest_nodes(counts, int(req[key[0]]))
+            nodes = nodes_of.get(k)
+            if nodes is None:  # no gang took a type-k GPU yet: the mask holds for them
+                g, at = self._type_gpus[k]
+                nodes = nodes_of[k] = FewestNodes(np.bincount(at[free_mask[g]], minlength=len(self._type_nodes[k])))
+            picks = nodes.pick(int(req[key[0]]))
             if picks is None:
                 if key[0] in movable:
                     out.append(Preempt(key[0]))
                 continue
-            gang = [x for i, c in picks for x in free[i][:c]]
-            for i, c in picks:  # the gang takes each node's lowest free GPUs: the rest stay free, in order
-                free[i] = free[i][c:]
-                counts[i] -= c
+            nodes.take(picks)
+            type_nodes = self._type_nodes[k]
+            # each node's lowest GPUs not taken: the rest stay free, in order
+            gang = [x for i, c in picks for x in [y for y in type_nodes[i][1] if not taken[y]][:c]]
             for x in gang:
                 taken[x] = True
             plans.append((key, tuple(sorted(gang))))
