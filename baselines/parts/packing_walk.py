@@ -231,7 +231,6 @@ class FreeStarts:
 
     def __init__(self, view: ClusterView, rule: TopologyRule) -> None:
         self.view, self.rule = view, rule
-        self._all = np.arange(view.num_gpus)
         self._state: Hashable = None
         self._free: bytes | None = None
         self._kept: dict[int, np.ndarray | None] = {}  # shape code -> free_start's GPUs (None: no start)
@@ -248,7 +247,7 @@ class FreeStarts:
             return None
         if state is not self._state:
             self._state = state
-            free = (v.tenants(self._all)[:, 0] < 0).tobytes()
+            free = (v.tenants()[:, 0] < 0).tobytes()
             if free != self._free:
                 self._free, self._kept, self._free_cum = free, {}, None
         if code in self._kept:
