@@ -103,7 +103,6 @@ class KeptSets:
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
-        self._all = np.arange(view.num_gpus)
         self._ten: np.ndarray | None = None  # every GPU's tenants at the last look
         self._gpus_of_pair: dict[tuple[int, int], int] = {}  # (slot 0, slot 1) -> GPUs holding that pair
         self._adj: dict[int, set[int]] = {}  # the pairs' graph
@@ -117,7 +116,7 @@ class KeptSets:
         if version == self._version:
             return self._sets
         self._version = version
-        ten = self.view.tenants(self._all)
+        ten = self.view.tenants()
         before, self._ten = self._ten, ten
         if before is None:
             rows_before, rows_now = np.zeros((0, 2), dtype=ten.dtype), ten
@@ -199,7 +198,6 @@ class TenantWatch:
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
-        self._all = np.arange(view.num_gpus)
         self._tenants: np.ndarray | None = None
         self._version: tuple[int, int] | None = None  # the view's tenants_version at the last look
 
@@ -211,7 +209,7 @@ class TenantWatch:
         if version == self._version:
             return []
         self._version = version
-        now = self.view.tenants(self._all)
+        now = self.view.tenants()
         before, self._tenants = self._tenants, now
         if before is None:
             return None

@@ -57,7 +57,6 @@ class FailedShapes:
         self._code = np.full(view.n_jobs, -1, dtype=np.int64)
         self._ids: dict[tuple[int, int, int], int] = {}
         self._floor = np.zeros(0)  # by shape code: the smallest key it failed at (inf: not failed)
-        self._gpus = np.arange(view.num_gpus)
         self._state: tuple[bytes, Hashable] | None = None
         self._version: tuple[int, int] | None = None  # the view's tenants_version at the last walk
         self._extra: Hashable = None
@@ -97,7 +96,7 @@ class FailedShapes:
         version = self.view.tenants_version
         if version != self._version or extra != self._extra:  # (tenants read again only when the version moved)
             self._version, self._extra = version, extra
-            state = (self.view.tenants(self._gpus).tobytes(), extra)
+            state = (self.view.tenants().tobytes(), extra)
             if state != self._state:
                 self._state = state
                 self._floor[:] = np.inf

@@ -78,6 +78,8 @@ class HostRows:
         self._size = np.zeros(0, dtype=np.int64)
         self._tables: dict[int, tuple[int, Rows]] = {}  # need -> (stamp, table)
         self._kept: dict[Hashable, tuple[int, Hashable, int]] = {}  # key -> (stamp of its table, tag, partner)
+        self._forgot: tuple[object, np.ndarray, np.ndarray] = (None, self._size, self._size)  # the last list
+        # _update was given: it, as an array, and its jobs' sizes
 
     def by_size(self, state: Hashable, jobs: np.ndarray, partial: Partial | None = None
                 ) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
@@ -136,22 +138,24 @@ class HostRows:
         GPUs and offer them, in (the table read afresh: :meth:`table`)."""
         v = self.view
         need = int(v.req_gpus[j])
-        forgot = np.array(forgot_jobs, dtype=np.int64)
-        n_f = v.req_gpus[forgot]
+        if forgot_jobs is not self._forgot[0]:  # (one sync's list, asked again for each size)
+            f = np.array(forgot_jobs, dtype=np.int64)
+            self._forgot = (forgot_jobs, f, v.req_gpus[f])
+        _, forgot, n_f = self._forgot
         forgot = forgot[n_f >= need if self.hosts.unequal else n_f == need]
         if not len(forgot):
             return rows
         ps, types, rooms = rows
-        gone = positions(ps, forgot)
-        if len(gone):
-            ps, types, rooms = np.delete(ps, gone), np.delete(types, gone), np.delete(rooms, gone)
-        run = np.array([p for p in forgot.tolist() if v.is_running(p)], dtype=np.int64)
-        new_ps, new_types, new_rooms = self.hosts.rows(j, run)
-        if len(new_ps):
-            at = np.searchsorted(ps, new_ps)
-            ps, types = np.insert(ps, at, new_ps), np.insert(types, at, new_types)
-            rooms = np.insert(rooms, at, new_rooms)
-        return ps, types, rooms
+        keep = np.ones(len(ps), dtype=bool)
+        keep[positions(ps, forgot)] = False
+        new_ps, new_types, new_rooms = self.hosts.rows(j, forgot[v.running_of(forgot)])
+        if not len(new_ps):
+            return ps[keep], types[keep], rooms[keep]
+        # (the forgotten rows out, the new ones in, by job index: no job in both)
+        ps = np.concatenate((ps[keep], new_ps))
+        order = np.argsort(ps, kind="stable")
+        return (ps[order], np.concatenate((types[keep], new_types))[order],
+                np.concatenate((rooms[keep], new_rooms))[order])
 
     def split(self, state: Hashable, jobs: np.ndarray, keys: list[Hashable], tag: Hashable
               ) -> tuple[dict[int, int], np.ndarray, Partial]:
@@ -231,7 +235,6 @@ class FreeStarts:
 
     def __init__(self, view: ClusterView, rule: TopologyRule) -> None:
         self.view, self.rule = view, rule
-        self._all = np.arange(view.num_gpus)
         self._state: Hashable = None
         self._free: bytes | None = None
         self._kept: dict[int, np.ndarray | None] = {}  # shape code -> free_start's GPUs (None: no start)
@@ -248,7 +251,7 @@ class FreeStarts:
             return None
         if state is not self._state:
             self._state = state
-            free = (v.tenants(self._all)[:, 0] < 0).tobytes()
+            free = (v.tenants()[:, 0] < 0).tobytes()
             if free != self._free:
                 self._free, self._kept, self._free_cum = free, {}, None
         if code in self._kept:

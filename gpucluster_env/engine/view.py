@@ -8,27 +8,23 @@ changes the world -- agents do that only through the actions they return.
 What it offers:
 
 * **Time and jobs**: ``now``, the queue (:meth:`~ClusterView.pending_jobs`, :meth:`~ClusterView.pending_head`),
-  the running jobs, each job's status, GPUs asked, model, batch, accumulation, memory footprint, remaining
-  work, and per-job tables (:attr:`~ClusterView.submit`, :attr:`~ClusterView.req_gpus`,
-  :attr:`~ClusterView.solo_time` ...) as read-only arrays.
+  the running jobs, each job's status, GPUs asked, model, batch, accumulation, memory footprint, remaining work,
+  and per-job tables (:attr:`~ClusterView.submit`, :attr:`~ClusterView.req_gpus` ...) as read-only arrays.
 * **GPUs**: each GPU's type, node and tenants (:meth:`~ClusterView.tenants`), each type's published specs
   (:attr:`~ClusterView.gpu_specs`), the free and singly-held GPUs (:meth:`~ClusterView.free_gpus`,
   :meth:`~ClusterView.single_gpus`), free GPUs by type and by node and type, a job's GPUs and the ones it holds
   alone (:meth:`~ClusterView.single_gpus_of`), the type each job runs on alone (:meth:`~ClusterView.alone_types`),
-  its partners and MPS share, and the share grid
-  (:attr:`~ClusterView.share_step`, :attr:`~ClusterView.share_units`).
+  its partners and MPS share, and the share grid (:attr:`~ClusterView.share_step`, :attr:`~ClusterView.share_units`).
 * **The performance model for a hypothetical placement** (:mod:`gpucluster_env.performance`): the iteration
   time of a job on a GPU set at an accumulation under given per-worker interference ratios
   (:meth:`~ClusterView.iter_time`), and the accumulations that fit beside the GPUs' tenants
-  (:meth:`~ClusterView.accumulation_for`, :meth:`~ClusterView.accumulations_for`,
-  :meth:`~ClusterView.fits_on`).
+  (:meth:`~ClusterView.accumulation_for`, :meth:`~ClusterView.accumulations_for`, :meth:`~ClusterView.fits_on`).
 * **The engine's planners** (:class:`~gpucluster_env.engine.placement.Placement`): :meth:`~ClusterView.plan_place`,
   :meth:`~ClusterView.plan_colocate`, :meth:`~ClusterView.plan_fork`, :meth:`~ClusterView.plan_reallocate`.
 * **Moves of running jobs**: a job's copies with their GPUs, per-copy throughput, quota and start-up
   (:meth:`~ClusterView.copies_of`, :meth:`~ClusterView.copy_states`), whether it can be reallocated
   (:meth:`~ClusterView.can_reallocate`) and to which sizes (:meth:`~ClusterView.size_range`,
   :meth:`~ClusterView.is_elastic`).
-
 * **Array forms** of the per-job reads (:class:`~gpucluster_env.engine.view_arrays.JobArrays`:
   :meth:`~ClusterView.running_of`, :meth:`~ClusterView.remaining_of`, :meth:`~ClusterView.demand_of` ...), for
   policies that decide over many jobs at once.
@@ -78,6 +74,7 @@ class ClusterView(JobArrays):
         self._type_l: list[int] = e.gpu_type.tolist()
         self._alone_key: tuple[int, int] | None = None  # alone_types' answer, and the tenants it was read at
         self._alone: dict[int, int] = {}
+        self._ten_key, self._ten = (-1, -1), _frozen(self._st.slot_job)  # tenants(): every GPU's, and its version
         self.gpu_node = _frozen(e.gpu_node)
         """Node of each GPU."""
         self.type_mem = _frozen(e.type_mem)
@@ -215,14 +212,18 @@ class ClusterView(JobArrays):
     @property
     def tenants_version(self) -> tuple[int, int]:
         """A key that moves whenever a GPU's tenants change (a start, stop or move: the state's ``epoch`` and
-        ``gpu_version``): while it stays equal, so does :meth:`tenants` of every GPU."""
+        ``gpu_version``): while it stays, so does :meth:`tenants` of every GPU."""
         st = self._st
         return (st.epoch, st.gpu_version)
 
-    def tenants(self, gpus: np.ndarray | list[int]) -> np.ndarray:
-        """``(len(gpus), 2)``: the jobs in each GPU's two slots (-1: empty; slot 1 is used only beside
-        slot 0)."""
-        return self._st.slot_job[np.asarray(gpus, dtype=np.int64)]
+    def tenants(self, gpus: np.ndarray | list[int] | None = None) -> np.ndarray:
+        """``(len(gpus), 2)``: the jobs in each GPU's two slots (-1: empty; slot 1 is used only beside slot 0).
+        No ``gpus``: every GPU's, one read-only array per :attr:`tenants_version` (read once, shared by all)."""
+        if gpus is not None:
+            return self._st.slot_job[np.asarray(gpus, dtype=np.int64)]
+        if self._ten_key != self.tenants_version:
+            self._ten_key, self._ten = self.tenants_version, _frozen(self._st.slot_job)
+        return self._ten
 
     def free_gpus(self) -> np.ndarray:
         """GPUs holding no job, by index."""

@@ -227,6 +227,28 @@ def test_alone_types_agree_with_the_per_job_queries(build):
     assert alone() == by_definition() == [1, -1, -1, 0]
 
 
+def test_every_gpus_tenants_are_read_once_per_tenants_version(build):
+    """``tenants()`` (every GPU's, kept per ``tenants_version``) against the GPUs' slots read afresh: the same
+    read-only array while no tenant changes, a new one after each start, share or stop."""
+    eng = build([("fast", 1, 2), ("slow", 2, 1)], [{"num_gpus": 2}, {"model": "b"}, {"model": "b"}])
+    view = ClusterView(eng)
+    every = np.arange(view.num_gpus)
+
+    def check() -> np.ndarray:
+        kept = view.tenants()
+        assert not kept.flags.writeable and np.array_equal(kept, view.tenants(every))
+        assert view.tenants() is kept
+        return kept
+
+    eng.advance()
+    before = check()
+    for act in (Place(0, gpus=(1, 2)), Place(1, gpus=(0,)), Colocate(2, 1, gpus=(0,)), Preempt(0)):
+        eng.apply(act)
+        now = check()
+        assert now is not before and not np.array_equal(now, before)
+        before = now
+
+
 def test_a_policy_that_unlocks_the_view_cannot_change_the_world() -> None:
     """A policy that sets ``writeable`` back on the view's tables and rewrites job sizes writes its own copy:
     the engine, and so the episode beside it (SJF deciding from a view of its own), is unchanged."""
