@@ -138,10 +138,9 @@ class Clock:
 
     def _skip_stale(self, until: float | None) -> None:
         """Pass the cancelled completions that come next (at the head of the heap, or retired to the queue's
-        ``stale`` times), each a time the clock stops at with nothing to do (what :meth:`_process_time` does
-        there: utilization counted up to it, ``now`` set, the idle count cleared if jobs run), as long as each
-        comes before the next arrival and not after ``until``. The same sums in the same order as stopping at
-        each, without the general path."""
+        ``stale`` times), each a time the clock stops at with nothing to do (what :meth:`_process_time` does there:
+        utilization counted up to it, ``now`` set, the idle count cleared if jobs run), as long as each comes before
+        the next arrival and not after ``until``; the same sums in the same order, without the general path."""
         s = self.state
         q = s.events
         heap, stale = q.heap, q.stale
@@ -157,6 +156,10 @@ class Clock:
         t = None
         inf, finish, running = math.inf, FINISH, RUNNING  # locals in the loop over the cancelled completions
         while True:
+            if at == n_stale and q.far:  # the next retired times (EventQueue.refill)
+                q.stale_at = at
+                q.refill()
+                stale, at, n_stale = q.stale, 0, len(q.stale)
             ts = stale[at] if at < n_stale else inf
             if heap and heap[0][0] <= ts:
                 e = heap[0]
@@ -184,6 +187,7 @@ class Clock:
                 sm_s += dt * sm
                 acc = t
         q.stale_at = at
+        q.refill()
         if t is not None:
             s.now = np.float64(t)  # the time as the general path has it
             if busy_s is not None:

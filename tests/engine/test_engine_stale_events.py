@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpucluster_env.engine import ActionError, clock
+from gpucluster_env.engine import ActionError, clock, events
 from gpucluster_env.engine.actions import Place, Preempt
 from gpucluster_env.engine.build import make_engine
 from gpucluster_env.engine.simulator import PENDING, RUNNING
@@ -52,3 +52,27 @@ def test_retiring_cancelled_completions_changes_nothing(monkeypatch, scenario: s
     got = play(retire, 1, limit)
     assert got == want
     assert retire.state.events.stale_at > 0  # stale times were retired and passed
+
+
+@pytest.mark.parametrize(("scenario", "limit"), [("tiny", None), ("tiny", 20_000.0)])
+def test_far_retired_times_change_nothing(monkeypatch, scenario: str, limit: float | None) -> None:
+    """Retired times kept two at a time in ``stale``, the rest waiting in ``far`` (``EventQueue.refill``), give
+    what one list of them gives."""
+    monkeypatch.setattr(clock, "COMPACT_MIN", 1)
+    whole = make_engine(SCENARIOS[scenario], 0)
+    whole.clock.compact_at = 1
+    want = play(whole, 1, limit)
+    monkeypatch.setattr(events, "STALE_NEAR", 2)
+    near = make_engine(SCENARIOS[scenario], 0)
+    near.clock.compact_at = 1
+    filled = []
+    refill = events.EventQueue.refill
+
+    def counted(q: events.EventQueue) -> None:
+        had = len(q.far)
+        refill(q)
+        filled.append(had - len(q.far))
+    monkeypatch.setattr(events.EventQueue, "refill", counted)
+    got = play(near, 1, limit)
+    assert got == want
+    assert any(filled)  # times waited in far and came back
