@@ -29,7 +29,12 @@ class EngineEnv:
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine
-        self.unwrapped = self
+
+    @property
+    def unwrapped(self) -> EngineEnv:
+        """The environment itself (a property, not an attribute: a reference to itself would make each copy a
+        cycle that only the garbage collector frees, and a long trace's copies then pile up between its runs)."""
+        return self
 
 
 def change_mark(engine: Any) -> tuple[int, int, int, int]:
