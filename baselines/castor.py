@@ -272,16 +272,15 @@ class Castor(SJFSharingPolicy):
         return holders, *self._plans_of(*live)
 
     # ------------------------------------------------------------------ Algorithm 1
-    def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
+    def first_share(self, view: ClusterView, jobs: Iterable[int] | np.ndarray) -> Action | None:
         """The first of ``jobs`` that shares: pairs planned for the :data:`HEAD` jobs from the first with a
         live pair, then, if none of them shares, for the rest (each pair's plan is its own: the answer of one
         pass). A job whose sharing partners hold too few GPUs alone, with the free ones, is passed over; one
         whose live partners (its pairs outside their windows) already do is passed over unplanned, as its
         sharing partners are among them."""
-        js = list(jobs)
-        if not js:
+        ja = jobs if isinstance(jobs, np.ndarray) else np.array(list(jobs), dtype=np.int64)
+        if len(ja) == 0:
             return None
-        ja = np.array(js, dtype=np.int64)
         holders, live = self._live_pairs(view, ja)
         r, c = live[4], live[5]
         if len(r) == 0:
@@ -296,7 +295,7 @@ class Castor(SJFSharingPolicy):
         cut = int(np.searchsorted(r, r[0] + HEAD))
         for a, b in ((0, cut), (cut, len(r))):
             if a < b:
-                act = self._first_colocation(view, js, ja, holders, n_single,
+                act = self._first_colocation(view, ja, holders, n_single,
                                              *self._plans_of(*live[:4], r[a:b], c[a:b]))
                 if act is not None:
                     return act
@@ -313,9 +312,9 @@ class Castor(SJFSharingPolicy):
         held = np.add.reduceat(n_single[cols], starts)
         return starts, ends, held + view.num_free() >= view.req_gpus[ja[rows[starts]]]
 
-    def _first_colocation(self, view: ClusterView, js: list[int], ja: np.ndarray, holders: list[int],
-                          n_single: np.ndarray, rows: np.ndarray, cols: np.ndarray, plans: PairPlans) -> Action | None:
-        """The colocation of the first job of ``js`` (``ja`` as an array; rows ``rows``, in increasing order)
+    def _first_colocation(self, view: ClusterView, ja: np.ndarray, holders: list[int], n_single: np.ndarray,
+                          rows: np.ndarray, cols: np.ndarray, plans: PairPlans) -> Action | None:
+        """The colocation of the first job of ``ja`` (rows ``rows``, in increasing order)
         that shares with the partners of its plans (``holders``, holding ``n_single`` GPUs alone) and gets
         enough GPUs (:meth:`_colocate`); None when none does."""
         sharing = plans.share.nonzero()[0]
@@ -325,7 +324,7 @@ class Castor(SJFSharingPolicy):
         starts, ends, enough = self._enough(view, ja, n_single, rs, cols[sharing])
         for a, b in zip(starts[enough].tolist(), ends[enough].tolist(), strict=True):
             these = sharing[a:b].tolist()
-            act = self._colocate(view, js[int(rs[a])], [(float(plans.t[i]), holders[cols[i]], i) for i in these],
+            act = self._colocate(view, int(ja[rs[a]]), [(float(plans.t[i]), holders[cols[i]], i) for i in these],
                                  plans)
             if act is not None:
                 return act

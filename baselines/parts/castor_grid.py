@@ -79,7 +79,7 @@ class PairGrid:
         the table's rows, those of ``js``' shapes not yet known worked out."""
         cls, gbs = self._classes(view, js, sh, present, holders, slots, n_single, gpus_for)
         table = self.terms.rows
-        rows = table[cls[:, self._class], self._all]
+        rows = table.take(cls[:, self._class] * table.shape[1] + self._all)  # table[cls[:, _class], _all]
         cs, ss = ((rows < 0) & present).nonzero()
         if len(cs):
             reps = self._firsts(js, sh, len(self._all))

@@ -40,10 +40,11 @@ class SJFSharingPolicy(Policy):
             return a
         return Place(placeable) if placeable is not None else Wait()
 
-    def walk(self, view: ClusterView) -> tuple[list[int], int | None]:
+    def walk(self, view: ClusterView) -> tuple[np.ndarray, int | None]:
         """The queue walked in order up to the first job that fits on free GPUs (the engine's placement, asked
         once per job shape in this state, :func:`.job_shape.start_shape`): the jobs before it that would have
-        to share (asking no more GPUs than are free or held alone), and that job (None: none fits)."""
+        to share (asking no more GPUs than are free or held alone; an array, in order), and that job (None:
+        none fits)."""
         order = self.order(view)
         n_free = view.num_free()
         need = view.req_gpus[order]
@@ -58,15 +59,15 @@ class SJFSharingPolicy(Policy):
                 break
             failed.add(start_shape(view, j))
         before = order[:stop]
-        return before[need[:stop] <= n_free + view.num_single()].tolist(), placeable
+        return before[need[:stop] <= n_free + view.num_single()], placeable
 
     def begin(self, view: ClusterView) -> None:
         """Hook called once per ``act`` before the queue is walked."""
 
-    def first_share(self, view: ClusterView, jobs: Iterable[int]) -> Action | None:
+    def first_share(self, view: ClusterView, jobs: Iterable[int] | np.ndarray) -> Action | None:
         """The first of ``jobs`` (pending, in queue order) that :meth:`share` colocates, as its action; None
         when none does. Subclasses may evaluate the jobs together; the answer must be the same."""
-        for j in jobs:
+        for j in jobs.tolist() if isinstance(jobs, np.ndarray) else jobs:
             a = self.share(view, j)
             if a is not None:
                 return a
@@ -116,7 +117,7 @@ class SJFOrder:
             mark = self._mark
             mark[pend] = True
             stay = self._queue[mark[self._queue]]
-            if np.array_equal(pend[:len(stay)], stay):  # the same jobs ahead, in the same order
+            if (pend[:len(stay)] == stay).all():  # the same jobs ahead, in the same order (stay is within pend)
                 order = self._order[mark[self._order]]
                 new = pend[len(stay):]
                 if len(new):

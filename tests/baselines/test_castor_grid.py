@@ -65,7 +65,7 @@ class _Checked:
             holders, rows, cols, plans = self.pair_plans(view, js)  # type: ignore[attr-defined]
             n_single = self._partners.n_by_job[np.array(holders, dtype=np.int64)]  # type: ignore[attr-defined]
             kept = len(self.decisions)  # type: ignore[attr-defined]
-            want = self._first_colocation(view, js, np.array(js), holders, n_single, rows, cols, plans)  # type: ignore
+            want = self._first_colocation(view, np.array(js, dtype=np.int64), holders, n_single, rows, cols, plans)  # type: ignore
             del self.decisions[kept:]  # type: ignore[attr-defined]
             assert got == want
             self.shares += got is not None

@@ -142,9 +142,9 @@ class _CheckedWalk(CastorTimeSlice):
         super().reset(env)
         self.walks = self.placeable = 0
 
-    def walk(self, view: ClusterView) -> tuple[list[int], int | None]:
+    def walk(self, view: ClusterView) -> tuple[np.ndarray, int | None]:
         got = super().walk(view)
-        assert got == plain_sharing_walk(view, view.pending_jobs()[np.argsort(
+        assert (got[0].tolist(), got[1]) == plain_sharing_walk(view, view.pending_jobs()[np.argsort(
             view.solo_time[view.pending_jobs()], kind="stable")].tolist())
         self.walks += 1
         self.placeable += got[1] is not None
