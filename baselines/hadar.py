@@ -136,7 +136,7 @@ class Hadar(Policy):
         facts = np.column_stack([left, arrival, iters, unit])[order]
         ids = ids[order]
         if tenants is None:
-            tenants = view.tenants(np.arange(view.num_gpus))
+            tenants = view.tenants()
         cur_rows, cur_from = self._currents(view, ids, tenants)
         return ids.tolist(), HadarQueue(workers[order], tput[order], facts, cur_rows=cur_rows, cur_from=cur_from)
 
@@ -191,15 +191,16 @@ class Hadar(Policy):
         running jobs that lose their GPUs or move are preempted, the moved and new ones placed."""
         running = view.running_jobs().tolist()
         pinned = {j for j in running if self._pinned(view, j)} if self.forks else set()
-        tenants = view.tenants(np.arange(view.num_gpus))
+        tenants = view.tenants()
         ids, jobs = self._queue(view, [j for j in running if j not in pinned], tenants)
         if not jobs:
             return []
         holds = np.zeros(view.n_jobs + 1, dtype=bool)  # index n_jobs: an empty slot (-1)
-        holds[list(pinned)] = True
-        held = holds[tenants].any(axis=1)  # the GPUs pinned jobs hold
         free = self.capacity.copy()
-        np.subtract.at(free, (view.gpu_node[held], view.gpu_type[held]), 1)
+        if pinned:
+            holds[list(pinned)] = True
+            held = holds[tenants[:, 0]] | holds[tenants[:, 1]]  # the GPUs pinned jobs hold
+            np.subtract.at(free, (view.gpu_node[held], view.gpu_type[held]), 1)
         prices = make_prices(jobs, self.capacity, view.now, self.round_s, self.eta, self.run_cost)
         picks = select_picks(jobs, free, prices, view.now, self.overhead_s, self.comm_weight, self.dp_window)
         at = picks.jobs.tolist()
@@ -217,7 +218,7 @@ class Hadar(Policy):
             if best is not None:  # nothing runs: no job keeps GPUs
                 at, moves = [best[1]], [(ids[best[1]], best[2].take)]
         holds[keep] = True
-        taken = holds[tenants].any(axis=1).tolist()  # and the kept jobs
+        taken = (holds[tenants[:, 0]] | holds[tenants[:, 1]]).tolist()  # and the kept jobs
         chosen = {ids[i] for i in at}
         out: list[Action] = [Preempt(j) for j in running if j not in chosen and j not in pinned]
         gangs: dict[int, tuple[int, ...]] = {}

@@ -251,7 +251,7 @@ class Picks(NamedTuple):
 def select_picks(jobs: Sequence[HadarJob], free: np.ndarray, prices: Prices, now: float,
                  overhead_s: float = 0.0, comm_weight: float = 1.0, dp_window: int = 6) -> Picks:
     """Algorithm 2 (:func:`select_jobs`) with its picks as arrays (:class:`Picks`)."""
-    from gpucluster_env.baselines.parts.hadar_find import select
+    from gpucluster_env.baselines.parts.hadar_tail import select
 
     if dp_window > 62:
         raise ValueError(f"dp_window: at most 62 (an exact DP over 2**dp_window subsets), got {dp_window}")
@@ -271,7 +271,7 @@ def select_jobs(jobs: Sequence[HadarJob], free: np.ndarray, prices: Prices, now:
     The first ``dp_window`` jobs (in the order given) are chosen by the exact DP over (job, server state): each
     job either taken (FIND_ALLOC on the state, positive payoff) or skipped; the jobs after the window are then
     taken greedily in order while their payoff is positive. ``free``: servers x types. One compiled call
-    (:func:`.hadar_find.select`) over the queue's arrays, each job FIND_ALLOC's call of :func:`find_alloc` with
+    (:func:`.hadar_tail.select`) over the queue's arrays, each job FIND_ALLOC's call of :func:`find_alloc` with
     the same communication charge; the window's choice is a bit mask, so ``dp_window`` is at most 62 (the DP
     is exponential in it: 6 by default). :func:`select_picks` gives the same picks as arrays."""
     if dp_window > 62:

@@ -24,7 +24,6 @@ import numba
 import numpy as np
 from gpucluster_env.baselines.parts.hadar_free import (
     first_member,
-    free_sets,
     level_bits,
     low_bit,
     next_level,
@@ -36,7 +35,7 @@ _JIT = {"cache": True, "error_model": "numpy", "boundscheck": False}
 _ABOVE = 1 << 62  # above any count of free GPUs
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _take_one(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, h: int, n: int, out: np.ndarray, rows: int
               ) -> tuple[int, int]:
     """Up to ``n`` GPUs of server ``h``, the job's fastest runnable types first, appended to ``out`` at
@@ -53,7 +52,7 @@ def _take_one(fr: np.ndarray, ok: np.ndarray, kord: np.ndarray, h: int, n: int, 
     return n, rows
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def consolidated(fs: tuple, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int) -> np.ndarray:
     """The consolidated allocation on the free GPUs ``fs`` (:mod:`.hadar_free`): one server if any fits (the
     one whose gang's slowest GPU is fastest, then the least usable room, then the lowest index), else the
@@ -108,7 +107,7 @@ def consolidated(fs: tuple, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray,
     return out[:rows]
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def spread(fs: tuple, ok: np.ndarray, kord: np.ndarray, need: int) -> np.ndarray:
     """The non-consolidated allocation on the free GPUs ``fs`` (:mod:`.hadar_free`): the fastest GPUs anywhere
     (most free servers first within a type, ties by index; a type's walk stops when no server has any left).
@@ -140,7 +139,7 @@ def spread(fs: tuple, ok: np.ndarray, kord: np.ndarray, need: int) -> np.ndarray
     return out[:rows]
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def cost(used: np.ndarray, take: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float,
          capacity: np.ndarray) -> float:
     """Per-round cost of taking ``take`` given ``used`` (servers x types): each GPU's marginal price (Eq. (5))
@@ -156,15 +155,9 @@ def cost(used: np.ndarray, take: np.ndarray, u_min: np.ndarray, u_max: np.ndarra
     return total
 
 
-@numba.njit(**_JIT)
-def payoff(take: np.ndarray, speed: np.ndarray, job: np.ndarray, used: np.ndarray, u_min: np.ndarray,
-           u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float, comm: float,
-           slot_s: float) -> tuple[float, float]:
-    """An allocation's gang throughput (its slowest GPU's, Eq. (1b)) and payoff (Eq. (3a)): the job's utility
-    at the completion it gives minus the cost of its schedule, this round's prices and ``comm`` per extra
-    server charged for every slot the allocation is held (its run over ``slot_s``, at least one: the same
-    GPU-slots Eq. (6) divides ``U_max`` by); ``slot_s`` 0: this round's cost only. ``job``: remaining
-    iterations, arrival, total iterations, utility unit."""
+@numba.njit(inline="always", **_JIT)
+def take_stats(take: np.ndarray, speed: np.ndarray) -> tuple[float, int]:
+    """An allocation's gang throughput (its slowest GPU's, Eq. (1b)) and the number of servers it spans."""
     tput = np.inf
     servers = 0
     for row in range(len(take)):
@@ -174,11 +167,33 @@ def payoff(take: np.ndarray, speed: np.ndarray, job: np.ndarray, used: np.ndarra
             if take[prev, 0] == take[row, 0]:
                 servers -= 1
                 break
+    return tput, servers
+
+
+@numba.njit(inline="always", **_JIT)
+def pay_of(tput: float, servers: int, price: float, job: np.ndarray, now: float, overhead_s: float, comm: float,
+           slot_s: float) -> float:
+    """Eq. (3a)'s payoff of an allocation of gang throughput ``tput`` over ``servers`` servers whose GPUs cost
+    ``price`` a round (:func:`cost`): the job's utility at the completion it gives minus the cost of its
+    schedule, the price and ``comm`` per extra server charged for every slot the allocation is held (its run
+    over ``slot_s``, at least one: the same GPU-slots Eq. (6) divides ``U_max`` by); ``slot_s`` 0: this
+    round's cost only. ``job``: remaining iterations, arrival, total iterations, utility unit."""
     run = job[0] / tput + overhead_s
     finish = now + run
     utility = job[2] / max(finish - job[1], 1e-9) / job[3]
     slots = max(run / slot_s, 1.0) if slot_s > 0 else 1.0
-    return tput, utility - (cost(used, take, u_min, u_max, eta, capacity) + comm * (servers - 1)) * slots
+    return utility - (price + comm * (servers - 1)) * slots
+
+
+@numba.njit(inline="always", **_JIT)
+def payoff(take: np.ndarray, speed: np.ndarray, job: np.ndarray, used: np.ndarray, u_min: np.ndarray,
+           u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float, comm: float,
+           slot_s: float) -> tuple[float, float]:
+    """An allocation's gang throughput and payoff (:func:`take_stats`, :func:`pay_of`) at this round's prices
+    given ``used`` (:func:`cost`)."""
+    tput, servers = take_stats(take, speed)
+    return tput, pay_of(tput, servers, cost(used, take, u_min, u_max, eta, capacity), job, now, overhead_s, comm,
+                        slot_s)
 
 
 @numba.njit(**_JIT)
@@ -191,23 +206,40 @@ def type_orders(speeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return speeds > 0, kords
 
 
-@numba.njit(**_JIT)
-def best_alloc(fs: tuple, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int, job: np.ndarray,
-               current: np.ndarray, used: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float,
-               capacity: np.ndarray, now: float, overhead_s: float, comm: float, slot_s: float
-               ) -> tuple[np.ndarray, float, float]:
-    """FIND_ALLOC on one state (the free GPUs ``fs``, :mod:`.hadar_free`, and ``used``): the allocation, its
-    throughput and payoff (:func:`payoff`, schedules charged per ``slot_s``); an empty allocation when fewer
-    GPUs of runnable types are free than ``need``. ``ok``, ``kord``: the job's row of :func:`type_orders`. The
-    consolidated option wins ties with the spread one; the job's ``current`` allocation (``(0, 3)`` when none),
-    when still free, wins ties and pays no overhead."""
-    fr = fs[0]
-    best = consolidated(fs, speed, ok, kord, need)
-    if len(best) == 0:  # fewer usable GPUs than asked
-        return best, 0.0, 0.0
-    tput, pay = payoff(best, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm, slot_s)
+@numba.njit(inline="always", **_JIT)
+def options(fs: tuple, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int, used: np.ndarray,
+            u_min: np.ndarray, u_max: np.ndarray, eta: float, capacity: np.ndarray
+            ) -> tuple[np.ndarray, float, np.ndarray, float]:
+    """FIND_ALLOC's two options on one state (the free GPUs ``fs``, :mod:`.hadar_free`, and ``used``): the
+    consolidated allocation, its cost (:func:`cost`), the spread one and its cost; an empty consolidated one
+    (and the spread one not built) when fewer GPUs of runnable types are free than ``need``. They depend on the
+    job only through ``need``, ``ok``, ``kord`` and which of its types' speeds are equal (the order
+    :func:`consolidated` compares them in)."""
+    cons = consolidated(fs, speed, ok, kord, need)
+    if len(cons) == 0:  # fewer usable GPUs than asked
+        return cons, 0.0, cons, 0.0
     other = spread(fs, ok, kord, need)
-    t2, p2 = payoff(other, speed, job, used, u_min, u_max, eta, capacity, now, overhead_s, comm, slot_s)
+    return (cons, cost(used, cons, u_min, u_max, eta, capacity), other,
+            cost(used, other, u_min, u_max, eta, capacity))
+
+
+@numba.njit(inline="always", **_JIT)
+def choose(fs: tuple, cons: np.ndarray, cons_cost: float, other: np.ndarray, other_cost: float,
+           speed: np.ndarray, job: np.ndarray, current: np.ndarray, used: np.ndarray, u_min: np.ndarray,
+           u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float, overhead_s: float, comm: float,
+           slot_s: float) -> tuple[np.ndarray, float, float]:
+    """FIND_ALLOC's choice among its :func:`options` (``cons`` and ``other`` with their costs) and the job's
+    ``current`` allocation: the allocation, its throughput and payoff (:func:`pay_of`, schedules charged per
+    ``slot_s``); an empty allocation when ``cons`` is empty. The consolidated option wins ties with the spread
+    one; the job's ``current`` allocation (``(0, 3)`` when none), when still free, wins ties and pays no
+    overhead."""
+    if len(cons) == 0:
+        return cons, 0.0, 0.0
+    fr = fs[0]
+    tput, servers = take_stats(cons, speed)
+    best, pay = cons, pay_of(tput, servers, cons_cost, job, now, overhead_s, comm, slot_s)
+    t2, s2 = take_stats(other, speed)
+    p2 = pay_of(t2, s2, other_cost, job, now, overhead_s, comm, slot_s)
     if p2 > pay:
         best, tput, pay = other, t2, p2
     if len(current):
@@ -219,6 +251,18 @@ def best_alloc(fs: tuple, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, n
             if p3 >= pay:
                 best, tput, pay = current, t3, p3
     return best, tput, pay
+
+
+@numba.njit(**_JIT)
+def best_alloc(fs: tuple, speed: np.ndarray, ok: np.ndarray, kord: np.ndarray, need: int, job: np.ndarray,
+               current: np.ndarray, used: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float,
+               capacity: np.ndarray, now: float, overhead_s: float, comm: float, slot_s: float
+               ) -> tuple[np.ndarray, float, float]:
+    """FIND_ALLOC on one state (the free GPUs ``fs``, :mod:`.hadar_free`, and ``used``): :func:`choose` among
+    the :func:`options`. ``ok``, ``kord``: the job's row of :func:`type_orders`."""
+    cons, cc, other, oc = options(fs, speed, ok, kord, need, used, u_min, u_max, eta, capacity)
+    return choose(fs, cons, cc, other, oc, speed, job, current, used, u_min, u_max, eta, capacity, now, overhead_s,
+                  comm, slot_s)
 
 
 @numba.njit(**_JIT)
@@ -271,78 +315,3 @@ def window_dp(win: int, fs: tuple, used: np.ndarray, workers: np.ndarray, speeds
         phase[d] = 0
         ret_v, ret_m, d = best_v[d], best_m[d], d - 1
     return ret_m
-
-
-@numba.njit(**_JIT)
-def greedy_tail(fs: tuple, used: np.ndarray, start: int, chosen: int, workers: np.ndarray, speeds: np.ndarray,
-                oks: np.ndarray, kords: np.ndarray, facts: np.ndarray, cur_rows: np.ndarray, cur_from: np.ndarray,
-                comm: np.ndarray, u_min: np.ndarray, u_max: np.ndarray, eta: float, capacity: np.ndarray, now: float,
-                overhead_s: float, slot_s: float
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """The window's jobs the DP chose (``chosen``: bits of the jobs before ``start``, :func:`window_dp`), each
-    given FIND_ALLOC's allocation on the GPUs the chosen ones before it left free (the state the DP saw it in),
-    then Algorithm 2's greedy tail: the jobs from ``start`` on, in order, each taken when FIND_ALLOC
-    (:func:`best_alloc`) on the GPUs still free (``fs`` and ``used``, updated in place) finds an allocation with
-    a positive payoff; a job asking more GPUs than are free is passed over (it would find none); the walk ends
-    when no GPU is free. Job ``i``: ``workers[i]``, throughputs ``speeds[i]`` (its types' order ``oks[i]``,
-    ``kords[i]``: :func:`type_orders`), ``facts[i]`` (remaining,
-    arrival, iterations, unit), current allocation ``cur_rows[cur_from[i]:cur_from[i + 1]]``, communication
-    charge ``comm[i]``. Returns the jobs taken, their allocations (``rows[row_from[t]:row_from[t + 1]]``),
-    throughputs and payoffs, and whether each allocation is the job's current one, row for row (it keeps its
-    GPUs)."""
-    fr = fs[0]
-    n = len(workers)
-    picked = np.empty(n, dtype=np.int64)
-    tputs = np.empty(n)
-    pays = np.empty(n)
-    kept = np.zeros(n, dtype=np.bool_)
-    left = 0
-    for h in range(fr.shape[0]):
-        for k in range(fr.shape[1]):
-            left += fr[h, k]
-    rows = np.empty((left, 3), dtype=np.int64)  # every row takes at least one free GPU
-    row_from = np.zeros(n + 1, dtype=np.int64)
-    m = 0
-    for i in range(n):
-        if i < start and not (chosen >> i) & 1:
-            continue
-        if i >= start and left == 0:
-            break
-        if i >= start and workers[i] > left:
-            continue
-        take, tput, pay = best_alloc(fs, speeds[i], oks[i], kords[i], workers[i], facts[i],
-                                     cur_rows[cur_from[i]:cur_from[i + 1]], used, u_min, u_max, eta, capacity, now,
-                                     overhead_s, comm[i], slot_s)
-        if len(take) == 0 or not pay > 0:
-            continue
-        picked[m], tputs[m], pays[m] = i, tput, pay
-        at = row_from[m]
-        row_from[m + 1] = at + len(take)
-        m += 1
-        cur = cur_rows[cur_from[i]:cur_from[i + 1]]
-        same = len(cur) > 0 and len(cur) == len(take)  # the rows compared only then
-        for r in range(len(take)):
-            rows[at + r] = take[r]
-            left -= take[r, 2]
-            same = same and cur[r, 0] == take[r, 0] and cur[r, 1] == take[r, 1] and cur[r, 2] == take[r, 2]
-        kept[m - 1] = same
-        take_rows(fs, used, rows[at: row_from[m]], 1)
-    return picked[:m], rows[: row_from[m]], row_from[: m + 1], tputs[:m], pays[:m], kept[:m]
-
-
-@numba.njit(**_JIT)
-def select(fr: np.ndarray, win: int, workers: np.ndarray, speeds: np.ndarray, facts: np.ndarray,
-           cur_rows: np.ndarray, cur_from: np.ndarray, comm: np.ndarray, u_min: np.ndarray, u_max: np.ndarray,
-           eta: float, capacity: np.ndarray, now: float, overhead_s: float, slot_s: float
-           ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Algorithm 2 in one compiled call: the DP over the first ``win`` jobs (:func:`window_dp`), then the
-    greedy tail after them (:func:`greedy_tail`, which returns the picks of both, in job order), on the free
-    GPUs ``fr`` kept by class (:func:`.hadar_free.free_sets`) and the used ones (kept as GPUs are taken: whole
-    numbers, the same floats as recomputed). ``fr`` is updated in place to what is left free."""
-    fs = free_sets(fr)
-    used = capacity - fr
-    oks, kords = type_orders(speeds)
-    chosen = window_dp(win, fs, used, workers, speeds, oks, kords, facts, cur_rows, cur_from, comm, u_min, u_max,
-                       eta, capacity, now, overhead_s, slot_s)
-    return greedy_tail(fs, used, win, chosen, workers, speeds, oks, kords, facts, cur_rows, cur_from, comm, u_min,
-                       u_max, eta, capacity, now, overhead_s, slot_s)

@@ -36,7 +36,7 @@ def low_bit(x: int) -> int:
     return _LOW[(((x & -x) * _DEBRUIJN) >> 58) & 63]
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _class_of(fs: tuple, h: int) -> int:
     """The class of server ``h``'s free vector: a slot holding that vector, else the first empty slot, else a
     new one (its vector set)."""
@@ -60,7 +60,7 @@ def _class_of(fs: tuple, h: int) -> int:
     return empty
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _join(fs: tuple, h: int) -> None:
     """Server ``h`` into the class of its free vector."""
     _, cls, _, cnt, bits, _ = fs
@@ -70,7 +70,7 @@ def _join(fs: tuple, h: int) -> None:
     bits[c, h >> 6] |= np.int64(1) << (h & 63)
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def _leave(fs: tuple, h: int) -> None:
     """Server ``h`` out of its class."""
     _, cls, _, cnt, bits, _ = fs
@@ -91,7 +91,7 @@ def free_sets(fr: np.ndarray) -> tuple:
     return fs
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def take_rows(fs: tuple, used: np.ndarray, rows: np.ndarray, sign: int) -> None:
     """Take (``sign`` 1) or give back (-1) the ``(server, type, count)`` rows: the free GPUs, ``used`` (servers x
     types, floats of whole numbers) and the servers' classes follow."""
@@ -104,7 +104,7 @@ def take_rows(fs: tuple, used: np.ndarray, rows: np.ndarray, sign: int) -> None:
         _join(fs, h)
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def level_bits(fs: tuple, key: np.ndarray, level: int, out: np.ndarray) -> None:
     """``out`` := the servers whose class has ``key[class] == level``, as words of bits (``key``: one value a
     class slot)."""
@@ -116,7 +116,7 @@ def level_bits(fs: tuple, key: np.ndarray, level: int, out: np.ndarray) -> None:
                 out[w] |= bits[c, w]
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def first_member(fs: tuple, c: int) -> int:
     """The lowest server index of class ``c`` (-1: empty)."""
     bits = fs[4]
@@ -126,7 +126,7 @@ def first_member(fs: tuple, c: int) -> int:
     return -1
 
 
-@numba.njit(**_JIT)
+@numba.njit(inline="always", **_JIT)
 def next_level(fs: tuple, key: np.ndarray, level: int) -> int:
     """The largest ``key`` of a non-empty class below ``level`` (0: none above 0)."""
     cnt, nc = fs[3], fs[5]

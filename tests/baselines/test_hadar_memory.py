@@ -1,5 +1,5 @@
 """Hadar's queue as arrays, its compiled DP window and greedy tail and its kept throughput rows
-(baselines/hadar.py, baselines/parts/hadar_alloc.py HadarQueue, hadar_find.py select) give, at every round of
+(baselines/hadar.py, baselines/parts/hadar_alloc.py HadarQueue, hadar_tail.py select) give, at every round of
 real runs, what the plain computations give: the DP as a memoised recursion over (job, free GPUs) and the tail
 FIND_ALLOC asked job by job on the shrinking free GPUs (each call on free-GPU classes built afresh, where the
 round keeps its classes through the DP's takes and give-backs and the tail's takes: hadar_free.py), the jobs
