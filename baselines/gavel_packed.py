@@ -193,31 +193,10 @@ class GavelPacked(Gavel):
         return bool(np.array_equal(gi, gj) and (view.gpu_type[gi] == k).all())
 
     def _keep(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]]) -> dict[tuple[int, ...], int]:
-        """:meth:`_kept` of every grant from one read of the GPUs' tenants: a job alone on the granted type, or a
-        pair together on the same GPUs of that type (each GPU holds at most two jobs, so sharing every GPU with
-        the other means each job's only partner is the other, and a job holding GPUs is running). A subclass that
-        changes :meth:`_kept` changes this too."""
-        alone = view.alone_types()
-        together: dict[tuple[int, int], list[int]] | None = None
-        gt = self._gpu_type_l
-        out: dict[tuple[int, ...], int] = {}
-        for key, k in grants:
-            if len(key) == 1:
-                if alone.get(key[0], -1) == k:
-                    out[key] = k
-                continue
-            if together is None:  # the GPUs each pair of jobs shares, and how many GPUs each job holds
-                sj = view.tenants(np.arange(view.num_gpus))
-                n_held = np.bincount(sj[sj >= 0])
-                both = np.flatnonzero(sj[:, 1] >= 0)
-                together = {}
-                for x, a, b in zip(both.tolist(), sj[both, 0].tolist(), sj[both, 1].tolist(), strict=True):
-                    together.setdefault((a, b) if a < b else (b, a), []).append(x)
-            i, j = key
-            gi = together.get((i, j) if i < j else (j, i))  # the same GPUs: all of each job's GPUs are shared
-            if gi is not None and len(gi) == n_held.item(i) == n_held.item(j) and all(gt[x] == k for x in gi):
-                out[key] = k
-        return out
+        """:meth:`_kept` of every grant at once (:meth:`~gpucluster_env.engine.view.ClusterView.runs_as`: a job
+        alone on the granted type, or a pair together on the same GPUs of that type). A subclass that changes
+        :meth:`_kept` changes this too."""
+        return {key: k for (key, k), ok in zip(grants, view.runs_as(grants), strict=True) if ok}
 
     def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
         if len(key) == 1:
