@@ -23,11 +23,12 @@ starts its first job on the gang (``Place``) and its second beside it on the sam
 
 from __future__ import annotations
 
+from itertools import compress
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts import gavel_lp as lp
-from gpucluster_env.baselines.parts.gavel_row_table import RowTable, job_rows
+from gpucluster_env.baselines.parts.gavel_row_table import RowIndex, RowTable, job_rows, pair_code
 from gpucluster_env.baselines.parts.gavel_scheduler import Gavel
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
@@ -78,6 +79,8 @@ class GavelPacked(Gavel):
         # stay the same) and the allocation's pairs (a new dict at each allocation) stay
         self._cands: tuple[Any, ...] | None = None
         self._klass_of: dict[int, tuple[int, int, int]] = {}  # each job's class, found once (_klass)
+        self._pair_arr: tuple[Any, ...] | None = None  # _pair_arrays' answer, with the pair_ok it was made of
+        self._live = np.zeros(self.view(env).n_jobs, dtype=bool)  # scratch: the active jobs (False between uses)
 
     def _klass(self, view: ClusterView, j: int) -> tuple[int, int, int]:
         """Job ``j``'s class (model, per-GPU batch, GPUs asked): a pure function of the job (no Gavel policy changes
@@ -176,12 +179,33 @@ class GavelPacked(Gavel):
         kept = self._cands
         if kept is not None and kept[0] is rows and kept[1] is self.pair_ok:  # the same jobs and allocation
             return kept[2], kept[3]
-        act = set(active)
-        pairs = [key for key in self.pair_ok if key[0] in act and key[1] in act]
-        out = (rows, run) if not pairs else (rows + pairs, np.vstack([run, np.array([self.pair_ok[p] for p in pairs])]))
+        keys, first, second, codes, oks = self._pair_arrays()
+        live = self._live
+        live[active] = True
+        m = live[first] & live[second]  # the allocation's pairs whose two jobs are active
+        live[active] = False
+        pairs = list(compress(keys, m.tolist()))
+        out = (rows, run) if not pairs else (rows + pairs, np.vstack([run, oks[m]]))
         out[1].flags.writeable = False
         self._cands = (rows, self.pair_ok, *out)  # the same list kept: its row index is kept with it
+        if pairs:  # the rows' index (what row_index(rows + pairs) gives), from the arrays at hand
+            ix = self._row_index(rows)
+            n = len(rows)
+            self._index_kept = (out[0], RowIndex(np.concatenate([ix.heads, first[m]]),
+                                                 np.arange(n, n + len(pairs), dtype=np.int64), codes[m]))
         return out
+
+    def _pair_arrays(self) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The allocation's pairs (:attr:`pair_ok`, in its order) as arrays, made once per allocation: the keys,
+        each pair's first and second job, its code (:func:`.gavel_row_table.pair_code`) and the types it may
+        run on."""
+        arr = self._pair_arr
+        if arr is None or arr[0] is not self.pair_ok:
+            keys = list(self.pair_ok)
+            jobs = np.array(keys, dtype=np.int64).reshape(len(keys), 2)
+            oks = np.array(list(self.pair_ok.values()), dtype=bool).reshape(len(keys), self.nk)
+            arr = self._pair_arr = (self.pair_ok, keys, jobs[:, 0].copy(), jobs[:, 1].copy(), pair_code(keys), oks)
+        return arr[1:]
 
     def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
         if len(key) == 1:

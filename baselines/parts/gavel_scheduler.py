@@ -228,7 +228,7 @@ class Gavel(Policy):
         js = np.asarray(active, dtype=np.int64)
         new = js[~self._t_has[js]]
         if len(new):  # each job's row found once (a pure function of the job) and kept for the episode
-            self._t_rows[new] = self.tputs.matrix(new)
+            self._t_rows[new] = [self.tputs.of(j) for j in new.tolist()]  # a few a round: no matrix() set-up
             self._t_has[new] = True
         t = self._t_rows[js]
         t.flags.writeable = False

@@ -56,16 +56,22 @@ class JobArrays:
         shares with ``j`` as many GPUs as each holds). Read from the jobs' copies and counts: the work is the rows
         asked, not the running jobs or the GPUs (Gavel's rounds ask this of their grants)."""
         st = self._st
-        running, consts, held, shared = st.running_set, st.copy_consts, st.held, st.shared_map
+        running, consts, shared = st.running_set, st.copy_consts, st.shared_map
+        held, held_shared = st.held, st.held_shared
         out = []
         for key, k in rows:
             i = key[0]
-            ok = i in running and bool(cs := consts.get(i)) and all(c.t == k for c in cs)
+            cs = consts.get(i) if i in running else None
+            if not cs:
+                out.append(False)
+                continue
+            ok = cs[0].t == k if len(cs) == 1 else all(c.t == k for c in cs)  # (most jobs run as one copy)
             if ok:
                 if len(key) == 1:
-                    ok = st.held_shared.item(i) == 0
+                    ok = held_shared.item(i) == 0
                 else:
                     n = held.item(i)
-                    ok = shared.get(i, {}).get(key[1], 0) == n == held.item(key[1])
+                    m = shared.get(i)
+                    ok = m is not None and m.get(key[1], 0) == n == held.item(key[1])
             out.append(ok)
         return out
