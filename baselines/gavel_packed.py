@@ -156,7 +156,8 @@ class GavelPacked(Gavel):
         self.alloc = RowTable.of_rows(view.n_jobs, job_rows(active), r.x)
         self.pair_ok = {}
         keys: list[tuple[int, int]] = []
-        values: list[np.ndarray] = []
+        shares: list[np.ndarray] = []  # each class pair's share, and how many job pairs take it (in keys' order)
+        counts: list[int] = []
         for (a, b), y in zip(r.pairs.tolist(), r.y, strict=True):
             if y.sum() <= 1e-9:
                 continue
@@ -165,13 +166,14 @@ class GavelPacked(Gavel):
             ca, cb = of[a], of[b]
             share = np.minimum(y / len(pairs), 1.0)
             ok = (cp[ca, cb] > 0) & (cp[cb, ca] > 0)
+            shares.append(share)
+            counts.append(len(pairs))
             for p in pairs:
                 key = (int(p[0]), int(p[1]))
                 keys.append(key)
-                values.append(share)
                 self.pair_ok[key] = ok
         if keys:  # the job pairs' shares of their class pairs' time, written at once
-            self.alloc.write_pairs(keys, np.array(values))
+            self.alloc.write_pairs(keys, np.repeat(np.array(shares), counts, axis=0))
 
     def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
                         ) -> tuple[list[tuple[int, ...]], np.ndarray]:
