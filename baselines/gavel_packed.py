@@ -23,11 +23,12 @@ starts its first job on the gang (``Place``) and its second beside it on the sam
 
 from __future__ import annotations
 
+from itertools import compress
 from typing import Annotated, Any, ClassVar
 
 import numpy as np
 from gpucluster_env.baselines.parts import gavel_lp as lp
-from gpucluster_env.baselines.parts.gavel_row_table import RowTable, job_rows
+from gpucluster_env.baselines.parts.gavel_row_table import RowIndex, RowTable, job_rows, pair_code
 from gpucluster_env.baselines.parts.gavel_scheduler import Gavel
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
@@ -78,6 +79,8 @@ class GavelPacked(Gavel):
         # stay the same) and the allocation's pairs (a new dict at each allocation) stay
         self._cands: tuple[Any, ...] | None = None
         self._klass_of: dict[int, tuple[int, int, int]] = {}  # each job's class, found once (_klass)
+        self._pair_arr: tuple[Any, ...] | None = None  # _pair_arrays' answer, with the pair_ok it was made of
+        self._live = np.zeros(self.view(env).n_jobs, dtype=bool)  # scratch: the active jobs (False between uses)
 
     def _klass(self, view: ClusterView, j: int) -> tuple[int, int, int]:
         """Job ``j``'s class (model, per-GPU batch, GPUs asked): a pure function of the job (no Gavel policy changes
@@ -153,7 +156,8 @@ class GavelPacked(Gavel):
         self.alloc = RowTable.of_rows(view.n_jobs, job_rows(active), r.x)
         self.pair_ok = {}
         keys: list[tuple[int, int]] = []
-        values: list[np.ndarray] = []
+        shares: list[np.ndarray] = []  # each class pair's share, and how many job pairs take it (in keys' order)
+        counts: list[int] = []
         for (a, b), y in zip(r.pairs.tolist(), r.y, strict=True):
             if y.sum() <= 1e-9:
                 continue
@@ -162,13 +166,14 @@ class GavelPacked(Gavel):
             ca, cb = of[a], of[b]
             share = np.minimum(y / len(pairs), 1.0)
             ok = (cp[ca, cb] > 0) & (cp[cb, ca] > 0)
+            shares.append(share)
+            counts.append(len(pairs))
             for p in pairs:
                 key = (int(p[0]), int(p[1]))
                 keys.append(key)
-                values.append(share)
                 self.pair_ok[key] = ok
         if keys:  # the job pairs' shares of their class pairs' time, written at once
-            self.alloc.write_pairs(keys, np.array(values))
+            self.alloc.write_pairs(keys, np.repeat(np.array(shares), counts, axis=0))
 
     def _candidate_rows(self, view: ClusterView, active: list[int], t: np.ndarray
                         ) -> tuple[list[tuple[int, ...]], np.ndarray]:
@@ -176,12 +181,33 @@ class GavelPacked(Gavel):
         kept = self._cands
         if kept is not None and kept[0] is rows and kept[1] is self.pair_ok:  # the same jobs and allocation
             return kept[2], kept[3]
-        act = set(active)
-        pairs = [key for key in self.pair_ok if key[0] in act and key[1] in act]
-        out = (rows, run) if not pairs else (rows + pairs, np.vstack([run, np.array([self.pair_ok[p] for p in pairs])]))
+        keys, first, second, codes, oks = self._pair_arrays()
+        live = self._live
+        live[active] = True
+        m = live[first] & live[second]  # the allocation's pairs whose two jobs are active
+        live[active] = False
+        pairs = list(compress(keys, m.tolist()))
+        out = (rows, run) if not pairs else (rows + pairs, np.vstack([run, oks[m]]))
         out[1].flags.writeable = False
         self._cands = (rows, self.pair_ok, *out)  # the same list kept: its row index is kept with it
+        if pairs:  # the rows' index (what row_index(rows + pairs) gives), from the arrays at hand
+            ix = self._row_index(rows)
+            n = len(rows)
+            self._index_kept = (out[0], RowIndex(np.concatenate([ix.heads, first[m]]),
+                                                 np.arange(n, n + len(pairs), dtype=np.int64), codes[m]))
         return out
+
+    def _pair_arrays(self) -> tuple[list[tuple[int, ...]], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The allocation's pairs (:attr:`pair_ok`, in its order) as arrays, made once per allocation: the keys,
+        each pair's first and second job, its code (:func:`.gavel_row_table.pair_code`) and the types it may
+        run on."""
+        arr = self._pair_arr
+        if arr is None or arr[0] is not self.pair_ok:
+            keys = list(self.pair_ok)
+            jobs = np.array(keys, dtype=np.int64).reshape(len(keys), 2)
+            oks = np.array(list(self.pair_ok.values()), dtype=bool).reshape(len(keys), self.nk)
+            arr = self._pair_arr = (self.pair_ok, keys, jobs[:, 0].copy(), jobs[:, 1].copy(), pair_code(keys), oks)
+        return arr[1:]
 
     def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
         if len(key) == 1:
@@ -193,31 +219,10 @@ class GavelPacked(Gavel):
         return bool(np.array_equal(gi, gj) and (view.gpu_type[gi] == k).all())
 
     def _keep(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]]) -> dict[tuple[int, ...], int]:
-        """:meth:`_kept` of every grant from one read of the GPUs' tenants: a job alone on the granted type, or a
-        pair together on the same GPUs of that type (each GPU holds at most two jobs, so sharing every GPU with
-        the other means each job's only partner is the other, and a job holding GPUs is running). A subclass that
-        changes :meth:`_kept` changes this too."""
-        alone = view.alone_types()
-        together: dict[tuple[int, int], list[int]] | None = None
-        gt = self._gpu_type_l
-        out: dict[tuple[int, ...], int] = {}
-        for key, k in grants:
-            if len(key) == 1:
-                if alone.get(key[0], -1) == k:
-                    out[key] = k
-                continue
-            if together is None:  # the GPUs each pair of jobs shares, and how many GPUs each job holds
-                sj = view.tenants(np.arange(view.num_gpus))
-                n_held = np.bincount(sj[sj >= 0])
-                both = np.flatnonzero(sj[:, 1] >= 0)
-                together = {}
-                for x, a, b in zip(both.tolist(), sj[both, 0].tolist(), sj[both, 1].tolist(), strict=True):
-                    together.setdefault((a, b) if a < b else (b, a), []).append(x)
-            i, j = key
-            gi = together.get((i, j) if i < j else (j, i))  # the same GPUs: all of each job's GPUs are shared
-            if gi is not None and len(gi) == n_held.item(i) == n_held.item(j) and all(gt[x] == k for x in gi):
-                out[key] = k
-        return out
+        """:meth:`_kept` of every grant at once (:meth:`~gpucluster_env.engine.view.ClusterView.runs_as`: a job
+        alone on the granted type, or a pair together on the same GPUs of that type). A subclass that changes
+        :meth:`_kept` changes this too."""
+        return {key: k for (key, k), ok in zip(grants, view.runs_as(grants), strict=True) if ok}
 
     def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
         if len(key) == 1:

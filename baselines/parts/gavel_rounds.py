@@ -91,18 +91,18 @@ def select_round(
     n, nk = pr.shape
     left = np.asarray(capacity, dtype=np.int64).tolist()
     g = np.asarray(gpus, dtype=np.int64).tolist()
-    run = np.asarray(runnable, dtype=bool).T.tolist()  # [type][row]
+    run = np.asarray(runnable, dtype=bool)
     mem = [(i,) for i in range(n)] if members is None else members
     done: set[int] = set()  # jobs granted so far
     out: list[tuple[int, int]] = []
     tiebreak = -np.arange(n)
     for k in (range(nk) if type_order is None else type_order):
         order = np.lexsort((tiebreak, alloc[:, k], deficit[:, k], pr[:, k]))[::-1]
-        run_k = run[k]
+        order = order[run[order, k]]  # the rows that can run on type k, in that order
         for j in order.tolist():
             if left[k] == 0:
                 break
-            if not run_k[j] or g[j] > left[k] or not done.isdisjoint(mem[j]):
+            if g[j] > left[k] or not done.isdisjoint(mem[j]):
                 continue
             left[k] -= g[j]
             done.update(mem[j])

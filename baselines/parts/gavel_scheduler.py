@@ -84,6 +84,8 @@ class Gavel(Policy):
         self.nk = len(view.type_names)
         self.capacity = np.bincount(view.gpu_type, minlength=self.nk)
         self.tputs = Throughputs(view)
+        self._t_rows = np.zeros((view.n_jobs, self.nk))  # each job's row of the throughput matrix, once found
+        self._t_has = np.zeros(view.n_jobs, dtype=bool)
         # per row (a job (j,), or a packed pair (i, j)): allocation, time received since the reset, deficit
         self.alloc = RowTable(view.n_jobs, self.nk)
         self.job_time = RowTable(view.n_jobs, self.nk)
@@ -223,7 +225,12 @@ class Gavel(Policy):
         same = self._same
         if same is not None and same[0] == active:
             return same[0], same[1], same[2], same[3]
-        t = self.tputs.matrix(active)
+        js = np.asarray(active, dtype=np.int64)
+        new = js[~self._t_has[js]]
+        if len(new):  # each job's row found once (a pure function of the job) and kept for the episode
+            self._t_rows[new] = [self.tputs.of(j) for j in new.tolist()]  # a few a round: no matrix() set-up
+            self._t_has[new] = True
+        t = self._t_rows[js]
         t.flags.writeable = False
         runnable = t > 0
         runnable.flags.writeable = False
@@ -250,8 +257,7 @@ class Gavel(Policy):
     def _keep(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]]) -> dict[tuple[int, ...], int]:
         """The grants whose rows already run as granted (:meth:`_kept`), with their types."""
         if type(self)._kept is Gavel._kept:  # one-job rows: kept where the job runs alone on the granted type
-            alone = view.alone_types()
-            return {key: k for key, k in grants if len(key) == 1 and alone.get(key[0], -1) == k}
+            return {key: k for (key, k), ok in zip(grants, view.runs_as(grants), strict=True) if ok and len(key) == 1}
         return {key: k for key, k in grants if self._kept(view, key, k)}
 
     def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:
@@ -277,7 +283,8 @@ class Gavel(Policy):
             return out or [Wait()]
         holds = np.zeros(view.n_jobs + 1, dtype=bool)  # index n_jobs: an empty slot (-1)
         holds[list(kept_jobs)] = True
-        held = holds[view.tenants(np.arange(view.num_gpus))].any(axis=1)  # the GPUs the kept jobs hold
+        sj = view.tenants()
+        held = holds[sj[:, 0]] | holds[sj[:, 1]]  # the GPUs the kept jobs hold
         taken = held.tolist()
         placed, plans = self._plan_gangs(view, move, movable, (~held, taken), out)
         targets = {key[0]: gang for key, gang in plans if key[0] in movable}

@@ -48,3 +48,30 @@ class JobArrays:
         """:meth:`demand` of each of ``jobs`` on the matching one of ``gpu_types`` (a fresh array)."""
         return self._st.demand_tm[np.asarray(gpu_types, dtype=np.int64),
                                   self._st.job_model[np.asarray(jobs, dtype=np.int64)]]
+
+    def runs_as(self, rows: list[tuple[tuple[int, ...], int]]) -> list[bool]:
+        """For each ``(row, k)`` of ``rows``: whether the row runs as one unit on type-``k`` GPUs. A one-job row
+        ``(j,)``: ``j`` runs, every GPU it holds is of type ``k`` and none is shared (``alone_types()[j] == k``);
+        a pair ``(i, j)``: both run on the same GPUs, all of type ``k`` (each GPU holds at most two jobs, so ``i``
+        shares with ``j`` as many GPUs as each holds). Read from the jobs' copies and counts: the work is the rows
+        asked, not the running jobs or the GPUs (Gavel's rounds ask this of their grants)."""
+        st = self._st
+        running, consts, shared = st.running_set, st.copy_consts, st.shared_map
+        held, held_shared = st.held, st.held_shared
+        out = []
+        for key, k in rows:
+            i = key[0]
+            cs = consts.get(i) if i in running else None
+            if not cs:
+                out.append(False)
+                continue
+            ok = cs[0].t == k if len(cs) == 1 else all(c.t == k for c in cs)  # (most jobs run as one copy)
+            if ok:
+                if len(key) == 1:
+                    ok = held_shared.item(i) == 0
+                else:
+                    n = held.item(i)
+                    m = shared.get(i)
+                    ok = m is not None and m.get(key[1], 0) == n == held.item(key[1])
+            out.append(ok)
+        return out

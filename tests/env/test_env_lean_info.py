@@ -1,7 +1,7 @@
 """Shortcuts of one environment step, compared with the plain path on real runs: a step whose ``info`` nobody
 reads (``full_info=False``, what :func:`run_episode` sets without a wrapper) and the engine's named-GPU checks
 over a tuple of ints (``ActionChecks.gpu_list`` against ``check_gpus``), and the
-running jobs alone on one type kept while the tenants stay (``ClusterView.alone_types``)."""
+rows that run as granted read from the copies and counts (``ClusterView.runs_as``) against the slots."""
 
 from __future__ import annotations
 
@@ -93,24 +93,51 @@ def _slot_pass(view) -> dict[int, int]:  # noqa: ANN001
     return {j: t for j, t in out.items() if view.is_running(j)}
 
 
+def _runs_as_by_slots(view, rows: list[tuple[tuple[int, ...], int]]) -> list[bool]:  # noqa: ANN001
+    """``runs_as`` from a pass over every GPU's slots: a job alone on one type (:func:`_slot_pass`), or a pair
+    whose two jobs hold the same GPUs, all of the type asked."""
+    alone = _slot_pass(view)
+    held: dict[int, set[int]] = {}
+    for x, (j0, j1) in enumerate(view._st.slot_job.tolist()):
+        for j in (j0, j1):
+            if j >= 0:
+                held.setdefault(j, set()).add(x)
+    gt = view.gpu_type.tolist()
+    out = []
+    for key, k in rows:
+        if len(key) == 1:
+            out.append(alone.get(key[0], -1) == k)
+            continue
+        gi, gj = held.get(key[0]), held.get(key[1])
+        out.append(bool(gi) and gi == gj and all(gt[x] == k for x in gi) and view.is_running(key[0])
+                   and view.is_running(key[1]))
+    return out
+
+
 @pytest.mark.parametrize(("scenario", "policy"), [("hadar-philly", "gavel"), ("castor-philly", "gavel-packed"),
                                                   ("gavel-hetero", "gavel-packed")])
-def test_kept_alone_types_are_the_slots_answer(monkeypatch: pytest.MonkeyPatch, scenario: str, policy: str) -> None:
-    """``ClusterView.alone_types`` kept by the tenants' version gives, at every round of a real Gavel run, what
-    a fresh pass over the slots in GPU order gives, in its order (a policy may walk the dict)."""
+def test_runs_as_is_the_slots_answer(monkeypatch: pytest.MonkeyPatch, scenario: str, policy: str) -> None:
+    """``ClusterView.runs_as`` (read from the jobs' copies and counts) gives, at every round of a real Gavel run,
+    for the round's grants and for every running job and pair of partners on each type, what a fresh pass over
+    the slots gives; and ``alone_types`` agrees with the same pass, in its order."""
     from gpucluster_env.engine.view import ClusterView
 
-    kept = ClusterView.alone_types
-    calls = {"n": 0, "hits": 0}
+    fast = ClusterView.runs_as
+    calls = {"n": 0, "kept": 0}
 
-    def checked(view: ClusterView) -> dict[int, int]:
-        hit = view._alone_key == (view._st.epoch, view._st.gpu_version)
-        got = kept(view)
-        assert list(got.items()) == list(view._alone_types().items()) == list(_slot_pass(view).items())
+    def checked(view: ClusterView, rows: list[tuple[tuple[int, ...], int]]) -> list[bool]:
+        got = fast(view, rows)
+        assert got == _runs_as_by_slots(view, rows)
+        run = view.running_jobs().tolist()
+        pairs = [(j, p) for j in run for p in view.partners_of(j)]
+        every = [((j,), k) for j in run for k in range(len(view.type_names))]
+        every += [(p, k) for p in pairs for k in range(len(view.type_names))]
+        assert fast(view, every) == _runs_as_by_slots(view, every)
+        assert list(view.alone_types().items()) == list(_slot_pass(view).items())
         calls["n"] += 1
-        calls["hits"] += hit
+        calls["kept"] += sum(got)
         return got
 
-    monkeypatch.setattr(ClusterView, "alone_types", checked)
+    monkeypatch.setattr(ClusterView, "runs_as", checked)
     run_episode(scenario, policy, 0, scenario_options=SCENARIO_OPTIONS)
-    assert calls["n"] > 20 and calls["hits"] < calls["n"]
+    assert calls["n"] > 20 and calls["kept"] > 0
