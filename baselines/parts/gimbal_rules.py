@@ -213,9 +213,7 @@ class TenantWatch:
         before, self._tenants = self._tenants, now
         if before is None:
             return None
-        if now.tobytes() == before.tobytes():
-            return []
-        changed = changed_rows(now, before)
+        changed = changed_rows(now, before)  # (the version moves with a start, stop or move: a change, nearly always)
         if not len(changed):
             return []
         return sorted(set(before[changed].ravel().tolist()) | set(now[changed].ravel().tolist()))  # a few GPUs
@@ -271,11 +269,12 @@ class PartnerCache:
         if moved:
             for forget in self._listeners:
                 forget(moved)
+            at = np.array(moved, dtype=np.int64)  # (one conversion for every size's mask)
             for known in self._known.values():
-                known[moved] = False
+                known[at] = False
             self._syncs += 1
             self._log.append(moved)
-            sizes = self.view.req_gpus[moved]
+            sizes = self.view.req_gpus[at]
             if self.unequal:  # a partner offers GPUs to jobs of its size or smaller
                 self._stamp[:int(sizes.max()) + 1] = self._syncs
             else:

@@ -49,15 +49,15 @@ class FailedShapes:
     when its key is below that; one without passes ``keys=None``: a shape asked once is done in that state).
 
     Each pending job's shape is coded once, when first seen pending (a pending job runs at its stated batch: a
-    batch set by ``Reallocate`` lasts only while the job runs). The state is the GPUs' tenants and the
-    policy's ``extra`` key; any change of either forgets every answer."""
+    batch set by ``Reallocate`` lasts only while the job runs). The state is the GPUs' tenants (read as the view's
+    ``tenants_version``) and the policy's ``extra`` key; any change of either forgets every answer."""
 
     def __init__(self, view: ClusterView) -> None:
         self.view = view
         self._code = np.full(view.n_jobs, -1, dtype=np.int64)
         self._ids: dict[tuple[int, int, int], int] = {}
         self._floor = np.zeros(0)  # by shape code: the smallest key it failed at (inf: not failed)
-        self._state: tuple[bytes, Hashable] | None = None
+        self._state: tuple[tuple[int, int], Hashable] | None = None
         self._version: tuple[int, int] | None = None  # the view's tenants_version at the last walk
         self._extra: Hashable = None
         self._idle: tuple[object, np.ndarray, np.ndarray | None] | None = None  # a walk that found nothing: its
@@ -80,8 +80,9 @@ class FailedShapes:
         return int(self._code[j])
 
     @property
-    def state(self) -> tuple[bytes, Hashable] | None:
-        """The state of the last :meth:`walk` (the GPUs' tenants, ``extra``): a new object whenever it changed."""
+    def state(self) -> tuple[tuple[int, int], Hashable] | None:
+        """The state of the last :meth:`walk` (the view's ``tenants_version``, ``extra``): a new object whenever
+        either moved."""
         return self._state
 
     def walk(self, order: np.ndarray, keys: np.ndarray | None, extra: Hashable,
@@ -94,12 +95,12 @@ class FailedShapes:
         may return a mask over them, False where the answer is known to be None (that job is not asked, and
         marks its shape as if it had been)."""
         version = self.view.tenants_version
-        if version != self._version or extra != self._extra:  # (tenants read again only when the version moved)
+        if version != self._version or extra != self._extra:
+            # a new state at each move of the version (a start, stop or move: nearly always a change of the
+            # tenants; a move that left them as they were only asks again what it asked, with the same answers)
             self._version, self._extra = version, extra
-            state = (self.view.tenants().tobytes(), extra)
-            if state != self._state:
-                self._state = state
-                self._floor[:] = np.inf
+            self._state = (version, extra)
+            self._floor[:] = np.inf
         if len(order) == 0:
             return None
         idle = self._idle  # the last walk found nothing in this very state over this very queue: nor does this one

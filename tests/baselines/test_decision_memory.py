@@ -250,6 +250,7 @@ class _CheckedGandiva(GandivaGimbal):
             fresh = ThroughputModel(view, coord.demand)
             jobs = sets[0].jobs
             with coord.model.held():
+                coord.model.read_ahead([j for s in sets for j in s.jobs])  # as a tick reads every set's at once
                 for _ in range(2):  # the second round reads what the first kept
                     held = [coord.model.rate(j, coord.shares) for j in jobs]
                     times = coord.model.remaining_times(jobs, coord.shares)
