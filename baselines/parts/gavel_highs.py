@@ -24,6 +24,12 @@ from gpucluster_env.baselines.parts.gavel_warm import WarmStart
 FEASIBILITY_TOL = float(np.sqrt(1e-9) * 10)
 """The tolerance of ``linprog``'s own check of the solution HiGHS returns (bounds and rows), kept here."""
 
+WARM_ROWS_PER_ITERATION, WARM_ITERATIONS_MIN = 4, 50
+"""A warm start (:mod:`.gavel_warm`) gives up after ``max(50, rows / 4)`` simplex iterations and the LP is solved
+from scratch: from the previous allocation's basis the loaded month's LPs take 0-200 iterations, a cold solve
+about one per row, and a rare start that wanders (9,869 iterations on a 1,208-job LP whose cold solve takes
+~1,500) would cost more than starting over."""
+
 
 @cache
 def _core() -> Any:
@@ -146,12 +152,15 @@ def minimize(cost: np.ndarray, a_ub: Any, b_ub: np.ndarray, upper: np.ndarray, a
 
 def _run(h: Any, solver: str | None, cost: np.ndarray, a: Any, lhs: np.ndarray, rhs: np.ndarray, ub: np.ndarray,
          n_eq: int, start: Any) -> tuple[np.ndarray | None, str, Any]:
-    """One HiGHS solve of the model, from the basis ``start`` where given: :func:`minimize`'s answer and the
-    solver (its final basis)."""
+    """One HiGHS solve of the model, from the basis ``start`` where given (then at most one simplex iteration per
+    :data:`WARM_ROWS_PER_ITERATION` rows: a start that needs more is not worth finishing): :func:`minimize`'s
+    answer and the solver (its final basis)."""
     highs = h._Highs()
     if (highs.passOptions(_options(solver)) == h.HighsStatus.kError
             or _pass_model(h, highs, cost, a, lhs, rhs, ub) == h.HighsStatus.kError
-            or (start is not None and highs.setBasis(start) == h.HighsStatus.kError)
+            or (start is not None and (highs.setBasis(start) == h.HighsStatus.kError or highs.setOptionValue(
+                "simplex_iteration_limit", max(WARM_ITERATIONS_MIN, len(rhs) // WARM_ROWS_PER_ITERATION))
+                == h.HighsStatus.kError))
             or highs.run() == h.HighsStatus.kError):
         return None, f"HiGHS: {highs.modelStatusToString(highs.getModelStatus())}", highs
     status = highs.getModelStatus()
