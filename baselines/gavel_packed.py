@@ -30,6 +30,7 @@ import numpy as np
 from gpucluster_env.baselines.parts import gavel_lp as lp
 from gpucluster_env.baselines.parts.gavel_row_table import RowIndex, RowTable, job_rows, pair_code
 from gpucluster_env.baselines.parts.gavel_scheduler import Gavel
+from gpucluster_env.baselines.parts.gavel_warm import WarmStart
 
 from gpucluster_env.engine import Action, Colocate, Place, Wait
 from gpucluster_env.engine.view import ClusterView
@@ -37,12 +38,14 @@ from gpucluster_env.performance import fit_accumulation, footprint_gb
 from gpucluster_env.policy import register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
-PAIR_LPS = ("pairs", "partners", "groups")
+PAIR_LPS = ("pairs", "partners", "groups", "warm")
 """The makespan objective's LP: ``partners`` (the default), one column per job, partner class and type
 (:mod:`.parts.gavel_partner_lp`: the same optimum, seconds instead of minutes at hundreds of jobs); ``groups``, the
 same over groups of alike jobs where that reaches the bound every allocation has, else as ``partners`` (an option,
 not the default: its optimum gives every job just its rate, which moves average JCT out of the boards' intervals;
-docs/gavel.md, "The partner-class LP over groups of alike jobs"); ``pairs``, one per
+docs/gavel.md, "The partner-class LP over groups of alike jobs"); ``warm``, ``partners`` with HiGHS started
+from the previous allocation's basis (:mod:`.parts.gavel_warm`: the same optimum, ~40x less solver time on the
+loaded month, another allocation where the optimum is not unique: an option); ``pairs``, one per
 pair of jobs and type (Gavel's own formulation, ~n^2/2 columns; the exact-but-slow check). Both reach the same
 optimum; where several allocations reach it, HiGHS may return another one, so the two may run different pairs
 (the default moved on 2026-12-07, #44: the boards' gimbal-philly / gimbal-alibaba means stay within the previous
@@ -81,6 +84,7 @@ class GavelPacked(Gavel):
         self._klass_of: dict[int, tuple[int, int, int]] = {}  # each job's class, found once (_klass)
         self._pair_arr: tuple[Any, ...] | None = None  # _pair_arrays' answer, with the pair_ok it was made of
         self._live = np.zeros(self.view(env).n_jobs, dtype=bool)  # scratch: the active jobs (False between uses)
+        self._warm = WarmStart()  # pair_lp="warm": the last LP's basis
 
     def _klass(self, view: ClusterView, j: int) -> tuple[int, int, int]:
         """Job ``j``'s class (model, per-GPU batch, GPUs asked): a pure function of the job (no Gavel policy changes
@@ -146,7 +150,8 @@ class GavelPacked(Gavel):
         if self.objective == "makespan":  # every job its own row: the steps left differ
             gpus, rem = view.req_gpus[active], view.remaining_now()[active]
             if self.pair_lp != "pairs":  # partners counted by class
-                r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls], cls, self.pair_lp == "groups")[1]
+                warm = self._warm.label(active, uniq) if self.pair_lp == "warm" else None
+                r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls], cls, self.pair_lp == "groups", warm)[1]
             else:
                 r = lp.packed_min_makespan(t, gpus, self.capacity, rem, cp[cls][:, cls])[1]
             members, of = [[j] for j in active], cls

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 from gpucluster_env.baselines.parts import gavel_highs
 from gpucluster_env.baselines.parts.gavel_lp_inputs import RateLP, check_inputs
+from gpucluster_env.baselines.parts.gavel_warm import WarmStart
 
 
 def _pair_shares(pr: np.ndarray, pt: np.ndarray, m: np.ndarray, best: np.ndarray) -> np.ndarray:
@@ -362,6 +363,7 @@ def packed_min_makespan(
     pair_throughputs: np.ndarray,
     job_class: np.ndarray | None = None,
     grouped: bool = False,
+    warm: WarmStart | None = None,
 ) -> tuple[float, RateLP]:
     """Gavel's minimize-total-duration policy with space sharing: the allocation over single jobs and pairs of
     jobs finishing every job's ``remaining`` steps soonest, and that makespan (s; ``inf`` as
@@ -371,7 +373,8 @@ def packed_min_makespan(
     types: a partner matters only by its class), solved by :func:`.gavel_partner_lp.packed_rate` with jobs x
     partner classes columns: the same optimum, found much faster for many jobs, though where the optimum is not
     unique the solver may return another of them (``grouped``: its LP over groups of alike jobs where that reaches
-    the same optimum). ``RateLP.pairs`` are pairs of job indices either way."""
+    the same optimum; ``warm``: from the previous LP's basis, :mod:`.gavel_warm`). ``RateLP.pairs`` are pairs of
+    job indices either way."""
     from gpucluster_env.baselines.parts.gavel_partner_lp import packed_rate
 
     t, g, c = check_inputs(throughputs, gpus, capacity)
@@ -383,7 +386,7 @@ def packed_min_makespan(
             raise ValueError(f"pair_throughputs: expected shape ({n}, {n}, {t.shape[1]}), got {pt.shape}")
         r = max_scaled_rate(t, g, c, rem, np.arange(n), pt)
     else:
-        r = packed_rate(t, g, c, rem, job_class, pt, grouped)
+        r = packed_rate(t, g, c, rem, job_class, pt, grouped, warm)
     runnable = t.max(axis=1) > 0
     if r.z <= 0 or ((rem > 0) & ~runnable).any():
         return float("inf"), r

@@ -43,6 +43,7 @@ from typing import NamedTuple
 import numpy as np
 from gpucluster_env.baselines.parts import gavel_highs
 from gpucluster_env.baselines.parts.gavel_lp_inputs import RateLP, check_inputs
+from gpucluster_env.baselines.parts.gavel_warm import WarmStart, code
 
 TOL = 1e-9
 """Time fractions at or below this are read as zero when pairs are built from the solution."""
@@ -78,11 +79,11 @@ def _partner_columns(g: np.ndarray, cls: np.ndarray, pt: np.ndarray, members: np
 
 
 def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.ndarray, pt: np.ndarray,
-           spec: Rows | None = None, zscale: float | None = None
+           spec: Rows | None = None, zscale: float | None = None, warm: WarmStart | None = None
            ) -> tuple[float, np.ndarray, tuple[np.ndarray, ...], np.ndarray]:
     """The LP of the module docstring: (z, x, u's (row, class, type) indices, u). ``spec``: what each row stands
     for (default: one job); ``zscale``: the rates are divided by ``zscale`` times the demand (default: the
-    largest demanded rate a job can reach, so that every coefficient is at most 1)."""
+    largest demanded rate a job can reach, so every coefficient is at most 1); ``warm``: :mod:`.gavel_warm`."""
     import scipy.sparse as sp  # here, not at the top: importing scipy costs time a run needs only for an LP
 
     n, nk = t.shape
@@ -129,14 +130,33 @@ def _solve(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.n
     ub_[:ns] = np.where(t[jj, kk] > 0, spec.time[jj], 0.0)
     ub_[ns:ns + nu] = spec.time[uj]
     ub_[ns + nu:] = np.inf
-    cost = np.zeros(zcol + 1)
-    cost[zcol] = -1.0
+    cost = np.where(np.arange(zcol + 1) == zcol, -1.0, 0.0)
     # as linprog(method="highs"), same bits
-    x, why = gavel_highs.minimize(cost, a_ub, b_ub, ub_, a_eq, np.zeros(neq) if neq else None, solver=None)
+    x, why = gavel_highs.minimize(cost, a_ub, b_ub, ub_, a_eq, np.zeros(neq) if neq else None, solver=None, warm=warm,
+                                  names=_names(warm, n, nk, pt.shape[1], (uj, ub, uk), wj, skey, bkey))
     if x is None:
         raise RuntimeError(f"Gavel packed LP failed: {why}")
     v = np.maximum(x, 0.0) + 0.0  # + 0.0: no negative zeros
     return float(x[zcol] * bmax), np.minimum(v[:ns].reshape(n, nk), spec.time[:, None]), (uj, ub, uk), v[ns:ns + nu]
+
+
+def _names(warm: WarmStart | None, n: int, nk: int, nc: int, ucols: tuple[np.ndarray, ...], wj: np.ndarray,
+           skey: np.ndarray, bkey: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """The codes of :func:`_solve`'s columns (x, u, S, z) and rows (epigraph, time, capacity, within-class, class
+    pair balance, S) by job id and stable class id (:mod:`.gavel_warm`), in the LP's order; None without
+    ``warm``. The LP's rows must be jobs (one id each)."""
+    if warm is None:
+        return None
+    jid, cid = warm.jobs, warm.classes
+    uj, ub, uk = ucols
+    ks = np.arange(nk)
+    sa, sk = skey // nk, skey % nk
+    ba, bb, bk = bkey // nk // nc, bkey // nk % nc, bkey % nk
+    cols = [code(0, np.repeat(jid, nk), 0, np.tile(ks, n)), code(1, jid[uj], cid[ub], uk), code(2, 0, cid[sa], sk),
+            code(3, 0, 0, np.zeros(1, dtype=np.int64))]
+    rows = [code(0, jid, 0, 0), code(1, jid, 0, 0), code(2, 0, 0, ks), code(3, jid[uj[wj]], cid[ub[wj]], uk[wj]),
+            code(4, np.minimum(cid[ba], cid[bb]), np.maximum(cid[ba], cid[bb]), bk), code(5, 0, cid[sa], sk)]
+    return np.concatenate(cols), np.concatenate(rows)
 
 
 def _grouped(t: np.ndarray, g: np.ndarray, c: np.ndarray, d: np.ndarray, cls: np.ndarray, pt: np.ndarray
@@ -309,14 +329,17 @@ def _pairs(cls: np.ndarray, nk: int, cols: tuple[np.ndarray, ...], u: np.ndarray
 
 
 def packed_rate(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray, demand: np.ndarray,
-                job_class: np.ndarray, partner_throughputs: np.ndarray, grouped: bool = False) -> RateLP:
+                job_class: np.ndarray, partner_throughputs: np.ndarray, grouped: bool = False,
+                warm: WarmStart | None = None) -> RateLP:
     """Maximize ``z`` such that every job with ``demand_j > 0`` and some positive throughput reaches
     ``thr_j >= z * demand_j``, single jobs and pairs of jobs sharing GPUs (module docstring).
 
     ``job_class``: each job's class (jobs of one class must ask the same GPU count; pairs need equal counts);
     ``partner_throughputs[j, B, k]``: job ``j``'s throughput on type ``k`` beside a job of class ``B`` (0: they do
     not pair there; a pair runs where both members have a positive entry). ``grouped``: first the LP over groups
-    of alike jobs, kept where it reaches the bound no allocation passes (module docstring, "Groups")."""
+    of alike jobs, kept where it reaches the bound no allocation passes (module docstring, "Groups"). ``warm``
+    (labelled with this LP's job ids and class keys, :meth:`.gavel_warm.WarmStart.label`): the LP over jobs starts
+    from the previous LP's basis (the same optimum ``z``; where it is not unique, maybe another allocation)."""
     t, g, c = check_inputs(throughputs, gpus, capacity)
     n, nk = t.shape
     d = np.asarray(demand, dtype=float).reshape(-1)
@@ -336,6 +359,6 @@ def packed_rate(throughputs: np.ndarray, gpus: np.ndarray, capacity: np.ndarray,
     if (gc[cls] != g).any():
         raise ValueError("job_class: jobs of one class must ask the same GPU count")
     out = _grouped(t, g, c, d, cls, pt) if grouped else None
-    z, x, cols, u = _solve(t, g, c, d, cls, pt) if out is None else out
+    z, x, cols, u = _solve(t, g, c, d, cls, pt, warm=warm) if out is None else out
     pairs, y = _pairs(cls, nk, cols, u)
     return RateLP(z, x, pairs, y)

@@ -19,7 +19,8 @@ def test_same_bits_as_linprog(monkeypatch: pytest.MonkeyPatch, n: int, distinct:
     direct = gavel_highs.minimize
     seen: list[tuple[str, int]] = []
 
-    def both(cost, a_ub, b_ub, upper, a_eq=None, b_eq=None, solver="ipm"):
+    def both(cost, a_ub, b_ub, upper, a_eq=None, b_eq=None, solver="ipm", warm=None, names=None):
+        assert warm is None  # the default LPs start cold, as linprog does
         x, why = direct(cost, a_ub, b_ub, upper, a_eq, b_eq, solver)
         if isinstance(a_ub, gavel_highs.Columns):
             a_ub = sp.csc_array((a_ub.data, a_ub.indices, a_ub.indptr), shape=a_ub.shape)
