@@ -134,7 +134,7 @@ class Pollux(Policy):
         node_gpus = [np.flatnonzero(view.gpu_node == h) for h in range(view.num_nodes)]
         self.capacity = np.array([len(g) for g in node_gpus], dtype=np.int64)
         self.node_type = np.array([view.gpu_type[g[0]] if len(g) else -1 for g in node_gpus], dtype=np.int64)
-        self.node_gpus = node_gpus
+        self.node_gpus = [g.tolist() for g in node_gpus]  # GPUs by node, as ints (_gpu_sets' spare GPUs)
         self._gpus = np.arange(view.num_gpus)
         self.nodes_by_type = [sorted((g for g, t in zip(node_gpus, self.node_type, strict=True) if t == k),
                                      key=len, reverse=True) for k in range(len(view.type_names))]
@@ -219,16 +219,20 @@ class Pollux(Policy):
         req = view.req_gpus[jobs].astype(np.int64)
         max_g, min_g, fixed = req.copy(), req.copy(), req.copy()
         running = set(view.running_jobs().tolist())
+        self._held: dict[int, np.ndarray] = {}  # each running job's GPUs (row: GPUs), for _gpu_sets too
         for i, j in enumerate(jobs):
             if j not in running and req[i] > 0:
                 continue  # fixed to its gang (set above)
             lo, hi = view.size_range(j)
             if j in running:
-                base[i] = np.bincount(view.gpu_node[view.gpus_of(j)], minlength=len(self.capacity))
+                self._held[i] = view.gpus_of(j)
             seen = int(self.max_seen[j])
             fixed[i] = req[i] if lo == hi or j not in running else 0
             max_g[i] = req[i] if fixed[i] else min(hi, max(2 * seen, int(req[i])), view.num_gpus)
             min_g[i] = req[i] if fixed[i] else lo
+        if self._held:  # the current allocation: each running job's GPUs counted by node, in one call
+            rows = np.repeat(np.fromiter(self._held, dtype=np.int64), [len(g) for g in self._held.values()])
+            np.add.at(base, (rows, view.gpu_node[np.concatenate(list(self._held.values()))]), 1)
         return SearchSpace(self.free_capacity, self.node_type, max_g, min_g, fixed, base)
 
     def _scorer(self, view: ClusterView, jobs: list[int], space: SearchSpace) -> Speedups:
@@ -327,18 +331,13 @@ class Pollux(Policy):
         """Concrete GPUs for each job whose row changed: on each node its own GPUs first, then GPUs no job
         keeps."""
         changed = np.flatnonzero((alloc != base).any(axis=1)).tolist()
-        running = set(view.running_jobs().tolist())
-        kept: set[int] = set()
+        held = [g for g in self._held.values() if len(g)]  # the running jobs in the search (_space's)
+        kept: set[int] = set(np.concatenate(held).tolist()) if held else set()
         own: dict[int, dict[int, list[int]]] = {}
-        for i in np.flatnonzero(base.any(axis=1)).tolist():  # the running jobs in the search
-            if jobs[i] not in running:
-                continue
-            g = view.gpus_of(jobs[i]).tolist()
-            per: dict[int, list[int]] = {}
-            for x in g:
-                per.setdefault(int(view.gpu_node[x]), []).append(int(x))
-            own[i] = per
-            kept.update(g)
+        for i in (i for i in changed if len(self._held.get(i, ()))):  # own GPUs by node, in the job's order
+            own[i] = {}
+            for x, h in zip(self._held[i].tolist(), view.gpu_node[self._held[i]].tolist(), strict=True):
+                own[i].setdefault(h, []).append(x)
         for i in changed:
             kept.difference_update(x for xs in own.get(i, {}).values() for x in xs)
         out: dict[int, tuple[int, ...]] = {}
@@ -349,7 +348,7 @@ class Pollux(Policy):
             picks: list[int] = []
             for h in np.flatnonzero(alloc[i]).tolist():
                 mine = own.get(i, {}).get(h, [])[: int(alloc[i, h])]
-                spare = [int(x) for x in self.node_gpus[h] if int(x) not in kept]
+                spare = [x for x in self.node_gpus[h] if x not in kept]
                 more = spare[: int(alloc[i, h]) - len(mine)]
                 kept.update(more)
                 picks += mine + more

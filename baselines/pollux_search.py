@@ -223,7 +223,7 @@ def evolve_sparse(base: np.ndarray, carried: tuple[np.ndarray, np.ndarray, np.nd
     space_t = (space.capacity.astype(np.int64), space.node_type.astype(np.int64), np.unique(space.node_type),
                space.max_gpus.astype(np.int64), space.min_gpus.astype(np.int64), space.fixed.astype(np.int64))
     score_t = (score.good, score.fair, score.penalty, float(score.scale), EPS_SPEEDUP,
-               score.node_type.astype(np.int64), base.astype(cell), b_nz[0])
+               score.node_type.astype(np.int64))
     slots, fit = kernel((nd, ct, nz), n_init, generations, (b_nd, b_ct, b_nz), space_t, score_t, stream, table)
     pcg.store(rng, stream, table)
     return pack(nd, ct, nz, slots), fit

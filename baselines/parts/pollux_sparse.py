@@ -142,22 +142,45 @@ def repair(nd: np.ndarray, ct: np.ndarray, nz: np.ndarray, dirty: np.ndarray, s:
             dirty[s, j] = True
 
 
+@numba.njit(**_JIT)
+def term_table(good: np.ndarray, fair: np.ndarray, penalty: np.ndarray, scale: float, eps: float, width: int
+               ) -> np.ndarray:
+    """Every power-mean term a row may take, ``1 / (speed-up x scale x penalty-if-moved + eps)`` as
+    :func:`.pollux_evolve.score` computes it (the same operations, so the same bits): ``[j, k, m, r, moved]``
+    for ``r`` GPUs on ``m <= width`` nodes of type ``k`` (``r = 0``: no speed-up). A search reads a row's term
+    from it instead of dividing twice and reading the ``(J, K, M, R)`` goodput table at every rescore."""
+    n_jobs, n_types, n_m, n_r = good.shape
+    n_m = min(n_m, width + 1)
+    out = np.empty((n_jobs, n_types, n_m, n_r, 2))
+    for j in range(n_jobs):
+        for k in range(n_types):
+            for m in range(n_m):
+                for r in range(n_r):
+                    speed = good[j, k, m, r] / fair[j] if r > 0 else 0.0
+                    out[j, k, m, r, 0] = 1.0 / (speed * scale * 1.0 + eps)
+                    out[j, k, m, r, 1] = 1.0 / (speed * scale * penalty[j] + eps)
+    return out
+
+
 @numba.njit(inline="always", **_JIT)
 def _term(nd: np.ndarray, ct: np.ndarray, nz: np.ndarray, s: int, j: int, score: tuple) -> float:
-    """Row ``(s, j)``'s power-mean term ``1 / (speed-up x scale x penalty-if-moved + eps)``, as
-    :func:`.pollux_evolve.score` computes it (the type of the first node used). ``score``: ``(good, fair,
-    penalty, scale, eps, node_type, base, base_nz)``, ``base`` dense ``(J, H)``, ``base_nz`` its entries per
-    row."""
-    good, fair, penalty, scale, eps, node_type, base, base_nz = score
+    """Row ``(s, j)``'s power-mean term from :func:`term_table` (the type of the first node used; moved: the
+    row differs from the current allocation's). ``score``: ``(terms, node_type, b_nd, b_ct, b_nz)``, the
+    current allocation as one sparse slot."""
+    terms, node_type, b_nd, b_ct, b_nz = score
+    n = nz[s, j]
     r, first, same = 0, -1, 0
-    for e in range(nz[s, j]):
+    for e in range(n):
         h = nd[s, j, e]
         r += ct[s, j, e]
         first = h if first < 0 or h < first else first
-        same += ct[s, j, e] == base[j, h]
-    moved = same != nz[s, j] or base_nz[j] != nz[s, j]
-    speed = good[j, max(node_type[max(first, 0)], 0), nz[s, j], r] / fair[j] if r > 0 else 0.0
-    return 1.0 / (speed * scale * (penalty[j] if moved else 1.0) + eps)
+        was = 0  # the current allocation's GPUs of job j on node h
+        for f in range(b_nz[0, j]):
+            if b_nd[0, j, f] == h:
+                was = b_ct[0, j, f]
+        same += ct[s, j, e] == was
+    moved = same != n or b_nz[0, j] != n
+    return terms[j, max(node_type[max(first, 0)], 0), n, r, 1 if moved else 0]
 
 
 @numba.njit(**_JIT)
@@ -270,6 +293,8 @@ def evolve_sparse(pop: tuple, n_init: int, generations: int, base: tuple, space:
             np.empty(n_nodes, dtype=np.int64), ops.survival(ops.MUTATE_P, 400),
             np.zeros((n_nodes + 1, ops.TAIL + 1)))
     _seed(full, n_init, size, base, space, work, stream, table)
+    good, fair, penalty, scale, eps, node_type = score
+    score = (term_table(good, fair, penalty, scale, eps, nd.shape[2]), node_type, base[0], base[1], base[2])
     fit = np.empty(2 * size)
     for s in range(size):
         fit[s] = _score(nd, ct, nz, dirty, term, s, score)
