@@ -39,17 +39,16 @@ from gpucluster_env.policy import register_policy
 from gpucluster_env.policy_options import NON_NEGATIVE, OptionSpec
 
 PAIR_LPS = ("pairs", "partners", "groups", "warm")
-"""The makespan objective's LP: ``partners`` (the default), one column per job, partner class and type
-(:mod:`.parts.gavel_partner_lp`: the same optimum, seconds instead of minutes at hundreds of jobs); ``groups``, the
-same over groups of alike jobs where that reaches the bound every allocation has, else as ``partners`` (an option,
-not the default: its optimum gives every job just its rate, which moves average JCT out of the boards' intervals;
-docs/gavel.md, "The partner-class LP over groups of alike jobs"); ``warm``, ``partners`` with HiGHS started
-from the previous allocation's basis (:mod:`.parts.gavel_warm`: the same optimum, ~40x less solver time on the
-loaded month, another allocation where the optimum is not unique: an option); ``pairs``, one per
-pair of jobs and type (Gavel's own formulation, ~n^2/2 columns; the exact-but-slow check). Both reach the same
-optimum; where several allocations reach it, HiGHS may return another one, so the two may run different pairs
-(the default moved on 2026-12-07, #44: the boards' gimbal-philly / gimbal-alibaba means stay within the previous
-95% intervals, docs/gavel.md)."""
+"""The makespan objective's LP: ``warm`` (the default), one column per job, partner class and type
+(:mod:`.parts.gavel_partner_lp`), HiGHS started from the previous allocation's basis (:mod:`.parts.gavel_warm`:
+the same optimum, ~40x less solver time on the loaded month); ``partners``, the same LP solved from scratch at
+every allocation; ``groups``, the same over groups of alike jobs where that reaches the bound every allocation
+has, else as ``partners`` (an option, not the default: its optimum gives every job just its rate, which moves
+average JCT out of the boards' intervals; docs/gavel.md, "The partner-class LP over groups of alike jobs");
+``pairs``, one column per pair of jobs and type (Gavel's own formulation, ~n^2/2 columns; the exact-but-slow
+check). All reach the same optimum; where several allocations reach it, HiGHS may return another one, so they may
+run different pairs (docs/gavel.md: the boards' gimbal-philly / gimbal-alibaba means stay within the previous
+95% intervals for each default, ``partners`` and then ``warm``)."""
 
 
 @register_policy
@@ -65,7 +64,7 @@ class GavelPacked(Gavel):
     def __init__(self, objective: Annotated[str, OptionSpec(choices=("max-min", "makespan"))] = "max-min",
                  round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
                  wait_for_reset: bool = False,
-                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "partners") -> None:
+                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "warm") -> None:
         """``objective``: ``max-min`` or ``makespan``; ``round_s``: round length (None: the scenario's, else
         360 s); ``min_reset_s``: least time between allocation recomputations; ``wait_for_reset``: Gavel's
         between-resets rule (:attr:`.gavel_scheduler.Gavel.wait_for_reset`); ``pair_lp``: how the makespan LP

@@ -31,10 +31,11 @@ class GavelPackedGimbal(WithGimbal):
                  round_s: float | None = None, min_reset_s: Annotated[float, NON_NEGATIVE] = 1920.0,
                  lgrr: bool = True, liss: bool = True, early_exit: bool = True,
                  predictor: XiPredictor | None = None, granularity: Granularity = DEFAULT_GRANULARITY,
-                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "partners") -> None:
+                 pair_lp: Annotated[str, OptionSpec(choices=PAIR_LPS)] = "warm") -> None:
         """``objective``, ``round_s``, ``min_reset_s``, ``pair_lp``: ``gavel-packed``'s (default objective:
-        makespan; default ``pair_lp``: ``partners``, the exact partner-class LP, ``groups`` the same over groups of
-        alike jobs where that reaches its optimum, ``pairs`` Gavel's own pair LP for checking,
+        makespan; default ``pair_lp``: ``warm``, the exact partner-class LP from the previous basis, ``partners`` the
+        same from scratch, ``groups`` over groups of alike jobs where that reaches its optimum, ``pairs`` Gavel's
+        own pair LP for checking,
         :data:`~gpucluster_env.baselines.gavel_packed.PAIR_LPS`); the rest: Gimbal's
         (:class:`~gpucluster_env.baselines.parts.gimbal_layer.GimbalOptions`).
         Gavel's LP decides every pair (no relaxed, unequal packing: its pairs have equal GPU counts), so this

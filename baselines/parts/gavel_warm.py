@@ -5,7 +5,8 @@ jobs stay and only their steps left change, so the previous optimal basis is a n
 month (~8,700 jobs in the system) HiGHS' dual simplex takes ~9,200 iterations and ~1.8 s from scratch, and 0-200
 iterations and ~0.01-0.05 s from the previous basis, to the same optimum ``z`` (an LP's optimal value does not
 depend on where the simplex starts). Where several allocations reach that optimum the warm start may end at
-another of them, so this is an option beside the default cold solve (docs/gavel.md).
+another of them, so the policies' results move with it while the optimum does not (the default of both makespan
+policies; docs/gavel.md, "The partner-class LP from the previous allocation's basis").
 
 A basis is a status per column and per row of the LP (:mod:`.gavel_partner_lp`). Each column and row is named
 by a code built from the job ids and stable class ids (:meth:`WarmStart.label`), so the statuses of the columns

@@ -52,8 +52,8 @@ def test_finishes_a_gimbal_scenario_with_invariants() -> None:
 def test_the_makespan_lp_is_the_partner_class_lp_by_default() -> None:
     # #44: gavel-packed (makespan) and gavel-packed+gimbal solve the partner-class LP by default, the same one so
     # that Gimbal coordinates the pairs gavel-packed forms; Gavel's own pair LP stays as an option
-    assert make_policy("gavel-packed+gimbal").host.pair_lp == "partners"
-    assert make_policy("gavel-packed", objective="makespan").pair_lp == "partners"
+    assert make_policy("gavel-packed+gimbal").host.pair_lp == "warm"
+    assert make_policy("gavel-packed", objective="makespan").pair_lp == "warm"
     assert make_policy("gavel-packed+gimbal", pair_lp="pairs").host.pair_lp == "pairs"
     with pytest.raises(ValueError, match="pair_lp"):
         make_policy("gavel-packed+gimbal", pair_lp="all")
