@@ -324,7 +324,9 @@ GIMBAL_GAVELPK_PH = (
     "loss falls from -5.9% to -1.7% [-2.3, -0.8] on the held-out seeds. These figures and the claim's are of "
     "Gavel's own pair LP (`pair_lp = \"pairs\"`); since `57bd3fd` (2026-12-07) both policies default to the exact "
     "partner-class LP, with which the claim's paired change on seeds 100-139 is -2.1% [-2.6, -1.5], the same "
-    "verdict (docs/gavel.md, \"The partner-class LP as the default\").")
+    "verdict (docs/gavel.md, \"The partner-class LP\"); since `a20e09c` they solve it from the previous "
+    "allocation's basis, with which it is -2.3% [-2.9, -1.7] (docs/gavel.md, \"The partner-class LP from the "
+    "previous allocation's basis\").")
 
 MEASURED_ELSEWHERE = {
     "gimbal-f8-lucid-ali": GIMBAL_LUCID_ALI,
