@@ -214,18 +214,12 @@ class GavelPacked(Gavel):
         return arr[1:]
 
     def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
-        if len(key) == 1:
-            return super()._kept(view, key, k)
-        i, j = key
-        if not (view.is_running(i) and view.is_running(j)) or view.partners_of(i) != [j]:
-            return False
-        gi, gj = np.sort(view.gpus_of(i)), np.sort(view.gpus_of(j))
-        return bool(np.array_equal(gi, gj) and (view.gpu_type[gi] == k).all())
+        """A job alone on type-``k`` GPUs, or a pair together on the same type-``k`` GPUs
+        (:meth:`~gpucluster_env.engine.view.ClusterView.runs_as`)."""
+        return view.runs_as([(key, k)])[0]
 
     def _keep(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]]) -> dict[tuple[int, ...], int]:
-        """:meth:`_kept` of every grant at once (:meth:`~gpucluster_env.engine.view.ClusterView.runs_as`: a job
-        alone on the granted type, or a pair together on the same GPUs of that type). A subclass that changes
-        :meth:`_kept` changes this too."""
+        """:meth:`_kept` of every grant in one call (:meth:`~gpucluster_env.engine.view.ClusterView.runs_as`)."""
         return {key: k for (key, k), ok in zip(grants, view.runs_as(grants), strict=True) if ok}
 
     def _place_row(self, view: ClusterView, key: tuple[int, ...], gang: tuple[int, ...]) -> list[Action]:

@@ -99,7 +99,6 @@ class Gavel(Policy):
         self._next_round = view.now
         self._acted_at: float | None = None
         self._follow: list[Action] = []
-        self._alone: dict[int, int] | None = None  # per job, the type it runs on alone this round (view.alone_types)
         # each type's GPUs by node (nodes ascending, GPUs ascending within a node): where gangs are planned
         self._type_nodes: list[list[tuple[int, list[int]]]] = []
         self._type_gpus: list[tuple[np.ndarray, np.ndarray]] = []
@@ -248,11 +247,7 @@ class Gavel(Policy):
 
     def _kept(self, view: ClusterView, key: tuple[int, ...], k: int) -> bool:
         """Whether row ``key`` granted type ``k`` already runs there as granted (alone, on type-k GPUs)."""
-        if len(key) != 1:
-            return False
-        if self._alone is None:  # once per round (the state does not change while the round's actions are made)
-            self._alone = view.alone_types()
-        return self._alone.get(key[0], -1) == k
+        return len(key) == 1 and view.runs_as([(key, k)])[0]
 
     def _keep(self, view: ClusterView, grants: list[tuple[tuple[int, ...], int]]) -> dict[tuple[int, ...], int]:
         """The grants whose rows already run as granted (:meth:`_kept`), with their types."""
@@ -269,7 +264,6 @@ class Gavel(Policy):
         """Keep what stays, move running jobs to their new GPUs (``Reallocate``, in an order where each target is
         free; a cycle goes through the queue), preempt what stops, place the rest on the fewest nodes of its
         type; jobs no single type can hold (``anywhere``) keep running once started, or start on mixed types."""
-        self._alone = None
         keep = self._keep(view, grants)
         move = [(key, k) for key, k in grants if key not in keep]
         kept_jobs = {j for key in keep for j in key}.union(anywhere)
