@@ -43,7 +43,8 @@ from gpucluster_env.baselines.parts.castor_pairs import (
     PairPlans,
     best_sub_batch,
     no_plans,
-    outside_windows,
+    outside_jobs,
+    outside_pairs,
     plans_may_share,
 )
 from gpucluster_env.baselines.parts.castor_terms import ClassParts, ended
@@ -233,18 +234,23 @@ class Castor(SJFSharingPolicy):
         partner's iterations left), and with a plan (term rows, a partner with work left). Returns ``(shape id
         of js, term rows by (shape, partner), i_a, i_b, r, c)``, ``r`` rows into ``js`` in increasing order,
         ``c`` columns into the partners."""
+        holders, (sh, ix, i_a, i_b, lo, hi, some) = self._candidates(view, js)
+        return holders, (sh, ix, i_a, i_b, *outside_pairs(sh, i_b, lo, hi, some))
+
+    def _candidates(self, view: ClusterView, js: np.ndarray) -> tuple[list[int], tuple[np.ndarray, ...]]:
+        """:meth:`_live_pairs` up to the jobs that have live pairs: ``(shape id of js, term rows, i_a, i_b, lo,
+        hi, jobs)``, the windows scaled by ``i_a`` (by shape and partner) and those jobs' rows into ``js``
+        (increasing), whose pairs :func:`.castor_pairs.outside_pairs` finds, all or a part at a time."""
         holders, hold, sh, (ix, w_lo, w_hi) = self._grid.cells(view, js, self.colocation_gpus, self._compute_terms)
         i_a = view.remaining_now(hold)  # floats
         i_b = view.remaining_of(js)
         if not holders:
-            none = np.zeros(0, dtype=np.int64)
-            return holders, (sh, ix, i_a, i_b, none, none)
+            return holders, (sh, ix, i_a, i_b, w_lo, w_hi, np.zeros(0, dtype=np.int64))
         lo, hi = w_lo * i_a, w_hi * i_a
         if not np.minimum.reduce(i_a) > 0:  # a partner without work left (or NaN) has no plan with any job
             dead = ~(i_a > 0)
             lo[:, dead], hi[:, dead] = -math.inf, math.inf
-        r, c = outside_windows(sh, i_b, lo, hi)
-        return holders, (sh, ix, i_a, i_b, r, c)
+        return holders, (sh, ix, i_a, i_b, lo, hi, outside_jobs(sh, i_b, lo, hi))
 
     def _plans_of(self, u: np.ndarray, ix: np.ndarray, i_a: np.ndarray, i_b: np.ndarray, r: np.ndarray,
                   c: np.ndarray) -> tuple[np.ndarray, np.ndarray, PairPlans]:
@@ -277,29 +283,51 @@ class Castor(SJFSharingPolicy):
         live pair, then, if none of them shares, for the rest (each pair's plan is its own: the answer of one
         pass). A job whose sharing partners hold too few GPUs alone, with the free ones, is passed over; one
         whose live partners (its pairs outside their windows) already do is passed over unplanned, as its
-        sharing partners are among them."""
+        sharing partners are among them. The live pairs of the rest are found only when the first jobs' plans
+        share with none (most colocations are among them): the jobs with live pairs are taken in blocks."""
         ja = jobs if isinstance(jobs, np.ndarray) else np.array(list(jobs), dtype=np.int64)
         if len(ja) == 0:
             return None
-        holders, live = self._live_pairs(view, ja)
-        r, c = live[4], live[5]
-        if len(r) == 0:
+        holders, cand = self._candidates(view, ja)
+        some = cand[6]
+        if len(some) == 0:
             return None
         n_single = self._partners.n_by_job[np.array(holders, dtype=np.int64)]
-        starts, ends, enough = self._enough(view, ja, n_single, r, c)
-        if not enough.all():
-            keep = np.repeat(enough, ends - starts)
-            r, c = r[keep], c[keep]
-            if len(r) == 0:
-                return None
-        cut = int(np.searchsorted(r, r[0] + HEAD))
-        for a, b in ((0, cut), (cut, len(r))):
-            if a < b:
-                act = self._first_colocation(view, ja, holders, n_single,
-                                             *self._plans_of(*live[:4], r[a:b], c[a:b]))
-                if act is not None:
-                    return act
-        return None
+        got: list[tuple[np.ndarray, np.ndarray]] = []
+        at, step = 0, HEAD
+        while at < len(some) and not got:  # up to the first job with enough GPUs
+            end, step = min(at + step, len(some)), 2 * step
+            r, c = self._enough_pairs(view, ja, n_single, cand, some[at:end])
+            at, got = end, [(r, c)] if len(r) else []
+        if not got:
+            return None
+        head = int(got[0][0][0]) + HEAD
+        end = int(np.searchsorted(some, head))
+        if end > at:  # the rest of the HEAD jobs from it
+            got.append(self._enough_pairs(view, ja, n_single, cand, some[at:end]))
+            at = end
+        r, c = np.concatenate([g[0] for g in got]), np.concatenate([g[1] for g in got])
+        cut = int(np.searchsorted(r, head))
+        act = self._first_colocation(view, ja, holders, n_single, *self._plans_of(*cand[:4], r[:cut], c[:cut]))
+        if act is not None or (cut == len(r) and at == len(some)):
+            return act
+        rest = self._enough_pairs(view, ja, n_single, cand, some[at:])
+        r, c = np.concatenate([r[cut:], rest[0]]), np.concatenate([c[cut:], rest[1]])
+        return self._first_colocation(view, ja, holders, n_single, *self._plans_of(*cand[:4], r, c)) if len(r) \
+            else None
+
+    def _enough_pairs(self, view: ClusterView, ja: np.ndarray, n_single: np.ndarray, cand: tuple[np.ndarray, ...],
+                      jobs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The live pairs ``(rows into ja, partners)`` of ``jobs`` (a part of :meth:`_candidates`' ``cand``) whose
+        job's live partners hold enough GPUs alone, with the free ones (:meth:`_enough`)."""
+        sh, _, _, i_b, lo, hi, _ = cand
+        r, c = outside_pairs(sh, i_b, lo, hi, jobs)
+        if len(r):
+            starts, ends, enough = self._enough(view, ja, n_single, r, c)
+            if not enough.all():
+                keep = np.repeat(enough, ends - starts)
+                r, c = r[keep], c[keep]
+        return r, c
 
     @staticmethod
     def _enough(view: ClusterView, ja: np.ndarray, n_single: np.ndarray, rows: np.ndarray, cols: np.ndarray

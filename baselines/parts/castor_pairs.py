@@ -280,11 +280,22 @@ def outside_windows(shape: np.ndarray, i_b: np.ndarray, lo: np.ndarray, hi: np.n
     ``c`` whose ``i_b`` lies outside the cell's window ``[lo[shape[r], c], hi[shape[r], c]]`` (NaN: outside),
     in increasing ``r`` then ``c``: the answer of comparing every job with every column, asked only of the
     jobs outside the intersection of their shape's windows (most often none)."""
+    return outside_pairs(shape, i_b, lo, hi, outside_jobs(shape, i_b, lo, hi))
+
+
+def outside_jobs(shape: np.ndarray, i_b: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """The jobs (increasing) outside the intersection of their shape's windows (:func:`outside_windows`): the
+    only ones with a pair outside a window."""
     if lo.shape[1] == 0:
-        none = np.zeros(0, dtype=np.int64)
-        return none, none
+        return np.zeros(0, dtype=np.int64)
     lo_all, hi_all = np.maximum.reduce(lo, axis=1), np.minimum.reduce(hi, axis=1)  # lo.max(1), hi.min(1)
-    some = (~((lo_all[shape] <= i_b) & (i_b <= hi_all[shape]))).nonzero()[0]
+    return (~((lo_all[shape] <= i_b) & (i_b <= hi_all[shape]))).nonzero()[0]
+
+
+def outside_pairs(shape: np.ndarray, i_b: np.ndarray, lo: np.ndarray, hi: np.ndarray, some: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`outside_windows`' pairs of the jobs ``some`` (increasing; any part of :func:`outside_jobs`, whose
+    pairs are the same in any part: each job's are its own)."""
     if len(some) == 0:
         none = np.zeros(0, dtype=np.int64)
         return none, none

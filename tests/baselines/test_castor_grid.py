@@ -13,7 +13,15 @@ from typing import Any
 import numpy as np
 from gpucluster_env.baselines.castor import Castor
 from gpucluster_env.baselines.castor_timeslice import CastorTimeSlice
-from gpucluster_env.baselines.parts.castor_pairs import TIE, best_plans, may_share, plans_may_share
+from gpucluster_env.baselines.parts.castor_pairs import (
+    TIE,
+    best_plans,
+    may_share,
+    outside_jobs,
+    outside_pairs,
+    outside_windows,
+    plans_may_share,
+)
 
 from gpucluster_env.engine.view import ClusterView
 from gpucluster_env.policy import run_episode
@@ -130,3 +138,22 @@ def test_plans_may_share_is_the_prefilter_and_algorithm_2_apart() -> None:
             share_k = [best_plans(t_a[i:i + 1], t_a_hat[i:i + 1], i_a[i:i + 1], t_b[i:i + 1], i_b[i:i + 1],
                                   s_opts[i:i + 1, k:k + 1], t_hat[i:i + 1, k:k + 1], np.array([1])) for k in range(n)]
             assert int(one.accumulation[0]) == int(s_opts[i, _scan([float(p.t[0]) for p in share_k], n)])
+
+
+def test_outside_pairs_in_blocks_are_the_pairs_of_all() -> None:
+    # Castor.first_share finds the live pairs of the jobs outside their windows a block at a time
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n_jobs, n_shapes, n_cols = int(rng.integers(0, 60)), int(rng.integers(1, 6)), int(rng.integers(0, 9))
+        lo = rng.uniform(0.0, 2.0, (n_shapes, n_cols))
+        hi = lo + rng.choice([-1.0, 0.5, 3.0], (n_shapes, n_cols))
+        lo[rng.random(lo.shape) < 0.1] = -math.inf
+        shape, i_b = rng.integers(0, n_shapes, n_jobs), rng.uniform(0.0, 4.0, n_jobs)
+        i_b[rng.random(n_jobs) < 0.05] = math.nan
+        r, c = outside_windows(shape, i_b, lo, hi)
+        some = outside_jobs(shape, i_b, lo, hi)
+        assert sorted(set(r.tolist())) == some.tolist()
+        cuts = np.sort(rng.integers(0, len(some) + 1, 3))
+        parts = [outside_pairs(shape, i_b, lo, hi, b) for b in np.split(some, cuts)]
+        assert np.concatenate([p[0] for p in parts]).tolist() == r.tolist()
+        assert np.concatenate([p[1] for p in parts]).tolist() == c.tolist()
