@@ -41,6 +41,7 @@ class PairGrid:
         """Each shape's GPUs asked."""
         self._needs = self._class = self._all = np.zeros(0, dtype=np.int64)
         self._key: tuple[int, bytes] | None = None
+        self._want = np.zeros(0, dtype=bool)  # by need class: whether a shape of the last pending jobs asks it
         self._kept: tuple[np.ndarray, np.ndarray, np.ndarray] = (self._needs,) * 3
 
     def shapes(self, view: ClusterView, jobs: np.ndarray) -> np.ndarray:
@@ -68,6 +69,9 @@ class PairGrid:
         present[sh] = True
         key = (self.partners.version, present.tobytes())
         if key != self._key:
+            if self._key is None or key[1] != self._key[1]:  # the need classes asked: by the shapes waiting
+                self._want = np.zeros(len(self._needs), dtype=bool)
+                self._want[self._class[present]] = True
             rows = self._rows(view, js, sh, present, holders, slots, n_single, gpus_for, terms_for)
             lo, hi = self.store.windows()
             self._key, self._kept = key, (rows.T, lo[rows].T, hi[rows].T)  # views of (partners, shapes) arrays
@@ -77,7 +81,7 @@ class PairGrid:
               slots: np.ndarray, n_single: np.ndarray, gpus_for: GpusFor, terms_for: TermsFor) -> np.ndarray:
         """:meth:`cells`' rows ``(partners, shapes)``: each partner's class by need (:meth:`_classes`), then
         the table's rows, those of ``js``' shapes not yet known worked out."""
-        cls, gbs = self._classes(view, js, sh, present, holders, slots, n_single, gpus_for)
+        cls, gbs = self._classes(view, js, sh, holders, slots, n_single, gpus_for)
         table = self.terms.rows
         rows = table.take(cls[:, self._class] * table.shape[1] + self._all)  # table[cls[:, _class], _all]
         cs, ss = ((rows < 0) & present).nonzero()
@@ -97,8 +101,8 @@ class PairGrid:
                 rows[c, s] = table[a, s]
         return rows
 
-    def _classes(self, view: ClusterView, js: np.ndarray, sh: np.ndarray, present: np.ndarray, holders: list[int],
-                 slots: np.ndarray, n_single: np.ndarray, gpus_for: GpusFor
+    def _classes(self, view: ClusterView, js: np.ndarray, sh: np.ndarray, holders: list[int], slots: np.ndarray,
+                 n_single: np.ndarray, gpus_for: GpusFor
                  ) -> tuple[np.ndarray, dict[tuple[int, int], np.ndarray]]:
         """Each partner's pair class by need class ``(partners, needs)`` (0 where no shape of ``js`` asks that
         many GPUs), and the GPUs of the classes worked out now, by (partner, need class). A partner's GPUs
@@ -111,9 +115,7 @@ class PairGrid:
             cls = np.where(fits, memo.stable[slots], memo.loose[slots])
         else:  # no free GPU: every class is the partner's GPUs alone
             fits, cls = None, memo.stable[slots]
-        want = np.zeros(len(self._needs), dtype=bool)
-        want[self._class[present]] = True
-        cs, ks = ((cls == 0) & want).nonzero()
+        cs, ks = ((cls == 0) & self._want).nonzero()
         gbs: dict[tuple[int, int], np.ndarray] = {}
         if len(cs):
             by_need = self._firsts(js, self._class[sh], len(self._needs))  # the GPUs read no more of a job

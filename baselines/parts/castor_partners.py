@@ -96,9 +96,10 @@ class LonePartners:
         self.version = 0
         self._free_key = b""
         self._tenants = b""
+        self._ver: Any = None  # the view's tenants_version at the last call
         self._kept: tuple[list[int], np.ndarray, bytes] | None = None
         self._answer: tuple[list[int], np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._gpus = self._lone = self._slot_by_job = self.n_by_job = np.zeros(0, dtype=np.int64)
+        self._lone = self._slot_by_job = self.n_by_job = np.zeros(0, dtype=np.int64)
         self._start_by_job = np.zeros(0)
         self._count: list[int] = []  # by job: how many GPUs it holds alone
         self._holders: list[int] = []  # the jobs holding a GPU alone, increasing
@@ -111,15 +112,18 @@ class LonePartners:
         run did: each of those gets its singly-held GPUs and its slot, whose columns start afresh when that key
         changed (:meth:`PartnerColumns.columns`); the others keep theirs. The loose columns of the slots start
         afresh where the free GPUs changed (:meth:`PartnerColumns.loose_at`)."""
-        if len(self._slot_by_job) != view.n_jobs or len(self._gpus) != view.num_gpus:  # a new episode
+        if len(self._slot_by_job) != view.n_jobs or len(self._lone) != view.num_gpus:  # a new episode
             self._kept = self._answer = None
-            self._gpus = np.arange(view.num_gpus)
             self._lone = np.full(view.num_gpus, -1, dtype=np.int64)  # each GPU's lone tenant, last call
             self._slot_by_job = np.zeros(view.n_jobs, dtype=np.int64)  # by partner: slot, GPUs alone, run
             self.n_by_job = np.zeros(view.n_jobs, dtype=np.int64)
             self._start_by_job = np.full(view.n_jobs, np.nan)
             self._count, self._holders = [0] * view.n_jobs, []
-        ten = view.tenants(self._gpus)
+        ver = view.tenants_version
+        if ver == self._ver and self._answer is not None:  # no start or stop since: no tenant or run changed
+            return self._answer
+        self._ver = ver
+        ten = view.tenants()
         tb = ten.tobytes()
         kept = self._kept
         if kept is not None and self._answer is not None and tb == self._tenants and \

@@ -111,20 +111,30 @@ class SJFOrder:
     def order(self) -> np.ndarray:
         """The pending jobs in SJF order (a fresh array)."""
         pend = self.view.pending_jobs()
-        solo = self._solo
+        solo, queue = self._solo, self._queue
         order = None
-        if self._merge and len(self._queue):
+        if len(pend) >= len(queue) and (pend[:len(queue)] == queue).all():  # none left: the last order kept
+            if len(pend) == len(queue):
+                order = self._order
+            elif self._merge and len(queue):
+                order = self._merged(self._order, pend[len(queue):])
+        elif self._merge and len(queue):
             mark = self._mark
             mark[pend] = True
-            stay = self._queue[mark[self._queue]]
+            stay = queue[mark[queue]]
             if (pend[:len(stay)] == stay).all():  # the same jobs ahead, in the same order (stay is within pend)
-                order = self._order[mark[self._order]]
-                new = pend[len(stay):]
-                if len(new):
-                    new = new[np.argsort(solo[new], kind="stable")]
-                    order = np.insert(order, np.searchsorted(solo[order], solo[new], side="right"), new)
+                order = self._merged(self._order[mark[self._order]], pend[len(stay):])
             mark[pend] = False
         if order is None:
             order = pend[np.argsort(solo[pend], kind="stable")] if len(pend) > 1 else pend
         self._queue, self._order = pend, order
         return order.copy()
+
+    def _merged(self, order: np.ndarray, new: np.ndarray) -> np.ndarray:
+        """``order`` with the jobs ``new`` (arrived behind every job of it), sorted, merged in after the jobs of
+        equal or shorter time."""
+        if len(new) == 0:
+            return order
+        solo = self._solo
+        new = new[np.argsort(solo[new], kind="stable")]
+        return np.insert(order, np.searchsorted(solo[order], solo[new], side="right"), new)
