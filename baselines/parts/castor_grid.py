@@ -21,7 +21,9 @@ from gpucluster_env.baselines.parts.castor_terms import PairTermCache, shape_ids
 from gpucluster_env.engine.view import ClusterView
 
 GpusFor = Callable[[ClusterView, int, int, np.ndarray], np.ndarray]
-"""``(view, pending job, partner, partner's singly-held GPUs) -> the GPUs the job would get beside it``."""
+"""``(view, pending job, partner, partner's singly-held GPUs) -> the GPUs the job would get beside it``: where
+those GPUs alone answer (:meth:`PairGrid._classes`), the first as many of them as the job asks (all when it
+asks more)."""
 TermsFor = Callable[[ClusterView, int, int, np.ndarray, int], Any]
 """``(view, pending job, partner, GPUs, pair class) -> the pair's terms (a tuple, or None: it cannot share
 there)``."""
@@ -119,12 +121,21 @@ class PairGrid:
         gbs: dict[tuple[int, int], np.ndarray] = {}
         if len(cs):
             by_need = self._firsts(js, self._class[sh], len(self._needs))  # the GPUs read no more of a job
-            singles, n_shapes = self.partners.singles, len(self._all)
+            singles, n_shapes, needs = self.partners.singles, len(self._all), self._needs.tolist()
+            alone: dict[tuple[int, int], tuple[np.ndarray, int]] = {}  # (partner, GPUs taken) -> (GPUs, class)
             for c, k in zip(cs.tolist(), ks.tolist(), strict=True):
                 p = holders[c]
-                gbs[c, k] = gb = gpus_for(view, int(by_need[k]), p, singles[p][1])
-                cls[c, k] = a = self.terms.class_of(view, p, gb, n_shapes)
-                (memo.stable if fits is None or fits[c, k] else memo.loose)[slots[c], k] = a
+                stable = fits is None or bool(fits[c, k])
+                key = (c, min(needs[k], int(n_single[c])))  # its GPUs alone: the first of them (GpusFor)
+                got = alone.get(key) if stable else None
+                if got is None:
+                    gb = gpus_for(view, int(by_need[k]), p, singles[p][1])
+                    got = gb, self.terms.class_of(view, p, gb, n_shapes)
+                    if stable:
+                        alone[key] = got
+                gbs[c, k], a = got
+                cls[c, k] = a
+                (memo.stable if stable else memo.loose)[slots[c], k] = a
         return cls, gbs
 
     @staticmethod
