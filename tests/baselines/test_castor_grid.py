@@ -1,6 +1,7 @@
 """Castor's (shape x partner) grid kept from one decision to the next (baselines/parts/castor_grid.py, with
 castor_partners.py's partners and columns and castor_terms.py's pair classes) is, at every decision of real
-runs, what a policy that keeps nothing builds in the same state, and a decision that passes over the jobs
+runs, what a policy that keeps nothing builds in the same state (the GPUs beside a partner whose GPUs alone
+answer are the first of them, as the grid takes them), and a decision that passes over the jobs
 its live partners cannot give enough GPUs colocates as one that plans every pair; and the one-pass plans
 (castor_pairs' plans_may_share) are the prefilter and Algorithm 2 asked apart, and Algorithm 2's scan pair by
 pair."""
@@ -78,6 +79,14 @@ class _Checked:
             assert got == want
             self.shares += got is not None
         return got
+
+
+    def colocation_gpus(self, view: ClusterView, j: int, p: int, singles: np.ndarray) -> np.ndarray:
+        gb = super().colocation_gpus(view, j, p, singles)  # type: ignore[misc]
+        need, n = int(view.req_gpus[j]), len(singles)
+        if need <= n or need > n + view.num_free():  # its GPUs alone answer: their first (castor_grid.GpusFor)
+            assert gb.tolist() == singles[:need].tolist()
+        return gb
 
 
 class _CheckedTimeSlice(_Checked, CastorTimeSlice):
