@@ -113,12 +113,14 @@ class SJFOrder:
         pend = self.view.pending_jobs()
         solo, queue = self._solo, self._queue
         order = None
-        if len(pend) >= len(queue) and (pend[:len(queue)] == queue).all():  # none left: the last order kept
-            if len(pend) == len(queue):
+        n = len(queue)
+        # none left (the last queued job still at its place first: a job that left would have moved it up)
+        if len(pend) >= n and (not n or pend[n - 1] == queue[-1]) and (pend[:n] == queue).all():
+            if len(pend) == n:
                 order = self._order
-            elif self._merge and len(queue):
-                order = self._merged(self._order, pend[len(queue):])
-        elif self._merge and len(queue):
+            elif self._merge and n:
+                order = self._merged(self._order, pend[n:])
+        elif self._merge and n:
             mark = self._mark
             mark[pend] = True
             stay = queue[mark[queue]]
