@@ -49,7 +49,9 @@ MAX_FAILS = 3
 @dataclass
 class SetSearch:
     """Algorithm 1's state for one packing set: the members it was started for, the subsets, the shares of the
-    best point so far, consecutive failures, attempts, and whether it has ended."""
+    best point so far, consecutive failures, attempts, and whether it has ended; the members' predicted rates at
+    the best point (:meth:`ThroughputModel.finish_times`' memo) with the :meth:`ThroughputModel.inputs` they
+    were worked out for."""
 
     members: tuple[int, ...]
     low: tuple[int, ...]
@@ -58,6 +60,7 @@ class SetSearch:
     fails: int = 0
     done: bool = False
     attempts: int = 0
+    best_rates: tuple[tuple | None, dict] = (None, {})
 
 
 @dataclass
@@ -173,11 +176,13 @@ class Coordinator:
         if gone:
             self.shares = {k: s for k, s in self.shares.items() if k[0] not in gone}
 
-    def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> float:
-        """The local objective of ``jobs`` under ``shares`` (predicted rates)."""
+    def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
+                  memo: dict[tuple[int, frozenset[int]], float] | None = None) -> float:
+        """The local objective of ``jobs`` under ``shares`` (predicted rates; ``memo``: as
+        :meth:`ThroughputModel.finish_times`')."""
         assert self.model is not None
         if self.departures:
-            times: list[float] | np.ndarray = self.model.finish_times(jobs, shares)
+            times: list[float] | np.ndarray = self.model.finish_times(jobs, shares, memo)
             if self.kind == "makespan":  # eq. 5 over finite floats: their largest
                 return max(times) if all(x == x for x in times) else math.nan  # np.max: NaN wins
         else:
@@ -348,11 +353,19 @@ class Coordinator:
         if st is None or st.members != s.jobs:
             st = self.searches[s.jmax] = self.start(view, s, acts)
         elif not st.done:
-            if self.objective(view, s.jobs, self.shares) < self.objective(view, s.jobs, st.best_shares) * (
+            # the best point's rates stay while the members' inputs do: only their iterations left are read again
+            assert self.model is not None
+            inputs = self.model.inputs(s.jobs)
+            kept, best = st.best_rates
+            if kept != inputs or inputs is None:
+                best = {}
+            now: dict[tuple[int, frozenset[int]], float] = {}
+            if self.objective(view, s.jobs, self.shares, now) < self.objective(view, s.jobs, st.best_shares, best) * (
                     1.0 - 1e-9):
-                st.best_shares, st.fails = dict(self.shares), 0
+                st.best_shares, st.fails, best = dict(self.shares), 0, now
             else:
                 st.fails += 1
+            st.best_rates = (inputs, best)
         if st.done:
             return
         limit = MAX_FAILS if self.early_exit else -(-self.full // self.steps)
