@@ -219,7 +219,14 @@ class Coordinator:
         gpus = self.model.gpus
         self.move_to(view, {(j, g): self.full for j in sub2 for g in gpus(j).tolist()}, acts)
         self.stats.searches += 1
-        return SetSearch(s.jobs, sub1, sub2, dict(self.shares))
+        return SetSearch(s.jobs, sub1, sub2, self._point(s.jobs))
+
+    def _point(self, jobs: tuple[int, ...]) -> dict[tuple[int, int], int]:
+        """The shares of the workers of a packing set's ``jobs`` now (all a search's objective and restore read of
+        the shares: every partner of a member is a member), not a copy of every share."""
+        assert self.model is not None
+        shares, gpus = self.shares, self.model.gpus
+        return {k: shares[k] for j in jobs for g in gpus(j).tolist() if (k := (j, g)) in shares}
 
     def _set(self, j: int, g: int, acts: list[Action], swell: bool) -> bool:
         """One step of the engine's share grid for job ``j`` on GPU ``g`` (merged with the previous action when it
@@ -362,7 +369,7 @@ class Coordinator:
             now: dict[tuple[int, frozenset[int]], float] = {}
             if self.objective(view, s.jobs, self.shares, now) < self.objective(view, s.jobs, st.best_shares, best) * (
                     1.0 - 1e-9):
-                st.best_shares, st.fails, best = dict(self.shares), 0, now
+                st.best_shares, st.fails, best = self._point(s.jobs), 0, now
             else:
                 st.fails += 1
             st.best_rates = (inputs, best)
