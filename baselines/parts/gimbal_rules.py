@@ -205,6 +205,16 @@ class TenantWatch:
         """The jobs (and -1 for an empty slot) on every GPU whose tenants changed since the last call, before or
         after; None at the first call (everything is new). The tenants are read again only when the view's
         ``tenants_version`` moved."""
+        rows = self.changes()
+        if rows is None:
+            return None
+        if not rows:
+            return []
+        return sorted({j for _, before, now in rows for j in (*before, *now)})  # a few GPUs
+
+    def changes(self) -> list[tuple[int, list[int], list[int]]] | None:
+        """``(GPU, its two tenants before, now)`` for every GPU whose tenants changed since the last call (of this
+        or :meth:`moved`), by GPU; None at the first call (everything is new)."""
         version = self.view.tenants_version
         if version == self._version:
             return []
@@ -216,7 +226,7 @@ class TenantWatch:
         changed = changed_rows(now, before)  # (the version moves with a start, stop or move: a change, nearly always)
         if not len(changed):
             return []
-        return sorted(set(before[changed].ravel().tolist()) | set(now[changed].ravel().tolist()))  # a few GPUs
+        return list(zip(changed.tolist(), before[changed].tolist(), now[changed].tolist(), strict=True))
 
 
 def changed_rows(now: np.ndarray, before: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from gpucluster_env.baselines.parts.gimbal_objectives import OBJECTIVES, local_objective, priority
-from gpucluster_env.baselines.parts.gimbal_rules import JobSet, KeptSets
+from gpucluster_env.baselines.parts.gimbal_rules import JobSet, KeptSets, TenantWatch
 from gpucluster_env.baselines.parts.gimbal_throughput import ThroughputModel  # re-exported for gandiva
 from gpucluster_env.baselines.parts.xi_predictor import XiPredictor
 
@@ -49,7 +49,9 @@ MAX_FAILS = 3
 @dataclass
 class SetSearch:
     """Algorithm 1's state for one packing set: the members it was started for, the subsets, the shares of the
-    best point so far, consecutive failures, attempts, and whether it has ended."""
+    best point so far, consecutive failures, attempts, and whether it has ended; the members' predicted rates at
+    the best point (:meth:`ThroughputModel.finish_times`' memo) with the :meth:`ThroughputModel.inputs` they
+    were worked out for."""
 
     members: tuple[int, ...]
     low: tuple[int, ...]
@@ -58,6 +60,7 @@ class SetSearch:
     fails: int = 0
     done: bool = False
     attempts: int = 0
+    best_rates: tuple[tuple | None, dict] = (None, {})
 
 
 @dataclass
@@ -123,7 +126,7 @@ class Coordinator:
         self._sets: KeptSets | None = None
         self._ticked: list[JobSet] | None = None  # the sets of the last tick (KeptSets' list: same while unchanged)
         self._ended: dict[int, JobSet] = {}  # id -> those of them whose search has ended (held: ids stay theirs)
-        self._synced: tuple[int, int] | None = None  # the view's tenants_version at the last _sync
+        self._watch: TenantWatch | None = None  # the GPUs' tenants at the last _sync
 
     def use_sets(self, sets: KeptSets) -> None:
         """Read the packing sets from ``sets`` (a host's, for the same view) instead of keeping its own."""
@@ -132,27 +135,39 @@ class Coordinator:
     def use_model(self, model: ThroughputModel) -> None:
         """Predict rates with ``model`` (a host's, for the same view, demand and predictor) instead of its own."""
         self.model = model
-        self._synced = None
+        self._watch = None  # (the next tick reads every share afresh)
 
     # ------------------------------------------------------------------ bookkeeping
-    def _sync(self, view: ClusterView) -> bool:
-        """Drop the shares of jobs that stopped (a restarted job starts again at full share); whether any GPU's
-        tenants changed since the last call (else no job stopped, and nothing is read)."""
+    def _sync(self, view: ClusterView) -> list[tuple[int, int]]:
+        """Drop the shares of jobs that stopped (a restarted job starts again at full share); the ``(job, GPU)`` of
+        the shares left on the GPUs whose tenants changed since the last call, the only ones a change can have
+        left alone (every share at the first call). A share is set only on a GPU shared then, and a job that stops
+        leaves all its GPUs, so only the jobs on those GPUs are asked whether they run."""
         if self.model is None or self.model.view is not view:
             if view.share_units != self.full:
                 raise ValueError(f"Coordinator: made for a share grid of {self.full} steps per GPU, the engine's has "
                                  f"{view.share_units} (pass share_units=view.share_units)")
             self.model = ThroughputModel(view, self.demand, self._predictor)
-            self._synced = None
-        version = view.tenants_version
-        if version == self._synced:
-            return False
-        self._synced = version
-        stopped = {j for j in {k[0] for k in self.shares} if not view.is_running(j)}  # each job asked once
+            self._watch = None
+        if self._watch is None or self._watch.view is not view:
+            self._watch = TenantWatch(view)
+        rows = self._watch.changes()
+        if rows is not None and not rows:
+            return []
+        shares = self.shares
+        if rows is None:
+            keys = list(shares)
+            jobs = {k[0] for k in keys} | self.liss_on
+        else:
+            keys = [(j, g) for g, before, now in rows for j in {*before, *now} if (j, g) in shares]
+            jobs = {j for _, before, now in rows for j in (*before, *now) if j >= 0}
+        stopped = {j for j in jobs if not view.is_running(j)}  # each job asked once
         if stopped:
-            self.shares = {k: s for k, s in self.shares.items() if k[0] not in stopped}
-        self.liss_on = {j for j in self.liss_on if view.is_running(j)}
-        return True
+            if stopped.intersection(k[0] for k in keys):
+                self.shares = {k: s for k, s in shares.items() if k[0] not in stopped}
+                keys = [k for k in keys if k[0] not in stopped]
+            self.liss_on -= stopped
+        return keys
 
     def forget(self, jobs: Any) -> None:
         """Drop the shares of ``jobs`` that a scheduler stops or moves (a job starts again at full share, maybe
@@ -161,11 +176,13 @@ class Coordinator:
         if gone:
             self.shares = {k: s for k, s in self.shares.items() if k[0] not in gone}
 
-    def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> float:
-        """The local objective of ``jobs`` under ``shares`` (predicted rates)."""
+    def objective(self, view: ClusterView, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
+                  memo: dict[tuple[int, frozenset[int]], float] | None = None) -> float:
+        """The local objective of ``jobs`` under ``shares`` (predicted rates; ``memo``: as
+        :meth:`ThroughputModel.finish_times`')."""
         assert self.model is not None
         if self.departures:
-            times: list[float] | np.ndarray = self.model.finish_times(jobs, shares)
+            times: list[float] | np.ndarray = self.model.finish_times(jobs, shares, memo)
             if self.kind == "makespan":  # eq. 5 over finite floats: their largest
                 return max(times) if all(x == x for x in times) else math.nan  # np.max: NaN wins
         else:
@@ -202,7 +219,14 @@ class Coordinator:
         gpus = self.model.gpus
         self.move_to(view, {(j, g): self.full for j in sub2 for g in gpus(j).tolist()}, acts)
         self.stats.searches += 1
-        return SetSearch(s.jobs, sub1, sub2, dict(self.shares))
+        return SetSearch(s.jobs, sub1, sub2, self._point(s.jobs))
+
+    def _point(self, jobs: tuple[int, ...]) -> dict[tuple[int, int], int]:
+        """The shares of the workers of a packing set's ``jobs`` now (all a search's objective and restore read of
+        the shares: every partner of a member is a member), not a copy of every share."""
+        assert self.model is not None
+        shares, gpus = self.shares, self.model.gpus
+        return {k: shares[k] for j in jobs for g in gpus(j).tolist() if (k := (j, g)) in shares}
 
     def _set(self, j: int, g: int, acts: list[Action], swell: bool) -> bool:
         """One step of the engine's share grid for job ``j`` on GPU ``g`` (merged with the previous action when it
@@ -288,9 +312,11 @@ class Coordinator:
         self.move_to(view, {(j, g): st.best_shares.get((j, g), self.full) for j in st.members
                             for g in gpus(j).tolist()}, acts)
 
-    def release_lone(self, view: ClusterView, acts: list[Action]) -> None:
-        """Full share back for every worker that no longer shares its GPU (its partner finished or left)."""
-        keys = list(self.shares)
+    def release_lone(self, view: ClusterView, acts: list[Action], keys: list[tuple[int, int]] | None = None
+                     ) -> None:
+        """Full share back for every worker (of ``keys``, the shares' ``(job, GPU)``; None: all) that no longer
+        shares its GPU (its partner finished or left)."""
+        keys = list(self.shares) if keys is None else keys
         if not keys:
             return
         alone = (view.tenants([k[1] for k in keys]) < 0).any(axis=1).tolist()
@@ -300,11 +326,11 @@ class Coordinator:
         """Runtime monitoring: release lone workers, then for every packing set evaluate the last plan's gain
         (the objective under the current shares against the best point's, both at the current progress) and
         issue the next plan, or end the search and go back to its best point."""
-        moved = self._sync(view)
+        touched = self._sync(view)
         assert self.model is not None
         acts: list[Action] = []
-        if moved:  # (every share was set on a GPU shared then: none is alone while the tenants stay)
-            self.release_lone(view, acts)
+        if touched:  # (every share was set on a GPU shared then: none is alone while the tenants stay)
+            self.release_lone(view, acts, touched)
         if self._sets is None or self._sets.view is not view:
             self._sets = KeptSets(view)
         sets = self._sets.now()
@@ -334,11 +360,19 @@ class Coordinator:
         if st is None or st.members != s.jobs:
             st = self.searches[s.jmax] = self.start(view, s, acts)
         elif not st.done:
-            if self.objective(view, s.jobs, self.shares) < self.objective(view, s.jobs, st.best_shares) * (
+            # the best point's rates stay while the members' inputs do: only their iterations left are read again
+            assert self.model is not None
+            inputs = self.model.inputs(s.jobs)
+            kept, best = st.best_rates
+            if kept != inputs or inputs is None:
+                best = {}
+            now: dict[tuple[int, frozenset[int]], float] = {}
+            if self.objective(view, s.jobs, self.shares, now) < self.objective(view, s.jobs, st.best_shares, best) * (
                     1.0 - 1e-9):
-                st.best_shares, st.fails = dict(self.shares), 0
+                st.best_shares, st.fails, best = self._point(s.jobs), 0, now
             else:
                 st.fails += 1
+            st.best_rates = (inputs, best)
         if st.done:
             return
         limit = MAX_FAILS if self.early_exit else -(-self.full // self.steps)

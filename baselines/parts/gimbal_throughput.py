@@ -26,14 +26,16 @@ class _Kept:
     demand, ratio when alone, ratio by (own, partner's) share units)`` (the two share keys made once), its
     partners and the GPUs it shares with them, its ``shape`` ``(model, GPU type, GPUs, nodes)`` when its GPUs
     are of one type (else None), and, on GPUs of mixed types, its rates by (accumulation, batch, sample
-    stealing, worker ratios): every input of the engine's iteration time but the GPUs, which stay."""
+    stealing, worker ratios): every input of the engine's iteration time but the GPUs, which stay. ``serial``: a
+    number no other of the model's :class:`_Kept` has."""
 
-    __slots__ = ("g", "rows", "partners", "shared", "shape", "rates")
+    __slots__ = ("g", "rows", "partners", "shared", "shape", "rates", "serial")
 
     def __init__(self, view: ClusterView, j: int, g: np.ndarray,
-                 rows: list[tuple[tuple[int, int], tuple[int, int], int, float, float, float, dict]]) -> None:
+                 rows: list[tuple[tuple[int, int], tuple[int, int], int, float, float, float, dict]],
+                 serial: int) -> None:
         g.flags.writeable = False  # handed out by ThroughputModel.gpus
-        self.g, self.rows = g, rows
+        self.g, self.rows, self.serial = g, rows, serial
         self.partners = {r[2] for r in rows if r[2] >= 0}
         self.shared = {r[0][1] for r in rows if r[2] >= 0}
         types = set(view.gpu_type[g].tolist())
@@ -61,6 +63,7 @@ class ThroughputModel:
         self._hot: dict[int, tuple[_Kept, dict, tuple]] = {}  # in a hold: job -> (its _Kept, rate memo, key head)
         self._by_shape: dict[tuple, float] = {}  # rates on GPUs of one type, by (shape, setup) and worker ratios
         self._left: dict[int, float] | None = None  # in a hold: the iterations left of the jobs asked
+        self._serial = 0  # the _Kept made so far
 
     @contextmanager
     def held(self) -> Iterator[None]:
@@ -123,7 +126,8 @@ class ThroughputModel:
                 d = self.demand(j, t)
                 rows.append(((j, x), (q, x), q, self.free_xi(j, q, t) if q >= 0 else 1.0, d,
                              self._under(1.0, d, 1.0, 0.0, False), {}))
-            w = _Kept(v, j, g, rows)
+            self._serial += 1
+            w = _Kept(v, j, g, rows, self._serial)
             if self._held:
                 self._workers[j] = w
         return w
@@ -162,17 +166,12 @@ class ThroughputModel:
     def rate(self, j: int, shares: dict[tuple[int, int], int], gone: frozenset[int] = frozenset()) -> float:
         """Predicted iterations per second of running job ``j`` under ``shares`` (``gone``: as
         :meth:`worker_xi`)."""
-        hot = self._hot.get(j)
-        if hot is None:
+        if not self._held:
             v = self.view
             w = self._kept(j)
-            if not self._held:
-                xi = self._xi(j, w, shares, gone)
-                return 1.0 / v.iter_time(j, w.g, v.accumulation(j), np.array(xi, dtype=float))
-            setup = (v.accumulation(j), v.batch(j), v.stealing(j))
-            # on one GPU type the iteration time reads the job only through its model: shared by its jobs
-            hot = self._hot[j] = (w, w.rates, setup) if w.shape is None else (w, self._by_shape, (w.shape, setup))
-        w, memo, head = hot
+            xi = self._xi(j, w, shares, gone)
+            return 1.0 / v.iter_time(j, w.g, v.accumulation(j), np.array(xi, dtype=float))
+        w, memo, head = self._hot.get(j) or self._hot_of(j)
         xi = self._xi(j, w, shares, gone)
         key = (head, xi)
         r = memo.get(key)
@@ -180,6 +179,25 @@ class ThroughputModel:
             setup = head if w.shape is None else head[1]
             r = memo[key] = 1.0 / self.view.iter_time(j, w.g, setup[0], np.array(xi, dtype=float), setup[1])
         return r
+
+    def _hot_of(self, j: int) -> tuple[_Kept, dict, tuple]:
+        """While :meth:`held`: running job ``j``'s :class:`_Kept`, the memo of its rates and their key's head (its
+        accumulation, batch and sample stealing, read once a hold, after its shape on GPUs of one type)."""
+        v = self.view
+        w = self._kept(j)
+        setup = (v.accumulation(j), v.batch(j), v.stealing(j))
+        # on one GPU type the iteration time reads the job only through its model: shared by its jobs
+        hot = self._hot[j] = (w, w.rates, setup) if w.shape is None else (w, self._by_shape, (w.shape, setup))
+        return hot
+
+    def inputs(self, jobs: tuple[int, ...]) -> tuple | None:
+        """While :meth:`held`: all :meth:`rate` reads of running ``jobs`` but the shares and ``gone`` (their workers
+        as kept, their accumulation, batch and sample stealing), as a key: under a key equal to an earlier one,
+        the same shares give the same rates. None outside a hold (no key)."""
+        if not self._held:
+            return None
+        hot = self._hot
+        return tuple(((h := hot.get(j) or self._hot_of(j))[0].serial, h[2]) for j in jobs)
 
     def remaining_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
                         departures: bool = True) -> np.ndarray:
@@ -191,10 +209,25 @@ class ThroughputModel:
             return self.remaining(jobs).astype(float) / np.array([self.rate(j, shares) for j in jobs])
         return np.array(self.finish_times(jobs, shares))
 
-    def finish_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int]) -> list[float]:
-        """:meth:`remaining_times` with departures, as Python floats (:func:`departure_times`)."""
-        return departure_times(self._left_of(jobs), [self.rate(j, shares) for j in jobs], jobs,
-                               lambda o, gone: self.rate(jobs[o], shares, gone), [self.partners(j) for j in jobs])
+    def finish_times(self, jobs: tuple[int, ...], shares: dict[tuple[int, int], int],
+                     memo: dict[tuple[int, frozenset[int]], float] | None = None) -> list[float]:
+        """:meth:`remaining_times` with departures, as Python floats (:func:`departure_times`). ``memo``: the rates
+        already known for these ``shares`` by ``(job, gone)``, added to (while :meth:`inputs` of ``jobs`` stays
+        the same, they stay true)."""
+        if memo is None:
+            rates = [self.rate(j, shares) for j in jobs]
+            return departure_times(self._left_of(jobs), rates, jobs,
+                                   lambda o, gone: self.rate(jobs[o], shares, gone), [self.partners(j) for j in jobs])
+        none: frozenset[int] = frozenset()
+
+        def rate(o: int, gone: frozenset[int]) -> float:
+            r = memo.get((jobs[o], gone))
+            if r is None:
+                r = memo[(jobs[o], gone)] = self.rate(jobs[o], shares, gone)
+            return r
+
+        return departure_times(self._left_of(jobs), [rate(o, none) for o in range(len(jobs))], jobs, rate,
+                               [self.partners(j) for j in jobs])
 
     def gpus(self, j: int) -> np.ndarray:
         """The GPUs of running job ``j``, as ``view.gpus_of`` gives them (kept from hold to hold with its workers,

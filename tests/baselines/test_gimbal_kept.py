@@ -109,7 +109,7 @@ class _Checked(GavelGimbal):
 
     def reset(self, env: Any) -> None:
         super().reset(env)
-        self.rates_checked = self.walks_checked = self.packed = 0
+        self.rates_checked = self.walks_checked = self.packed = self.memo_checked = 0
         host = self.host
         follow = host._follow_up
 
@@ -139,13 +139,20 @@ class _Checked(GavelGimbal):
                     times = coord.model.remaining_times(s.jobs, coord.shares)
                     assert np.array_equal(times, _plain_times(fresh, s.jobs, coord.shares))
                     self.rates_checked += len(s.jobs)
+                    # a search's kept rates at its best point, while the members' inputs stay: those of a fresh model
+                    st = coord.searches.get(s.jmax)
+                    if st is not None and st.members == s.jobs and st.best_rates[0] == coord.model.inputs(s.jobs):
+                        for (j, gone), r in st.best_rates[1].items():
+                            assert r == fresh.rate(j, st.best_shares, gone)
+                            self.memo_checked += 1
         return super().act(observation, env)
 
 
 def test_gavel_gimbal_kept_rates_and_packing_walk_match_plain_ones() -> None:
     pol = _Checked()
     run_episode("sjfbsbf-philly", pol, 0, scenario_options={"num_jobs": 200})
-    assert pol.rates_checked > 200 and pol.walks_checked > 100 and pol.packed > 30
+    assert pol.rates_checked > 200 and pol.walks_checked > 100 and pol.packed > 30 and pol.memo_checked > 50, \
+        (pol.rates_checked, pol.walks_checked, pol.packed, pol.memo_checked)
 
 
 def test_gavel_gimbal_packing_on_mixed_gpu_types_matches_the_plain_scan() -> None:
