@@ -231,8 +231,8 @@ class Hadar(Policy):
             gangs[j] = tuple(sorted(gang))
         moving = {j: g for j, g in gangs.items() if view.is_running(j)}
         order, through_queue = order_moves(moving, {j: tuple(view.gpus_of(j).tolist()) for j in moving})
+        out.extend(Preempt(j) for j in through_queue)  # first: the moves after them may take their GPUs
         out.extend(Reallocate(j, gpus=moving[j]) for j in order)
-        out.extend(Preempt(j) for j in through_queue)
         out.extend(Place(j, gpus=g) for j, g in gangs.items() if j not in moving or j in through_queue)
         return out
 

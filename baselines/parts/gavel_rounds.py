@@ -171,8 +171,9 @@ class FewestNodes:
 def order_moves(targets: dict[int, tuple[int, ...]], held: dict[int, tuple[int, ...]]) -> tuple[list[int], list[int]]:
     """An order in which running jobs can move to their new GPU sets one at a time (``Reallocate`` takes only
     GPUs that are free or the job's own): ``targets`` maps each moving job to its new GPUs, ``held`` to the GPUs
-    it holds now. Returns the jobs to move in order, and the jobs to send through the queue instead (preempt,
-    then place after the moves) where the moves form a cycle, fewest first (lowest job index).
+    it holds now. Returns the jobs to move in order, and the jobs to send through the queue instead where the
+    moves form a cycle, fewest first (lowest job index): those are preempted before any move (the moves may take
+    their GPUs) and placed after them.
 
     Each step moves the lowest-indexed job whose target GPUs are all free or its own, else queues the lowest-
     indexed job left; a job that leaves frees the GPUs it held. A job once movable stays movable (GPUs are only

@@ -283,8 +283,8 @@ class Gavel(Policy):
         placed, plans = self._plan_gangs(view, move, movable, (~held, taken), out)
         targets = {key[0]: gang for key, gang in plans if key[0] in movable}
         order, through_queue = order_moves(targets, {j: tuple(view.gpus_of(j).tolist()) for j in targets})
+        out.extend(Preempt(j) for j in through_queue)  # first: the moves after them may take their GPUs
         out.extend(Reallocate(j, gpus=targets[j]) for j in order)
-        out.extend(Preempt(j) for j in through_queue)
         for key, gang in plans:
             if key[0] not in targets or key[0] in through_queue:
                 out.extend(self._place_row(view, key, gang))
