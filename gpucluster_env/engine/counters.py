@@ -22,7 +22,7 @@ class Counters:
         self.state.counts["actions"] += 1
 
     def colocation(self) -> None:
-        """A job started on GPUs another job holds."""
+        """A job started, or moved by a reallocation, on GPUs another job holds."""
         self.state.counts["colocations"] += 1
 
     def preemption(self) -> None:

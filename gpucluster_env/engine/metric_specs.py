@@ -34,7 +34,7 @@ METRICS: dict[str, MetricSpec] = {
                                                     "same GPU-time, from each job's demand and MPS share"),
     "sharing_utilization": MetricSpec("fraction", True, "GPU-time holding two jobs over the GPUs x makespan"),
     "avg_slowdown": MetricSpec("ratio", False, "mean over finished jobs of JCT over the job's time alone"),
-    "colocations": MetricSpec("count", False, "starts on GPUs another job already held (MPS sharing)"),
+    "colocations": MetricSpec("count", False, "starts or moves onto GPUs another job already held (MPS sharing)"),
     "preemptions": MetricSpec("count", False, "jobs stopped and sent back to the queue"),
     "forks": MetricSpec("count", False, "copies of a job started on other nodes (HadarE)"),
     "reallocations": MetricSpec("count", False, "running jobs moved to other GPUs"),

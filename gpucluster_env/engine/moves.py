@@ -31,7 +31,8 @@ class Moves:
 
     def reallocate(self, action: Reallocate) -> None:
         """Move a running job of one copy to the checked GPU set (its progress kept), paying ``restart_s``, or
-        only change its batch (and accumulation) on its own GPUs, in place (no restart)."""
+        only change its batch (and accumulation) on its own GPUs, in place (no restart). A move onto GPUs another
+        job holds counts as a colocation, with its sharing benefit, as a start there does."""
         st = self.state
         j, g, s, b = self.checks.check_reallocate(action)
         t = st.now
@@ -43,7 +44,8 @@ class Moves:
         partners = occ.vacate(j, old)
         occ.set_batch(j, b)
         c = self.rates.new_copy(j, g, s, gl)
-        partners |= occ.place(j, c, s)
+        beside = occ.place(j, c, s)
+        partners |= beside
         # resized or re-batched: its rate is scaled (Rates.copy_rate), its progress kept per copy
         self.progress.one_copy(j, c, c.n != st.req_l[j] or b != st.batch.item(j))
         if moved or action.batch is None:
@@ -53,7 +55,14 @@ class Moves:
             st.log.gpus(t, "reallocate", j, gl, s)
         else:
             st.log.record(t, "reallocate", j, {"gpus": gl[:], "accumulation": s, "batch": b})
-        self.progress.rerate(sorted(partners | {j}), t)
+        if moved and beside:  # restarted on GPUs another job holds: a colocation, as a start beside it is
+            self.counters.colocation()
+            st.n_colocated[j] += 1
+            before = {p: st.rate.item(p) for p in beside}
+            self.progress.rerate(sorted(partners | {j}), t)
+            st.sharing_benefits.append(self.rates.sharing_benefit(j, beside, before, c.k.solo_iter))
+        else:
+            self.progress.rerate(sorted(partners | {j}), t)
 
     def drop_copy(self, action: DropCopy) -> None:
         """Stop one copy of a forked job; its steps are split among the copies left."""

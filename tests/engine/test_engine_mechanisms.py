@@ -16,6 +16,7 @@ import pytest
 from gpucluster_env.engine import (
     ActionError,
     ClusterView,
+    Colocate,
     DropCopy,
     Fork,
     MoveCopy,
@@ -101,6 +102,30 @@ def test_reallocate_to_an_overlapping_set(build):
     eng.apply(Reallocate(0, gpus=(1, 2)))
     assert sorted(eng.gpus_of(0).tolist()) == [1, 2]
     assert eng.slot_job[:, 0].tolist() == [-1, 0, 0, -1] and eng.held[0] == 2 and eng.busy_gpus == 2
+
+
+def test_reallocate_beside_another_job_is_a_colocation(build):
+    # job 1 moves from GPU 1 onto GPU 0, which job 0 holds: counted and measured as Preempt + Colocate there would be
+    def two_alone():
+        eng = build([("fast", 1, 2)], [{}, {}], round_s=5.0)
+        eng.advance()
+        eng.apply(Place(0, gpus=(0,)))
+        eng.apply(Place(1, gpus=(1,)))
+        eng.advance()
+        return eng
+
+    moved, restarted = two_alone(), two_alone()
+    moved.apply(Reallocate(1, gpus=(0,)))
+    restarted.apply(Preempt(1))
+    restarted.apply(Colocate(1, partner=0, gpus=(0,)))
+    for eng in (moved, restarted):
+        assert eng.slot_job[0].tolist() == [0, 1] and eng.counts["colocations"] == 1 and eng.n_colocated[1] == 1
+    assert moved.sharing_benefits == restarted.sharing_benefits and len(moved.sharing_benefits) == 1
+    # a move onto free GPUs is no colocation
+    alone = two_alone()
+    alone.apply(Preempt(0))
+    alone.apply(Reallocate(1, gpus=(0,)))
+    assert alone.counts["colocations"] == 0 and not alone.sharing_benefits
 
 
 def test_resize_elastic_job_scales_progress(build):
