@@ -53,6 +53,8 @@ from gpucluster_env.baselines.pollux_search import (
     mutate,
     repair,
     restart_penalty,
+    uncontended_best,
+    waiting_window,
 )
 
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
@@ -69,24 +71,6 @@ SPARSE_NODES = 16
 (where a row of a few nodes walks faster dense: 1,600 Philly jobs on 4 nodes cost 2x the CPU sparse)."""
 __all__ = ["BATCH_CANDIDATES", "POLLUX_PERIOD_S", "Pollux", "batch_candidates", "fair_goodput", "goodput_table",
            "job_efficiency", "representative_gpus", "tunes_batch", "waiting_window"]
-
-
-def waiting_window(waiting: np.ndarray, size: np.ndarray, factor: np.ndarray, gpus: float) -> np.ndarray:
-    """Which jobs (in priority order; ``waiting`` marks the waiting ones) the search weighs: every running job
-    and, of each gang ``size``, the ``ceil(gpus / size)`` waiting jobs with the largest restart ``factor``
-    (ties: earlier first). A waiting job gets its whole gang or nothing, and starting it turns its term of the
-    power mean from ``1 / EPS_SPEEDUP`` into one over its speed-up times that factor (its speed-up at its gang
-    over its fair share: the same for every 1-GPU job), so of two waiting jobs of one size the search starts
-    the one with the larger factor; one cluster's worth of each size holds every waiting job the exact search
-    started on philly-loaded's 1,600 jobs (docs/pollux.md). Those outside only add the same term to every
-    candidate's mean, which keeps their order, while each pass over the population walks their rows."""
-    keep = ~waiting
-    order = np.lexsort((np.arange(len(waiting)), -factor))
-    order = order[waiting[order]]
-    for s in np.unique(size[order]).tolist():
-        members = order[size[order] == s]
-        keep[members[: math.ceil(gpus / max(int(s), 1))]] = True
-    return keep
 
 
 @register_policy
@@ -108,13 +92,14 @@ class Pollux(Policy):
 
     def __init__(self, period_s: float = POLLUX_PERIOD_S, population: int = 32, generations: int = 20,
                  seed: Annotated[int, NON_NEGATIVE] = 0, waiting_window: Annotated[float, NON_NEGATIVE] = 1.0,
-                 search: Annotated[str, OptionSpec(choices=SEARCHES)] = "auto") -> None:
+                 search: Annotated[str, OptionSpec(choices=SEARCHES)] = "auto", direct: bool | None = None) -> None:
         """``period_s``: scheduling period (s). ``population`` / ``generations``: the genetic algorithm's size
         (Pollux's own: 100 x 100; the defaults keep a decision cheap). ``seed``: mixed with the episode's.
         ``waiting_window``: the waiting jobs the search weighs, per gang size, in clusters' worth
         (:func:`waiting_window`); 0: every waiting job (the exact search, slow on a long queue). ``search``:
         ``"sparse"`` (work by the GPUs held and the mutations made), ``"dense"`` (the ``P x J x H`` walk and
-        one draw per position of version 3) or ``"auto"``: sparse above :data:`SPARSE_NODES` nodes."""
+        one draw per position of version 3) or ``"auto"``: sparse above :data:`SPARSE_NODES` nodes. ``direct``:
+        take :func:`uncontended_best` without a search when it finds one (None: where the search is sparse)."""
         if not (isinstance(period_s, int | float) and period_s > 0):
             raise ValueError(f"pollux: period_s must be a positive number of seconds, got {period_s!r}")
         for key, v, lo in (("population", population, 2), ("generations", generations, 0)):
@@ -128,6 +113,7 @@ class Pollux(Policy):
         if search not in SEARCHES:
             raise ValueError(f"pollux: search must be one of {SEARCHES}, got {search!r}")
         self.search = search
+        self.direct = direct
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
@@ -151,12 +137,19 @@ class Pollux(Policy):
         self.next_period = view.now
         self.acted_at: float | None = None
         self._t = view.now
-        self.searches = 0
+        self.searches = self.directs = 0
 
-    stat_names: ClassVar[tuple[str, ...]] = ("searches",)
+    stat_names: ClassVar[tuple[str, ...]] = ("searches", "direct")
 
     def episode_stats(self) -> dict[str, float]:
-        return {"searches": float(self.searches)}
+        """Genetic searches run, and (where ``direct`` is on) periods decided by :func:`uncontended_best`."""
+        return {"searches": float(self.searches)} | ({"direct": float(self.directs)} if self._direct() else {})
+
+    def _sparse(self) -> bool:
+        return self.search == "sparse" or (self.search == "auto" and len(self.capacity) > SPARSE_NODES)
+
+    def _direct(self) -> bool:
+        return self._sparse() if self.direct is None else self.direct
 
     def _account(self, view: ClusterView) -> None:
         """Add the GPU-seconds each running job attained since the last call (Pollux orders jobs by them)."""
@@ -280,7 +273,15 @@ class Pollux(Policy):
         population (rows of jobs still in the system) and the current allocation."""
         space = self._space(view, jobs)
         score = self._scorer(view, jobs, space)
-        if self.search == "sparse" or (self.search == "auto" and len(self.capacity) > SPARSE_NODES):
+        best = uncontended_best(space, score) if self._direct() else None
+        if best is not None:  # the largest fitness there is: kept as the period's one candidate
+            from gpucluster_env.baselines.parts.pollux_sparse import from_dense
+
+            self.prev = (list(jobs), from_dense(best[None]) if self._sparse() else best[None])
+            self._base = space.base
+            self.directs += 1
+            return best
+        if self._sparse():
             return self._search_sparse(jobs, space, score)
         seeds = [space.base[None]]
         if self.prev is not None:
