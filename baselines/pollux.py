@@ -83,12 +83,12 @@ class Pollux(Policy):
         "search every 60 s with restart penalty; preempts, resizes and moves jobs and re-tunes their batch"
     )
     paper: ClassVar[str] = "Pollux (OSDI'21); castor §9.1 Table 5 / Fig. 12 baseline"
-    version: ClassVar[str] = "4-sparse-search"
-    """Recorded as the board's ``policy_version``: 4 searches sparse candidates with its random choices drawn
-    as gaps on clusters of more than :data:`SPARSE_NODES` nodes (``search``; on the others, and with
-    ``search="dense"``, version 3's decisions); 3 weighs a cluster's worth of
-    waiting jobs of each size (:func:`waiting_window`); 2 re-tuned each elastic job's batch every period;
-    records of earlier versions are stale."""
+    version: ClassVar[str] = "5-direct-decision"
+    """Recorded as the board's ``policy_version``: 5 decides a period without the search where every job's
+    best row fits at once (``direct``) and 4 searches sparse candidates with its random choices drawn as gaps,
+    both on clusters of more than :data:`SPARSE_NODES` nodes (on the others version 3's decisions); 3 weighs
+    a cluster's worth of waiting jobs of each size (:func:`waiting_window`); 2 re-tuned each elastic job's
+    batch every period; records of earlier versions are stale."""
 
     def __init__(self, period_s: float = POLLUX_PERIOD_S, population: int = 32, generations: int = 20,
                  seed: Annotated[int, NON_NEGATIVE] = 0, waiting_window: Annotated[float, NON_NEGATIVE] = 1.0,
@@ -132,7 +132,6 @@ class Pollux(Policy):
         self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.best_batch: dict[int, np.ndarray] = {}
         self.goodput: dict[int, tuple[Any, np.ndarray]] = {}
-        self._left = np.zeros(view.n_jobs)
         self.prev: tuple[list[int], Any] | None = None
         self.next_period = view.now
         self.acted_at: float | None = None
@@ -231,11 +230,11 @@ class Pollux(Policy):
     def _scorer(self, view: ClusterView, jobs: list[int], space: SearchSpace) -> Speedups:
         """The fitness of a population over ``jobs`` (speed-ups from goodput tables)."""
         max_r = int(space.max_gpus.max())
-        self._left = view.remaining_now()
+        left = view.remaining_now(np.asarray(jobs, dtype=np.int64)).tolist()  # the search's jobs only
         top = min(max(len(n) for n in self.nodes_by_type), max_r)  # r GPUs span at most r nodes
         good = np.zeros((len(jobs), len(self.nodes_by_type), top + 1, max_r + 1))  # (J, K, M+1, R+1), zero
         for i, j in enumerate(jobs):  # beyond a job's own table
-            t = self._job_goodput(view, j, int(space.max_gpus[i]))
+            t = self._job_goodput(view, j, int(space.max_gpus[i]), left[i])
             good[i, :, :, : t.shape[2]] = t[:, : top + 1, : max_r + 1]
         fair_r = np.minimum(math.ceil(view.num_gpus / self._in_system), space.max_gpus)  # all in the system
         fair = fair_goodput(good, fair_r)
@@ -243,19 +242,19 @@ class Pollux(Policy):
         penalty = restart_penalty(age, self.restarts[jobs], view.restart_s)
         return Speedups(good, fair, penalty, len(self.capacity) / view.num_gpus, self.node_type, space.base)
 
-    def _job_goodput(self, view: ClusterView, j: int, own: int) -> np.ndarray:
+    def _job_goodput(self, view: ClusterView, j: int, own: int, left: float) -> np.ndarray:
         """Job ``j``'s goodput by ``[type, nodes, GPUs]`` (GPUs ``0..own`` at least) at its goodput-optimal
         batch for each (:func:`batch_candidates`; its own batch when it does not :func:`tunes_batch`), those
         batches kept in ``self.best_batch[j]``. Throughput tables are cached per job; efficiency is evaluated
         at the job's progress now, which it reads only through its noise scale (:func:`job_noise_scale`,
-        constant over each part of its training), so the table is rebuilt only when that changes."""
+        constant over each part of its training; ``left``: its iterations left now), so the table is rebuilt only
+        when that changes."""
         entry = self.tables.get(j)
         if entry is None or entry[1].shape[0] <= own:
             cand = (batch_candidates(view.model(j).name, own) if tunes_batch(view, j)
                     else np.full((own + 1, 1), view.batch(j), dtype=np.int64))
             entry = self.tables[j] = (goodput_table(view, j, self.nodes_by_type, cand), cand)
         thr, cand = entry
-        left = float(self._left[j])
         key = (cand.shape[0], job_noise_scale(view, j, left))
         kept = self.goodput.get(j)
         if kept is not None and kept[0] == key:  # same table, same noise scale (or none read): same answer

@@ -293,8 +293,12 @@ def uncontended_best(space: SearchSpace, score: Speedups) -> np.ndarray | None:
     largest fitness any candidate can have. ``None`` when those rows do not all fit so (a fit may exist that
     this placement does not find): then the search decides."""
     base = space.base
+    lo, hi = _size_range(space, score)
+    size = base.sum(axis=1)
+    if lo[size == 0].sum() > space.capacity.sum() - np.minimum(size, lo)[size > 0].sum():
+        return None  # the waiting jobs cannot all start (each running job holds at least its smallest size)
     best = _best_terms(space, score)
-    size, nodes = base.sum(axis=1), np.count_nonzero(base, axis=1)
+    nodes = np.count_nonzero(base, axis=1)
     first = np.argmax(base > 0, axis=1)
     held = score.good[np.arange(len(base)), np.maximum(score.node_type[first], 0), nodes, size]
     now = np.where(size > 0, 1.0 / (held / score.fair * score.scale + EPS_SPEEDUP), 1.0 / EPS_SPEEDUP)
@@ -302,7 +306,6 @@ def uncontended_best(space: SearchSpace, score: Speedups) -> np.ndarray | None:
     out = np.where(keep[:, None], base, 0)
     room = space.capacity - out.sum(axis=0)
     spread = (out[np.count_nonzero(out, axis=1) > 1] > 0).any(axis=0)
-    lo, hi = _size_range(space, score)
     move = np.flatnonzero(~keep)
     options = {}
     for j in move.tolist():
