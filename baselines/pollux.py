@@ -53,6 +53,8 @@ from gpucluster_env.baselines.pollux_search import (
     mutate,
     repair,
     restart_penalty,
+    uncontended_best,
+    waiting_window,
 )
 
 from gpucluster_env.engine import Action, Place, Preempt, Reallocate, Wait
@@ -71,24 +73,6 @@ __all__ = ["BATCH_CANDIDATES", "POLLUX_PERIOD_S", "Pollux", "batch_candidates", 
            "job_efficiency", "representative_gpus", "tunes_batch", "waiting_window"]
 
 
-def waiting_window(waiting: np.ndarray, size: np.ndarray, factor: np.ndarray, gpus: float) -> np.ndarray:
-    """Which jobs (in priority order; ``waiting`` marks the waiting ones) the search weighs: every running job
-    and, of each gang ``size``, the ``ceil(gpus / size)`` waiting jobs with the largest restart ``factor``
-    (ties: earlier first). A waiting job gets its whole gang or nothing, and starting it turns its term of the
-    power mean from ``1 / EPS_SPEEDUP`` into one over its speed-up times that factor (its speed-up at its gang
-    over its fair share: the same for every 1-GPU job), so of two waiting jobs of one size the search starts
-    the one with the larger factor; one cluster's worth of each size holds every waiting job the exact search
-    started on philly-loaded's 1,600 jobs (docs/pollux.md). Those outside only add the same term to every
-    candidate's mean, which keeps their order, while each pass over the population walks their rows."""
-    keep = ~waiting
-    order = np.lexsort((np.arange(len(waiting)), -factor))
-    order = order[waiting[order]]
-    for s in np.unique(size[order]).tolist():
-        members = order[size[order] == s]
-        keep[members[: math.ceil(gpus / max(int(s), 1))]] = True
-    return keep
-
-
 @register_policy
 class Pollux(Policy):
     """Pollux: goodput (throughput x statistical efficiency) speed-ups, genetic allocation search each period."""
@@ -99,22 +83,23 @@ class Pollux(Policy):
         "search every 60 s with restart penalty; preempts, resizes and moves jobs and re-tunes their batch"
     )
     paper: ClassVar[str] = "Pollux (OSDI'21); castor §9.1 Table 5 / Fig. 12 baseline"
-    version: ClassVar[str] = "4-sparse-search"
-    """Recorded as the board's ``policy_version``: 4 searches sparse candidates with its random choices drawn
-    as gaps on clusters of more than :data:`SPARSE_NODES` nodes (``search``; on the others, and with
-    ``search="dense"``, version 3's decisions); 3 weighs a cluster's worth of
-    waiting jobs of each size (:func:`waiting_window`); 2 re-tuned each elastic job's batch every period;
-    records of earlier versions are stale."""
+    version: ClassVar[str] = "5-direct-decision"
+    """Recorded as the board's ``policy_version``: 5 decides a period without the search where every job's
+    best row fits at once (``direct``) and 4 searches sparse candidates with its random choices drawn as gaps,
+    both on clusters of more than :data:`SPARSE_NODES` nodes (on the others version 3's decisions); 3 weighs
+    a cluster's worth of waiting jobs of each size (:func:`waiting_window`); 2 re-tuned each elastic job's
+    batch every period; records of earlier versions are stale."""
 
     def __init__(self, period_s: float = POLLUX_PERIOD_S, population: int = 32, generations: int = 20,
                  seed: Annotated[int, NON_NEGATIVE] = 0, waiting_window: Annotated[float, NON_NEGATIVE] = 1.0,
-                 search: Annotated[str, OptionSpec(choices=SEARCHES)] = "auto") -> None:
+                 search: Annotated[str, OptionSpec(choices=SEARCHES)] = "auto", direct: bool | None = None) -> None:
         """``period_s``: scheduling period (s). ``population`` / ``generations``: the genetic algorithm's size
         (Pollux's own: 100 x 100; the defaults keep a decision cheap). ``seed``: mixed with the episode's.
         ``waiting_window``: the waiting jobs the search weighs, per gang size, in clusters' worth
         (:func:`waiting_window`); 0: every waiting job (the exact search, slow on a long queue). ``search``:
         ``"sparse"`` (work by the GPUs held and the mutations made), ``"dense"`` (the ``P x J x H`` walk and
-        one draw per position of version 3) or ``"auto"``: sparse above :data:`SPARSE_NODES` nodes."""
+        one draw per position of version 3) or ``"auto"``: sparse above :data:`SPARSE_NODES` nodes. ``direct``:
+        take :func:`uncontended_best` without a search when it finds one (None: where the search is sparse)."""
         if not (isinstance(period_s, int | float) and period_s > 0):
             raise ValueError(f"pollux: period_s must be a positive number of seconds, got {period_s!r}")
         for key, v, lo in (("population", population, 2), ("generations", generations, 0)):
@@ -128,6 +113,7 @@ class Pollux(Policy):
         if search not in SEARCHES:
             raise ValueError(f"pollux: search must be one of {SEARCHES}, got {search!r}")
         self.search = search
+        self.direct = direct
 
     def reset(self, env: Any) -> None:
         view = self.view(env)
@@ -146,17 +132,23 @@ class Pollux(Policy):
         self.tables: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self.best_batch: dict[int, np.ndarray] = {}
         self.goodput: dict[int, tuple[Any, np.ndarray]] = {}
-        self._left = np.zeros(view.n_jobs)
         self.prev: tuple[list[int], Any] | None = None
         self.next_period = view.now
         self.acted_at: float | None = None
         self._t = view.now
-        self.searches = 0
+        self.searches = self.directs = 0
 
-    stat_names: ClassVar[tuple[str, ...]] = ("searches",)
+    stat_names: ClassVar[tuple[str, ...]] = ("searches", "direct")
 
     def episode_stats(self) -> dict[str, float]:
-        return {"searches": float(self.searches)}
+        """Genetic searches run, and (where ``direct`` is on) periods decided by :func:`uncontended_best`."""
+        return {"searches": float(self.searches)} | ({"direct": float(self.directs)} if self._direct() else {})
+
+    def _sparse(self) -> bool:
+        return self.search == "sparse" or (self.search == "auto" and len(self.capacity) > SPARSE_NODES)
+
+    def _direct(self) -> bool:
+        return self._sparse() if self.direct is None else self.direct
 
     def _account(self, view: ClusterView) -> None:
         """Add the GPU-seconds each running job attained since the last call (Pollux orders jobs by them)."""
@@ -238,11 +230,11 @@ class Pollux(Policy):
     def _scorer(self, view: ClusterView, jobs: list[int], space: SearchSpace) -> Speedups:
         """The fitness of a population over ``jobs`` (speed-ups from goodput tables)."""
         max_r = int(space.max_gpus.max())
-        self._left = view.remaining_now()
+        left = view.remaining_now(np.asarray(jobs, dtype=np.int64)).tolist()  # the search's jobs only
         top = min(max(len(n) for n in self.nodes_by_type), max_r)  # r GPUs span at most r nodes
         good = np.zeros((len(jobs), len(self.nodes_by_type), top + 1, max_r + 1))  # (J, K, M+1, R+1), zero
         for i, j in enumerate(jobs):  # beyond a job's own table
-            t = self._job_goodput(view, j, int(space.max_gpus[i]))
+            t = self._job_goodput(view, j, int(space.max_gpus[i]), left[i])
             good[i, :, :, : t.shape[2]] = t[:, : top + 1, : max_r + 1]
         fair_r = np.minimum(math.ceil(view.num_gpus / self._in_system), space.max_gpus)  # all in the system
         fair = fair_goodput(good, fair_r)
@@ -250,19 +242,19 @@ class Pollux(Policy):
         penalty = restart_penalty(age, self.restarts[jobs], view.restart_s)
         return Speedups(good, fair, penalty, len(self.capacity) / view.num_gpus, self.node_type, space.base)
 
-    def _job_goodput(self, view: ClusterView, j: int, own: int) -> np.ndarray:
+    def _job_goodput(self, view: ClusterView, j: int, own: int, left: float) -> np.ndarray:
         """Job ``j``'s goodput by ``[type, nodes, GPUs]`` (GPUs ``0..own`` at least) at its goodput-optimal
         batch for each (:func:`batch_candidates`; its own batch when it does not :func:`tunes_batch`), those
         batches kept in ``self.best_batch[j]``. Throughput tables are cached per job; efficiency is evaluated
         at the job's progress now, which it reads only through its noise scale (:func:`job_noise_scale`,
-        constant over each part of its training), so the table is rebuilt only when that changes."""
+        constant over each part of its training; ``left``: its iterations left now), so the table is rebuilt only
+        when that changes."""
         entry = self.tables.get(j)
         if entry is None or entry[1].shape[0] <= own:
             cand = (batch_candidates(view.model(j).name, own) if tunes_batch(view, j)
                     else np.full((own + 1, 1), view.batch(j), dtype=np.int64))
             entry = self.tables[j] = (goodput_table(view, j, self.nodes_by_type, cand), cand)
         thr, cand = entry
-        left = float(self._left[j])
         key = (cand.shape[0], job_noise_scale(view, j, left))
         kept = self.goodput.get(j)
         if kept is not None and kept[0] == key:  # same table, same noise scale (or none read): same answer
@@ -280,7 +272,15 @@ class Pollux(Policy):
         population (rows of jobs still in the system) and the current allocation."""
         space = self._space(view, jobs)
         score = self._scorer(view, jobs, space)
-        if self.search == "sparse" or (self.search == "auto" and len(self.capacity) > SPARSE_NODES):
+        best = uncontended_best(space, score) if self._direct() else None
+        if best is not None:  # the largest fitness there is: kept as the period's one candidate
+            from gpucluster_env.baselines.parts.pollux_sparse import from_dense
+
+            self.prev = (list(jobs), from_dense(best[None]) if self._sparse() else best[None])
+            self._base = space.base
+            self.directs += 1
+            return best
+        if self._sparse():
             return self._search_sparse(jobs, space, score)
         seeds = [space.base[None]]
         if self.prev is not None:

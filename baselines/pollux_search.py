@@ -17,6 +17,7 @@ operators' docstrings name, and skip the numbers they do not read.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -227,3 +228,115 @@ def evolve_sparse(base: np.ndarray, carried: tuple[np.ndarray, np.ndarray, np.nd
     slots, fit = kernel((nd, ct, nz), n_init, generations, (b_nd, b_ct, b_nz), space_t, score_t, stream, table)
     pcg.store(rng, stream, table)
     return pack(nd, ct, nz, slots), fit
+
+
+def _alternatives(space: SearchSpace, score: Speedups, jobs: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Power-mean terms ``(jobs, type, nodes, GPUs lo..hi)`` of rows other than the current one (``1 /
+    (speed-up x scale x penalty + eps)``; ``inf`` where the goodput table holds nothing)."""
+    g = score.good[jobs, :, :, lo: hi + 1]
+    term = 1.0 / (g / score.fair[jobs, None, None, None] * score.scale * score.penalty[jobs, None, None, None]
+                  + EPS_SPEEDUP)
+    return np.where(g > 0, term, np.inf)
+
+
+def _size_range(space: SearchSpace, score: Speedups) -> tuple[np.ndarray, np.ndarray]:
+    """Each job's allowed non-zero sizes ``lo..hi`` (its gang when fixed), within its goodput table."""
+    lo = np.where(space.fixed > 0, space.fixed, np.maximum(space.min_gpus, 1))
+    hi = np.where(space.fixed > 0, space.fixed, np.minimum(space.max_gpus, score.good.shape[3] - 1))
+    return lo, hi
+
+
+def _best_terms(space: SearchSpace, score: Speedups) -> np.ndarray:
+    """Each job's smallest term over the rows other than its current one (:func:`_alternatives`; ``1 / eps``
+    where it has none: no GPUs), computed for the jobs of each size range at once."""
+    lo, hi = _size_range(space, score)
+    best = np.full(len(lo), 1.0 / EPS_SPEEDUP)
+    pairs = np.stack([lo, hi], axis=1)
+    for a, b in np.unique(pairs, axis=0).tolist():
+        if b < a:
+            continue
+        jobs = np.flatnonzero((lo == a) & (hi == b))
+        best[jobs] = np.minimum(best[jobs], _alternatives(space, score, jobs, a, b).reshape(len(jobs), -1).min(1))
+    return best
+
+
+def _place(room: np.ndarray, node_type: np.ndarray, spread: np.ndarray, k: int, m: int, r: int
+           ) -> np.ndarray | None:
+    """GPUs by node for ``r`` GPUs on exactly ``m`` nodes of type ``k`` within ``room``: on one node, the one
+    with the least room that holds them; on several, those with the most room that no distributed job holds
+    (``spread``). ``None`` when they do not fit so."""
+    nodes = np.flatnonzero((node_type == k) & (room > 0))
+    row = np.zeros(len(room), dtype=np.int64)
+    if m == 1:
+        fits = nodes[room[nodes] >= r]
+        if not len(fits):
+            return None
+        row[fits[np.argmin(room[fits])]] = r
+        return row
+    nodes = nodes[~spread[nodes]]
+    nodes = nodes[np.argsort(-room[nodes], kind="stable")][:m]
+    if len(nodes) < m or int(room[nodes].sum()) < r:
+        return None
+    left = r
+    for i, h in enumerate(nodes.tolist()):
+        row[h] = min(int(room[h]), left - (m - i - 1))
+        left -= int(row[h])
+    return row
+
+
+def uncontended_best(space: SearchSpace, score: Speedups) -> np.ndarray | None:
+    """The allocation of the largest fitness when the jobs do not contend, or ``None``. Each job takes its own
+    smallest power-mean term: a running job keeps its current row where no other row gives a smaller term (a
+    changed row pays the restart penalty), the others take a ``(type, nodes, GPUs)`` of their smallest term,
+    placed largest first within the room the kept rows leave (:func:`_place`), at most one distributed job per
+    node. The fitness is the power mean of the terms, so an allocation with every term at its minimum has the
+    largest fitness any candidate can have. ``None`` when those rows do not all fit so (a fit may exist that
+    this placement does not find): then the search decides."""
+    base = space.base
+    lo, hi = _size_range(space, score)
+    size = base.sum(axis=1)
+    if lo[size == 0].sum() > space.capacity.sum() - np.minimum(size, lo)[size > 0].sum():
+        return None  # the waiting jobs cannot all start (each running job holds at least its smallest size)
+    best = _best_terms(space, score)
+    nodes = np.count_nonzero(base, axis=1)
+    first = np.argmax(base > 0, axis=1)
+    held = score.good[np.arange(len(base)), np.maximum(score.node_type[first], 0), nodes, size]
+    now = np.where(size > 0, 1.0 / (held / score.fair * score.scale + EPS_SPEEDUP), 1.0 / EPS_SPEEDUP)
+    keep = now <= best
+    out = np.where(keep[:, None], base, 0)
+    room = space.capacity - out.sum(axis=0)
+    spread = (out[np.count_nonzero(out, axis=1) > 1] > 0).any(axis=0)
+    move = np.flatnonzero(~keep)
+    options = {}
+    for j in move.tolist():
+        at = np.argwhere(_alternatives(space, score, np.array([j]), int(lo[j]), int(hi[j]))[0] == best[j])
+        at[:, 2] += lo[j]
+        options[j] = at.tolist()
+    for j in sorted(options, key=lambda j: -options[j][0][2]):
+        for k, m, r in options[j]:
+            row = _place(room, space.node_type, spread, k, m, r)
+            if row is not None:
+                break
+        else:
+            return None
+        out[j], room = row, room - row
+        spread |= (row > 0) if m > 1 else False
+    return out
+
+
+def waiting_window(waiting: np.ndarray, size: np.ndarray, factor: np.ndarray, gpus: float) -> np.ndarray:
+    """Which jobs (in priority order; ``waiting`` marks the waiting ones) the search weighs: every running job
+    and, of each gang ``size``, the ``ceil(gpus / size)`` waiting jobs with the largest restart ``factor``
+    (ties: earlier first). A waiting job gets its whole gang or nothing, and starting it turns its term of the
+    power mean from ``1 / EPS_SPEEDUP`` into one over its speed-up times that factor (its speed-up at its gang
+    over its fair share: the same for every 1-GPU job), so of two waiting jobs of one size the search starts
+    the one with the larger factor; one cluster's worth of each size holds every waiting job the exact search
+    started on philly-loaded's 1,600 jobs (docs/pollux.md). Those outside only add the same term to every
+    candidate's mean, which keeps their order, while each pass over the population walks their rows."""
+    keep = ~waiting
+    order = np.lexsort((np.arange(len(waiting)), -factor))
+    order = order[waiting[order]]
+    for s in np.unique(size[order]).tolist():
+        members = order[size[order] == s]
+        keep[members[: math.ceil(gpus / max(int(s), 1))]] = True
+    return keep
