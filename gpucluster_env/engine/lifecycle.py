@@ -90,16 +90,22 @@ class Lifecycle:
         partners = self.occupancy.place(j, c, s)
         st.log.gpus(t, "start", j, gl, s)
         if partners:
-            self.counters.colocation()
-            st.n_colocated[j] += 1
-            rate = st.rate
-            before = {}  # the partners' rates before the start (a loop: no comprehension's call for one or two)
-            for p in partners:
-                before[p] = rate.item(p)
-            self.progress.rerate(sorted(partners | {j}), t)
-            st.sharing_benefits.append(self.rates.sharing_benefit(j, partners, before, c.k.solo_iter))
+            self.colocated(j, partners, sorted(partners | {j}), t, c.k.solo_iter)
         else:
             self.progress.rerate([j], t)
+
+    def colocated(self, j: int, partners: set[int], rerate: list[int], t: float, solo_iter: float) -> None:
+        """Job ``j`` has just started, or moved, on GPUs its ``partners`` hold: count the colocation, re-rate the
+        jobs ``rerate`` at ``t`` and record its sharing benefit (``solo_iter``: its iteration time alone there)."""
+        st = self.state
+        self.counters.colocation()
+        st.n_colocated[j] += 1
+        rate = st.rate
+        before = {}  # the partners' rates before the start (a loop: no comprehension's call for one or two)
+        for p in partners:
+            before[p] = rate.item(p)
+        self.progress.rerate(rerate, t)
+        st.sharing_benefits.append(self.rates.sharing_benefit(j, partners, before, solo_iter))
 
     def finish(self, j: int, t: float) -> None:
         """Running job ``j`` has done its last iteration at ``t``: it leaves its GPUs and its partners are

@@ -6,6 +6,8 @@ HadarE's ``DropCopy`` and ``MoveCopy`` of one copy of a forked job. Each runs af
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .actions import DropCopy, MoveCopy, Reallocate
 from .counters import Counters
 from .job_progress import Progress
@@ -18,10 +20,14 @@ from .state import EngineState
 class Moves:
     """Reallocation and copy moves on an :class:`~gpucluster_env.engine.state.EngineState`: checks with
     :class:`MoveChecks`, takes and leaves GPUs through :class:`Occupancy`, settles and re-rates through
-    :class:`Progress`, counts through :class:`Counters`; it writes no field of the state itself."""
+    :class:`Progress`, counts through :class:`Counters`, records a move beside another job through its
+    ``colocated`` (the lifecycle's); it writes no field of the state itself."""
 
     def __init__(self, state: EngineState, occupancy: Occupancy, rates: Rates, progress: Progress,
-                 checks: MoveChecks, counters: Counters) -> None:
+                 checks: MoveChecks, counters: Counters,
+                 colocated: Callable[[int, set[int], list[int], float, float], None]) -> None:
+        """``colocated``: what records a job moved beside others (``Lifecycle.colocated``, the records' owner)."""
+        self.colocated = colocated
         self.state = state
         self.occupancy = occupancy
         self.rates = rates
@@ -56,11 +62,7 @@ class Moves:
         else:
             st.log.record(t, "reallocate", j, {"gpus": gl[:], "accumulation": s, "batch": b})
         if moved and beside:  # restarted on GPUs another job holds: a colocation, as a start beside it is
-            self.counters.colocation()
-            st.n_colocated[j] += 1
-            before = {p: st.rate.item(p) for p in beside}
-            self.progress.rerate(sorted(partners | {j}), t)
-            st.sharing_benefits.append(self.rates.sharing_benefit(j, beside, before, c.k.solo_iter))
+            self.colocated(j, beside, sorted(partners | {j}), t, c.k.solo_iter)
         else:
             self.progress.rerate(sorted(partners | {j}), t)
 

@@ -116,7 +116,7 @@ class ClusterEngine:
         self.lifecycle = Lifecycle(st, self.queue, self.occupancy, self.rates, self.progress, self.checks,
                                    self.placement, self.counters)
         self.moves = Moves(st, self.occupancy, self.rates, self.progress,
-                           MoveChecks(st, self.checks, self.placement), self.counters)
+                           MoveChecks(st, self.checks, self.placement), self.counters, self.lifecycle.colocated)
         self.clock = Clock(st, self.progress, self.lifecycle, self.queue, self.counters)
 
     def reset(self) -> None:
