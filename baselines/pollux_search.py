@@ -234,9 +234,14 @@ def _alternatives(space: SearchSpace, score: Speedups, jobs: np.ndarray, lo: int
     """Power-mean terms ``(jobs, type, nodes, GPUs lo..hi)`` of rows other than the current one (``1 /
     (speed-up x scale x penalty + eps)``; ``inf`` where the goodput table holds nothing)."""
     g = score.good[jobs, :, :, lo: hi + 1]
-    term = 1.0 / (g / score.fair[jobs, None, None, None] * score.scale * score.penalty[jobs, None, None, None]
-                  + EPS_SPEEDUP)
+    term = _term(g, score.fair[jobs, None, None, None], score.scale, score.penalty[jobs, None, None, None])
     return np.where(g > 0, term, np.inf)
+
+
+def _term(good: np.ndarray, fair: np.ndarray, scale: float, penalty: np.ndarray | float) -> np.ndarray:
+    """A row's term of the fitness's power mean: ``1 / (speed-up x scale x penalty + eps)``, the speed-up being
+    the row's goodput over the fair share's (the compiled fitness, ``pollux_evolve.score``, sums these)."""
+    return 1.0 / (good / fair * scale * penalty + EPS_SPEEDUP)
 
 
 def _size_range(space: SearchSpace, score: Speedups) -> tuple[np.ndarray, np.ndarray]:
@@ -301,7 +306,7 @@ def uncontended_best(space: SearchSpace, score: Speedups) -> np.ndarray | None:
     nodes = np.count_nonzero(base, axis=1)
     first = np.argmax(base > 0, axis=1)
     held = score.good[np.arange(len(base)), np.maximum(score.node_type[first], 0), nodes, size]
-    now = np.where(size > 0, 1.0 / (held / score.fair * score.scale + EPS_SPEEDUP), 1.0 / EPS_SPEEDUP)
+    now = np.where(size > 0, _term(held, score.fair, score.scale, 1.0), 1.0 / EPS_SPEEDUP)  # no restart: penalty 1
     keep = now <= best
     out = np.where(keep[:, None], base, 0)
     room = space.capacity - out.sum(axis=0)
